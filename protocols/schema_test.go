@@ -1,0 +1,230 @@
+package protocols_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
+
+	// Registering Knit's definitions is the point of these imports.
+	_ "github.com/knitdev/knit/protocols/commonpb"
+	_ "github.com/knitdev/knit/protocols/yarnpb"
+)
+
+// oracleFile is Hadoop 3.4.1's own schema, compiled from its .proto files.
+var oracleFile = filepath.Join("..", "..", "shared", "testdata", "hadoop-schema", "hadoop-3.4.1.protoset")
+
+// deliberateOmissions lists Hadoop names Knit leaves out on purpose, with why.
+// An entry here is the only way a Hadoop message, enum or field may be absent.
+var deliberateOmissions = map[protoreflect.FullName]string{}
+
+func loadOracle(t *testing.T) *protoregistry.Files {
+	t.Helper()
+	raw, err := os.ReadFile(oracleFile)
+	if os.IsNotExist(err) {
+		t.Skipf("schema oracle not found at %s (../shared is not beside this checkout)", oracleFile)
+	}
+	if err != nil {
+		t.Fatalf("read oracle: %v", err)
+	}
+	var set descriptorpb.FileDescriptorSet
+	if err := proto.Unmarshal(raw, &set); err != nil {
+		t.Fatalf("decode oracle: %v", err)
+	}
+	files, err := protodesc.NewFiles(&set)
+	if err != nil {
+		t.Fatalf("build oracle registry: %v", err)
+	}
+	return files
+}
+
+// schemaIndex is every message, enum and service of the hadoop packages.
+type schemaIndex struct {
+	messages map[protoreflect.FullName]protoreflect.MessageDescriptor
+	enums    map[protoreflect.FullName]protoreflect.EnumDescriptor
+	services map[protoreflect.FullName]protoreflect.ServiceDescriptor
+}
+
+func newSchemaIndex() schemaIndex {
+	return schemaIndex{
+		messages: map[protoreflect.FullName]protoreflect.MessageDescriptor{},
+		enums:    map[protoreflect.FullName]protoreflect.EnumDescriptor{},
+		services: map[protoreflect.FullName]protoreflect.ServiceDescriptor{},
+	}
+}
+
+func (ix schemaIndex) addMessages(msgs protoreflect.MessageDescriptors) {
+	for i := 0; i < msgs.Len(); i++ {
+		m := msgs.Get(i)
+		ix.messages[m.FullName()] = m
+		ix.addEnums(m.Enums())
+		ix.addMessages(m.Messages())
+	}
+}
+
+func (ix schemaIndex) addEnums(enums protoreflect.EnumDescriptors) {
+	for i := 0; i < enums.Len(); i++ {
+		ix.enums[enums.Get(i).FullName()] = enums.Get(i)
+	}
+}
+
+func (ix schemaIndex) addFile(fd protoreflect.FileDescriptor) {
+	ix.addMessages(fd.Messages())
+	ix.addEnums(fd.Enums())
+	for i := 0; i < fd.Services().Len(); i++ {
+		ix.services[fd.Services().Get(i).FullName()] = fd.Services().Get(i)
+	}
+}
+
+func indexPackages(files interface {
+	RangeFiles(func(protoreflect.FileDescriptor) bool)
+}) schemaIndex {
+	ix := newSchemaIndex()
+	files.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+		if pkg := fd.Package(); pkg == "hadoop.common" || pkg == "hadoop.yarn" {
+			ix.addFile(fd)
+		}
+		return true
+	})
+	return ix
+}
+
+func sortedNames[T any](m map[protoreflect.FullName]T) []protoreflect.FullName {
+	names := make([]protoreflect.FullName, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	return names
+}
+
+// describeField is everything about a field that reaches the wire or the
+// generated API: number, name, kind, cardinality, default and referenced type.
+func describeField(f protoreflect.FieldDescriptor) string {
+	ref := ""
+	switch {
+	case f.Message() != nil:
+		ref = string(f.Message().FullName())
+	case f.Enum() != nil:
+		ref = string(f.Enum().FullName())
+	}
+	def := ""
+	if f.HasDefault() {
+		def = fmt.Sprint(f.Default().Interface())
+		if f.Enum() != nil {
+			def = string(f.DefaultEnumValue().Name())
+		}
+	}
+	return fmt.Sprintf("%d %s %v %v default=%q ref=%s", f.Number(), f.Name(), f.Cardinality(), f.Kind(), def, ref)
+}
+
+func TestSchemaMatchesHadoop341(t *testing.T) {
+	want := indexPackages(loadOracle(t))
+	got := indexPackages(protoregistry.GlobalFiles)
+
+	t.Run("messages", func(t *testing.T) {
+		for _, name := range sortedNames(want.messages) {
+			wm := want.messages[name]
+			gm, ok := got.messages[name]
+			if !ok {
+				if _, omitted := deliberateOmissions[name]; !omitted {
+					t.Errorf("message %s missing", name)
+				}
+				continue
+			}
+			wf, gf := wm.Fields(), gm.Fields()
+			for i := 0; i < wf.Len(); i++ {
+				w := wf.Get(i)
+				g := gf.ByNumber(w.Number())
+				if g == nil {
+					if _, omitted := deliberateOmissions[w.FullName()]; !omitted {
+						t.Errorf("%s: field %s (%d) missing", name, w.Name(), w.Number())
+					}
+					continue
+				}
+				if dw, dg := describeField(w), describeField(g); dw != dg {
+					t.Errorf("%s: field differs\n  hadoop: %s\n  knit:   %s", name, dw, dg)
+				}
+			}
+			for i := 0; i < gf.Len(); i++ {
+				if wf.ByNumber(gf.Get(i).Number()) == nil {
+					t.Errorf("%s: field %s (%d) is not Hadoop's", name, gf.Get(i).Name(), gf.Get(i).Number())
+				}
+			}
+			if fmt.Sprint(wm.ExtensionRanges()) != fmt.Sprint(gm.ExtensionRanges()) {
+				t.Errorf("%s: extension ranges %v, Hadoop has %v", name, gm.ExtensionRanges(), wm.ExtensionRanges())
+			}
+		}
+		for _, name := range sortedNames(got.messages) {
+			if _, ok := want.messages[name]; !ok {
+				t.Errorf("message %s is not Hadoop's", name)
+			}
+		}
+	})
+
+	t.Run("enums", func(t *testing.T) {
+		for _, name := range sortedNames(want.enums) {
+			we := want.enums[name]
+			ge, ok := got.enums[name]
+			if !ok {
+				if _, omitted := deliberateOmissions[name]; !omitted {
+					t.Errorf("enum %s missing", name)
+				}
+				continue
+			}
+			if w, g := enumValues(we), enumValues(ge); w != g {
+				t.Errorf("enum %s values differ\n  hadoop: %s\n  knit:   %s", name, w, g)
+			}
+		}
+		for _, name := range sortedNames(got.enums) {
+			if _, ok := want.enums[name]; !ok {
+				t.Errorf("enum %s is not Hadoop's", name)
+			}
+		}
+	})
+
+	t.Run("services", func(t *testing.T) {
+		for _, name := range sortedNames(want.services) {
+			ws := want.services[name]
+			gs, ok := got.services[name]
+			if !ok {
+				t.Errorf("service %s missing", name)
+				continue
+			}
+			if w, g := methods(ws), methods(gs); w != g {
+				t.Errorf("service %s methods differ\n  hadoop: %s\n  knit:   %s", name, w, g)
+			}
+		}
+		for _, name := range sortedNames(got.services) {
+			if _, ok := want.services[name]; !ok {
+				t.Errorf("service %s is not Hadoop's", name)
+			}
+		}
+	})
+}
+
+func enumValues(e protoreflect.EnumDescriptor) string {
+	var s string
+	for i := 0; i < e.Values().Len(); i++ {
+		v := e.Values().Get(i)
+		s += fmt.Sprintf("%s=%d ", v.Name(), v.Number())
+	}
+	return s
+}
+
+func methods(s protoreflect.ServiceDescriptor) string {
+	var out []string
+	for i := 0; i < s.Methods().Len(); i++ {
+		m := s.Methods().Get(i)
+		out = append(out, fmt.Sprintf("%s(%s)%s", m.Name(), m.Input().FullName(), m.Output().FullName()))
+	}
+	sort.Strings(out)
+	return fmt.Sprint(out)
+}
