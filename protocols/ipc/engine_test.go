@@ -1,0 +1,191 @@
+package ipc
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha1"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/protocols/commonpb"
+	"github.com/knitdev/knit/protocols/yarnpb"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const (
+	testProtocol = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
+	classAppNotFound = "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException"
+)
+
+var testKey = []byte("knit-test-master-key")
+
+// testTokens verifies tokens whose identifier is "user:<name>" and whose
+// password is HMAC-SHA1(testKey, identifier), as Hadoop's secret managers do.
+func testTokens(_ context.Context, id []byte) (Secret, error) {
+	var user string
+	if _, err := fmt.Sscanf(string(id), "user:%s", &user); err != nil {
+		return Secret{}, Errorf(ClassInvalidToken, "unknown token identifier")
+	}
+	return Secret{Password: hmacSHA1(testKey, id), User: user, Identity: "identity of " + user}, nil
+}
+
+func hmacSHA1(key, msg []byte) []byte {
+	m := hmac.New(sha1.New, key)
+	m.Write(msg)
+	return m.Sum(nil)
+}
+
+func testToken(user string) *commonpb.TokenProto {
+	id := []byte("user:" + user)
+	return &commonpb.TokenProto{Identifier: id, Password: hmacSHA1(testKey, id), Kind: proto.String("TEST"), Service: proto.String("")}
+}
+
+// clientProtocolMethods serves a few ApplicationClientProtocol methods with
+// behaviour the tests can steer.
+func clientProtocolMethods() []Method {
+	return []Method{
+		Handle("getNewApplication", func(ctx context.Context, _ *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
+			c, _ := CallerFrom(ctx)
+			return &yarnpb.GetNewApplicationResponseProto{
+				ApplicationId:     &yarnpb.ApplicationIdProto{Id: proto.Int32(c.CallID), ClusterTimestamp: proto.Int64(1)},
+				MaximumCapability: &yarnpb.ResourceProto{Memory: proto.Int64(8192), VirtualCores: proto.Int32(4)},
+			}, nil
+		}),
+		Handle("getApplicationReport", func(ctx context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
+			c, _ := CallerFrom(ctx)
+			id := req.GetApplicationId().GetId()
+			if id < 0 {
+				return nil, Errorf(classAppNotFound, "Application with id '%d' doesn't exist in RM.", id)
+			}
+			// The id asks for a delay in milliseconds, so answers come back out of order.
+			time.Sleep(time.Duration(id) * time.Millisecond)
+			return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: &yarnpb.ApplicationReportProto{
+				ApplicationId: req.GetApplicationId(),
+				User:          proto.String(c.User),
+				Name:          proto.String(fmt.Sprint(c.TokenIdentity)),
+			}}, nil
+		}),
+	}
+}
+
+type testServer struct {
+	srv  *Server
+	addr string
+	done chan error
+}
+
+func startServer(t *testing.T, cfg Config) *testServer {
+	t.Helper()
+	srv, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Register(testProtocol, clientProtocolMethods()...); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{srv: srv, addr: l.Addr().String(), done: make(chan error, 1)}
+	go func() { ts.done <- srv.Serve(l) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := <-ts.done; !errors.Is(err, ErrServerClosed) {
+			t.Errorf("serve returned %v", err)
+		}
+	})
+	return ts
+}
+
+func newTestClient(t *testing.T, addr string, cfg ClientConfig) *Client {
+	t.Helper()
+	if cfg.Protocol == "" {
+		cfg.Protocol = testProtocol
+	}
+	c, err := NewClient(addr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func report(t *testing.T, c *Client, id int32) (*yarnpb.ApplicationReportProto, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var resp yarnpb.GetApplicationReportResponseProto
+	err := c.Call(ctx, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{
+		ApplicationId: &yarnpb.ApplicationIdProto{Id: proto.Int32(id), ClusterTimestamp: proto.Int64(1)},
+	}, &resp)
+	return resp.GetApplicationReport(), err
+}
+
+func TestCallerIdentityPerAuthMode(t *testing.T) {
+	tests := []struct {
+		name         string
+		server       Config
+		client       ClientConfig
+		wantUser     string
+		wantIdentity string
+	}{
+		{"simple user from the connection context", Config{Simple: true}, ClientConfig{User: "alice"}, "alice", "<nil>"},
+		{"token user over DIGEST-MD5", Config{Tokens: testTokens}, ClientConfig{Token: testToken("appattempt_1_0001_000001")}, "appattempt_1_0001_000001", "identity of appattempt_1_0001_000001"},
+		{"token preferred where both are offered", Config{Simple: true, Tokens: testTokens}, ClientConfig{User: "bob", Token: testToken("carol")}, "carol", "identity of carol"},
+		{"simple fallback when the server has no tokens", Config{Simple: true}, ClientConfig{User: "dave", Token: testToken("ignored")}, "dave", "<nil>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := startServer(t, tt.server)
+			c := newTestClient(t, ts.addr, tt.client)
+			rep, err := report(t, c, 1)
+			if err != nil {
+				t.Fatalf("call: %v", err)
+			}
+			if rep.GetUser() != tt.wantUser || rep.GetName() != tt.wantIdentity {
+				t.Errorf("caller = %q / %q, want %q / %q", rep.GetUser(), rep.GetName(), tt.wantUser, tt.wantIdentity)
+			}
+		})
+	}
+}
+
+func TestManyCallsInFlightAnswerOutOfOrder(t *testing.T) {
+	ts := startServer(t, Config{Simple: true})
+	c := newTestClient(t, ts.addr, ClientConfig{User: "alice"})
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for i := 0; i < 200; i++ {
+		wg.Add(1)
+		go func(id int32) {
+			defer wg.Done()
+			rep, err := report(t, c, id)
+			if err == nil && rep.GetApplicationId().GetId() != id {
+				err = fmt.Errorf("asked for %d, got %d", id, rep.GetApplicationId().GetId())
+			}
+			if err != nil {
+				errs <- err
+			}
+		}(int32(rand.IntN(30)))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}

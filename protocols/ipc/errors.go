@@ -1,0 +1,108 @@
+package ipc
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/knitdev/knit/protocols/commonpb"
+)
+
+// Java exception classes the engine itself answers with. Handlers name their
+// own classes (YARN's live with the YARN code); these are the IPC layer's.
+const (
+	ClassIOException            = "java.io.IOException"
+	ClassIPCException           = "org.apache.hadoop.ipc.IpcException"
+	ClassVersionMismatch        = "org.apache.hadoop.ipc.RPC$VersionMismatch"
+	ClassNoSuchProtocol         = "org.apache.hadoop.ipc.RpcNoSuchProtocolException"
+	ClassNoSuchMethod           = "org.apache.hadoop.ipc.RpcNoSuchMethodException"
+	ClassFatalRPCServer         = "org.apache.hadoop.ipc.Server$FatalRpcServerException"
+	ClassRPCServer              = "org.apache.hadoop.ipc.RpcServerException"
+	ClassStandby                = "org.apache.hadoop.ipc.StandbyException"
+	ClassRetriable              = "org.apache.hadoop.ipc.RetriableException"
+	ClassAccessControl          = "org.apache.hadoop.security.AccessControlException"
+	ClassAuthorization          = "org.apache.hadoop.security.authorize.AuthorizationException"
+	ClassInvalidToken           = "org.apache.hadoop.security.token.SecretManager$InvalidToken"
+	ClassSaslException          = "javax.security.sasl.SaslException"
+	ClassServerDidNotSetClass   = "ServerDidNotSetExceptionClassName"
+	ClassServerDidNotSetMessage = "ServerDidNotSetErrorMsg"
+)
+
+// ErrorCode is the errorDetail Hadoop puts in an ERROR or FATAL response.
+type ErrorCode = commonpb.RpcResponseHeaderProto_RpcErrorCodeProto
+
+// RemoteError is an error that travels as a Hadoop RPC error response: the
+// Java class name a client unwraps, its message, the error code and whether it
+// is fatal to the connection. Handlers return one (usually through Errorf) to
+// choose the exception a Java client sees; the client returns one for every
+// ERROR or FATAL answer.
+type RemoteError struct {
+	ClassName string
+	Message   string
+	Code      ErrorCode
+	// Fatal errors close the connection and fail every call on it.
+	Fatal bool
+}
+
+func (e *RemoteError) Error() string {
+	if e.Message == "" {
+		return e.ClassName
+	}
+	return e.ClassName + ": " + e.Message
+}
+
+// Is reports whether target is a *RemoteError of the same Java class, so that
+// errors.Is(err, &ipc.RemoteError{ClassName: X}) asks "did the server throw X".
+func (e *RemoteError) Is(target error) bool {
+	var t *RemoteError
+	if !errors.As(target, &t) {
+		return false
+	}
+	return t.ClassName == e.ClassName
+}
+
+// Errorf returns an application error of the given Java class, as a handler
+// returns it.
+func Errorf(className, format string, args ...any) *RemoteError {
+	return &RemoteError{
+		ClassName: className,
+		Message:   fmt.Sprintf(format, args...),
+		Code:      commonpb.RpcResponseHeaderProto_ERROR_APPLICATION,
+	}
+}
+
+// IsClass reports whether err is, or wraps, a RemoteError of the Java class.
+func IsClass(err error, className string) bool {
+	var re *RemoteError
+	return errors.As(err, &re) && re.ClassName == className
+}
+
+// remoteErrorFor maps a handler's error onto what goes on the wire. An error
+// that names no class travels as java.io.IOException: Hadoop's YARN clients
+// rethrow IOException subclasses as themselves, so the message survives.
+func remoteErrorFor(err error) *RemoteError {
+	var re *RemoteError
+	if errors.As(err, &re) {
+		if re.Code == 0 {
+			cp := *re
+			cp.Code = commonpb.RpcResponseHeaderProto_ERROR_APPLICATION
+			return &cp
+		}
+		return re
+	}
+	return &RemoteError{
+		ClassName: ClassIOException,
+		Message:   err.Error(),
+		Code:      commonpb.RpcResponseHeaderProto_ERROR_APPLICATION,
+	}
+}
+
+// fatal builds a connection-ending error of the given code.
+func fatal(code ErrorCode, className, format string, args ...any) *RemoteError {
+	return &RemoteError{ClassName: className, Message: fmt.Sprintf(format, args...), Code: code, Fatal: true}
+}
+
+// fatalHeader is Hadoop's FatalRpcServerException with a plain message, the
+// answer to malformed headers and out-of-order frames.
+func fatalHeader(format string, args ...any) *RemoteError {
+	return fatal(commonpb.RpcResponseHeaderProto_FATAL_INVALID_RPC_HEADER, ClassFatalRPCServer, format, args...)
+}

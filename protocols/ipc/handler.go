@@ -1,0 +1,92 @@
+package ipc
+
+import (
+	"context"
+	"net"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// AuthMethod is how a connection's caller was authenticated.
+type AuthMethod int
+
+const (
+	// AuthSimple trusts the user named in the connection context.
+	AuthSimple AuthMethod = iota + 1
+	// AuthToken proved possession of a token's password over SASL DIGEST-MD5.
+	AuthToken
+)
+
+func (m AuthMethod) String() string {
+	switch m {
+	case AuthSimple:
+		return "SIMPLE"
+	case AuthToken:
+		return "TOKEN"
+	}
+	return "UNKNOWN"
+}
+
+// Caller is what a handler knows of who is calling and on which connection.
+type Caller struct {
+	// User is the effective user: the context's user under SIMPLE auth, the
+	// token's user (for example an application attempt id) under TOKEN auth.
+	User string
+	// RealUser is the authenticated user behind a proxy user, if any.
+	RealUser string
+	Auth     AuthMethod
+	// TokenIdentifier is the raw identifier of the token used under TOKEN
+	// auth, and TokenIdentity what the server's SecretLookup made of it.
+	TokenIdentifier []byte
+	TokenIdentity   any
+	// Protocol is the protocol named in the connection context.
+	Protocol   string
+	RemoteAddr net.Addr
+	ClientID   []byte
+	CallID     int32
+	RetryCount int32
+}
+
+type callerKey struct{}
+
+// CallerFrom returns the caller of the RPC whose context ctx is.
+func CallerFrom(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(*Caller)
+	if !ok {
+		return Caller{}, false
+	}
+	return *c, true
+}
+
+// WithCaller returns a context carrying c, for tests of handlers that read it.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, &c)
+}
+
+// Method is one typed RPC handler, made by Handle.
+type Method struct {
+	name       string
+	newRequest func() proto.Message
+	call       func(context.Context, proto.Message) (proto.Message, error)
+}
+
+// Name is the Hadoop method name the handler answers.
+func (m Method) Name() string { return m.name }
+
+// Handle makes the handler of a method from a typed function. The method
+// name is the rpc name of the Hadoop service (for example "getNewApplication").
+func Handle[Req, Resp proto.Message](name string, fn func(context.Context, Req) (Resp, error)) Method {
+	var zero Req
+	typ := zero.ProtoReflect().Type()
+	return Method{
+		name:       name,
+		newRequest: func() proto.Message { return typ.New().Interface() },
+		call: func(ctx context.Context, req proto.Message) (proto.Message, error) {
+			resp, err := fn(ctx, req.(Req))
+			if err != nil {
+				return nil, err
+			}
+			return resp, nil
+		},
+	}
+}
