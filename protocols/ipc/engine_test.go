@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 }
 
 const (
-	testProtocol = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
+	testProtocol     = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
 	classAppNotFound = "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException"
 )
 
