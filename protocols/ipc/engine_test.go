@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha1"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/knitdev/knit/protocols/digestmd5"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -27,6 +30,9 @@ const (
 	testProtocol     = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
 	classAppNotFound = "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException"
 )
+
+// quietLog keeps the expected connection errors of these tests out of their output.
+var quietLog = slog.New(slog.DiscardHandler)
 
 var testKey = []byte("knit-test-master-key")
 
@@ -87,6 +93,9 @@ type testServer struct {
 
 func startServer(t *testing.T, cfg Config) *testServer {
 	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = quietLog
+	}
 	srv, err := NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +126,9 @@ func newTestClient(t *testing.T, addr string, cfg ClientConfig) *Client {
 	t.Helper()
 	if cfg.Protocol == "" {
 		cfg.Protocol = testProtocol
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = quietLog
 	}
 	c, err := NewClient(addr, cfg)
 	if err != nil {
@@ -188,4 +200,11 @@ func TestManyCallsInFlightAnswerOutOfOrder(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+func newTestDigestClient(tok *commonpb.TokenProto) *digestmd5.Client {
+	return digestmd5.NewClient(digestmd5.ClientConfig{
+		Username: base64.StdEncoding.EncodeToString(tok.GetIdentifier()),
+		Password: base64.StdEncoding.EncodeToString(tok.GetPassword()),
+	})
 }
