@@ -1,0 +1,59 @@
+package rm
+
+import (
+	"context"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnpb"
+)
+
+// ProtocolClient is the name Hadoop clients give ApplicationClientProtocol on
+// the wire, in the connection context and in every call header.
+const ProtocolClient = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
+
+// ResourceType is one resource the cluster schedules, as YARN's
+// ResourceInformation describes it.
+type ResourceType struct {
+	Name  string
+	Units string
+}
+
+// DefaultResourceTypes are the two types every YARN cluster has. Java clients
+// crash on an empty list (ResourcePBImpl.initResources), so these are never
+// left out.
+var DefaultResourceTypes = []ResourceType{
+	{Name: "memory-mb", Units: "Mi"},
+	{Name: "vcores", Units: ""},
+}
+
+// ResourceTypeInfo answers getResourceTypeInfo, the first call a
+// DistributedShell client makes.
+type ResourceTypeInfo struct {
+	// Types lists the cluster's resource types; nil means DefaultResourceTypes.
+	Types []ResourceType
+}
+
+// GetResourceTypeInfo lists the cluster's resource types, all countable.
+func (r ResourceTypeInfo) GetResourceTypeInfo(context.Context, *yarnpb.GetAllResourceTypeInfoRequestProto) (*yarnpb.GetAllResourceTypeInfoResponseProto, error) {
+	types := r.Types
+	if types == nil {
+		types = DefaultResourceTypes
+	}
+	resp := &yarnpb.GetAllResourceTypeInfoResponseProto{}
+	for _, t := range types {
+		resp.ResourceTypeInfo = append(resp.ResourceTypeInfo, &yarnpb.ResourceTypeInfoProto{
+			Name:  proto.String(t.Name),
+			Units: proto.String(t.Units),
+			Type:  yarnpb.ResourceTypesProto_COUNTABLE.Enum(),
+		})
+	}
+	return resp, nil
+}
+
+// Methods returns the ApplicationClientProtocol methods this package answers
+// so far; a client calling any other gets Hadoop's RpcNoSuchMethodException.
+func (r ResourceTypeInfo) Methods() []ipc.Method {
+	return []ipc.Method{ipc.Handle("getResourceTypeInfo", r.GetResourceTypeInfo)}
+}
