@@ -208,3 +208,95 @@ func newTestDigestClient(tok *commonpb.TokenProto) *digestmd5.Client {
 		Password: base64.StdEncoding.EncodeToString(tok.GetPassword()),
 	})
 }
+
+func TestManyConnectionsEachWithItsOwnIdentity(t *testing.T) {
+	ts := startServer(t, Config{Simple: true, Tokens: testTokens})
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			user := fmt.Sprintf("user%03d", i)
+			cfg := ClientConfig{User: user}
+			if i%2 == 1 {
+				cfg = ClientConfig{Token: testToken(user)}
+			}
+			c := newTestClient(t, ts.addr, cfg)
+			for j := 0; j < 5; j++ {
+				rep, err := report(t, c, 1)
+				if err == nil && rep.GetUser() != user {
+					err = fmt.Errorf("connection of %s saw caller %s", user, rep.GetUser())
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestClientDialRetriesUntilTheServerListens(t *testing.T) {
+	// Reserve a port, free it, and start serving on it only after the
+	// client has begun dialling.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+
+	srv, err := NewServer(Config{Simple: true, Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Register(testProtocol, clientProtocolMethods()...); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		time.Sleep(300 * time.Millisecond)
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Errorf("listen again on %s: %v", addr, err)
+			return
+		}
+		srv.Serve(l)
+	}()
+	t.Cleanup(func() {
+		srv.Close()
+		<-served
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, addr, ClientConfig{Protocol: testProtocol, User: "alice", Logger: quietLog})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer c.Close()
+	if _, err := report(t, c, 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDialGivesUpWhenTheContextEnds(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := Dial(ctx, addr, ClientConfig{Protocol: testProtocol, User: "alice", Logger: quietLog}); err == nil {
+		t.Fatal("dial to a closed port succeeded")
+	}
+}
