@@ -17,9 +17,10 @@
 // SecretManager$InvalidToken).
 //
 // A Server and a Client each carry one exchange and are not safe for
-// concurrent use. Every error wraps one of the Err sentinels below, or the
-// lookup callback's own error. Input never causes a panic: the directive
-// parser is fuzzed (FuzzParseDirectives, FuzzServerEvaluate).
+// concurrent use. Every error about a message wraps one of the Err
+// sentinels; errors of the Lookup, Nonce and CNonce callbacks are passed
+// through wrapped with %w. Input never causes a panic: the directive parser
+// and Server.Evaluate are fuzzed (FuzzParseDirectives, FuzzServerEvaluate).
 //
 // Imports: the standard library only.
 package digestmd5

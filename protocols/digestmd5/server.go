@@ -110,7 +110,7 @@ func (s *Server) Evaluate(response []byte) ([]byte, error) {
 	case serverNew:
 		return nil, fmt.Errorf("%w: Evaluate called before Challenge", ErrState)
 	case serverDone:
-		return nil, fmt.Errorf("%w: exchange already evaluated", ErrState)
+		return nil, fmt.Errorf("%w: exchange already finished", ErrState)
 	}
 	s.state = serverDone
 	e, sent, err := s.check(response)
@@ -123,7 +123,7 @@ func (s *Server) Evaluate(response []byte) ([]byte, error) {
 	}
 	e.password = password
 	if subtle.ConstantTimeCompare([]byte(sent), []byte(e.response())) != 1 {
-		return nil, fmt.Errorf("%w: response digest does not match (wrong password)", ErrAuthFailed)
+		return nil, fmt.Errorf("%w: response digest does not match (wrong password or token)", ErrAuthFailed)
 	}
 	s.username = e.username
 	return []byte("rspauth=" + e.rspauth()), nil
