@@ -205,8 +205,18 @@ func (c *Client) connect(ctx context.Context) (*clientConn, error) {
 		calls:      map[int32]*pendingCall{},
 		readerDone: make(chan struct{}),
 	}
-	if err := cc.handshake(); err != nil {
+	// The handshake reads under the deadline only; a cancelled ctx must end
+	// it as well.
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Now()) })
+	err = cc.handshake()
+	if !stop() && err == nil {
+		err = errors.New("connection set-up interrupted")
+	}
+	if err != nil {
 		_ = nc.Close()
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("%w: %w", ctxErr, err)
+		}
 		return nil, err
 	}
 	_ = nc.SetDeadline(time.Time{})
@@ -485,16 +495,27 @@ func (cc *clientConn) readLoop() {
 	tick := min(cfg.PingInterval, cfg.MaxIdleTime)
 	var buf []byte
 	for {
+		// Silence is measured only before a frame starts. Once its first
+		// byte is in, the frame is read without a deadline: a timeout in its
+		// middle would lose the bytes already read and the framing with
+		// them. (Java's PingInputStream likewise resumes the same read.)
 		_ = cc.nc.SetReadDeadline(time.Now().Add(tick))
-		frame, err := readFrame(cc.br, cfg.MaxResponseLength, buf)
-		if err != nil {
+		if _, err := cc.br.Peek(1); err != nil {
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && cc.br.Buffered() == 0 {
+			if errors.As(err, &ne) && ne.Timeout() {
 				if cc.onSilence() {
 					continue
 				}
 				return
 			}
+			cc.shutdown(fmt.Errorf("ipc: read response: %w", err))
+			return
+		}
+		// A server that stalls inside a frame for two ping intervals is gone;
+		// ending the connection lets the next call reconnect.
+		_ = cc.nc.SetReadDeadline(time.Now().Add(2 * cfg.PingInterval))
+		frame, err := readFrame(cc.br, cfg.MaxResponseLength, buf)
+		if err != nil {
 			cc.shutdown(fmt.Errorf("ipc: read response: %w", err))
 			return
 		}

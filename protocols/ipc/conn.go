@@ -20,9 +20,10 @@ import (
 )
 
 var (
-	errIdle     = errors.New("idle connection")
-	errStopping = errors.New("server stopping")
-	errHandled  = errors.New("connection answered and closed")
+	errIdle      = errors.New("idle connection")
+	errStopping  = errors.New("server stopping")
+	errHandled   = errors.New("connection answered and closed")
+	errConnEnded = errors.New("connection ended by a FATAL answer")
 )
 
 // conn is one client connection. Its serve goroutine alone reads and owns the
@@ -40,6 +41,7 @@ type conn struct {
 	wmu     sync.Mutex
 	bw      *bufio.Writer
 	writers atomic.Int32 // senders queued on wmu: the last one out flushes
+	ended   bool         // under wmu: a FATAL answer was written, nothing may follow
 
 	calls    sync.WaitGroup
 	inflight atomic.Int32
@@ -454,9 +456,19 @@ func (c *conn) send(hdr *commonpb.RpcResponseHeaderProto, body proto.Message) er
 	c.writers.Add(1)
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if c.ended {
+		// The answers of calls still in flight when a FATAL went out are
+		// dropped: the client has failed them all already. The FATAL itself
+		// may still wait here to be flushed.
+		if c.writers.Add(-1) == 0 {
+			_ = c.bw.Flush()
+		}
+		return errConnEnded
+	}
 	// A peer that stops reading must not hold this call's goroutine forever.
 	_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
 	_, err = c.bw.Write(b)
+	c.ended = hdr.GetStatus() == commonpb.RpcResponseHeaderProto_FATAL
 	if c.writers.Add(-1) == 0 && err == nil {
 		err = c.bw.Flush()
 	}
