@@ -85,13 +85,49 @@ func clientProtocolMethods() []Method {
 	}
 }
 
+// testServer is a Server serving on a loopback port until its test ends.
 type testServer struct {
-	srv  *Server
-	addr string
-	done chan error
+	srv      *Server
+	addr     string
+	served   chan struct{}
+	serveErr error
 }
 
-func startServer(t *testing.T, cfg Config) *testServer {
+// serveTest serves srv on a loopback port and shuts it down when the test
+// ends, checking that Serve then returns ErrServerClosed.
+func serveTest(t *testing.T, srv *Server) *testServer {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{srv: srv, addr: l.Addr().String(), served: make(chan struct{})}
+	go func() {
+		ts.serveErr = srv.Serve(l)
+		close(ts.served)
+	}()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := ts.wait(); !errors.Is(err, ErrServerClosed) {
+			t.Errorf("serve returned %v", err)
+		}
+	})
+	return ts
+}
+
+// wait waits for Serve to return and gives its error.
+func (ts *testServer) wait() error {
+	<-ts.served
+	return ts.serveErr
+}
+
+// newTestServer makes a server for cfg with methods registered under
+// testProtocol, logging nothing unless cfg says otherwise.
+func newTestServer(t *testing.T, cfg Config, methods ...Method) *Server {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = quietLog
@@ -100,26 +136,16 @@ func startServer(t *testing.T, cfg Config) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Register(testProtocol, clientProtocolMethods()...); err != nil {
+	if err := srv.Register(testProtocol, methods...); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := &testServer{srv: srv, addr: l.Addr().String(), done: make(chan error, 1)}
-	go func() { ts.done <- srv.Serve(l) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-ts.done; !errors.Is(err, ErrServerClosed) {
-			t.Errorf("serve returned %v", err)
-		}
-	})
-	return ts
+	return srv
+}
+
+// startServer serves the test protocol with cfg until the test ends.
+func startServer(t *testing.T, cfg Config) *testServer {
+	t.Helper()
+	return serveTest(t, newTestServer(t, cfg, clientProtocolMethods()...))
 }
 
 func newTestClient(t *testing.T, addr string, cfg ClientConfig) *Client {
@@ -252,13 +278,7 @@ func TestClientDialRetriesUntilTheServerListens(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 
-	srv, err := NewServer(Config{Simple: true, Logger: quietLog})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Register(testProtocol, clientProtocolMethods()...); err != nil {
-		t.Fatal(err)
-	}
+	srv := newTestServer(t, Config{Simple: true}, clientProtocolMethods()...)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)

@@ -410,20 +410,13 @@ func TestAuthorizeConnectionRefusesWithItsOwnClass(t *testing.T) {
 }
 
 func TestHandlerPanicFailsOnlyItsCall(t *testing.T) {
-	srv, err := NewServer(Config{Simple: true, Logger: quietLog})
-	if err != nil {
-		t.Fatal(err)
-	}
 	methods := append(clientProtocolMethods(), Handle("forceKillApplication",
 		func(context.Context, *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
 			panic("boom")
 		}))
-	if err := srv.Register(testProtocol, methods...); err != nil {
-		t.Fatal(err)
-	}
-	addr := serveOn(t, srv)
-	c := newTestClient(t, addr, ClientConfig{User: "alice"})
-	err = c.Call(context.Background(), "forceKillApplication", &yarnpb.KillApplicationRequestProto{
+	ts := serveTest(t, newTestServer(t, Config{Simple: true}, methods...))
+	c := newTestClient(t, ts.addr, ClientConfig{User: "alice"})
+	err := c.Call(context.Background(), "forceKillApplication", &yarnpb.KillApplicationRequestProto{
 		ApplicationId: &yarnpb.ApplicationIdProto{Id: proto.Int32(1), ClusterTimestamp: proto.Int64(1)},
 	}, &yarnpb.KillApplicationResponseProto{})
 	if !IsClass(err, ClassRPCServer) {
@@ -432,21 +425,6 @@ func TestHandlerPanicFailsOnlyItsCall(t *testing.T) {
 	if _, err := report(t, c, 1); err != nil {
 		t.Errorf("call after the panic: %v", err)
 	}
-}
-
-func serveOn(t *testing.T, srv *Server) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); srv.Serve(l) }()
-	t.Cleanup(func() {
-		srv.Close()
-		<-done
-	})
-	return l.Addr().String()
 }
 
 func TestClientReconnectsAfterTheServerClosesAnIdleConnection(t *testing.T) {
@@ -506,20 +484,8 @@ func TestCallHonoursContextDeadline(t *testing.T) {
 }
 
 func TestShutdownLetsCallsInFlightAnswer(t *testing.T) {
-	srv, err := NewServer(Config{Simple: true, Logger: quietLog})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Register(testProtocol, clientProtocolMethods()...); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	c := newTestClient(t, l.Addr().String(), ClientConfig{User: "alice"})
+	ts := startServer(t, Config{Simple: true})
+	c := newTestClient(t, ts.addr, ClientConfig{User: "alice"})
 	if _, err := report(t, c, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -533,27 +499,24 @@ func TestShutdownLetsCallsInFlightAnswer(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil {
+	if err := ts.srv.Shutdown(ctx); err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
 	if err := <-callDone; err != nil || !answered.Load() {
 		t.Fatalf("call in flight during shutdown: %v", err)
 	}
-	if err := <-served; !errors.Is(err, ErrServerClosed) {
+	if err := ts.wait(); !errors.Is(err, ErrServerClosed) {
 		t.Fatalf("serve: %v", err)
 	}
-	if _, err := net.DialTimeout("tcp", l.Addr().String(), time.Second); err == nil {
+	if _, err := net.DialTimeout("tcp", ts.addr, time.Second); err == nil {
 		t.Error("listener still accepts after shutdown")
 	}
 }
 
 func TestShutdownDeadlineClosesStuckCalls(t *testing.T) {
-	srv, err := NewServer(Config{Simple: true, Logger: quietLog})
-	if err != nil {
-		t.Fatal(err)
-	}
 	release := make(chan struct{})
-	if err := srv.Register(testProtocol, Handle("getNewApplication",
+	defer close(release)
+	ts := serveTest(t, newTestServer(t, Config{Simple: true}, Handle("getNewApplication",
 		func(ctx context.Context, _ *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
 			select {
 			case <-ctx.Done():
@@ -561,17 +524,8 @@ func TestShutdownDeadlineClosesStuckCalls(t *testing.T) {
 			case <-release:
 				return &yarnpb.GetNewApplicationResponseProto{}, nil
 			}
-		})); err != nil {
-		t.Fatal(err)
-	}
-	defer close(release)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	c := newTestClient(t, l.Addr().String(), ClientConfig{User: "alice"})
+		})))
+	c := newTestClient(t, ts.addr, ClientConfig{User: "alice"})
 	callDone := make(chan error, 1)
 	go func() {
 		callDone <- c.Call(context.Background(), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{})
@@ -579,11 +533,10 @@ func TestShutdownDeadlineClosesStuckCalls(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if err := srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+	if err := ts.srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("shutdown = %v, want the deadline", err)
 	}
 	if err := <-callDone; err == nil {
 		t.Fatal("stuck call answered successfully")
 	}
-	<-served
 }

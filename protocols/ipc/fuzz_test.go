@@ -873,24 +873,9 @@ func TestNothingFollowsAFatalAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), fuzzDeadline)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-served; !errors.Is(err, ErrServerClosed) {
-			t.Errorf("serve returned %v", err)
-		}
-	}()
+	ts := serveTest(t, srv)
 
-	nc, err := net.Dial("tcp", l.Addr().String())
+	nc, err := net.Dial("tcp", ts.addr)
 	if err != nil {
 		t.Fatal(err)
 	}

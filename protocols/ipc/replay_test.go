@@ -438,23 +438,7 @@ func startReplayServer(t *testing.T, cfg Config, nonce string, log *callerLog) s
 	if err := registerReplayMethods(srv, log); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(l) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), replayTimeout)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-done; !errors.Is(err, ErrServerClosed) {
-			t.Errorf("serve returned %v", err)
-		}
-	})
-	return l.Addr().String()
+	return serveTest(t, srv).addr
 }
 
 // readAnswer reads one whole frame, length prefix included.
