@@ -200,8 +200,8 @@ func (c *Client) connect(ctx context.Context) (*clientConn, error) {
 	cc := &clientConn{
 		client:     c,
 		nc:         nc,
-		br:         bufio.NewReaderSize(nc, 32<<10),
-		bw:         bufio.NewWriterSize(nc, 32<<10),
+		br:         bufio.NewReaderSize(nc, connBufSize),
+		bw:         bufio.NewWriterSize(nc, connBufSize),
 		calls:      map[int32]*pendingCall{},
 		readerDone: make(chan struct{}),
 	}

@@ -60,8 +60,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 	return &conn{
 		srv:    s,
 		nc:     nc,
-		br:     bufio.NewReaderSize(nc, 32<<10),
-		bw:     bufio.NewWriterSize(nc, 32<<10),
+		br:     bufio.NewReaderSize(nc, connBufSize),
+		bw:     bufio.NewWriterSize(nc, connBufSize),
 		log:    s.log.With("remote", nc.RemoteAddr().String()),
 		ctx:    ctx,
 		cancel: cancel,
@@ -201,6 +201,11 @@ func (c *conn) nextFrame() ([]byte, error) {
 			return nil, errStopping
 		}
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+		if c.stopping.Load() {
+			// stopReading ran between the check above and the deadline we
+			// just set, which undid its "stop now" deadline.
+			return nil, errStopping
+		}
 		_, err := c.br.Peek(1)
 		if err == nil {
 			break

@@ -49,6 +49,12 @@ var (
 	errVarintTooLarge = errors.New("delimited length does not fit in the frame")
 )
 
+// connBufSize is the size of each connection's read and write buffers, at
+// both ends. Calls are small and a larger frame bypasses the buffers, so
+// 8 KiB batches as well as 32 KiB did in test/bench while an idle connection
+// holds under a third of the memory (about 44 KiB for both ends, not 140).
+const connBufSize = 8 << 10
+
 // smallFrame is the size up to which a frame buffer is allocated at once;
 // larger frames grow as their bytes arrive, so a peer that announces a huge
 // frame and sends nothing costs no memory.
