@@ -50,7 +50,7 @@ func hadoopResponse(username, nonce, cnonce, response string) string {
 		username, nonce, cnonce, response)
 }
 
-// Keys and identifiers from /work/shared/testdata/hadoop-wire/keys.json
+// Keys and identifiers from shared/testdata/hadoop-wire/keys.json
 // and ds-am/decoded.txt (the scripted responder).
 const (
 	amrmKeyHex = "fcd82115e4665f7b52569ba73856c4c491233062"

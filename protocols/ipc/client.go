@@ -66,6 +66,7 @@ type Client struct {
 	cfg    ClientConfig
 	log    *slog.Logger
 	nextID atomic.Int32
+	frames framePool
 
 	mu     sync.Mutex
 	cur    *clientConn
@@ -429,8 +430,8 @@ func remoteErrorFromHeader(hdr *commonpb.RpcResponseHeaderProto) *RemoteError {
 }
 
 func (cc *clientConn) writeFrame(msgs ...proto.Message) error {
-	bp := framePool.Get().(*[]byte)
-	defer framePool.Put(bp)
+	bp := cc.client.frames.get()
+	defer cc.client.frames.put(bp)
 	b, err := appendFrame((*bp)[:0], msgs...)
 	*bp = b[:0]
 	if err != nil {

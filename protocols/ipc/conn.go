@@ -446,13 +446,25 @@ func (c *conn) sendFatal(callID, retry int32, re *RemoteError) {
 
 var errMarshal = errors.New("marshal response")
 
-var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+// framePool recycles the buffers frames are built in; the Server and the
+// Client each own one.
+type framePool struct{ p sync.Pool }
+
+func (fp *framePool) get() *[]byte {
+	if b, ok := fp.p.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 512)
+	return &b
+}
+
+func (fp *framePool) put(b *[]byte) { fp.p.Put(b) }
 
 // send writes one response frame. Writers batch: each appends under the lock
 // and only the last one waiting flushes, so concurrent answers share writes.
 func (c *conn) send(hdr *commonpb.RpcResponseHeaderProto, body proto.Message) error {
-	bp := framePool.Get().(*[]byte)
-	defer framePool.Put(bp)
+	bp := c.srv.frames.get()
+	defer c.srv.frames.put(bp)
 	b, err := appendFrame((*bp)[:0], hdr, body)
 	*bp = b[:0]
 	if err != nil {

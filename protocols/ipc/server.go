@@ -65,6 +65,7 @@ type Server struct {
 	regMu    sync.Mutex
 
 	inFlight chan struct{}
+	frames   framePool
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
