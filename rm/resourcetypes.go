@@ -20,12 +20,14 @@ type ResourceType struct {
 	Units string
 }
 
-// DefaultResourceTypes are the two types every YARN cluster has. Java clients
-// crash on an empty list (ResourcePBImpl.initResources), so these are never
-// left out.
-var DefaultResourceTypes = []ResourceType{
-	{Name: "memory-mb", Units: "Mi"},
-	{Name: "vcores", Units: ""},
+// DefaultResourceTypes returns the two types every YARN cluster has. Java
+// clients crash on an empty list (ResourcePBImpl.initResources), so these are
+// never left out.
+func DefaultResourceTypes() []ResourceType {
+	return []ResourceType{
+		{Name: "memory-mb", Units: "Mi"},
+		{Name: "vcores", Units: ""},
+	}
 }
 
 // ResourceTypeInfo answers getResourceTypeInfo, the first call a
@@ -39,7 +41,7 @@ type ResourceTypeInfo struct {
 func (r ResourceTypeInfo) GetResourceTypeInfo(context.Context, *yarnpb.GetAllResourceTypeInfoRequestProto) (*yarnpb.GetAllResourceTypeInfoResponseProto, error) {
 	types := r.Types
 	if types == nil {
-		types = DefaultResourceTypes
+		types = DefaultResourceTypes()
 	}
 	resp := &yarnpb.GetAllResourceTypeInfoResponseProto{}
 	for _, t := range types {

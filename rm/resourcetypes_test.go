@@ -62,7 +62,7 @@ func TestResourceTypeInfoBytesEqualTheRealRMsAnswer(t *testing.T) {
 }
 
 func TestResourceTypeInfoListsConfiguredTypes(t *testing.T) {
-	types := append(append([]ResourceType{}, DefaultResourceTypes...), ResourceType{Name: "yarn.io/gpu"})
+	types := append(DefaultResourceTypes(), ResourceType{Name: "yarn.io/gpu"})
 	got, err := ResourceTypeInfo{Types: types}.GetResourceTypeInfo(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -273,7 +273,9 @@ func (cc *clientConn) shutdown(err error) {
 	}
 }
 
-func (cc *clientConn) requestHeader(callID int32, clientID []byte, retry int32) *commonpb.RpcRequestHeaderProto {
+// newRequestHeader is the header of every client frame: protobuf RPC kind,
+// a final packet, and the caller's id, client id and retry count.
+func newRequestHeader(callID int32, clientID []byte, retry int32) *commonpb.RpcRequestHeaderProto {
 	return &commonpb.RpcRequestHeaderProto{
 		RpcKind:    commonpb.RpcKindProto_RPC_PROTOCOL_BUFFER.Enum(),
 		RpcOp:      commonpb.RpcRequestHeaderProto_RPC_FINAL_PACKET.Enum(),
@@ -310,7 +312,7 @@ func (cc *clientConn) handshake() error {
 		}
 	}
 	ctxMsg := &commonpb.IpcConnectionContextProto{UserInfo: userInfo, Protocol: proto.String(cfg.Protocol)}
-	if err := cc.writeFrame(cc.requestHeader(callIDConnectionContext, cfg.ClientID, -1), ctxMsg); err != nil {
+	if err := cc.writeFrame(newRequestHeader(callIDConnectionContext, cfg.ClientID, -1), ctxMsg); err != nil {
 		return fmt.Errorf("send connection context: %w", err)
 	}
 	return nil
@@ -320,7 +322,7 @@ func (cc *clientConn) handshake() error {
 // and reports whether the server switched the connection to SIMPLE.
 func (cc *clientConn) negotiateSASL() (simple bool, err error) {
 	cfg := &cc.client.cfg
-	saslHeader := cc.requestHeader(callIDSASL, []byte{}, -1)
+	saslHeader := newRequestHeader(callIDSASL, []byte{}, -1)
 	negotiate := &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_NEGOTIATE.Enum()}
 	if err := cc.writeFrame(saslHeader, negotiate); err != nil {
 		return false, fmt.Errorf("send SASL negotiate: %w", err)
@@ -465,7 +467,7 @@ func (cc *clientConn) call(ctx context.Context, id int32, method string, req, re
 		DeclaringClassProtocolName: proto.String(cfg.Protocol),
 		ClientProtocolVersion:      proto.Uint64(ProtocolVersion),
 	}
-	if err := cc.writeFrame(cc.requestHeader(id, cfg.ClientID, 0), reqHeader, req); err != nil {
+	if err := cc.writeFrame(newRequestHeader(id, cfg.ClientID, 0), reqHeader, req); err != nil {
 		cc.shutdown(fmt.Errorf("send call: %w", err))
 		return <-p.done
 	}
@@ -496,10 +498,9 @@ func (cc *clientConn) readLoop() {
 	tick := min(cfg.PingInterval, cfg.MaxIdleTime)
 	var buf []byte
 	for {
-		// Silence is measured only before a frame starts. Once its first
-		// byte is in, the frame is read without a deadline: a timeout in its
-		// middle would lose the bytes already read and the framing with
-		// them. (Java's PingInputStream likewise resumes the same read.)
+		// Silence is measured only before a frame starts: a timeout inside a
+		// frame would lose the bytes already read and the framing with them.
+		// (Java's PingInputStream likewise resumes the same read.)
 		_ = cc.nc.SetReadDeadline(time.Now().Add(tick))
 		if _, err := cc.br.Peek(1); err != nil {
 			var ne net.Error
@@ -547,7 +548,7 @@ func (cc *clientConn) onSilence() bool {
 		}
 		return true
 	}
-	ping := cc.requestHeader(callIDPing, cc.client.cfg.ClientID, -1)
+	ping := newRequestHeader(callIDPing, cc.client.cfg.ClientID, -1)
 	if err := cc.writeFrame(ping); err != nil {
 		cc.shutdown(fmt.Errorf("ipc: ping: %w", err))
 		return false

@@ -203,7 +203,32 @@ func TestCallerIdentityPerAuthMode(t *testing.T) {
 	}
 }
 
-func TestManyCallsInFlightAnswerOutOfOrder(t *testing.T) {
+func TestASlowCallDoesNotHoldBackLaterOnes(t *testing.T) {
+	ts := startServer(t, Config{Simple: true})
+	c := newTestClient(t, ts.addr, ClientConfig{User: "alice"})
+	if _, err := report(t, c, 1); err != nil {
+		t.Fatal(err)
+	}
+	slow := make(chan error, 1)
+	go func() {
+		_, err := report(t, c, 400) // the handler sleeps 400ms
+		slow <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // the slow call is on the wire first
+	if _, err := report(t, c, 0); err != nil {
+		t.Fatalf("fast call: %v", err)
+	}
+	select {
+	case err := <-slow:
+		t.Fatalf("the slow call answered (%v) before the fast one sent after it", err)
+	default:
+	}
+	if err := <-slow; err != nil {
+		t.Fatalf("slow call: %v", err)
+	}
+}
+
+func TestManyCallsInFlightEachGetTheirOwnAnswer(t *testing.T) {
 	ts := startServer(t, Config{Simple: true})
 	c := newTestClient(t, ts.addr, ClientConfig{User: "alice"})
 	var wg sync.WaitGroup

@@ -85,14 +85,9 @@ func (r *rawConn) closed() {
 	}
 }
 
+// header is a call's request header as a Java client sends it.
 func header(callID int32, clientID []byte) *commonpb.RpcRequestHeaderProto {
-	return &commonpb.RpcRequestHeaderProto{
-		RpcKind:    commonpb.RpcKindProto_RPC_PROTOCOL_BUFFER.Enum(),
-		RpcOp:      commonpb.RpcRequestHeaderProto_RPC_FINAL_PACKET.Enum(),
-		CallId:     proto.Int32(callID),
-		ClientId:   clientID,
-		RetryCount: proto.Int32(0),
-	}
+	return newRequestHeader(callID, clientID, 0)
 }
 
 var testClientID = []byte("0123456789abcdef")
@@ -354,14 +349,7 @@ func TestBadTokensAreRefused(t *testing.T) {
 
 func TestTokenUserCannotClaimAnotherUser(t *testing.T) {
 	ts := startServer(t, Config{Tokens: testTokens})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := Dial(ctx, ts.addr, ClientConfig{Protocol: testProtocol, Token: testToken("alice")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	// Replay the same handshake by hand but claim "mallory" in the context.
+	// Authenticate as alice by hand, then claim "mallory" in the context.
 	r := dialRaw(t, ts.addr, preamble(9, authProtocolSASL))
 	r.send(header(callIDSASL, []byte{}), &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_NEGOTIATE.Enum()})
 	_, rest := r.answer()
@@ -430,10 +418,15 @@ func TestHandlerPanicFailsOnlyItsCall(t *testing.T) {
 func TestClientReconnectsAfterTheServerClosesAnIdleConnection(t *testing.T) {
 	ts := startServer(t, Config{Simple: true, IdleTimeout: 100 * time.Millisecond})
 	c := newTestClient(t, ts.addr, ClientConfig{User: "alice"})
+	var previous *clientConn
 	for i := 0; i < 3; i++ {
 		if _, err := report(t, c, 1); err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
+		if c.cur == previous {
+			t.Fatalf("call %d reused the connection the server closed", i)
+		}
+		previous = c.cur
 		time.Sleep(300 * time.Millisecond)
 	}
 }
@@ -454,13 +447,60 @@ func TestClientClosesItsIdleConnectionAndReopens(t *testing.T) {
 	}
 }
 
-func TestLongCallsKeepTheConnectionAliveWithPings(t *testing.T) {
+func TestLongCallsOutliveTheServerIdleTimeout(t *testing.T) {
 	ts := startServer(t, Config{Simple: true, IdleTimeout: 150 * time.Millisecond})
 	c := newTestClient(t, ts.addr, ClientConfig{User: "alice", PingInterval: 50 * time.Millisecond})
-	// The handler sleeps 600ms: four server idle timeouts, bridged by pings
-	// and by the call in flight.
+	// The handler sleeps 600ms, four server idle timeouts: a call in flight
+	// keeps its connection open.
 	if _, err := report(t, c, 600); err != nil {
 		t.Fatalf("long call: %v", err)
+	}
+}
+
+func TestClientPingsASilentServerWhileACallWaits(t *testing.T) {
+	pings := make(chan int, 1)
+	addr := silentPeer(t, func(nc net.Conn, br *bufio.Reader) {
+		if _, err := io.ReadFull(br, make([]byte, preambleLen)); err != nil {
+			return
+		}
+		var call *commonpb.RpcRequestHeaderProto
+		n := 0
+		_ = nc.SetReadDeadline(time.Now().Add(400 * time.Millisecond))
+		for {
+			frame, err := readFrame(br, DefaultMaxDataLength, nil)
+			if err != nil {
+				break // the deadline: the client has waited 400ms
+			}
+			var hdr commonpb.RpcRequestHeaderProto
+			if _, err := unmarshalDelimited(frame, &hdr); err != nil {
+				return
+			}
+			switch id := hdr.GetCallId(); {
+			case id == callIDPing:
+				n++
+			case id >= 0:
+				call = &hdr
+			}
+		}
+		pings <- n
+		if call == nil {
+			return
+		}
+		b, _ := appendFrame(nil, &commonpb.RpcResponseHeaderProto{
+			CallId: wireCallID(call.GetCallId()), Status: commonpb.RpcResponseHeaderProto_SUCCESS.Enum(),
+			ServerIpcVersionNum: proto.Uint32(currentVersion), ClientId: call.GetClientId(), RetryCount: proto.Int32(0),
+		}, &yarnpb.GetNewApplicationResponseProto{})
+		_, _ = nc.Write(b)
+		_, _ = io.Copy(io.Discard, br)
+	})
+	c := newTestClient(t, addr, ClientConfig{User: "alice", PingInterval: 50 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{}); err != nil {
+		t.Fatalf("call: %v", err)
+	}
+	if n := <-pings; n < 3 {
+		t.Errorf("client sent %d pings in 400ms of silence with a 50ms ping interval", n)
 	}
 }
 
@@ -476,11 +516,16 @@ func TestCallHonoursContextDeadline(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v", err)
 	}
-	// The late answer is dropped and the connection serves the next call.
+	// The late answer arrives with no taker, is dropped, and the same
+	// connection serves the next call.
+	conn := c.cur
+	time.Sleep(600 * time.Millisecond)
 	if _, err := report(t, c, 1); err != nil {
 		t.Fatalf("next call: %v", err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	if c.cur != conn {
+		t.Error("the late answer broke the connection")
+	}
 }
 
 func TestShutdownLetsCallsInFlightAnswer(t *testing.T) {

@@ -45,7 +45,6 @@ var (
 	errFrameTooLong   = errors.New("frame longer than the maximum data length")
 	errFrameNegative  = errors.New("negative frame length")
 	errTruncated      = errors.New("truncated delimited message")
-	errTrailingBytes  = errors.New("bytes after the last delimited message")
 	errVarintTooLarge = errors.New("delimited length does not fit in the frame")
 )
 

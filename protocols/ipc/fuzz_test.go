@@ -71,13 +71,7 @@ func fuzzRequestHeader(callID int32) *commonpb.RpcRequestHeaderProto {
 	if callID == callIDSASL {
 		clientID = []byte{}
 	}
-	return &commonpb.RpcRequestHeaderProto{
-		RpcKind:    commonpb.RpcKindProto_RPC_PROTOCOL_BUFFER.Enum(),
-		RpcOp:      commonpb.RpcRequestHeaderProto_RPC_FINAL_PACKET.Enum(),
-		CallId:     proto.Int32(callID),
-		ClientId:   clientID,
-		RetryCount: proto.Int32(-1),
-	}
+	return newRequestHeader(callID, clientID, -1)
 }
 
 func concat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }

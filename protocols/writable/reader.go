@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"math"
 )
 
 // Default limits of a Reader.
@@ -34,9 +33,8 @@ type Limits struct {
 // no further than each value it is asked for, so the source can be used
 // again afterwards. A Reader is not safe for concurrent use.
 type Reader struct {
-	src       io.Reader // the stream, or nil when reading data
-	data      []byte    // the slice being read when src is nil
-	off       int64     // bytes consumed so far
+	src       io.Reader
+	off       int64 // bytes consumed so far
 	maxLength int
 	maxTotal  int64
 	one       [1]byte
@@ -54,9 +52,7 @@ func NewReader(r io.Reader, lim Limits) *Reader {
 // NewBytesReader reads from b within lim. Values it returns are copies;
 // b is never modified or retained past the Reader.
 func NewBytesReader(b []byte, lim Limits) *Reader {
-	rd := &Reader{data: b}
-	rd.setLimits(lim)
-	return rd
+	return NewReader(bytes.NewReader(b), lim)
 }
 
 func (r *Reader) setLimits(lim Limits) {
@@ -156,14 +152,6 @@ func (r *Reader) readByte() (byte, error) {
 	if err := r.reserve(1); err != nil {
 		return 0, err
 	}
-	if r.src == nil {
-		if r.off >= int64(len(r.data)) {
-			return 0, io.EOF
-		}
-		b := r.data[r.off]
-		r.off++
-		return b, nil
-	}
 	if br, ok := r.src.(io.ByteReader); ok {
 		b, err := br.ReadByte()
 		if err != nil {
@@ -196,10 +184,7 @@ func (r *Reader) readVInt() (int32, error) {
 	if err != nil {
 		return 0, err
 	}
-	if v < math.MinInt32 || v > math.MaxInt32 {
-		return 0, fmt.Errorf("%d: %w", v, ErrVIntRange)
-	}
-	return int32(v), nil
+	return toVInt(v)
 }
 
 // readLength reads a VInt length prefix and checks it against MaxLength.
@@ -225,13 +210,6 @@ func (r *Reader) fill(p []byte) error {
 	if err := r.reserve(len(p)); err != nil {
 		return err
 	}
-	if r.src == nil {
-		if len(p) > len(r.data)-int(r.off) {
-			return io.ErrUnexpectedEOF
-		}
-		r.off += int64(copy(p, r.data[r.off:]))
-		return nil
-	}
 	n, err := io.ReadFull(r.src, p)
 	r.off += int64(n)
 	if err == io.EOF {
@@ -249,14 +227,8 @@ func (r *Reader) readN(n int) ([]byte, error) {
 	if err := r.reserve(n); err != nil {
 		return nil, err
 	}
-	if r.src == nil {
-		if left := len(r.data) - int(r.off); n > left {
-			return nil, fmt.Errorf("%d bytes declared, %d left: %w", n, left, io.ErrUnexpectedEOF)
-		}
-		b := bytes.Clone(r.data[r.off : r.off+int64(n)])
-		r.off += int64(n)
-		return b, nil
-	}
+	// A source that knows its length (a slice) refuses an impossible
+	// length before anything is allocated.
 	if l, ok := r.src.(interface{ Len() int }); ok {
 		if left := l.Len(); n > left {
 			return nil, fmt.Errorf("%d bytes declared, %d left: %w", n, left, io.ErrUnexpectedEOF)

@@ -100,10 +100,19 @@ func DecodeVInt(b []byte) (int32, int, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	if v < math.MinInt32 || v > math.MaxInt32 {
-		return 0, 0, fmt.Errorf("writable: decode vint: %d: %w", v, ErrVIntRange)
+	i, err := toVInt(v)
+	if err != nil {
+		return 0, 0, fmt.Errorf("writable: decode vint: %w", err)
 	}
-	return int32(v), n, nil
+	return i, n, nil
+}
+
+// toVInt narrows a VLong to the 32 bits a VInt must fit in.
+func toVInt(v int64) (int32, error) {
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return 0, fmt.Errorf("%d: %w", v, ErrVIntRange)
+	}
+	return int32(v), nil
 }
 
 // vlongValue is readVLong's arithmetic: rest holds the DecodeVIntSize(first)-1
