@@ -312,7 +312,7 @@ func (cc *clientConn) handshake() error {
 		}
 	}
 	ctxMsg := &commonpb.IpcConnectionContextProto{UserInfo: userInfo, Protocol: proto.String(cfg.Protocol)}
-	if err := cc.writeFrame(newRequestHeader(callIDConnectionContext, cfg.ClientID, -1), ctxMsg); err != nil {
+	if err := cc.writeFrame(time.Time{}, newRequestHeader(callIDConnectionContext, cfg.ClientID, -1), ctxMsg); err != nil {
 		return fmt.Errorf("send connection context: %w", err)
 	}
 	return nil
@@ -324,7 +324,7 @@ func (cc *clientConn) negotiateSASL() (simple bool, err error) {
 	cfg := &cc.client.cfg
 	saslHeader := newRequestHeader(callIDSASL, []byte{}, -1)
 	negotiate := &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_NEGOTIATE.Enum()}
-	if err := cc.writeFrame(saslHeader, negotiate); err != nil {
+	if err := cc.writeFrame(time.Time{}, saslHeader, negotiate); err != nil {
 		return false, fmt.Errorf("send SASL negotiate: %w", err)
 	}
 	var mech *digestmd5.Client
@@ -353,7 +353,7 @@ func (cc *clientConn) negotiateSASL() (simple bool, err error) {
 			without.Challenge = nil
 			initiate.Auths = []*commonpb.RpcSaslProto_SaslAuth{without}
 			if chosen.GetMethod() == saslMethodSimple {
-				return true, cc.writeFrame(saslHeader, initiate)
+				return true, cc.writeFrame(time.Time{}, saslHeader, initiate)
 			}
 			mech = digestmd5.NewClient(digestmd5.ClientConfig{
 				Username:   base64.StdEncoding.EncodeToString(cfg.Token.GetIdentifier()),
@@ -366,7 +366,7 @@ func (cc *clientConn) negotiateSASL() (simple bool, err error) {
 				return false, fmt.Errorf("SASL DIGEST-MD5: %w", err)
 			}
 			initiate.Token = resp
-			if err := cc.writeFrame(saslHeader, initiate); err != nil {
+			if err := cc.writeFrame(time.Time{}, saslHeader, initiate); err != nil {
 				return false, fmt.Errorf("send SASL initiate: %w", err)
 			}
 		case commonpb.RpcSaslProto_SUCCESS:
@@ -431,7 +431,10 @@ func remoteErrorFromHeader(hdr *commonpb.RpcResponseHeaderProto) *RemoteError {
 	return re
 }
 
-func (cc *clientConn) writeFrame(msgs ...proto.Message) error {
+// writeFrame writes one frame. A non-zero deadline bounds the write, so a
+// server that stops reading cannot hold a caller forever; the handshake
+// passes zero and runs under the connection's set-up deadline.
+func (cc *clientConn) writeFrame(deadline time.Time, msgs ...proto.Message) error {
 	bp := cc.client.frames.get()
 	defer cc.client.frames.put(bp)
 	b, err := appendFrame((*bp)[:0], msgs...)
@@ -442,6 +445,9 @@ func (cc *clientConn) writeFrame(msgs ...proto.Message) error {
 	cc.writers.Add(1)
 	cc.wmu.Lock()
 	defer cc.wmu.Unlock()
+	if !deadline.IsZero() {
+		_ = cc.nc.SetWriteDeadline(deadline)
+	}
 	_, err = cc.bw.Write(b)
 	if cc.writers.Add(-1) == 0 && err == nil {
 		err = cc.bw.Flush()
@@ -467,7 +473,10 @@ func (cc *clientConn) call(ctx context.Context, id int32, method string, req, re
 		DeclaringClassProtocolName: proto.String(cfg.Protocol),
 		ClientProtocolVersion:      proto.Uint64(ProtocolVersion),
 	}
-	if err := cc.writeFrame(newRequestHeader(id, cfg.ClientID, 0), reqHeader, req); err != nil {
+	// As with reading, a server that takes nothing for two ping intervals is
+	// gone. The caller's own deadline is not used here: a frame cut off
+	// mid-write breaks the connection for every call on it.
+	if err := cc.writeFrame(time.Now().Add(2*cfg.PingInterval), newRequestHeader(id, cfg.ClientID, 0), reqHeader, req); err != nil {
 		cc.shutdown(fmt.Errorf("send call: %w", err))
 		return <-p.done
 	}
@@ -549,7 +558,7 @@ func (cc *clientConn) onSilence() bool {
 		return true
 	}
 	ping := newRequestHeader(callIDPing, cc.client.cfg.ClientID, -1)
-	if err := cc.writeFrame(ping); err != nil {
+	if err := cc.writeFrame(time.Now().Add(cc.client.cfg.PingInterval), ping); err != nil {
 		cc.shutdown(fmt.Errorf("ipc: ping: %w", err))
 		return false
 	}

@@ -79,15 +79,17 @@ func IsClass(err error, className string) bool {
 // remoteErrorFor maps a handler's error onto what goes on the wire. An error
 // that names no class travels as java.io.IOException: Hadoop's YARN clients
 // rethrow IOException subclasses as themselves, so the message survives.
+// A handler fails its own call only: a fatal error it passes on (say, one
+// its own client got) is answered as a plain ERROR.
 func remoteErrorFor(err error) *RemoteError {
 	var re *RemoteError
 	if errors.As(err, &re) {
-		if re.Code == 0 {
-			cp := *re
+		cp := *re
+		cp.Fatal = false
+		if cp.Code == 0 {
 			cp.Code = commonpb.RpcResponseHeaderProto_ERROR_APPLICATION
-			return &cp
 		}
-		return re
+		return &cp
 	}
 	return &RemoteError{
 		ClassName: ClassIOException,

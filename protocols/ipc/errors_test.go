@@ -6,8 +6,10 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -583,5 +585,94 @@ func TestShutdownDeadlineClosesStuckCalls(t *testing.T) {
 	}
 	if err := <-callDone; err == nil {
 		t.Fatal("stuck call answered successfully")
+	}
+}
+
+// flakyListener fails its first Accept with a temporary error, as a server
+// out of file descriptors sees EMFILE.
+type flakyListener struct {
+	net.Listener
+	failed atomic.Bool
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if !l.failed.Swap(true) {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+func TestServeKeepsAcceptingAfterATemporaryError(t *testing.T) {
+	srv := newTestServer(t, Config{Simple: true}, clientProtocolMethods()...)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(&flakyListener{Listener: l}) }()
+	defer func() {
+		srv.Close()
+		<-served
+	}()
+	c := newTestClient(t, l.Addr().String(), ClientConfig{User: "alice"})
+	if _, err := report(t, c, 1); err != nil {
+		t.Fatalf("call after EMFILE: %v", err)
+	}
+	select {
+	case err := <-served:
+		t.Fatalf("Serve gave up: %v", err)
+	default:
+	}
+}
+
+func TestAFatalErrorFromAHandlerFailsOnlyItsCall(t *testing.T) {
+	methods := append(clientProtocolMethods(), Handle("forceKillApplication",
+		func(context.Context, *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
+			// As a handler passing on what its own client got.
+			return nil, &RemoteError{ClassName: ClassInvalidToken, Message: "token expired", Fatal: true,
+				Code: commonpb.RpcResponseHeaderProto_FATAL_UNAUTHORIZED}
+		}))
+	ts := serveTest(t, newTestServer(t, Config{Simple: true}, methods...))
+	c := newTestClient(t, ts.addr, ClientConfig{User: "alice"})
+	err := c.Call(context.Background(), "forceKillApplication", &yarnpb.KillApplicationRequestProto{
+		ApplicationId: &yarnpb.ApplicationIdProto{Id: proto.Int32(1), ClusterTimestamp: proto.Int64(1)},
+	}, &yarnpb.KillApplicationResponseProto{})
+	var re *RemoteError
+	if !errors.As(err, &re) || re.ClassName != ClassInvalidToken || re.Fatal {
+		t.Fatalf("err = %v, want a non-fatal %s", err, ClassInvalidToken)
+	}
+	conn := c.cur
+	if _, err := report(t, c, 1); err != nil || c.cur != conn {
+		t.Fatalf("next call: %v (same connection: %v)", err, c.cur == conn)
+	}
+}
+
+func TestACallToAServerThatStopsReadingFails(t *testing.T) {
+	release := make(chan struct{})
+	addr := silentPeer(t, func(nc net.Conn, br *bufio.Reader) {
+		// Take the preamble and the context, then read nothing more.
+		if _, err := io.ReadFull(br, make([]byte, preambleLen)); err != nil {
+			return
+		}
+		if _, err := readFrame(br, DefaultMaxDataLength, nil); err != nil {
+			return
+		}
+		<-release
+	})
+	t.Cleanup(func() { close(release) }) // runs before silentPeer's own clean-up
+	c := newTestClient(t, addr, ClientConfig{User: "alice", PingInterval: 100 * time.Millisecond})
+	// Far more than the socket buffers hold, so the write blocks.
+	big := &yarnpb.GetApplicationsRequestProto{ApplicationTags: []string{strings.Repeat("x", 32<<20)}}
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Call(context.Background(), "getApplications", big, &yarnpb.GetApplicationsResponseProto{})
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("call to a server that reads nothing succeeded")
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("call still blocked writing to a server that reads nothing")
 	}
 }

@@ -166,9 +166,10 @@ func (s *Server) Serve(l net.Listener) error {
 			if s.closing.Load() {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				// Out of file descriptors and the like: back off as net/http does.
+			// Out of file descriptors and the like (EMFILE, ECONNABORTED):
+			// back off and keep serving, as net/http does.
+			var te interface{ Temporary() bool }
+			if errors.As(err, &te) && te.Temporary() {
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 				s.log.Warn("ipc accept", "err", err, "retry_in", delay)
 				time.Sleep(delay)
