@@ -6,21 +6,30 @@ BIN := bin
 PROTOC_VERSION := libprotoc 3.21.12
 PROTO_FILES := $(wildcard protocols/commonpb/*.proto protocols/yarnpb/*.proto)
 
-.PHONY: all build test test-short bench proto lint run fuzz clean
+# The local cluster's Kubernetes binaries, built once from the k8s.io/kubernetes
+# release that tools/k8s pins, into a cache folder that later runs reuse. The
+# folder must match controlplane.DefaultBinDir.
+K8S_VERSION := v1.34.4
+K8S_BIN ?= $(or $(KNIT_K8S_BIN),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/knit/k8s-$(K8S_VERSION)/bin)
+K8S_TOOLS := kube-apiserver kube-scheduler kube-controller-manager kubectl
+export KNIT_K8S_BIN := $(K8S_BIN)
+
+.PHONY: all build test test-short bench proto lint run fuzz clean tools
 
 all: lint build test
 
 build:
 	$(GO) build ./...
 
-# The README's test command: lint, then every test with the race detector.
-test: lint
+# The README's test command: lint, then every test with the race detector,
+# the integration tests on a real control plane among them.
+test: lint tools
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 test-short:
 	$(GO) test -short -count=1 ./...
 
-bench:
+bench: tools
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 20m ./test/bench/...
 
 # Each decoder of network bytes has a fuzz target; FUZZTIME bounds each one.
@@ -46,6 +55,15 @@ lint:
 
 run:
 	$(GO) run ./cmd/knit demo
+
+# One go build for all four: they share most of their packages.
+tools:
+	@missing=; for t in $(K8S_TOOLS); do [ -x "$(K8S_BIN)/$$t" ] || missing=1; done; \
+	  if [ -n "$$missing" ]; then \
+	    echo "building Kubernetes $(K8S_VERSION) into $(K8S_BIN) (several minutes, once)"; \
+	    mkdir -p "$(K8S_BIN)" && cd tools/k8s && \
+	    $(GO) build -trimpath -ldflags=-s -o "$(K8S_BIN)/" $(addprefix k8s.io/kubernetes/cmd/,$(K8S_TOOLS)); \
+	  fi
 
 clean:
 	rm -rf $(BIN)
