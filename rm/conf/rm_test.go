@@ -1,0 +1,149 @@
+package conf
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultRMSettingsAreYarns(t *testing.T) {
+	want := RMSettings{
+		Hostname:                          "0.0.0.0",
+		Address:                           "0.0.0.0:8032",
+		SchedulerAddress:                  "0.0.0.0:8030",
+		AdminAddress:                      "0.0.0.0:8033",
+		WebappAddress:                     "0.0.0.0:8088",
+		MaxCompletedApplications:          1000,
+		AMMaxAttempts:                     2,
+		ACLEnable:                         false,
+		AdminACL:                          "*",
+		MinAllocationMB:                   1024,
+		MaxAllocationMB:                   8192,
+		MinAllocationVcores:               1,
+		MaxAllocationVcores:               4,
+		AMExpiry:                          10 * time.Minute,
+		NMExpiry:                          10 * time.Minute,
+		ContainerAllocationExpiry:         10 * time.Minute,
+		AppTimeoutsMonitorInterval:        3 * time.Second,
+		DelegationKeyUpdateInterval:       24 * time.Hour,
+		DelegationTokenRenewInterval:      24 * time.Hour,
+		DelegationTokenMaxLifetime:        7 * 24 * time.Hour,
+		DelegationTokenRemoveScanInterval: time.Hour,
+		AMRMTokenRollingInterval:          24 * time.Hour,
+		ContainerTokenRollingInterval:     24 * time.Hour,
+		NMTokenRollingInterval:            24 * time.Hour,
+	}
+	if got := DefaultRMSettings(); got != want {
+		t.Errorf("DefaultRMSettings() =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// A yarn-site.xml that sets only the hostname moves every RM address, as
+// yarn-default.xml's ${yarn.resourcemanager.hostname} defaults do.
+func TestRMSettingsFromSiteFiles(t *testing.T) {
+	c := New(Options{LookupEnv: noEnv})
+	for _, f := range []string{"testdata/core-site.xml", "testdata/yarn-site.xml"} {
+		if err := c.AddFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := LoadRMSettings(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultRMSettings()
+	want.Hostname = "rm.knit.example.com"
+	want.Address = "rm.knit.example.com:8032"
+	want.SchedulerAddress = "rm.knit.example.com:8030"
+	want.AdminAddress = "rm.knit.example.com:8033"
+	want.WebappAddress = "rm.knit.example.com:18088"
+	want.ClusterID = "knit-prod"
+	want.MaxCompletedApplications = 500
+	want.AMMaxAttempts = 4
+	want.ACLEnable = true
+	want.AdminACL = "yarn admins"
+	want.MaxAllocationMB = 65536
+	want.MaxAllocationVcores = 32
+	want.AMExpiry = 5 * time.Minute
+	want.DelegationTokenMaxLifetime = 14 * 24 * time.Hour
+	if s != want {
+		t.Errorf("LoadRMSettings =\n%+v\nwant\n%+v", s, want)
+	}
+	if c.Has(KeyRMAddress) {
+		t.Error("LoadRMSettings added YARN's defaults to the caller's Configuration")
+	}
+}
+
+// The admin ACL is kept as written: a single space means nobody, which
+// trimming would turn into "unset".
+func TestAdminACLIsNotTrimmed(t *testing.T) {
+	c := New(Options{LookupEnv: noEnv})
+	c.Set(KeyAdminACL, " ")
+	s, err := LoadRMSettings(c)
+	if err != nil || s.AdminACL != " " {
+		t.Fatalf("AdminACL = %q, %v", s.AdminACL, err)
+	}
+}
+
+func TestRMSettingsAreValidatedAsHadoopDoes(t *testing.T) {
+	tests := []struct {
+		name string
+		set  map[string]string
+		want string
+	}{
+		{
+			name: "max attempts must be positive",
+			set:  map[string]string{KeyRMAMMaxAttempts: "0"},
+			want: "Invalid global max attempts configuration, yarn.resourcemanager.am.max-attempts=0, it should be a positive integer.",
+		},
+		{
+			name: "minimum memory above maximum",
+			set:  map[string]string{KeySchedulerMinAllocationMB: "16384"},
+			want: "Invalid resource scheduler memory allocation configuration, yarn.scheduler.minimum-allocation-mb=16384, yarn.scheduler.maximum-allocation-mb=8192, min and max should be greater than 0, max should be no smaller than min.",
+		},
+		{
+			name: "zero minimum vcores",
+			set:  map[string]string{KeySchedulerMinAllocationVcores: "0"},
+			want: "Invalid resource scheduler vcores allocation configuration, yarn.scheduler.minimum-allocation-vcores=0, yarn.scheduler.maximum-allocation-vcores=4, min and max should be greater than 0, max should be no smaller than min.",
+		},
+		{
+			// 1800 s is exactly 3 x 10 minutes: not more than.
+			name: "AMRMToken key rolled too often for the AM expiry",
+			set:  map[string]string{KeyAMRMTokenRollingInterval: "1800"},
+			want: "yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs should be more than 3 X yarn.am.liveness-monitor.expiry-interval-ms",
+		},
+		{
+			name: "NMToken key rolled too often for the NM expiry",
+			set:  map[string]string{KeyNMExpiryInterval: "10h"},
+			want: "yarn.resourcemanager.nm-tokens.master-key-rolling-interval-secs should be more than 3 X yarn.nm.liveness-monitor.expiry-interval-ms",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := New(Options{LookupEnv: noEnv})
+			for k, v := range tt.set {
+				c.Set(k, v)
+			}
+			_, err := LoadRMSettings(c)
+			if !errors.Is(err, ErrInvalidSettings) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("LoadRMSettings = %v\nwant an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRMSettingsReportUnparsableValues(t *testing.T) {
+	c := New(Options{LookupEnv: noEnv})
+	c.Set(KeyRMAMMaxAttempts, "two")
+	c.Set(KeyAMExpiryInterval, "ten minutes")
+	_, err := LoadRMSettings(c)
+	if !errors.Is(err, ErrInvalidValue) {
+		t.Fatalf("LoadRMSettings = %v, want ErrInvalidValue", err)
+	}
+	for _, key := range []string{KeyRMAMMaxAttempts, KeyAMExpiryInterval} {
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("error %q does not name %s", err, key)
+		}
+	}
+}
