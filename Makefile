@@ -14,7 +14,7 @@ K8S_BIN ?= $(or $(KNIT_K8S_BIN),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/knit/k8s-
 K8S_TOOLS := kube-apiserver kube-scheduler kube-controller-manager kubectl
 export KNIT_K8S_BIN := $(K8S_BIN)
 
-.PHONY: all build test test-short bench proto lint run fuzz clean tools
+.PHONY: all build test test-short bench proto lint run fuzz clean tools local etcd
 
 all: lint build test
 
@@ -35,7 +35,7 @@ bench: tools
 # Each decoder of network bytes has a fuzz target; FUZZTIME bounds each one.
 FUZZTIME ?= 20s
 fuzz:
-	@for pkg in $$($(GO) list ./protocols/...); do \
+	@for pkg in $$($(GO) list ./protocols/... ./rm/... ./test/procnode/...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
@@ -55,6 +55,17 @@ lint:
 
 run:
 	$(GO) run ./cmd/knit demo
+
+# The README's first command: the local cluster, up in the background.
+LOCAL_DIR ?= $(HOME)/.knit/local
+local: tools etcd
+	$(GO) build -o $(BIN)/knit ./cmd/knit
+	$(BIN)/knit local up --nodes 2 --dir $(LOCAL_DIR)
+	$(K8S_BIN)/kubectl --kubeconfig $(LOCAL_DIR)/kubeconfig get nodes -o wide
+
+etcd:
+	@command -v etcd >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq etcd-server; } || \
+	  { echo "the local cluster needs etcd: apt-get install etcd-server"; exit 1; }
 
 # One go build for all four: they share most of their packages.
 tools:

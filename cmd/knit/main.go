@@ -1,33 +1,26 @@
-// Command knit is Knit's command-line tool. Today it has one subcommand,
-// demo, which runs Knit's Hadoop RPC engine end to end on this machine; the
-// yarn-style commands and `knit local` come with later issues.
+// Command knit is Knit's command-line tool: `knit local` runs the embedded
+// single-machine cluster, and `knit demo` runs Knit's Hadoop RPC engine end
+// to end. The yarn-style commands come with later issues.
 package main
 
 import (
-	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha1"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
-	"google.golang.org/protobuf/proto"
-
-	"github.com/knitdev/knit/protocols/commonpb"
-	"github.com/knitdev/knit/protocols/ipc"
-	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/rm"
+	"github.com/knitdev/knit/test/procnode"
 )
 
+const usage = `usage:
+  knit local up [--nodes N] [--dir DIR]   start the local cluster in the background
+  knit local status [--dir DIR]           show it
+  knit local down [--dir DIR]             stop it
+  knit local run [--nodes N] [--dir DIR]  run it in the foreground
+  knit demo [-listen ADDR] [-serve]       the Hadoop RPC engine end to end`
+
 func main() {
+	// Pods on process nodes run under a shim that is this same binary.
+	procnode.RunShimIfRequested()
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "knit:", err)
 		os.Exit(1)
@@ -35,120 +28,15 @@ func main() {
 }
 
 func run(args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] != "demo" {
-		return errors.New("usage: knit demo [-listen ADDR] [-serve]")
+	if len(args) == 0 {
+		return fmt.Errorf("%s", usage)
 	}
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	listen := fs.String("listen", "127.0.0.1:0", "address of the ApplicationClientProtocol port")
-	serve := fs.Bool("serve", false, "keep serving after the demo calls, until interrupted")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
+	switch args[0] {
+	case "demo":
+		return runDemo(args[1:], out)
+	case "local":
+		return runLocal(args[1:], out)
+	default:
+		return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return demo(ctx, out, *listen, *serve)
-}
-
-// demo serves ApplicationClientProtocol with the calls the ResourceManager
-// answers so far, on SIMPLE and TOKEN auth, and calls it with Knit's client.
-func demo(ctx context.Context, out io.Writer, listen string, serve bool) error {
-	key := make([]byte, 20)
-	if _, err := rand.Read(key); err != nil {
-		return fmt.Errorf("demo key: %w", err)
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := ipc.NewServer(ipc.Config{Simple: true, Tokens: demoTokens(key), Logger: log})
-	if err != nil {
-		return err
-	}
-	if err := srv.Register(rm.ProtocolClient, rm.ResourceTypeInfo{}.Methods()...); err != nil {
-		return err
-	}
-	l, err := net.Listen("tcp", listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	addr := l.Addr().String()
-	fmt.Fprintf(out, "Hadoop RPC server (IPC v9) serving %s on %s\n", rm.ProtocolClient, addr)
-
-	callErr := demoCalls(ctx, out, addr, key)
-
-	if serve && callErr == nil {
-		fmt.Fprintf(out, "serving until interrupted (Ctrl-C)\n")
-		<-ctx.Done()
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-served; !errors.Is(err, ipc.ErrServerClosed) {
-		return err
-	}
-	return callErr
-}
-
-func demoCalls(ctx context.Context, out io.Writer, addr string, key []byte) error {
-	id := []byte("demo-user")
-	token := &commonpb.TokenProto{Identifier: id, Password: hmacSHA1(key, id), Kind: proto.String("KNIT_DEMO"), Service: proto.String(addr)}
-	for _, c := range []struct {
-		auth string
-		cfg  ipc.ClientConfig
-	}{
-		{"SIMPLE as " + currentUser(), ipc.ClientConfig{Protocol: rm.ProtocolClient, User: currentUser()}},
-		{"TOKEN (SASL DIGEST-MD5)", ipc.ClientConfig{Protocol: rm.ProtocolClient, Token: token}},
-	} {
-		client, err := ipc.Dial(ctx, addr, c.cfg)
-		if err != nil {
-			return fmt.Errorf("dial with %s: %w", c.auth, err)
-		}
-		var types yarnpb.GetAllResourceTypeInfoResponseProto
-		err = client.Call(ctx, "getResourceTypeInfo", &yarnpb.GetAllResourceTypeInfoRequestProto{}, &types)
-		client.Close()
-		if err != nil {
-			return fmt.Errorf("getResourceTypeInfo with %s: %w", c.auth, err)
-		}
-		fmt.Fprintf(out, "%-32s getResourceTypeInfo -> %d types:", c.auth, len(types.GetResourceTypeInfo()))
-		for _, t := range types.GetResourceTypeInfo() {
-			fmt.Fprintf(out, " %s(%s)", t.GetName(), t.GetUnits())
-		}
-		fmt.Fprintln(out)
-	}
-
-	// Everything else is not built yet, and says so the way Hadoop does.
-	client, err := ipc.Dial(ctx, addr, ipc.ClientConfig{Protocol: rm.ProtocolClient, User: currentUser()})
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-	err = client.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{})
-	var re *ipc.RemoteError
-	if !errors.As(err, &re) {
-		return fmt.Errorf("getNewApplication: expected a remote error, got %v", err)
-	}
-	fmt.Fprintf(out, "%-32s getNewApplication   -> %s (the ResourceManager is not built yet)\n", "SIMPLE", re.ClassName)
-	return nil
-}
-
-// demoTokens accepts tokens signed with the demo's key, as an RM's secret
-// manager accepts the tokens it issued.
-func demoTokens(key []byte) ipc.SecretLookup {
-	return func(_ context.Context, id []byte) (ipc.Secret, error) {
-		return ipc.Secret{Password: hmacSHA1(key, id), User: string(id)}, nil
-	}
-}
-
-func hmacSHA1(key, msg []byte) []byte {
-	m := hmac.New(sha1.New, key)
-	m.Write(msg)
-	return m.Sum(nil)
-}
-
-func currentUser() string {
-	if u := os.Getenv("USER"); u != "" {
-		return u
-	}
-	return "knit"
 }

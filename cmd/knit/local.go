@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/knitdev/knit/test/localcluster"
+)
+
+// runLocal is `knit local up|status|down|run`.
+func runLocal(args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(usage)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return fmt.Errorf("local: home folder: %w", err)
+	}
+	fs := flag.NewFlagSet("local "+args[0], flag.ContinueOnError)
+	dir := fs.String("dir", filepath.Join(home, ".knit", "local"), "folder for everything the local cluster keeps")
+	nodes := fs.Int("nodes", 2, "number of process nodes (up and run)")
+	binDir := fs.String("bin-dir", "", "folder of the Kubernetes binaries (default: the `make tools` cache)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *dir, err = filepath.Abs(*dir); err != nil {
+		return fmt.Errorf("local: %w", err)
+	}
+	opts := localcluster.Options{Dir: *dir, Nodes: *nodes, BinDir: *binDir}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	switch args[0] {
+	case "up":
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("local up: %w", err)
+		}
+		st, err := localcluster.Up(ctx, opts, []string{self, "local", "run"})
+		if errors.Is(err, localcluster.ErrAlreadyUp) {
+			fmt.Fprintf(out, "local cluster is already up (pid %d, %d nodes)\nkubectl --kubeconfig %s get nodes\n", st.PID, len(st.Nodes), st.Kubeconfig)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "local cluster up: API server %s, %d nodes, logs in %s\nkubectl --kubeconfig %s get nodes\n",
+			st.Server, len(st.Nodes), filepath.Join(*dir, "logs"), st.Kubeconfig)
+		return nil
+	case "status":
+		st, err := localcluster.StatusOf(ctx, *dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "up since %s (pid %d)\nAPI server %s\nkubeconfig %s\n", st.Started.Format("2006-01-02 15:04:05 MST"), st.PID, st.Server, st.Kubeconfig)
+		for _, n := range st.NodeStatus {
+			ready := "NotReady"
+			if n.Ready {
+				ready = "Ready"
+			}
+			fmt.Fprintf(out, "node %s %s %s\n", n.Name, n.Address, ready)
+		}
+		return nil
+	case "down":
+		err := localcluster.Down(ctx, *dir)
+		if errors.Is(err, localcluster.ErrNotUp) {
+			fmt.Fprintln(out, "local cluster is not up")
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "local cluster down")
+		return nil
+	case "run":
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		return localcluster.Run(ctx, opts)
+	default:
+		return fmt.Errorf("unknown local command %q\n%s", args[0], usage)
+	}
+}

@@ -1,0 +1,198 @@
+// Package localcluster is the single-machine Kubernetes cluster behind
+// `knit local` and Knit's integration tests: the control plane of package
+// controlplane and N process nodes of package procnode, each on its own
+// loopback address. Start runs one in this process; Up, Status and Down manage
+// one that runs in the background and outlives the command that started it.
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/knitdev/knit/test/controlplane"
+	"github.com/knitdev/knit/test/procnode"
+)
+
+// Options describe a local cluster.
+type Options struct {
+	// Dir holds everything: kubeconfig at its top, logs/, controlplane/ and
+	// nodes/. Empty means a temporary folder removed on Stop.
+	Dir string
+	// Nodes is the number of process nodes; zero means one.
+	Nodes int
+	// BinDir holds the Kubernetes binaries; empty means controlplane.DefaultBinDir.
+	BinDir string
+	// Keep leaves Dir in place after Stop, for a warm start next time.
+	Keep bool
+	// Logger receives the cluster's and the nodes' events.
+	Logger *slog.Logger
+}
+
+// Node is one process node of a running cluster.
+type Node struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+}
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	ControlPlane *controlplane.ControlPlane
+	Nodes        []Node
+	Client       kubernetes.Interface
+
+	log     *slog.Logger
+	nodes   []*procnode.Node
+	cancel  context.CancelFunc
+	running sync.WaitGroup
+}
+
+// NodeAddress is the loopback address of the i-th node (from 0): 127.0.1.1,
+// 127.0.1.2, … Linux routes all of 127/8 to the loopback device, so each
+// node can bind its own copy of the NodeManager's ports.
+func NodeAddress(i int) string {
+	return net.IPv4(127, 0, 1+byte((i+1)/256), byte((i+1)%256)).String()
+}
+
+// NodeName is the Kubernetes name of the i-th node (from 0).
+func NodeName(i int) string { return "node-" + strconv.Itoa(i+1) }
+
+// Start brings up the control plane and the nodes and returns when every
+// node is Ready and schedulable. The nodes run in this process; their pods'
+// processes run under shims (see procnode.RunShimIfRequested).
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Nodes <= 0 {
+		opts.Nodes = 1
+	}
+	if opts.Dir == "" {
+		dir, err := os.MkdirTemp("", "knit-local-")
+		if err != nil {
+			return nil, fmt.Errorf("localcluster: %w", err)
+		}
+		opts.Dir = dir
+	}
+	cp, err := controlplane.Start(ctx, controlplane.Config{Dir: opts.Dir, BinDir: opts.BinDir, Keep: opts.Keep, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	client, err := cp.Client()
+	if err != nil {
+		return nil, errors.Join(err, cp.Stop())
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c := &Cluster{ControlPlane: cp, Client: client, log: log, cancel: cancel}
+	host, port, err := net.SplitHostPort(cp.Server[len("https://"):])
+	if err != nil {
+		cancel()
+		return nil, errors.Join(fmt.Errorf("localcluster: server address: %w", err), cp.Stop())
+	}
+	for i := range opts.Nodes {
+		info := Node{Name: NodeName(i), Address: NodeAddress(i)}
+		node, err := procnode.New(procnode.Config{
+			Name:          info.Name,
+			Address:       info.Address,
+			Dir:           filepath.Join(opts.Dir, "nodes", info.Name),
+			Client:        client,
+			APIServerHost: host,
+			APIServerPort: port,
+			Logger:        log.With("node", info.Name),
+		})
+		if err != nil {
+			c.cancel()
+			return nil, errors.Join(err, c.stopControlPlane())
+		}
+		c.Nodes = append(c.Nodes, info)
+		c.nodes = append(c.nodes, node)
+		c.running.Add(1)
+		go func() {
+			defer c.running.Done()
+			if err := node.Run(runCtx); err != nil && runCtx.Err() == nil {
+				log.Error("node stopped", "node", info.Name, "err", err)
+			}
+		}()
+	}
+	if err := c.waitNodesReady(ctx); err != nil {
+		return nil, errors.Join(err, c.Stop(context.WithoutCancel(ctx)))
+	}
+	return c, nil
+}
+
+// waitNodesReady waits until every node reports Ready and carries no
+// taint that keeps ordinary pods off it.
+func (c *Cluster) waitNodesReady(ctx context.Context) error {
+	op := func() error {
+		for _, n := range c.Nodes {
+			node, err := c.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("node %s: %w", n.Name, err)
+			}
+			if !Schedulable(node) {
+				return fmt.Errorf("node %s not ready yet", n.Name)
+			}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	b := backoff.NewExponentialBackOff(backoff.WithMaxInterval(500*time.Millisecond), backoff.WithMaxElapsedTime(0))
+	if err := backoff.Retry(op, backoff.WithContext(b, ctx)); err != nil {
+		return fmt.Errorf("localcluster: waiting for nodes: %w", err)
+	}
+	return nil
+}
+
+// Schedulable says whether a node is Ready and free of NoSchedule and
+// NoExecute taints.
+func Schedulable(node *corev1.Node) bool {
+	ready := false
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			return false
+		}
+	}
+	return ready && !node.Spec.Unschedulable
+}
+
+// Stop ends the nodes, then every pod process they started, then the
+// control plane.
+func (c *Cluster) Stop(ctx context.Context) error {
+	c.cancel()
+	c.running.Wait()
+	var errs []error
+	for _, n := range c.nodes {
+		if err := n.StopAll(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, c.stopControlPlane())
+	return errors.Join(errs...)
+}
+
+func (c *Cluster) stopControlPlane() error {
+	return c.ControlPlane.Stop()
+}
+
+// readyTimeout bounds the wait for nodes after the control plane is up; a
+// node posts Ready within a heartbeat, so this is generous.
+const readyTimeout = 2 * time.Minute

@@ -1,0 +1,124 @@
+// Package procnode is a kubelet stand-in, a "process node": pods that a
+// real kube-scheduler binds to it run on this machine as local processes.
+// It backs `knit local` and the integration tests; several nodes share one
+// machine, each on its own loopback address.
+//
+// # What it does
+//
+// New and Run register a Node (capacity, allocatable = capacity, Ready and
+// the pressure conditions, InternalIP and Hostname addresses, nodeInfo with
+// kubeletVersion v1.34.4-knit). The Node is born with the taint
+// node.kubernetes.io/not-ready:NoSchedule, which the node lifts itself once
+// it has posted Ready. A coordination.k8s.io Lease in kube-node-lease,
+// owned by the Node, is renewed every LeaseDuration/4; the status is posted
+// again every StatusInterval. A Node that already exists (a restart) is
+// updated, not replaced.
+//
+// Pods bound to the node (an informer on spec.nodeName) are synced one key
+// at a time from a rate-limited work queue, like a controller: each sync
+// reads the pod from the lister and its containers' state from disk, starts
+// and stops processes, and writes the pod status through the status
+// subresource. It follows the kubelet: init containers one after the other
+// (sidecar init containers, restartPolicy Always, only need to be running),
+// then all containers at once; restarts by restartPolicy with the kubelet's
+// crash-loop back-off (first restart at once, then Config.RestartBackoffBase
+// doubling up to RestartBackoffMax); a running container whose image is
+// patched is stopped and started again with restartCount+1; phase,
+// conditions and container statuses as the kubelet computes them. A pod
+// being deleted has every process stopped (SIGTERM to its whole process
+// tree, the deletion's grace period, SIGKILL), gets its final status, and
+// is deleted for good (grace period 0, UID precondition); its folder goes
+// when it has left the API. Pods that vanish from the API (force deletion)
+// are stopped and removed too.
+//
+// # A process is not a container
+//
+// There is no image, no mount namespace, no network namespace, no cgroup:
+//
+//   - command + args are run as given (args alone when command is empty).
+//     With neither, there is no image entrypoint to fall back on: the
+//     container waits with reason CreateContainerError, as the kubelet
+//     reports a container it cannot create. The image is only reported.
+//   - Paths are translated. Every volumeMount's mountPath maps to the
+//     volume's folder under the pod's folder (hostPath: the host path
+//     itself; subPath and subPathExpr honoured), and the
+//     terminationMessagePath (default /dev/termination-log) maps to a file
+//     per run. Every occurrence of a mapped path in command, args, env
+//     values and workingDir is rewritten to its host location, longest
+//     mountPath first, in one left-to-right pass. A path only matches on its
+//     own: preceded by the start of the string or a delimiter, followed by
+//     the end, '/' or a delimiter. Delimiters are white space, quotes and
+//     the characters shell syntax, flags and path lists put around paths:
+//     ; : , = ( ) < > | & { } [ ] $ ! * ?. So `sh -c 'echo boom >
+//     /dev/termination-log'` writes the termination message, and
+//     `--conf=/etc/app/x.yaml` or PATH=/opt/bin:/usr/bin work, while /data
+//     never matches inside /data2 or /x/data. Paths a program computes or
+//     has compiled in (for example client-go's in-cluster config reading
+//     /var/run/secrets/kubernetes.io/serviceaccount) are not translated;
+//     pass such paths through env or args instead.
+//   - workingDir (translated) is created if missing; without one a process
+//     runs in a folder of its own under the pod's folder.
+//   - Environment: Config.BaseEnv (default PATH and HOME of this process)
+//     stands in for the image's ENV; then envFrom, env with $(VAR)
+//     expansion, fieldRef (metadata.name/namespace/uid, labels['k'],
+//     annotations['k'], spec.nodeName, spec.serviceAccountName,
+//     status.hostIP(s), status.podIP(s)), resourceFieldRef (unset limits
+//     are the node's allocatable), secretKeyRef and configMapKeyRef read
+//     through the API; KUBERNETES_SERVICE_HOST/PORT (and the rest of the
+//     kubernetes Service variables) when APIServerHost/Port are set, and
+//     HOSTNAME = the pod's hostname (its name unless spec.hostname is set).
+//   - Volumes: emptyDir (any medium) is a folder; hostPath is used in place
+//     (created for DirectoryOrCreate and the empty type, FileOrCreate makes
+//     the file); secret, configMap, downwardAPI and projected volumes
+//     (serviceAccountToken through the TokenRequest API, so the
+//     kube-api-access-* volume the ServiceAccount admission plugin adds
+//     works) are written as files once, when the pod is set up, and not
+//     refreshed. Other volume types keep the pod in ContainerCreating.
+//   - Every pod shares the host network: hostIP, podIP and their plural
+//     forms are the node's Address. Two pods binding the same port on the
+//     same address collide, as hostNetwork pods do.
+//   - No probes run and no lifecycle hooks; a running container is started
+//     and ready at once. Resources are reported and handed to the downward
+//     API, never enforced; securityContext is ignored, processes run as the
+//     node's user. activeDeadlineSeconds, ephemeral containers and events
+//     are not implemented.
+//
+// # Processes, the shim, and restarts
+//
+// Each run of a container is supervised by a shim: this same binary,
+// re-executed (through /bin/sh, so that it is not the node's child) with
+// KNIT_PROCNODE_SHIM naming the run's spec file. That is why
+// RunShimIfRequested must be the first call of main and of TestMain. The
+// shim leads a session of its own and is a child subreaper, starts the
+// process in its own process group with stdout and stderr appended to the
+// run's log, records pid and start time, forwards SIGTERM, SIGINT, SIGHUP,
+// SIGQUIT, SIGUSR1 and SIGUSR2 to the process group, and when the process
+// ends kills whatever is left of its tree (as the end of a container's PID
+// 1 ends the container) and records the exit code (128+signal for a
+// signal) and finish time atomically. Stopping a run sends SIGTERM to every
+// process of the run (the shim's session, the process group and every
+// descendant of the shim), waits the grace period, then SIGKILL.
+//
+// Shims do not die with the node. A node started later on the same Dir
+// (another process) adopts them: runs whose shim is alive keep running,
+// runs that ended meanwhile are picked up from their exit records, and a
+// run whose shim vanished without a record is reported terminated with
+// ContainerStatusUnknown (exit code 137) and its leftover processes are
+// killed. A shim counts as alive only if its pid exists, is no zombie,
+// started at the clock tick recorded (/proc/<pid>/stat) and, where
+// readable, carries the run's spec path in /proc/<pid>/environ, so a
+// reused pid is never taken for a shim. Restart counts, back-off steps,
+// images and the reasons the node stopped a run are all kept on disk.
+// StopAll ends every process a Dir knows of, for `knit local down` and
+// test clean-up.
+//
+// # On disk
+//
+//	<Dir>/pods/<namespace>_<name>_<uid>/<container>/<restartCount>.log
+//
+// holds each run's stdout and stderr, like /var/log/pods (see LogPath and
+// PodFolderName); the rest of the pod's folder is the node's (layout.go).
+//
+// Allowed imports: anything (test/ is the room for harnesses); it is used
+// by test/localcluster and the knit CLI, and must not import them.
+package procnode

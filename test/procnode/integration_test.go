@@ -1,0 +1,203 @@
+package procnode
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/knitdev/knit/test/controlplane"
+)
+
+// TestWithControlPlane runs two process nodes against a real etcd,
+// kube-apiserver, kube-scheduler and kube-controller-manager: the
+// scheduler binds the pods, the ServiceAccount admission plugin adds the
+// kube-api-access volume, graceful deletion is the API server's.
+func TestWithControlPlane(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	ctx := context.Background()
+	cp, err := controlplane.Start(ctx, controlplane.Config{Dir: t.TempDir(), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	client, err := cp.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(cp.Server, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := t
+	withAPI := func(cfg *Config) { cfg.APIServerHost, cfg.APIServerPort = host, port }
+	dir1, dir2 := t.TempDir(), t.TempDir()
+	node1 := runNode(t, client, dir1, withAPI)
+	runNode(t, client, dir2, withAPI, func(cfg *Config) { cfg.Name, cfg.Address = "node-2", "127.0.1.2" })
+	for _, name := range []string{"node-1", "node-2"} {
+		waitFor(t, 60*time.Second, name+" ready and untainted", func() bool {
+			n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			return err == nil && !hasNotReadyTaint(n) && len(n.Spec.Taints) == 0
+		})
+	}
+
+	t.Run("scheduled pod, termination message, service account", func(t *testing.T) {
+		p := schedulablePod("boom", "node-2", corev1.RestartPolicyNever,
+			sh("main", `d=/var/run/secrets/kubernetes.io/serviceaccount; `+
+				`[ -s $d/token ] && grep -q CERTIFICATE $d/ca.crt && echo "ns=$(cat $d/namespace) api=$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT ip=$MY_IP"; `+
+				`echo boom > /dev/termination-log; exit 3`))
+		p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MY_IP", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
+		createPod(t, client, p)
+		got := waitPod(t, client, "boom", "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+		if got.Spec.NodeName != "node-2" || got.Status.PodIP != "127.0.1.2" {
+			t.Errorf("node %s, podIP %s", got.Spec.NodeName, got.Status.PodIP)
+		}
+		hasSA := false
+		for _, v := range got.Spec.Volumes {
+			hasSA = hasSA || strings.HasPrefix(v.Name, "kube-api-access-")
+		}
+		if !hasSA {
+			t.Error("no kube-api-access volume: admission did not run?")
+		}
+		term := containerStatusOf(got, "main").State.Terminated
+		if term == nil || term.ExitCode != 3 || term.Reason != "Error" || term.Message != "boom" {
+			t.Errorf("terminated = %+v", term)
+		}
+		want := "ns=default api=" + host + ":" + port + " ip=127.0.1.2\n"
+		if l := readLog(t, dir2, got, "main", 0); l != want {
+			t.Errorf("log = %q, want %q", l, want)
+		}
+	})
+
+	t.Run("status is stable once written", func(t *testing.T) {
+		createPod(t, client, schedulablePod("steady", "node-1", corev1.RestartPolicyAlways, sh("main", "sleep 1000")))
+		got := waitPod(t, client, "steady", "ready", func(p *corev1.Pod) bool {
+			c := condition(p.Status, corev1.PodReady)
+			return c != nil && c.Status == corev1.ConditionTrue
+		})
+		// What the node would write now must equal what the API server
+		// stored, or every sync would write the status again.
+		paths := newPodPaths(dir1, got.Namespace, got.Name, got.UID)
+		obs, err := node1.observe("default/steady", got, paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := computePodStatus(statusInput{Pod: got, Obs: obs, SandboxReady: true, Address: "127.0.1.1", Now: time.Now()})
+		if !apiequality.Semantic.DeepEqual(got.Status, want) {
+			t.Errorf("stored status differs from the computed one:\nstored   %+v\ncomputed %+v", got.Status, want)
+		}
+	})
+
+	t.Run("image patch restarts the container", func(t *testing.T) {
+		waitPod(t, client, "steady", "running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		patch := `{"spec":{"containers":[{"name":"main","image":"busybox:2"}]}}`
+		if _, err := client.CoreV1().Pods("default").Patch(ctx, "steady", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got := waitPod(t, client, "steady", "restarted", func(p *corev1.Pod) bool {
+			st := containerStatusOf(p, "main")
+			return st.RestartCount == 1 && st.State.Running != nil && st.Image == "busybox:2"
+		})
+		if last := containerStatusOf(got, "main").LastTerminationState.Terminated; last == nil || last.ExitCode != 143 {
+			t.Errorf("last termination = %+v", last)
+		}
+	})
+
+	t.Run("crash loop back-off", func(t *testing.T) {
+		createPod(t, client, schedulablePod("crash", "node-1", corev1.RestartPolicyAlways, sh("main", "exit 1")))
+		waitPod(t, client, "crash", "CrashLoopBackOff after two restarts", func(p *corev1.Pod) bool {
+			st := containerStatusOf(p, "main")
+			return st != nil && st.RestartCount >= 2 && st.State.Waiting != nil && st.State.Waiting.Reason == reasonCrashLoopBackOff
+		})
+	})
+
+	t.Run("restarted node adopts its processes", func(t *testing.T) {
+		before := containerStatusOf(waitPod(t, client, "steady", "running", func(p *corev1.Pod) bool {
+			return p.Status.Phase == corev1.PodRunning
+		}), "main")
+		p, err := client.CoreV1().Pods("default").Get(ctx, "steady", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := newPodPaths(dir1, p.Namespace, p.Name, p.UID).attempt("main", int(before.RestartCount))
+		node1.stop(t)
+		// Owned by the whole test: a subtest's clean-up would stop it (and
+		// StopAll its pods) when the subtest ends.
+		node1 = runNode(parent, client, dir1, withAPI)
+		waitFor(t, 60*time.Second, "the new node to watch the running container", func() bool {
+			node1.mu.Lock()
+			defer node1.mu.Unlock()
+			_, ok := node1.watched[run.Spec]
+			return ok
+		})
+		got := waitPod(t, client, "steady", "still running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		after := containerStatusOf(got, "main")
+		if after.ContainerID != before.ContainerID || after.RestartCount != before.RestartCount || after.State.Running == nil {
+			t.Errorf("after restart %+v, before %+v", after, before)
+		}
+	})
+
+	t.Run("graceful deletion", func(t *testing.T) {
+		got, err := client.CoreV1().Pods("default").Get(ctx, "steady", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs, err := node1.runsIn(newPodPaths(dir1, got.Namespace, got.Name, got.UID).root)
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("runs = %v, %v", runs, err)
+		}
+		shim := runs[0].State
+		if err := client.CoreV1().Pods("default").Delete(ctx, "steady", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		podRoot := newPodPaths(dir1, got.Namespace, got.Name, got.UID).root
+		waitFor(t, 60*time.Second, "pod gone from the API and the disk", func() bool {
+			_, err := client.CoreV1().Pods("default").Get(ctx, "steady", metav1.GetOptions{})
+			_, statErr := os.Stat(podRoot)
+			return err != nil && os.IsNotExist(statErr)
+		})
+		if !gone(shim.ShimPID, shim.ShimStart) {
+			t.Error("shim still runs")
+		}
+	})
+
+	t.Run("pods of a node share its address", func(t *testing.T) {
+		createPod(t, client, schedulablePod("web", "node-1", corev1.RestartPolicyNever, sh("main", "echo $HOSTNAME")))
+		got := waitPod(t, client, "web", "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+		if got.Status.HostIP != "127.0.1.1" || len(got.Status.PodIPs) != 1 || got.Status.PodIPs[0].IP != "127.0.1.1" {
+			t.Errorf("IPs: %+v", got.Status)
+		}
+		if l := readLog(t, dir1, got, "main", 0); l != "web\n" {
+			t.Errorf("log = %q", l)
+		}
+		entries, _ := os.ReadDir(filepath.Join(dir1, podsFolder))
+		if len(entries) == 0 {
+			t.Error("no pod folders")
+		}
+	})
+}
+
+// schedulablePod is a pod for the scheduler to place on node (by its
+// hostname label).
+func schedulablePod(name, node string, policy corev1.RestartPolicy, containers ...corev1.Container) *corev1.Pod {
+	p := boundPod(name, policy, containers...)
+	p.UID, p.Status = "", corev1.PodStatus{}
+	p.Spec.NodeName = ""
+	p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+	return p
+}
