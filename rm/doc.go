@@ -4,6 +4,8 @@
 // REST API. It speaks to the wire through protocols/ipc and turns asks into
 // pods through rgs and rks.
 //
-// So far it holds the resource model a YARN client reads before anything
-// else (getResourceTypeInfo); the services grow here issue by issue.
+// The ResourceManager type serves ApplicationClientProtocol over the state
+// machines of rm/apps, the queues of rm/queues and the tokens of rm/tokens;
+// it reaches storage, nodes and AM launches through small interfaces of its
+// own (AppStore, IDSource, NodeLister, AMLauncher).
 package rm

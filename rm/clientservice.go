@@ -1,0 +1,1001 @@
+package rm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/protocols/commonpb"
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rm/apps"
+	"github.com/knitdev/knit/rm/queues"
+)
+
+// Java exception classes ClientRMService throws; clients branch on them
+// (docs/hadoop-wire-facts.md §1.7).
+const (
+	ClassYarnException                 = "org.apache.hadoop.yarn.exceptions.YarnException"
+	ClassApplicationNotFound           = "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException"
+	ClassApplicationAttemptNotFound    = "org.apache.hadoop.yarn.exceptions.ApplicationAttemptNotFoundException"
+	ClassContainerNotFound             = "org.apache.hadoop.yarn.exceptions.ContainerNotFoundException"
+	ClassInvalidResourceRequest        = "org.apache.hadoop.yarn.exceptions.InvalidResourceRequestException"
+	ClassApplicationIDNotProvided      = "org.apache.hadoop.yarn.exceptions.ApplicationIdNotProvidedException"
+	ClassYARNFeatureNotEnabled         = "org.apache.hadoop.yarn.exceptions.YARNFeatureNotEnabledException"
+	javaAccessControlException         = "org.apache.hadoop.security.AccessControlException"
+	javaIOException                    = "java.io.IOException"
+	msgResourceProfilesDisabled        = "Resource profile is not enabled, please enable resource profile feature before using its functions. (by setting yarn.resourcemanager.resource-profiles.enabled to true)"
+	msgReservationDisabled             = "Reservation is not enabled. Please enable & try again"
+	iso8601Layout                      = "2006-01-02T15:04:05.000-0700"
+	iso8601Java                        = "yyyy-MM-dd'T'HH:mm:ss.SSSZ"
+	appNotFoundFormat                  = "Application with id '%s' doesn't exist in RM. Please check that the job submission was successful."
+	attemptNotFoundFormat              = "ApplicationAttempt with id '%s' doesn't exist in RM."
+	containerNotFoundFormat            = "Container with id '%s' doesn't exist in RM."
+	userCannotFormat                   = javaAccessControlException + ": User %s cannot perform operation %s on %s"
+	delegationNeedsKerberosIssueFormat = javaIOException + ": Delegation Token can be %s only with kerberos authentication"
+)
+
+// Register adds ApplicationClientProtocol to srv.
+func (rm *ResourceManager) Register(srv *ipc.Server) error {
+	return srv.Register(ProtocolClient, rm.Methods()...)
+}
+
+// Methods returns every ApplicationClientProtocol method a Hadoop 3 client
+// can call.
+func (rm *ResourceManager) Methods() []ipc.Method {
+	rt := ResourceTypeInfo{Types: rm.cfg.ResourceTypes}
+	return []ipc.Method{
+		ipc.Handle("getNewApplication", rm.GetNewApplication),
+		ipc.Handle("submitApplication", rm.SubmitApplication),
+		ipc.Handle("getApplicationReport", rm.GetApplicationReport),
+		ipc.Handle("getApplications", rm.GetApplications),
+		ipc.Handle("forceKillApplication", rm.ForceKillApplication),
+		ipc.Handle("failApplicationAttempt", rm.FailApplicationAttempt),
+		ipc.Handle("getApplicationAttemptReport", rm.GetApplicationAttemptReport),
+		ipc.Handle("getApplicationAttempts", rm.GetApplicationAttempts),
+		ipc.Handle("getContainerReport", rm.GetContainerReport),
+		ipc.Handle("getContainers", rm.GetContainers),
+		ipc.Handle("getClusterMetrics", rm.GetClusterMetrics),
+		ipc.Handle("getClusterNodes", rm.GetClusterNodes),
+		ipc.Handle("getQueueInfo", rm.GetQueueInfo),
+		ipc.Handle("getQueueUserAcls", rm.GetQueueUserAcls),
+		ipc.Handle("moveApplicationAcrossQueues", rm.MoveApplicationAcrossQueues),
+		ipc.Handle("updateApplicationPriority", rm.UpdateApplicationPriority),
+		ipc.Handle("updateApplicationTimeouts", rm.UpdateApplicationTimeouts),
+		ipc.Handle("signalToContainer", rm.SignalToContainer),
+		ipc.Handle("getDelegationToken", rm.GetDelegationToken),
+		ipc.Handle("renewDelegationToken", rm.RenewDelegationToken),
+		ipc.Handle("cancelDelegationToken", rm.CancelDelegationToken),
+		ipc.Handle("getNodeToLabels", func(context.Context, *yarnpb.GetNodesToLabelsRequestProto) (*yarnpb.GetNodesToLabelsResponseProto, error) {
+			// Node labels are off: the labels manager knows no labels.
+			return &yarnpb.GetNodesToLabelsResponseProto{}, nil
+		}),
+		ipc.Handle("getLabelsToNodes", func(context.Context, *yarnpb.GetLabelsToNodesRequestProto) (*yarnpb.GetLabelsToNodesResponseProto, error) {
+			return &yarnpb.GetLabelsToNodesResponseProto{}, nil
+		}),
+		ipc.Handle("getClusterNodeLabels", func(context.Context, *yarnpb.GetClusterNodeLabelsRequestProto) (*yarnpb.GetClusterNodeLabelsResponseProto, error) {
+			return &yarnpb.GetClusterNodeLabelsResponseProto{}, nil
+		}),
+		ipc.Handle("getClusterNodeAttributes", func(context.Context, *yarnpb.GetClusterNodeAttributesRequestProto) (*yarnpb.GetClusterNodeAttributesResponseProto, error) {
+			// No node attributes are configured: the attributes manager
+			// answers empty sets.
+			return &yarnpb.GetClusterNodeAttributesResponseProto{}, nil
+		}),
+		ipc.Handle("getAttributesToNodes", func(context.Context, *yarnpb.GetAttributesToNodesRequestProto) (*yarnpb.GetAttributesToNodesResponseProto, error) {
+			return &yarnpb.GetAttributesToNodesResponseProto{}, nil
+		}),
+		ipc.Handle("getNodesToAttributes", func(context.Context, *yarnpb.GetNodesToAttributesRequestProto) (*yarnpb.GetNodesToAttributesResponseProto, error) {
+			return &yarnpb.GetNodesToAttributesResponseProto{}, nil
+		}),
+		ipc.Handle("getResourceProfiles", func(context.Context, *yarnpb.GetAllResourceProfilesRequestProto) (*yarnpb.GetAllResourceProfilesResponseProto, error) {
+			return nil, ipc.Errorf(ClassYARNFeatureNotEnabled, "%s", msgResourceProfilesDisabled)
+		}),
+		ipc.Handle("getResourceProfile", func(context.Context, *yarnpb.GetResourceProfileRequestProto) (*yarnpb.GetResourceProfileResponseProto, error) {
+			return nil, ipc.Errorf(ClassYARNFeatureNotEnabled, "%s", msgResourceProfilesDisabled)
+		}),
+		ipc.Handle("getResourceTypeInfo", rt.GetResourceTypeInfo),
+		ipc.Handle("getNewReservation", func(context.Context, *yarnpb.GetNewReservationRequestProto) (*yarnpb.GetNewReservationResponseProto, error) {
+			return nil, errReservation()
+		}),
+		ipc.Handle("submitReservation", func(context.Context, *yarnpb.ReservationSubmissionRequestProto) (*yarnpb.ReservationSubmissionResponseProto, error) {
+			return nil, errReservation()
+		}),
+		ipc.Handle("updateReservation", func(context.Context, *yarnpb.ReservationUpdateRequestProto) (*yarnpb.ReservationUpdateResponseProto, error) {
+			return nil, errReservation()
+		}),
+		ipc.Handle("deleteReservation", func(context.Context, *yarnpb.ReservationDeleteRequestProto) (*yarnpb.ReservationDeleteResponseProto, error) {
+			return nil, errReservation()
+		}),
+		ipc.Handle("listReservations", func(context.Context, *yarnpb.ReservationListRequestProto) (*yarnpb.ReservationListResponseProto, error) {
+			return nil, errReservation()
+		}),
+	}
+}
+
+// errReservation is checkReservationSystem's answer: Knit has no
+// reservation system.
+func errReservation() error {
+	return ipc.Errorf(ClassYarnException, "%s", msgReservationDisabled)
+}
+
+func callerOf(ctx context.Context) ipc.Caller {
+	c, _ := ipc.CallerFrom(ctx)
+	return c
+}
+
+// shortName is UGI.getShortUserName for the simple names SIMPLE auth
+// carries: the part before any '/' or '@'.
+func shortName(user string) string {
+	if i := strings.IndexAny(user, "/@"); i >= 0 {
+		return user[:i]
+	}
+	return user
+}
+
+func notFound(id string) error {
+	return ipc.Errorf(ClassApplicationNotFound, appNotFoundFormat, id)
+}
+
+func denied(user string, t yarnpb.ApplicationAccessTypeProto, id apps.ApplicationID) error {
+	return ipc.Errorf(ClassYarnException, userCannotFormat, shortName(user), accessName(t), id)
+}
+
+func accessName(t yarnpb.ApplicationAccessTypeProto) string {
+	if t == yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP {
+		return "MODIFY_APP"
+	}
+	return "VIEW_APP"
+}
+
+// appID reads a wire id; a missing one is reported as Java prints null.
+func appIDString(p *yarnpb.ApplicationIdProto) (apps.ApplicationID, string, bool) {
+	if p == nil {
+		return apps.ApplicationID{}, "null", false
+	}
+	id, err := apps.ApplicationIDFromProto(p)
+	if err != nil {
+		return apps.ApplicationID{}, "null", false
+	}
+	return id, id.String(), true
+}
+
+// canAccess is ClientRMService.checkAccess. The caller holds e.mu.
+func (rm *ResourceManager) canAccess(e *entry, user string, t yarnpb.ApplicationAccessTypeProto) bool {
+	var acl queues.ACL
+	if s, ok := e.app.ACL(t); ok {
+		acl = queues.ParseACL(s)
+	}
+	return rm.cfg.Queues.CheckAppAccess(queues.AppAccess{
+		Queue: e.app.Queue(), Owner: e.app.User(), ACL: acl, User: shortName(user),
+	})
+}
+
+// modifiable looks up an application and checks MODIFY_APP, as
+// verifyUserAccessForRMApp does.
+func (rm *ResourceManager) modifiable(ctx context.Context, p *yarnpb.ApplicationIdProto) (*entry, string, error) {
+	user := callerOf(ctx).User
+	id, s, ok := appIDString(p)
+	var e *entry
+	if ok {
+		e = rm.lookup(id)
+	}
+	if e == nil {
+		return nil, user, notFound(s)
+	}
+	e.mu.Lock()
+	allowed := rm.canAccess(e, user, yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP)
+	e.mu.Unlock()
+	if !allowed {
+		return nil, user, denied(user, yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP, id)
+	}
+	return e, user, nil
+}
+
+// resource builds a Resource as a Java RM writes it: fields 1 and 2 and the
+// resource map (docs/hadoop-wire-facts.md §34).
+func resource(mb int64, vcores int32) *yarnpb.ResourceProto {
+	return &yarnpb.ResourceProto{
+		Memory:       proto.Int64(mb),
+		VirtualCores: proto.Int32(vcores),
+		ResourceValueMap: []*yarnpb.ResourceInformationProto{
+			{Key: proto.String("memory-mb"), Value: proto.Int64(mb), Units: proto.String("Mi"), Type: yarnpb.ResourceTypesProto_COUNTABLE.Enum()},
+			{Key: proto.String("vcores"), Value: proto.Int64(int64(vcores)), Units: proto.String(""), Type: yarnpb.ResourceTypesProto_COUNTABLE.Enum()},
+		},
+	}
+}
+
+func (rm *ResourceManager) maxResource() *yarnpb.ResourceProto {
+	return resource(int64(rm.cfg.Settings.MaxAllocationMB), int32(rm.cfg.Settings.MaxAllocationVcores))
+}
+
+// GetNewApplication hands out a fresh application id and the largest
+// container the scheduler grants.
+func (rm *ResourceManager) GetNewApplication(ctx context.Context, _ *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
+	ts, seq, err := rm.cfg.IDs.Next(ctx)
+	if err != nil {
+		rm.log.ErrorContext(ctx, "allocating application id", "err", err)
+		return nil, ipc.Errorf(ClassYarnException, "%s: %s", javaIOException, err)
+	}
+	id := apps.ApplicationID{ClusterTimestamp: ts, ID: seq}
+	rm.log.InfoContext(ctx, "allocated new application id", "app", id.String())
+	return &yarnpb.GetNewApplicationResponseProto{ApplicationId: id.Proto(), MaximumCapability: rm.maxResource()}, nil
+}
+
+// SubmitApplication admits an application as ClientRMService and
+// RMAppManager do, and answers once its record is stored. A queue that
+// refuses it by capacity or state makes it FAILED with the scheduler's
+// diagnostics; only ACL refusals and bad AM resources fail the call.
+func (rm *ResourceManager) SubmitApplication(ctx context.Context, req *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
+	caller := callerOf(ctx)
+	user := shortName(caller.User)
+	sc := req.GetApplicationSubmissionContext()
+	if sc == nil || sc.ApplicationId == nil {
+		return nil, ipc.Errorf(ClassApplicationIDNotProvided, "ApplicationId is not provided in ApplicationSubmissionContext")
+	}
+	id, err := apps.ApplicationIDFromProto(sc.ApplicationId)
+	if err != nil {
+		return nil, ipc.Errorf(ClassYarnException, "%s", err)
+	}
+	if rm.lookup(id) != nil {
+		// A client resubmits after ApplicationNotFoundException or a lost
+		// answer; YARN answers the earlier submission's success.
+		rm.log.InfoContext(ctx, "earlier submitted application", "app", id.String())
+		return &yarnpb.SubmitApplicationResponseProto{}, nil
+	}
+	sc = proto.Clone(sc).(*yarnpb.ApplicationSubmissionContextProto)
+	if sc.Queue == nil {
+		sc.Queue = proto.String("default")
+	}
+	now := rm.now()
+	sub := apps.Submission{ID: id, User: user, Context: sc, SubmitTime: now}
+	app, err := rm.newApp(sub)
+	if err != nil {
+		return nil, err
+	}
+
+	rm.admitMu.Lock()
+	q, err := rm.cfg.Queues.CheckSubmit(queues.Submission{AppID: id.String(), User: user, Queue: sc.GetQueue()}, rm.counts())
+	rejection := ""
+	if err != nil {
+		var qe *queues.Error
+		switch {
+		case errors.As(err, &qe) && qe.Rejected():
+			rejection = qe.Message
+		case qe != nil:
+			rm.admitMu.Unlock()
+			rm.log.InfoContext(ctx, "submission refused", "app", id.String(), "user", user, "err", err)
+			return nil, qe.RemoteError()
+		default:
+			rm.admitMu.Unlock()
+			return nil, ipc.Errorf(ClassYarnException, "%s", err)
+		}
+	} else {
+		// The scheduler names the queue by its full path and gives the
+		// queue's default priority to an application that asks none,
+		// within the cluster's maximum (checkAndGetApplicationPriority).
+		prio := int32(q.DefaultApplicationPriority)
+		if sc.Priority != nil {
+			prio = sc.GetPriority().GetPriority()
+		}
+		prio = min(prio, rm.cfg.MaxApplicationPriority)
+		sc.Priority = &yarnpb.PriorityProto{Priority: proto.Int32(prio)}
+		sub.Queue = q.Path
+		sub.AMRequests = app.AMRequests()
+		if app, err = apps.NewApplication(rm.appsCfg, sub); err != nil {
+			rm.admitMu.Unlock()
+			return nil, ipc.Errorf(ClassYarnException, "%s", err)
+		}
+	}
+	e := &entry{app: app, attempts: map[apps.AttemptID]apps.AttemptRecord{}, rejection: rejection,
+		queue: app.Queue(), user: user}
+	rm.mu.Lock()
+	if rm.apps[id] != nil {
+		rm.mu.Unlock()
+		rm.admitMu.Unlock()
+		return &yarnpb.SubmitApplicationResponseProto{}, nil
+	}
+	rm.apps[id] = e
+	rm.mu.Unlock()
+	rm.admitMu.Unlock()
+
+	if err := rm.handle(ctx, e, apps.Start{}); err != nil {
+		rm.log.ErrorContext(ctx, "submitting application", "app", id.String(), "err", err)
+		return nil, ipc.Errorf(ClassYarnException, "%s: %s", javaIOException, err)
+	}
+	rm.log.InfoContext(ctx, "application submitted", "app", id.String(), "user", user, "queue", app.Queue(), "rejected", rejection != "")
+	return &yarnpb.SubmitApplicationResponseProto{}, nil
+}
+
+// newApp builds the application and checks its AM ask against the
+// scheduler's limits (SchedulerUtils.normalizeAndValidateRequest), with the
+// memory rounded up to the minimum allocation as the scheduler does.
+func (rm *ResourceManager) newApp(sub apps.Submission) (*apps.Application, error) {
+	app, err := apps.NewApplication(rm.appsCfg, sub)
+	if err != nil {
+		if errors.Is(err, apps.ErrInvalidResourceRequest) {
+			msg := err.Error()
+			if i := strings.Index(msg, apps.ErrInvalidResourceRequest.Error()+": "); i >= 0 {
+				msg = "Invalid resource request, " + msg[i+len(apps.ErrInvalidResourceRequest.Error())+2:]
+			}
+			return nil, ipc.Errorf(ClassInvalidResourceRequest, "%s", msg)
+		}
+		return nil, ipc.Errorf(ClassYarnException, "%s", err)
+	}
+	reqs := app.AMRequests()
+	if len(reqs) == 0 {
+		return app, nil
+	}
+	s := rm.cfg.Settings
+	capab := reqs[0].GetCapability()
+	mb, vc := capab.GetMemory(), capab.GetVirtualCores()
+	show := func(mb int64, vc int32) string { return fmt.Sprintf("<memory:%d, vCores:%d>", mb, vc) }
+	maxShow := show(int64(s.MaxAllocationMB), int32(s.MaxAllocationVcores))
+	for _, bad := range []struct {
+		name string
+		neg  bool
+		over bool
+	}{
+		{"memory-mb", mb < 0, mb > int64(s.MaxAllocationMB)},
+		{"vcores", vc < 0, vc > int32(s.MaxAllocationVcores)},
+	} {
+		if bad.neg {
+			return nil, ipc.Errorf(ClassInvalidResourceRequest,
+				"Invalid resource request! Cannot allocate containers as requested resource is less than 0! Requested resource type=[%s], Requested resource=%s",
+				bad.name, show(mb, vc))
+		}
+		if bad.over {
+			return nil, ipc.Errorf(ClassInvalidResourceRequest,
+				"Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[%s], Requested resource=%s, maximum allowed allocation=%s, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=%s",
+				bad.name, show(mb, vc), maxShow, maxShow)
+		}
+	}
+	if step := int64(s.MinAllocationMB); step > 0 {
+		norm := max(mb, step)
+		norm = (norm + step - 1) / step * step
+		norm = min(norm, int64(s.MaxAllocationMB))
+		if norm != mb {
+			for _, r := range reqs {
+				r.Capability = resource(norm, vc)
+			}
+			sub.AMRequests = reqs
+			return apps.NewApplication(rm.appsCfg, sub)
+		}
+	}
+	return app, nil
+}
+
+// GetApplicationReport reports one application; a caller without VIEW_APP
+// gets the report with the private fields hidden.
+func (rm *ResourceManager) GetApplicationReport(ctx context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
+	if req.GetApplicationId() == nil {
+		return nil, ipc.Errorf(ClassApplicationNotFound, "Invalid application id: null")
+	}
+	id, s, ok := appIDString(req.GetApplicationId())
+	var e *entry
+	if ok {
+		e = rm.lookup(id)
+	}
+	if e == nil {
+		return nil, notFound(s)
+	}
+	user := callerOf(ctx).User
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	access := rm.canAccess(e, user, yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP)
+	return &yarnpb.GetApplicationReportResponseProto{
+		ApplicationReport: e.app.Report(apps.ReportOptions{Now: rm.now(), Access: access}),
+	}, nil
+}
+
+// GetApplications lists the applications the request's filters select,
+// ordered by id.
+func (rm *ResourceManager) GetApplications(ctx context.Context, req *yarnpb.GetApplicationsRequestProto) (*yarnpb.GetApplicationsResponseProto, error) {
+	user := callerOf(ctx).User
+	view := func(a *apps.Application) bool {
+		var acl queues.ACL
+		if s, ok := a.ACL(yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP); ok {
+			acl = queues.ParseACL(s)
+		}
+		return rm.cfg.Queues.CheckAppAccess(queues.AppAccess{Queue: a.Queue(), Owner: a.User(), ACL: acl, User: shortName(user)})
+	}
+	if req == nil {
+		req = &yarnpb.GetApplicationsRequestProto{} // FilterFromRequest reads fields directly
+	}
+	f := apps.FilterFromRequest(req, user, view)
+	resp := &yarnpb.GetApplicationsResponseProto{}
+	now := rm.now()
+	for _, e := range rm.snapshot() {
+		if f.Limit > 0 && int64(len(resp.Applications)) >= f.Limit {
+			break
+		}
+		e.mu.Lock()
+		if f.Matches(e.app) {
+			resp.Applications = append(resp.Applications, e.app.Report(apps.ReportOptions{Now: now, Access: view(e.app)}))
+		}
+		e.mu.Unlock()
+	}
+	return resp, nil
+}
+
+// finalStateStored is RMAppImpl.isAppFinalStateStored.
+func finalStateStored(s apps.AppState) bool {
+	switch s {
+	case apps.AppStateFinishing, apps.AppStateFinished, apps.AppStateFailed, apps.AppStateKilled:
+		return true
+	}
+	return false
+}
+
+// completedState is RMAppImpl.isAppInCompletedStates.
+func completedState(s apps.AppState) bool {
+	return finalStateStored(s) || s == apps.AppStateFinalSaving || s == apps.AppStateKilling
+}
+
+// activeState is ClientRMService.ACTIVE_APP_STATES: the application is
+// known to the scheduler.
+func activeState(s apps.AppState) bool {
+	return s == apps.AppStateSubmitted || s == apps.AppStateAccepted || s == apps.AppStateRunning
+}
+
+// ForceKillApplication kills an application. Like YARN it answers
+// isKillCompleted only once the final state is stored, so the client polls.
+func (rm *ResourceManager) ForceKillApplication(ctx context.Context, req *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
+	caller := callerOf(ctx)
+	id, s, ok := appIDString(req.GetApplicationId())
+	var e *entry
+	if ok {
+		e = rm.lookup(id)
+	}
+	if e == nil {
+		return nil, ipc.Errorf(ClassApplicationNotFound, "Trying to kill an absent application %s", s)
+	}
+	e.mu.Lock()
+	allowed := rm.canAccess(e, caller.User, yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP)
+	stored := finalStateStored(e.app.State())
+	unmanaged := e.app.Unmanaged()
+	e.mu.Unlock()
+	if !allowed {
+		return nil, denied(caller.User, yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP, id)
+	}
+	if stored {
+		return &yarnpb.KillApplicationResponseProto{IsKillCompleted: proto.Bool(true)}, nil
+	}
+	diag := apps.UserKillDiagnostics(id, shortName(caller.User), remoteIP(caller.RemoteAddr), strings.TrimSpace(req.GetDiagnostics()))
+	if err := rm.handle(ctx, e, apps.Kill{Diagnostics: diag}); err != nil {
+		rm.log.WarnContext(ctx, "kill", "app", id.String(), "err", err)
+	}
+	rm.log.InfoContext(ctx, "application kill requested", "app", id.String(), "user", caller.User)
+	return &yarnpb.KillApplicationResponseProto{IsKillCompleted: proto.Bool(unmanaged)}, nil
+}
+
+func remoteIP(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
+}
+
+// FailApplicationAttempt fails an attempt at the user's request; a new one
+// follows if attempts remain.
+func (rm *ResourceManager) FailApplicationAttempt(ctx context.Context, req *yarnpb.FailApplicationAttemptRequestProto) (*yarnpb.FailApplicationAttemptResponseProto, error) {
+	user := callerOf(ctx).User
+	aid, err := apps.AttemptIDFromProto(req.GetApplicationAttemptId())
+	if err != nil {
+		return nil, ipc.Errorf(ClassApplicationNotFound, "Trying to fail an attempt null of an absent application null")
+	}
+	e := rm.lookup(aid.App)
+	if e == nil {
+		return nil, ipc.Errorf(ClassApplicationNotFound, "Trying to fail an attempt %s of an absent application %s", aid, aid.App)
+	}
+	e.mu.Lock()
+	known := e.app.Attempt(aid) != nil
+	allowed := rm.canAccess(e, user, yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP)
+	completed := completedState(e.app.State())
+	e.mu.Unlock()
+	if !known {
+		return nil, ipc.Errorf(ClassApplicationAttemptNotFound, attemptNotFoundFormat, aid)
+	}
+	if !allowed {
+		return nil, denied(user, yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP, aid.App)
+	}
+	if completed {
+		return &yarnpb.FailApplicationAttemptResponseProto{}, nil
+	}
+	if err := rm.handle(ctx, e, apps.AttemptFailed{Attempt: aid, Diagnostics: "Attempt failed by user."}); err != nil {
+		// YARN's dispatcher drops an event the attempt's state does not
+		// take; the call has still succeeded.
+		rm.log.InfoContext(ctx, "fail attempt ignored", "attempt", aid.String(), "err", err)
+	}
+	return &yarnpb.FailApplicationAttemptResponseProto{}, nil
+}
+
+// viewable looks up an application for the attempt and container reports,
+// which refuse a caller without VIEW_APP.
+func (rm *ResourceManager) viewable(ctx context.Context, id apps.ApplicationID, what string) (*entry, error) {
+	user := callerOf(ctx).User
+	e := rm.lookup(id)
+	if e == nil {
+		return nil, ipc.Errorf(ClassApplicationNotFound, "Application with id '%s' doesn't exist in RM.", id)
+	}
+	e.mu.Lock()
+	if !rm.canAccess(e, user, yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP) {
+		e.mu.Unlock()
+		return nil, ipc.Errorf(ClassYarnException, "User %s does not have privilage to see this %s", shortName(user), what)
+	}
+	return e, nil // locked
+}
+
+// GetApplicationAttemptReport reports one attempt.
+func (rm *ResourceManager) GetApplicationAttemptReport(ctx context.Context, req *yarnpb.GetApplicationAttemptReportRequestProto) (*yarnpb.GetApplicationAttemptReportResponseProto, error) {
+	aid, err := apps.AttemptIDFromProto(req.GetApplicationAttemptId())
+	if err != nil {
+		return nil, ipc.Errorf(ClassApplicationNotFound, "Application with id 'null' doesn't exist in RM.")
+	}
+	e, err := rm.viewable(ctx, aid.App, "attempt "+aid.String())
+	if err != nil {
+		return nil, err
+	}
+	defer e.mu.Unlock()
+	t := e.app.Attempt(aid)
+	if t == nil {
+		return nil, ipc.Errorf(ClassApplicationAttemptNotFound, attemptNotFoundFormat, aid)
+	}
+	return &yarnpb.GetApplicationAttemptReportResponseProto{ApplicationAttemptReport: t.Report()}, nil
+}
+
+// GetApplicationAttempts reports every attempt of an application.
+func (rm *ResourceManager) GetApplicationAttempts(ctx context.Context, req *yarnpb.GetApplicationAttemptsRequestProto) (*yarnpb.GetApplicationAttemptsResponseProto, error) {
+	id, s, ok := appIDString(req.GetApplicationId())
+	if !ok {
+		return nil, ipc.Errorf(ClassApplicationNotFound, "Application with id '%s' doesn't exist in RM.", s)
+	}
+	e, err := rm.viewable(ctx, id, "application "+s)
+	if err != nil {
+		return nil, err
+	}
+	defer e.mu.Unlock()
+	resp := &yarnpb.GetApplicationAttemptsResponseProto{}
+	for _, t := range e.app.Attempts() {
+		resp.ApplicationAttempts = append(resp.ApplicationAttempts, t.Report())
+	}
+	return resp, nil
+}
+
+// GetContainerReport reports a container the scheduler still holds; like
+// YARN, a completed container is no longer found here.
+func (rm *ResourceManager) GetContainerReport(ctx context.Context, req *yarnpb.GetContainerReportRequestProto) (*yarnpb.GetContainerReportResponseProto, error) {
+	cid, err := apps.ContainerIDFromProto(req.GetContainerId())
+	if err != nil {
+		return nil, ipc.Errorf(ClassApplicationNotFound, "Application with id 'null' doesn't exist in RM.")
+	}
+	e, err := rm.viewable(ctx, cid.Attempt.App, "application "+cid.Attempt.App.String())
+	if err != nil {
+		return nil, err
+	}
+	defer e.mu.Unlock()
+	if e.app.Attempt(cid.Attempt) == nil {
+		return nil, ipc.Errorf(ClassApplicationAttemptNotFound, attemptNotFoundFormat, cid.Attempt)
+	}
+	c := e.app.Container(cid)
+	if c == nil || c.State().Final() {
+		return nil, ipc.Errorf(ClassContainerNotFound, containerNotFoundFormat, cid)
+	}
+	return &yarnpb.GetContainerReportResponseProto{ContainerReport: c.Report()}, nil
+}
+
+// GetContainers reports the live containers of an attempt.
+func (rm *ResourceManager) GetContainers(ctx context.Context, req *yarnpb.GetContainersRequestProto) (*yarnpb.GetContainersResponseProto, error) {
+	aid, err := apps.AttemptIDFromProto(req.GetApplicationAttemptId())
+	if err != nil {
+		return nil, ipc.Errorf(ClassApplicationNotFound, "Application with id 'null' doesn't exist in RM.")
+	}
+	e, err := rm.viewable(ctx, aid.App, "application "+aid.App.String())
+	if err != nil {
+		return nil, err
+	}
+	defer e.mu.Unlock()
+	t := e.app.Attempt(aid)
+	if t == nil {
+		return nil, ipc.Errorf(ClassApplicationAttemptNotFound, attemptNotFoundFormat, aid)
+	}
+	resp := &yarnpb.GetContainersResponseProto{}
+	if t.State().Final() {
+		return resp, nil // the scheduler no longer holds the attempt
+	}
+	for _, c := range e.app.Containers() {
+		if c.Attempt() == aid && !c.State().Final() {
+			resp.Containers = append(resp.Containers, c.Report())
+		}
+	}
+	return resp, nil
+}
+
+func (rm *ResourceManager) nodes(ctx context.Context) ([]NodeInfo, error) {
+	if rm.cfg.Nodes == nil {
+		return nil, nil
+	}
+	n, err := rm.cfg.Nodes.Nodes(ctx)
+	if err != nil {
+		return nil, ipc.Errorf(ClassYarnException, "%s: listing nodes: %s", javaIOException, err)
+	}
+	return n, nil
+}
+
+// GetClusterMetrics counts the nodes by state.
+func (rm *ResourceManager) GetClusterMetrics(ctx context.Context, _ *yarnpb.GetClusterMetricsRequestProto) (*yarnpb.GetClusterMetricsResponseProto, error) {
+	nodes, err := rm.nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var total, active, decom, lost, unhealthy, rebooted, decomming, shutdown int32
+	for _, n := range nodes {
+		switch n.State {
+		case yarnpb.NodeStateProto_NS_RUNNING:
+			active++
+		case yarnpb.NodeStateProto_NS_DECOMMISSIONED:
+			decom++
+		case yarnpb.NodeStateProto_NS_LOST:
+			lost++
+		case yarnpb.NodeStateProto_NS_UNHEALTHY:
+			unhealthy++
+		case yarnpb.NodeStateProto_NS_REBOOTED:
+			rebooted++
+		case yarnpb.NodeStateProto_NS_DECOMMISSIONING:
+			decomming++
+		case yarnpb.NodeStateProto_NS_SHUTDOWN:
+			shutdown++
+		}
+		// getRMNodes holds the nodes that are not inactive.
+		switch n.State {
+		case yarnpb.NodeStateProto_NS_DECOMMISSIONED, yarnpb.NodeStateProto_NS_LOST,
+			yarnpb.NodeStateProto_NS_REBOOTED, yarnpb.NodeStateProto_NS_SHUTDOWN:
+		default:
+			total++
+		}
+	}
+	return &yarnpb.GetClusterMetricsResponseProto{ClusterMetrics: &yarnpb.YarnClusterMetricsProto{
+		NumNodeManagers: proto.Int32(total), NumActiveNms: proto.Int32(active),
+		NumDecommissionedNms: proto.Int32(decom), NumLostNms: proto.Int32(lost),
+		NumUnhealthyNms: proto.Int32(unhealthy), NumRebootedNms: proto.Int32(rebooted),
+		NumDecommissioningNms: proto.Int32(decomming), NumShutdownNms: proto.Int32(shutdown),
+	}}, nil
+}
+
+// GetClusterNodes reports the nodes in the states asked for (all when
+// none).
+func (rm *ResourceManager) GetClusterNodes(ctx context.Context, req *yarnpb.GetClusterNodesRequestProto) (*yarnpb.GetClusterNodesResponseProto, error) {
+	nodes, err := rm.nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	want := map[yarnpb.NodeStateProto]bool{}
+	for _, s := range req.GetNodeStates() {
+		want[s] = true
+	}
+	resp := &yarnpb.GetClusterNodesResponseProto{}
+	for _, n := range nodes {
+		if len(want) > 0 && !want[n.State] {
+			continue
+		}
+		r := &yarnpb.NodeReportProto{
+			NodeId:               &yarnpb.NodeIdProto{Host: proto.String(n.Host), Port: proto.Int32(n.NMPort)},
+			HttpAddress:          proto.String(n.HTTPAddress),
+			RackName:             proto.String(n.Rack),
+			Used:                 resource(n.UsedMB, n.UsedVcores),
+			Capability:           resource(n.CapabilityMB, n.CapabilityVcores),
+			NodeState:            n.State.Enum(),
+			HealthReport:         proto.String(n.HealthReport),
+			LastHealthReportTime: proto.Int64(n.LastHealthUpdate.UnixMilli()),
+			NodeLabels:           n.Labels,
+		}
+		if n.LastHealthUpdate.IsZero() {
+			r.LastHealthReportTime = proto.Int64(0)
+		}
+		if n.Containers != 0 {
+			// A Java RM leaves numContainers out when it is 0 (§40).
+			r.NumContainers = proto.Int32(n.Containers)
+		}
+		resp.NodeReports = append(resp.NodeReports, r)
+	}
+	return resp, nil
+}
+
+// inQueue reports whether an application queue path is path or below it.
+func inQueue(appQueue, path string) bool {
+	return appQueue == path || strings.HasPrefix(appQueue, path+".")
+}
+
+// GetQueueInfo describes a queue with its live figures. An unknown queue
+// gets an empty answer: ClientRMService logs the scheduler's IOException
+// and returns the response without a queue.
+func (rm *ResourceManager) GetQueueInfo(ctx context.Context, req *yarnpb.GetQueueInfoRequestProto) (*yarnpb.GetQueueInfoResponseProto, error) {
+	user := callerOf(ctx).User
+	type appState struct {
+		queue string
+		state yarnpb.YarnApplicationStateProto
+		e     *entry
+	}
+	var all []appState
+	for _, e := range rm.snapshot() {
+		e.mu.Lock()
+		all = append(all, appState{e.app.Queue(), e.app.ClientState(), e})
+		e.mu.Unlock()
+	}
+	stats := func(q *queues.Queue) queues.Stats {
+		var s queues.Stats
+		for _, a := range all {
+			if !inQueue(a.queue, q.Path) {
+				continue
+			}
+			s.AppsSubmitted++
+			switch a.state {
+			case yarnpb.YarnApplicationStateProto_RUNNING:
+				s.AppsRunning++
+			case yarnpb.YarnApplicationStateProto_FINISHED:
+				s.AppsCompleted++
+			case yarnpb.YarnApplicationStateProto_KILLED:
+				s.AppsKilled++
+			case yarnpb.YarnApplicationStateProto_FAILED:
+				s.AppsFailed++
+			default:
+				s.AppsPending++
+			}
+		}
+		return s
+	}
+	info, err := rm.cfg.Queues.QueueInfo(req.GetQueueName(), req.GetIncludeChildQueues(), req.GetRecursive(), stats)
+	if err != nil {
+		rm.log.InfoContext(ctx, "failed to getQueueInfo", "queue", req.GetQueueName(), "err", err)
+		return &yarnpb.GetQueueInfoResponseProto{}, nil
+	}
+	if req.GetIncludeApplications() {
+		q, err := rm.cfg.Queues.Lookup(req.GetQueueName())
+		if err == nil {
+			now := rm.now()
+			for _, a := range all {
+				if !inQueue(a.queue, q.Path) {
+					continue
+				}
+				a.e.mu.Lock()
+				// The scheduler holds only applications that have not ended.
+				if !a.e.app.State().Final() && activeState(a.e.app.State()) &&
+					rm.canAccess(a.e, user, yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP) {
+					info.Applications = append(info.Applications, a.e.app.Report(apps.ReportOptions{Now: now, Access: true}))
+				}
+				a.e.mu.Unlock()
+			}
+		}
+	}
+	return &yarnpb.GetQueueInfoResponseProto{QueueInfo: info}, nil
+}
+
+// GetQueueUserAcls lists the caller's operations on every queue.
+func (rm *ResourceManager) GetQueueUserAcls(ctx context.Context, _ *yarnpb.GetQueueUserAclsInfoRequestProto) (*yarnpb.GetQueueUserAclsInfoResponseProto, error) {
+	return &yarnpb.GetQueueUserAclsInfoResponseProto{QueueUserAcls: rm.cfg.Queues.UserACLs(shortName(callerOf(ctx).User), nil)}, nil
+}
+
+// MoveApplicationAcrossQueues moves an application the scheduler holds to
+// another leaf queue the caller may submit to or administer.
+func (rm *ResourceManager) MoveApplicationAcrossQueues(ctx context.Context, req *yarnpb.MoveApplicationAcrossQueuesRequestProto) (*yarnpb.MoveApplicationAcrossQueuesResponseProto, error) {
+	e, user, err := rm.modifiable(ctx, req.GetApplicationId())
+	if err != nil {
+		return nil, err
+	}
+	id := e.app.ID()
+	target := req.GetTargetQueue()
+	tree := rm.cfg.Queues
+	short := shortName(user)
+	if !tree.HasAccess(target, queues.SubmitApplications, short, nil) &&
+		!tree.HasAccess(target, queues.AdministerQueue, short, nil) {
+		return nil, ipc.Errorf(ClassYarnException,
+			"%s: User %s cannot submit applications to target queue or the target queue doesn't exist: %s while moving %s",
+			javaAccessControlException, short, target, id)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.app.State()
+	if !activeState(st) {
+		return nil, ipc.Errorf(ClassYarnException, "App in %s state cannot be moved.", st)
+	}
+	q, err := tree.Lookup(target)
+	if err != nil {
+		return nil, ipc.Errorf(ClassYarnException, "%s: %s", javaIOException, err)
+	}
+	if !q.IsLeaf() {
+		return nil, ipc.Errorf(ClassYarnException, "%s: Target queue %s is not a leaf queue", javaIOException, target)
+	}
+	if q.Path == e.app.Queue() {
+		return nil, ipc.Errorf(ClassYarnException, "App %s is already present in queue %s", id, q.Path)
+	}
+	if q.EffectiveState(0) != queues.Running {
+		return nil, ipc.Errorf(ClassYarnException, "%s: Queue %s is STOPPED. Cannot accept submission of application: %s",
+			javaAccessControlException, q.Path, id)
+	}
+	if err := rm.handleLocked(ctx, e, apps.Move{Queue: q.Path}); err != nil {
+		return nil, ipc.Errorf(ClassYarnException, "%s", err)
+	}
+	rm.mu.Lock()
+	e.queue = q.Path
+	rm.mu.Unlock()
+	rm.log.InfoContext(ctx, "application moved", "app", id.String(), "queue", q.Path, "user", user)
+	return &yarnpb.MoveApplicationAcrossQueuesResponseProto{}, nil
+}
+
+// UpdateApplicationPriority sets a new priority, lowered to the cluster
+// maximum as the CapacityScheduler does.
+func (rm *ResourceManager) UpdateApplicationPriority(ctx context.Context, req *yarnpb.UpdateApplicationPriorityRequestProto) (*yarnpb.UpdateApplicationPriorityResponseProto, error) {
+	e, _, err := rm.modifiable(ctx, req.GetApplicationId())
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.app.State()
+	if !activeState(st) && st != apps.AppStateSubmitted {
+		if completedState(st) {
+			return &yarnpb.UpdateApplicationPriorityResponseProto{ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(e.app.Priority())}}, nil
+		}
+		return nil, ipc.Errorf(ClassYarnException, "Application in %s state cannot update priority.", st)
+	}
+	p := min(req.GetApplicationPriority().GetPriority(), rm.cfg.MaxApplicationPriority)
+	if p != e.app.Priority() {
+		if err := rm.handleLocked(ctx, e, apps.UpdatePriority{Priority: p}); err != nil {
+			return nil, ipc.Errorf(ClassYarnException, "%s", err)
+		}
+	}
+	return &yarnpb.UpdateApplicationPriorityResponseProto{ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(e.app.Priority())}}, nil
+}
+
+// UpdateApplicationTimeouts sets a new absolute lifetime expiry.
+func (rm *ResourceManager) UpdateApplicationTimeouts(ctx context.Context, req *yarnpb.UpdateApplicationTimeoutsRequestProto) (*yarnpb.UpdateApplicationTimeoutsResponseProto, error) {
+	e, _, err := rm.modifiable(ctx, req.GetApplicationId())
+	if err != nil {
+		return nil, err
+	}
+	timeouts := req.GetApplicationTimeouts()
+	if len(timeouts) == 0 {
+		return nil, ipc.Errorf(ClassYarnException, "At least one ApplicationTimeoutType should be configured for updating timeouts.")
+	}
+	resp := &yarnpb.UpdateApplicationTimeoutsResponseProto{ApplicationTimeouts: timeouts}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.app.State()
+	if !activeState(st) {
+		if completedState(st) {
+			return resp, nil
+		}
+		return nil, ipc.Errorf(ClassYarnException, "Application is in %s state can not update timeout.", st)
+	}
+	for _, t := range timeouts {
+		if t.GetApplicationTimeoutType() != yarnpb.ApplicationTimeoutTypeProto_APP_TIMEOUT_LIFETIME {
+			continue
+		}
+		expiry, err := time.Parse(iso8601Layout, t.GetExpireTime())
+		if err != nil {
+			return nil, ipc.Errorf(ClassYarnException, "Expire time is not in ISO8601 format. ISO8601 supported format is %s", iso8601Java)
+		}
+		if err := rm.handleLocked(ctx, e, apps.UpdateTimeout{Expiry: expiry}); err != nil {
+			msg := err.Error()
+			if errors.Is(err, apps.ErrInvalidTimeout) {
+				msg = fmt.Sprintf("Expire time is less than current time, current-time=%s expire-time=%s",
+					rm.now().Format(iso8601Layout), t.GetExpireTime())
+			}
+			return nil, ipc.Errorf(ClassYarnException, "%s", msg)
+		}
+	}
+	return resp, nil
+}
+
+// SignalToContainer forwards a signal to a live container.
+func (rm *ResourceManager) SignalToContainer(ctx context.Context, req *yarnpb.SignalContainerRequestProto) (*yarnpb.SignalContainerResponseProto, error) {
+	cid, err := apps.ContainerIDFromProto(req.GetContainerId())
+	if err != nil {
+		return nil, ipc.Errorf(ClassYarnException, "Trying to signal an absent container null")
+	}
+	user := callerOf(ctx).User
+	e := rm.lookup(cid.Attempt.App)
+	if e == nil {
+		return nil, ipc.Errorf(ClassYarnException, "Trying to signal an absent container %s", cid)
+	}
+	e.mu.Lock()
+	allowed := rm.canAccess(e, user, yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP)
+	c := e.app.Container(cid)
+	var node *yarnpb.NodeIdProto
+	live := c != nil && !c.State().Final()
+	if live {
+		node = c.Node()
+	}
+	e.mu.Unlock()
+	if !allowed {
+		return nil, denied(user, yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP, cid.Attempt.App)
+	}
+	if !live {
+		return nil, ipc.Errorf(ClassYarnException, "Trying to signal an absent container %s", cid)
+	}
+	if rm.cfg.Signaler == nil {
+		rm.log.WarnContext(ctx, "no container signaler: signal dropped", "container", cid.String(), "command", req.GetCommand().String())
+		return &yarnpb.SignalContainerResponseProto{}, nil
+	}
+	if err := rm.cfg.Signaler.SignalContainer(ctx, cid, node, req.GetCommand()); err != nil {
+		return nil, ipc.Errorf(ClassYarnException, "%s: %s", javaIOException, err)
+	}
+	return &yarnpb.SignalContainerResponseProto{}, nil
+}
+
+// delegationAllowed is isAllowedDelegationTokenOp. Knit's client port has
+// no Kerberos, so it answers as a YARN RM with security off (allowed),
+// except when it has no token manager, where it answers as a secure RM to a
+// non-Kerberos caller; a caller that itself authenticated with a token is
+// refused, as a secure RM refuses it.
+func (rm *ResourceManager) delegationAllowed(ctx context.Context) bool {
+	if rm.cfg.Tokens == nil {
+		return false
+	}
+	return callerOf(ctx).Auth != ipc.AuthToken
+}
+
+// GetDelegationToken issues an RM delegation token to the caller.
+func (rm *ResourceManager) GetDelegationToken(ctx context.Context, req *commonpb.GetDelegationTokenRequestProto) (*commonpb.GetDelegationTokenResponseProto, error) {
+	if !rm.delegationAllowed(ctx) {
+		return nil, ipc.Errorf(ClassYarnException, delegationNeedsKerberosIssueFormat, "issued")
+	}
+	c := callerOf(ctx)
+	tok, _, err := rm.cfg.Tokens.Delegation().Issue(ctx, c.User, req.GetRenewer(), c.RealUser, rm.cfg.Settings.Address)
+	if err != nil {
+		return nil, tokenError(err)
+	}
+	return &commonpb.GetDelegationTokenResponseProto{Token: tok.Proto()}, nil
+}
+
+// RenewDelegationToken extends a token for the caller, its renewer.
+func (rm *ResourceManager) RenewDelegationToken(ctx context.Context, req *commonpb.RenewDelegationTokenRequestProto) (*commonpb.RenewDelegationTokenResponseProto, error) {
+	if !rm.delegationAllowed(ctx) {
+		return nil, ipc.Errorf(ClassYarnException, delegationNeedsKerberosIssueFormat, "renewed")
+	}
+	if req.GetToken() == nil {
+		return nil, ipc.Errorf(ClassYarnException, "%s: no token given", javaIOException)
+	}
+	exp, err := rm.cfg.Tokens.Delegation().Renew(ctx, token.FromProto(req.GetToken()), shortName(callerOf(ctx).User))
+	if err != nil {
+		return nil, tokenError(err)
+	}
+	return &commonpb.RenewDelegationTokenResponseProto{NewExpiryTime: proto.Uint64(uint64(exp.UnixMilli()))}, nil
+}
+
+// CancelDelegationToken forgets a token at the request of its owner or
+// renewer.
+func (rm *ResourceManager) CancelDelegationToken(ctx context.Context, req *commonpb.CancelDelegationTokenRequestProto) (*commonpb.CancelDelegationTokenResponseProto, error) {
+	if !rm.delegationAllowed(ctx) {
+		return nil, ipc.Errorf(ClassYarnException, delegationNeedsKerberosIssueFormat, "cancelled")
+	}
+	if req.GetToken() == nil {
+		return nil, ipc.Errorf(ClassYarnException, "%s: no token given", javaIOException)
+	}
+	if _, err := rm.cfg.Tokens.Delegation().Cancel(ctx, token.FromProto(req.GetToken()), callerOf(ctx).User); err != nil {
+		return nil, tokenError(err)
+	}
+	return &commonpb.CancelDelegationTokenResponseProto{}, nil
+}
+
+// tokenError passes the token manager's Hadoop exceptions through, wrapped
+// in YarnException as RPCUtil.getRemoteException does with an IOException.
+func tokenError(err error) error {
+	var re *ipc.RemoteError
+	if errors.As(err, &re) {
+		if re.ClassName == ClassYarnException {
+			return re
+		}
+		return ipc.Errorf(ClassYarnException, "%s: %s", re.ClassName, re.Message)
+	}
+	return ipc.Errorf(ClassYarnException, "%s: %s", javaIOException, err)
+}

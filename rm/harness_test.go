@@ -1,0 +1,320 @@
+package rm
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rm/apps"
+	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/rm/queues"
+)
+
+// memStore is an AppStore in memory; failPuts makes the next n writes fail.
+type memStore struct {
+	mu       sync.Mutex
+	apps     map[string]StoredApp
+	failPuts int
+}
+
+func newMemStore() *memStore { return &memStore{apps: map[string]StoredApp{}} }
+
+func (s *memStore) Put(_ context.Context, id, state, user, queue string, finish time.Time, data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failPuts > 0 {
+		s.failPuts--
+		return errors.New("store unavailable")
+	}
+	s.apps[id] = StoredApp{ID: id, State: state, User: user, Queue: queue, FinishTime: finish, Data: append([]byte(nil), data...)}
+	return nil
+}
+
+func (s *memStore) Delete(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.apps, id)
+	return nil
+}
+
+func (s *memStore) List(context.Context) ([]StoredApp, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []StoredApp
+	for _, a := range s.apps {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// memIDs is an IDSource whose counter outlives the ResourceManagers that
+// use it, as the persisted counter does.
+type memIDs struct {
+	mu  sync.Mutex
+	ts  int64
+	seq int32
+}
+
+func (m *memIDs) Next(context.Context) (int64, int32, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seq++
+	return m.ts, m.seq, nil
+}
+
+type staticNodes []NodeInfo
+
+func (n staticNodes) Nodes(context.Context) ([]NodeInfo, error) { return n, nil }
+
+// testClock is a settable clock.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// env is one RM serving on a loopback port.
+type env struct {
+	t     *testing.T
+	rm    *ResourceManager
+	addr  string
+	store *memStore
+	ids   *memIDs
+	clock *testClock
+	cfg   Config
+}
+
+// baseQueues is root with "default" and "b", b's ACLs left to the test.
+func baseQueues(extra map[string]string) map[string]string {
+	props := map[string]string{
+		"yarn.scheduler.capacity.root.queues":                          "default,b",
+		"yarn.scheduler.capacity.root.default.capacity":                "50",
+		"yarn.scheduler.capacity.root.b.capacity":                      "50",
+		"yarn.scheduler.capacity.root.acl_submit_applications":         " ",
+		"yarn.scheduler.capacity.root.acl_administer_queue":            " ",
+		"yarn.scheduler.capacity.root.default.acl_submit_applications": "*",
+		"yarn.scheduler.capacity.root.b.acl_submit_applications":       "*",
+	}
+	for k, v := range extra {
+		props[k] = v
+	}
+	return props
+}
+
+type envOptions struct {
+	queues    map[string]string
+	aclEnable bool
+	adminACL  string
+	maxDone   int
+	store     *memStore
+	ids       *memIDs
+	clock     *testClock
+	nodes     NodeLister
+}
+
+func newEnv(t *testing.T, o envOptions) *env {
+	t.Helper()
+	c := conf.New(conf.Options{})
+	qp := o.queues
+	if qp == nil {
+		qp = baseQueues(nil)
+	}
+	for k, v := range qp {
+		c.Set(k, v)
+	}
+	admin := o.adminACL
+	if admin == "" {
+		admin = " "
+	}
+	tree, err := queues.Build(c, queues.Options{ACLsEnabled: o.aclEnable, AdminACL: queues.ParseACL(admin)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := conf.DefaultRMSettings()
+	settings.Address = "127.0.0.1:8032"
+	settings.WebappAddress = "rm.example:8088"
+	settings.ACLEnable = o.aclEnable
+	if o.maxDone != 0 {
+		settings.MaxCompletedApplications = o.maxDone
+	}
+	if o.store == nil {
+		o.store = newMemStore()
+	}
+	if o.ids == nil {
+		o.ids = &memIDs{ts: 1700000000000}
+	}
+	if o.clock == nil {
+		o.clock = &testClock{now: time.UnixMilli(1700000100000)}
+	}
+	if o.nodes == nil {
+		o.nodes = staticNodes{
+			{Name: "n1", Host: "node1", NMPort: 8041, HTTPAddress: "node1:8042", Rack: "/default-rack", State: yarnpb.NodeStateProto_NS_RUNNING,
+				CapabilityMB: 8192, CapabilityVcores: 8, UsedMB: 1024, UsedVcores: 1, Containers: 1},
+			{Name: "n2", Host: "node2", NMPort: 8041, HTTPAddress: "node2:8042", Rack: "/default-rack", State: yarnpb.NodeStateProto_NS_UNHEALTHY,
+				CapabilityMB: 8192, CapabilityVcores: 8, HealthReport: "disk full"},
+		}
+	}
+	cfg := Config{
+		Settings: settings, Queues: tree, Store: o.store, IDs: o.ids, Nodes: o.nodes,
+		Clock: o.clock.Now, Logger: slog.New(slog.DiscardHandler),
+	}
+	rm, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rm.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ipc.NewServer(ipc.Config{Simple: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rm.Register(srv); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return &env{t: t, rm: rm, addr: l.Addr().String(), store: o.store, ids: o.ids, clock: o.clock, cfg: cfg}
+}
+
+// client dials the RM as user, as a YarnClient does.
+func (e *env) client(user string) *ipc.Client {
+	e.t.Helper()
+	c, err := ipc.Dial(context.Background(), e.addr, ipc.ClientConfig{Protocol: ProtocolClient, User: user})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func call[Resp proto.Message](t *testing.T, c *ipc.Client, method string, req proto.Message, resp Resp) (Resp, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := c.Call(ctx, method, req, resp)
+	return resp, err
+}
+
+func mustCall[Resp proto.Message](t *testing.T, c *ipc.Client, method string, req proto.Message, resp Resp) Resp {
+	t.Helper()
+	r, err := call(t, c, method, req, resp)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	return r
+}
+
+// wantRemote checks the exception class and, when msg is not empty, the
+// message.
+func wantRemote(t *testing.T, err error, class, msg string) {
+	t.Helper()
+	var re *ipc.RemoteError
+	if !errors.As(err, &re) {
+		t.Fatalf("error = %v, want %s", err, class)
+	}
+	if re.ClassName != class {
+		t.Errorf("class = %s, want %s (message %q)", re.ClassName, class, re.Message)
+	}
+	if msg != "" && re.Message != msg {
+		t.Errorf("message = %q\nwant      %q", re.Message, msg)
+	}
+}
+
+type subOpts struct {
+	queue    string
+	name     string
+	appType  string
+	tags     []string
+	memory   int64
+	viewACL  *string
+	modACL   *string
+	priority *int32
+}
+
+// submit gets a new id and submits an application with it, as
+// YarnClientImpl.submitApplication does.
+func (e *env) submit(c *ipc.Client, o subOpts) (*yarnpb.ApplicationIdProto, error) {
+	e.t.Helper()
+	newApp := mustCall(e.t, c, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{})
+	id := newApp.GetApplicationId()
+	if o.memory == 0 {
+		o.memory = 1024
+	}
+	spec := &yarnpb.ContainerLaunchContextProto{Command: []string{"sleep 100"}}
+	if o.viewACL != nil {
+		spec.Application_ACLs = append(spec.Application_ACLs, &yarnpb.ApplicationACLMapProto{AccessType: yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP.Enum(), Acl: o.viewACL})
+	}
+	if o.modACL != nil {
+		spec.Application_ACLs = append(spec.Application_ACLs, &yarnpb.ApplicationACLMapProto{AccessType: yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP.Enum(), Acl: o.modACL})
+	}
+	sc := &yarnpb.ApplicationSubmissionContextProto{
+		ApplicationId:   id,
+		AmContainerSpec: spec,
+		Resource:        &yarnpb.ResourceProto{Memory: proto.Int64(o.memory), VirtualCores: proto.Int32(1)},
+		ApplicationTags: o.tags,
+	}
+	if o.queue != "" {
+		sc.Queue = proto.String(o.queue)
+	}
+	if o.name != "" {
+		sc.ApplicationName = proto.String(o.name)
+	}
+	if o.appType != "" {
+		sc.ApplicationType = proto.String(o.appType)
+	}
+	if o.priority != nil {
+		sc.Priority = &yarnpb.PriorityProto{Priority: o.priority}
+	}
+	_, err := call(e.t, c, "submitApplication", &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: sc}, &yarnpb.SubmitApplicationResponseProto{})
+	return id, err
+}
+
+func (e *env) mustSubmit(c *ipc.Client, o subOpts) *yarnpb.ApplicationIdProto {
+	e.t.Helper()
+	id, err := e.submit(c, o)
+	if err != nil {
+		e.t.Fatalf("submit: %v", err)
+	}
+	return id
+}
+
+func (e *env) report(c *ipc.Client, id *yarnpb.ApplicationIdProto) *yarnpb.ApplicationReportProto {
+	e.t.Helper()
+	return mustCall(e.t, c, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: id},
+		&yarnpb.GetApplicationReportResponseProto{}).GetApplicationReport()
+}
+
+func appIDOf(t *testing.T, p *yarnpb.ApplicationIdProto) apps.ApplicationID {
+	t.Helper()
+	id, err := apps.ApplicationIDFromProto(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}

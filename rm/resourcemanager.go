@@ -1,0 +1,634 @@
+package rm
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rm/apps"
+	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/rm/queues"
+	"github.com/knitdev/knit/rm/tokens"
+)
+
+// StoredApp is one application as the AppStore lists it: the indexed fields
+// and the opaque record the ResourceManager wrote.
+type StoredApp struct {
+	ID         string
+	State      string
+	User       string
+	Queue      string
+	FinishTime time.Time
+	Data       []byte
+}
+
+// AppStore keeps application records durably (the RM state store). The
+// ResourceManager writes a record before it acknowledges what the record
+// says, so an implementation returns only once the write is durable.
+type AppStore interface {
+	// Put creates or replaces the record of application id. state is the
+	// RM state the record brings back; finish is zero while it runs.
+	Put(ctx context.Context, id, state, user, queue string, finish time.Time, data []byte) error
+	// Delete removes the record; deleting an absent record is no error.
+	Delete(ctx context.Context, id string) error
+	// List returns every stored record, in any order.
+	List(ctx context.Context) ([]StoredApp, error)
+}
+
+// IDSource hands out application ids that never repeat, across restarts
+// and leaders: the cluster timestamp of the RM that issued them and a
+// sequence number.
+type IDSource interface {
+	Next(ctx context.Context) (clusterTimestamp int64, seq int32, err error)
+}
+
+// NodeInfo is one node as YARN's NodeReport shows it.
+type NodeInfo struct {
+	Name             string
+	Host             string
+	NMPort           int32
+	HTTPAddress      string
+	Rack             string
+	State            yarnpb.NodeStateProto
+	CapabilityMB     int64
+	CapabilityVcores int32
+	UsedMB           int64
+	UsedVcores       int32
+	Containers       int32
+	Labels           []string
+	HealthReport     string
+	LastHealthUpdate time.Time
+}
+
+// NodeLister lists the cluster's nodes (Kubernetes nodes, in Knit).
+type NodeLister interface {
+	Nodes(ctx context.Context) ([]NodeInfo, error)
+}
+
+// AMLauncher carries out the effects that need the cluster rather than the
+// state store: asking for and launching the AM container (RequestAMContainer,
+// LaunchAM), stopping containers, releasing attempts, AM monitors. It reports
+// back through ResourceManager.Handle (AMContainerAllocated, AttemptLaunched,
+// ...). An error is logged; the effect is not retried.
+type AMLauncher interface {
+	Execute(ctx context.Context, app apps.ApplicationID, eff apps.Effect) error
+}
+
+// ContainerSignaler delivers signalToContainer to a running container.
+type ContainerSignaler interface {
+	SignalContainer(ctx context.Context, id apps.ContainerID, node *yarnpb.NodeIdProto, cmd yarnpb.SignalContainerCommandProto) error
+}
+
+// Config holds what a ResourceManager needs.
+type Config struct {
+	Settings conf.RMSettings
+	Queues   *queues.Tree
+	// Tokens may be nil: delegation-token calls are then refused as a
+	// secure YARN RM refuses them to a caller without Kerberos.
+	Tokens *tokens.Manager
+	Store  AppStore
+	IDs    IDSource
+	Nodes  NodeLister
+	// AMLauncher nil drops the cluster effects (logged once).
+	AMLauncher AMLauncher
+	// Signaler nil accepts signalToContainer and drops the signal (logged).
+	Signaler ContainerSignaler
+	// ResourceTypes answers getResourceTypeInfo; nil means the defaults.
+	ResourceTypes []ResourceType
+	// MaxApplicationPriority is yarn.cluster.max-application-priority
+	// (YARN's default 0): priorities above it are lowered to it.
+	MaxApplicationPriority int32
+	// WebAppURL is the RM web address with scheme; empty means
+	// "http://" + Settings.WebappAddress.
+	WebAppURL string
+	// Clock nil means time.Now.
+	Clock  func() time.Time
+	Logger *slog.Logger
+}
+
+// ResourceManager holds every application and serves
+// ApplicationClientProtocol. It is safe for concurrent use.
+type ResourceManager struct {
+	cfg     Config
+	appsCfg apps.Config
+	log     *slog.Logger
+	now     func() time.Time
+
+	// admitMu serialises queue admission with the insertion of the new
+	// application, so two submissions cannot both take a queue's last slot.
+	admitMu sync.Mutex
+
+	// mu guards the map, the retention list and the entries' index fields.
+	// Lock order: an entry's mu before rm.mu, never the other way round.
+	mu        sync.RWMutex
+	apps      map[apps.ApplicationID]*entry
+	completed []apps.ApplicationID // in completion order, oldest first
+
+	launcherOnce sync.Once
+}
+
+// entry is one application with the lock that serialises its events.
+type entry struct {
+	mu  sync.Mutex
+	app *apps.Application
+	// attempts are the stored attempt records, written with the app record.
+	attempts map[apps.AttemptID]apps.AttemptRecord
+	record   apps.AppRecord
+	// rejection is the queue's refusal the scheduler answers the
+	// AddToScheduler effect with; empty means accept.
+	rejection string
+	expiry    time.Time // lifetime timer; zero when disarmed
+
+	// Guarded by ResourceManager.mu, read by AppCounts.
+	queue string
+	user  string
+	done  bool
+}
+
+// New returns a ResourceManager with no applications; call Recover before
+// serving.
+func New(cfg Config) (*ResourceManager, error) {
+	if cfg.Queues == nil || cfg.Store == nil || cfg.IDs == nil {
+		return nil, errors.New("rm: Queues, Store and IDs are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	web := cfg.WebAppURL
+	if web == "" {
+		web = "http://" + cfg.Settings.WebappAddress
+	}
+	return &ResourceManager{
+		cfg:     cfg,
+		appsCfg: apps.Config{WebAppURL: web, MaxAppAttempts: int32(cfg.Settings.AMMaxAttempts)},
+		log:     cfg.Logger,
+		now:     cfg.Clock,
+		apps:    map[apps.ApplicationID]*entry{},
+	}, nil
+}
+
+// storedRecord is the Data of a stored application: its record and its
+// attempts, protos as their wire bytes so the encoding follows the protos.
+type storedRecord struct {
+	ID             apps.ApplicationID
+	User, Queue    string
+	SubmitTime     time.Time
+	StartTime      time.Time
+	LaunchTime     time.Time
+	Context        []byte
+	AMRequests     [][]byte
+	State          apps.AppState
+	Diagnostics    string
+	FinishTime     time.Time
+	LifetimeExpiry time.Time
+	Attempts       []storedAttempt
+}
+
+type storedAttempt struct {
+	ID                    apps.AttemptID
+	AMContainer           []byte
+	StartTime             time.Time
+	State                 apps.AttemptState
+	FinalTrackingURL      string
+	Diagnostics           string
+	FinalStatus           *yarnpb.FinalApplicationStatusProto
+	AMContainerExitStatus int32
+	FinishTime            time.Time
+	Usage                 apps.Usage
+}
+
+func encodeRecord(r apps.AppRecord, attempts map[apps.AttemptID]apps.AttemptRecord) ([]byte, error) {
+	s := storedRecord{
+		ID: r.ID, User: r.User, Queue: r.Queue, SubmitTime: r.SubmitTime, StartTime: r.StartTime,
+		LaunchTime: r.LaunchTime, State: r.State, Diagnostics: r.Diagnostics, FinishTime: r.FinishTime,
+		LifetimeExpiry: r.LifetimeExpiry,
+	}
+	var err error
+	if s.Context, err = proto.Marshal(r.Context); err != nil {
+		return nil, fmt.Errorf("encode submission of %s: %w", r.ID, err)
+	}
+	for _, q := range r.AMRequests {
+		b, err := proto.Marshal(q)
+		if err != nil {
+			return nil, fmt.Errorf("encode AM request of %s: %w", r.ID, err)
+		}
+		s.AMRequests = append(s.AMRequests, b)
+	}
+	for _, a := range attempts {
+		sa := storedAttempt{
+			ID: a.ID, StartTime: a.StartTime, State: a.State, FinalTrackingURL: a.FinalTrackingURL,
+			Diagnostics: a.Diagnostics, FinalStatus: a.FinalStatus, AMContainerExitStatus: a.AMContainerExitStatus,
+			FinishTime: a.FinishTime, Usage: a.Usage,
+		}
+		if a.AMContainer != nil {
+			if sa.AMContainer, err = proto.Marshal(a.AMContainer); err != nil {
+				return nil, fmt.Errorf("encode AM container of %s: %w", a.ID, err)
+			}
+		}
+		s.Attempts = append(s.Attempts, sa)
+	}
+	slices.SortFunc(s.Attempts, func(x, y storedAttempt) int { return cmp.Compare(x.ID.ID, y.ID.ID) })
+	return json.Marshal(s)
+}
+
+func decodeRecord(b []byte) (apps.AppRecord, []apps.AttemptRecord, error) {
+	var s storedRecord
+	if err := json.Unmarshal(b, &s); err != nil {
+		return apps.AppRecord{}, nil, fmt.Errorf("decode application record: %w", err)
+	}
+	r := apps.AppRecord{
+		ID: s.ID, User: s.User, Queue: s.Queue, SubmitTime: s.SubmitTime, StartTime: s.StartTime,
+		LaunchTime: s.LaunchTime, State: s.State, Diagnostics: s.Diagnostics, FinishTime: s.FinishTime,
+		LifetimeExpiry: s.LifetimeExpiry, Context: &yarnpb.ApplicationSubmissionContextProto{},
+	}
+	if err := proto.Unmarshal(s.Context, r.Context); err != nil {
+		return r, nil, fmt.Errorf("decode submission of %s: %w", s.ID, err)
+	}
+	for _, q := range s.AMRequests {
+		m := &yarnpb.ResourceRequestProto{}
+		if err := proto.Unmarshal(q, m); err != nil {
+			return r, nil, fmt.Errorf("decode AM request of %s: %w", s.ID, err)
+		}
+		r.AMRequests = append(r.AMRequests, m)
+	}
+	var out []apps.AttemptRecord
+	for _, a := range s.Attempts {
+		ar := apps.AttemptRecord{
+			ID: a.ID, StartTime: a.StartTime, State: a.State, FinalTrackingURL: a.FinalTrackingURL,
+			Diagnostics: a.Diagnostics, FinalStatus: a.FinalStatus, AMContainerExitStatus: a.AMContainerExitStatus,
+			FinishTime: a.FinishTime, Usage: a.Usage,
+		}
+		if a.AMContainer != nil {
+			ar.AMContainer = &yarnpb.ContainerProto{}
+			if err := proto.Unmarshal(a.AMContainer, ar.AMContainer); err != nil {
+				return r, nil, fmt.Errorf("decode AM container of %s: %w", a.ID, err)
+			}
+		}
+		out = append(out, ar)
+	}
+	return r, out, nil
+}
+
+// Recover rebuilds every stored application through the apps package's
+// Recover event, as a restarted YARN RM does from its state store. A record
+// that cannot be read is logged and skipped rather than stopping the RM.
+func (rm *ResourceManager) Recover(ctx context.Context) error {
+	stored, err := rm.cfg.Store.List(ctx)
+	if err != nil {
+		return fmt.Errorf("recover applications: %w", err)
+	}
+	type recovered struct {
+		e      *entry
+		finish time.Time
+	}
+	var done []recovered
+	for _, s := range stored {
+		rec, attempts, err := decodeRecord(s.Data)
+		if err != nil {
+			rm.log.ErrorContext(ctx, "skipping unreadable application record", "app", s.ID, "err", err)
+			continue
+		}
+		app, err := apps.NewApplication(rm.appsCfg, apps.Submission{
+			ID: rec.ID, User: rec.User, Queue: rec.Queue, Context: rec.Context,
+			SubmitTime: rec.SubmitTime, AMRequests: rec.AMRequests,
+		})
+		if err != nil {
+			rm.log.ErrorContext(ctx, "skipping application that cannot be rebuilt", "app", s.ID, "err", err)
+			continue
+		}
+		e := &entry{app: app, attempts: map[apps.AttemptID]apps.AttemptRecord{}, record: rec,
+			queue: app.Queue(), user: app.User()}
+		for _, a := range attempts {
+			e.attempts[a.ID] = a
+		}
+		rm.mu.Lock()
+		rm.apps[rec.ID] = e
+		rm.mu.Unlock()
+		// Retention waits until every application is back, so that the
+		// oldest are dropped, not the first listed.
+		e.mu.Lock()
+		err = rm.handleLocked(ctx, e, apps.Recover{App: rec, Attempts: attempts})
+		if err != nil {
+			e.mu.Unlock()
+			rm.log.ErrorContext(ctx, "recovering application", "app", s.ID, "err", err)
+			rm.mu.Lock()
+			delete(rm.apps, rec.ID)
+			rm.mu.Unlock()
+			continue
+		}
+		if app.State().Final() {
+			done = append(done, recovered{e, app.FinishTime()})
+		}
+		e.mu.Unlock()
+	}
+	// The retention list is rebuilt oldest first; AppCompleted effects from
+	// Recover may already have added some, so it is rebuilt from scratch.
+	slices.SortFunc(done, func(a, b recovered) int { return a.finish.Compare(b.finish) })
+	rm.mu.Lock()
+	rm.completed = rm.completed[:0]
+	for _, d := range done {
+		d.e.done = true
+		rm.completed = append(rm.completed, d.e.app.ID())
+	}
+	rm.mu.Unlock()
+	rm.enforceRetention(ctx)
+	rm.log.InfoContext(ctx, "recovered applications", "count", len(stored), "completed", len(done))
+	return nil
+}
+
+// Run fires application lifetime timers until ctx ends, checking every
+// yarn.resourcemanager.application-timeouts.monitor.interval-ms.
+func (rm *ResourceManager) Run(ctx context.Context) error {
+	every := rm.cfg.Settings.AppTimeoutsMonitorInterval
+	if every <= 0 {
+		every = 3 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			rm.fireTimeouts(ctx)
+		}
+	}
+}
+
+func (rm *ResourceManager) fireTimeouts(ctx context.Context) {
+	now := rm.now()
+	for _, e := range rm.snapshot() {
+		e.mu.Lock()
+		due := !e.expiry.IsZero() && !e.expiry.After(now)
+		e.mu.Unlock()
+		if due {
+			if err := rm.handle(ctx, e, apps.TimeoutExpired{}); err != nil {
+				rm.log.WarnContext(ctx, "lifetime timer", "app", e.app.ID().String(), "err", err)
+			}
+		}
+	}
+}
+
+// Handle feeds one event to an application, for the services that act on
+// it (the AM launcher, the AM service), and carries out the effects.
+func (rm *ResourceManager) Handle(ctx context.Context, id apps.ApplicationID, ev apps.Event) error {
+	e := rm.lookup(id)
+	if e == nil {
+		return fmt.Errorf("handle %s for %s: %w", ev.Name(), id, errUnknownApp)
+	}
+	return rm.handle(ctx, e, ev)
+}
+
+var errUnknownApp = errors.New("unknown application")
+
+func (rm *ResourceManager) lookup(id apps.ApplicationID) *entry {
+	rm.mu.RLock()
+	defer rm.mu.RUnlock()
+	return rm.apps[id]
+}
+
+// snapshot returns the entries ordered by id, as reports list them.
+func (rm *ResourceManager) snapshot() []*entry {
+	rm.mu.RLock()
+	out := make([]*entry, 0, len(rm.apps))
+	for _, e := range rm.apps {
+		out = append(out, e)
+	}
+	rm.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *entry) int {
+		x, y := a.app.ID(), b.app.ID()
+		if c := cmp.Compare(x.ClusterTimestamp, y.ClusterTimestamp); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.ID, y.ID)
+	})
+	return out
+}
+
+// handle applies ev and every event its effects lead to (Done events,
+// the scheduler's answers), in order, under the entry's lock. The first
+// event's error is returned; errors of later ones are logged, since the
+// caller's request has already taken effect.
+func (rm *ResourceManager) handle(ctx context.Context, e *entry, ev apps.Event) error {
+	e.mu.Lock()
+	err := rm.handleLocked(ctx, e, ev)
+	final := e.app.State().Final()
+	e.mu.Unlock()
+	if final {
+		rm.enforceRetention(ctx)
+	}
+	return err
+}
+
+func (rm *ResourceManager) handleLocked(ctx context.Context, e *entry, first apps.Event) error {
+	queue := []apps.Event{first}
+	var firstErr error
+	for i := 0; len(queue) > 0; i++ {
+		ev := queue[0]
+		queue = queue[1:]
+		effects, err := e.app.Handle(ev, rm.now())
+		if err != nil {
+			if i == 0 {
+				firstErr = err
+			} else {
+				rm.log.WarnContext(ctx, "event refused", "app", e.app.ID().String(), "event", ev.Name(), "err", err)
+			}
+			continue
+		}
+		for _, eff := range effects {
+			next, err := rm.execute(ctx, e, eff)
+			if err != nil {
+				if i == 0 && firstErr == nil {
+					firstErr = err
+				}
+				rm.log.ErrorContext(ctx, "effect failed", "app", e.app.ID().String(), "effect", eff.String(), "err", err)
+			}
+			if next != nil {
+				queue = append(queue, next)
+			}
+		}
+	}
+	return firstErr
+}
+
+// execute carries out one effect and returns the event to feed back, if
+// any.
+func (rm *ResourceManager) execute(ctx context.Context, e *entry, eff apps.Effect) (apps.Event, error) {
+	id := e.app.ID()
+	switch x := eff.(type) {
+	case apps.PersistApp:
+		e.record = x.Record
+		if err := rm.persist(ctx, e); err != nil {
+			if _, ok := x.Done.(apps.AppSaved); ok {
+				return apps.AppSaveFailed{Diagnostics: err.Error()}, err
+			}
+			return nil, err
+		}
+		return x.Done, nil
+	case apps.PersistAttempt:
+		e.attempts[x.Record.ID] = x.Record
+		if err := rm.persist(ctx, e); err != nil {
+			return nil, err
+		}
+		return x.Done, nil
+	case apps.RemoveAttemptRecord:
+		delete(e.attempts, x.Attempt)
+		return nil, rm.persist(ctx, e)
+	case apps.AddToScheduler:
+		if x.Recovering {
+			return nil, nil
+		}
+		if e.rejection != "" {
+			return apps.Rejected{Diagnostics: e.rejection}, nil
+		}
+		return apps.Accepted{}, nil
+	case apps.AddAttemptToScheduler:
+		if x.Recovering {
+			return nil, nil
+		}
+		return apps.AttemptAdded{Attempt: x.Attempt}, nil
+	case apps.ScheduleTimeout:
+		e.expiry = x.Expiry
+		return nil, nil
+	case apps.CancelTimeout:
+		e.expiry = time.Time{}
+		return nil, nil
+	case apps.AppCompleted:
+		rm.mu.Lock()
+		if !e.done {
+			e.done = true
+			rm.completed = append(rm.completed, id)
+		}
+		rm.mu.Unlock()
+		return nil, nil
+	case apps.RemoveFromScheduler:
+		// Admission counts come from the entries' done flags.
+		return nil, rm.launch(ctx, id, eff)
+	default:
+		return nil, rm.launch(ctx, id, eff)
+	}
+}
+
+func (rm *ResourceManager) launch(ctx context.Context, id apps.ApplicationID, eff apps.Effect) error {
+	if rm.cfg.AMLauncher == nil {
+		rm.launcherOnce.Do(func() {
+			rm.log.WarnContext(ctx, "no AM launcher: cluster effects are dropped, AMs are never started", "app", id.String(), "effect", eff.String())
+		})
+		return nil
+	}
+	if err := rm.cfg.AMLauncher.Execute(ctx, id, eff); err != nil {
+		return fmt.Errorf("%s: %w", eff, err)
+	}
+	return nil
+}
+
+// persist writes the entry's record with its attempts, retrying with
+// backoff while ctx lasts: a store outage delays, never loses.
+func (rm *ResourceManager) persist(ctx context.Context, e *entry) error {
+	data, err := encodeRecord(e.record, e.attempts)
+	if err != nil {
+		return err
+	}
+	state := e.app.State().String()
+	if e.record.State != 0 {
+		state = e.record.State.String()
+	}
+	wait := 50 * time.Millisecond
+	for {
+		err = rm.cfg.Store.Put(ctx, e.record.ID.String(), state, e.record.User, e.record.Queue, e.record.FinishTime, data)
+		if err == nil {
+			return nil
+		}
+		rm.log.WarnContext(ctx, "storing application failed, retrying", "app", e.record.ID.String(), "err", err, "wait", wait)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("store application %s: %w", e.record.ID, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// enforceRetention forgets the oldest completed applications beyond
+// yarn.resourcemanager.max-completed-applications, in memory and in the
+// store (RMAppManager.checkAppNumCompletedLimit).
+func (rm *ResourceManager) enforceRetention(ctx context.Context) {
+	limit := rm.cfg.Settings.MaxCompletedApplications
+	if limit < 0 {
+		return
+	}
+	rm.mu.Lock()
+	var drop []apps.ApplicationID
+	for len(rm.completed) > limit {
+		id := rm.completed[0]
+		rm.completed = rm.completed[1:]
+		delete(rm.apps, id)
+		drop = append(drop, id)
+	}
+	rm.mu.Unlock()
+	for _, id := range drop {
+		if err := rm.cfg.Store.Delete(ctx, id.String()); err != nil {
+			rm.log.WarnContext(ctx, "removing completed application from the store", "app", id.String(), "err", err)
+			continue
+		}
+		rm.log.InfoContext(ctx, "removed completed application", "app", id.String())
+	}
+}
+
+// appCounts counts accepted, unfinished applications for queue admission.
+// It is built under rm.mu from the entries' index fields.
+type appCounts struct {
+	total  int
+	queues map[string]int
+	users  map[[2]string]int
+}
+
+func (c appCounts) Total() int { return c.total }
+
+func (c appCounts) InQueue(path string) int {
+	n := 0
+	for q, k := range c.queues {
+		if q == path || (len(q) > len(path) && q[:len(path)] == path && q[len(path)] == '.') {
+			n += k
+		}
+	}
+	return n
+}
+
+func (c appCounts) ByUser(path, user string) int {
+	n := 0
+	for qu, k := range c.users {
+		q := qu[0]
+		if qu[1] == user && (q == path || (len(q) > len(path) && q[:len(path)] == path && q[len(path)] == '.')) {
+			n += k
+		}
+	}
+	return n
+}
+
+func (rm *ResourceManager) counts() appCounts {
+	rm.mu.RLock()
+	defer rm.mu.RUnlock()
+	c := appCounts{queues: map[string]int{}, users: map[[2]string]int{}}
+	for _, e := range rm.apps {
+		if e.done || e.rejection != "" {
+			continue
+		}
+		c.total++
+		c.queues[e.queue]++
+		c.users[[2]string{e.queue, e.user}]++
+	}
+	return c
+}

@@ -1,0 +1,290 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rm/apps"
+)
+
+const fixtures = "../../../shared/testdata/hadoop-rest"
+
+const clusterTS = 1795333013199
+
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(fixtures, name))
+	if err != nil {
+		t.Skipf("fixture: %v", err)
+	}
+	return b
+}
+
+// fakeCluster holds what the real RM of the recordings held.
+type fakeCluster struct {
+	mu        sync.Mutex
+	info      ClusterInfo
+	scheduler json.RawMessage
+	apps      []App
+	attempts  map[string][]Attempt
+	nodes     []Node
+	owner     map[string]string // app id → user allowed to kill
+	killNow   bool              // Kill completes at once
+	submitted []*yarnpb.ApplicationSubmissionContextProto
+	killed    []string
+}
+
+func i64(v int64) *int64     { return &v }
+func i32(v int32) *int32     { return &v }
+func str(v string) *string   { return &v }
+func f32(v float32) *float32 { return &v }
+
+func res(mem int64, vc int32) *yarnpb.ResourceProto {
+	return &yarnpb.ResourceProto{Memory: &mem, VirtualCores: &vc}
+}
+
+func amContainer(app int32) *yarnpb.ContainerProto {
+	id := apps.ContainerID{Attempt: apps.AttemptID{App: apps.ApplicationID{ClusterTimestamp: clusterTS, ID: app}, ID: 1}, Sequence: 1}
+	return &yarnpb.ContainerProto{
+		Id:              id.Proto(),
+		NodeId:          &yarnpb.NodeIdProto{Host: str("localhost"), Port: i32(8141)},
+		NodeHttpAddress: str("localhost:8142"),
+	}
+}
+
+func report(id int32, state yarnpb.YarnApplicationStateProto, final yarnpb.FinalApplicationStatusProto) *yarnpb.ApplicationReportProto {
+	return &yarnpb.ApplicationReportProto{
+		ApplicationId:          apps.ApplicationID{ClusterTimestamp: clusterTS, ID: id}.Proto(),
+		User:                   str("root"),
+		Queue:                  str("root.default"),
+		Name:                   str("DistributedShell"),
+		Host:                   str("N/A"),
+		RpcPort:                i32(-1),
+		YarnApplicationState:   state.Enum(),
+		FinalApplicationStatus: final.Enum(),
+		ApplicationType:        str("YARN"),
+		Priority:               &yarnpb.PriorityProto{Priority: i32(0)},
+		LogAggregationStatus:   yarnpb.LogAggregationStatusProto_LOG_DISABLED.Enum(),
+		AmNodeLabelExpression:  str(""),
+		Progress:               f32(0),
+	}
+}
+
+func newFake(t testing.TB) *fakeCluster {
+	f := &fakeCluster{attempts: map[string][]Attempt{}, owner: map[string]string{}}
+	var ci struct{ ClusterInfo ClusterInfo }
+	if err := json.Unmarshal(fixture(t, "cluster_info.json"), &ci); err != nil {
+		t.Fatal(err)
+	}
+	f.info = ci.ClusterInfo
+	var sch struct {
+		Scheduler struct{ SchedulerInfo json.RawMessage }
+	}
+	if err := json.Unmarshal(fixture(t, "cluster_scheduler.json"), &sch); err != nil {
+		t.Fatal(err)
+	}
+	f.scheduler = sch.Scheduler.SchedulerInfo
+
+	// _0001: killed while ACCEPTED.
+	r1 := report(1, yarnpb.YarnApplicationStateProto_KILLED, yarnpb.FinalApplicationStatusProto_APP_KILLED)
+	r1.Name = str("wire-capture-app")
+	r1.TrackingUrl = str("http://localhost:8188/cluster/app/application_1795333013199_0001")
+	r1.Diagnostics = str("Application application_1795333013199_0001 was killed by user root at 127.0.0.1")
+	r1.ApplicationTags = []string{"wire-capture"}
+	r1.StartTime, r1.LaunchTime, r1.FinishTime = i64(1795333020043), i64(0), i64(1795333020674)
+
+	// _0002: finished.
+	r2 := report(2, yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED)
+	r2.Progress = f32(1)
+	r2.TrackingUrl = str("http://localhost:8188/proxy/application_1795333013199_0002/")
+	r2.StartTime, r2.LaunchTime, r2.FinishTime = i64(1795333034629), i64(1795333035847), i64(1795333043707)
+	r2.AppResource_Usage = &yarnpb.ApplicationResourceUsageReportProto{
+		NumUsedContainers: i32(-1), NumReservedContainers: i32(-1),
+		UsedResources: res(-1, -1), ReservedResources: res(-1, -1), NeededResources: res(-1, -1),
+		MemorySeconds: i64(12053), VcoreSeconds: i64(9),
+		QueueUsagePercentage: f32(0), ClusterUsagePercentage: f32(0),
+		ApplicationResourceUsageMap: []*yarnpb.StringLongMapProto{{Key: str("memory-mb"), Value: i64(12053)}, {Key: str("vcores"), Value: i64(9)}},
+	}
+
+	// _0003: running.
+	r3 := report(3, yarnpb.YarnApplicationStateProto_RUNNING, yarnpb.FinalApplicationStatusProto_APP_UNDEFINED)
+	r3.Host = str("localhost")
+	r3.TrackingUrl = str("http://localhost:8188/proxy/application_1795333013199_0003/")
+	r3.StartTime, r3.LaunchTime, r3.FinishTime = i64(1795333080841), i64(1795333081444), i64(0)
+	r3.AppResource_Usage = &yarnpb.ApplicationResourceUsageReportProto{
+		NumUsedContainers: i32(2), NumReservedContainers: i32(0),
+		UsedResources: res(2048, 2), ReservedResources: res(0, 0), NeededResources: res(2048, 2),
+		MemorySeconds: i64(87671), VcoreSeconds: i64(84),
+		QueueUsagePercentage: f32(25), ClusterUsagePercentage: f32(25),
+		ApplicationResourceUsageMap: []*yarnpb.StringLongMapProto{{Key: str("memory-mb"), Value: i64(87671)}, {Key: str("vcores"), Value: i64(84)}},
+	}
+	f.apps = []App{
+		{Report: r1},
+		{Report: r2, AMContainer: amContainer(2)},
+		{Report: r3, AMContainer: amContainer(3), Partitions: []PartitionUsage{{
+			Used: res(2048, 2), AMUsed: res(1024, 1),
+		}}},
+	}
+	for _, a := range []struct {
+		app           int32
+		start, finish int64
+		state         yarnpb.YarnApplicationAttemptStateProto
+	}{
+		{2, 1795333034636, 1795333043706, yarnpb.YarnApplicationAttemptStateProto_APP_ATTEMPT_FINISHED},
+		{3, 1795333080848, 0, yarnpb.YarnApplicationAttemptStateProto_APP_ATTEMPT_RUNNING},
+	} {
+		aid := apps.AttemptID{App: apps.ApplicationID{ClusterTimestamp: clusterTS, ID: a.app}, ID: 1}
+		f.attempts[aid.App.String()] = []Attempt{{
+			Report: &yarnpb.ApplicationAttemptReportProto{
+				ApplicationAttemptId: aid.Proto(), StartTime: i64(a.start), FinishTime: i64(a.finish),
+				YarnApplicationAttemptState: a.state.Enum(),
+			},
+			AMContainer: amContainer(a.app),
+		}}
+	}
+	f.nodes = []Node{{
+		Report: &yarnpb.NodeReportProto{
+			NodeId:                &yarnpb.NodeIdProto{Host: str("localhost"), Port: i32(8141)},
+			HttpAddress:           str("localhost:8142"),
+			RackName:              str("/default-rack"),
+			Used:                  res(2048, 2),
+			Capability:            res(8192, 8),
+			NumContainers:         i32(2),
+			NodeState:             yarnpb.NodeStateProto_NS_RUNNING.Enum(),
+			HealthReport:          str(""),
+			LastHealthReportTime:  i64(1795333008583),
+			NodeUtilization:       &yarnpb.ResourceUtilizationProto{Pmem: i32(3626), Vmem: i32(3626), Cpu: f32(0.1332889050245285)},
+			ContainersUtilization: &yarnpb.ResourceUtilizationProto{Pmem: i32(121), Vmem: i32(2636), Cpu: f32(0.026000000536441803)},
+		},
+		Version:        "3.4.1",
+		MemUtilization: 15.043771,
+		CPUUtilization: 6.6644454,
+	}}
+	for _, a := range f.apps {
+		f.owner[appID(a.Report.GetApplicationId())] = "root"
+	}
+	return f
+}
+
+// now is the recordings' clock: _0003's elapsedTime of 47795 ms.
+var now = time.UnixMilli(1795333080841 + 47795)
+
+func (f *fakeCluster) Info(context.Context) (ClusterInfo, error) { return f.info, nil }
+
+func (f *fakeCluster) Metrics(context.Context) (ClusterMetrics, error) {
+	return ClusterMetrics{
+		AppsSubmitted: 3, AppsCompleted: 1, AppsRunning: 1, AppsKilled: 1,
+		AvailableMB: 6144, AllocatedMB: 2048, AvailableVirtualCores: 6, AllocatedVirtualCores: 2,
+		ContainersAllocated: 2, TotalMB: 8192, TotalVirtualCores: 8, UtilizedMBPercent: 15,
+		TotalNodes: 1, ActiveNodes: 1,
+		TotalUsedResourcesAcrossPartition:       Resource{MemoryMB: 2048, VCores: 2},
+		TotalClusterResourcesAcrossPartition:    Resource{MemoryMB: 8192, VCores: 8},
+		TotalAllocatedContainersAcrossPartition: 2,
+		CrossPartitionMetricsAvailable:          true,
+	}, nil
+}
+
+func (f *fakeCluster) Scheduler(context.Context) (json.RawMessage, error) { return f.scheduler, nil }
+
+func (f *fakeCluster) Applications(_ context.Context, _ string, fl apps.Filter) ([]App, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []App
+	for _, a := range f.apps {
+		if len(fl.States) > 0 {
+			ok := false
+			for _, s := range fl.States {
+				ok = ok || strings.EqualFold(s, a.Report.GetYarnApplicationState().String())
+			}
+			if !ok {
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func notFoundErr(id string) error {
+	return ipc.Errorf(classAppNotFound, "Application with id '%s' doesn't exist in RM.", id)
+}
+
+func (f *fakeCluster) Application(_ context.Context, _, id string) (App, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, a := range f.apps {
+		if appID(a.Report.GetApplicationId()) == id {
+			return a, nil
+		}
+	}
+	return App{}, notFoundErr(id)
+}
+
+func (f *fakeCluster) Attempts(_ context.Context, _, id string) ([]Attempt, error) {
+	return f.attempts[id], nil
+}
+
+func (f *fakeCluster) Kill(_ context.Context, user, id, _ string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.owner[id] != user {
+		return false, ipc.Errorf(classAccessControl, "User %s cannot perform operation MODIFY_APP on %s", user, id)
+	}
+	f.killed = append(f.killed, id)
+	if f.killNow {
+		for _, a := range f.apps {
+			if appID(a.Report.GetApplicationId()) == id {
+				a.Report.YarnApplicationState = yarnpb.YarnApplicationStateProto_KILLED.Enum()
+			}
+		}
+	}
+	return f.killNow, nil
+}
+
+func (f *fakeCluster) NewApplication(context.Context, string) (*yarnpb.GetNewApplicationResponseProto, error) {
+	return &yarnpb.GetNewApplicationResponseProto{
+		ApplicationId:     apps.ApplicationID{ClusterTimestamp: clusterTS, ID: 4}.Proto(),
+		MaximumCapability: res(8192, 4),
+	}, nil
+}
+
+func (f *fakeCluster) Submit(_ context.Context, _ string, sc *yarnpb.ApplicationSubmissionContextProto) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if sc.GetResource().GetMemory() > 8192 {
+		return ipc.Errorf("org.apache.hadoop.yarn.exceptions.InvalidResourceRequestException", "Invalid resource request, requested memory > max")
+	}
+	f.submitted = append(f.submitted, sc)
+	return nil
+}
+
+func (f *fakeCluster) Nodes(_ context.Context, states []string) ([]Node, error) {
+	var out []Node
+	for _, n := range f.nodes {
+		ok := len(states) == 0
+		for _, s := range states {
+			ok = ok || "NS_"+s == n.Report.GetNodeState().String()
+		}
+		if ok {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeCluster) Node(_ context.Context, id string) (Node, error) {
+	for _, n := range f.nodes {
+		if nodeID(n.Report.GetNodeId()) == id {
+			return n, nil
+		}
+	}
+	return Node{}, ErrNodeNotFound
+}

@@ -1,0 +1,419 @@
+package rest
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/knitdev/knit/rm/apps"
+)
+
+// MaxBodyBytes caps request bodies.
+const MaxBodyBytes = 1 << 20
+
+// Config configures the REST API.
+type Config struct {
+	// Cluster answers every call. Required.
+	Cluster Cluster
+	// Logger logs errors the RM returns. If nil, slog.Default() is used.
+	Logger *slog.Logger
+	// AnonymousUser is the caller when a request has no user.name. If
+	// empty, "dr.who" (Hadoop's hadoop.http.staticuser.user) is used.
+	AnonymousUser string
+	// RequireUser rejects writes without user.name with 401
+	// AuthorizationException, as an RM behind an authentication filter does.
+	RequireUser bool
+	// Now is the clock for elapsed times. If nil, time.Now is used.
+	Now func() time.Time
+}
+
+type server struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns the REST API's handler, serving /ws/v1/cluster/....
+func New(cfg Config) *echo.Echo {
+	if cfg.AnonymousUser == "" {
+		cfg.AnonymousUser = "dr.who"
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &server{cfg: cfg, log: cfg.Logger}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, MaxBodyBytes)
+			return next(c)
+		}
+	})
+	g := e.Group("/ws/v1/cluster")
+	g.GET("", s.info)
+	g.GET("/", s.info)
+	g.GET("/info", s.info)
+	g.GET("/metrics", s.metrics)
+	g.GET("/scheduler", s.scheduler)
+	g.GET("/apps", s.apps)
+	g.POST("/apps", s.submit)
+	g.POST("/apps/new-application", s.newApplication)
+	g.GET("/apps/:appid", s.app)
+	g.GET("/apps/:appid/state", s.getState)
+	g.PUT("/apps/:appid/state", s.putState)
+	g.GET("/apps/:appid/appattempts", s.attempts)
+	g.GET("/nodes", s.nodes)
+	g.GET("/nodes/:nodeid", s.node)
+	return e
+}
+
+// user is the caller; ok is false when the request named none.
+func (s *server) user(c echo.Context) (string, bool) {
+	if u := c.QueryParam("user.name"); u != "" {
+		return u, true
+	}
+	return s.cfg.AnonymousUser, false
+}
+
+// writer is the caller of a write, or the 401 answer.
+func (s *server) writer(c echo.Context) (string, error) {
+	u, ok := s.user(c)
+	if !ok && s.cfg.RequireUser {
+		return "", notAuthenticated()
+	}
+	return u, nil
+}
+
+func (s *server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var he *echo.HTTPError
+	var re *remoteException
+	switch {
+	case errors.As(err, &he):
+		switch he.Code {
+		case http.StatusNotFound:
+			re = notFound("Resource not found: " + c.Request().URL.Path)
+		case http.StatusMethodNotAllowed:
+			re = &remoteException{status: he.Code, Exception: "WebApplicationException",
+				Message: "HTTP 405 Method Not Allowed", JavaClass: "javax.ws.rs.WebApplicationException"}
+		case http.StatusRequestEntityTooLarge:
+			re = badRequest("request body too large")
+		default:
+			re = &remoteException{status: he.Code, Exception: "WebApplicationException",
+				Message: http.StatusText(he.Code), JavaClass: "javax.ws.rs.WebApplicationException"}
+		}
+	default:
+		re = fromCluster(err, "")
+	}
+	if re.status >= 500 {
+		s.log.Error("REST call failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+	}
+	_ = writeJSON(c, re.status, map[string]*remoteException{"RemoteException": re})
+}
+
+func writeJSON(c echo.Context, status int, v any) error {
+	b, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Pragma", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	return c.Blob(status, "application/json;charset=utf-8", b)
+}
+
+func (s *server) info(c echo.Context) error {
+	ci, err := s.cfg.Cluster.Info(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, struct {
+		ClusterInfo ClusterInfo `json:"clusterInfo"`
+	}{ci})
+}
+
+func (s *server) metrics(c echo.Context) error {
+	m, err := s.cfg.Cluster.Metrics(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, struct {
+		ClusterMetrics ClusterMetrics `json:"clusterMetrics"`
+	}{m})
+}
+
+func (s *server) scheduler(c echo.Context) error {
+	raw, err := s.cfg.Cluster.Scheduler(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	var out struct {
+		Scheduler struct {
+			SchedulerInfo json.RawMessage `json:"schedulerInfo"`
+		} `json:"scheduler"`
+	}
+	out.Scheduler.SchedulerInfo = raw
+	return writeJSON(c, http.StatusOK, out)
+}
+
+func (s *server) clusterID(c echo.Context) (int64, error) {
+	ci, err := s.cfg.Cluster.Info(c.Request().Context())
+	return ci.ID, err
+}
+
+func (s *server) apps(c echo.Context) error {
+	user, _ := s.user(c)
+	q, err := parseAppsQuery(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	list, err := s.cfg.Cluster.Applications(c.Request().Context(), user, q.filter)
+	if err != nil {
+		return err
+	}
+	id, err := s.clusterID(c)
+	if err != nil {
+		return err
+	}
+	now := s.cfg.Now()
+	var out []appInfo
+	for _, a := range list {
+		if q.finalStatus != "" && !strings.EqualFold(strings.TrimPrefix(a.Report.GetFinalApplicationStatus().String(), "APP_"), q.finalStatus) {
+			continue
+		}
+		out = append(out, newAppInfo(a, id, now, q.deSelects))
+	}
+	var body struct {
+		Apps struct {
+			App []appInfo `json:"app,omitempty"`
+		} `json:"apps"`
+	}
+	body.Apps.App = out
+	return writeJSON(c, http.StatusOK, body)
+}
+
+func (s *server) app(c echo.Context) error {
+	user, _ := s.user(c)
+	appID := c.Param("appid")
+	a, err := s.lookup(c, user, appID)
+	if err != nil {
+		return err
+	}
+	ds, err := parseDeSelects(c.QueryParams()["deSelects"])
+	if err != nil {
+		return err
+	}
+	id, err := s.clusterID(c)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, struct {
+		App appInfo `json:"app"`
+	}{newAppInfo(a, id, s.cfg.Now(), ds)})
+}
+
+// lookup checks the id as Hadoop's parseApplicationId does, then asks the
+// Cluster, mapping not found onto Hadoop's message.
+func (s *server) lookup(c echo.Context, user, appID string) (App, error) {
+	if appID == "" {
+		return App{}, notFound("appId, " + appID + ", is empty or null")
+	}
+	if _, err := apps.ParseApplicationID(appID); err != nil {
+		// BadRequestException(IllegalArgumentException from
+		// ApplicationId.fromString): the cause's message, unwrapped.
+		re := badRequest("")
+		re.Message = "Invalid ApplicationId: " + appID
+		if !strings.HasPrefix(appID, "application_") {
+			re.Message = "Invalid ApplicationId prefix: " + appID + ". The valid ApplicationId should start with prefix application"
+		}
+		return App{}, re
+	}
+	a, err := s.cfg.Cluster.Application(c.Request().Context(), user, appID)
+	if err != nil {
+		return App{}, fromCluster(err, appID)
+	}
+	if a.Report == nil {
+		return App{}, notFound("app with id: " + appID + " not found")
+	}
+	return a, nil
+}
+
+func (s *server) getState(c echo.Context) error {
+	user, _ := s.user(c)
+	a, err := s.lookup(c, user, c.Param("appid"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, appState{State: a.Report.GetYarnApplicationState().String()})
+}
+
+func (s *server) putState(c echo.Context) error {
+	user, err := s.writer(c)
+	if err != nil {
+		return err
+	}
+	var target appState
+	if err := decodeBody(c, &target); err != nil {
+		return err
+	}
+	appID := c.Param("appid")
+	a, err := s.lookup(c, user, appID)
+	if err != nil {
+		return err
+	}
+	current := a.Report.GetYarnApplicationState().String()
+	if current == target.State {
+		return writeJSON(c, http.StatusOK, appState{State: current})
+	}
+	if target.State != "KILLED" {
+		return badRequest("Only 'KILLED' is allowed as a target state.")
+	}
+	killed, err := s.cfg.Cluster.Kill(c.Request().Context(), user, appID, target.Diagnostics)
+	if err != nil {
+		re := fromCluster(err, appID)
+		if re.status == http.StatusForbidden {
+			re = forbidden("Unauthorized attempt to kill appid " + appID + " by remote user " + user)
+		}
+		return re
+	}
+	if a, err = s.lookup(c, user, appID); err != nil {
+		return err
+	}
+	body := appState{State: a.Report.GetYarnApplicationState().String()}
+	if !killed {
+		c.Response().Header().Set(echo.HeaderLocation, requestURL(c))
+		return writeJSON(c, http.StatusAccepted, body)
+	}
+	return writeJSON(c, http.StatusOK, body)
+}
+
+func (s *server) attempts(c echo.Context) error {
+	user, _ := s.user(c)
+	appID := c.Param("appid")
+	a, err := s.lookup(c, user, appID)
+	if err != nil {
+		return err
+	}
+	list, err := s.cfg.Cluster.Attempts(c.Request().Context(), user, appID)
+	if err != nil {
+		return fromCluster(err, appID)
+	}
+	var body struct {
+		AppAttempts struct {
+			AppAttempt []appAttemptInfo `json:"appAttempt,omitempty"`
+		} `json:"appAttempts"`
+	}
+	for _, at := range list {
+		body.AppAttempts.AppAttempt = append(body.AppAttempts.AppAttempt, newAppAttemptInfo(at, a.Report.GetUser()))
+	}
+	return writeJSON(c, http.StatusOK, body)
+}
+
+func (s *server) newApplication(c echo.Context) error {
+	user, err := s.writer(c)
+	if err != nil {
+		return err
+	}
+	resp, err := s.cfg.Cluster.NewApplication(c.Request().Context(), user)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, newApplication{
+		ApplicationID:             appID(resp.GetApplicationId()),
+		MaximumResourceCapability: ResourceFromProto(resp.GetMaximumCapability()),
+	})
+}
+
+func (s *server) submit(c echo.Context) error {
+	user, err := s.writer(c)
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return bodyError(err)
+	}
+	sc, err := decodeSubmission(body)
+	if err != nil {
+		return err
+	}
+	id := appID(sc.GetApplicationId())
+	if err := s.cfg.Cluster.Submit(c.Request().Context(), user, sc); err != nil {
+		return fromCluster(err, "")
+	}
+	c.Response().Header().Set(echo.HeaderLocation, strings.TrimSuffix(requestURL(c), "/")+"/"+id)
+	return c.NoContent(http.StatusAccepted)
+}
+
+func (s *server) nodes(c echo.Context) error {
+	states, err := parseNodeStates(c.QueryParams()["states"])
+	if err != nil {
+		return err
+	}
+	list, err := s.cfg.Cluster.Nodes(c.Request().Context(), states)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Nodes struct {
+			Node []nodeInfo `json:"node,omitempty"`
+		} `json:"nodes"`
+	}
+	for _, n := range list {
+		body.Nodes.Node = append(body.Nodes.Node, newNodeInfo(n))
+	}
+	return writeJSON(c, http.StatusOK, body)
+}
+
+func (s *server) node(c echo.Context) error {
+	id := c.Param("nodeid")
+	n, err := s.cfg.Cluster.Node(c.Request().Context(), id)
+	if errors.Is(err, ErrNodeNotFound) || (err == nil && n.Report == nil) {
+		return notFound("nodeId, " + id + ", is not found")
+	}
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, struct {
+		Node nodeInfo `json:"node"`
+	}{newNodeInfo(n)})
+}
+
+func decodeBody(c echo.Context, v any) error {
+	b, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return bodyError(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return badRequest("invalid JSON body: " + err.Error())
+	}
+	return nil
+}
+
+func bodyError(err error) error {
+	var mb *http.MaxBytesError
+	if errors.As(err, &mb) {
+		return badRequest("request body larger than " + strconv.Itoa(MaxBodyBytes) + " bytes")
+	}
+	return badRequest("cannot read request body: " + err.Error())
+}
+
+// requestURL is Hadoop's HttpServletRequest.getRequestURL: scheme, host and
+// path, no query.
+func requestURL(c echo.Context) string {
+	return c.Scheme() + "://" + c.Request().Host + c.Request().URL.Path
+}

@@ -1,0 +1,206 @@
+package rest
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rm/apps"
+)
+
+// list is a Jersey natural-notation list: one object or an array of them.
+type list[T any] []T
+
+func (l *list[T]) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '[' {
+		var v []T
+		err := json.Unmarshal(b, &v)
+		*l = v
+		return err
+	}
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*l = list[T]{v}
+	return nil
+}
+
+type kv[V any] struct {
+	Key   string `json:"key"`
+	Value V      `json:"value"`
+}
+
+type entries[V any] struct {
+	Entry list[kv[V]] `json:"entry"`
+}
+
+// submissionContext is Hadoop's ApplicationSubmissionContextInfo, the body
+// of POST /apps.
+type submissionContext struct {
+	ApplicationID   string         `json:"application-id"`
+	ApplicationName *string        `json:"application-name"`
+	Queue           *string        `json:"queue"`
+	Priority        *int32         `json:"priority"`
+	AMContainerSpec *containerSpec `json:"am-container-spec"`
+	UnmanagedAM     *bool          `json:"unmanaged-AM"`
+	MaxAppAttempts  *int32         `json:"max-app-attempts"`
+	Resource        *struct {
+		Memory int64 `json:"memory"`
+		VCores int32 `json:"vCores"`
+	} `json:"resource"`
+	ApplicationType *string `json:"application-type"`
+	KeepContainers  *bool   `json:"keep-containers-across-application-attempts"`
+	ApplicationTags *struct {
+		Tag list[string] `json:"tag"`
+	} `json:"application-tags"`
+	AttemptFailuresValidityInterval *int64  `json:"attempt-failures-validity-interval"`
+	AppNodeLabelExpression          *string `json:"app-node-label-expression"`
+	AMNodeLabelExpression           *string `json:"am-container-node-label-expression"`
+	Credentials                     *struct {
+		Tokens  entries[string] `json:"tokens"`
+		Secrets entries[string] `json:"secrets"`
+	} `json:"credentials"`
+}
+
+type containerSpec struct {
+	LocalResources entries[localResource] `json:"local-resources"`
+	Environment    entries[string]        `json:"environment"`
+	Commands       struct {
+		Command list[string] `json:"command"`
+	} `json:"commands"`
+	ServiceData     entries[string] `json:"service-data"`
+	ApplicationACLs entries[string] `json:"application-acls"`
+}
+
+type localResource struct {
+	Resource   string `json:"resource"`
+	Type       string `json:"type"`
+	Visibility string `json:"visibility"`
+	Size       int64  `json:"size"`
+	Timestamp  int64  `json:"timestamp"`
+	Pattern    string `json:"pattern"`
+}
+
+// decodeSubmission reads a submission body into the RPC form. Errors are
+// BadRequestException answers.
+func decodeSubmission(body []byte) (*yarnpb.ApplicationSubmissionContextProto, error) {
+	var in submissionContext
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&in); err != nil {
+		return nil, badRequest("invalid application submission context: " + err.Error())
+	}
+	if in.Credentials != nil && (len(in.Credentials.Tokens.Entry) > 0 || len(in.Credentials.Secrets.Entry) > 0) {
+		return nil, badRequest("credentials in a REST submission are not supported")
+	}
+	id, err := apps.ParseApplicationID(in.ApplicationID)
+	if err != nil {
+		return nil, illegalArgument(fmt.Sprintf("Invalid ApplicationId: %s", in.ApplicationID))
+	}
+	sc := &yarnpb.ApplicationSubmissionContextProto{
+		ApplicationId:                           id.Proto(),
+		ApplicationName:                         in.ApplicationName,
+		Queue:                                   in.Queue,
+		UnmanagedAm:                             in.UnmanagedAM,
+		MaxAppAttempts:                          in.MaxAppAttempts,
+		ApplicationType:                         in.ApplicationType,
+		KeepContainersAcrossApplicationAttempts: in.KeepContainers,
+		AttemptFailuresValidityInterval:         in.AttemptFailuresValidityInterval,
+		NodeLabelExpression:                     in.AppNodeLabelExpression,
+	}
+	if in.Priority != nil {
+		sc.Priority = &yarnpb.PriorityProto{Priority: in.Priority}
+	}
+	if r := in.Resource; r != nil {
+		sc.Resource = &yarnpb.ResourceProto{Memory: ptr(r.Memory), VirtualCores: ptr(r.VCores)}
+	}
+	if in.ApplicationTags != nil {
+		sc.ApplicationTags = in.ApplicationTags.Tag
+	}
+	if in.AMNodeLabelExpression != nil {
+		rr := &yarnpb.ResourceRequestProto{
+			ResourceName:        ptr("*"),
+			NumContainers:       ptr(int32(1)),
+			Priority:            &yarnpb.PriorityProto{Priority: ptr(int32(0))},
+			Capability:          sc.Resource,
+			NodeLabelExpression: in.AMNodeLabelExpression,
+		}
+		sc.AmContainerResourceRequest = []*yarnpb.ResourceRequestProto{rr}
+	}
+	if cs := in.AMContainerSpec; cs != nil {
+		clc := &yarnpb.ContainerLaunchContextProto{Command: cs.Commands.Command}
+		for _, e := range cs.LocalResources.Entry {
+			lr, err := localResourceProto(e.Value)
+			if err != nil {
+				return nil, err
+			}
+			clc.LocalResources = append(clc.LocalResources, &yarnpb.StringLocalResourceMapProto{Key: ptr(e.Key), Value: lr})
+		}
+		for _, e := range cs.Environment.Entry {
+			clc.Environment = append(clc.Environment, &yarnpb.StringStringMapProto{Key: ptr(e.Key), Value: ptr(e.Value)})
+		}
+		for _, e := range cs.ServiceData.Entry {
+			b, err := base64.StdEncoding.DecodeString(e.Value)
+			if err != nil {
+				return nil, badRequest("service-data " + e.Key + " is not base64")
+			}
+			clc.ServiceData = append(clc.ServiceData, &yarnpb.StringBytesMapProto{Key: ptr(e.Key), Value: b})
+		}
+		for _, e := range cs.ApplicationACLs.Entry {
+			v, ok := yarnpb.ApplicationAccessTypeProto_value["APPACCESS_"+strings.ToUpper(e.Key)]
+			if !ok {
+				return nil, illegalArgument("No enum constant org.apache.hadoop.yarn.api.records.ApplicationAccessType." + e.Key)
+			}
+			clc.Application_ACLs = append(clc.Application_ACLs, &yarnpb.ApplicationACLMapProto{
+				AccessType: yarnpb.ApplicationAccessTypeProto(v).Enum(), Acl: ptr(e.Value)})
+		}
+		sc.AmContainerSpec = clc
+	}
+	return sc, nil
+}
+
+func localResourceProto(in localResource) (*yarnpb.LocalResourceProto, error) {
+	u, err := url.Parse(in.Resource)
+	if err != nil || in.Resource == "" {
+		return nil, badRequest("invalid local resource URL " + strconv.Quote(in.Resource))
+	}
+	lu := &yarnpb.URLProto{Scheme: ptr(u.Scheme), File: ptr(u.Path)}
+	if h := u.Hostname(); h != "" {
+		lu.Host = ptr(h)
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.ParseInt(p, 10, 32)
+		if err != nil {
+			return nil, badRequest("invalid local resource URL " + strconv.Quote(in.Resource))
+		}
+		lu.Port = ptr(int32(n))
+	}
+	if u.User != nil {
+		lu.UserInfo = ptr(u.User.String())
+	}
+	lr := &yarnpb.LocalResourceProto{Resource: lu, Size: ptr(in.Size), Timestamp: ptr(in.Timestamp)}
+	if in.Pattern != "" {
+		lr.Pattern = ptr(in.Pattern)
+	}
+	if in.Type != "" {
+		v, ok := yarnpb.LocalResourceTypeProto_value[strings.ToUpper(in.Type)]
+		if !ok {
+			return nil, illegalArgument("No enum constant org.apache.hadoop.yarn.api.records.LocalResourceType." + in.Type)
+		}
+		lr.Type = yarnpb.LocalResourceTypeProto(v).Enum()
+	}
+	if in.Visibility != "" {
+		v, ok := yarnpb.LocalResourceVisibilityProto_value[strings.ToUpper(in.Visibility)]
+		if !ok {
+			return nil, illegalArgument("No enum constant org.apache.hadoop.yarn.api.records.LocalResourceVisibility." + in.Visibility)
+		}
+		lr.Visibility = yarnpb.LocalResourceVisibilityProto(v).Enum()
+	}
+	return lr, nil
+}

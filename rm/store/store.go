@@ -1,0 +1,93 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// FieldManager names the RM in the managedFields of every object it writes.
+const FieldManager = "knit-rm"
+
+// Config is what New needs. Dynamic, Core and Namespace are required.
+type Config struct {
+	// Dynamic reads and writes YarnApplications and the CRD itself, so that
+	// no generated clientset is needed.
+	Dynamic dynamic.Interface
+	// Core reads and writes the cluster ConfigMap and the keys Secret.
+	Core kubernetes.Interface
+	// Namespace is the RM's namespace; every object but the CRD lives there.
+	Namespace string
+	// Logger receives retries and one-off events; nil discards them.
+	Logger *slog.Logger
+	// NewBackOff makes the backoff for one call; each call gets its own,
+	// since a BackOff is not safe for concurrent use. It should not give
+	// up on its own (a write is bounded by its context, not by a count);
+	// nil means DefaultBackOff.
+	NewBackOff func() backoff.BackOff
+	// Now is the clock, read once: when the cluster timestamp is first
+	// fixed. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Store reads and writes the RM's state in the Kubernetes API. It is safe
+// for concurrent use and holds no cache: every call goes to the API server.
+type Store struct {
+	dyn        dynamic.Interface
+	core       kubernetes.Interface
+	ns         string
+	log        *slog.Logger
+	newBackOff func() backoff.BackOff
+	now        func() time.Time
+}
+
+// New checks cfg and returns a Store. It does no I/O; call Install before
+// the first Put.
+func New(cfg Config) (*Store, error) {
+	var errs []error
+	if cfg.Dynamic == nil {
+		errs = append(errs, errors.New("no dynamic client"))
+	}
+	if cfg.Core == nil {
+		errs = append(errs, errors.New("no core client"))
+	}
+	if cfg.Namespace == "" {
+		errs = append(errs, errors.New("no namespace"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("store: config: %w", err)
+	}
+	s := &Store{
+		dyn:        cfg.Dynamic,
+		core:       cfg.Core,
+		ns:         cfg.Namespace,
+		log:        cfg.Logger,
+		newBackOff: cfg.NewBackOff,
+		now:        cfg.Now,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.newBackOff == nil {
+		s.newBackOff = DefaultBackOff
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s, nil
+}
+
+// DefaultBackOff starts at 100ms and grows to 10s between attempts, and
+// never stops by itself: an outage of any length only delays a write.
+func DefaultBackOff() backoff.BackOff {
+	return backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(100*time.Millisecond),
+		backoff.WithMaxInterval(10*time.Second),
+		backoff.WithMaxElapsedTime(0),
+	)
+}
