@@ -1,0 +1,111 @@
+package nodes
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/knitdev/knit/protocols/yarnpb"
+)
+
+func node(name string, ready corev1.ConditionStatus, unschedulable bool, zone string) *corev1.Node {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}},
+		Spec:       corev1.NodeSpec{Unschedulable: unschedulable},
+		Status: corev1.NodeStatus{
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}, {Type: corev1.NodeHostName, Address: name + ".example"}},
+			Allocatable: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("8"),
+				corev1.ResourceMemory: resource.MustParse("16Gi"),
+			},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Message: "kubelet is posting ready status"}},
+		},
+	}
+	if zone != "" {
+		n.Labels[zoneLabel] = zone
+	}
+	return n
+}
+
+func TestStateFollowsTheReadyConditionAndCordon(t *testing.T) {
+	tests := []struct {
+		name          string
+		ready         corev1.ConditionStatus
+		unschedulable bool
+		want          yarnpb.NodeStateProto
+	}{
+		{"ready node runs", corev1.ConditionTrue, false, yarnpb.NodeStateProto_NS_RUNNING},
+		{"cordoned node decommissions", corev1.ConditionTrue, true, yarnpb.NodeStateProto_NS_DECOMMISSIONING},
+		{"silent kubelet is lost", corev1.ConditionUnknown, false, yarnpb.NodeStateProto_NS_LOST},
+		{"not ready is unhealthy", corev1.ConditionFalse, false, yarnpb.NodeStateProto_NS_UNHEALTHY},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := State(node("n", tt.ready, tt.unschedulable, "")); got != tt.want {
+				t.Errorf("State = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if got := State(&corev1.Node{}); got != yarnpb.NodeStateProto_NS_NEW {
+		t.Errorf("a node with no Ready condition yet: %v, want NEW", got)
+	}
+}
+
+func TestNodesReportCapabilityUseAndRack(t *testing.T) {
+	knitPod := func(name, nodeName string, phase corev1.PodPhase, mem, cpu string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{ApplicationLabel: "application_1_0001"}},
+			Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{
+				Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceMemory: resource.MustParse(mem), corev1.ResourceCPU: resource.MustParse(cpu)}},
+			}}},
+			Status: corev1.PodStatus{Phase: phase},
+		}
+	}
+	other := knitPod("other", "a", corev1.PodRunning, "4Gi", "4")
+	delete(other.Labels, ApplicationLabel)
+	client := fake.NewClientset(
+		node("a", corev1.ConditionTrue, false, "zone-1"),
+		node("b", corev1.ConditionTrue, false, ""),
+		knitPod("p1", "a", corev1.PodRunning, "1Gi", "1"),
+		knitPod("p2", "a", corev1.PodPending, "2Gi", "2"),
+		knitPod("done", "a", corev1.PodSucceeded, "8Gi", "1"),
+		knitPod("unbound", "", corev1.PodPending, "8Gi", "1"),
+		other,
+	)
+	l, nodeFactory, podFactory := New(client, Config{NMPort: 8041, NMWebPort: 8042})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nodeFactory.Start(ctx.Done())
+	podFactory.Start(ctx.Done())
+	if err := l.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Nodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]int{}
+	for i, n := range got {
+		byName[n.Name] = i
+	}
+	a, b := got[byName["a"]], got[byName["b"]]
+	if a.Host != "10.0.0.1" || a.NMPort != 8041 || a.HTTPAddress != "10.0.0.1:8042" || a.Rack != "/zone-1" {
+		t.Errorf("node a id: host %q port %d http %q rack %q", a.Host, a.NMPort, a.HTTPAddress, a.Rack)
+	}
+	if a.CapabilityMB != 16384 || a.CapabilityVcores != 8 {
+		t.Errorf("node a capability %d MB %d vcores, want 16384 and 8", a.CapabilityMB, a.CapabilityVcores)
+	}
+	// Only Knit's live pods count: the finished one, the unbound one and
+	// the pod that is not Knit's do not.
+	if a.UsedMB != 3072 || a.UsedVcores != 3 || a.Containers != 2 {
+		t.Errorf("node a use %d MB %d vcores %d containers, want 3072, 3, 2", a.UsedMB, a.UsedVcores, a.Containers)
+	}
+	if b.Rack != defaultRack || b.Containers != 0 {
+		t.Errorf("node b rack %q containers %d", b.Rack, b.Containers)
+	}
+}
