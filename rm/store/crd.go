@@ -126,10 +126,10 @@ func (s *Store) Install(ctx context.Context) error {
 // crdEstablished reads the CRD's conditions. NamesAccepted=False is an
 // error no wait will mend (another CRD holds the names).
 func crdEstablished(crd *unstructured.Unstructured) (bool, error) {
-	conds, _, err := unstructured.NestedSlice(crd.Object, "status", "conditions")
-	if err != nil {
-		return false, fmt.Errorf("crd conditions: %w", err)
-	}
+	// Absent, null or malformed (a CRD just created has "conditions": null)
+	// all mean: not established yet.
+	raw, _, _ := unstructured.NestedFieldNoCopy(crd.Object, "status", "conditions")
+	conds, _ := raw.([]any)
 	established := false
 	for _, c := range conds {
 		cond, ok := c.(map[string]any)

@@ -111,3 +111,34 @@ func TestCRDDefinesTheYarnApplicationKind(t *testing.T) {
 		t.Error("CRD returned a shared object")
 	}
 }
+
+func TestCRDIsEstablishedOnlyWhenTheServerSaysSo(t *testing.T) {
+	cond := func(typ, status string) any {
+		return map[string]any{"type": typ, "status": status, "message": typ + " " + status}
+	}
+	tests := []struct {
+		name        string
+		status      any
+		established bool
+		fails       bool
+	}{
+		{"no status", nil, false, false},
+		{"null conditions", map[string]any{"conditions": nil}, false, false},
+		{"names accepted only", map[string]any{"conditions": []any{cond("NamesAccepted", "True")}}, false, false},
+		{"established", map[string]any{"conditions": []any{cond("NamesAccepted", "True"), cond("Established", "True")}}, true, false},
+		{"not established", map[string]any{"conditions": []any{cond("Established", "False")}}, false, false},
+		{"names taken", map[string]any{"conditions": []any{cond("NamesAccepted", "False")}}, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			crd := CRD()
+			if tt.status != nil {
+				crd.Object["status"] = tt.status
+			}
+			established, err := crdEstablished(crd)
+			if established != tt.established || (err != nil) != tt.fails {
+				t.Errorf("crdEstablished = %v, %v; want %v, error %v", established, err, tt.established, tt.fails)
+			}
+		})
+	}
+}
