@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/knitdev/knit/rm"
+	"github.com/knitdev/knit/rm/store"
+	"github.com/knitdev/knit/rm/tokens"
+)
+
+// appStore is rm.AppStore over the Kubernetes store.
+type appStore struct{ s *store.Store }
+
+func (a appStore) Put(ctx context.Context, id, state, user, queue string, finish time.Time, data []byte) error {
+	_, err := a.s.Put(ctx, store.Record{ID: id, State: state, User: user, Queue: queue, FinishTime: finish, Data: data})
+	return err
+}
+
+func (a appStore) Delete(ctx context.Context, id string) error { return a.s.Delete(ctx, id) }
+
+func (a appStore) List(ctx context.Context) ([]rm.StoredApp, error) {
+	recs, err := a.s.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rm.StoredApp, len(recs))
+	for i, r := range recs {
+		out[i] = rm.StoredApp{ID: r.ID, State: r.State, User: r.User, Queue: r.Queue, FinishTime: r.FinishTime, Data: r.Data}
+	}
+	return out, nil
+}
+
+// keyStore is tokens.KeyStore over the keys Secret.
+type keyStore struct{ blob *store.SecretBlob }
+
+func (k keyStore) Load(ctx context.Context) (tokens.Keys, error) {
+	data, err := k.blob.Load(ctx)
+	if err != nil {
+		return tokens.Keys{}, err
+	}
+	return tokens.DecodeKeys(data)
+}
+
+func (k keyStore) Save(ctx context.Context, keys tokens.Keys) error {
+	data, err := tokens.EncodeKeys(keys)
+	if err != nil {
+		return err
+	}
+	return k.blob.Save(ctx, data)
+}
+
+// loop runs a function in the background between fx's start and stop: with
+// an interval it is called on every tick, without one it is called once and
+// is expected to run until its context ends.
+type loop struct {
+	log      *slog.Logger
+	interval time.Duration
+	fn       func(context.Context) error
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+func every(log *slog.Logger, interval time.Duration, fn func(context.Context) error) *loop {
+	return &loop{log: log, interval: interval, fn: fn}
+}
+
+func (l *loop) start(context.Context) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel, l.done = cancel, make(chan struct{})
+	go func() {
+		defer close(l.done)
+		if l.interval == 0 {
+			if err := l.fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				l.log.Error("background loop ended", "err", err)
+			}
+			return
+		}
+		t := time.NewTicker(l.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := l.fn(ctx); err != nil {
+					l.log.Error("background loop", "err", err)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+func (l *loop) stop(ctx context.Context) error {
+	l.cancel()
+	select {
+	case <-l.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("background loop: %w", ctx.Err())
+	}
+}

@@ -1,0 +1,252 @@
+// Command knit-rm is Knit's ResourceManager: ApplicationClientProtocol on the
+// RM client port and the REST API on the web port, with its state in the
+// Kubernetes API. This file wires the pieces together with fx; what they do
+// lives in rm/ and its sub-packages.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/rm"
+	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/rm/nodes"
+	"github.com/knitdev/knit/rm/queues"
+	rmrest "github.com/knitdev/knit/rm/rest"
+	"github.com/knitdev/knit/rm/store"
+	"github.com/knitdev/knit/rm/tokens"
+)
+
+// flags are knit-rm's command line.
+type flags struct {
+	kubeconfig string
+	namespace  string
+	confDir    string
+	nmPort     int
+	nmWebPort  int
+}
+
+func main() {
+	var f flags
+	flag.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; empty means the in-cluster service account")
+	flag.StringVar(&f.namespace, "namespace", "knit", "namespace of the RM's state (applications, keys, cluster identity)")
+	flag.StringVar(&f.confDir, "conf-dir", os.Getenv("HADOOP_CONF_DIR"), "folder with yarn-site.xml and capacity-scheduler.xml")
+	flag.IntVar(&f.nmPort, "nm-port", 8041, "the NodeManager port knit-node serves on every node")
+	flag.IntVar(&f.nmWebPort, "nm-web-port", 8042, "the NodeManager web port knit-node serves on every node")
+	flag.Parse()
+
+	app := fx.New(
+		fx.Supply(f),
+		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, newTokens, newNodes, newRM),
+		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
+		fx.Invoke(serveClientProtocol, serveREST),
+	)
+	app.Run()
+	if err := app.Err(); err != nil {
+		fmt.Fprintln(os.Stderr, "knit-rm:", err)
+		os.Exit(1)
+	}
+}
+
+func newLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// loaded is the RM's Hadoop configuration: yarn-site.xml with
+// capacity-scheduler.xml over it, as the CapacityScheduler reads them.
+type loaded struct {
+	fx.Out
+	Conf     *conf.Configuration
+	Settings conf.RMSettings
+}
+
+func loadConf(f flags) (loaded, error) {
+	c := conf.New(conf.Options{})
+	for _, name := range []string{"core-site.xml", "yarn-site.xml", "capacity-scheduler.xml"} {
+		path := filepath.Join(f.confDir, name)
+		if f.confDir == "" {
+			break
+		}
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := c.AddFile(path); err != nil {
+			return loaded{}, fmt.Errorf("configuration: %w", err)
+		}
+	}
+	// YARN ships a capacity-scheduler.xml with one queue, root.default, at
+	// 100%; a cluster owner who brings none gets the same.
+	c.SetDefault("yarn.scheduler.capacity.root.queues", "default")
+	c.SetDefault("yarn.scheduler.capacity.root.default.capacity", "100")
+	settings, err := conf.LoadRMSettings(c)
+	if err != nil {
+		return loaded{}, fmt.Errorf("configuration: %w", err)
+	}
+	return loaded{Conf: c, Settings: settings}, nil
+}
+
+// kube is the RM's way into the Kubernetes API.
+type kube struct {
+	fx.Out
+	Config  *rest.Config
+	Client  kubernetes.Interface
+	Dynamic dynamic.Interface
+}
+
+func newKubernetes(f flags) (kube, error) {
+	var cfg *rest.Config
+	var err error
+	if f.kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return kube{}, fmt.Errorf("kubernetes config: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return kube{}, fmt.Errorf("kubernetes client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return kube{}, fmt.Errorf("kubernetes dynamic client: %w", err)
+	}
+	return kube{Config: cfg, Client: client, Dynamic: dyn}, nil
+}
+
+func newStore(lc fx.Lifecycle, f flags, client kubernetes.Interface, dyn dynamic.Interface, log *slog.Logger) (*store.Store, error) {
+	s, err := store.New(store.Config{Dynamic: dyn, Core: client, Namespace: f.namespace, Logger: log.With("component", "store")})
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.StartHook(s.Install))
+	return s, nil
+}
+
+func newQueues(c *conf.Configuration, settings conf.RMSettings, f flags) (*queues.Tree, error) {
+	return queues.Build(c, queues.Options{DefaultNamespace: f.namespace, ACLsEnabled: settings.ACLEnable, AdminACL: queues.ParseACL(settings.AdminACL)})
+}
+
+func newTokens(lc fx.Lifecycle, s *store.Store, settings conf.RMSettings, log *slog.Logger) (*tokens.Manager, error) {
+	ts, err := s.ClusterTimestamp(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	m, err := tokens.New(context.Background(), tokens.Config{
+		Store:                  keyStore{blob: s.TokenKeys()},
+		RMIdentifier:           ts,
+		ContainerTokenLifetime: settings.ContainerAllocationExpiry,
+	})
+	if err != nil {
+		return nil, err
+	}
+	roll := every(log.With("loop", "token-keys"), time.Minute, func(ctx context.Context) error { return m.Roll(ctx, time.Now()) })
+	lc.Append(fx.StartStopHook(roll.start, roll.stop))
+	return m, nil
+}
+
+func newNodes(lc fx.Lifecycle, client kubernetes.Interface, f flags) *nodes.Lister {
+	l, nodeFactory, podFactory := nodes.New(client, nodes.Config{NMPort: int32(f.nmPort), NMWebPort: int32(f.nmWebPort)})
+	stop := make(chan struct{})
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			for _, fac := range []informers.SharedInformerFactory{nodeFactory, podFactory} {
+				fac.Start(stop)
+			}
+			return l.WaitForSync(ctx)
+		},
+		OnStop: func(context.Context) error { close(stop); return nil },
+	})
+	return l
+}
+
+func newRM(lc fx.Lifecycle, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, log *slog.Logger) (*rm.ResourceManager, error) {
+	r, err := rm.New(rm.Config{
+		Settings: settings,
+		Queues:   q,
+		Tokens:   tm,
+		Store:    appStore{s},
+		IDs:      store.NewIDs(s, store.DefaultIDBlockSize),
+		Nodes:    l,
+		Logger:   log.With("component", "rm"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	run := every(log.With("loop", "app-timeouts"), 0, r.Run)
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			if err := r.Recover(ctx); err != nil {
+				return err
+			}
+			return run.start(ctx)
+		},
+		OnStop: run.stop,
+	})
+	return r, nil
+}
+
+func serveClientProtocol(lc fx.Lifecycle, r *rm.ResourceManager, settings conf.RMSettings, log *slog.Logger) error {
+	srv, err := ipc.NewServer(ipc.Config{Simple: true, Logger: log.With("component", "client-rpc")})
+	if err != nil {
+		return err
+	}
+	r.Register(srv)
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			l, err := net.Listen("tcp", settings.Address)
+			if err != nil {
+				return fmt.Errorf("client port: %w", err)
+			}
+			log.Info("serving", "protocol", "ApplicationClientProtocol", "address", l.Addr().String())
+			go func() {
+				if err := srv.Serve(l); err != nil && !errors.Is(err, ipc.ErrServerClosed) {
+					log.Error("client port", "err", err)
+				}
+			}()
+			return nil
+		},
+		OnStop: srv.Shutdown,
+	})
+	return nil
+}
+
+func serveREST(lc fx.Lifecycle, r *rm.ResourceManager, settings conf.RMSettings, log *slog.Logger) {
+	e := rmrest.New(rmrest.Config{Cluster: r.REST(), Logger: log.With("component", "rest")})
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			l, err := net.Listen("tcp", settings.WebappAddress)
+			if err != nil {
+				return fmt.Errorf("web port: %w", err)
+			}
+			log.Info("serving", "protocol", "REST", "address", l.Addr().String())
+			go func() {
+				if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					log.Error("web port", "err", err)
+				}
+			}()
+			return nil
+		},
+		OnStop: srv.Shutdown,
+	})
+}

@@ -1,0 +1,719 @@
+package rm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rm/apps"
+	"github.com/knitdev/knit/rm/queues"
+	"github.com/knitdev/knit/rm/rest"
+)
+
+// hadoopCompatVersion is the Hadoop release whose wire protocols and REST
+// answers Knit reproduces; clients read hadoopVersion to pick features.
+const hadoopCompatVersion = "3.4.1"
+
+// knitVersion is the module version the binary was built from ("devel"
+// for a plain go build), shown as the RM's own version.
+func knitVersion() string {
+	v := "devel"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	return "knit-" + v
+}
+
+// REST returns the RM as the REST API's Cluster. Every method goes through
+// the same exported per-RPC method a YarnClient reaches, with the REST
+// caller put in the context as the RPC caller, so ACLs, messages and
+// semantics are the RPC's. The cluster id and start time are taken when
+// REST is called: call it once, when the RM starts serving.
+func (rm *ResourceManager) REST() rest.Cluster {
+	now := rm.now()
+	return &restCluster{rm: rm, started: now.UnixMilli()}
+}
+
+type restCluster struct {
+	rm      *ResourceManager
+	started int64
+}
+
+// as is the context an RPC from user would carry.
+func as(ctx context.Context, user string) context.Context {
+	return ipc.WithCaller(ctx, ipc.Caller{User: user, Protocol: ProtocolClient})
+}
+
+// internal is the caller for cluster-wide figures no ACL guards; only the
+// counts of the answer are used, never the (possibly redacted) reports.
+func internal(ctx context.Context) context.Context { return as(ctx, "") }
+
+func (c *restCluster) Info(context.Context) (rest.ClusterInfo, error) {
+	v := knitVersion()
+	return rest.ClusterInfo{
+		ID: c.started, StartedOn: c.started, State: "STARTED", HAState: "ACTIVE",
+		RMStateStoreName:              fmt.Sprintf("%T", c.rm.cfg.Store),
+		ResourceManagerVersion:        v,
+		ResourceManagerBuildVersion:   v,
+		ResourceManagerVersionBuiltOn: "",
+		HadoopVersion:                 hadoopCompatVersion,
+		HadoopBuildVersion:            hadoopCompatVersion + " (" + v + ")",
+		HadoopVersionBuiltOn:          "",
+		// Knit has no ZooKeeper elector; Hadoop's answer without one.
+		HAZooKeeperConnectionState: "Could not find leader elector. Verify both HA and automatic failover are enabled.",
+	}, nil
+}
+
+func (c *restCluster) Metrics(ctx context.Context) (rest.ClusterMetrics, error) {
+	ctx = internal(ctx)
+	cm, err := c.rm.GetClusterMetrics(ctx, &yarnpb.GetClusterMetricsRequestProto{})
+	if err != nil {
+		return rest.ClusterMetrics{}, err
+	}
+	nodes, err := c.rm.GetClusterNodes(ctx, &yarnpb.GetClusterNodesRequestProto{})
+	if err != nil {
+		return rest.ClusterMetrics{}, err
+	}
+	list, err := c.rm.GetApplications(ctx, &yarnpb.GetApplicationsRequestProto{})
+	if err != nil {
+		return rest.ClusterMetrics{}, err
+	}
+	m := cm.GetClusterMetrics()
+	out := rest.ClusterMetrics{
+		TotalNodes: m.GetNumNodeManagers(), ActiveNodes: m.GetNumActiveNms(), LostNodes: m.GetNumLostNms(),
+		UnhealthyNodes: m.GetNumUnhealthyNms(), DecommissioningNodes: m.GetNumDecommissioningNms(),
+		DecommissionedNodes: m.GetNumDecommissionedNms(), RebootedNodes: m.GetNumRebootedNms(),
+		ShutdownNodes: m.GetNumShutdownNms(),
+	}
+	for _, a := range list.GetApplications() {
+		out.AppsSubmitted++
+		switch a.GetYarnApplicationState() {
+		case yarnpb.YarnApplicationStateProto_RUNNING:
+			out.AppsRunning++
+		case yarnpb.YarnApplicationStateProto_FINISHED:
+			out.AppsCompleted++
+		case yarnpb.YarnApplicationStateProto_FAILED:
+			out.AppsFailed++
+			out.AppsCompleted++ // Hadoop counts failed and killed as completed too
+		case yarnpb.YarnApplicationStateProto_KILLED:
+			out.AppsKilled++
+			out.AppsCompleted++
+		default:
+			out.AppsPending++
+		}
+	}
+	// The scheduler's resources are those of the usable nodes: Hadoop
+	// counts only nodes the scheduler holds (running ones).
+	for _, n := range nodes.GetNodeReports() {
+		if n.GetNodeState() != yarnpb.NodeStateProto_NS_RUNNING {
+			continue
+		}
+		out.TotalMB += n.GetCapability().GetMemory()
+		out.TotalVirtualCores += int64(n.GetCapability().GetVirtualCores())
+		out.AllocatedMB += n.GetUsed().GetMemory()
+		out.AllocatedVirtualCores += int64(n.GetUsed().GetVirtualCores())
+		out.ContainersAllocated += n.GetNumContainers()
+	}
+	out.AvailableMB = out.TotalMB - out.AllocatedMB
+	out.AvailableVirtualCores = out.TotalVirtualCores - out.AllocatedVirtualCores
+	out.UtilizedMB, out.UtilizedVirtualCores = out.AllocatedMB, out.AllocatedVirtualCores
+	if out.TotalMB > 0 {
+		out.UtilizedMBPercent = int32(out.AllocatedMB * 100 / out.TotalMB)
+	}
+	if out.TotalVirtualCores > 0 {
+		out.UtilizedVirtualCoresPercent = int32(out.AllocatedVirtualCores * 100 / out.TotalVirtualCores)
+	}
+	out.TotalUsedResourcesAcrossPartition = rest.Resource{MemoryMB: out.AllocatedMB, VCores: out.AllocatedVirtualCores}
+	out.TotalClusterResourcesAcrossPartition = rest.Resource{MemoryMB: out.TotalMB, VCores: out.TotalVirtualCores}
+	out.TotalAllocatedContainersAcrossPartition = out.ContainersAllocated
+	out.CrossPartitionMetricsAvailable = true
+	return out, nil
+}
+
+func parseAppID(id string) (*yarnpb.ApplicationIdProto, error) {
+	a, err := apps.ParseApplicationID(id)
+	if err != nil {
+		return nil, ipc.Errorf("java.lang.IllegalArgumentException", "Invalid ApplicationId: %s", id)
+	}
+	return a.Proto(), nil
+}
+
+// filterRequest is the getApplications request a Filter stands for (the
+// inverse of apps.FilterFromRequest); the RM builds its own CanView.
+func filterRequest(f apps.Filter) *yarnpb.GetApplicationsRequestProto {
+	req := &yarnpb.GetApplicationsRequestProto{
+		ApplicationTypes: f.Types, Users: f.Users, Queues: f.Queues, ApplicationTags: f.Tags,
+		Scope: f.Scope.Enum(),
+	}
+	if f.Name != "" {
+		req.Name = proto.String(f.Name)
+	}
+	if f.Limit > 0 {
+		req.Limit = proto.Int64(f.Limit)
+	}
+	for _, s := range f.States {
+		if v, ok := yarnpb.YarnApplicationStateProto_value[strings.ToUpper(s)]; ok {
+			req.ApplicationStates = append(req.ApplicationStates, yarnpb.YarnApplicationStateProto(v))
+		}
+	}
+	ms := func(t time.Time) *int64 {
+		if t.IsZero() {
+			return nil
+		}
+		return proto.Int64(t.UnixMilli())
+	}
+	req.StartBegin, req.StartEnd = ms(f.StartBegin), ms(f.StartEnd)
+	req.FinishBegin, req.FinishEnd = ms(f.FinishBegin), ms(f.FinishEnd)
+	return req
+}
+
+func (c *restCluster) Applications(ctx context.Context, user string, f apps.Filter) ([]rest.App, error) {
+	if err := f.Validate(); err != nil {
+		return nil, ipc.Errorf("org.apache.hadoop.yarn.webapp.BadRequestException", "%s", err)
+	}
+	resp, err := c.rm.GetApplications(as(ctx, user), filterRequest(f))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rest.App, 0, len(resp.GetApplications()))
+	for _, r := range resp.GetApplications() {
+		out = append(out, rest.App{Report: r, AMContainer: c.amContainer(r, user)})
+	}
+	return out, nil
+}
+
+// amContainer is the current attempt's AM container, for a caller allowed
+// to view the application (the report is not redacted otherwise). No RPC
+// returns the ContainerProto, so it is read from the application itself.
+func (c *restCluster) amContainer(r *yarnpb.ApplicationReportProto, user string) *yarnpb.ContainerProto {
+	id, err := apps.ApplicationIDFromProto(r.GetApplicationId())
+	if err != nil {
+		return nil
+	}
+	e := c.rm.lookup(id)
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.app.Unmanaged() || !c.rm.canAccess(e, user, yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP) {
+		return nil
+	}
+	if t := e.app.CurrentAttempt(); t != nil {
+		return t.AMContainer()
+	}
+	return nil
+}
+
+func (c *restCluster) Application(ctx context.Context, user, id string) (rest.App, error) {
+	p, err := parseAppID(id)
+	if err != nil {
+		return rest.App{}, err
+	}
+	resp, err := c.rm.GetApplicationReport(as(ctx, user), &yarnpb.GetApplicationReportRequestProto{ApplicationId: p})
+	if err != nil {
+		return rest.App{}, err
+	}
+	r := resp.GetApplicationReport()
+	return rest.App{Report: r, AMContainer: c.amContainer(r, user)}, nil
+}
+
+func (c *restCluster) Attempts(ctx context.Context, user, id string) ([]rest.Attempt, error) {
+	p, err := parseAppID(id)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.rm.GetApplicationAttempts(as(ctx, user), &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: p})
+	if err != nil {
+		return nil, err
+	}
+	var out []rest.Attempt
+	appID, _ := apps.ApplicationIDFromProto(p)
+	e := c.rm.lookup(appID)
+	for _, r := range resp.GetApplicationAttempts() {
+		a := rest.Attempt{Report: r}
+		if aid, err := apps.AttemptIDFromProto(r.GetApplicationAttemptId()); err == nil && e != nil {
+			e.mu.Lock()
+			if t := e.app.Attempt(aid); t != nil {
+				a.AMContainer = t.AMContainer()
+			}
+			e.mu.Unlock()
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func (c *restCluster) Kill(ctx context.Context, user, id, diagnostics string) (bool, error) {
+	p, err := parseAppID(id)
+	if err != nil {
+		return false, err
+	}
+	req := &yarnpb.KillApplicationRequestProto{ApplicationId: p}
+	if diagnostics != "" {
+		req.Diagnostics = proto.String(diagnostics)
+	}
+	resp, err := c.rm.ForceKillApplication(as(ctx, user), req)
+	if err != nil {
+		return false, err
+	}
+	return resp.GetIsKillCompleted(), nil
+}
+
+func (c *restCluster) NewApplication(ctx context.Context, user string) (*yarnpb.GetNewApplicationResponseProto, error) {
+	return c.rm.GetNewApplication(as(ctx, user), &yarnpb.GetNewApplicationRequestProto{})
+}
+
+func (c *restCluster) Submit(ctx context.Context, user string, sc *yarnpb.ApplicationSubmissionContextProto) error {
+	_, err := c.rm.SubmitApplication(as(ctx, user), &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: sc})
+	return err
+}
+
+func (c *restCluster) Nodes(ctx context.Context, states []string) ([]rest.Node, error) {
+	req := &yarnpb.GetClusterNodesRequestProto{}
+	for _, s := range states {
+		v, ok := yarnpb.NodeStateProto_value["NS_"+strings.ToUpper(s)]
+		if !ok {
+			return nil, ipc.Errorf("java.lang.IllegalArgumentException",
+				"No enum constant org.apache.hadoop.yarn.api.records.NodeState.%s", strings.ToUpper(s))
+		}
+		req.NodeStates = append(req.NodeStates, yarnpb.NodeStateProto(v))
+	}
+	resp, err := c.rm.GetClusterNodes(internal(ctx), req)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rest.Node, 0, len(resp.GetNodeReports()))
+	for _, r := range resp.GetNodeReports() {
+		// Knit does not measure node utilisation: zero, as an NM that
+		// has not reported any.
+		out = append(out, rest.Node{Report: r, Version: hadoopCompatVersion})
+	}
+	return out, nil
+}
+
+func (c *restCluster) Node(ctx context.Context, id string) (rest.Node, error) {
+	list, err := c.Nodes(ctx, nil)
+	if err != nil {
+		return rest.Node{}, err
+	}
+	for _, n := range list {
+		nid := n.Report.GetNodeId()
+		if nid.GetHost()+":"+strconv.Itoa(int(nid.GetPort())) == id {
+			return n, nil
+		}
+	}
+	return rest.Node{}, rest.ErrNodeNotFound
+}
+
+// ---- scheduler ----
+
+// kv and obj write a JSON object with its keys in a fixed order, as
+// Jersey writes a JAXB bean's fields in declaration order.
+type kv struct {
+	k string
+	v any
+}
+
+type obj []kv
+
+func (o obj) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, p := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(p.k)
+		b.Write(k)
+		b.WriteByte(':')
+		v, err := marshalNoEscape(p.v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.k, err)
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func marshalNoEscape(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// jf is a Java float, always written with a fraction ("25.0").
+type jf float32
+
+func (f jf) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("0.0"), nil
+	}
+	s := strconv.FormatFloat(v, 'f', -1, 32)
+	if !strings.ContainsAny(s, ".eE") {
+		s += ".0"
+	}
+	return []byte(s), nil
+}
+
+// js is a string Jersey writes as {} when empty.
+type js string
+
+func (s js) MarshalJSON() ([]byte, error) {
+	if s == "" {
+		return []byte("{}"), nil
+	}
+	return marshalNoEscape(string(s))
+}
+
+var emptyObj = obj{}
+
+// queueFigures are the live numbers of one queue, from the applications
+// the RM holds.
+type queueFigures struct {
+	active, pending int
+	users           map[string]*[2]int // user → active, pending
+	userOrder       []string
+}
+
+func (c *restCluster) Scheduler(ctx context.Context) (json.RawMessage, error) {
+	ctx = internal(ctx)
+	tree := c.rm.cfg.Queues
+	root := tree.Root()
+	info, err := c.rm.GetQueueInfo(ctx, &yarnpb.GetQueueInfoRequestProto{
+		QueueName: proto.String(root.Path), IncludeChildQueues: proto.Bool(true), Recursive: proto.Bool(true),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if info.GetQueueInfo() == nil {
+		return nil, fmt.Errorf("scheduler: no queue info for %s", root.Path)
+	}
+	list, err := c.rm.GetApplications(ctx, &yarnpb.GetApplicationsRequestProto{})
+	if err != nil {
+		return nil, err
+	}
+	figs := map[string]*queueFigures{}
+	for _, a := range list.GetApplications() {
+		var slot int
+		switch a.GetYarnApplicationState() {
+		case yarnpb.YarnApplicationStateProto_ACCEPTED, yarnpb.YarnApplicationStateProto_RUNNING:
+			slot = 0 // the leaf queue has activated it
+		case yarnpb.YarnApplicationStateProto_NEW, yarnpb.YarnApplicationStateProto_NEW_SAVING,
+			yarnpb.YarnApplicationStateProto_SUBMITTED:
+			slot = 1
+		default:
+			continue // ended: the scheduler no longer holds it
+		}
+		f := figs[a.GetQueue()]
+		if f == nil {
+			f = &queueFigures{users: map[string]*[2]int{}}
+			figs[a.GetQueue()] = f
+		}
+		if slot == 0 {
+			f.active++
+		} else {
+			f.pending++
+		}
+		u := f.users[a.GetUser()]
+		if u == nil {
+			u = &[2]int{}
+			f.users[a.GetUser()] = u
+			f.userOrder = append(f.userOrder, a.GetUser())
+		}
+		u[slot]++
+	}
+	s := &schedJSON{c: c, tree: tree, figs: figs}
+	ri := info.GetQueueInfo()
+	out := obj{
+		{"type", "capacityScheduler"},
+		{"capacity", jf(100)},
+		{"usedCapacity", jf(ri.GetCurrentCapacity() * 100)},
+		{"maxCapacity", jf(100)},
+		{"weight", jf(-1)},
+		{"normalizedWeight", jf(0)},
+		{"queueCapacityVectorInfo", capacityVector(100)},
+		{"queueName", root.Name},
+		{"queuePath", root.Path},
+		{"maxParallelApps", root.MaxParallelApps},
+		{"isAbsoluteResource", false},
+		{"queues", s.children(ri)},
+		{"capacities", s.capacities(root, ri)},
+		{"health", health()},
+		{"maximumAllocation", c.maxAllocation()},
+		{"queueAcls", queueACLs(root)},
+		{"queuePriority", root.Priority},
+		{"orderingPolicyInfo", "utilization"},
+		{"mode", "percentage"},
+		{"queueType", "parent"},
+		{"creationMethod", "static"},
+		{"autoCreationEligibility", "off"},
+		{"autoQueueTemplateProperties", emptyObj},
+		{"autoQueueParentTemplateProperties", emptyObj},
+		{"autoQueueLeafTemplateProperties", emptyObj},
+	}
+	b, err := out.MarshalJSON()
+	return json.RawMessage(b), err
+}
+
+type schedJSON struct {
+	c    *restCluster
+	tree *queues.Tree
+	figs map[string]*queueFigures
+}
+
+func (c *restCluster) maxAllocation() rest.Resource {
+	st := c.rm.cfg.Settings
+	return rest.Resource{MemoryMB: int64(st.MaxAllocationMB), VCores: int64(st.MaxAllocationVcores)}
+}
+
+func capacityVector(pct float32) obj {
+	p := strconv.FormatFloat(float64(pct), 'f', 1, 32) + "%"
+	return obj{
+		{"configuredCapacityVector", "[memory-mb=" + p + ",vcores=" + p + "]"},
+		{"capacityVectorEntries", []obj{
+			{{"resourceName", "memory-mb"}, {"resourceValue", p}},
+			{{"resourceName", "vcores"}, {"resourceValue", p}},
+		}},
+	}
+}
+
+// health is the CapacitySchedulerHealthInfo of a scheduler that has never
+// run an allocation cycle: Knit leaves placement to Kubernetes.
+func health() obj {
+	op := func(name string) obj {
+		return obj{{"operation", name}, {"nodeId", "N/A"}, {"containerId", "N/A"}, {"queue", "N/A"}}
+	}
+	run := func(name string) obj {
+		return obj{{"operation", name}, {"count", 0}, {"resources", rest.Resource{}}}
+	}
+	return obj{
+		{"lastrun", 0},
+		{"operationsInfo", []obj{op("last-allocation"), op("last-release"), op("last-preemption"), op("last-reservation")}},
+		{"lastRunDetails", []obj{run("releases"), run("allocations"), run("reservations")}},
+	}
+}
+
+func queueACLs(q *queues.Queue) obj {
+	acl := func(t string, a queues.ACL) obj {
+		return obj{{"accessType", t}, {"accessControlList", a.String()}}
+	}
+	return obj{{"queueAcl", []obj{
+		acl("ADMINISTER_QUEUE", q.AdministerACL),
+		acl("APPLICATION_MAX_PRIORITY", queues.AllowAll()),
+		acl("SUBMIT_APP", q.SubmitACL),
+	}}}
+}
+
+func (s *schedJSON) children(info *yarnpb.QueueInfoProto) obj {
+	var qs []obj
+	for _, ch := range info.GetChildQueues() {
+		q, err := s.tree.Lookup(ch.GetQueuePath())
+		if err != nil {
+			continue
+		}
+		qs = append(qs, s.queue(q, ch))
+	}
+	if len(qs) == 0 {
+		return emptyObj
+	}
+	return obj{{"queue", qs}}
+}
+
+// clusterResource is the capacity of the usable nodes, which the queues'
+// effective capacities are shares of.
+func (s *schedJSON) clusterResource() rest.Resource {
+	var r rest.Resource
+	nodes, err := s.c.rm.nodes(context.Background())
+	if err != nil {
+		return r
+	}
+	for _, n := range nodes {
+		if n.State == yarnpb.NodeStateProto_NS_RUNNING {
+			r.MemoryMB += n.CapabilityMB
+			r.VCores += int64(n.CapabilityVcores)
+		}
+	}
+	return r
+}
+
+func scale(r rest.Resource, f float32) rest.Resource {
+	return rest.Resource{MemoryMB: int64(float64(r.MemoryMB) * float64(f)), VCores: int64(float64(r.VCores) * float64(f))}
+}
+
+func (s *schedJSON) capacities(q *queues.Queue, info *yarnpb.QueueInfoProto) obj {
+	cl := s.clusterResource()
+	used := info.GetCurrentCapacity() * 100
+	return obj{{"queueCapacitiesByPartition", []obj{{
+		{"partitionName", js("")},
+		{"queueCapacityVectorInfo", capacityVector(q.Capacity * 100)},
+		{"capacity", jf(q.Capacity * 100)},
+		{"usedCapacity", jf(used)},
+		{"maxCapacity", jf(q.MaximumCapacity * 100)},
+		{"absoluteCapacity", jf(q.AbsoluteCapacity * 100)},
+		{"absoluteUsedCapacity", jf(used * q.AbsoluteCapacity)},
+		{"absoluteMaxCapacity", jf(q.AbsoluteMaximumCapacity * 100)},
+		{"maxAMLimitPercentage", jf(q.MaxAMResourcePercent * 100)},
+		{"weight", jf(-1)},
+		{"normalizedWeight", jf(0)},
+		{"configuredMinResource", rest.Resource{}},
+		{"configuredMaxResource", rest.Resource{}},
+		{"effectiveMinResource", scale(cl, q.AbsoluteCapacity)},
+		{"effectiveMaxResource", scale(cl, q.AbsoluteMaximumCapacity)},
+	}}}}
+}
+
+func (s *schedJSON) resources(stats *yarnpb.QueueStatisticsProto) obj {
+	return obj{{"resourceUsagesByPartition", []obj{{
+		{"partitionName", js("")},
+		{"used", rest.Resource{MemoryMB: stats.GetAllocatedMemoryMB(), VCores: stats.GetAllocatedVCores()}},
+		{"reserved", rest.Resource{MemoryMB: stats.GetReservedMemoryMB(), VCores: stats.GetReservedVCores()}},
+		{"pending", rest.Resource{MemoryMB: stats.GetPendingMemoryMB(), VCores: stats.GetPendingVCores()}},
+		{"amUsed", rest.Resource{}},
+		{"amLimit", rest.Resource{}},
+		{"userAmLimit", rest.Resource{}},
+	}}}}
+}
+
+// queue writes a CapacitySchedulerQueueInfo, or its leaf subclass, in
+// Hadoop's field order.
+func (s *schedJSON) queue(q *queues.Queue, info *yarnpb.QueueInfoProto) obj {
+	stats := info.GetQueueStatistics()
+	leaf := len(q.Children) == 0
+	f := s.figs[q.Path]
+	if f == nil {
+		f = &queueFigures{}
+	}
+	// A parent's figures are its leaves'.
+	active, pending := f.active, f.pending
+	if !leaf {
+		active, pending = 0, 0
+		for path, g := range s.figs {
+			if inQueue(path, q.Path) {
+				active += g.active
+				pending += g.pending
+			}
+		}
+	}
+	used := info.GetCurrentCapacity() * 100
+	cl := s.clusterResource()
+	usedRes := rest.Resource{MemoryMB: stats.GetAllocatedMemoryMB(), VCores: stats.GetAllocatedVCores()}
+	o := obj{}
+	if leaf {
+		o = append(o, kv{"type", "capacitySchedulerLeafQueueInfo"})
+	}
+	o = append(o,
+		kv{"queuePath", q.Path},
+		kv{"capacity", jf(q.Capacity * 100)},
+		kv{"usedCapacity", jf(used)},
+		kv{"maxCapacity", jf(q.MaximumCapacity * 100)},
+		kv{"absoluteCapacity", jf(q.AbsoluteCapacity * 100)},
+		kv{"absoluteMaxCapacity", jf(q.AbsoluteMaximumCapacity * 100)},
+		kv{"absoluteUsedCapacity", jf(used * q.AbsoluteCapacity)},
+		kv{"weight", jf(-1)},
+		kv{"normalizedWeight", jf(0)},
+		kv{"numApplications", active + pending},
+		kv{"maxParallelApps", q.MaxParallelApps},
+		kv{"queueName", q.Name},
+		kv{"isAbsoluteResource", false},
+		kv{"state", info.GetState().String()[len("Q_"):]},
+	)
+	if !leaf {
+		o = append(o, kv{"queues", s.children(info)})
+	}
+	labels := q.AccessibleNodeLabels
+	if labels == nil {
+		labels = []string{}
+	}
+	ordering := "utilization"
+	if leaf {
+		ordering = "fifo"
+	}
+	queueType := "parent"
+	if leaf {
+		queueType = "leaf"
+	}
+	o = append(o,
+		kv{"resourcesUsed", usedRes},
+		kv{"hideReservationQueues", false},
+		kv{"nodeLabels", labels},
+		kv{"allocatedContainers", stats.GetAllocatedContainers()},
+		kv{"reservedContainers", stats.GetReservedContainers()},
+		kv{"pendingContainers", stats.GetPendingContainers()},
+		kv{"capacities", s.capacities(q, info)},
+		kv{"resources", s.resources(stats)},
+		kv{"minEffectiveCapacity", scale(cl, q.AbsoluteCapacity)},
+		kv{"maxEffectiveCapacity", scale(cl, q.AbsoluteMaximumCapacity)},
+		kv{"maximumAllocation", s.c.maxAllocation()},
+		kv{"queueAcls", queueACLs(q)},
+		kv{"queuePriority", q.Priority},
+		kv{"orderingPolicyInfo", ordering},
+		kv{"autoCreateChildQueueEnabled", false},
+		kv{"leafQueueTemplate", emptyObj},
+		kv{"mode", "percentage"},
+		kv{"queueType", queueType},
+		kv{"creationMethod", "static"},
+		kv{"autoCreationEligibility", "off"},
+		kv{"autoQueueTemplateProperties", emptyObj},
+		kv{"autoQueueParentTemplateProperties", emptyObj},
+		kv{"autoQueueLeafTemplateProperties", emptyObj},
+	)
+	if !leaf {
+		return o
+	}
+	var users []obj
+	for _, u := range f.userOrder {
+		n := f.users[u]
+		users = append(users, obj{
+			{"username", u},
+			{"resourcesUsed", rest.Resource{}},
+			{"numPendingApplications", n[1]},
+			{"numActiveApplications", n[0]},
+			{"AMResourceUsed", rest.Resource{}},
+			{"userResourceLimit", rest.Resource{}},
+			{"resources", s.resources(nil)},
+			{"userWeight", jf(1)},
+			{"isActive", n[0] > 0},
+		})
+	}
+	usersObj := emptyObj
+	if len(users) > 0 {
+		usersObj = obj{{"user", users}}
+	}
+	return append(o,
+		kv{"numActiveApplications", active},
+		kv{"numPendingApplications", pending},
+		kv{"numContainers", stats.GetAllocatedContainers()},
+		kv{"maxApplications", q.MaxApplications},
+		kv{"maxApplicationsPerUser", q.MaxApplicationsPerUser},
+		kv{"userLimit", jf(q.MinimumUserLimitPercent)},
+		kv{"users", usersObj},
+		kv{"userLimitFactor", jf(q.UserLimitFactor)},
+		kv{"configuredMaxAMResourceLimit", jf(q.MaxAMResourcePercent)},
+		kv{"AMResourceLimit", scale(cl, q.AbsoluteCapacity*q.MaxAMResourcePercent)},
+		kv{"usedAMResource", rest.Resource{}},
+		kv{"userAMResourceLimit", scale(cl, q.AbsoluteCapacity*q.MaxAMResourcePercent)},
+		kv{"preemptionDisabled", info.GetPreemptionDisabled()},
+		kv{"intraQueuePreemptionDisabled", info.GetIntraQueuePreemptionDisabled()},
+		kv{"defaultPriority", q.DefaultApplicationPriority},
+		kv{"isAutoCreatedLeafQueue", false},
+		kv{"maxApplicationLifetime", -1},
+		kv{"defaultApplicationLifetime", -1},
+	)
+}

@@ -1,0 +1,401 @@
+package rm
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rm/rest"
+)
+
+// restServer mounts the REST API on the env's RM, as the RM binary does, so
+// REST and RPC calls reach the same applications.
+func restServer(t *testing.T, e *env) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(rest.New(rest.Config{Cluster: e.rm.REST(), Logger: slog.New(slog.DiscardHandler)}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func doREST(t *testing.T, method, url, body string) (int, []byte) {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// restNewApp reserves an id over REST, as a REST client must before it
+// submits.
+func restNewApp(t *testing.T, base, user string) string {
+	t.Helper()
+	code, b := doREST(t, http.MethodPost, base+"/ws/v1/cluster/apps/new-application?user.name="+user, "")
+	if code != http.StatusOK {
+		t.Fatalf("new-application: %d %s", code, b)
+	}
+	var out struct {
+		ID string `json:"application-id"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.ID
+}
+
+func submission(id, queue string) string {
+	return `{"application-id":"` + id + `","application-name":"rest-job","queue":"` + queue + `",` +
+		`"am-container-spec":{"commands":{"command":"sleep 100"}},"resource":{"memory":1024,"vCores":1},` +
+		`"application-type":"YARN"}`
+}
+
+type restApp struct {
+	App struct {
+		ID    string `json:"id"`
+		State string `json:"state"`
+		Queue string `json:"queue"`
+		User  string `json:"user"`
+	} `json:"app"`
+}
+
+func getApp(t *testing.T, base, id, user string) restApp {
+	t.Helper()
+	code, b := doREST(t, http.MethodGet, base+"/ws/v1/cluster/apps/"+id+"?user.name="+user, "")
+	if code != http.StatusOK {
+		t.Fatalf("GET app: %d %s", code, b)
+	}
+	var a restApp
+	if err := json.Unmarshal(b, &a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestRESTSubmissionAndKillAreTheRPCs(t *testing.T) {
+	tests := []struct {
+		name, queue, wantQueue string
+	}{
+		{name: "named queue", queue: "b", wantQueue: "root.b"},
+		{name: "default queue", queue: "default", wantQueue: "root.default"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			srv := restServer(t, e)
+			id := restNewApp(t, srv.URL, "alice")
+			code, b := doREST(t, http.MethodPost, srv.URL+"/ws/v1/cluster/apps?user.name=alice", submission(id, tt.queue))
+			if code != http.StatusAccepted {
+				t.Fatalf("submit: %d %s", code, b)
+			}
+			a := getApp(t, srv.URL, id, "alice")
+			if a.App.State != "ACCEPTED" || a.App.Queue != tt.wantQueue || a.App.User != "alice" {
+				t.Errorf("app = %+v, want ACCEPTED in %s by alice", a.App, tt.wantQueue)
+			}
+			// The application REST submitted is the RPC's: a YarnClient
+			// sees it too.
+			c := e.client("alice")
+			pid := appIDOf(t, mustParseID(t, id)).Proto()
+			if r := e.report(c, pid); r.GetQueue() != tt.wantQueue || r.GetName() != "rest-job" {
+				t.Errorf("RPC report queue/name = %q/%q", r.GetQueue(), r.GetName())
+			}
+
+			code, b = doREST(t, http.MethodPut, srv.URL+"/ws/v1/cluster/apps/"+id+"/state?user.name=alice", `{"state":"KILLED"}`)
+			if code != http.StatusOK && code != http.StatusAccepted {
+				t.Fatalf("kill: %d %s", code, b)
+			}
+			if got := e.report(c, pid).GetYarnApplicationState(); got != yarnpb.YarnApplicationStateProto_KILLED {
+				t.Errorf("RPC state after REST kill = %v, want KILLED", got)
+			}
+			if a := getApp(t, srv.URL, id, "alice"); a.App.State != "KILLED" {
+				t.Errorf("REST state after kill = %s", a.App.State)
+			}
+		})
+	}
+}
+
+func mustParseID(t *testing.T, s string) *yarnpb.ApplicationIdProto {
+	t.Helper()
+	p, err := parseAppID(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRESTRefusesWhatRPCRefusesWith403(t *testing.T) {
+	queues := baseQueues(map[string]string{"yarn.scheduler.capacity.root.b.acl_submit_applications": "alice"})
+	tests := []struct {
+		name string
+		// rpc makes the RPC call as mallory and returns its error.
+		rpc func(t *testing.T, e *env, appID *yarnpb.ApplicationIdProto) error
+		// method, path and body are the REST request of the same call.
+		method, path, body func(id string) string
+	}{
+		{
+			name: "kill another user's application",
+			rpc: func(t *testing.T, e *env, appID *yarnpb.ApplicationIdProto) error {
+				_, err := call(t, e.client("mallory"), "forceKillApplication",
+					&yarnpb.KillApplicationRequestProto{ApplicationId: appID}, &yarnpb.KillApplicationResponseProto{})
+				return err
+			},
+			method: func(string) string { return http.MethodPut },
+			path:   func(id string) string { return "/ws/v1/cluster/apps/" + id + "/state" },
+			body:   func(string) string { return `{"state":"KILLED"}` },
+		},
+		{
+			name: "submit to a queue the ACL closes",
+			rpc: func(t *testing.T, e *env, _ *yarnpb.ApplicationIdProto) error {
+				_, err := e.submit(e.client("mallory"), subOpts{queue: "b"})
+				return err
+			},
+			method: func(string) string { return http.MethodPost },
+			path:   func(string) string { return "/ws/v1/cluster/apps" },
+			body:   func(string) string { return "" }, // filled with a fresh id below
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{queues: queues, aclEnable: true})
+			srv := restServer(t, e)
+			victim := e.mustSubmit(e.client("alice"), subOpts{})
+			wantRemote(t, tt.rpc(t, e, victim), ClassYarnException, "")
+
+			id := appIDOf(t, victim).String()
+			body := tt.body(id)
+			if tt.method(id) == http.MethodPost {
+				body = submission(restNewApp(t, srv.URL, "mallory"), "b")
+			}
+			code, b := doREST(t, tt.method(id), srv.URL+tt.path(id)+"?user.name=mallory", body)
+			if code != http.StatusForbidden {
+				t.Fatalf("REST status = %d (%s), want 403", code, b)
+			}
+			if !bytes.Contains(b, []byte("ForbiddenException")) {
+				t.Errorf("body = %s, want a ForbiddenException", b)
+			}
+			// The refusal changed nothing.
+			if got := e.report(e.client("alice"), victim).GetYarnApplicationState(); got != yarnpb.YarnApplicationStateProto_ACCEPTED {
+				t.Errorf("victim state = %v, want ACCEPTED", got)
+			}
+		})
+	}
+}
+
+// objectKeys returns the keys of the JSON object b in document order.
+func objectKeys(t *testing.T, b []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not an object: %s", b)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+type schedulerDoc struct {
+	Scheduler struct {
+		SchedulerInfo json.RawMessage `json:"schedulerInfo"`
+	} `json:"scheduler"`
+}
+
+// firstLeaf returns the first leaf queue object under a scheduler info.
+func firstLeaf(t *testing.T, info json.RawMessage) json.RawMessage {
+	t.Helper()
+	var q struct {
+		Type   string `json:"type"`
+		Queues struct {
+			Queue []json.RawMessage `json:"queue"`
+		} `json:"queues"`
+	}
+	if err := json.Unmarshal(info, &q); err != nil {
+		t.Fatal(err)
+	}
+	if q.Type == "capacitySchedulerLeafQueueInfo" {
+		return info
+	}
+	for _, c := range q.Queues.Queue {
+		if l := firstLeaf(t, c); l != nil {
+			return l
+		}
+	}
+	return nil
+}
+
+func TestRESTSchedulerHasHadoopsShape(t *testing.T) {
+	fixture, err := os.ReadFile("/work/shared/testdata/hadoop-rest/cluster_scheduler.json")
+	if err != nil {
+		t.Skipf("Hadoop fixture not available: %v", err)
+	}
+	var want schedulerDoc
+	if err := json.Unmarshal(fixture, &want); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, envOptions{})
+	srv := restServer(t, e)
+	e.mustSubmit(e.client("alice"), subOpts{queue: "b"})
+	code, b := doREST(t, http.MethodGet, srv.URL+"/ws/v1/cluster/scheduler", "")
+	if code != http.StatusOK {
+		t.Fatalf("GET scheduler: %d %s", code, b)
+	}
+	var got schedulerDoc
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	tests := []struct {
+		name      string
+		got, want json.RawMessage
+	}{
+		{"root object", got.Scheduler.SchedulerInfo, want.Scheduler.SchedulerInfo},
+		{"leaf queue object", firstLeaf(t, got.Scheduler.SchedulerInfo), firstLeaf(t, want.Scheduler.SchedulerInfo)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Clients decode by key and some (the YARN UI) by position:
+			// same keys, same order as Hadoop 3.4.1.
+			g, w := objectKeys(t, tt.got), objectKeys(t, tt.want)
+			if !slices.Equal(g, w) {
+				t.Errorf("keys\n got %v\nwant %v", g, w)
+			}
+		})
+	}
+	// The figures are the RM's: two leaves, b holding alice's application.
+	var root struct {
+		QueueName string `json:"queueName"`
+		Queues    struct {
+			Queue []struct {
+				QueueName             string  `json:"queueName"`
+				Capacity              float64 `json:"capacity"`
+				NumApplications       int     `json:"numApplications"`
+				NumActiveApplications int     `json:"numActiveApplications"`
+				Users                 struct {
+					User []struct {
+						Username string `json:"username"`
+					} `json:"user"`
+				} `json:"users"`
+			} `json:"queue"`
+		} `json:"queues"`
+	}
+	if err := json.Unmarshal(got.Scheduler.SchedulerInfo, &root); err != nil {
+		t.Fatal(err)
+	}
+	if root.QueueName != "root" || len(root.Queues.Queue) != 2 {
+		t.Fatalf("root = %+v", root)
+	}
+	for _, q := range root.Queues.Queue {
+		wantApps := 0
+		if q.QueueName == "b" {
+			wantApps = 1
+			if len(q.Users.User) != 1 || q.Users.User[0].Username != "alice" {
+				t.Errorf("b users = %+v", q.Users.User)
+			}
+		}
+		if q.Capacity != 50 || q.NumApplications != wantApps || q.NumActiveApplications != wantApps {
+			t.Errorf("queue %s = %+v, want capacity 50, %d applications", q.QueueName, q, wantApps)
+		}
+	}
+	// Java floats keep their fraction.
+	if !bytes.Contains(b, []byte(`"capacity":50.0`)) {
+		t.Errorf("capacity not written as a Java float: %s", b[:min(len(b), 300)])
+	}
+}
+
+func TestRESTMetricsAndNodesReflectTheNodeLister(t *testing.T) {
+	e := newEnv(t, envOptions{}) // n1 RUNNING 8192 MB/1024 used, n2 UNHEALTHY
+	srv := restServer(t, e)
+	e.mustSubmit(e.client("alice"), subOpts{})
+	tests := []struct {
+		name, path string
+		check      func(t *testing.T, b []byte)
+	}{
+		{"metrics count nodes and running capacity", "/ws/v1/cluster/metrics", func(t *testing.T, b []byte) {
+			var m struct {
+				M rest.ClusterMetrics `json:"clusterMetrics"`
+			}
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			want := struct{ total, active, unhealthy, apps, pending int32 }{2, 1, 1, 1, 1}
+			got := struct{ total, active, unhealthy, apps, pending int32 }{m.M.TotalNodes, m.M.ActiveNodes, m.M.UnhealthyNodes, m.M.AppsSubmitted, m.M.AppsPending}
+			if got != want {
+				t.Errorf("counts = %+v, want %+v", got, want)
+			}
+			if m.M.TotalMB != 8192 || m.M.AllocatedMB != 1024 || m.M.AvailableMB != 7168 {
+				t.Errorf("MB total/allocated/available = %d/%d/%d", m.M.TotalMB, m.M.AllocatedMB, m.M.AvailableMB)
+			}
+		}},
+		{"all nodes", "/ws/v1/cluster/nodes", func(t *testing.T, b []byte) {
+			if n := strings.Count(string(b), `"nodeHostName"`); n != 2 {
+				t.Errorf("%d nodes in %s", n, b)
+			}
+		}},
+		{"nodes by state", "/ws/v1/cluster/nodes?states=UNHEALTHY", func(t *testing.T, b []byte) {
+			if !bytes.Contains(b, []byte(`"node2"`)) || bytes.Contains(b, []byte(`"node1"`)) {
+				t.Errorf("want only node2: %s", b)
+			}
+		}},
+		{"one node by id", "/ws/v1/cluster/nodes/node1:8041", func(t *testing.T, b []byte) {
+			if !bytes.Contains(b, []byte(`"node1:8041"`)) {
+				t.Errorf("want node1: %s", b)
+			}
+		}},
+		{"cluster info", "/ws/v1/cluster/info", func(t *testing.T, b []byte) {
+			var ci struct {
+				I rest.ClusterInfo `json:"clusterInfo"`
+			}
+			if err := json.Unmarshal(b, &ci); err != nil {
+				t.Fatal(err)
+			}
+			if ci.I.State != "STARTED" || ci.I.HAState != "ACTIVE" || ci.I.ID != 1700000100000 ||
+				!strings.HasPrefix(ci.I.ResourceManagerVersion, "knit-") {
+				t.Errorf("info = %+v", ci.I)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, b := doREST(t, http.MethodGet, srv.URL+tt.path, "")
+			if code != http.StatusOK {
+				t.Fatalf("%d %s", code, b)
+			}
+			tt.check(t, b)
+		})
+	}
+	code, b := doREST(t, http.MethodGet, srv.URL+"/ws/v1/cluster/nodes/nosuch:1", "")
+	if code != http.StatusNotFound {
+		t.Errorf("unknown node: %d %s", code, b)
+	}
+}
