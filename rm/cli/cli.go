@@ -1,0 +1,202 @@
+// Package cli holds the yarn-style commands of the knit CLI — application,
+// applicationattempt, container, node and queue — speaking
+// ApplicationClientProtocol to a ResourceManager over Hadoop RPC and printing
+// what Hadoop 3.4's yarn command prints (ApplicationCLI, NodeCLI, QueueCLI),
+// so scripts written against yarn's output keep working.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/rm/conf"
+)
+
+// ProtocolClient is the protocol every call names.
+const ProtocolClient = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
+
+// DefaultRMAddress is yarn-default.xml's yarn.resourcemanager.address
+// (0.0.0.0 is the RM's bind address; clients dial the local host).
+const DefaultRMAddress = "0.0.0.0:8032"
+
+// Caller is the part of *ipc.Client the commands use.
+type Caller interface {
+	Call(ctx context.Context, method string, req, resp proto.Message) error
+	Close() error
+}
+
+// Config tells Run where the ResourceManager is and who is asking.
+type Config struct {
+	// RMAddress is host:port of the RM's client service.
+	RMAddress string
+	// User is the SIMPLE-auth user the calls run as.
+	User string
+	// Dial opens the connection; nil means ipc.Dial with ProtocolClient.
+	Dial func(ctx context.Context, addr, user string) (Caller, error)
+}
+
+// Exit codes. yarn's commands return -1 for the failures they report
+// themselves (the JVM turns it into 255); an exception they do not catch
+// escapes main and the JVM exits with 1.
+const (
+	exitOK        = 0
+	exitFailure   = -1
+	exitException = 1
+)
+
+// Run runs one command, args[0] being application (or app),
+// applicationattempt, container, node or queue, and returns its exit code.
+func Run(ctx context.Context, args []string, out, errOut io.Writer, cfg Config) int {
+	if len(args) == 0 {
+		fmt.Fprintln(errOut, "usage: knit application|applicationattempt|container|node|queue [options]")
+		return exitFailure
+	}
+	r := &runner{ctx: ctx, out: out, errOut: errOut, cfg: cfg}
+	defer r.close()
+	var code int
+	var err error
+	switch strings.ToLower(args[0]) {
+	case "application", "app":
+		code, err = r.application(args[1:])
+	case "applicationattempt":
+		code, err = r.attempt(args[1:])
+	case "container":
+		code, err = r.container(args[1:])
+	case "node":
+		code, err = r.node(args[1:])
+	case "queue":
+		code, err = r.queue(args[1:])
+	default:
+		fmt.Fprintf(errOut, "Unknown command: %s\n", args[0])
+		return exitFailure
+	}
+	if err != nil {
+		// What the JVM prints for an exception escaping main (the stack
+		// trace aside).
+		fmt.Fprintf(errOut, "Exception in thread \"main\" %s\n", javaException(err))
+		return exitException
+	}
+	return code
+}
+
+// runner carries one command's streams and its lazily opened connection:
+// usage errors never dial.
+type runner struct {
+	ctx         context.Context
+	out, errOut io.Writer
+	cfg         Config
+	client      Caller
+}
+
+func (r *runner) close() {
+	if r.client != nil {
+		_ = r.client.Close()
+	}
+}
+
+func (r *runner) call(method string, req, resp proto.Message) error {
+	if r.client == nil {
+		dial := r.cfg.Dial
+		if dial == nil {
+			dial = func(ctx context.Context, addr, user string) (Caller, error) {
+				return ipc.Dial(ctx, addr, ipc.ClientConfig{Protocol: ProtocolClient, User: user})
+			}
+		}
+		c, err := dial(r.ctx, r.cfg.RMAddress, r.cfg.User)
+		if err != nil {
+			return fmt.Errorf("connecting to ResourceManager at %s: %w", r.cfg.RMAddress, err)
+		}
+		r.client = c
+	}
+	if err := r.client.Call(r.ctx, method, req, resp); err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	return nil
+}
+
+// javaError is an exception the CLI itself raises where yarn's Java code
+// throws (IllegalArgumentException for a malformed id, for example).
+type javaError struct {
+	class, msg string
+}
+
+func (e *javaError) Error() string { return e.class + ": " + e.msg }
+
+// javaException renders err as Throwable.toString: the remote class and
+// message for RPC errors, an IOException for anything else.
+func javaException(err error) string {
+	var re *ipc.RemoteError
+	if errors.As(err, &re) {
+		if re.Message == "" {
+			return re.ClassName
+		}
+		return re.ClassName + ": " + re.Message
+	}
+	var je *javaError
+	if errors.As(err, &je) {
+		return je.Error()
+	}
+	var ue errUnrecognized
+	if errors.As(err, &ue) {
+		return "org.apache.commons.cli.UnrecognizedOptionException: " + ue.Error()
+	}
+	return "java.io.IOException: " + err.Error()
+}
+
+// isRemote reports whether err is an RPC error naming className.
+func isRemote(err error, className string) bool {
+	var re *ipc.RemoteError
+	return errors.As(err, &re) && re.ClassName == className
+}
+
+// Exception classes the commands catch.
+const (
+	classAppNotFound       = "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException"
+	classAttemptNotFound   = "org.apache.hadoop.yarn.exceptions.ApplicationAttemptNotFoundException"
+	classContainerNotFound = "org.apache.hadoop.yarn.exceptions.ContainerNotFoundException"
+)
+
+// ResolveRMAddress returns the address to dial for the RM's client service:
+// yarn.resourcemanager.address from hadoopConfDir/yarn-site.xml over
+// yarn-default's "${yarn.resourcemanager.hostname}:8032", with the wildcard
+// host 0.0.0.0 replaced by 127.0.0.1. A missing directory or file means the
+// defaults, as for a YarnConfiguration without yarn-site.xml.
+func ResolveRMAddress(hadoopConfDir string) (string, error) {
+	c := conf.New(conf.Options{})
+	for _, p := range conf.YarnDefaults() {
+		c.SetDefault(p.Name, p.Value)
+	}
+	if hadoopConfDir != "" {
+		path := filepath.Join(hadoopConfDir, "yarn-site.xml")
+		if _, err := os.Stat(path); err == nil {
+			if err := c.AddFile(path); err != nil {
+				return "", fmt.Errorf("reading %s: %w", path, err)
+			}
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("reading %s: %w", path, err)
+		}
+	}
+	addr, err := c.GetTrimmed(conf.KeyRMAddress, DefaultRMAddress)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", conf.KeyRMAddress, err)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		// NetUtils.createSocketAddr accepts a bare host and takes the
+		// default port.
+		host, port = addr, "8032"
+	}
+	if host == "" || host == "0.0.0.0" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}

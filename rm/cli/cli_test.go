@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rm"
+	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/rm/queues"
+)
+
+// memStore is an rm.AppStore in memory.
+type memStore struct {
+	mu   sync.Mutex
+	apps map[string]rm.StoredApp
+}
+
+func (s *memStore) Put(_ context.Context, id, state, user, queue string, finish time.Time, data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.apps[id] = rm.StoredApp{ID: id, State: state, User: user, Queue: queue, FinishTime: finish, Data: append([]byte(nil), data...)}
+	return nil
+}
+
+func (s *memStore) Delete(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.apps, id)
+	return nil
+}
+
+func (s *memStore) List(context.Context) ([]rm.StoredApp, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []rm.StoredApp
+	for _, a := range s.apps {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// memIDs is an rm.IDSource counting from 1 under a fixed cluster timestamp.
+type memIDs struct {
+	mu  sync.Mutex
+	seq int32
+}
+
+func (m *memIDs) Next(context.Context) (int64, int32, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seq++
+	return 1700000000000, m.seq, nil
+}
+
+type staticNodes []rm.NodeInfo
+
+func (n staticNodes) Nodes(context.Context) ([]rm.NodeInfo, error) { return n, nil }
+
+// testRM is a real ResourceManager serving on a loopback port, with two
+// queues (default and b) and two nodes (one running, one unhealthy).
+type testRM struct {
+	t      *testing.T
+	addr   string
+	client *ipc.Client
+}
+
+func newTestRM(t *testing.T) *testRM {
+	t.Helper()
+	c := conf.New(conf.Options{})
+	for k, v := range map[string]string{
+		"yarn.scheduler.capacity.root.queues":                          "default,b",
+		"yarn.scheduler.capacity.root.default.capacity":                "60",
+		"yarn.scheduler.capacity.root.b.capacity":                      "40",
+		"yarn.scheduler.capacity.root.b.maximum-capacity":              "80",
+		"yarn.scheduler.capacity.root.default.acl_submit_applications": "*",
+		"yarn.scheduler.capacity.root.b.acl_submit_applications":       "*",
+	} {
+		c.Set(k, v)
+	}
+	tree, err := queues.Build(c, queues.Options{AdminACL: queues.ParseACL("*")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := conf.DefaultRMSettings()
+	settings.Address = "127.0.0.1:8032"
+	settings.WebappAddress = "rm.example:8088"
+	nodes := staticNodes{
+		{Name: "n1", Host: "node1", NMPort: 8041, HTTPAddress: "node1:8042", Rack: "/default-rack", State: yarnpb.NodeStateProto_NS_RUNNING,
+			CapabilityMB: 8192, CapabilityVcores: 8, UsedMB: 1024, UsedVcores: 1, Containers: 1},
+		{Name: "n2", Host: "node2", NMPort: 8041, HTTPAddress: "node2:8042", Rack: "/default-rack", State: yarnpb.NodeStateProto_NS_UNHEALTHY,
+			CapabilityMB: 8192, CapabilityVcores: 8, HealthReport: "disk full"},
+	}
+	rmgr, err := rm.New(rm.Config{
+		Settings: settings, Queues: tree, Store: &memStore{apps: map[string]rm.StoredApp{}}, IDs: &memIDs{}, Nodes: nodes,
+		MaxApplicationPriority: 10, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rmgr.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ipc.NewServer(ipc.Config{Simple: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rmgr.Register(srv); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	e := &testRM{t: t, addr: l.Addr().String()}
+	e.client, err = ipc.Dial(context.Background(), e.addr, ipc.ClientConfig{Protocol: ProtocolClient, User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.client.Close() })
+	return e
+}
+
+// submit submits an application as YarnClientImpl.submitApplication does and
+// returns its id.
+func (e *testRM) submit(name, appType, queue string, tags ...string) string {
+	e.t.Helper()
+	ctx := context.Background()
+	newApp := &yarnpb.GetNewApplicationResponseProto{}
+	if err := e.client.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, newApp); err != nil {
+		e.t.Fatal(err)
+	}
+	sc := &yarnpb.ApplicationSubmissionContextProto{
+		ApplicationId:   newApp.GetApplicationId(),
+		ApplicationName: proto.String(name),
+		ApplicationType: proto.String(appType),
+		Queue:           proto.String(queue),
+		ApplicationTags: tags,
+		AmContainerSpec: &yarnpb.ContainerLaunchContextProto{Command: []string{"sleep 100"}},
+		Resource:        &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
+	}
+	if err := e.client.Call(ctx, "submitApplication", &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: sc}, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+		e.t.Fatal(err)
+	}
+	return fmt.Sprintf("application_1700000000000_%04d", newApp.GetApplicationId().GetId())
+}
+
+// run runs one command as alice and returns its exit code, stdout and stderr.
+func (e *testRM) run(args ...string) (int, string, string) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := Run(ctx, args, &out, &errOut, Config{RMAddress: e.addr, User: "alice"})
+	return code, out.String(), errOut.String()
+}
+
+// timesRE masks the millisecond times of a status report.
+var timesRE = regexp.MustCompile(`(Start-Time|Finish-Time) : \d+`)
+
+func mask(s string) string { return timesRE.ReplaceAllString(s, "$1 : <time>") }
+
+func diff(t *testing.T, what, got, want string) {
+	t.Helper()
+	if got == want {
+		return
+	}
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < max(len(g), len(w)); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			t.Errorf("%s: line %d\n got: %q\nwant: %q", what, i+1, gl, wl)
+		}
+	}
+}
+
+func wantCode(t *testing.T, what string, got, want int) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s: exit code %d, want %d", what, got, want)
+	}
+}
