@@ -28,6 +28,7 @@ func runLocal(args []string, out io.Writer) error {
 	dir := fs.String("dir", filepath.Join(home, ".knit", "local"), "folder for everything the local cluster keeps")
 	nodes := fs.Int("nodes", 2, "number of process nodes (up and run)")
 	binDir := fs.String("bin-dir", "", "folder of the Kubernetes binaries (default: the `make tools` cache)")
+	rmBinary := fs.String("rm-binary", besideMe("knit-rm"), "knit-rm program to run against the cluster; empty runs none")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -35,6 +36,9 @@ func runLocal(args []string, out io.Writer) error {
 		return fmt.Errorf("local: %w", err)
 	}
 	opts := localcluster.Options{Dir: *dir, Nodes: *nodes, BinDir: *binDir}
+	if *rmBinary != "" {
+		opts.RMCommand = []string{*rmBinary}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -54,6 +58,7 @@ func runLocal(args []string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "local cluster up: API server %s, %d nodes, logs in %s\nkubectl --kubeconfig %s get nodes\n",
 			st.Server, len(st.Nodes), filepath.Join(*dir, "logs"), st.Kubeconfig)
+		printRM(out, st)
 		return nil
 	case "status":
 		st, err := localcluster.StatusOf(ctx, *dir)
@@ -68,6 +73,7 @@ func runLocal(args []string, out io.Writer) error {
 			}
 			fmt.Fprintf(out, "node %s %s %s\n", n.Name, n.Address, ready)
 		}
+		printRM(out, &st.State)
 		return nil
 	case "down":
 		err := localcluster.Down(ctx, *dir)
@@ -86,4 +92,24 @@ func runLocal(args []string, out io.Writer) error {
 	default:
 		return fmt.Errorf("unknown local command %q\n%s", args[0], usage)
 	}
+}
+
+func printRM(out io.Writer, st *localcluster.State) {
+	if st.RM == nil {
+		return
+	}
+	fmt.Fprintf(out, "knit-rm: client %s, web http://%s\nexport HADOOP_CONF_DIR=%s\n", st.RM.Client, st.RM.Web, st.HadoopConf)
+}
+
+// besideMe is the path of a program installed next to this one, or empty.
+func besideMe(name string) string {
+	self, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	path := filepath.Join(filepath.Dir(self), name)
+	if _, err := os.Stat(path); err != nil {
+		return ""
+	}
+	return path
 }

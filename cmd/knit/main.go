@@ -1,6 +1,6 @@
-// Command knit is Knit's command-line tool: `knit local` runs the embedded
-// single-machine cluster, and `knit demo` runs Knit's Hadoop RPC engine end
-// to end. The yarn-style commands come with later issues.
+// Command knit is Knit's command-line tool: yarn's application, attempt,
+// container, node and queue commands, `knit local` for the embedded
+// single-machine cluster, and `knit demo`, Knit's Hadoop RPC engine end to end.
 package main
 
 import (
@@ -12,6 +12,7 @@ import (
 )
 
 const usage = `usage:
+  knit application|applicationattempt|container|node|queue ...  as yarn (knit application -help)
   knit local up [--nodes N] [--dir DIR]   start the local cluster in the background
   knit local status [--dir DIR]           show it
   knit local down [--dir DIR]             stop it
@@ -32,6 +33,11 @@ func run(args []string, out io.Writer) error {
 		return fmt.Errorf("%s", usage)
 	}
 	switch args[0] {
+	case "application", "app", "applicationattempt", "container", "node", "queue":
+		if code := runYarn(args, out, os.Stderr); code != 0 {
+			os.Exit(code)
+		}
+		return nil
 	case "demo":
 		return runDemo(args[1:], out)
 	case "local":

@@ -24,11 +24,13 @@ import (
 // State is what a background cluster records in Dir/local.json once it is
 // ready, and removes when it has stopped.
 type State struct {
-	PID        int       `json:"pid"`
-	Server     string    `json:"server"`
-	Kubeconfig string    `json:"kubeconfig"`
-	Nodes      []Node    `json:"nodes"`
-	Started    time.Time `json:"started"`
+	PID        int          `json:"pid"`
+	Server     string       `json:"server"`
+	Kubeconfig string       `json:"kubeconfig"`
+	Nodes      []Node       `json:"nodes"`
+	RM         *RMAddresses `json:"rm,omitempty"`
+	HadoopConf string       `json:"hadoopConf,omitempty"`
+	Started    time.Time    `json:"started"`
 }
 
 // ErrAlreadyUp is returned by Up when Dir already has a running cluster.
@@ -99,7 +101,10 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	st := State{PID: os.Getpid(), Server: c.ControlPlane.Server, Kubeconfig: c.ControlPlane.Kubeconfig, Nodes: c.Nodes, Started: time.Now().UTC()}
+	st := State{PID: os.Getpid(), Server: c.ControlPlane.Server, Kubeconfig: c.ControlPlane.Kubeconfig, Nodes: c.Nodes, RM: c.RM, Started: time.Now().UTC()}
+	if c.RM != nil {
+		st.HadoopConf = HadoopConfDir(opts.Dir)
+	}
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err == nil {
 		err = writeFileAtomic(statePath(opts.Dir), data)
@@ -153,6 +158,9 @@ func Up(ctx context.Context, opts Options, command []string) (*State, error) {
 	args := append(command[1:len(command):len(command)], "--dir", opts.Dir, "--nodes", strconv.Itoa(max(opts.Nodes, 1)))
 	if opts.BinDir != "" {
 		args = append(args, "--bin-dir", opts.BinDir)
+	}
+	if len(opts.RMCommand) > 0 {
+		args = append(args, "--rm-binary", opts.RMCommand[0])
 	}
 	cmd := exec.Command(command[0], args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile

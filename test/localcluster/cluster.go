@@ -39,6 +39,10 @@ type Options struct {
 	Keep bool
 	// Logger receives the cluster's and the nodes' events.
 	Logger *slog.Logger
+	// RMCommand, when set, is the knit-rm program (and leading arguments)
+	// to start once the nodes are ready; Start adds the kubeconfig,
+	// namespace and configuration flags and writes hadoop-conf/.
+	RMCommand []string
 }
 
 // Node is one process node of a running cluster.
@@ -52,9 +56,12 @@ type Cluster struct {
 	ControlPlane *controlplane.ControlPlane
 	Nodes        []Node
 	Client       kubernetes.Interface
+	// RM holds knit-rm's addresses when Options.RMCommand started one.
+	RM *RMAddresses
 
 	log     *slog.Logger
 	nodes   []*procnode.Node
+	rm      *rmProcess
 	cancel  context.CancelFunc
 	running sync.WaitGroup
 }
@@ -130,6 +137,13 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := c.waitNodesReady(ctx); err != nil {
 		return nil, errors.Join(err, c.Stop(context.WithoutCancel(ctx)))
 	}
+	if len(opts.RMCommand) > 0 {
+		addrs, err := c.startRM(ctx, opts.Dir, opts.RMCommand)
+		if err != nil {
+			return nil, errors.Join(err, c.Stop(context.WithoutCancel(ctx)))
+		}
+		c.RM = &addrs
+	}
 	return c, nil
 }
 
@@ -174,9 +188,10 @@ func Schedulable(node *corev1.Node) bool {
 	return ready && !node.Spec.Unschedulable
 }
 
-// Stop ends the nodes, then every pod process they started, then the
+// Stop ends knit-rm, the nodes, then every pod process they started, then the
 // control plane.
 func (c *Cluster) Stop(ctx context.Context) error {
+	c.stopRM()
 	c.cancel()
 	c.running.Wait()
 	var errs []error

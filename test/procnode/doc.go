@@ -96,8 +96,11 @@
 // ends kills whatever is left of its tree (as the end of a container's PID
 // 1 ends the container) and records the exit code (128+signal for a
 // signal) and finish time atomically. Stopping a run sends SIGTERM to every
-// process of the run (the shim's session, the process group and every
-// descendant of the shim), waits the grace period, then SIGKILL.
+// process of the run (the shim's session, which holds the container's
+// process group, and every descendant of the shim), waits the grace period,
+// then SIGKILL. Ended shims are reaped by init (PID 1); under an init that
+// does not reap orphans they stay zombies, which are harmless and are never
+// taken for live shims.
 //
 // Shims do not die with the node. A node started later on the same Dir
 // (another process) adopts them: runs whose shim is alive keep running,
@@ -107,7 +110,9 @@
 // killed. A shim counts as alive only if its pid exists, is no zombie,
 // started at the clock tick recorded (/proc/<pid>/stat) and, where
 // readable, carries the run's spec path in /proc/<pid>/environ, so a
-// reused pid is never taken for a shim. Restart counts, back-off steps,
+// reused pid is never taken for a shim; records of an earlier boot
+// (boot_id) are never taken for live processes, nor used to kill any.
+// Restart counts, back-off steps,
 // images and the reasons the node stopped a run are all kept on disk.
 // StopAll ends every process a Dir knows of, for `knit local down` and
 // test clean-up.

@@ -3,6 +3,7 @@ package procnode
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -418,7 +419,7 @@ func resolveValueFrom(ctx context.Context, ec envContext, c *corev1.Container, f
 		}
 		return string(v), true, nil
 	}
-	return "", false, fmt.Errorf("unsupported valueFrom source")
+	return "", false, errors.New("valueFrom source not supported by a process node")
 }
 
 // expandCommand applies $(VAR) expansion to command and args with the

@@ -385,7 +385,6 @@ func (n *Node) nodeStatus(now time.Time, old *corev1.NodeStatus) corev1.NodeStat
 	s := corev1.NodeStatus{
 		Capacity:    n.cfg.Capacity.DeepCopy(),
 		Allocatable: n.cfg.Capacity.DeepCopy(),
-		Phase:       "",
 		Conditions:  conds,
 		Addresses: []corev1.NodeAddress{
 			{Type: corev1.NodeInternalIP, Address: n.cfg.Address},

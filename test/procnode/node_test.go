@@ -532,7 +532,7 @@ func pidsOfPod(t *testing.T, n *Node, p *corev1.Pod) []int {
 	var pids []int
 	for _, a := range runs {
 		pids = append(pids, a.State.ShimPID)
-		pids = append(pids, treeOf(listProcs(), a.State, true)...)
+		pids = append(pids, treeOf(listProcs(), a.State)...)
 	}
 	return pids
 }
@@ -716,5 +716,28 @@ func TestNewChecksConfig(t *testing.T) {
 	}
 	if err := n.Run(ctx); err == nil {
 		t.Error("a second Run was accepted")
+	}
+}
+
+func TestSidecarRunsAlongAndStopsAtTheEnd(t *testing.T) {
+	t.Parallel()
+	c := fakeClient()
+	dir := t.TempDir()
+	runNode(t, c, dir)
+	flag := filepath.Join(t.TempDir(), "sidecar-up")
+	// The sidecar counts as started once it runs, maybe before its touch.
+	p := boundPod("side", corev1.RestartPolicyNever, sh("main",
+		"for i in $(seq 200); do [ -e "+flag+" ] && break; sleep 0.05; done; [ -e "+flag+" ] && echo saw-sidecar"))
+	side := sh("side", "touch "+flag+"; exec sleep 1000")
+	side.RestartPolicy = ptrTo(corev1.ContainerRestartPolicyAlways)
+	p.Spec.InitContainers = []corev1.Container{side}
+	p.Spec.InitContainers[0].Image = "busybox"
+	createPod(t, c, p)
+	got := waitPod(t, c, "side", "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	if st := containerStatusOf(got, "side"); st.State.Terminated == nil || st.State.Terminated.ExitCode != 143 {
+		t.Errorf("sidecar = %+v, want stopped by SIGTERM", st)
+	}
+	if l := readLog(t, dir, got, "main", 0); l != "saw-sidecar\n" {
+		t.Errorf("main log = %q", l)
 	}
 }

@@ -53,6 +53,8 @@ type postedPair struct {
 // a bad subPath): reported as CreateContainerConfigError and retried.
 type configError struct{ err error }
 
+var _ error = configError{}
+
 func (e configError) Error() string { return e.err.Error() }
 func (e configError) Unwrap() error { return e.err }
 
@@ -64,7 +66,11 @@ func (n *Node) Run(ctx context.Context) error {
 	if !n.started.CompareAndSwap(false, true) {
 		return fmt.Errorf("procnode %s: Run may be called once", n.cfg.Name)
 	}
-	n.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+	// Failed syncs (a Secret not there yet, an API error) retry from 5ms
+	// up to every 10s, about as often as a kubelet retries a pod, rather
+	// than the controller default of up to 1000s.
+	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 10*time.Second)
+	n.queue = workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "procnode-" + n.cfg.Name})
 	defer n.queue.ShutDown()
 	if err := n.register(ctx); err != nil {
@@ -242,9 +248,10 @@ func (n *Node) syncPod(ctx context.Context, key string) error {
 		waiting  map[string]waitingReason
 		requeue  time.Duration
 		startErr []error
+		more     bool // rounds ran out with work left: sync again
 	)
 	if setupErr == nil {
-		for range maxActionRounds {
+		for round := range maxActionRounds {
 			obs, err := n.observe(key, pod, paths)
 			if err != nil {
 				return err
@@ -268,6 +275,7 @@ func (n *Node) syncPod(ctx context.Context, key string) error {
 			if len(plan.Start) == 0 || len(startErr) > 0 {
 				break
 			}
+			more = round == maxActionRounds-1
 		}
 	}
 	obs, err := n.observe(key, pod, paths)
@@ -278,7 +286,10 @@ func (n *Node) syncPod(ctx context.Context, key string) error {
 		return computePodStatus(statusInput{Pod: p, Obs: obs, Waiting: waiting, SandboxReady: ready,
 			Address: n.cfg.Address, Now: time.Now()})
 	})
-	if requeue > 0 {
+	switch {
+	case more:
+		n.queue.Add(key)
+	case requeue > 0:
 		n.queue.AddAfter(key, requeue)
 	}
 	return errors.Join(setupErr, errors.Join(startErr...), err)

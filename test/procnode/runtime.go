@@ -43,7 +43,8 @@ type shimSpec struct {
 type shimState struct {
 	ShimPID   int       `json:"shimPID"`
 	ShimStart uint64    `json:"shimStart"`
-	PID       int       `json:"pid"` // the container process, leader of its process group
+	BootID    string    `json:"bootID"` // /proc/sys/kernel/random/boot_id: pids mean nothing across boots
+	PID       int       `json:"pid"`    // the container process, leader of its process group
 	StartedAt time.Time `json:"startedAt"`
 }
 
@@ -97,8 +98,9 @@ type attempt struct {
 // everything is in the files, so a new procRuntime on the same folder (a
 // restarted node) sees the same processes.
 type procRuntime struct {
-	exe string // this binary, re-executed as the shim
-	log *slog.Logger
+	exe    string // this binary, re-executed as the shim
+	bootID string
+	log    *slog.Logger
 }
 
 func newProcRuntime(log *slog.Logger) (*procRuntime, error) {
@@ -106,7 +108,15 @@ func newProcRuntime(log *slog.Logger) (*procRuntime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find own executable for the shim: %w", err)
 	}
-	return &procRuntime{exe: exe, log: log}, nil
+	return &procRuntime{exe: exe, bootID: readBootID(), log: log}, nil
+}
+
+func readBootID() string {
+	data, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
 }
 
 // start writes spec and launches its shim. When it returns nil the run has
@@ -232,7 +242,10 @@ func (r *procRuntime) settle(a *attempt) (running bool, err error) {
 	if a.Exit != nil {
 		return false, nil
 	}
-	if a.State != nil && shimAlive(a.State, a.Paths.Spec) {
+	// A shim of an earlier boot is gone, and so are its processes; its pid
+	// and session id may belong to anyone now.
+	sameBoot := a.State == nil || a.State.BootID == "" || a.State.BootID == r.bootID
+	if a.State != nil && sameBoot && shimAlive(a.State, a.Paths.Spec) {
 		return true, nil
 	}
 	// The shim writes the exit record before it exits; read again in case
@@ -246,7 +259,9 @@ func (r *procRuntime) settle(a *attempt) (running bool, err error) {
 	started := a.Spec.CreatedAt
 	if a.State != nil {
 		started = a.State.StartedAt
-		signalTree(a.State, syscall.SIGKILL)
+		if sameBoot {
+			signalTree(a.State, syscall.SIGKILL)
+		}
 	}
 	ex := exitRecord{ExitCode: exitCodeStatusUnknown, Reason: reasonStatusUnknown, Message: lostShimMessage,
 		StartedAt: started, FinishedAt: time.Now()}
@@ -384,22 +399,33 @@ func shimAlive(st *shimState, specPath string) bool {
 	return bytes.Contains(env, want)
 }
 
-// treeOf lists the processes of a run other than the shim: members of the
-// shim's session (it is the session leader), of the container's process
-// group, and every descendant of the shim (which is a child subreaper, so
-// orphans that left the session are still its descendants). Session and
-// group ids stay reserved while any member lives, so they cannot point at
-// strangers even after the shim is gone.
-func treeOf(procs map[int]procStat, st *shimState, shimRunning bool) []int {
+// treeOf lists the processes of a run other than the shim: the members of
+// the shim's session (it is the session leader; the container's process
+// group lies inside that session, as a group cannot span sessions) and,
+// while the shim lives, every descendant of the shim (it is a child
+// subreaper, so even processes that left the session with setsid stay its
+// descendants).
+//
+// A session id stays reserved while any member lives, so members found by
+// it are the run's own, with one exception: once the whole session ended,
+// the shim's pid may be reused by a new process that starts a session of
+// its own. That new leader then holds the shim's pid with another start
+// time, and nothing is returned.
+func treeOf(procs map[int]procStat, st *shimState) []int {
+	leader, ok := procs[st.ShimPID]
+	if ok && leader.Start != st.ShimStart {
+		return nil
+	}
+	alive := ok && leader.State != 'Z' && leader.State != 'X'
 	in := map[int]bool{}
 	children := map[int][]int{}
 	for pid, p := range procs {
 		children[p.PPID] = append(children[p.PPID], pid)
-		if p.Session == st.ShimPID || p.PGRP == st.PID {
+		if p.Session == st.ShimPID {
 			in[pid] = true
 		}
 	}
-	if shimRunning {
+	if alive {
 		queue := []int{st.ShimPID}
 		for len(queue) > 0 {
 			pid := queue[0]
@@ -423,12 +449,7 @@ func treeOf(procs map[int]procStat, st *shimState, shimRunning bool) []int {
 
 // signalTree sends sig to every process of the run except the shim.
 func signalTree(st *shimState, sig syscall.Signal) {
-	procs := listProcs()
-	alive := false
-	if s, ok := procs[st.ShimPID]; ok && s.Start == st.ShimStart && s.State != 'Z' {
-		alive = true
-	}
-	for _, pid := range treeOf(procs, st, alive) {
+	for _, pid := range treeOf(listProcs(), st) {
 		_ = syscall.Kill(pid, sig)
 	}
 }

@@ -2,6 +2,7 @@ package procnode
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -145,7 +146,7 @@ func TestShimEnvironmentAndWorkingDir(t *testing.T) {
 
 // pidsOf returns the processes of a running run other than its shim.
 func pidsOf(st *shimState) []int {
-	return treeOf(listProcs(), st, true)
+	return treeOf(listProcs(), st)
 }
 
 // gone reports whether pid has ended (or is a zombie nobody reaped yet).
@@ -332,4 +333,77 @@ func TestParseProcStat(t *testing.T) {
 	if _, err := parseProcStat([]byte("garbage")); err == nil {
 		t.Error("garbage parsed")
 	}
+}
+
+func TestTreeOf(t *testing.T) {
+	t.Parallel()
+	st := &shimState{ShimPID: 100, ShimStart: 5, PID: 101}
+	base := map[int]procStat{
+		101: {PID: 101, PPID: 100, PGRP: 101, Session: 100, State: 'S', Start: 6},
+		102: {PID: 102, PPID: 101, PGRP: 102, Session: 102, State: 'S', Start: 7}, // left the session
+		103: {PID: 103, PPID: 100, PGRP: 101, Session: 100, State: 'Z', Start: 7}, // zombie: nothing to signal
+		104: {PID: 104, PPID: 1, PGRP: 101, Session: 100, State: 'S', Start: 8},   // orphan still in the session
+		200: {PID: 200, PPID: 1, PGRP: 200, Session: 200, State: 'S', Start: 1},   // a stranger
+	}
+	with := func(extra ...procStat) map[int]procStat {
+		m := map[int]procStat{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for _, p := range extra {
+			m[p.PID] = p
+		}
+		return m
+	}
+	cases := []struct {
+		name  string
+		procs map[int]procStat
+		want  []int
+	}{
+		{"shim alive: session and descendants", with(procStat{PID: 100, PPID: 1, Session: 100, State: 'S', Start: 5}), []int{101, 102, 104}},
+		{"shim gone: session only", with(), []int{101, 104}},
+		{"shim a zombie: session only", with(procStat{PID: 100, PPID: 1, Session: 100, State: 'Z', Start: 5}), []int{101, 104}},
+		{"shim pid reused: nothing", with(procStat{PID: 100, PPID: 1, Session: 100, State: 'S', Start: 9}), nil},
+	}
+	for _, tc := range cases {
+		got := treeOf(tc.procs, st)
+		sortInts(got)
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+			t.Errorf("%s: treeOf = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func sortInts(s []int) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+func TestRunOfAnotherBootIsLostWithoutKilling(t *testing.T) {
+	t.Parallel()
+	rt := newTestRuntime(t)
+	dir := t.TempDir()
+	ap := startRun(t, rt, dir, "c", "sleep", "1000")
+	a, err := rt.load(ap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same files read after a reboot: the recorded pids mean nothing.
+	other := &procRuntime{exe: rt.exe, bootID: "another-boot", log: rt.log}
+	running, err := other.settle(a)
+	if err != nil || running {
+		t.Fatalf("settle = %v, %v; want not running", running, err)
+	}
+	if a.Exit == nil || a.Exit.Reason != reasonStatusUnknown {
+		t.Errorf("exit = %+v", a.Exit)
+	}
+	if !shimAlive(a.State, ap.Spec) {
+		t.Error("processes of this boot were killed on the word of another boot's record")
+	}
+	// The run's exit is recorded already, so clean-up's stop would skip it.
+	signalTree(a.State, syscall.SIGKILL)
+	waitFor(t, 10*time.Second, "shim gone", func() bool { return !shimAlive(a.State, ap.Spec) })
 }

@@ -76,8 +76,8 @@ func shimEnv(env []string, specPath string) []string {
 // start and end.
 func runShim(specPath string) int {
 	ready := os.NewFile(3, "ready")
-	// The container must not inherit the report pipe, or the launcher would
-	// wait for it to end.
+	// The container must not inherit the report pipe, or the node would
+	// wait for it to end before it hears the report.
 	syscall.CloseOnExec(3)
 	report := func(msg string) {
 		if ready != nil {
@@ -152,7 +152,8 @@ func runShim(specPath string) int {
 	_ = logf.Close()
 	self, err := readProcStat(os.Getpid())
 	if err == nil {
-		err = writeJSONAtomic(spec.State, shimState{ShimPID: os.Getpid(), ShimStart: self.Start, PID: pid, StartedAt: startedAt})
+		err = writeJSONAtomic(spec.State, shimState{ShimPID: os.Getpid(), ShimStart: self.Start, BootID: readBootID(),
+			PID: pid, StartedAt: startedAt})
 	}
 	if err != nil {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
@@ -160,7 +161,7 @@ func runShim(specPath string) int {
 	}
 	report(launchOK)
 
-	ws, finishedAt := superviseChild(pid, sigs)
+	ws, finishedAt := superviseChild(&shimState{ShimPID: os.Getpid(), ShimStart: self.Start, PID: pid}, sigs)
 	ex := exitRecord{ExitCode: ws.ExitStatus(), StartedAt: startedAt, FinishedAt: finishedAt}
 	if ws.Signaled() {
 		ex.Signal = int(ws.Signal())
@@ -177,7 +178,8 @@ func runShim(specPath string) int {
 // every child, and once the main process has ended kills whatever is left
 // of the tree, as the end of a container's PID 1 ends the container. It
 // returns the main process's wait status and when it ended.
-func superviseChild(pid int, sigs <-chan os.Signal) (syscall.WaitStatus, time.Time) {
+func superviseChild(st *shimState, sigs <-chan os.Signal) (syscall.WaitStatus, time.Time) {
+	pid := st.PID
 	type reaped struct {
 		pid int
 		ws  syscall.WaitStatus
@@ -197,9 +199,8 @@ func superviseChild(pid int, sigs <-chan os.Signal) (syscall.WaitStatus, time.Ti
 			reapc <- reaped{wpid, ws}
 		}
 	}()
-	self := os.Getpid()
 	killRest := func() {
-		for _, p := range treeOf(listProcs(), &shimState{ShimPID: self, PID: pid}, true) {
+		for _, p := range treeOf(listProcs(), st) {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 	}

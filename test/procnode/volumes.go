@@ -74,7 +74,14 @@ func setupHostPath(hp *corev1.HostPathVolumeSource) error {
 		t = *hp.Type
 	}
 	switch t {
-	case corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate:
+	case corev1.HostPathUnset:
+		// No checks for the unset type; a missing path becomes a folder,
+		// as most uses of an untyped hostPath expect one.
+		if _, err := os.Lstat(hp.Path); err == nil {
+			return nil
+		}
+		return os.MkdirAll(hp.Path, 0o755)
+	case corev1.HostPathDirectoryOrCreate:
 		return os.MkdirAll(hp.Path, 0o755)
 	case corev1.HostPathFileOrCreate:
 		if err := os.MkdirAll(filepath.Dir(hp.Path), 0o755); err != nil {

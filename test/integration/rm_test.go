@@ -1,0 +1,152 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rm"
+	"github.com/knitdev/knit/rm/apps"
+	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/test/localcluster"
+)
+
+// TestKnitRMOnTheLocalCluster runs knit-rm as `knit local up` starts it and
+// talks to it as a Hadoop client does: through hadoop-conf/yarn-site.xml,
+// over Hadoop RPC and REST. Then the whole cluster restarts on its kept
+// folder, and the RM answers for the application as before, from the state
+// it keeps in the Kubernetes API.
+func TestKnitRMOnTheLocalCluster(t *testing.T) {
+	binDir := t.TempDir()
+	if out, err := exec.Command("go", "build", "-o", binDir+"/", "github.com/knitdev/knit/cmd/knit", "github.com/knitdev/knit/cmd/knit-rm").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "local")
+	knit := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, filepath.Join(binDir, "knit"), append(append([]string{"local"}, args...), "--dir", dir)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("knit local %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	t.Cleanup(func() { _ = exec.Command(filepath.Join(binDir, "knit"), "local", "down", "--dir", dir).Run() })
+	if out := knit("up", "--nodes", "1"); !strings.Contains(out, "HADOOP_CONF_DIR="+localcluster.HadoopConfDir(dir)) {
+		t.Fatalf("up does not name the Hadoop configuration:\n%s", out)
+	}
+
+	// A client finds the RM the way Hadoop's does: yarn-site.xml.
+	c := conf.New(conf.Options{})
+	if err := c.AddFile(filepath.Join(localcluster.HadoopConfDir(dir), "yarn-site.xml")); err != nil {
+		t.Fatal(err)
+	}
+	settings, err := conf.LoadRMSettings(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(method string, req, resp proto.Message) error {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		client, err := ipc.Dial(ctx, settings.Address, ipc.ClientConfig{Protocol: rm.ProtocolClient, User: "alice"})
+		if err != nil {
+			t.Fatalf("dial %s: %v", settings.Address, err)
+		}
+		defer client.Close()
+		return client.Call(ctx, method, req, resp)
+	}
+
+	var newApp yarnpb.GetNewApplicationResponseProto
+	if err := call("getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &newApp); err != nil {
+		t.Fatal(err)
+	}
+	sub := &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{
+		ApplicationId:   newApp.ApplicationId,
+		ApplicationName: proto.String("it"),
+		Queue:           proto.String("default"),
+		AmContainerSpec: &yarnpb.ContainerLaunchContextProto{Command: []string{"sleep 1"}},
+		Resource:        &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
+	}}
+	if err := call("submitApplication", sub, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+		t.Fatal(err)
+	}
+	report := func() *yarnpb.ApplicationReportProto {
+		t.Helper()
+		var r yarnpb.GetApplicationReportResponseProto
+		if err := call("getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: newApp.ApplicationId}, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.GetApplicationReport()
+	}
+	before := report()
+	// A YARN 3.4 RM reports the queue's full path, whatever name was submitted.
+	if before.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_ACCEPTED || before.GetUser() != "alice" || before.GetQueue() != "root.default" {
+		t.Fatalf("report after submit: state %v user %q queue %q", before.GetYarnApplicationState(), before.GetUser(), before.GetQueue())
+	}
+	// So does `knit application -list`, configured by HADOOP_CONF_DIR alone.
+	list := exec.Command(filepath.Join(binDir, "knit"), "application", "-list")
+	list.Env = append(os.Environ(), "HADOOP_CONF_DIR="+localcluster.HadoopConfDir(dir), "HADOOP_USER_NAME=alice")
+	out, err := list.CombinedOutput()
+	appID, idErr := apps.ApplicationIDFromProto(newApp.ApplicationId)
+	if idErr != nil {
+		t.Fatal(idErr)
+	}
+	if err != nil || !strings.Contains(string(out), "Total number of applications") || !strings.Contains(string(out), appID.String()) {
+		t.Errorf("knit application -list: %v\n%s", err, out)
+	}
+
+	// The REST API shows the same application.
+	var st localcluster.State
+	data, err := os.ReadFile(filepath.Join(dir, "local.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + st.RM.Web + "/ws/v1/cluster/apps?user.name=alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"state":"ACCEPTED"`) || !strings.Contains(string(body), `"name":"it"`) {
+		t.Errorf("GET apps: %s\n%s", resp.Status, body)
+	}
+
+	// The cluster and its RM restart on the kept folder.
+	knit("down")
+	knit("up", "--nodes", "1")
+	after := report()
+	// The diagnostics of an ACCEPTED app carry the time its attempt was
+	// added, which a restart sets again, as YARN's does.
+	before.Diagnostics, after.Diagnostics = nil, nil
+	if !proto.Equal(before, after) {
+		t.Errorf("report changed across the restart:\nbefore %v\nafter  %v", before, after)
+	}
+
+	var kill yarnpb.KillApplicationResponseProto
+	if err := call("forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: newApp.ApplicationId}, &kill); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for report().GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_KILLED {
+		if time.Now().After(deadline) {
+			t.Fatalf("application not KILLED: %v", report())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

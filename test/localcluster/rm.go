@@ -1,0 +1,172 @@
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/knitdev/knit/rm/conf"
+)
+
+// RMNamespace is where the local cluster's knit-rm keeps its state.
+const RMNamespace = "knit"
+
+// RMAddresses are the ports knit-rm serves on loopback.
+type RMAddresses struct {
+	Client    string `json:"client"`
+	Scheduler string `json:"scheduler"`
+	Admin     string `json:"admin"`
+	Web       string `json:"web"`
+}
+
+// HadoopConfDir is the Hadoop client configuration folder `knit local`
+// writes: HADOOP_CONF_DIR for any Hadoop client, Knit's own included.
+func HadoopConfDir(dir string) string { return filepath.Join(dir, "hadoop-conf") }
+
+// rmProcess is a knit-rm the local cluster started.
+type rmProcess struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// yarnPorts are YARN's default RM ports, used when free so that a Hadoop
+// client with no configuration at all finds the local RM too.
+var yarnPorts = [4]int{8032, 8030, 8033, 8088}
+
+func pickRMAddresses() (RMAddresses, error) {
+	var picked [4]string
+	for i, p := range yarnPorts {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+				return RMAddresses{}, fmt.Errorf("localcluster: rm port: %w", err)
+			}
+		}
+		picked[i] = l.Addr().String()
+		defer l.Close()
+	}
+	return RMAddresses{Client: picked[0], Scheduler: picked[1], Admin: picked[2], Web: picked[3]}, nil
+}
+
+// writeRMConf writes the same yarn-site.xml twice: for knit-rm (what it
+// binds) and in hadoop-conf/ for clients (where they connect), plus a
+// core-site.xml with the local file system as the default one.
+func writeRMConf(dir string, a RMAddresses) (rmConfDir string, err error) {
+	yarn := []conf.Property{
+		{Name: "yarn.resourcemanager.hostname", Value: "127.0.0.1"},
+		{Name: "yarn.resourcemanager.address", Value: a.Client},
+		{Name: "yarn.resourcemanager.scheduler.address", Value: a.Scheduler},
+		{Name: "yarn.resourcemanager.admin.address", Value: a.Admin},
+		{Name: "yarn.resourcemanager.webapp.address", Value: a.Web},
+		{Name: "yarn.resourcemanager.max-completed-applications", Value: "1000"},
+		{Name: "yarn.timeline-service.enabled", Value: "false"},
+	}
+	core := []conf.Property{{Name: "fs.defaultFS", Value: "file:///"}}
+	rmConfDir = filepath.Join(dir, "rm-conf")
+	for _, d := range []string{rmConfDir, HadoopConfDir(dir)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", fmt.Errorf("localcluster: %w", err)
+		}
+		for name, props := range map[string][]conf.Property{"yarn-site.xml": yarn, "core-site.xml": core} {
+			var buf bytes.Buffer
+			if err := conf.Write(&buf, props); err != nil {
+				return "", fmt.Errorf("localcluster: %s: %w", name, err)
+			}
+			if err := writeFileAtomic(filepath.Join(d, name), buf.Bytes()); err != nil {
+				return "", fmt.Errorf("localcluster: %s: %w", name, err)
+			}
+		}
+	}
+	return rmConfDir, nil
+}
+
+// rmStartTimeout bounds the wait for knit-rm's client port.
+const rmStartTimeout = 2 * time.Minute
+
+// startRM creates the RM's namespace, writes its configuration and starts
+// command as knit-rm, returning once its client port accepts connections.
+func (c *Cluster) startRM(ctx context.Context, dir string, command []string) (RMAddresses, error) {
+	_, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: RMNamespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return RMAddresses{}, fmt.Errorf("localcluster: rm namespace: %w", err)
+	}
+	addrs, err := pickRMAddresses()
+	if err != nil {
+		return RMAddresses{}, err
+	}
+	confDir, err := writeRMConf(dir, addrs)
+	if err != nil {
+		return RMAddresses{}, err
+	}
+	logPath := filepath.Join(dir, "logs", "knit-rm.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return RMAddresses{}, fmt.Errorf("localcluster: rm log: %w", err)
+	}
+	defer logFile.Close()
+	offset, _ := logFile.Seek(0, 2)
+	args := append(command[1:len(command):len(command)],
+		"--kubeconfig", c.ControlPlane.Kubeconfig, "--namespace", RMNamespace, "--conf-dir", confDir)
+	cmd := exec.Command(command[0], args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), "HADOOP_CONF_DIR="+confDir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return RMAddresses{}, fmt.Errorf("localcluster: start knit-rm: %w", err)
+	}
+	p := &rmProcess{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	c.rm = p
+
+	ctx, cancel := context.WithTimeout(ctx, rmStartTimeout)
+	defer cancel()
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond), backoff.WithMaxInterval(time.Second), backoff.WithMaxElapsedTime(0))
+	err = backoff.Retry(func() error {
+		select {
+		case <-p.done:
+			return backoff.Permanent(errors.New("knit-rm exited"))
+		default:
+		}
+		conn, err := net.DialTimeout("tcp", addrs.Client, time.Second)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	}, backoff.WithContext(b, ctx))
+	if err != nil {
+		return RMAddresses{}, fmt.Errorf("localcluster: waiting for knit-rm: %w; its log:\n%s", err, tailFrom(logPath, offset))
+	}
+	c.log.Info("knit-rm up", "client", addrs.Client, "web", addrs.Web)
+	return addrs, nil
+}
+
+// stopRM ends knit-rm with SIGTERM and, after its grace, SIGKILL.
+func (c *Cluster) stopRM() {
+	p := c.rm
+	if p == nil {
+		return
+	}
+	c.rm = nil
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+	c.log.Info("knit-rm stopped")
+}
