@@ -118,7 +118,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			Client:        client,
 			APIServerHost: host,
 			APIServerPort: port,
-			Logger:        log.With("node", info.Name),
+			Logger:        log,
 		})
 		if err != nil {
 			c.cancel()

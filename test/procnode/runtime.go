@@ -447,9 +447,19 @@ func treeOf(procs map[int]procStat, st *shimState) []int {
 	return out
 }
 
-// signalTree sends sig to every process of the run except the shim.
+// signalTree sends sig to every process of the run except the shim, the
+// container's main process first: were its children to go first, a shell
+// waiting for them could end normally (exit 0) before its own signal came.
 func signalTree(st *shimState, sig syscall.Signal) {
-	for _, pid := range treeOf(listProcs(), st) {
-		_ = syscall.Kill(pid, sig)
+	pids := treeOf(listProcs(), st)
+	for _, pid := range pids {
+		if pid == st.PID {
+			_ = syscall.Kill(pid, sig)
+		}
+	}
+	for _, pid := range pids {
+		if pid != st.PID {
+			_ = syscall.Kill(pid, sig)
+		}
 	}
 }
