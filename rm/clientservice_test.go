@@ -34,7 +34,7 @@ func TestSubmittedApplicationWaitsAcceptedForItsAMContainer(t *testing.T) {
 	if !strings.Contains(r.GetDiagnostics(), "Application is Activated, waiting for resources to be assigned for AM.") {
 		t.Errorf("diagnostics = %q", r.GetDiagnostics())
 	}
-	if _, ok := e.store.apps[appIDOf(t, id).String()]; !ok {
+	if _, ok := e.store.Get(appIDOf(t, id).String()); !ok {
 		t.Error("submission acknowledged before it was stored")
 	}
 	// The AM ask is normalised to the minimum allocation (§36).
@@ -128,8 +128,8 @@ func TestKillEndsTheApplicationAndTheClientPollsUntilComplete(t *testing.T) {
 	if r.GetDiagnostics() != want {
 		t.Errorf("diagnostics = %q\nwant %q", r.GetDiagnostics(), want)
 	}
-	if st := e.store.apps[appIDOf(t, id).String()].State; st != "KILLED" {
-		t.Errorf("stored state = %q", st)
+	if rec, _ := e.store.Get(appIDOf(t, id).String()); rec.State != "KILLED" {
+		t.Errorf("stored state = %q", rec.State)
 	}
 }
 
@@ -409,7 +409,7 @@ func TestUpdateApplicationTimeouts(t *testing.T) {
 }
 
 func TestRestartAnswersTheSameReportsAndNeverRepeatsIDs(t *testing.T) {
-	store, ids := newMemStore(), &memIDs{ts: 1700000000000}
+	store, ids := newMemStore(), &MemoryIDs{ClusterTimestamp: 1700000000000}
 	clock := &testClock{now: time.UnixMilli(1700000100000)}
 	e := newEnv(t, envOptions{store: store, ids: ids, clock: clock})
 	c := e.client("alice")
@@ -464,7 +464,7 @@ func TestCompletedApplicationsBeyondTheLimitAreForgotten(t *testing.T) {
 	}
 	_, err := call(t, c, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: ids[0]}, &yarnpb.GetApplicationReportResponseProto{})
 	wantRemote(t, err, ClassApplicationNotFound, "")
-	if _, ok := e.store.apps[appIDOf(t, ids[0]).String()]; ok {
+	if _, ok := e.store.Get(appIDOf(t, ids[0]).String()); ok {
 		t.Error("oldest completed application still stored")
 	}
 	e.report(c, ids[1])
@@ -473,7 +473,7 @@ func TestCompletedApplicationsBeyondTheLimitAreForgotten(t *testing.T) {
 
 func TestSubmissionIsAcknowledgedOnlyOnceStored(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.store.failPuts = 2 // retried with backoff, then succeeds
+	e.store.failNextPuts(2) // retried with backoff, then succeeds
 	c := e.client("alice")
 	id := e.mustSubmit(c, subOpts{})
 	if r := e.report(c, id); r.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_ACCEPTED {

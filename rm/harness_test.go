@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -19,62 +18,33 @@ import (
 	"github.com/knitdev/knit/rm/queues"
 )
 
-// memStore is an AppStore in memory; failPuts makes the next n writes fail.
+// memStore is a MemoryStore whose next writes can be made to fail, to show
+// that the RM retries them.
 type memStore struct {
+	*MemoryStore
 	mu       sync.Mutex
-	apps     map[string]StoredApp
 	failPuts int
 }
 
-func newMemStore() *memStore { return &memStore{apps: map[string]StoredApp{}} }
+func newMemStore() *memStore { return &memStore{MemoryStore: NewMemoryStore()} }
 
-func (s *memStore) Put(_ context.Context, id, state, user, queue string, finish time.Time, data []byte) error {
+func (s *memStore) Put(ctx context.Context, id, state, user, queue string, finish time.Time, data []byte) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.failPuts > 0 {
 		s.failPuts--
+		s.mu.Unlock()
 		return errors.New("store unavailable")
 	}
-	s.apps[id] = StoredApp{ID: id, State: state, User: user, Queue: queue, FinishTime: finish, Data: append([]byte(nil), data...)}
-	return nil
+	s.mu.Unlock()
+	return s.MemoryStore.Put(ctx, id, state, user, queue, finish, data)
 }
 
-func (s *memStore) Delete(_ context.Context, id string) error {
+// failNextPuts makes the next n writes fail.
+func (s *memStore) failNextPuts(n int) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.apps, id)
-	return nil
+	s.failPuts = n
+	s.mu.Unlock()
 }
-
-func (s *memStore) List(context.Context) ([]StoredApp, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []StoredApp
-	for _, a := range s.apps {
-		out = append(out, a)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
-}
-
-// memIDs is an IDSource whose counter outlives the ResourceManagers that
-// use it, as the persisted counter does.
-type memIDs struct {
-	mu  sync.Mutex
-	ts  int64
-	seq int32
-}
-
-func (m *memIDs) Next(context.Context) (int64, int32, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.seq++
-	return m.ts, m.seq, nil
-}
-
-type staticNodes []NodeInfo
-
-func (n staticNodes) Nodes(context.Context) ([]NodeInfo, error) { return n, nil }
 
 // testClock is a settable clock.
 type testClock struct {
@@ -100,7 +70,7 @@ type env struct {
 	rm    *ResourceManager
 	addr  string
 	store *memStore
-	ids   *memIDs
+	ids   *MemoryIDs
 	clock *testClock
 	cfg   Config
 }
@@ -128,7 +98,7 @@ type envOptions struct {
 	adminACL  string
 	maxDone   int
 	store     *memStore
-	ids       *memIDs
+	ids       *MemoryIDs
 	clock     *testClock
 	nodes     NodeLister
 }
@@ -162,13 +132,13 @@ func newEnv(t *testing.T, o envOptions) *env {
 		o.store = newMemStore()
 	}
 	if o.ids == nil {
-		o.ids = &memIDs{ts: 1700000000000}
+		o.ids = &MemoryIDs{ClusterTimestamp: 1700000000000}
 	}
 	if o.clock == nil {
 		o.clock = &testClock{now: time.UnixMilli(1700000100000)}
 	}
 	if o.nodes == nil {
-		o.nodes = staticNodes{
+		o.nodes = NodeList{
 			{Name: "n1", Host: "node1", NMPort: 8041, HTTPAddress: "node1:8042", Rack: "/default-rack", State: yarnpb.NodeStateProto_NS_RUNNING,
 				CapabilityMB: 8192, CapabilityVcores: 8, UsedMB: 1024, UsedVcores: 1, Containers: 1},
 			{Name: "n2", Host: "node2", NMPort: 8041, HTTPAddress: "node2:8042", Rack: "/default-rack", State: yarnpb.NodeStateProto_NS_UNHEALTHY,

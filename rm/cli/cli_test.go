@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,54 +19,6 @@ import (
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/queues"
 )
-
-// memStore is an rm.AppStore in memory.
-type memStore struct {
-	mu   sync.Mutex
-	apps map[string]rm.StoredApp
-}
-
-func (s *memStore) Put(_ context.Context, id, state, user, queue string, finish time.Time, data []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.apps[id] = rm.StoredApp{ID: id, State: state, User: user, Queue: queue, FinishTime: finish, Data: append([]byte(nil), data...)}
-	return nil
-}
-
-func (s *memStore) Delete(_ context.Context, id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.apps, id)
-	return nil
-}
-
-func (s *memStore) List(context.Context) ([]rm.StoredApp, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []rm.StoredApp
-	for _, a := range s.apps {
-		out = append(out, a)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
-}
-
-// memIDs is an rm.IDSource counting from 1 under a fixed cluster timestamp.
-type memIDs struct {
-	mu  sync.Mutex
-	seq int32
-}
-
-func (m *memIDs) Next(context.Context) (int64, int32, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.seq++
-	return 1700000000000, m.seq, nil
-}
-
-type staticNodes []rm.NodeInfo
-
-func (n staticNodes) Nodes(context.Context) ([]rm.NodeInfo, error) { return n, nil }
 
 // testRM is a real ResourceManager serving on a loopback port, with two
 // queues (default and b) and two nodes (one running, one unhealthy).
@@ -98,14 +48,14 @@ func newTestRM(t *testing.T) *testRM {
 	settings := conf.DefaultRMSettings()
 	settings.Address = "127.0.0.1:8032"
 	settings.WebappAddress = "rm.example:8088"
-	nodes := staticNodes{
+	nodes := rm.NodeList{
 		{Name: "n1", Host: "node1", NMPort: 8041, HTTPAddress: "node1:8042", Rack: "/default-rack", State: yarnpb.NodeStateProto_NS_RUNNING,
 			CapabilityMB: 8192, CapabilityVcores: 8, UsedMB: 1024, UsedVcores: 1, Containers: 1},
 		{Name: "n2", Host: "node2", NMPort: 8041, HTTPAddress: "node2:8042", Rack: "/default-rack", State: yarnpb.NodeStateProto_NS_UNHEALTHY,
 			CapabilityMB: 8192, CapabilityVcores: 8, HealthReport: "disk full"},
 	}
 	rmgr, err := rm.New(rm.Config{
-		Settings: settings, Queues: tree, Store: &memStore{apps: map[string]rm.StoredApp{}}, IDs: &memIDs{}, Nodes: nodes,
+		Settings: settings, Queues: tree, Store: rm.NewMemoryStore(), IDs: &rm.MemoryIDs{ClusterTimestamp: 1700000000000}, Nodes: nodes,
 		MaxApplicationPriority: 10, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

@@ -32,47 +32,6 @@ const (
 	rmCallWithin = 30 * time.Second
 )
 
-// rmStore is an AppStore in memory.
-type rmStore struct {
-	mu   sync.Mutex
-	apps map[string]rm.StoredApp
-}
-
-func (s *rmStore) Put(_ context.Context, id, state, user, queue string, finish time.Time, data []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.apps[id] = rm.StoredApp{ID: id, State: state, User: user, Queue: queue, FinishTime: finish, Data: append([]byte(nil), data...)}
-	return nil
-}
-
-func (s *rmStore) Delete(_ context.Context, id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.apps, id)
-	return nil
-}
-
-func (s *rmStore) List(context.Context) ([]rm.StoredApp, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]rm.StoredApp, 0, len(s.apps))
-	for _, a := range s.apps {
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-// rmIDs is an IDSource counting from 1 under one cluster timestamp.
-type rmIDs struct{ seq atomic.Int32 }
-
-func (m *rmIDs) Next(context.Context) (int64, int32, error) {
-	return clusterTimestamp, m.seq.Add(1), nil
-}
-
-type rmNodes []rm.NodeInfo
-
-func (n rmNodes) Nodes(context.Context) ([]rm.NodeInfo, error) { return n, nil }
-
 // startRM serves a ResourceManager with one queue, default, on a loopback
 // port and returns its address and a function that stops it.
 func startRM(b *testing.B) (string, func()) {
@@ -93,7 +52,7 @@ func startRM(b *testing.B) (string, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var nodes rmNodes
+	var nodes rm.NodeList
 	for i := range 8 {
 		nodes = append(nodes, rm.NodeInfo{
 			Name: fmt.Sprintf("n%d", i), Host: fmt.Sprintf("node%d", i), NMPort: 8041,
@@ -104,7 +63,7 @@ func startRM(b *testing.B) (string, func()) {
 	}
 	r, err := rm.New(rm.Config{
 		Settings: settings, Queues: tree,
-		Store: &rmStore{apps: map[string]rm.StoredApp{}}, IDs: &rmIDs{}, Nodes: nodes,
+		Store: rm.NewMemoryStore(), IDs: &rm.MemoryIDs{ClusterTimestamp: clusterTimestamp}, Nodes: nodes,
 		Logger: quiet,
 	})
 	if err != nil {
