@@ -5,7 +5,9 @@ go 1.26.8
 require (
 	github.com/beltran/gosasl v1.0.0
 	github.com/cenkalti/backoff/v4 v4.3.0
+	github.com/google/renameio/v2 v2.0.2
 	github.com/labstack/echo/v4 v4.15.4
+	go.uber.org/fx v1.24.0
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
@@ -44,7 +46,6 @@ require (
 	github.com/valyala/fasttemplate v1.2.2 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.uber.org/dig v1.19.0 // indirect
-	go.uber.org/fx v1.24.0 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
 	go.uber.org/zap v1.26.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect

@@ -79,10 +79,9 @@ func BenchmarkPodsRunningVersusBound(b *testing.B) {
 	var boundRate, runningRate float64
 	for range b.N {
 		ns := "bench-" + rand.String(6)
-		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		if err := c.CreateNamespace(ctx, ns); err != nil {
 			b.Fatal(err)
 		}
-		waitServiceAccount(b, c, ns)
 		bound, running, stopWatch := watchPods(ctx, c, ns, pods)
 		began := time.Now()
 		createPods(b, c, ns, pods)
@@ -100,16 +99,6 @@ func BenchmarkPodsRunningVersusBound(b *testing.B) {
 	b.ReportMetric(runningRate/float64(b.N), "running-pods/s")
 	b.ReportMetric(runningRate/boundRate, "running/bound")
 	b.ReportMetric(0, "ns/op")
-}
-
-func waitServiceAccount(b *testing.B, c *localcluster.Cluster, ns string) {
-	b.Helper()
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if _, err := c.Client.CoreV1().ServiceAccounts(ns).Get(context.Background(), "default", metav1.GetOptions{}); err == nil {
-			return
-		}
-	}
-	b.Fatalf("no default service account in %s", ns)
 }
 
 // createPods creates n long-running pods from a few concurrent clients, as

@@ -25,19 +25,11 @@ import (
 func namespace(t *testing.T) string {
 	t.Helper()
 	name := "t-" + rand.String(8)
-	ctx := context.Background()
-	_, err := cluster.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create namespace: %v", err)
+	if err := cluster.CreateNamespace(context.Background(), name); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = cluster.Client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	// Pods are refused until the service account controller has made the
-	// namespace's default account, as on any cluster.
-	waitFor(t, time.Minute, "default service account", func(ctx context.Context) (bool, error) {
-		_, err := cluster.Client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
 	})
 	return name
 }

@@ -17,18 +17,8 @@ import (
 // the background, up again, kubectl against the kubeconfig it wrote,
 // status, down; and checks that down leaves no process and no port.
 func TestKnitLocalUpStatusDown(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "knit")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/knitdev/knit/cmd/knit").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	dir := filepath.Join(t.TempDir(), "local")
-	knit := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, bin, append(append([]string{"local"}, args...), "--dir", dir)...).CombinedOutput()
-		return string(out), err
-	}
-	t.Cleanup(func() { _, _ = knit("down") })
+	knit := knitLocal(t, dir)
 
 	out, err := knit("up", "--nodes", "2")
 	if err != nil || !strings.Contains(out, "local cluster up") {
@@ -86,6 +76,23 @@ func TestKnitLocalUpStatusDown(t *testing.T) {
 	if out, err := knit("status"); err == nil || !strings.Contains(out, "not up") {
 		t.Errorf("status after down: %v\n%s", err, out)
 	}
+}
+
+// knitLocal returns a runner of `knit local ... --dir dir` with the
+// binaries of knitBinaries, and makes sure the cluster is down after the test.
+func knitLocal(t *testing.T, dir string) func(args ...string) (string, error) {
+	t.Helper()
+	if err := knitBinaries(); err != nil {
+		t.Fatal(err)
+	}
+	knit := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, filepath.Join(binDir, "knit"), append(append([]string{"local"}, args...), "--dir", dir)...).CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() { _, _ = knit("down") })
+	return knit
 }
 
 // processesMentioning lists live processes whose command line names path:

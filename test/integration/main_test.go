@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +21,19 @@ import (
 // cluster is the one local cluster every test in this package shares;
 // each test works in a namespace of its own.
 var cluster *localcluster.Cluster
+
+// binDir holds knit and knit-rm once knitBinaries has built them.
+var binDir string
+
+// knitBinaries builds knit and knit-rm side by side, as `make local` does
+// (so that `knit local up` starts knit-rm), once for the package.
+var knitBinaries = sync.OnceValue(func() error {
+	out, err := exec.Command("go", "build", "-o", binDir+"/", "github.com/knitdev/knit/cmd/knit", "github.com/knitdev/knit/cmd/knit-rm").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return nil
+})
 
 const clusterNodes = 3
 
@@ -44,6 +59,11 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	cluster = c
+	if binDir, err = os.MkdirTemp("", "knit-bin-"); err != nil {
+		fmt.Fprintln(os.Stderr, "integration:", err)
+		return 1
+	}
+	defer os.RemoveAll(binDir)
 	code := m.Run()
 	if err := c.Stop(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "integration: stopping the local cluster:", err)

@@ -28,22 +28,16 @@ import (
 // folder, and the RM answers for the application as before, from the state
 // it keeps in the Kubernetes API.
 func TestKnitRMOnTheLocalCluster(t *testing.T) {
-	binDir := t.TempDir()
-	if out, err := exec.Command("go", "build", "-o", binDir+"/", "github.com/knitdev/knit/cmd/knit", "github.com/knitdev/knit/cmd/knit-rm").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	dir := filepath.Join(t.TempDir(), "local")
+	run := knitLocal(t, dir)
 	knit := func(args ...string) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, filepath.Join(binDir, "knit"), append(append([]string{"local"}, args...), "--dir", dir)...).CombinedOutput()
+		out, err := run(args...)
 		if err != nil {
 			t.Fatalf("knit local %v: %v\n%s", args, err, out)
 		}
-		return string(out)
+		return out
 	}
-	t.Cleanup(func() { _ = exec.Command(filepath.Join(binDir, "knit"), "local", "down", "--dir", dir).Run() })
 	if out := knit("up", "--nodes", "1"); !strings.Contains(out, "HADOOP_CONF_DIR="+localcluster.HadoopConfDir(dir)) {
 		t.Fatalf("up does not name the Hadoop configuration:\n%s", out)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/google/renameio/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -107,7 +108,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err == nil {
-		err = writeFileAtomic(statePath(opts.Dir), data)
+		err = renameio.WriteFile(statePath(opts.Dir), data, 0o644)
 	}
 	if err != nil {
 		return errors.Join(fmt.Errorf("localcluster: state: %w", err), c.Stop(context.WithoutCancel(ctx)))
@@ -119,14 +120,6 @@ func Run(ctx context.Context, opts Options) error {
 	// ports it needs are released by Stop before this process exits.
 	_ = os.Remove(statePath(opts.Dir))
 	return c.Stop(context.Background())
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // upTimeout bounds Up's wait for a background cluster; a cold start on a

@@ -211,3 +211,24 @@ func (c *Cluster) stopControlPlane() error {
 // readyTimeout bounds the wait for nodes after the control plane is up; a
 // node posts Ready within a heartbeat, so this is generous.
 const readyTimeout = 2 * time.Minute
+
+// CreateNamespace creates a namespace and returns once its default service
+// account exists: until the controller manager has made it, the API server
+// refuses the namespace's pods, on this cluster as on any.
+func (c *Cluster) CreateNamespace(ctx context.Context, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("localcluster: namespace %s: %w", name, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(20*time.Millisecond), backoff.WithMaxInterval(500*time.Millisecond), backoff.WithMaxElapsedTime(0))
+	err := backoff.Retry(func() error {
+		_, err := c.Client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err
+	}, backoff.WithContext(b, ctx))
+	if err != nil {
+		return fmt.Errorf("localcluster: namespace %s: default service account: %w", name, err)
+	}
+	return nil
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/google/renameio/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,7 +87,7 @@ func writeRMConf(dir string, a RMAddresses) (rmConfDir string, err error) {
 			if err := conf.Write(&buf, props); err != nil {
 				return "", fmt.Errorf("localcluster: %s: %w", name, err)
 			}
-			if err := writeFileAtomic(filepath.Join(d, name), buf.Bytes()); err != nil {
+			if err := renameio.WriteFile(filepath.Join(d, name), buf.Bytes(), 0o644); err != nil {
 				return "", fmt.Errorf("localcluster: %s: %w", name, err)
 			}
 		}

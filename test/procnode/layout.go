@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/renameio/v2"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -134,30 +135,11 @@ func attemptNumbers(stateDir string) ([]int, error) {
 	return ns, nil
 }
 
-// writeFileAtomic writes data to a temporary file in the same folder, syncs
-// it and renames it over p, so readers see the old content or the new one,
+// writeFileAtomic replaces p as a whole, synced to disk, so a reader (this
+// node after a restart, or the shim) sees the old content or the new one,
 // never a part.
 func writeFileAtomic(p string, data []byte, mode fs.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, mode)
-	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
+	if err := renameio.WriteFile(p, data, mode); err != nil {
 		return fmt.Errorf("write %s: %w", p, err)
 	}
 	return nil
