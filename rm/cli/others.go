@@ -12,27 +12,33 @@ import (
 )
 
 func (r *runner) attempt(args []string) (int, error) {
-	const title = "applicationattempt"
-	opts := attemptOptions()
+	return r.statusOrList("applicationattempt", attemptOptions(), args, r.attemptStatus, r.listAttempts, "fail", r.failAttempt)
+}
+
+// statusOrList runs the commands yarn parses alike: -status and -list, each
+// alone, an optional extra option, and -help. Anything else prints the usage
+// with "Invalid Command Usage" and still exits 0, as yarn does.
+func (r *runner) statusOrList(title string, opts []option, args []string, status, list func(string) (int, error), extra string, extraFn func(string) (int, error)) (int, error) {
 	p, code, ok, err := r.parseCommand(title, opts, args)
 	if !ok {
 		return code, err
 	}
+	for _, sole := range []struct {
+		name string
+		fn   func(string) (int, error)
+	}{{"status", status}, {"list", list}} {
+		if !p.has(sole.name) {
+			continue
+		}
+		if p.hasOtherThan(sole.name) {
+			printHelp(r.out, title, opts)
+			return exitFailure, nil
+		}
+		return sole.fn(p.value(sole.name))
+	}
 	switch {
-	case p.has("status"):
-		if p.hasOtherThan("status") {
-			printHelp(r.out, title, opts)
-			return exitFailure, nil
-		}
-		return r.attemptStatus(p.value("status"))
-	case p.has("list"):
-		if p.hasOtherThan("list") {
-			printHelp(r.out, title, opts)
-			return exitFailure, nil
-		}
-		return r.listAttempts(p.value("list"))
-	case p.has("fail"):
-		return r.failAttempt(p.value("fail"))
+	case extra != "" && p.has(extra):
+		return extraFn(p.value(extra))
 	case p.has("help"):
 		printHelp(r.out, title, opts)
 		return exitOK, nil
@@ -122,33 +128,7 @@ func (r *runner) failAttempt(s string) (int, error) {
 }
 
 func (r *runner) container(args []string) (int, error) {
-	const title = "container"
-	opts := containerOptions()
-	p, code, ok, err := r.parseCommand(title, opts, args)
-	if !ok {
-		return code, err
-	}
-	switch {
-	case p.has("status"):
-		if p.hasOtherThan("status") {
-			printHelp(r.out, title, opts)
-			return exitFailure, nil
-		}
-		return r.containerStatus(p.value("status"))
-	case p.has("list"):
-		if p.hasOtherThan("list") {
-			printHelp(r.out, title, opts)
-			return exitFailure, nil
-		}
-		return r.listContainers(p.value("list"))
-	case p.has("help"):
-		printHelp(r.out, title, opts)
-		return exitOK, nil
-	default:
-		fmt.Fprintln(r.errOut, "Invalid Command Usage : ")
-		printHelp(r.out, title, opts)
-		return exitOK, nil
-	}
+	return r.statusOrList("container", containerOptions(), args, r.containerStatus, r.listContainers, "", nil)
 }
 
 func (r *runner) listContainers(s string) (int, error) {
