@@ -1,11 +1,9 @@
 package rm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -318,71 +316,10 @@ func (c *restCluster) Node(ctx context.Context, id string) (rest.Node, error) {
 
 // ---- scheduler ----
 
-// kv and obj write a JSON object with its keys in a fixed order, as
-// Jersey writes a JAXB bean's fields in declaration order.
-type kv struct {
-	k string
-	v any
-}
+// field is one key and value of a rest.Object.
+func field(key string, value any) rest.Field { return rest.Field{Key: key, Value: value} }
 
-type obj []kv
-
-func (o obj) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, p := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(p.k)
-		b.Write(k)
-		b.WriteByte(':')
-		v, err := marshalNoEscape(p.v)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.k, err)
-		}
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-func marshalNoEscape(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-// jf is a Java float, always written with a fraction ("25.0").
-type jf float32
-
-func (f jf) MarshalJSON() ([]byte, error) {
-	v := float64(f)
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return []byte("0.0"), nil
-	}
-	s := strconv.FormatFloat(v, 'f', -1, 32)
-	if !strings.ContainsAny(s, ".eE") {
-		s += ".0"
-	}
-	return []byte(s), nil
-}
-
-// js is a string Jersey writes as {} when empty.
-type js string
-
-func (s js) MarshalJSON() ([]byte, error) {
-	if s == "" {
-		return []byte("{}"), nil
-	}
-	return marshalNoEscape(string(s))
-}
-
-var emptyObj = obj{}
+var emptyObj = rest.Object{}
 
 // queueFigures are the live numbers of one queue, from the applications
 // the RM holds.
@@ -441,32 +378,32 @@ func (c *restCluster) Scheduler(ctx context.Context) (json.RawMessage, error) {
 	}
 	s := &schedJSON{c: c, tree: tree, figs: figs}
 	ri := info.GetQueueInfo()
-	out := obj{
-		{"type", "capacityScheduler"},
-		{"capacity", jf(100)},
-		{"usedCapacity", jf(ri.GetCurrentCapacity() * 100)},
-		{"maxCapacity", jf(100)},
-		{"weight", jf(-1)},
-		{"normalizedWeight", jf(0)},
-		{"queueCapacityVectorInfo", capacityVector(100)},
-		{"queueName", root.Name},
-		{"queuePath", root.Path},
-		{"maxParallelApps", root.MaxParallelApps},
-		{"isAbsoluteResource", false},
-		{"queues", s.children(ri)},
-		{"capacities", s.capacities(root, ri)},
-		{"health", health()},
-		{"maximumAllocation", c.maxAllocation()},
-		{"queueAcls", queueACLs(root)},
-		{"queuePriority", root.Priority},
-		{"orderingPolicyInfo", "utilization"},
-		{"mode", "percentage"},
-		{"queueType", "parent"},
-		{"creationMethod", "static"},
-		{"autoCreationEligibility", "off"},
-		{"autoQueueTemplateProperties", emptyObj},
-		{"autoQueueParentTemplateProperties", emptyObj},
-		{"autoQueueLeafTemplateProperties", emptyObj},
+	out := rest.Object{
+		field("type", "capacityScheduler"),
+		field("capacity", rest.JavaFloat(100)),
+		field("usedCapacity", rest.JavaFloat(ri.GetCurrentCapacity()*100)),
+		field("maxCapacity", rest.JavaFloat(100)),
+		field("weight", rest.JavaFloat(-1)),
+		field("normalizedWeight", rest.JavaFloat(0)),
+		field("queueCapacityVectorInfo", capacityVector(100)),
+		field("queueName", root.Name),
+		field("queuePath", root.Path),
+		field("maxParallelApps", root.MaxParallelApps),
+		field("isAbsoluteResource", false),
+		field("queues", s.children(ri)),
+		field("capacities", s.capacities(root, ri)),
+		field("health", health()),
+		field("maximumAllocation", c.maxAllocation()),
+		field("queueAcls", queueACLs(root)),
+		field("queuePriority", root.Priority),
+		field("orderingPolicyInfo", "utilization"),
+		field("mode", "percentage"),
+		field("queueType", "parent"),
+		field("creationMethod", "static"),
+		field("autoCreationEligibility", "off"),
+		field("autoQueueTemplateProperties", emptyObj),
+		field("autoQueueParentTemplateProperties", emptyObj),
+		field("autoQueueLeafTemplateProperties", emptyObj),
 	}
 	b, err := out.MarshalJSON()
 	return json.RawMessage(b), err
@@ -483,46 +420,46 @@ func (c *restCluster) maxAllocation() rest.Resource {
 	return rest.Resource{MemoryMB: int64(st.MaxAllocationMB), VCores: int64(st.MaxAllocationVcores)}
 }
 
-func capacityVector(pct float32) obj {
+func capacityVector(pct float32) rest.Object {
 	p := strconv.FormatFloat(float64(pct), 'f', 1, 32) + "%"
-	return obj{
-		{"configuredCapacityVector", "[memory-mb=" + p + ",vcores=" + p + "]"},
-		{"capacityVectorEntries", []obj{
-			{{"resourceName", "memory-mb"}, {"resourceValue", p}},
-			{{"resourceName", "vcores"}, {"resourceValue", p}},
-		}},
+	return rest.Object{
+		field("configuredCapacityVector", "[memory-mb="+p+",vcores="+p+"]"),
+		field("capacityVectorEntries", []rest.Object{
+			{field("resourceName", "memory-mb"), field("resourceValue", p)},
+			{field("resourceName", "vcores"), field("resourceValue", p)},
+		}),
 	}
 }
 
 // health is the CapacitySchedulerHealthInfo of a scheduler that has never
 // run an allocation cycle: Knit leaves placement to Kubernetes.
-func health() obj {
-	op := func(name string) obj {
-		return obj{{"operation", name}, {"nodeId", "N/A"}, {"containerId", "N/A"}, {"queue", "N/A"}}
+func health() rest.Object {
+	op := func(name string) rest.Object {
+		return rest.Object{field("operation", name), field("nodeId", "N/A"), field("containerId", "N/A"), field("queue", "N/A")}
 	}
-	run := func(name string) obj {
-		return obj{{"operation", name}, {"count", 0}, {"resources", rest.Resource{}}}
+	run := func(name string) rest.Object {
+		return rest.Object{field("operation", name), field("count", 0), field("resources", rest.Resource{})}
 	}
-	return obj{
-		{"lastrun", 0},
-		{"operationsInfo", []obj{op("last-allocation"), op("last-release"), op("last-preemption"), op("last-reservation")}},
-		{"lastRunDetails", []obj{run("releases"), run("allocations"), run("reservations")}},
+	return rest.Object{
+		field("lastrun", 0),
+		field("operationsInfo", []rest.Object{op("last-allocation"), op("last-release"), op("last-preemption"), op("last-reservation")}),
+		field("lastRunDetails", []rest.Object{run("releases"), run("allocations"), run("reservations")}),
 	}
 }
 
-func queueACLs(q *queues.Queue) obj {
-	acl := func(t string, a queues.ACL) obj {
-		return obj{{"accessType", t}, {"accessControlList", a.String()}}
+func queueACLs(q *queues.Queue) rest.Object {
+	acl := func(t string, a queues.ACL) rest.Object {
+		return rest.Object{field("accessType", t), field("accessControlList", a.String())}
 	}
-	return obj{{"queueAcl", []obj{
+	return rest.Object{field("queueAcl", []rest.Object{
 		acl("ADMINISTER_QUEUE", q.AdministerACL),
 		acl("APPLICATION_MAX_PRIORITY", queues.AllowAll()),
 		acl("SUBMIT_APP", q.SubmitACL),
-	}}}
+	})}
 }
 
-func (s *schedJSON) children(info *yarnpb.QueueInfoProto) obj {
-	var qs []obj
+func (s *schedJSON) children(info *yarnpb.QueueInfoProto) rest.Object {
+	var qs []rest.Object
 	for _, ch := range info.GetChildQueues() {
 		q, err := s.tree.Lookup(ch.GetQueuePath())
 		if err != nil {
@@ -533,7 +470,7 @@ func (s *schedJSON) children(info *yarnpb.QueueInfoProto) obj {
 	if len(qs) == 0 {
 		return emptyObj
 	}
-	return obj{{"queue", qs}}
+	return rest.Object{field("queue", qs)}
 }
 
 // clusterResource is the capacity of the usable nodes, which the queues'
@@ -557,43 +494,43 @@ func scale(r rest.Resource, f float32) rest.Resource {
 	return rest.Resource{MemoryMB: int64(float64(r.MemoryMB) * float64(f)), VCores: int64(float64(r.VCores) * float64(f))}
 }
 
-func (s *schedJSON) capacities(q *queues.Queue, info *yarnpb.QueueInfoProto) obj {
+func (s *schedJSON) capacities(q *queues.Queue, info *yarnpb.QueueInfoProto) rest.Object {
 	cl := s.clusterResource()
 	used := info.GetCurrentCapacity() * 100
-	return obj{{"queueCapacitiesByPartition", []obj{{
-		{"partitionName", js("")},
-		{"queueCapacityVectorInfo", capacityVector(q.Capacity * 100)},
-		{"capacity", jf(q.Capacity * 100)},
-		{"usedCapacity", jf(used)},
-		{"maxCapacity", jf(q.MaximumCapacity * 100)},
-		{"absoluteCapacity", jf(q.AbsoluteCapacity * 100)},
-		{"absoluteUsedCapacity", jf(used * q.AbsoluteCapacity)},
-		{"absoluteMaxCapacity", jf(q.AbsoluteMaximumCapacity * 100)},
-		{"maxAMLimitPercentage", jf(q.MaxAMResourcePercent * 100)},
-		{"weight", jf(-1)},
-		{"normalizedWeight", jf(0)},
-		{"configuredMinResource", rest.Resource{}},
-		{"configuredMaxResource", rest.Resource{}},
-		{"effectiveMinResource", scale(cl, q.AbsoluteCapacity)},
-		{"effectiveMaxResource", scale(cl, q.AbsoluteMaximumCapacity)},
-	}}}}
+	return rest.Object{field("queueCapacitiesByPartition", []rest.Object{{
+		field("partitionName", rest.JavaString("")),
+		field("queueCapacityVectorInfo", capacityVector(q.Capacity*100)),
+		field("capacity", rest.JavaFloat(q.Capacity*100)),
+		field("usedCapacity", rest.JavaFloat(used)),
+		field("maxCapacity", rest.JavaFloat(q.MaximumCapacity*100)),
+		field("absoluteCapacity", rest.JavaFloat(q.AbsoluteCapacity*100)),
+		field("absoluteUsedCapacity", rest.JavaFloat(used*q.AbsoluteCapacity)),
+		field("absoluteMaxCapacity", rest.JavaFloat(q.AbsoluteMaximumCapacity*100)),
+		field("maxAMLimitPercentage", rest.JavaFloat(q.MaxAMResourcePercent*100)),
+		field("weight", rest.JavaFloat(-1)),
+		field("normalizedWeight", rest.JavaFloat(0)),
+		field("configuredMinResource", rest.Resource{}),
+		field("configuredMaxResource", rest.Resource{}),
+		field("effectiveMinResource", scale(cl, q.AbsoluteCapacity)),
+		field("effectiveMaxResource", scale(cl, q.AbsoluteMaximumCapacity)),
+	}})}
 }
 
-func (s *schedJSON) resources(stats *yarnpb.QueueStatisticsProto) obj {
-	return obj{{"resourceUsagesByPartition", []obj{{
-		{"partitionName", js("")},
-		{"used", rest.Resource{MemoryMB: stats.GetAllocatedMemoryMB(), VCores: stats.GetAllocatedVCores()}},
-		{"reserved", rest.Resource{MemoryMB: stats.GetReservedMemoryMB(), VCores: stats.GetReservedVCores()}},
-		{"pending", rest.Resource{MemoryMB: stats.GetPendingMemoryMB(), VCores: stats.GetPendingVCores()}},
-		{"amUsed", rest.Resource{}},
-		{"amLimit", rest.Resource{}},
-		{"userAmLimit", rest.Resource{}},
-	}}}}
+func (s *schedJSON) resources(stats *yarnpb.QueueStatisticsProto) rest.Object {
+	return rest.Object{field("resourceUsagesByPartition", []rest.Object{{
+		field("partitionName", rest.JavaString("")),
+		field("used", rest.Resource{MemoryMB: stats.GetAllocatedMemoryMB(), VCores: stats.GetAllocatedVCores()}),
+		field("reserved", rest.Resource{MemoryMB: stats.GetReservedMemoryMB(), VCores: stats.GetReservedVCores()}),
+		field("pending", rest.Resource{MemoryMB: stats.GetPendingMemoryMB(), VCores: stats.GetPendingVCores()}),
+		field("amUsed", rest.Resource{}),
+		field("amLimit", rest.Resource{}),
+		field("userAmLimit", rest.Resource{}),
+	}})}
 }
 
 // queue writes a CapacitySchedulerQueueInfo, or its leaf subclass, in
 // Hadoop's field order.
-func (s *schedJSON) queue(q *queues.Queue, info *yarnpb.QueueInfoProto) obj {
+func (s *schedJSON) queue(q *queues.Queue, info *yarnpb.QueueInfoProto) rest.Object {
 	stats := info.GetQueueStatistics()
 	leaf := len(q.Children) == 0
 	f := s.figs[q.Path]
@@ -614,28 +551,28 @@ func (s *schedJSON) queue(q *queues.Queue, info *yarnpb.QueueInfoProto) obj {
 	used := info.GetCurrentCapacity() * 100
 	cl := s.clusterResource()
 	usedRes := rest.Resource{MemoryMB: stats.GetAllocatedMemoryMB(), VCores: stats.GetAllocatedVCores()}
-	o := obj{}
+	o := rest.Object{}
 	if leaf {
-		o = append(o, kv{"type", "capacitySchedulerLeafQueueInfo"})
+		o = append(o, field("type", "capacitySchedulerLeafQueueInfo"))
 	}
 	o = append(o,
-		kv{"queuePath", q.Path},
-		kv{"capacity", jf(q.Capacity * 100)},
-		kv{"usedCapacity", jf(used)},
-		kv{"maxCapacity", jf(q.MaximumCapacity * 100)},
-		kv{"absoluteCapacity", jf(q.AbsoluteCapacity * 100)},
-		kv{"absoluteMaxCapacity", jf(q.AbsoluteMaximumCapacity * 100)},
-		kv{"absoluteUsedCapacity", jf(used * q.AbsoluteCapacity)},
-		kv{"weight", jf(-1)},
-		kv{"normalizedWeight", jf(0)},
-		kv{"numApplications", active + pending},
-		kv{"maxParallelApps", q.MaxParallelApps},
-		kv{"queueName", q.Name},
-		kv{"isAbsoluteResource", false},
-		kv{"state", info.GetState().String()[len("Q_"):]},
+		field("queuePath", q.Path),
+		field("capacity", rest.JavaFloat(q.Capacity*100)),
+		field("usedCapacity", rest.JavaFloat(used)),
+		field("maxCapacity", rest.JavaFloat(q.MaximumCapacity*100)),
+		field("absoluteCapacity", rest.JavaFloat(q.AbsoluteCapacity*100)),
+		field("absoluteMaxCapacity", rest.JavaFloat(q.AbsoluteMaximumCapacity*100)),
+		field("absoluteUsedCapacity", rest.JavaFloat(used*q.AbsoluteCapacity)),
+		field("weight", rest.JavaFloat(-1)),
+		field("normalizedWeight", rest.JavaFloat(0)),
+		field("numApplications", active+pending),
+		field("maxParallelApps", q.MaxParallelApps),
+		field("queueName", q.Name),
+		field("isAbsoluteResource", false),
+		field("state", info.GetState().String()[len("Q_"):]),
 	)
 	if !leaf {
-		o = append(o, kv{"queues", s.children(info)})
+		o = append(o, field("queues", s.children(info)))
 	}
 	labels := q.AccessibleNodeLabels
 	if labels == nil {
@@ -650,70 +587,70 @@ func (s *schedJSON) queue(q *queues.Queue, info *yarnpb.QueueInfoProto) obj {
 		queueType = "leaf"
 	}
 	o = append(o,
-		kv{"resourcesUsed", usedRes},
-		kv{"hideReservationQueues", false},
-		kv{"nodeLabels", labels},
-		kv{"allocatedContainers", stats.GetAllocatedContainers()},
-		kv{"reservedContainers", stats.GetReservedContainers()},
-		kv{"pendingContainers", stats.GetPendingContainers()},
-		kv{"capacities", s.capacities(q, info)},
-		kv{"resources", s.resources(stats)},
-		kv{"minEffectiveCapacity", scale(cl, q.AbsoluteCapacity)},
-		kv{"maxEffectiveCapacity", scale(cl, q.AbsoluteMaximumCapacity)},
-		kv{"maximumAllocation", s.c.maxAllocation()},
-		kv{"queueAcls", queueACLs(q)},
-		kv{"queuePriority", q.Priority},
-		kv{"orderingPolicyInfo", ordering},
-		kv{"autoCreateChildQueueEnabled", false},
-		kv{"leafQueueTemplate", emptyObj},
-		kv{"mode", "percentage"},
-		kv{"queueType", queueType},
-		kv{"creationMethod", "static"},
-		kv{"autoCreationEligibility", "off"},
-		kv{"autoQueueTemplateProperties", emptyObj},
-		kv{"autoQueueParentTemplateProperties", emptyObj},
-		kv{"autoQueueLeafTemplateProperties", emptyObj},
+		field("resourcesUsed", usedRes),
+		field("hideReservationQueues", false),
+		field("nodeLabels", labels),
+		field("allocatedContainers", stats.GetAllocatedContainers()),
+		field("reservedContainers", stats.GetReservedContainers()),
+		field("pendingContainers", stats.GetPendingContainers()),
+		field("capacities", s.capacities(q, info)),
+		field("resources", s.resources(stats)),
+		field("minEffectiveCapacity", scale(cl, q.AbsoluteCapacity)),
+		field("maxEffectiveCapacity", scale(cl, q.AbsoluteMaximumCapacity)),
+		field("maximumAllocation", s.c.maxAllocation()),
+		field("queueAcls", queueACLs(q)),
+		field("queuePriority", q.Priority),
+		field("orderingPolicyInfo", ordering),
+		field("autoCreateChildQueueEnabled", false),
+		field("leafQueueTemplate", emptyObj),
+		field("mode", "percentage"),
+		field("queueType", queueType),
+		field("creationMethod", "static"),
+		field("autoCreationEligibility", "off"),
+		field("autoQueueTemplateProperties", emptyObj),
+		field("autoQueueParentTemplateProperties", emptyObj),
+		field("autoQueueLeafTemplateProperties", emptyObj),
 	)
 	if !leaf {
 		return o
 	}
-	var users []obj
+	var users []rest.Object
 	for _, u := range f.userOrder {
 		n := f.users[u]
-		users = append(users, obj{
-			{"username", u},
-			{"resourcesUsed", rest.Resource{}},
-			{"numPendingApplications", n[1]},
-			{"numActiveApplications", n[0]},
-			{"AMResourceUsed", rest.Resource{}},
-			{"userResourceLimit", rest.Resource{}},
-			{"resources", s.resources(nil)},
-			{"userWeight", jf(1)},
-			{"isActive", n[0] > 0},
+		users = append(users, rest.Object{
+			field("username", u),
+			field("resourcesUsed", rest.Resource{}),
+			field("numPendingApplications", n[1]),
+			field("numActiveApplications", n[0]),
+			field("AMResourceUsed", rest.Resource{}),
+			field("userResourceLimit", rest.Resource{}),
+			field("resources", s.resources(nil)),
+			field("userWeight", rest.JavaFloat(1)),
+			field("isActive", n[0] > 0),
 		})
 	}
 	usersObj := emptyObj
 	if len(users) > 0 {
-		usersObj = obj{{"user", users}}
+		usersObj = rest.Object{field("user", users)}
 	}
 	return append(o,
-		kv{"numActiveApplications", active},
-		kv{"numPendingApplications", pending},
-		kv{"numContainers", stats.GetAllocatedContainers()},
-		kv{"maxApplications", q.MaxApplications},
-		kv{"maxApplicationsPerUser", q.MaxApplicationsPerUser},
-		kv{"userLimit", jf(q.MinimumUserLimitPercent)},
-		kv{"users", usersObj},
-		kv{"userLimitFactor", jf(q.UserLimitFactor)},
-		kv{"configuredMaxAMResourceLimit", jf(q.MaxAMResourcePercent)},
-		kv{"AMResourceLimit", scale(cl, q.AbsoluteCapacity*q.MaxAMResourcePercent)},
-		kv{"usedAMResource", rest.Resource{}},
-		kv{"userAMResourceLimit", scale(cl, q.AbsoluteCapacity*q.MaxAMResourcePercent)},
-		kv{"preemptionDisabled", info.GetPreemptionDisabled()},
-		kv{"intraQueuePreemptionDisabled", info.GetIntraQueuePreemptionDisabled()},
-		kv{"defaultPriority", q.DefaultApplicationPriority},
-		kv{"isAutoCreatedLeafQueue", false},
-		kv{"maxApplicationLifetime", -1},
-		kv{"defaultApplicationLifetime", -1},
+		field("numActiveApplications", active),
+		field("numPendingApplications", pending),
+		field("numContainers", stats.GetAllocatedContainers()),
+		field("maxApplications", q.MaxApplications),
+		field("maxApplicationsPerUser", q.MaxApplicationsPerUser),
+		field("userLimit", rest.JavaFloat(q.MinimumUserLimitPercent)),
+		field("users", usersObj),
+		field("userLimitFactor", rest.JavaFloat(q.UserLimitFactor)),
+		field("configuredMaxAMResourceLimit", rest.JavaFloat(q.MaxAMResourcePercent)),
+		field("AMResourceLimit", scale(cl, q.AbsoluteCapacity*q.MaxAMResourcePercent)),
+		field("usedAMResource", rest.Resource{}),
+		field("userAMResourceLimit", scale(cl, q.AbsoluteCapacity*q.MaxAMResourcePercent)),
+		field("preemptionDisabled", info.GetPreemptionDisabled()),
+		field("intraQueuePreemptionDisabled", info.GetIntraQueuePreemptionDisabled()),
+		field("defaultPriority", q.DefaultApplicationPriority),
+		field("isAutoCreatedLeafQueue", false),
+		field("maxApplicationLifetime", -1),
+		field("defaultApplicationLifetime", -1),
 	)
 }

@@ -16,13 +16,13 @@ type appInfo struct {
 	Queue                       string          `json:"queue"`
 	State                       string          `json:"state"`
 	FinalStatus                 string          `json:"finalStatus"`
-	Progress                    jfloat          `json:"progress"`
+	Progress                    JavaFloat       `json:"progress"`
 	TrackingUI                  string          `json:"trackingUI"`
 	TrackingURL                 string          `json:"trackingUrl,omitempty"`
-	Diagnostics                 jstr            `json:"diagnostics"`
+	Diagnostics                 JavaString      `json:"diagnostics"`
 	ClusterID                   int64           `json:"clusterId"`
 	ApplicationType             string          `json:"applicationType"`
-	ApplicationTags             jstr            `json:"applicationTags"`
+	ApplicationTags             JavaString      `json:"applicationTags"`
 	Priority                    int32           `json:"priority"`
 	StartedTime                 int64           `json:"startedTime"`
 	LaunchTime                  int64           `json:"launchTime"`
@@ -31,7 +31,7 @@ type appInfo struct {
 	AMContainerLogs             string          `json:"amContainerLogs,omitempty"`
 	AMHostHTTPAddress           string          `json:"amHostHttpAddress,omitempty"`
 	AMRPCAddress                string          `json:"amRPCAddress,omitempty"`
-	MasterNodeID                jstr            `json:"masterNodeId"`
+	MasterNodeID                JavaString      `json:"masterNodeId"`
 	AllocatedMB                 int64           `json:"allocatedMB"`
 	AllocatedVCores             int64           `json:"allocatedVCores"`
 	ReservedMB                  int64           `json:"reservedMB"`
@@ -39,8 +39,8 @@ type appInfo struct {
 	RunningContainers           int32           `json:"runningContainers"`
 	MemorySeconds               int64           `json:"memorySeconds"`
 	VcoreSeconds                int64           `json:"vcoreSeconds"`
-	QueueUsagePercentage        jfloat          `json:"queueUsagePercentage"`
-	ClusterUsagePercentage      jfloat          `json:"clusterUsagePercentage"`
+	QueueUsagePercentage        JavaFloat       `json:"queueUsagePercentage"`
+	ClusterUsagePercentage      JavaFloat       `json:"clusterUsagePercentage"`
 	ResourceSecondsMap          entryMap        `json:"resourceSecondsMap"`
 	PreemptedResourceMB         int64           `json:"preemptedResourceMB"`
 	PreemptedResourceVCores     int64           `json:"preemptedResourceVCores"`
@@ -51,8 +51,8 @@ type appInfo struct {
 	PreemptedResourceSecondsMap entryMap        `json:"preemptedResourceSecondsMap"`
 	LogAggregationStatus        string          `json:"logAggregationStatus"`
 	UnmanagedApplication        bool            `json:"unmanagedApplication"`
-	AppNodeLabelExpression      *jstr           `json:"appNodeLabelExpression,omitempty"`
-	AMNodeLabelExpression       *jstr           `json:"amNodeLabelExpression,omitempty"`
+	AppNodeLabelExpression      *JavaString     `json:"appNodeLabelExpression,omitempty"`
+	AMNodeLabelExpression       *JavaString     `json:"amNodeLabelExpression,omitempty"`
 	ResourceInfo                *resourcesInfo  `json:"resourceInfo,omitempty"`
 	Timeouts                    *appTimeoutsOut `json:"timeouts,omitempty"`
 }
@@ -62,13 +62,13 @@ type resourcesInfo struct {
 }
 
 type partitionInfo struct {
-	PartitionName jstr     `json:"partitionName"`
-	Used          Resource `json:"used"`
-	Reserved      Resource `json:"reserved"`
-	Pending       Resource `json:"pending"`
-	AMUsed        Resource `json:"amUsed"`
-	AMLimit       Resource `json:"amLimit"`
-	UserAMLimit   Resource `json:"userAmLimit"`
+	PartitionName JavaString `json:"partitionName"`
+	Used          Resource   `json:"used"`
+	Reserved      Resource   `json:"reserved"`
+	Pending       Resource   `json:"pending"`
+	AMUsed        Resource   `json:"amUsed"`
+	AMLimit       Resource   `json:"amLimit"`
+	UserAMLimit   Resource   `json:"userAmLimit"`
 }
 
 type appTimeoutsOut struct {
@@ -97,10 +97,10 @@ func newAppInfo(a App, clusterID int64, now time.Time, ds deSelects) appInfo {
 		Queue:           r.GetQueue(),
 		State:           r.GetYarnApplicationState().String(),
 		FinalStatus:     strings.TrimPrefix(r.GetFinalApplicationStatus().String(), "APP_"),
-		Progress:        jfloat(r.GetProgress() * 100),
+		Progress:        JavaFloat(r.GetProgress() * 100),
 		ClusterID:       clusterID,
 		ApplicationType: r.GetApplicationType(),
-		ApplicationTags: jstr(strings.Join(r.GetApplicationTags(), ",")),
+		ApplicationTags: JavaString(strings.Join(r.GetApplicationTags(), ",")),
 		Priority:        r.GetPriority().GetPriority(),
 		StartedTime:     r.GetStartTime(),
 		LaunchTime:      r.GetLaunchTime(),
@@ -111,7 +111,7 @@ func newAppInfo(a App, clusterID int64, now time.Time, ds deSelects) appInfo {
 		UnmanagedApplication: r.GetUnmanagedApplication(),
 	}
 	if r.Diagnostics != nil {
-		info.Diagnostics = jstr(r.GetDiagnostics())
+		info.Diagnostics = JavaString(r.GetDiagnostics())
 	}
 	tracking := r.GetTrackingUrl()
 	switch {
@@ -131,7 +131,7 @@ func newAppInfo(a App, clusterID int64, now time.Time, ds deSelects) appInfo {
 	if c := a.AMContainer; c != nil {
 		info.AMContainerLogs = containerLogsURL(c, r.GetUser())
 		info.AMHostHTTPAddress = c.GetNodeHttpAddress()
-		info.MasterNodeID = jstr(nodeID(c.GetNodeId()))
+		info.MasterNodeID = JavaString(nodeID(c.GetNodeId()))
 	}
 	if h, p := r.GetHost(), r.GetRpcPort(); h != "" && h != "N/A" && p > 0 {
 		info.AMRPCAddress = h + ":" + itoa(int64(p))
@@ -147,8 +147,8 @@ func newAppInfo(a App, clusterID int64, now time.Time, ds deSelects) appInfo {
 	}
 	info.MemorySeconds = u.GetMemorySeconds()
 	info.VcoreSeconds = u.GetVcoreSeconds()
-	info.QueueUsagePercentage = jfloat(u.GetQueueUsagePercentage())
-	info.ClusterUsagePercentage = jfloat(u.GetClusterUsagePercentage())
+	info.QueueUsagePercentage = JavaFloat(u.GetQueueUsagePercentage())
+	info.ClusterUsagePercentage = JavaFloat(u.GetClusterUsagePercentage())
 	info.ResourceSecondsMap = longMap(u.GetApplicationResourceUsageMap())
 	info.PreemptedMemorySeconds = u.GetPreemptedMemorySeconds()
 	info.PreemptedVcoreSeconds = u.GetPreemptedVcoreSeconds()
@@ -159,18 +159,18 @@ func newAppInfo(a App, clusterID int64, now time.Time, ds deSelects) appInfo {
 	info.NumAMContainerPreempted = a.Preempted.AMContainers
 
 	if !ds.appNodeLabelExpression && r.AppNodeLabelExpression != nil {
-		v := jstr(r.GetAppNodeLabelExpression())
+		v := JavaString(r.GetAppNodeLabelExpression())
 		info.AppNodeLabelExpression = &v
 	}
 	if !ds.amNodeLabelExpression && !r.GetUnmanagedApplication() {
-		v := jstr(r.GetAmNodeLabelExpression())
+		v := JavaString(r.GetAmNodeLabelExpression())
 		info.AMNodeLabelExpression = &v
 	}
 	if !ds.resourceInfo && len(a.Partitions) > 0 {
 		ri := &resourcesInfo{}
 		for _, p := range a.Partitions {
 			ri.ResourceUsagesByPartition = append(ri.ResourceUsagesByPartition, partitionInfo{
-				PartitionName: jstr(p.Partition),
+				PartitionName: JavaString(p.Partition),
 				Used:          ResourceFromProto(p.Used),
 				Reserved:      ResourceFromProto(p.Reserved),
 				Pending:       ResourceFromProto(p.Pending),
@@ -245,18 +245,18 @@ func containerLogsURL(c *yarnpb.ContainerProto, user string) string {
 
 // appAttemptInfo is Hadoop's AppAttemptInfo.
 type appAttemptInfo struct {
-	ID                       int32  `json:"id"`
-	StartTime                int64  `json:"startTime"`
-	FinishedTime             int64  `json:"finishedTime"`
-	ContainerID              string `json:"containerId,omitempty"`
-	NodeHTTPAddress          string `json:"nodeHttpAddress,omitempty"`
-	NodeID                   string `json:"nodeId,omitempty"`
-	LogsLink                 string `json:"logsLink,omitempty"`
-	BlacklistedNodes         *jstr  `json:"blacklistedNodes,omitempty"`
-	NodesBlacklistedBySystem *jstr  `json:"nodesBlacklistedBySystem,omitempty"`
-	AppAttemptID             string `json:"appAttemptId"`
-	ExportPorts              string `json:"exportPorts,omitempty"`
-	AppAttemptState          string `json:"appAttemptState"`
+	ID                       int32       `json:"id"`
+	StartTime                int64       `json:"startTime"`
+	FinishedTime             int64       `json:"finishedTime"`
+	ContainerID              string      `json:"containerId,omitempty"`
+	NodeHTTPAddress          string      `json:"nodeHttpAddress,omitempty"`
+	NodeID                   string      `json:"nodeId,omitempty"`
+	LogsLink                 string      `json:"logsLink,omitempty"`
+	BlacklistedNodes         *JavaString `json:"blacklistedNodes,omitempty"`
+	NodesBlacklistedBySystem *JavaString `json:"nodesBlacklistedBySystem,omitempty"`
+	AppAttemptID             string      `json:"appAttemptId"`
+	ExportPorts              string      `json:"exportPorts,omitempty"`
+	AppAttemptState          string      `json:"appAttemptState"`
 }
 
 func newAppAttemptInfo(a Attempt, user string) appAttemptInfo {
@@ -274,7 +274,7 @@ func newAppAttemptInfo(a Attempt, user string) appAttemptInfo {
 		info.NodeHTTPAddress = c.GetNodeHttpAddress()
 		info.NodeID = nodeID(c.GetNodeId())
 		info.LogsLink = containerLogsURL(c, user)
-		b, s := jstr(a.Blacklisted), jstr(a.SystemBlacklisted)
+		b, s := JavaString(a.Blacklisted), JavaString(a.SystemBlacklisted)
 		info.BlacklistedNodes, info.NodesBlacklistedBySystem = &b, &s
 		info.ExportPorts = "null"
 		if c.ExposedPorts != nil {
@@ -293,14 +293,14 @@ type nodeInfo struct {
 	NodeHTTPAddress            string                  `json:"nodeHTTPAddress"`
 	LastHealthUpdate           int64                   `json:"lastHealthUpdate"`
 	Version                    string                  `json:"version"`
-	HealthReport               jstr                    `json:"healthReport"`
+	HealthReport               JavaString              `json:"healthReport"`
 	NumContainers              int32                   `json:"numContainers"`
 	UsedMemoryMB               int64                   `json:"usedMemoryMB"`
 	AvailMemoryMB              int64                   `json:"availMemoryMB"`
 	UsedVirtualCores           int64                   `json:"usedVirtualCores"`
 	AvailableVirtualCores      int64                   `json:"availableVirtualCores"`
-	MemUtilization             jfloat                  `json:"memUtilization"`
-	CPUUtilization             jfloat                  `json:"cpuUtilization"`
+	MemUtilization             JavaFloat               `json:"memUtilization"`
+	CPUUtilization             JavaFloat               `json:"cpuUtilization"`
 	NumRunningOpportContainers int32                   `json:"numRunningOpportContainers"`
 	UsedMemoryOpportGB         int64                   `json:"usedMemoryOpportGB"`
 	UsedVirtualCoresOpport     int64                   `json:"usedVirtualCoresOpport"`
@@ -347,14 +347,14 @@ func newNodeInfo(n Node) nodeInfo {
 		NodeHTTPAddress:       r.GetHttpAddress(),
 		LastHealthUpdate:      r.GetLastHealthReportTime(),
 		Version:               n.Version,
-		HealthReport:          jstr(r.GetHealthReport()),
+		HealthReport:          JavaString(r.GetHealthReport()),
 		NumContainers:         r.GetNumContainers(),
 		UsedMemoryMB:          used.GetMemory(),
 		AvailMemoryMB:         total.GetMemory() - used.GetMemory(),
 		UsedVirtualCores:      int64(used.GetVirtualCores()),
 		AvailableVirtualCores: int64(total.GetVirtualCores() - used.GetVirtualCores()),
-		MemUtilization:        jfloat(n.MemUtilization),
-		CPUUtilization:        jfloat(n.CPUUtilization),
+		MemUtilization:        JavaFloat(n.MemUtilization),
+		CPUUtilization:        JavaFloat(n.CPUUtilization),
 		NodeLabels:            r.GetNodeLabels(),
 		ResourceUtilization: resourceUtilizationInfo{
 			NodePhysicalMemoryMB:                 r.GetNodeUtilization().GetPmem(),

@@ -3,6 +3,7 @@ package rest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -42,13 +43,13 @@ func ResourceFromProto(p *yarnpb.ResourceProto) Resource {
 }
 
 type resourceInformation struct {
-	Attributes        struct{} `json:"attributes"`
-	MaximumAllocation int64    `json:"maximumAllocation"`
-	MinimumAllocation int64    `json:"minimumAllocation"`
-	Name              string   `json:"name"`
-	ResourceType      string   `json:"resourceType"`
-	Units             jstr     `json:"units"`
-	Value             int64    `json:"value"`
+	Attributes        struct{}   `json:"attributes"`
+	MaximumAllocation int64      `json:"maximumAllocation"`
+	MinimumAllocation int64      `json:"minimumAllocation"`
+	Name              string     `json:"name"`
+	ResourceType      string     `json:"resourceType"`
+	Units             JavaString `json:"units"`
+	Value             int64      `json:"value"`
 }
 
 type resourceJSON struct {
@@ -65,7 +66,7 @@ func (r Resource) MarshalJSON() ([]byte, error) {
 	j.Memory, j.VCores = r.MemoryMB, r.VCores
 	add := func(name, units string, v int64) {
 		j.ResourceInformations.ResourceInformation = append(j.ResourceInformations.ResourceInformation, resourceInformation{
-			MaximumAllocation: math.MaxInt64, Name: name, ResourceType: "COUNTABLE", Units: jstr(units), Value: v,
+			MaximumAllocation: math.MaxInt64, Name: name, ResourceType: "COUNTABLE", Units: JavaString(units), Value: v,
 		})
 	}
 	add("memory-mb", "Mi", r.MemoryMB)
@@ -76,20 +77,20 @@ func (r Resource) MarshalJSON() ([]byte, error) {
 	return marshal(j)
 }
 
-// jstr is a string Jersey writes as {} when empty.
-type jstr string
+// JavaString is a string Jersey writes as {} when empty.
+type JavaString string
 
-func (s jstr) MarshalJSON() ([]byte, error) {
+func (s JavaString) MarshalJSON() ([]byte, error) {
 	if s == "" {
 		return []byte("{}"), nil
 	}
 	return marshal(string(s))
 }
 
-// jfloat is a Java float: always written with a fraction ("25.0").
-type jfloat float32
+// JavaFloat is a Java float: always written with a fraction ("25.0").
+type JavaFloat float32
 
-func (f jfloat) MarshalJSON() ([]byte, error) { return javaNumber(float64(f), 32), nil }
+func (f JavaFloat) MarshalJSON() ([]byte, error) { return javaNumber(float64(f), 32), nil }
 
 // jdouble is a Java double holding a widened float, as Hadoop's
 // ResourceUtilizationInfo does.
@@ -141,6 +142,41 @@ func longMap(m []*yarnpb.StringLongMapProto) entryMap {
 		out = append(out, entry{Key: e.GetKey(), Value: strconv.FormatInt(e.GetValue(), 10)})
 	}
 	return out
+}
+
+// Field is one key and value of an Object.
+type Field struct {
+	Key   string
+	Value any
+}
+
+// Object is a JSON object with its keys in a fixed order, as Jersey writes a
+// JAXB bean's fields in declaration order; the RM builds the scheduler's
+// queue tree with it.
+type Object []Field
+
+// MarshalJSON writes the fields in order.
+func (o Object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, f := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := marshal(f.Key)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		v, err := marshal(f.Value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Key, err)
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 // marshal is json.Marshal without HTML escaping, as Jersey writes "<" and
