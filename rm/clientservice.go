@@ -72,50 +72,43 @@ func (rm *ResourceManager) Methods() []ipc.Method {
 		ipc.Handle("getDelegationToken", rm.GetDelegationToken),
 		ipc.Handle("renewDelegationToken", rm.RenewDelegationToken),
 		ipc.Handle("cancelDelegationToken", rm.CancelDelegationToken),
-		ipc.Handle("getNodeToLabels", func(context.Context, *yarnpb.GetNodesToLabelsRequestProto) (*yarnpb.GetNodesToLabelsResponseProto, error) {
-			// Node labels are off: the labels manager knows no labels.
-			return &yarnpb.GetNodesToLabelsResponseProto{}, nil
-		}),
-		ipc.Handle("getLabelsToNodes", func(context.Context, *yarnpb.GetLabelsToNodesRequestProto) (*yarnpb.GetLabelsToNodesResponseProto, error) {
-			return &yarnpb.GetLabelsToNodesResponseProto{}, nil
-		}),
-		ipc.Handle("getClusterNodeLabels", func(context.Context, *yarnpb.GetClusterNodeLabelsRequestProto) (*yarnpb.GetClusterNodeLabelsResponseProto, error) {
-			return &yarnpb.GetClusterNodeLabelsResponseProto{}, nil
-		}),
-		ipc.Handle("getClusterNodeAttributes", func(context.Context, *yarnpb.GetClusterNodeAttributesRequestProto) (*yarnpb.GetClusterNodeAttributesResponseProto, error) {
-			// No node attributes are configured: the attributes manager
-			// answers empty sets.
-			return &yarnpb.GetClusterNodeAttributesResponseProto{}, nil
-		}),
-		ipc.Handle("getAttributesToNodes", func(context.Context, *yarnpb.GetAttributesToNodesRequestProto) (*yarnpb.GetAttributesToNodesResponseProto, error) {
-			return &yarnpb.GetAttributesToNodesResponseProto{}, nil
-		}),
-		ipc.Handle("getNodesToAttributes", func(context.Context, *yarnpb.GetNodesToAttributesRequestProto) (*yarnpb.GetNodesToAttributesResponseProto, error) {
-			return &yarnpb.GetNodesToAttributesResponseProto{}, nil
-		}),
-		ipc.Handle("getResourceProfiles", func(context.Context, *yarnpb.GetAllResourceProfilesRequestProto) (*yarnpb.GetAllResourceProfilesResponseProto, error) {
-			return nil, ipc.Errorf(ClassYARNFeatureNotEnabled, "%s", msgResourceProfilesDisabled)
-		}),
-		ipc.Handle("getResourceProfile", func(context.Context, *yarnpb.GetResourceProfileRequestProto) (*yarnpb.GetResourceProfileResponseProto, error) {
-			return nil, ipc.Errorf(ClassYARNFeatureNotEnabled, "%s", msgResourceProfilesDisabled)
-		}),
+		ipc.Handle("getNodeToLabels", answerEmpty[*yarnpb.GetNodesToLabelsRequestProto, yarnpb.GetNodesToLabelsResponseProto]),
+		ipc.Handle("getLabelsToNodes", answerEmpty[*yarnpb.GetLabelsToNodesRequestProto, yarnpb.GetLabelsToNodesResponseProto]),
+		ipc.Handle("getClusterNodeLabels", answerEmpty[*yarnpb.GetClusterNodeLabelsRequestProto, yarnpb.GetClusterNodeLabelsResponseProto]),
+		ipc.Handle("getClusterNodeAttributes", answerEmpty[*yarnpb.GetClusterNodeAttributesRequestProto, yarnpb.GetClusterNodeAttributesResponseProto]),
+		ipc.Handle("getAttributesToNodes", answerEmpty[*yarnpb.GetAttributesToNodesRequestProto, yarnpb.GetAttributesToNodesResponseProto]),
+		ipc.Handle("getNodesToAttributes", answerEmpty[*yarnpb.GetNodesToAttributesRequestProto, yarnpb.GetNodesToAttributesResponseProto]),
+		ipc.Handle("getResourceProfiles", refuse[*yarnpb.GetAllResourceProfilesRequestProto, *yarnpb.GetAllResourceProfilesResponseProto](errResourceProfiles)),
+		ipc.Handle("getResourceProfile", refuse[*yarnpb.GetResourceProfileRequestProto, *yarnpb.GetResourceProfileResponseProto](errResourceProfiles)),
 		ipc.Handle("getResourceTypeInfo", rt.GetResourceTypeInfo),
-		ipc.Handle("getNewReservation", func(context.Context, *yarnpb.GetNewReservationRequestProto) (*yarnpb.GetNewReservationResponseProto, error) {
-			return nil, errReservation()
-		}),
-		ipc.Handle("submitReservation", func(context.Context, *yarnpb.ReservationSubmissionRequestProto) (*yarnpb.ReservationSubmissionResponseProto, error) {
-			return nil, errReservation()
-		}),
-		ipc.Handle("updateReservation", func(context.Context, *yarnpb.ReservationUpdateRequestProto) (*yarnpb.ReservationUpdateResponseProto, error) {
-			return nil, errReservation()
-		}),
-		ipc.Handle("deleteReservation", func(context.Context, *yarnpb.ReservationDeleteRequestProto) (*yarnpb.ReservationDeleteResponseProto, error) {
-			return nil, errReservation()
-		}),
-		ipc.Handle("listReservations", func(context.Context, *yarnpb.ReservationListRequestProto) (*yarnpb.ReservationListResponseProto, error) {
-			return nil, errReservation()
-		}),
+		ipc.Handle("getNewReservation", refuse[*yarnpb.GetNewReservationRequestProto, *yarnpb.GetNewReservationResponseProto](errReservation)),
+		ipc.Handle("submitReservation", refuse[*yarnpb.ReservationSubmissionRequestProto, *yarnpb.ReservationSubmissionResponseProto](errReservation)),
+		ipc.Handle("updateReservation", refuse[*yarnpb.ReservationUpdateRequestProto, *yarnpb.ReservationUpdateResponseProto](errReservation)),
+		ipc.Handle("deleteReservation", refuse[*yarnpb.ReservationDeleteRequestProto, *yarnpb.ReservationDeleteResponseProto](errReservation)),
+		ipc.Handle("listReservations", refuse[*yarnpb.ReservationListRequestProto, *yarnpb.ReservationListResponseProto](errReservation)),
 	}
+}
+
+// answerEmpty answers with an empty response, as YARN does for the node-label
+// and node-attribute queries when no labels or attributes are configured.
+func answerEmpty[Req proto.Message, Resp any, P interface {
+	*Resp
+	proto.Message
+}](context.Context, Req) (P, error) {
+	return P(new(Resp)), nil
+}
+
+// refuse answers every request with the error of a feature that is off.
+func refuse[Req, Resp proto.Message](errOff func() error) func(context.Context, Req) (Resp, error) {
+	return func(context.Context, Req) (Resp, error) {
+		var none Resp
+		return none, errOff()
+	}
+}
+
+// errResourceProfiles is what YARN answers while resource profiles are off.
+func errResourceProfiles() error {
+	return ipc.Errorf(ClassYARNFeatureNotEnabled, "%s", msgResourceProfilesDisabled)
 }
 
 // errReservation is checkReservationSystem's answer: Knit has no
