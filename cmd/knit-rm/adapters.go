@@ -53,19 +53,17 @@ func (k keyStore) Save(ctx context.Context, keys tokens.Keys) error {
 	return k.blob.Save(ctx, data)
 }
 
-// loop runs a function in the background between fx's start and stop: with
-// an interval it is called on every tick, without one it is called once and
-// is expected to run until its context ends.
+// loop runs a function in the background between fx's start and stop; the
+// function runs until its context ends.
 type loop struct {
-	log      *slog.Logger
-	interval time.Duration
-	fn       func(context.Context) error
-	cancel   context.CancelFunc
-	done     chan struct{}
+	log    *slog.Logger
+	fn     func(context.Context) error
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
-func every(log *slog.Logger, interval time.Duration, fn func(context.Context) error) *loop {
-	return &loop{log: log, interval: interval, fn: fn}
+func background(log *slog.Logger, fn func(context.Context) error) *loop {
+	return &loop{log: log, fn: fn}
 }
 
 func (l *loop) start(context.Context) error {
@@ -73,23 +71,8 @@ func (l *loop) start(context.Context) error {
 	l.cancel, l.done = cancel, make(chan struct{})
 	go func() {
 		defer close(l.done)
-		if l.interval == 0 {
-			if err := l.fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				l.log.Error("background loop ended", "err", err)
-			}
-			return
-		}
-		t := time.NewTicker(l.interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := l.fn(ctx); err != nil {
-					l.log.Error("background loop", "err", err)
-				}
-			}
+		if err := l.fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			l.log.Error("background loop ended", "err", err)
 		}
 	}()
 	return nil
@@ -102,5 +85,24 @@ func (l *loop) stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("background loop: %w", ctx.Err())
+	}
+}
+
+// rollKeys rolls the token master keys every interval until ctx ends; a
+// failed roll is logged and tried again at the next tick.
+func rollKeys(log *slog.Logger, m *tokens.Manager, interval time.Duration) func(context.Context) error {
+	return func(ctx context.Context) error {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case now := <-t.C:
+				if err := m.Roll(ctx, now); err != nil {
+					log.Error("rolling token keys", "err", err)
+				}
+			}
+		}
 	}
 }

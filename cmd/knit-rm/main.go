@@ -146,12 +146,19 @@ func newQueues(c *conf.Configuration, settings conf.RMSettings, f flags) (*queue
 	return queues.Build(c, queues.Options{DefaultNamespace: f.namespace, ACLsEnabled: settings.ACLEnable, AdminACL: queues.ParseACL(settings.AdminACL)})
 }
 
+// constructTimeout bounds the API calls made while the RM is being put
+// together (cluster identity, token keys): the store retries through an API
+// server outage, and past this the RM exits for its Deployment to restart it.
+const constructTimeout = 2 * time.Minute
+
 func newTokens(lc fx.Lifecycle, s *store.Store, settings conf.RMSettings, log *slog.Logger) (*tokens.Manager, error) {
-	ts, err := s.ClusterTimestamp(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), constructTimeout)
+	defer cancel()
+	ts, err := s.ClusterTimestamp(ctx)
 	if err != nil {
 		return nil, err
 	}
-	m, err := tokens.New(context.Background(), tokens.Config{
+	m, err := tokens.New(ctx, tokens.Config{
 		Store:                  keyStore{blob: s.TokenKeys()},
 		RMIdentifier:           ts,
 		ContainerTokenLifetime: settings.ContainerAllocationExpiry,
@@ -159,7 +166,8 @@ func newTokens(lc fx.Lifecycle, s *store.Store, settings conf.RMSettings, log *s
 	if err != nil {
 		return nil, err
 	}
-	roll := every(log.With("loop", "token-keys"), time.Minute, func(ctx context.Context) error { return m.Roll(ctx, time.Now()) })
+	log = log.With("loop", "token-keys")
+	roll := background(log, rollKeys(log, m, time.Minute))
 	lc.Append(fx.StartStopHook(roll.start, roll.stop))
 	return m, nil
 }
@@ -192,7 +200,7 @@ func newRM(lc fx.Lifecycle, settings conf.RMSettings, q *queues.Tree, tm *tokens
 	if err != nil {
 		return nil, err
 	}
-	run := every(log.With("loop", "app-timeouts"), 0, r.Run)
+	run := background(log.With("loop", "app-timeouts"), r.Run)
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			if err := r.Recover(ctx); err != nil {

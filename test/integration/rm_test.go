@@ -22,12 +22,12 @@ import (
 	"github.com/knitdev/knit/test/localcluster"
 )
 
-// TestKnitRMOnTheLocalCluster runs knit-rm as `knit local up` starts it and
+// TestKnitRMAnswersClientsAndKeepsApplicationsAcrossARestart runs knit-rm as `knit local up` starts it and
 // talks to it as a Hadoop client does: through hadoop-conf/yarn-site.xml,
 // over Hadoop RPC and REST. Then the whole cluster restarts on its kept
 // folder, and the RM answers for the application as before, from the state
 // it keeps in the Kubernetes API.
-func TestKnitRMOnTheLocalCluster(t *testing.T) {
+func TestKnitRMAnswersClientsAndKeepsApplicationsAcrossARestart(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "local")
 	run := knitLocal(t, dir)
 	knit := func(args ...string) string {
