@@ -13,6 +13,7 @@ import (
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/queues"
@@ -151,7 +152,7 @@ func appIDString(p *yarnpb.ApplicationIdProto) (apps.ApplicationID, string, bool
 	if p == nil {
 		return apps.ApplicationID{}, "null", false
 	}
-	id, err := apps.ApplicationIDFromProto(p)
+	id, err := yarnid.ApplicationIDFromProto(p)
 	if err != nil {
 		return apps.ApplicationID{}, "null", false
 	}
@@ -231,7 +232,7 @@ func (rm *ResourceManager) SubmitApplication(ctx context.Context, req *yarnpb.Su
 	if sc == nil || sc.ApplicationId == nil {
 		return nil, ipc.Errorf(ClassApplicationIDNotProvided, "ApplicationId is not provided in ApplicationSubmissionContext")
 	}
-	id, err := apps.ApplicationIDFromProto(sc.ApplicationId)
+	id, err := yarnid.ApplicationIDFromProto(sc.ApplicationId)
 	if err != nil {
 		return nil, ipc.Errorf(ClassYarnException, "%s", err)
 	}
@@ -482,7 +483,7 @@ func remoteIP(a net.Addr) string {
 // follows if attempts remain.
 func (rm *ResourceManager) FailApplicationAttempt(ctx context.Context, req *yarnpb.FailApplicationAttemptRequestProto) (*yarnpb.FailApplicationAttemptResponseProto, error) {
 	user := callerOf(ctx).User
-	aid, err := apps.AttemptIDFromProto(req.GetApplicationAttemptId())
+	aid, err := yarnid.AttemptIDFromProto(req.GetApplicationAttemptId())
 	if err != nil {
 		return nil, ipc.Errorf(ClassApplicationNotFound, "Trying to fail an attempt null of an absent application null")
 	}
@@ -530,7 +531,7 @@ func (rm *ResourceManager) viewable(ctx context.Context, id apps.ApplicationID, 
 
 // GetApplicationAttemptReport reports one attempt.
 func (rm *ResourceManager) GetApplicationAttemptReport(ctx context.Context, req *yarnpb.GetApplicationAttemptReportRequestProto) (*yarnpb.GetApplicationAttemptReportResponseProto, error) {
-	aid, err := apps.AttemptIDFromProto(req.GetApplicationAttemptId())
+	aid, err := yarnid.AttemptIDFromProto(req.GetApplicationAttemptId())
 	if err != nil {
 		return nil, ipc.Errorf(ClassApplicationNotFound, "Application with id 'null' doesn't exist in RM.")
 	}
@@ -567,7 +568,7 @@ func (rm *ResourceManager) GetApplicationAttempts(ctx context.Context, req *yarn
 // GetContainerReport reports a container the scheduler still holds; like
 // YARN, a completed container is no longer found here.
 func (rm *ResourceManager) GetContainerReport(ctx context.Context, req *yarnpb.GetContainerReportRequestProto) (*yarnpb.GetContainerReportResponseProto, error) {
-	cid, err := apps.ContainerIDFromProto(req.GetContainerId())
+	cid, err := yarnid.ContainerIDFromProto(req.GetContainerId())
 	if err != nil {
 		return nil, ipc.Errorf(ClassApplicationNotFound, "Application with id 'null' doesn't exist in RM.")
 	}
@@ -588,7 +589,7 @@ func (rm *ResourceManager) GetContainerReport(ctx context.Context, req *yarnpb.G
 
 // GetContainers reports the live containers of an attempt.
 func (rm *ResourceManager) GetContainers(ctx context.Context, req *yarnpb.GetContainersRequestProto) (*yarnpb.GetContainersResponseProto, error) {
-	aid, err := apps.AttemptIDFromProto(req.GetApplicationAttemptId())
+	aid, err := yarnid.AttemptIDFromProto(req.GetApplicationAttemptId())
 	if err != nil {
 		return nil, ipc.Errorf(ClassApplicationNotFound, "Application with id 'null' doesn't exist in RM.")
 	}
@@ -891,7 +892,7 @@ func (rm *ResourceManager) UpdateApplicationTimeouts(ctx context.Context, req *y
 
 // SignalToContainer forwards a signal to a live container.
 func (rm *ResourceManager) SignalToContainer(ctx context.Context, req *yarnpb.SignalContainerRequestProto) (*yarnpb.SignalContainerResponseProto, error) {
-	cid, err := apps.ContainerIDFromProto(req.GetContainerId())
+	cid, err := yarnid.ContainerIDFromProto(req.GetContainerId())
 	if err != nil {
 		return nil, ipc.Errorf(ClassYarnException, "Trying to signal an absent container null")
 	}

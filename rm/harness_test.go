@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/conf"
@@ -282,7 +283,7 @@ func (e *env) report(c *ipc.Client, id *yarnpb.ApplicationIdProto) *yarnpb.Appli
 
 func appIDOf(t *testing.T, p *yarnpb.ApplicationIdProto) apps.ApplicationID {
 	t.Helper()
-	id, err := apps.ApplicationIDFromProto(p)
+	id, err := yarnid.ApplicationIDFromProto(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/queues"
@@ -139,7 +140,7 @@ func (c *restCluster) Metrics(ctx context.Context) (rest.ClusterMetrics, error) 
 }
 
 func parseAppID(id string) (*yarnpb.ApplicationIdProto, error) {
-	a, err := apps.ParseApplicationID(id)
+	a, err := yarnid.ParseApplicationID(id)
 	if err != nil {
 		return nil, ipc.Errorf("java.lang.IllegalArgumentException", "Invalid ApplicationId: %s", id)
 	}
@@ -194,7 +195,7 @@ func (c *restCluster) Applications(ctx context.Context, user string, f apps.Filt
 // to view the application (the report is not redacted otherwise). No RPC
 // returns the ContainerProto, so it is read from the application itself.
 func (c *restCluster) amContainer(r *yarnpb.ApplicationReportProto, user string) *yarnpb.ContainerProto {
-	id, err := apps.ApplicationIDFromProto(r.GetApplicationId())
+	id, err := yarnid.ApplicationIDFromProto(r.GetApplicationId())
 	if err != nil {
 		return nil
 	}
@@ -236,11 +237,11 @@ func (c *restCluster) Attempts(ctx context.Context, user, id string) ([]rest.Att
 		return nil, err
 	}
 	var out []rest.Attempt
-	appID, _ := apps.ApplicationIDFromProto(p)
+	appID, _ := yarnid.ApplicationIDFromProto(p)
 	e := c.rm.lookup(appID)
 	for _, r := range resp.GetApplicationAttempts() {
 		a := rest.Attempt{Report: r}
-		if aid, err := apps.AttemptIDFromProto(r.GetApplicationAttemptId()); err == nil && e != nil {
+		if aid, err := yarnid.AttemptIDFromProto(r.GetApplicationAttemptId()); err == nil && e != nil {
 			e.mu.Lock()
 			if t := e.app.Attempt(aid); t != nil {
 				a.AMContainer = t.AMContainer()

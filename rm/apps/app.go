@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -140,7 +141,7 @@ func NewApplication(cfg Config, s Submission) (*Application, error) {
 	ctx := proto.Clone(s.Context).(*yarnpb.ApplicationSubmissionContextProto)
 	if ctx.ApplicationId == nil {
 		ctx.ApplicationId = s.ID.Proto()
-	} else if id, _ := ApplicationIDFromProto(ctx.ApplicationId); id != s.ID {
+	} else if id, _ := yarnid.ApplicationIDFromProto(ctx.ApplicationId); id != s.ID {
 		return nil, fmt.Errorf("new application %s: submission context is for %s", s.ID, id)
 	}
 	if cfg.MaxAppAttempts <= 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -249,7 +250,7 @@ func (e ReleaseAttempt) String() string {
 func (e StopContainer) String() string { return "StopContainer " + e.Container.String() }
 
 func (e ContainerCompleted) String() string {
-	id, _ := ContainerIDFromProto(e.Status.GetContainerId())
+	id, _ := yarnid.ContainerIDFromProto(e.Status.GetContainerId())
 	return fmt.Sprintf("ContainerCompleted %s exit=%d", id, e.Status.GetExitStatus())
 }
 

@@ -3,6 +3,7 @@ package apps
 import (
 	"time"
 
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -287,7 +288,7 @@ func (e AttemptDiagnostics) AttemptID() AttemptID   { return e.Attempt }
 // containerIDOf reads the id of a container message; events carrying a
 // malformed one are rejected by Handle.
 func containerIDOf(c *yarnpb.ContainerProto) (ContainerID, error) {
-	return ContainerIDFromProto(c.GetId())
+	return yarnid.ContainerIDFromProto(c.GetId())
 }
 
 // Container events name their container (see ContainerEvent); for those

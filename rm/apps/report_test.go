@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -61,7 +62,7 @@ func recordedApp(t *testing.T, dir, callID string, submit time.Time) *Applicatio
 	var req yarnpb.SubmitApplicationRequestProto
 	recorded(t, dir, "callId="+callID+" call ApplicationClientProtocol.submitApplication", "SubmitApplicationRequestProto", &req)
 	ctx := req.GetApplicationSubmissionContext()
-	id, _ := ApplicationIDFromProto(ctx.GetApplicationId())
+	id, _ := yarnid.ApplicationIDFromProto(ctx.GetApplicationId())
 	a, err := NewApplication(testCfg, Submission{ID: id, User: "root", Queue: "root.default", Context: ctx, SubmitTime: submit})
 	if err != nil {
 		t.Fatal(err)

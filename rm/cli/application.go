@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/apps"
 )
@@ -146,7 +147,7 @@ func (r *runner) application(args []string) (int, error) {
 }
 
 func parseAppID(s string) (apps.ApplicationID, error) {
-	id, err := apps.ParseApplicationID(s)
+	id, err := yarnid.ParseApplicationID(s)
 	if err != nil {
 		return id, &javaError{class: "java.lang.IllegalArgumentException", msg: "Invalid ApplicationId: " + s}
 	}
@@ -162,7 +163,7 @@ func (r *runner) report(id apps.ApplicationID) (*yarnpb.ApplicationReportProto, 
 }
 
 func (r *runner) applicationStatus(s string) (int, error) {
-	id, err := apps.ParseApplicationID(s)
+	id, err := yarnid.ParseApplicationID(s)
 	if err != nil {
 		// yarn takes a non-id as the name of a yarn-service application,
 		// which Knit does not run: report it as yarn does an unknown name.

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/rm/apps"
 )
 
 // Java prints a null reference as "null"; the PBImpl getters return null
@@ -23,7 +23,7 @@ func appIDString(p *yarnpb.ApplicationIdProto) string {
 	if p == nil {
 		return "null"
 	}
-	id, err := apps.ApplicationIDFromProto(p)
+	id, err := yarnid.ApplicationIDFromProto(p)
 	if err != nil {
 		return "null"
 	}
@@ -34,7 +34,7 @@ func attemptIDString(p *yarnpb.ApplicationAttemptIdProto) string {
 	if p == nil {
 		return "null"
 	}
-	id, err := apps.AttemptIDFromProto(p)
+	id, err := yarnid.AttemptIDFromProto(p)
 	if err != nil {
 		return "null"
 	}
@@ -45,7 +45,7 @@ func containerIDString(p *yarnpb.ContainerIdProto) string {
 	if p == nil {
 		return "null"
 	}
-	id, err := apps.ContainerIDFromProto(p)
+	id, err := yarnid.ContainerIDFromProto(p)
 	if err != nil {
 		return "null"
 	}

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/apps"
 )
@@ -50,7 +51,7 @@ func (r *runner) statusOrList(title string, opts []option, args []string, status
 }
 
 func parseAttemptID(s string) (apps.AttemptID, error) {
-	id, err := apps.ParseAttemptID(s)
+	id, err := yarnid.ParseAttemptID(s)
 	if err != nil {
 		return id, &javaError{class: "java.lang.IllegalArgumentException", msg: "Invalid AppAttemptId: " + s}
 	}
@@ -132,7 +133,7 @@ func (r *runner) container(args []string) (int, error) {
 }
 
 func (r *runner) listContainers(s string) (int, error) {
-	id, err := apps.ParseAttemptID(s)
+	id, err := yarnid.ParseAttemptID(s)
 	if err != nil {
 		// yarn takes a non-id as a yarn-service name, which Knit does not run.
 		fmt.Fprintf(r.errOut, "Application with name '%s' doesn't exist in RM or Timeline Server.\n", s)
@@ -157,7 +158,7 @@ func (r *runner) listContainers(s string) (int, error) {
 }
 
 func (r *runner) containerStatus(s string) (int, error) {
-	id, err := apps.ParseContainerID(s)
+	id, err := yarnid.ParseContainerID(s)
 	if err != nil {
 		return 0, &javaError{class: "java.lang.IllegalArgumentException", msg: "Invalid ContainerId: " + s}
 	}

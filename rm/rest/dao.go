@@ -4,8 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/rm/apps"
 )
 
 // appInfo is Hadoop's AppInfo, field for field in its order.
@@ -261,7 +261,7 @@ type appAttemptInfo struct {
 
 func newAppAttemptInfo(a Attempt, user string) appAttemptInfo {
 	r := a.Report
-	id, _ := apps.AttemptIDFromProto(r.GetApplicationAttemptId())
+	id, _ := yarnid.AttemptIDFromProto(r.GetApplicationAttemptId())
 	info := appAttemptInfo{
 		ID:              id.ID,
 		StartTime:       r.GetStartTime(),
@@ -410,12 +410,12 @@ type appState struct {
 }
 
 func appID(p *yarnpb.ApplicationIdProto) string {
-	id, _ := apps.ApplicationIDFromProto(p)
+	id, _ := yarnid.ApplicationIDFromProto(p)
 	return id.String()
 }
 
 func containerID(p *yarnpb.ContainerIdProto) string {
-	id, _ := apps.ContainerIDFromProto(p)
+	id, _ := yarnid.ContainerIDFromProto(p)
 	return id.String()
 }
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/knitdev/knit/rm/apps"
+	"github.com/knitdev/knit/protocols/yarnid"
 )
 
 // MaxBodyBytes caps request bodies.
@@ -232,7 +232,7 @@ func (s *server) lookup(c echo.Context, user, appID string) (App, error) {
 	if appID == "" {
 		return App{}, notFound("appId, " + appID + ", is empty or null")
 	}
-	if _, err := apps.ParseApplicationID(appID); err != nil {
+	if _, err := yarnid.ParseApplicationID(appID); err != nil {
 		// BadRequestException(IllegalArgumentException from
 		// ApplicationId.fromString): the cause's message, unwrapped.
 		re := badRequest("")

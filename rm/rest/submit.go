@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/rm/apps"
 )
 
 // list is a Jersey natural-notation list: one object or an array of them.
@@ -99,7 +99,7 @@ func decodeSubmission(body []byte) (*yarnpb.ApplicationSubmissionContextProto, e
 	if in.Credentials != nil && (len(in.Credentials.Tokens.Entry) > 0 || len(in.Credentials.Secrets.Entry) > 0) {
 		return nil, badRequest("credentials in a REST submission are not supported")
 	}
-	id, err := apps.ParseApplicationID(in.ApplicationID)
+	id, err := yarnid.ParseApplicationID(in.ApplicationID)
 	if err != nil {
 		return nil, illegalArgument(fmt.Sprintf("Invalid ApplicationId: %s", in.ApplicationID))
 	}

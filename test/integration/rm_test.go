@@ -15,9 +15,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm"
-	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/test/localcluster"
 )
@@ -94,7 +94,7 @@ func TestKnitRMAnswersClientsAndKeepsApplicationsAcrossARestart(t *testing.T) {
 	list := exec.Command(filepath.Join(binDir, "knit"), "application", "-list")
 	list.Env = append(os.Environ(), "HADOOP_CONF_DIR="+localcluster.HadoopConfDir(dir), "HADOOP_USER_NAME=alice")
 	out, err := list.CombinedOutput()
-	appID, idErr := apps.ApplicationIDFromProto(newApp.ApplicationId)
+	appID, idErr := yarnid.ApplicationIDFromProto(newApp.ApplicationId)
 	if idErr != nil {
 		t.Fatal(idErr)
 	}

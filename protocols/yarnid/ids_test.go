@@ -1,4 +1,4 @@
-package apps
+package yarnid
 
 import (
 	"errors"
@@ -175,7 +175,7 @@ func TestProtoConversionsRejectMissingParts(t *testing.T) {
 	if _, err := ContainerIDFromProto(&yarnpb.ContainerIdProto{Id: proto.Int64(1)}); err == nil {
 		t.Error("container id without attempt taken")
 	}
-	neg := ContainerID{Attempt: att1, Sequence: 1}.Proto()
+	neg := ContainerID{Attempt: AttemptID{App: ApplicationID{ClusterTimestamp: 1700000000000, ID: 2}, ID: 1}, Sequence: 1}.Proto()
 	neg.Id = proto.Int64(-1)
 	if _, err := ContainerIDFromProto(neg); err == nil {
 		t.Error("negative container id taken")
