@@ -24,6 +24,10 @@ const (
 	// keyReservedThrough is the highest application sequence number handed
 	// to any RM; every id in use is at most this.
 	keyReservedThrough = "applicationIDsReservedThrough"
+	// keyEpoch is the RM epoch: how many times an RM of this cluster has
+	// started. Container ids carry it (container_e<epoch>_…), so ids handed
+	// out after a restart never repeat ones from before.
+	keyEpoch = "epoch"
 )
 
 // DefaultIDBlockSize is how many application sequence numbers IDs reserves
@@ -95,6 +99,44 @@ func (s *Store) NextApplicationIDs(ctx context.Context, n int32) (IDBlock, error
 	}
 	s.log.Info("reserved application ids", "clusterTimestamp", block.ClusterTimestamp, "first", block.First, "last", block.Last)
 	return block, nil
+}
+
+// NextEpoch raises the RM epoch by one and returns the new value, once it
+// is stored. An RM calls it once at start (YARN's RMStateStore.getAndIncrementEpoch).
+func (s *Store) NextEpoch(ctx context.Context) (int64, error) {
+	var epoch int64
+	err := s.retry(ctx, "raise the RM epoch", func(ctx context.Context) error {
+		cms := s.core.CoreV1().ConfigMaps(s.ns)
+		for range maxConflictRounds {
+			cm, err := s.clusterConfigMap(ctx)
+			if err != nil {
+				return err
+			}
+			cur := int64(0)
+			if raw, ok := cm.Data[keyEpoch]; ok {
+				if cur, err = strconv.ParseInt(raw, 10, 64); err != nil || cur < 0 {
+					return fmt.Errorf("configmap %s: %s %q is not an epoch", ClusterConfigMap, keyEpoch, raw)
+				}
+			}
+			cm = cm.DeepCopy()
+			cm.Data[keyEpoch] = strconv.FormatInt(cur+1, 10)
+			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: FieldManager})
+			if apierrors.IsConflict(err) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			epoch = cur + 1
+			return nil
+		}
+		return errContended
+	})
+	if err != nil {
+		return 0, err
+	}
+	s.log.Info("raised RM epoch", "epoch", epoch)
+	return epoch, nil
 }
 
 // clusterConfigMap reads ClusterConfigMap, creating it with the cluster

@@ -247,6 +247,33 @@ func TestApplicationIDsNeverRepeatAcrossARestart(t *testing.T) {
 	}
 }
 
+func TestEpochRisesByOneAtEveryStartAndKeepsTheIDReservation(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	s1 := e.store(t, storeOptions{})
+	block, err := s1.NextApplicationIDs(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for want := int64(1); want <= 3; want++ {
+		s := e.store(t, storeOptions{}) // a restarted RM
+		got, err := s.NextEpoch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("start %d: epoch %d, want %d", want, got, want)
+		}
+	}
+	next, err := s1.NextApplicationIDs(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.First != block.Last+1 || next.ClusterTimestamp != block.ClusterTimestamp {
+		t.Errorf("reservation after epochs %+v, want it to follow %+v", next, block)
+	}
+}
+
 func TestIDsAreUniqueUnderConcurrentUse(t *testing.T) {
 	e := newEnv(t)
 	s := e.store(t, storeOptions{})
