@@ -3,5 +3,5 @@
 // and of launcher, the in-pod entrypoint of every task container. They reach
 // the ResourceManager only over the wire.
 //
-// Not built yet: see the issue on RKS and the node services.
+// Built so far: launcher (waiting for and running the launch command).
 package daemonsets

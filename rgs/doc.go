@@ -3,5 +3,6 @@
 // the Kubernetes and YARN resource models and nothing of RPC; what it needs
 // from the ResourceManager it declares as small interfaces of its own.
 //
-// Not built yet: see the issue "RGS and the ApplicationMasterProtocol".
+// book.go keeps an attempt's asks, podspec.go builds the pod of one ask,
+// controller.go reconciles pods to asks and makes containers of bound pods.
 package rgs

@@ -165,7 +165,7 @@ func (rm *ResourceManager) canAccess(e *entry, user string, t yarnpb.Application
 	if s, ok := e.app.ACL(t); ok {
 		acl = queues.ParseACL(s)
 	}
-	return rm.cfg.Queues.CheckAppAccess(queues.AppAccess{
+	return rm.queueTree().CheckAppAccess(queues.AppAccess{
 		Queue: e.app.Queue(), Owner: e.app.User(), ACL: acl, User: shortName(user),
 	})
 }
@@ -254,7 +254,7 @@ func (rm *ResourceManager) SubmitApplication(ctx context.Context, req *yarnpb.Su
 	}
 
 	rm.admitMu.Lock()
-	q, err := rm.cfg.Queues.CheckSubmit(queues.Submission{AppID: id.String(), User: user, Queue: sc.GetQueue()}, rm.counts())
+	q, err := rm.queueTree().CheckSubmit(queues.Submission{AppID: id.String(), User: user, Queue: sc.GetQueue()}, rm.counts())
 	rejection := ""
 	if err != nil {
 		var qe *queues.Error
@@ -277,7 +277,7 @@ func (rm *ResourceManager) SubmitApplication(ctx context.Context, req *yarnpb.Su
 		if sc.Priority != nil {
 			prio = sc.GetPriority().GetPriority()
 		}
-		prio = min(prio, rm.cfg.MaxApplicationPriority)
+		prio = min(prio, rm.maxPriority())
 		sc.Priority = &yarnpb.PriorityProto{Priority: proto.Int32(prio)}
 		sub.Queue = q.Path
 		sub.AMRequests = app.AMRequests()
@@ -382,21 +382,26 @@ func (rm *ResourceManager) GetApplicationReport(ctx context.Context, req *yarnpb
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	access := rm.canAccess(e, user, yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP)
-	return &yarnpb.GetApplicationReportResponseProto{
-		ApplicationReport: e.app.Report(apps.ReportOptions{Now: rm.now(), Access: access}),
-	}, nil
+	report := e.app.Report(apps.ReportOptions{Now: rm.now(), Access: access})
+	// An unmanaged AM runs wherever its submitter runs it: the submitter
+	// reads the AMRMToken from the report (RMAppImpl shows it to the owner).
+	if e.amrmToken != nil && e.app.Unmanaged() && shortName(user) == e.app.User() {
+		report.AmRmToken = e.amrmToken
+	}
+	return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: report}, nil
 }
 
 // GetApplications lists the applications the request's filters select,
 // ordered by id.
 func (rm *ResourceManager) GetApplications(ctx context.Context, req *yarnpb.GetApplicationsRequestProto) (*yarnpb.GetApplicationsResponseProto, error) {
 	user := callerOf(ctx).User
+	tree := rm.queueTree()
 	view := func(a *apps.Application) bool {
 		var acl queues.ACL
 		if s, ok := a.ACL(yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP); ok {
 			acl = queues.ParseACL(s)
 		}
-		return rm.cfg.Queues.CheckAppAccess(queues.AppAccess{Queue: a.Queue(), Owner: a.User(), ACL: acl, User: shortName(user)})
+		return tree.CheckAppAccess(queues.AppAccess{Queue: a.Queue(), Owner: a.User(), ACL: acl, User: shortName(user)})
 	}
 	if req == nil {
 		req = &yarnpb.GetApplicationsRequestProto{} // FilterFromRequest reads fields directly
@@ -747,13 +752,14 @@ func (rm *ResourceManager) GetQueueInfo(ctx context.Context, req *yarnpb.GetQueu
 		}
 		return s
 	}
-	info, err := rm.cfg.Queues.QueueInfo(req.GetQueueName(), req.GetIncludeChildQueues(), req.GetRecursive(), stats)
+	tree := rm.queueTree()
+	info, err := tree.QueueInfo(req.GetQueueName(), req.GetIncludeChildQueues(), req.GetRecursive(), stats)
 	if err != nil {
 		rm.log.InfoContext(ctx, "failed to getQueueInfo", "queue", req.GetQueueName(), "err", err)
 		return &yarnpb.GetQueueInfoResponseProto{}, nil
 	}
 	if req.GetIncludeApplications() {
-		q, err := rm.cfg.Queues.Lookup(req.GetQueueName())
+		q, err := tree.Lookup(req.GetQueueName())
 		if err == nil {
 			now := rm.now()
 			for _, a := range all {
@@ -775,7 +781,7 @@ func (rm *ResourceManager) GetQueueInfo(ctx context.Context, req *yarnpb.GetQueu
 
 // GetQueueUserAcls lists the caller's operations on every queue.
 func (rm *ResourceManager) GetQueueUserAcls(ctx context.Context, _ *yarnpb.GetQueueUserAclsInfoRequestProto) (*yarnpb.GetQueueUserAclsInfoResponseProto, error) {
-	return &yarnpb.GetQueueUserAclsInfoResponseProto{QueueUserAcls: rm.cfg.Queues.UserACLs(shortName(callerOf(ctx).User), nil)}, nil
+	return &yarnpb.GetQueueUserAclsInfoResponseProto{QueueUserAcls: rm.queueTree().UserACLs(shortName(callerOf(ctx).User), nil)}, nil
 }
 
 // MoveApplicationAcrossQueues moves an application the scheduler holds to
@@ -787,7 +793,11 @@ func (rm *ResourceManager) MoveApplicationAcrossQueues(ctx context.Context, req 
 	}
 	id := e.app.ID()
 	target := req.GetTargetQueue()
-	tree := rm.cfg.Queues
+	// Held as a submission holds it: a refreshQueues in between could
+	// remove the target, and the queue's application count changes.
+	rm.admitMu.Lock()
+	defer rm.admitMu.Unlock()
+	tree := rm.queueTree()
 	short := shortName(user)
 	if !tree.HasAccess(target, queues.SubmitApplications, short, nil) &&
 		!tree.HasAccess(target, queues.AdministerQueue, short, nil) {
@@ -841,7 +851,7 @@ func (rm *ResourceManager) UpdateApplicationPriority(ctx context.Context, req *y
 		}
 		return nil, ipc.Errorf(ClassYarnException, "Application in %s state cannot update priority.", st)
 	}
-	p := min(req.GetApplicationPriority().GetPriority(), rm.cfg.MaxApplicationPriority)
+	p := min(req.GetApplicationPriority().GetPriority(), rm.maxPriority())
 	if p != e.app.Priority() {
 		if err := rm.handleLocked(ctx, e, apps.UpdatePriority{Priority: p}); err != nil {
 			return nil, ipc.Errorf(ClassYarnException, "%s", err)

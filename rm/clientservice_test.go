@@ -268,7 +268,7 @@ func TestMoveAndPriority(t *testing.T) {
 		"yarn.scheduler.capacity.root.p.queues":         "x",
 		"yarn.scheduler.capacity.root.p.x.capacity":     "100",
 	})})
-	e.rm.cfg.MaxApplicationPriority = 5
+	e.rm.live.maxPriority.Store(5)
 	c := e.client("alice")
 	id := e.mustSubmit(c, subOpts{})
 

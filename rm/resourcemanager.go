@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/conf"
@@ -74,11 +75,10 @@ type NodeLister interface {
 	Nodes(ctx context.Context) ([]NodeInfo, error)
 }
 
-// AMLauncher carries out the effects that need the cluster rather than the
-// state store: asking for and launching the AM container (RequestAMContainer,
-// LaunchAM), stopping containers, releasing attempts, AM monitors. It reports
-// back through ResourceManager.Handle (AMContainerAllocated, AttemptLaunched,
-// ...). An error is logged; the effect is not retried.
+// AMLauncher starts AM containers (LaunchAM), as YARN's
+// ApplicationMasterLauncher does, and reports back through
+// ResourceManager.Handle (AttemptLaunched, AttemptLaunchFailed). An error is
+// logged; the effect is not retried.
 type AMLauncher interface {
 	Execute(ctx context.Context, app apps.ApplicationID, eff apps.Effect) error
 }
@@ -91,21 +91,29 @@ type ContainerSignaler interface {
 // Config holds what a ResourceManager needs.
 type Config struct {
 	Settings conf.RMSettings
-	Queues   *queues.Tree
+	// Queues is the queue hierarchy at start; refreshQueues replaces it
+	// (read it through ResourceManager.queueTree).
+	Queues *queues.Tree
 	// Tokens may be nil: delegation-token calls are then refused as a
 	// secure YARN RM refuses them to a caller without Kerberos.
 	Tokens *tokens.Manager
 	Store  AppStore
 	IDs    IDSource
 	Nodes  NodeLister
-	// AMLauncher nil drops the cluster effects (logged once).
+	// Scheduler places AM and task containers (RGS); nil leaves every
+	// application waiting in ACCEPTED.
+	Scheduler Scheduler
+	// AMLauncher nil drops the launches (logged once): AMs are placed but
+	// never started.
 	AMLauncher AMLauncher
 	// Signaler nil accepts signalToContainer and drops the signal (logged).
 	Signaler ContainerSignaler
 	// ResourceTypes answers getResourceTypeInfo; nil means the defaults.
 	ResourceTypes []ResourceType
 	// MaxApplicationPriority is yarn.cluster.max-application-priority
-	// (YARN's default 0): priorities above it are lowered to it.
+	// (YARN's default 0): priorities above it are lowered to it. Zero
+	// means Settings.MaxApplicationPriority; refreshClusterMaxPriority
+	// replaces it.
 	MaxApplicationPriority int32
 	// WebAppURL is the RM web address with scheme; empty means
 	// "http://" + Settings.WebappAddress.
@@ -133,7 +141,12 @@ type ResourceManager struct {
 	apps      map[apps.ApplicationID]*entry
 	completed []apps.ApplicationID // in completion order, oldest first
 
+	am           *amService
 	launcherOnce sync.Once
+
+	// live is what the admin protocol replaces while the RM runs (the
+	// queue tree, the cluster's maximum priority); see refresh.go.
+	live liveConfig
 }
 
 // entry is one application with the lock that serialises its events.
@@ -147,6 +160,8 @@ type entry struct {
 	// AddToScheduler effect with; empty means accept.
 	rejection string
 	expiry    time.Time // lifetime timer; zero when disarmed
+	// amrmToken is an unmanaged AM's token, shown to its owner in reports.
+	amrmToken *commonpb.TokenProto
 
 	// Guarded by ResourceManager.mu, read by AppCounts.
 	queue string
@@ -170,13 +185,16 @@ func New(cfg Config) (*ResourceManager, error) {
 	if web == "" {
 		web = "http://" + cfg.Settings.WebappAddress
 	}
-	return &ResourceManager{
+	rm := &ResourceManager{
 		cfg:     cfg,
 		appsCfg: apps.Config{WebAppURL: web, MaxAppAttempts: int32(cfg.Settings.AMMaxAttempts)},
 		log:     cfg.Logger,
 		now:     cfg.Clock,
 		apps:    map[apps.ApplicationID]*entry{},
-	}, nil
+	}
+	rm.live.init(cfg)
+	rm.am = newAMService(rm, cfg.Scheduler)
+	return rm, nil
 }
 
 // storedRecord is the Data of a stored application: its record and its
@@ -349,7 +367,8 @@ func (rm *ResourceManager) Recover(ctx context.Context) error {
 }
 
 // Run fires application lifetime timers until ctx ends, checking every
-// yarn.resourcemanager.application-timeouts.monitor.interval-ms.
+// yarn.resourcemanager.application-timeouts.monitor.interval-ms, and the AM
+// liveness and container allocation timers every second.
 func (rm *ResourceManager) Run(ctx context.Context) error {
 	every := rm.cfg.Settings.AppTimeoutsMonitorInterval
 	if every <= 0 {
@@ -357,12 +376,16 @@ func (rm *ResourceManager) Run(ctx context.Context) error {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	mon := time.NewTicker(time.Second)
+	defer mon.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
 			rm.fireTimeouts(ctx)
+		case <-mon.C:
+			rm.am.checkMonitors(ctx)
 		}
 	}
 }
@@ -494,11 +517,6 @@ func (rm *ResourceManager) execute(ctx context.Context, e *entry, eff apps.Effec
 			return apps.Rejected{Diagnostics: e.rejection}, nil
 		}
 		return apps.Accepted{}, nil
-	case apps.AddAttemptToScheduler:
-		if x.Recovering {
-			return nil, nil
-		}
-		return apps.AttemptAdded{Attempt: x.Attempt}, nil
 	case apps.ScheduleTimeout:
 		e.expiry = x.Expiry
 		return nil, nil
@@ -513,11 +531,10 @@ func (rm *ResourceManager) execute(ctx context.Context, e *entry, eff apps.Effec
 		}
 		rm.mu.Unlock()
 		return nil, nil
-	case apps.RemoveFromScheduler:
-		// Admission counts come from the entries' done flags.
-		return nil, rm.launch(ctx, id, eff)
 	default:
-		return nil, rm.launch(ctx, id, eff)
+		// Admission counts come from the entries' done flags; the rest is
+		// the cluster's.
+		return rm.am.execute(ctx, e, eff)
 	}
 }
 

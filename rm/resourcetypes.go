@@ -39,19 +39,25 @@ type ResourceTypeInfo struct {
 
 // GetResourceTypeInfo lists the cluster's resource types, all countable.
 func (r ResourceTypeInfo) GetResourceTypeInfo(context.Context, *yarnpb.GetAllResourceTypeInfoRequestProto) (*yarnpb.GetAllResourceTypeInfoResponseProto, error) {
+	return &yarnpb.GetAllResourceTypeInfoResponseProto{ResourceTypeInfo: r.infos()}, nil
+}
+
+// infos lists the types as getResourceTypeInfo and registerApplicationMaster
+// carry them.
+func (r ResourceTypeInfo) infos() []*yarnpb.ResourceTypeInfoProto {
 	types := r.Types
 	if types == nil {
 		types = DefaultResourceTypes()
 	}
-	resp := &yarnpb.GetAllResourceTypeInfoResponseProto{}
+	out := make([]*yarnpb.ResourceTypeInfoProto, 0, len(types))
 	for _, t := range types {
-		resp.ResourceTypeInfo = append(resp.ResourceTypeInfo, &yarnpb.ResourceTypeInfoProto{
+		out = append(out, &yarnpb.ResourceTypeInfoProto{
 			Name:  proto.String(t.Name),
 			Units: proto.String(t.Units),
 			Type:  yarnpb.ResourceTypesProto_COUNTABLE.Enum(),
 		})
 	}
-	return resp, nil
+	return out
 }
 
 // Methods returns the ApplicationClientProtocol methods this package answers

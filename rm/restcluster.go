@@ -332,7 +332,7 @@ type queueFigures struct {
 
 func (c *restCluster) Scheduler(ctx context.Context) (json.RawMessage, error) {
 	ctx = internal(ctx)
-	tree := c.rm.cfg.Queues
+	tree := c.rm.queueTree()
 	root := tree.Root()
 	info, err := c.rm.GetQueueInfo(ctx, &yarnpb.GetQueueInfoRequestProto{
 		QueueName: proto.String(root.Path), IncludeChildQueues: proto.Bool(true), Recursive: proto.Bool(true),

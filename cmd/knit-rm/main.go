@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"go.uber.org/fx"
@@ -25,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/nodes"
@@ -41,6 +41,10 @@ type flags struct {
 	confDir    string
 	nmPort     int
 	nmWebPort  int
+	// The launcher every pod starts with, and how vcores become CPU.
+	launcherImage      string
+	launcherBinary     string
+	millicoresPerVcore int
 }
 
 func main() {
@@ -50,13 +54,16 @@ func main() {
 	flag.StringVar(&f.confDir, "conf-dir", os.Getenv("HADOOP_CONF_DIR"), "folder with yarn-site.xml and capacity-scheduler.xml")
 	flag.IntVar(&f.nmPort, "nm-port", 8041, "the NodeManager port knit-node serves on every node")
 	flag.IntVar(&f.nmWebPort, "nm-web-port", 8042, "the NodeManager web port knit-node serves on every node")
+	flag.StringVar(&f.launcherImage, "launcher-image", "ghcr.io/knitdev/knit-launcher:latest", "image holding knit-launcher, the entrypoint of every container's pod")
+	flag.StringVar(&f.launcherBinary, "launcher-binary", "/knit-launcher", "path of knit-launcher inside the launcher image")
+	flag.IntVar(&f.millicoresPerVcore, "millicores-per-vcore", 1000, "CPU millicores a pod gets per YARN vcore")
 	flag.Parse()
 
 	app := fx.New(
 		fx.Supply(f),
-		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, newTokens, newNodes, newRM),
+		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, newLiveAttempts, newTokens, newNodes, newScheduler, newRM),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
-		fx.Invoke(serveClientProtocol, serveREST),
+		fx.Invoke(serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveREST),
 	)
 	app.Run()
 	if err := app.Err(); err != nil {
@@ -78,23 +85,10 @@ type loaded struct {
 }
 
 func loadConf(f flags) (loaded, error) {
-	c := conf.New(conf.Options{})
-	for _, name := range []string{"core-site.xml", "yarn-site.xml", "capacity-scheduler.xml"} {
-		path := filepath.Join(f.confDir, name)
-		if f.confDir == "" {
-			break
-		}
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err := c.AddFile(path); err != nil {
-			return loaded{}, fmt.Errorf("configuration: %w", err)
-		}
+	c, err := readConf(f.confDir)
+	if err != nil {
+		return loaded{}, err
 	}
-	// YARN ships a capacity-scheduler.xml with one queue, root.default, at
-	// 100%; a cluster owner who brings none gets the same.
-	c.SetDefault("yarn.scheduler.capacity.root.queues", "default")
-	c.SetDefault("yarn.scheduler.capacity.root.default.capacity", "100")
 	settings, err := conf.LoadRMSettings(c)
 	if err != nil {
 		return loaded{}, fmt.Errorf("configuration: %w", err)
@@ -151,7 +145,7 @@ func newQueues(c *conf.Configuration, settings conf.RMSettings, f flags) (*queue
 // server outage, and past this the RM exits for its Deployment to restart it.
 const constructTimeout = 2 * time.Minute
 
-func newTokens(lc fx.Lifecycle, s *store.Store, settings conf.RMSettings, log *slog.Logger) (*tokens.Manager, error) {
+func newTokens(lc fx.Lifecycle, s *store.Store, settings conf.RMSettings, live *liveAttempts, log *slog.Logger) (*tokens.Manager, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), constructTimeout)
 	defer cancel()
 	ts, err := s.ClusterTimestamp(ctx)
@@ -162,6 +156,7 @@ func newTokens(lc fx.Lifecycle, s *store.Store, settings conf.RMSettings, log *s
 		Store:                  keyStore{blob: s.TokenKeys()},
 		RMIdentifier:           ts,
 		ContainerTokenLifetime: settings.ContainerAllocationExpiry,
+		AttemptValid:           live.valid,
 	})
 	if err != nil {
 		return nil, err
@@ -187,28 +182,43 @@ func newNodes(lc fx.Lifecycle, client kubernetes.Interface, f flags) *nodes.List
 	return l
 }
 
-func newRM(lc fx.Lifecycle, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, log *slog.Logger) (*rm.ResourceManager, error) {
+func newRM(lc fx.Lifecycle, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, sched *rgs.Controller, live *liveAttempts, log *slog.Logger) (*rm.ResourceManager, error) {
 	r, err := rm.New(rm.Config{
-		Settings: settings,
-		Queues:   q,
-		Tokens:   tm,
-		Store:    appStore{s},
-		IDs:      store.NewIDs(s, store.DefaultIDBlockSize),
-		Nodes:    l,
-		Logger:   log.With("component", "rm"),
+		Settings:  settings,
+		Queues:    q,
+		Tokens:    tm,
+		Store:     appStore{s},
+		IDs:       store.NewIDs(s, store.DefaultIDBlockSize),
+		Nodes:     l,
+		Scheduler: sched,
+		Logger:    log.With("component", "rm"),
 	})
 	if err != nil {
 		return nil, err
 	}
+	live.rm.Store(r)
 	run := background(log.With("loop", "app-timeouts"), r.Run)
+	place := background(log.With("loop", "rgs"), sched.Run)
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			if err := r.Recover(ctx); err != nil {
 				return err
 			}
+			// Pods outlive the RM: the containers they hold come back
+			// before any AM can resync.
+			running, err := sched.Start(ctx, r.SchedulerSink())
+			if err != nil {
+				return err
+			}
+			r.Recovered(ctx, running)
+			if err := place.start(ctx); err != nil {
+				return err
+			}
 			return run.start(ctx)
 		},
-		OnStop: run.stop,
+		OnStop: func(ctx context.Context) error {
+			return errors.Join(run.stop(ctx), place.stop(ctx))
+		},
 	})
 	return r, nil
 }

@@ -1,5 +1,5 @@
 // Command knit is Knit's command-line tool: yarn's application, attempt,
-// container, node and queue commands, `knit local` for the embedded
+// container, node, queue and rmadmin commands, `knit local` for the embedded
 // single-machine cluster, and `knit demo`, Knit's Hadoop RPC engine end to end.
 package main
 
@@ -13,6 +13,7 @@ import (
 
 const usage = `usage:
   knit application|applicationattempt|container|node|queue ...  as yarn (knit application -help)
+  knit rmadmin -refreshQueues|-refreshAdminAcls|...    as yarn rmadmin (knit rmadmin -help)
   knit local up [--nodes N] [--dir DIR]   start the local cluster in the background
   knit local status [--dir DIR]           show it
   knit local down [--dir DIR]             stop it
@@ -33,7 +34,7 @@ func run(args []string, out io.Writer) error {
 		return fmt.Errorf("%s", usage)
 	}
 	switch args[0] {
-	case "application", "app", "applicationattempt", "container", "node", "queue":
+	case "application", "app", "applicationattempt", "container", "node", "queue", "rmadmin":
 		if code := runYarn(args, out, os.Stderr); code != 0 {
 			os.Exit(code)
 		}

@@ -11,10 +11,11 @@ import (
 	"github.com/knitdev/knit/rm/cli"
 )
 
-// runYarn is the yarn-style commands (`knit application -list` …). The RM
-// is found as a Hadoop client finds it: $HADOOP_CONF_DIR/yarn-site.xml, or
-// else the local cluster's hadoop-conf/, and the user is $HADOOP_USER_NAME
-// or the login user, as with SIMPLE authentication.
+// runYarn is the yarn-style commands (`knit application -list`, `knit
+// rmadmin -refreshQueues` …). The RM is found as a Hadoop client finds it:
+// $HADOOP_CONF_DIR/yarn-site.xml, or else the local cluster's hadoop-conf/,
+// and the user is $HADOOP_USER_NAME or the login user, as with SIMPLE
+// authentication.
 func runYarn(args []string, out, errOut io.Writer) int {
 	confDir := os.Getenv("HADOOP_CONF_DIR")
 	if confDir == "" {
@@ -27,11 +28,16 @@ func runYarn(args []string, out, errOut io.Writer) int {
 		io.WriteString(errOut, "knit: "+err.Error()+"\n")
 		return 1
 	}
+	admin, err := cli.ResolveRMAdminAddress(confDir)
+	if err != nil {
+		io.WriteString(errOut, "knit: "+err.Error()+"\n")
+		return 1
+	}
 	user := os.Getenv("HADOOP_USER_NAME")
 	if user == "" {
 		user = currentUser()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return cli.Run(ctx, args, out, errOut, cli.Config{RMAddress: addr, User: user})
+	return cli.Run(ctx, args, out, errOut, cli.Config{RMAddress: addr, AdminAddress: admin, User: user})
 }

@@ -1,8 +1,10 @@
 // Package cli holds the yarn-style commands of the knit CLI — application,
-// applicationattempt, container, node and queue — speaking
-// ApplicationClientProtocol to a ResourceManager over Hadoop RPC and printing
-// what Hadoop 3.4's yarn command prints (ApplicationCLI, NodeCLI, QueueCLI),
-// so scripts written against yarn's output keep working.
+// applicationattempt, container, node and queue, speaking
+// ApplicationClientProtocol to a ResourceManager over Hadoop RPC, and
+// rmadmin, speaking ResourceManagerAdministrationProtocol to its admin port —
+// and prints what Hadoop 3.4's yarn command prints (ApplicationCLI, NodeCLI,
+// QueueCLI, RMAdminCLI), so scripts written against yarn's output keep
+// working.
 package cli
 
 import (
@@ -21,12 +23,19 @@ import (
 	"github.com/knitdev/knit/rm/conf"
 )
 
-// ProtocolClient is the protocol every call names.
+// ProtocolClient is the protocol every call but rmadmin's names.
 const ProtocolClient = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
+
+// ProtocolAdmin is the protocol rmadmin's calls name.
+const ProtocolAdmin = "org.apache.hadoop.yarn.server.api.ResourceManagerAdministrationProtocolPB"
 
 // DefaultRMAddress is yarn-default.xml's yarn.resourcemanager.address
 // (0.0.0.0 is the RM's bind address; clients dial the local host).
 const DefaultRMAddress = "0.0.0.0:8032"
+
+// DefaultRMAdminAddress is yarn-default.xml's
+// yarn.resourcemanager.admin.address.
+const DefaultRMAdminAddress = "0.0.0.0:8033"
 
 // Caller is the part of *ipc.Client the commands use.
 type Caller interface {
@@ -38,10 +47,14 @@ type Caller interface {
 type Config struct {
 	// RMAddress is host:port of the RM's client service.
 	RMAddress string
+	// AdminAddress is host:port of the RM's admin service, which rmadmin
+	// calls.
+	AdminAddress string
 	// User is the SIMPLE-auth user the calls run as.
 	User string
-	// Dial opens the connection; nil means ipc.Dial with ProtocolClient.
-	Dial func(ctx context.Context, addr, user string) (Caller, error)
+	// Dial opens a connection for protocol (ProtocolClient or
+	// ProtocolAdmin); nil means ipc.Dial.
+	Dial func(ctx context.Context, addr, protocol, user string) (Caller, error)
 }
 
 // Exit codes. yarn's commands return -1 for the failures they report
@@ -54,10 +67,11 @@ const (
 )
 
 // Run runs one command, args[0] being application (or app),
-// applicationattempt, container, node or queue, and returns its exit code.
+// applicationattempt, container, node, queue or rmadmin, and returns its
+// exit code.
 func Run(ctx context.Context, args []string, out, errOut io.Writer, cfg Config) int {
 	if len(args) == 0 {
-		fmt.Fprintln(errOut, "usage: knit application|applicationattempt|container|node|queue [options]")
+		fmt.Fprintln(errOut, "usage: knit application|applicationattempt|container|node|queue|rmadmin [options]")
 		return exitFailure
 	}
 	r := &runner{ctx: ctx, out: out, errOut: errOut, cfg: cfg}
@@ -75,6 +89,9 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, cfg Config) 
 		code, err = r.node(args[1:])
 	case "queue":
 		code, err = r.queue(args[1:])
+	case "rmadmin":
+		// RMAdminCLI reports every failure itself.
+		return r.rmadmin(args[1:])
 	default:
 		fmt.Fprintf(errOut, "Unknown command: %s\n", args[0])
 		return exitFailure
@@ -88,36 +105,50 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, cfg Config) 
 	return code
 }
 
-// runner carries one command's streams and its lazily opened connection:
+// runner carries one command's streams and its lazily opened connections:
 // usage errors never dial.
 type runner struct {
 	ctx         context.Context
 	out, errOut io.Writer
 	cfg         Config
-	client      Caller
+	client      Caller // ApplicationClientProtocol
+	admin       Caller // ResourceManagerAdministrationProtocol
 }
 
 func (r *runner) close() {
-	if r.client != nil {
-		_ = r.client.Close()
+	for _, c := range []Caller{r.client, r.admin} {
+		if c != nil {
+			_ = c.Close()
+		}
 	}
 }
 
+// call makes an ApplicationClientProtocol call.
 func (r *runner) call(method string, req, resp proto.Message) error {
-	if r.client == nil {
+	return r.callOn(&r.client, r.cfg.RMAddress, ProtocolClient, method, req, resp)
+}
+
+// adminCall makes a ResourceManagerAdministrationProtocol call.
+func (r *runner) adminCall(method string, req, resp proto.Message) error {
+	return r.callOn(&r.admin, r.cfg.AdminAddress, ProtocolAdmin, method, req, resp)
+}
+
+// callOn makes a call on *conn, dialing addr for protocol first if needed.
+func (r *runner) callOn(conn *Caller, addr, protocol, method string, req, resp proto.Message) error {
+	if *conn == nil {
 		dial := r.cfg.Dial
 		if dial == nil {
-			dial = func(ctx context.Context, addr, user string) (Caller, error) {
-				return ipc.Dial(ctx, addr, ipc.ClientConfig{Protocol: ProtocolClient, User: user})
+			dial = func(ctx context.Context, addr, protocol, user string) (Caller, error) {
+				return ipc.Dial(ctx, addr, ipc.ClientConfig{Protocol: protocol, User: user})
 			}
 		}
-		c, err := dial(r.ctx, r.cfg.RMAddress, r.cfg.User)
+		c, err := dial(r.ctx, addr, protocol, r.cfg.User)
 		if err != nil {
-			return fmt.Errorf("connecting to ResourceManager at %s: %w", r.cfg.RMAddress, err)
+			return fmt.Errorf("connecting to ResourceManager at %s: %w", addr, err)
 		}
-		r.client = c
+		*conn = c
 	}
-	if err := r.client.Call(r.ctx, method, req, resp); err != nil {
+	if err := (*conn).Call(r.ctx, method, req, resp); err != nil {
 		return fmt.Errorf("%s: %w", method, err)
 	}
 	return nil
@@ -171,6 +202,18 @@ const (
 // host 0.0.0.0 replaced by 127.0.0.1. A missing directory or file means the
 // defaults, as for a YarnConfiguration without yarn-site.xml.
 func ResolveRMAddress(hadoopConfDir string) (string, error) {
+	return resolveAddress(hadoopConfDir, conf.KeyRMAddress, DefaultRMAddress)
+}
+
+// ResolveRMAdminAddress is ResolveRMAddress for the RM's admin service:
+// yarn.resourcemanager.admin.address, port 8033 by default.
+func ResolveRMAdminAddress(hadoopConfDir string) (string, error) {
+	return resolveAddress(hadoopConfDir, conf.KeyRMAdminAddress, DefaultRMAdminAddress)
+}
+
+// resolveAddress reads key from hadoopConfDir/yarn-site.xml over YARN's
+// defaults, as ResolveRMAddress describes.
+func resolveAddress(hadoopConfDir, key, def string) (string, error) {
 	c := conf.New(conf.Options{})
 	for _, p := range conf.YarnDefaults() {
 		c.SetDefault(p.Name, p.Value)
@@ -185,15 +228,16 @@ func ResolveRMAddress(hadoopConfDir string) (string, error) {
 			return "", fmt.Errorf("reading %s: %w", path, err)
 		}
 	}
-	addr, err := c.GetTrimmed(conf.KeyRMAddress, DefaultRMAddress)
+	addr, err := c.GetTrimmed(key, def)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", conf.KeyRMAddress, err)
+		return "", fmt.Errorf("%s: %w", key, err)
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		// NetUtils.createSocketAddr accepts a bare host and takes the
 		// default port.
-		host, port = addr, "8032"
+		_, defPort, _ := net.SplitHostPort(def)
+		host, port = addr, defPort
 	}
 	if host == "" || host == "0.0.0.0" {
 		host = "127.0.0.1"

@@ -20,8 +20,9 @@ import (
 	"github.com/knitdev/knit/rm/queues"
 )
 
-// testRM is a real ResourceManager serving on a loopback port, with two
-// queues (default and b) and two nodes (one running, one unhealthy).
+// testRM is a real ResourceManager serving its client and admin protocols
+// on one loopback port, with two queues (default and b), two nodes (one
+// running, one unhealthy) and alice as its only admin.
 type testRM struct {
 	t      *testing.T
 	addr   string
@@ -41,7 +42,7 @@ func newTestRM(t *testing.T) *testRM {
 	} {
 		c.Set(k, v)
 	}
-	tree, err := queues.Build(c, queues.Options{AdminACL: queues.ParseACL("*")})
+	tree, err := queues.Build(c, queues.Options{AdminACL: queues.ParseACL("alice")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +70,16 @@ func newTestRM(t *testing.T) *testRM {
 		t.Fatal(err)
 	}
 	if err := rmgr.Register(srv); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := rm.NewAdminService(rmgr, rm.AdminConfig{
+		LoadConf: func(context.Context) (*conf.Configuration, error) { return c, nil },
+		Logger:   slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Register(srv); err != nil {
 		t.Fatal(err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -113,10 +124,16 @@ func (e *testRM) submit(name, appType, queue string, tags ...string) string {
 // run runs one command as alice and returns its exit code, stdout and stderr.
 func (e *testRM) run(args ...string) (int, string, string) {
 	e.t.Helper()
+	return e.runAs("alice", args...)
+}
+
+// runAs runs one command as user.
+func (e *testRM) runAs(user string, args ...string) (int, string, string) {
+	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	code := Run(ctx, args, &out, &errOut, Config{RMAddress: e.addr, User: "alice"})
+	code := Run(ctx, args, &out, &errOut, Config{RMAddress: e.addr, AdminAddress: e.addr, User: user})
 	return code, out.String(), errOut.String()
 }
 

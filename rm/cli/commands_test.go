@@ -344,7 +344,7 @@ func TestResolveRMAddress(t *testing.T) {
 
 func TestDialFailure(t *testing.T) {
 	var out, errOut strings.Builder
-	cfg := Config{RMAddress: "rm.example:8032", User: "alice", Dial: func(context.Context, string, string) (Caller, error) {
+	cfg := Config{RMAddress: "rm.example:8032", User: "alice", Dial: func(context.Context, string, string, string) (Caller, error) {
 		return nil, errors.New("connection refused")
 	}}
 	code := Run(context.Background(), []string{"node", "-list"}, &out, &errOut, cfg)

@@ -22,6 +22,7 @@ const (
 	KeyRMAMMaxAttempts                   = "yarn.resourcemanager.am.max-attempts"
 	KeyACLEnable                         = "yarn.acl.enable"
 	KeyAdminACL                          = "yarn.admin.acl"
+	KeyClusterMaxApplicationPriority     = "yarn.cluster.max-application-priority"
 	KeySchedulerMinAllocationMB          = "yarn.scheduler.minimum-allocation-mb"
 	KeySchedulerMaxAllocationMB          = "yarn.scheduler.maximum-allocation-mb"
 	KeySchedulerMinAllocationVcores      = "yarn.scheduler.minimum-allocation-vcores"
@@ -63,6 +64,9 @@ type RMSettings struct {
 	ACLEnable bool
 	// AdminACL is yarn.admin.acl in AccessControlList syntax.
 	AdminACL string
+	// MaxApplicationPriority is the highest priority an application gets;
+	// higher ones are lowered to it.
+	MaxApplicationPriority int
 	// MinAllocationMB and MaxAllocationMB bound a container's memory.
 	MinAllocationMB, MaxAllocationMB int
 	// MinAllocationVcores and MaxAllocationVcores bound its vcores.
@@ -109,6 +113,7 @@ func YarnDefaults() []Property {
 		{Name: KeyRMAMMaxAttempts, Value: "2"},
 		{Name: KeyACLEnable, Value: "false"},
 		{Name: KeyAdminACL, Value: "*"},
+		{Name: KeyClusterMaxApplicationPriority, Value: "0"},
 		{Name: KeySchedulerMinAllocationMB, Value: "1024"},
 		{Name: KeySchedulerMaxAllocationMB, Value: "8192"},
 		{Name: KeySchedulerMinAllocationVcores, Value: "1"},
@@ -176,6 +181,7 @@ func LoadRMSettings(c *Configuration) (RMSettings, error) {
 	// ACL strings are not trimmed: " " (nobody) differs from "" (unset).
 	s.AdminACL, err = d.Get(KeyAdminACL, "*")
 	errs = append(errs, err)
+	num(&s.MaxApplicationPriority, KeyClusterMaxApplicationPriority)
 	num(&s.MinAllocationMB, KeySchedulerMinAllocationMB)
 	num(&s.MaxAllocationMB, KeySchedulerMaxAllocationMB)
 	num(&s.MinAllocationVcores, KeySchedulerMinAllocationVcores)

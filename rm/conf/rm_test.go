@@ -86,6 +86,15 @@ func TestAdminACLIsNotTrimmed(t *testing.T) {
 	}
 }
 
+func TestClusterMaxApplicationPriorityIsRead(t *testing.T) {
+	c := New(Options{LookupEnv: noEnv})
+	c.Set(KeyClusterMaxApplicationPriority, "10")
+	s, err := LoadRMSettings(c)
+	if err != nil || s.MaxApplicationPriority != 10 {
+		t.Fatalf("MaxApplicationPriority = %d, %v", s.MaxApplicationPriority, err)
+	}
+}
+
 func TestRMSettingsAreValidatedAsHadoopDoes(t *testing.T) {
 	tests := []struct {
 		name string

@@ -18,6 +18,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm"
 )
@@ -176,4 +178,36 @@ func address(n *corev1.Node, kind corev1.NodeAddressType) string {
 		}
 	}
 	return ""
+}
+
+// NodeID is the YARN NodeId and HTTP address of a Kubernetes node, for
+// the containers RGS makes from pods bound to it.
+func (l *Lister) NodeID(nodeName string) (*yarnpb.NodeIdProto, string, bool) {
+	n, err := l.nodes.Get(nodeName)
+	if err != nil {
+		return nil, "", false
+	}
+	info := l.report(n)
+	return &yarnpb.NodeIdProto{Host: proto.String(info.Host), Port: proto.Int32(info.NMPort)}, info.HTTPAddress, true
+}
+
+// NodeName finds the Kubernetes node an AM means by a host in its asks or
+// blacklist: a node name, or any of a node's addresses (NodeIds carry the
+// InternalIP or the hostname).
+func (l *Lister) NodeName(host string) (string, bool) {
+	if _, err := l.nodes.Get(host); err == nil {
+		return host, true
+	}
+	nodes, err := l.nodes.List(labels.Everything())
+	if err != nil {
+		return "", false
+	}
+	for _, n := range nodes {
+		for _, a := range n.Status.Addresses {
+			if a.Address == host {
+				return n.Name, true
+			}
+		}
+	}
+	return "", false
 }

@@ -35,7 +35,8 @@
 //
 // Reload builds the next Tree and refuses a configuration that drops a
 // queue which is not stopped or still has applications; the caller swaps
-// the Tree atomically, so a refused refresh changes nothing.
+// the Tree atomically, so a refused refresh changes nothing. WithAdminACL
+// gives refreshAdminAcls a Tree with a new yarn.admin.acl (IsAdmin).
 //
 // Package queues imports rm/conf, protocols/ipc (exception classes) and
 // protocols/yarnpb; it does no I/O.

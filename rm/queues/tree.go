@@ -108,6 +108,29 @@ func (t *Tree) hasAccess(q *Queue, acl QueueACL, user string, groups []string) b
 	return false
 }
 
+// IsAdmin reports whether yarn.admin.acl (Options.AdminACL) allows the user.
+// AdminService checks it on every call whether or not yarn.acl.enable is
+// on; application access checks it only with ACLs on. groups nil means
+// Options.Groups(user).
+func (t *Tree) IsAdmin(user string, groups []string) bool {
+	return t.opts.AdminACL.Allows(user, t.groups(user, groups))
+}
+
+// UserGroups returns the user's groups as the ResourceManager sees them
+// (Options.Groups), for getGroupsForUser. The caller owns the slice.
+func (t *Tree) UserGroups(user string) []string {
+	return slices.Clone(t.groups(user, nil))
+}
+
+// WithAdminACL returns a Tree like t with acl as yarn.admin.acl, for
+// refreshAdminAcls; t is unchanged and the queues are shared, being
+// immutable.
+func (t *Tree) WithAdminACL(acl ACL) *Tree {
+	next := *t
+	next.opts.AdminACL = acl
+	return &next
+}
+
 // AppAccess asks whether a user may view or modify an application.
 type AppAccess struct {
 	// Queue is the application's queue as recorded with it.

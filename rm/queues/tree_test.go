@@ -184,6 +184,42 @@ func TestCheckAppAccess(t *testing.T) {
 	}
 }
 
+func TestAdminACLCanBeReplacedWithoutTouchingTheOldTree(t *testing.T) {
+	old := fixtureTree(t, Options{ACLsEnabled: true, AdminACL: ParseACL("yarn"), Groups: groupsOf})
+	next := old.WithAdminACL(ParseACL("alice prod-users"))
+	tests := []struct {
+		name string
+		tree *Tree
+		user string
+		want bool
+	}{
+		{"the old admin on the old tree", old, "yarn", true},
+		{"the old admin on the new tree", next, "yarn", false},
+		{"a new admin by name", next, "alice", true},
+		{"a member of a new admin group", next, "carol", true},
+		{"a stranger", next, "mallory", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.tree.IsAdmin(tt.user, nil); got != tt.want {
+				t.Errorf("IsAdmin(%q) = %v, want %v", tt.user, got, tt.want)
+			}
+		})
+	}
+	if !next.CheckAppAccess(AppAccess{Queue: "etl", Owner: "carol", User: "alice"}) {
+		t.Error("the new admin cannot access applications")
+	}
+	if next.Root() != old.Root() || len(next.Queues()) != len(old.Queues()) {
+		t.Error("the new tree does not share the old hierarchy")
+	}
+	if got := next.UserGroups("carol"); !slices.Equal(got, []string{"prod-users"}) {
+		t.Errorf("UserGroups(carol) = %q", got)
+	}
+	if got := next.UserGroups("mallory"); len(got) != 0 {
+		t.Errorf("UserGroups(mallory) = %q, want none", got)
+	}
+}
+
 func TestQueueACLNames(t *testing.T) {
 	if SubmitApplications.String() != "SUBMIT_APPLICATIONS" || AdministerQueue.String() != "ADMINISTER_QUEUE" {
 		t.Error("QueueACL names differ from Hadoop's")

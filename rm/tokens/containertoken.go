@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -148,4 +149,28 @@ func (c ContainerTokens) Verify(tok token.Token) (*yarnpb.ContainerTokenIdentifi
 			containerString(id.GetContainerId()))
 	}
 	return &id, nil
+}
+
+// Sign signs the token of a container RGS made from a bound pod, and returns
+// it as the allocate answer carries it.
+func (c ContainerTokens) Sign(ctr *yarnpb.ContainerProto, user, nodeLabel string, am bool) (*commonpb.TokenProto, error) {
+	spec := ContainerTokenSpec{
+		ContainerID:         ctr.GetId(),
+		NodeID:              ctr.GetNodeId(),
+		AppSubmitter:        user,
+		Resource:            ctr.GetResource(),
+		Priority:            ctr.GetPriority(),
+		NodeLabelExpression: nodeLabel,
+		ExecutionType:       ctr.GetExecutionType(),
+		Version:             ctr.GetVersion(),
+		AllocationRequestID: ctr.GetAllocationRequestId(),
+	}
+	if am {
+		spec.ContainerType = yarnpb.ContainerTypeProto_APPLICATION_MASTER
+	}
+	tok, _, err := c.Create(spec)
+	if err != nil {
+		return nil, err
+	}
+	return tok.Proto(), nil
 }

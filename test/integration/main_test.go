@@ -25,10 +25,10 @@ var cluster *localcluster.Cluster
 // binDir holds knit and knit-rm once knitBinaries has built them.
 var binDir string
 
-// knitBinaries builds knit and knit-rm side by side, as `make local` does
+// knitBinaries builds knit, knit-rm and knit-launcher side by side, as `make local` does
 // (so that `knit local up` starts knit-rm), once for the package.
 var knitBinaries = sync.OnceValue(func() error {
-	out, err := exec.Command("go", "build", "-o", binDir+"/", "github.com/knitdev/knit/cmd/knit", "github.com/knitdev/knit/cmd/knit-rm").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", binDir+"/", "github.com/knitdev/knit/cmd/knit", "github.com/knitdev/knit/cmd/knit-rm", "github.com/knitdev/knit/cmd/knit-launcher").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("go build: %w\n%s", err, out)
 	}

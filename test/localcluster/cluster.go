@@ -138,7 +138,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, errors.Join(err, c.Stop(context.WithoutCancel(ctx)))
 	}
 	if len(opts.RMCommand) > 0 {
-		addrs, err := c.startRM(ctx, opts.Dir, opts.RMCommand)
+		addrs, err := c.startRM(ctx, opts.Dir, opts.RMCommand, nil)
 		if err != nil {
 			return nil, errors.Join(err, c.Stop(context.WithoutCancel(ctx)))
 		}

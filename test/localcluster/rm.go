@@ -63,10 +63,16 @@ func pickRMAddresses() (RMAddresses, error) {
 	return RMAddresses{Client: picked[0], Scheduler: picked[1], Admin: picked[2], Web: picked[3]}, nil
 }
 
+// RMConfDir is the configuration folder (--conf-dir) of the knit-rm of a
+// cluster in dir: its yarn-site.xml, and a capacity-scheduler.xml once one
+// is written there (knit-rm then reads it at start and on refreshQueues).
+func RMConfDir(dir string) string { return filepath.Join(dir, "rm-conf") }
+
 // writeRMConf writes the same yarn-site.xml twice: for knit-rm (what it
 // binds) and in hadoop-conf/ for clients (where they connect), plus a
-// core-site.xml with the local file system as the default one.
-func writeRMConf(dir string, a RMAddresses) (rmConfDir string, err error) {
+// core-site.xml with the local file system as the default one. site is
+// written after the local settings, so it wins where both set a property.
+func writeRMConf(dir string, a RMAddresses, site []conf.Property) (rmConfDir string, err error) {
 	yarn := []conf.Property{
 		{Name: "yarn.resourcemanager.hostname", Value: "127.0.0.1"},
 		{Name: "yarn.resourcemanager.address", Value: a.Client},
@@ -76,8 +82,9 @@ func writeRMConf(dir string, a RMAddresses) (rmConfDir string, err error) {
 		{Name: "yarn.resourcemanager.max-completed-applications", Value: "1000"},
 		{Name: "yarn.timeline-service.enabled", Value: "false"},
 	}
+	yarn = append(yarn, site...)
 	core := []conf.Property{{Name: "fs.defaultFS", Value: "file:///"}}
-	rmConfDir = filepath.Join(dir, "rm-conf")
+	rmConfDir = RMConfDir(dir)
 	for _, d := range []string{rmConfDir, HadoopConfDir(dir)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return "", fmt.Errorf("localcluster: %w", err)
@@ -95,12 +102,30 @@ func writeRMConf(dir string, a RMAddresses) (rmConfDir string, err error) {
 	return rmConfDir, nil
 }
 
-// rmStartTimeout bounds the wait for knit-rm's client port.
+// rmStartTimeout bounds the wait for knit-rm's client and admin ports.
 const rmStartTimeout = 2 * time.Minute
 
+// StartRM starts command as knit-rm on a running cluster that has none, as
+// Start does for Options.RMCommand, with the site properties added to the
+// yarn-site.xml it writes. It returns once knit-rm's client and admin ports
+// accept connections, and sets c.RM; Stop ends knit-rm. It is for tests
+// that need knit-rm on the cluster only some of the time.
+func (c *Cluster) StartRM(ctx context.Context, command []string, site ...conf.Property) (RMAddresses, error) {
+	if c.rm != nil {
+		return RMAddresses{}, errors.New("localcluster: knit-rm already runs")
+	}
+	addrs, err := c.startRM(ctx, c.ControlPlane.Dir, command, site)
+	if err != nil {
+		return RMAddresses{}, err
+	}
+	c.RM = &addrs
+	return addrs, nil
+}
+
 // startRM creates the RM's namespace, writes its configuration and starts
-// command as knit-rm, returning once its client port accepts connections.
-func (c *Cluster) startRM(ctx context.Context, dir string, command []string) (RMAddresses, error) {
+// command as knit-rm, returning once its client and admin ports accept
+// connections.
+func (c *Cluster) startRM(ctx context.Context, dir string, command []string, site []conf.Property) (RMAddresses, error) {
 	_, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: RMNamespace}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return RMAddresses{}, fmt.Errorf("localcluster: rm namespace: %w", err)
@@ -109,7 +134,7 @@ func (c *Cluster) startRM(ctx context.Context, dir string, command []string) (RM
 	if err != nil {
 		return RMAddresses{}, err
 	}
-	confDir, err := writeRMConf(dir, addrs)
+	confDir, err := writeRMConf(dir, addrs, site)
 	if err != nil {
 		return RMAddresses{}, err
 	}
@@ -120,8 +145,12 @@ func (c *Cluster) startRM(ctx context.Context, dir string, command []string) (RM
 	}
 	defer logFile.Close()
 	offset, _ := logFile.Seek(0, 2)
+	// Process nodes ignore images: the launcher's init container copies
+	// knit-launcher from beside knit-rm.
+	launcher := filepath.Join(filepath.Dir(command[0]), "knit-launcher")
 	args := append(command[1:len(command):len(command)],
-		"--kubeconfig", c.ControlPlane.Kubeconfig, "--namespace", RMNamespace, "--conf-dir", confDir)
+		"--kubeconfig", c.ControlPlane.Kubeconfig, "--namespace", RMNamespace, "--conf-dir", confDir,
+		"--launcher-binary", launcher)
 	cmd := exec.Command(command[0], args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), "HADOOP_CONF_DIR="+confDir)
@@ -142,11 +171,14 @@ func (c *Cluster) startRM(ctx context.Context, dir string, command []string) (RM
 			return backoff.Permanent(errors.New("knit-rm exited"))
 		default:
 		}
-		conn, err := net.DialTimeout("tcp", addrs.Client, time.Second)
-		if err != nil {
-			return err
+		for _, addr := range []string{addrs.Client, addrs.Admin} {
+			conn, err := net.DialTimeout("tcp", addr, time.Second)
+			if err != nil {
+				return err
+			}
+			conn.Close()
 		}
-		return conn.Close()
+		return nil
 	}, backoff.WithContext(b, ctx))
 	if err != nil {
 		return RMAddresses{}, fmt.Errorf("localcluster: waiting for knit-rm: %w; its log:\n%s", err, tailFrom(logPath, offset))

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+
+	"go.uber.org/fx"
+
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/rm"
+	"github.com/knitdev/knit/rm/conf"
+)
+
+// readConf reads the RM's configuration folder as the ResourceManager and
+// its CapacityScheduler do: core-site.xml, yarn-site.xml, then
+// capacity-scheduler.xml over them. Missing files are skipped, and an empty
+// dir reads none. The start (loadConf) and every admin refresh read through
+// it, so a refresh sees exactly what a restart would.
+func readConf(dir string) (*conf.Configuration, error) {
+	c := conf.New(conf.Options{})
+	for _, name := range []string{"core-site.xml", "yarn-site.xml", "capacity-scheduler.xml"} {
+		if dir == "" {
+			break
+		}
+		path := filepath.Join(dir, name)
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := c.AddFile(path); err != nil {
+			return nil, fmt.Errorf("configuration: %w", err)
+		}
+	}
+	// YARN ships a capacity-scheduler.xml with one queue, root.default, at
+	// 100%; a cluster owner who brings none gets the same.
+	c.SetDefault("yarn.scheduler.capacity.root.queues", "default")
+	c.SetDefault("yarn.scheduler.capacity.root.default.capacity", "100")
+	return c, nil
+}
+
+// daemonUser is the user knit-rm runs as, whom AdminService always admits
+// as YARN admits the RM's own user; none when the process's uid has no
+// name (common in containers).
+func daemonUser() string {
+	u, err := user.Current()
+	if err != nil {
+		return ""
+	}
+	return u.Username
+}
+
+// serveAdminProtocol serves ResourceManagerAdministrationProtocol (`yarn
+// rmadmin`) on yarn.resourcemanager.admin.address. Its refreshes re-read
+// the configuration folder.
+func serveAdminProtocol(lc fx.Lifecycle, r *rm.ResourceManager, settings conf.RMSettings, f flags, log *slog.Logger) error {
+	admin, err := rm.NewAdminService(r, rm.AdminConfig{
+		LoadConf: func(ctx context.Context) (*conf.Configuration, error) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return readConf(f.confDir)
+		},
+		DaemonUser: daemonUser(),
+		Logger:     log.With("component", "admin"),
+	})
+	if err != nil {
+		return err
+	}
+	srv, err := ipc.NewServer(ipc.Config{Simple: true, Logger: log.With("component", "admin-rpc")})
+	if err != nil {
+		return err
+	}
+	if err := admin.Register(srv); err != nil {
+		return err
+	}
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			l, err := net.Listen("tcp", settings.AdminAddress)
+			if err != nil {
+				return fmt.Errorf("admin port: %w", err)
+			}
+			log.Info("serving", "protocol", "ResourceManagerAdministrationProtocol", "address", l.Addr().String())
+			go func() {
+				if err := srv.Serve(l); err != nil && !errors.Is(err, ipc.ErrServerClosed) {
+					log.Error("admin port", "err", err)
+				}
+			}()
+			return nil
+		},
+		OnStop: srv.Shutdown,
+	})
+	return nil
+}

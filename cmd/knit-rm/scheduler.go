@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path"
+	"sync/atomic"
+
+	"go.uber.org/fx"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rgs"
+	"github.com/knitdev/knit/rm"
+	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/rm/nodes"
+	"github.com/knitdev/knit/rm/store"
+	"github.com/knitdev/knit/rm/tokens"
+)
+
+// liveAttempts lets the token manager, built before the RM, ask the RM
+// whether an attempt is live.
+type liveAttempts struct {
+	rm atomic.Pointer[rm.ResourceManager]
+}
+
+func (l *liveAttempts) valid(ctx context.Context, a *yarnpb.ApplicationAttemptIdProto) bool {
+	r := l.rm.Load()
+	return r == nil || r.AttemptLive(ctx, a)
+}
+
+func newLiveAttempts() *liveAttempts { return &liveAttempts{} }
+
+// newScheduler builds RGS with this start's epoch.
+func newScheduler(f flags, client kubernetes.Interface, s *store.Store, tm *tokens.Manager, l *nodes.Lister, log *slog.Logger) (*rgs.Controller, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), constructTimeout)
+	defer cancel()
+	epoch, err := s.NextEpoch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mount := "/knit"
+	return rgs.New(rgs.Config{
+		Client:    client,
+		Signer:    tm.ContainerTokens(),
+		Nodes:     l,
+		Epoch:     epoch,
+		Resources: rgs.Resources{MillicoresPerVcore: int64(f.millicoresPerVcore)},
+		Launcher: rgs.Launcher{
+			Image:       f.launcherImage,
+			InitCommand: []string{"cp", f.launcherBinary, path.Join(mount, "knit-launcher")},
+			Command:     []string{path.Join(mount, "knit-launcher"), "--launch-dir", path.Join(mount, "launch")},
+			MountPath:   mount,
+		},
+		Logger: log.With("component", "rgs"),
+	})
+}
+
+// serveAMProtocol serves ApplicationMasterProtocol on the scheduler port,
+// where AMs authenticate with their AMRMTokens only.
+func serveAMProtocol(lc fx.Lifecycle, r *rm.ResourceManager, tm *tokens.Manager, settings conf.RMSettings, log *slog.Logger) error {
+	srv, err := ipc.NewServer(ipc.Config{Tokens: tm.AMRM().SecretLookup(), Logger: log.With("component", "scheduler-rpc")})
+	if err != nil {
+		return err
+	}
+	if err := r.RegisterAM(srv); err != nil {
+		return err
+	}
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			l, err := net.Listen("tcp", settings.SchedulerAddress)
+			if err != nil {
+				return fmt.Errorf("scheduler port: %w", err)
+			}
+			log.Info("serving", "protocol", "ApplicationMasterProtocol", "address", l.Addr().String())
+			go func() {
+				if err := srv.Serve(l); err != nil && !errors.Is(err, ipc.ErrServerClosed) {
+					log.Error("scheduler port", "err", err)
+				}
+			}()
+			return nil
+		},
+		OnStop: srv.Shutdown,
+	})
+	return nil
+}

@@ -1,0 +1,926 @@
+package rgs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/cenkalti/backoff/v4"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/protocols/commonpb"
+	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/protocols/yarnpb"
+)
+
+// AttemptSpec says whose asks a book holds and how their pods look.
+type AttemptSpec struct {
+	Attempt yarnid.AttemptID
+	// Role is RoleAM for the AM container's ask, RoleTask for the AM's asks.
+	Role  string
+	Queue string
+	User  string
+	// NodeLabel is the application's node label expression, used by asks
+	// that carry none.
+	NodeLabel string
+	Mapping   Mapping
+}
+
+// Allocation is a container RGS made from a bound pod.
+type Allocation struct {
+	Role      string
+	Container *yarnpb.ContainerProto
+	// Pod is the container's pod; its labels carry the container id.
+	Pod *corev1.Pod
+}
+
+// Completion is a container whose pod ended or went away.
+type Completion struct {
+	Container   yarnid.ContainerID
+	ExitStatus  int32
+	Diagnostics string
+	// Preempted is set when Kubernetes evicted or preempted the pod.
+	Preempted bool
+	// Vanished is set when the pod was deleted before it ended: by RGS
+	// (a release, a stop) or by someone else.
+	Vanished bool
+}
+
+// Sink is told what happens to pods; the ResourceManager implements it.
+// Calls come from RGS's workers, one at a time per pod.
+type Sink interface {
+	// Allocated hands over a new container. An error makes RGS delete the
+	// pod: nobody will use it.
+	Allocated(ctx context.Context, a Allocation) error
+	// Completed reports a container whose pod ended, once.
+	Completed(ctx context.Context, c Completion)
+	// Preempting warns that Kubernetes is about to take a container back
+	// (the pod has a DisruptionTarget condition and still runs).
+	Preempting(ctx context.Context, id yarnid.ContainerID)
+}
+
+// Signer signs the ContainerToken of a new container.
+type Signer interface {
+	Sign(c *yarnpb.ContainerProto, user, nodeLabel string, am bool) (*commonpb.TokenProto, error)
+}
+
+// Nodes maps between Kubernetes nodes and YARN node ids.
+type Nodes interface {
+	// NodeID is the YARN NodeId and HTTP address of a Kubernetes node.
+	NodeID(nodeName string) (id *yarnpb.NodeIdProto, httpAddress string, ok bool)
+	// NodeName finds the node a YARN host name (as asks name hosts) means.
+	NodeName(host string) (string, bool)
+}
+
+// Config holds what a Controller needs.
+type Config struct {
+	Client kubernetes.Interface
+	Signer Signer
+	Nodes  Nodes
+	// Epoch goes into every container id this controller assigns.
+	Epoch     int64
+	Resources Resources
+	Launcher  Launcher
+	// CreateQPS and CreateBurst rate-limit pod creation, so one AM asking
+	// for 10,000 containers cannot starve the API server. Zero means 200/400.
+	CreateQPS   float32
+	CreateBurst int
+	// CreateConcurrency bounds pod creations in flight. Zero means 32.
+	CreateConcurrency int
+	// Workers process pods and books. Zero means 4.
+	Workers int
+	Logger  *slog.Logger
+}
+
+// Controller turns asks into pending pods and bound pods into containers,
+// as client-go's ReplicaSet controller keeps pods at a count: informer,
+// work queues, idempotent syncs.
+type Controller struct {
+	cfg     Config
+	sink    Sink
+	log     *slog.Logger
+	pods    corelisters.PodLister
+	synced  cache.InformerSynced
+	factory informers.SharedInformerFactory
+	stop    chan struct{} // closed when Run returns
+	limiter flowcontrol.RateLimiter
+
+	podQueue  workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	bookQueue workqueue.TypedRateLimitingInterface[bookKey]
+	// goneQueue carries the ends of deleted pods out of the informer's
+	// handler, which must not wait on the Sink.
+	goneQueue workqueue.TypedInterface[Completion]
+
+	mu    sync.Mutex
+	books map[bookKey]*book
+	// seq is the last container sequence number per attempt.
+	seq map[yarnid.AttemptID]int64
+	// containers are the pods of allocated containers, and byPod the
+	// containers of pods: the cache may not show a new container label yet
+	// when the pod's next event comes.
+	containers map[yarnid.ContainerID]types.NamespacedName
+	byPod      map[types.UID]yarnid.ContainerID
+	// reported are the containers whose end went to the Sink.
+	reported map[yarnid.ContainerID]bool
+	warned   map[yarnid.ContainerID]bool
+}
+
+type bookKey struct {
+	attempt yarnid.AttemptID
+	role    string
+}
+
+// New returns a Controller; Run starts it.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Client == nil || cfg.Signer == nil || cfg.Nodes == nil {
+		return nil, errors.New("rgs: Client, Signer and Nodes are required")
+	}
+	if cfg.CreateQPS == 0 {
+		cfg.CreateQPS, cfg.CreateBurst = 200, 400
+	}
+	if cfg.CreateConcurrency == 0 {
+		cfg.CreateConcurrency = 32
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 4
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelApplication }))
+	inf := factory.Core().V1().Pods()
+	c := &Controller{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		pods:    inf.Lister(),
+		synced:  inf.Informer().HasSynced,
+		factory: factory,
+		stop:    make(chan struct{}),
+		limiter: flowcontrol.NewTokenBucketRateLimiter(cfg.CreateQPS, cfg.CreateBurst),
+		podQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
+			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "rgs-pods"}),
+		bookQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[bookKey](),
+			workqueue.TypedRateLimitingQueueConfig[bookKey]{Name: "rgs-asks"}),
+		goneQueue:  workqueue.NewTyped[Completion](),
+		books:      map[bookKey]*book{},
+		seq:        map[yarnid.AttemptID]int64{},
+		containers: map[yarnid.ContainerID]types.NamespacedName{},
+		byPod:      map[types.UID]yarnid.ContainerID{},
+		reported:   map[yarnid.ContainerID]bool{},
+		warned:     map[yarnid.ContainerID]bool{},
+	}
+	enqueue := func(obj any) {
+		if p, ok := podOf(obj); ok {
+			c.podQueue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+		}
+	}
+	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: func(obj any) {
+			if p, ok := podOf(obj); ok {
+				c.podGone(p)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rgs: pod informer: %w", err)
+	}
+	return c, nil
+}
+
+func podOf(obj any) (*corev1.Pod, bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	return p, ok
+}
+
+// Start starts the informer and waits for its cache, then rebuilds the books
+// and container sequences from the pods that exist: after a restart, the
+// pending pods are kept for the AM's resync and the running containers are
+// returned, for the RM to recover. Everything that happens to pods from then
+// on goes to sink.
+func (c *Controller) Start(ctx context.Context, sink Sink) ([]Allocation, error) {
+	c.sink = sink
+	// The informer lives as long as the controller, not as long as ctx,
+	// which bounds only the start-up.
+	c.factory.Start(c.stop)
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		return nil, fmt.Errorf("rgs: pod cache not synced: %w", ctx.Err())
+	}
+	pods, err := c.pods.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("rgs: list pods: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var running []Allocation
+	for _, p := range pods {
+		attempt, role, ok := attemptOf(p)
+		if !ok {
+			continue
+		}
+		if id, ok := containerOf(p); ok {
+			c.containers[id] = types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+			c.byPod[p.UID] = id
+			c.seq[attempt] = max(c.seq[attempt], id.Sequence)
+			if cp, err := c.containerProto(p, id); err == nil {
+				running = append(running, Allocation{Role: role, Container: cp, Pod: p})
+			}
+			continue
+		}
+		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+			continue // bound before the restart: the pod worker allocates it
+		}
+		k := bookKey{attempt, role}
+		b := c.books[k]
+		if b == nil {
+			b = newBook(AttemptSpec{Attempt: attempt, Role: role})
+			c.books[k] = b
+		}
+		b.created++
+		b.pending[p.Name] = &pendingPod{namespace: p.Namespace, name: p.Name, hash: p.Labels[LabelAsk], order: b.created}
+	}
+	return running, nil
+}
+
+// Run processes pods and asks until ctx ends. Call Start first.
+func (c *Controller) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			done, quit := c.goneQueue.Get()
+			if quit {
+				return
+			}
+			c.complete(ctx, done)
+			c.mu.Lock()
+			delete(c.reported, done.Container)
+			delete(c.warned, done.Container)
+			c.mu.Unlock()
+			c.goneQueue.Done(done)
+		}
+	})
+	for range c.cfg.Workers {
+		wg.Go(func() {
+			for c.processPod(ctx) {
+			}
+		})
+		wg.Go(func() {
+			for c.processBook(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	c.podQueue.ShutDown()
+	c.bookQueue.ShutDown()
+	c.goneQueue.ShutDown()
+	wg.Wait()
+	close(c.stop)
+	c.factory.Shutdown()
+	return ctx.Err()
+}
+
+// Ask records the AM's asks (absolute totals per key, as allocate carries
+// them) and reconciles the pending pods to them in the background.
+func (c *Controller) Ask(spec AttemptSpec, asks []*yarnpb.ResourceRequestProto) {
+	k := bookKey{spec.Attempt, spec.Role}
+	c.mu.Lock()
+	b := c.books[k]
+	if b == nil {
+		b = newBook(spec)
+		c.books[k] = b
+	}
+	b.spec = spec
+	b.update(asks)
+	c.mu.Unlock()
+	c.bookQueue.Add(k)
+}
+
+// Blacklist adds and removes hosts the attempt's new pods must avoid.
+func (c *Controller) Blacklist(spec AttemptSpec, add, remove []string) {
+	if len(add) == 0 && len(remove) == 0 {
+		return
+	}
+	k := bookKey{spec.Attempt, spec.Role}
+	c.mu.Lock()
+	b := c.books[k]
+	if b == nil {
+		b = newBook(spec)
+		c.books[k] = b
+	}
+	for _, h := range add {
+		b.blacklist[h] = true
+	}
+	for _, h := range remove {
+		delete(b.blacklist, h)
+	}
+	c.mu.Unlock()
+}
+
+// Outstanding is how many containers the attempt's AM still waits for.
+func (c *Controller) Outstanding(attempt yarnid.AttemptID) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b := c.books[bookKey{attempt, RoleTask}]; b != nil {
+		return b.outstanding()
+	}
+	return 0
+}
+
+// ForgetAttempt drops the attempt's asks and deletes its pending pods.
+func (c *Controller) ForgetAttempt(ctx context.Context, attempt yarnid.AttemptID) error {
+	var doomed []*pendingPod
+	c.mu.Lock()
+	for _, role := range []string{RoleAM, RoleTask} {
+		k := bookKey{attempt, role}
+		if b := c.books[k]; b != nil {
+			for _, p := range b.pending {
+				doomed = append(doomed, p)
+			}
+			delete(c.books, k)
+		}
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, p := range doomed {
+		errs = append(errs, c.deletePod(ctx, p.namespace, p.name, nil))
+	}
+	return errors.Join(errs...)
+}
+
+// DeleteContainer deletes a container's pod: a release, a stop, an expiry.
+func (c *Controller) DeleteContainer(ctx context.Context, id yarnid.ContainerID) error {
+	c.mu.Lock()
+	nn, ok := c.containers[id]
+	c.mu.Unlock()
+	if !ok {
+		return nil // never allocated here, or already gone
+	}
+	return c.deletePod(ctx, nn.Namespace, nn.Name, nil)
+}
+
+// RemoveApplication deletes every pod of an application that has ended.
+func (c *Controller) RemoveApplication(ctx context.Context, app yarnid.ApplicationID) error {
+	sel := labels.SelectorFromSet(labels.Set{LabelApplication: app.String()})
+	pods, err := c.pods.List(sel)
+	if err != nil {
+		return fmt.Errorf("rgs: pods of %s: %w", app, err)
+	}
+	c.mu.Lock()
+	for k := range c.books {
+		if k.attempt.App == app {
+			delete(c.books, k)
+		}
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, p := range pods {
+		errs = append(errs, c.deletePod(ctx, p.Namespace, p.Name, nil))
+	}
+	return errors.Join(errs...)
+}
+
+// deletePod deletes a pod, retrying with backoff; a pod already gone is no
+// error. With rv set, the pod is deleted only if unchanged since: a pending
+// pod the scheduler has just bound is kept, and becomes a container.
+func (c *Controller) deletePod(ctx context.Context, ns, name string, rv *string) error {
+	opts := metav1.DeleteOptions{}
+	if rv != nil {
+		opts.Preconditions = &metav1.Preconditions{ResourceVersion: rv}
+	}
+	op := func() error {
+		err := c.cfg.Client.CoreV1().Pods(ns).Delete(ctx, name, opts)
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			return nil
+		case apierrors.IsConflict(err):
+			return backoff.Permanent(err)
+		}
+		return err
+	}
+	err := backoff.Retry(op, backoff.WithContext(retryPolicy(), ctx))
+	if err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("rgs: delete pod %s/%s: %w", ns, name, err)
+	}
+	return err
+}
+
+func retryPolicy() backoff.BackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 50 * time.Millisecond
+	b.MaxInterval = 2 * time.Second
+	b.MaxElapsedTime = time.Minute
+	return b
+}
+
+// processBook reconciles one book's pending pods to its asks.
+func (c *Controller) processBook(ctx context.Context) bool {
+	k, quit := c.bookQueue.Get()
+	if quit {
+		return false
+	}
+	defer c.bookQueue.Done(k)
+	if err := c.syncBook(ctx, k); err != nil {
+		c.log.WarnContext(ctx, "reconciling asks", "attempt", k.attempt.String(), "role", k.role, "err", err)
+		c.bookQueue.AddRateLimited(k)
+		return true
+	}
+	c.bookQueue.Forget(k)
+	return true
+}
+
+type podToCreate struct {
+	pod  *corev1.Pod
+	hash string
+}
+
+func (c *Controller) syncBook(ctx context.Context, k bookKey) error {
+	c.mu.Lock()
+	b := c.books[k]
+	if b == nil || !b.known {
+		c.mu.Unlock()
+		return nil
+	}
+	want := b.desired()
+	have := b.pendingByHash()
+	var create []podToCreate
+	var remove []*pendingPod
+	var buildErr error
+	for h, w := range want {
+		for i := len(have[h]); i < w.count; i++ {
+			pod, err := c.buildPod(b, w)
+			if err != nil {
+				buildErr = err
+				break
+			}
+			b.created++
+			b.pending[pod.Name] = &pendingPod{namespace: pod.Namespace, name: pod.Name, hash: h, order: b.created}
+			create = append(create, podToCreate{pod, h})
+		}
+	}
+	for h, ps := range have {
+		if extra := len(ps) - want[h].count; extra > 0 {
+			remove = append(remove, ps[:extra]...)
+		}
+	}
+	c.mu.Unlock()
+
+	errs := []error{buildErr}
+	errs = append(errs, c.createPods(ctx, b, create)...)
+	for _, p := range remove {
+		var rv *string
+		if cur, err := c.pods.Pods(p.namespace).Get(p.name); err == nil {
+			if cur.Spec.NodeName != "" {
+				continue // bound meanwhile: the pod worker makes it a container
+			}
+			rv = &cur.ResourceVersion
+		}
+		if err := c.deletePod(ctx, p.namespace, p.name, rv); err != nil {
+			if apierrors.IsConflict(err) {
+				continue
+			}
+			errs = append(errs, err)
+			continue
+		}
+		c.mu.Lock()
+		delete(b.pending, p.name)
+		c.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// createPods creates pods concurrently, each after the rate limiter allows.
+func (c *Controller) createPods(ctx context.Context, b *book, pods []podToCreate) []error {
+	if len(pods) == 0 {
+		return nil
+	}
+	sem := make(chan struct{}, c.cfg.CreateConcurrency)
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for _, p := range pods {
+		if err := c.limiter.Wait(ctx); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			err := backoff.Retry(func() error {
+				_, err := c.cfg.Client.CoreV1().Pods(p.pod.Namespace).Create(ctx, p.pod, metav1.CreateOptions{})
+				if apierrors.IsAlreadyExists(err) {
+					return nil
+				}
+				if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+					return backoff.Permanent(err)
+				}
+				return err
+			}, backoff.WithContext(retryPolicy(), ctx))
+			if err != nil {
+				c.mu.Lock()
+				delete(b.pending, p.pod.Name)
+				c.mu.Unlock()
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("rgs: create pod %s/%s: %w", p.pod.Namespace, p.pod.Name, err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// buildPod makes the pod of one ask of book b. Called with c.mu held.
+func (c *Controller) buildPod(b *book, w want) (*corev1.Pod, error) {
+	s := b.spec
+	req := PodRequest{
+		Name:      podName(s.Attempt, s.Role),
+		App:       s.Attempt.App.String(),
+		Attempt:   s.Attempt.ID,
+		Role:      s.Role,
+		Queue:     s.Queue,
+		User:      s.User,
+		Ask:       w.ask,
+		Strict:    w.strict,
+		Resources: c.cfg.Resources,
+		Mapping:   s.Mapping,
+		Launcher:  c.cfg.Launcher,
+		AskHash:   w.key.hash(),
+	}
+	if req.Ask.GetNodeLabelExpression() == "" && s.NodeLabel != "" {
+		req.Ask = proto.CloneOf(req.Ask)
+		req.Ask.NodeLabelExpression = proto.String(s.NodeLabel)
+	}
+	switch {
+	case w.key.name == anyName:
+	case isRack(w.key):
+		req.Rack = w.key.name[1:]
+	default:
+		if node, ok := c.cfg.Nodes.NodeName(w.key.name); ok {
+			req.Hosts = []string{node}
+		}
+	}
+	for h := range b.blacklist {
+		if node, ok := c.cfg.Nodes.NodeName(h); ok {
+			req.Blacklist = append(req.Blacklist, node)
+		}
+	}
+	return BuildPod(req)
+}
+
+// podName names a pod before it has a container: YARN ids with '-' for '_'
+// and a random suffix, as a ReplicaSet names its pods.
+func podName(attempt yarnid.AttemptID, role string) string {
+	return fmt.Sprintf("app-%d-%04d-%02d-%s-%s", attempt.App.ClusterTimestamp, attempt.App.ID, attempt.ID, role, utilrand.String(8))
+}
+
+// processPod handles one pod event.
+func (c *Controller) processPod(ctx context.Context) bool {
+	nn, quit := c.podQueue.Get()
+	if quit {
+		return false
+	}
+	defer c.podQueue.Done(nn)
+	if err := c.syncPod(ctx, nn); err != nil {
+		c.log.WarnContext(ctx, "pod", "pod", nn.String(), "err", err)
+		c.podQueue.AddRateLimited(nn)
+		return true
+	}
+	c.podQueue.Forget(nn)
+	return true
+}
+
+func (c *Controller) syncPod(ctx context.Context, nn types.NamespacedName) error {
+	p, err := c.pods.Pods(nn.Namespace).Get(nn.Name)
+	if apierrors.IsNotFound(err) {
+		return nil // podGone saw it
+	}
+	if err != nil {
+		return err
+	}
+	attempt, role, ok := attemptOf(p)
+	if !ok {
+		return nil
+	}
+	id, allocated := containerOf(p)
+	if !allocated {
+		c.mu.Lock()
+		id, allocated = c.byPod[p.UID]
+		c.mu.Unlock()
+	}
+	if !allocated {
+		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
+			return nil
+		}
+		return c.allocate(ctx, p, attempt, role)
+	}
+	if done, exit, diag, preempted := ended(p); done {
+		c.complete(ctx, Completion{Container: id, ExitStatus: exit, Diagnostics: diag, Preempted: preempted})
+		return nil
+	}
+	if disrupted(p) {
+		c.mu.Lock()
+		first := !c.warned[id]
+		c.warned[id] = true
+		c.mu.Unlock()
+		if first {
+			c.sink.Preempting(ctx, id)
+		}
+	}
+	return nil
+}
+
+// allocate makes a bound pod a container: the next sequence number of its
+// attempt (1 for the AM), the id on the pod, a signed token, the Sink told.
+func (c *Controller) allocate(ctx context.Context, p *corev1.Pod, attempt yarnid.AttemptID, role string) error {
+	c.mu.Lock()
+	b := c.books[bookKey{attempt, role}]
+	if b != nil {
+		if _, ok := b.pending[p.Name]; ok {
+			delete(b.pending, p.Name)
+			b.allocated(p.Labels[LabelAsk])
+		}
+	}
+	var seq int64
+	if role == RoleAM {
+		seq = 1
+	} else {
+		c.seq[attempt] = max(c.seq[attempt], 1) + 1
+		seq = c.seq[attempt]
+	}
+	id := yarnid.ContainerID{Attempt: attempt, Epoch: c.cfg.Epoch, Sequence: seq}
+	c.byPod[p.UID] = id
+	c.mu.Unlock()
+
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, LabelContainer, id.String())
+	var pod *corev1.Pod
+	err := backoff.Retry(func() error {
+		var err error
+		pod, err = c.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}, backoff.WithContext(retryPolicy(), ctx))
+	if err != nil {
+		c.mu.Lock()
+		delete(c.byPod, p.UID)
+		c.mu.Unlock()
+	}
+	if apierrors.IsNotFound(err) {
+		return nil // deleted meanwhile: a lowered ask won the race
+	}
+	if err != nil {
+		return fmt.Errorf("rgs: record container %s on pod: %w", id, err)
+	}
+	c.mu.Lock()
+	c.containers[id] = types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	c.mu.Unlock()
+	cp, err := c.containerProto(pod, id)
+	if err == nil {
+		err = c.sink.Allocated(ctx, Allocation{Role: role, Container: cp, Pod: pod})
+	}
+	if err != nil {
+		c.log.InfoContext(ctx, "allocated container not taken, deleting its pod", "container", id.String(), "err", err)
+		return c.deletePod(ctx, p.Namespace, p.Name, nil)
+	}
+	if b != nil {
+		c.bookQueue.Add(bookKey{attempt, role})
+	}
+	return nil
+}
+
+// containerProto builds the YARN Container of an allocated pod.
+func (c *Controller) containerProto(p *corev1.Pod, id yarnid.ContainerID) (*yarnpb.ContainerProto, error) {
+	node, http, ok := c.cfg.Nodes.NodeID(p.Spec.NodeName)
+	if !ok {
+		return nil, fmt.Errorf("rgs: node %q of pod %s/%s unknown", p.Spec.NodeName, p.Namespace, p.Name)
+	}
+	prio, _ := strconv.ParseInt(p.Labels[LabelPriority], 10, 32)
+	allocID := parseIntLabel(p.Labels[LabelAllocationRequestID])
+	exec := yarnpb.ExecutionTypeProto_GUARANTEED
+	if p.Annotations[AnnotationExecutionType] == yarnpb.ExecutionTypeProto_OPPORTUNISTIC.String() {
+		exec = yarnpb.ExecutionTypeProto_OPPORTUNISTIC
+	}
+	cp := &yarnpb.ContainerProto{
+		Id:                  id.Proto(),
+		NodeId:              node,
+		NodeHttpAddress:     proto.String(http),
+		Resource:            resourceOf(p, c.cfg.Resources),
+		Priority:            &yarnpb.PriorityProto{Priority: proto.Int32(int32(prio))},
+		ExecutionType:       exec.Enum(),
+		AllocationRequestId: proto.Int64(allocID),
+		Version:             proto.Int32(0),
+	}
+	tok, err := c.cfg.Signer.Sign(cp, annotationOrLabel(p, LabelUser), p.Spec.NodeSelector[NodeLabelPartition], p.Labels[LabelRole] == RoleAM)
+	if err != nil {
+		return nil, fmt.Errorf("rgs: container token of %s: %w", id, err)
+	}
+	cp.ContainerToken = tok
+	return cp, nil
+}
+
+// annotationOrLabel reads a string label, preferring the exact original kept
+// in the annotation of the same key when the label had to be sanitised.
+func annotationOrLabel(p *corev1.Pod, key string) string {
+	if v, ok := p.Annotations[key]; ok {
+		return v
+	}
+	return p.Labels[key]
+}
+
+func parseIntLabel(v string) int64 {
+	neg := false
+	if len(v) > 3 && v[:3] == "neg" {
+		neg, v = true, v[3:]
+	}
+	n, _ := strconv.ParseInt(v, 10, 64)
+	if neg {
+		n = -n
+	}
+	return n
+}
+
+// resourceOf reads back the YARN capability of a pod from its main
+// container's requests.
+func resourceOf(p *corev1.Pod, r Resources) *yarnpb.ResourceProto {
+	for _, ctr := range p.Spec.Containers {
+		if ctr.Name != ContainerName {
+			continue
+		}
+		mem := ctr.Resources.Requests.Memory().Value() >> 20
+		per := r.MillicoresPerVcore
+		if per <= 0 {
+			per = 1000
+		}
+		vcores := int32(ctr.Resources.Requests.Cpu().MilliValue() / per)
+		return Resource(mem, vcores)
+	}
+	return Resource(0, 0)
+}
+
+// Resource is a YARN resource as the Java RM writes it: fields 1 and 2 and
+// the resource_value_map entries of memory-mb and vcores.
+func Resource(memoryMB int64, vcores int32) *yarnpb.ResourceProto {
+	countable := yarnpb.ResourceTypesProto_COUNTABLE.Enum()
+	return &yarnpb.ResourceProto{
+		Memory:       proto.Int64(memoryMB),
+		VirtualCores: proto.Int32(vcores),
+		ResourceValueMap: []*yarnpb.ResourceInformationProto{
+			{Key: proto.String(yarnMemory), Value: proto.Int64(memoryMB), Units: proto.String("Mi"), Type: countable},
+			{Key: proto.String(yarnVcores), Value: proto.Int64(int64(vcores)), Units: proto.String(""), Type: countable},
+		},
+	}
+}
+
+// attemptOf reads a Knit pod's attempt and role from its labels.
+func attemptOf(p *corev1.Pod) (yarnid.AttemptID, string, bool) {
+	app, err := yarnid.ParseApplicationID(annotationOrLabel(p, LabelApplication))
+	if err != nil {
+		return yarnid.AttemptID{}, "", false
+	}
+	n, err := strconv.ParseInt(p.Labels[LabelAttempt], 10, 32)
+	if err != nil {
+		return yarnid.AttemptID{}, "", false
+	}
+	role := p.Labels[LabelRole]
+	if role != RoleAM {
+		role = RoleTask
+	}
+	return yarnid.AttemptID{App: app, ID: int32(n)}, role, true
+}
+
+func containerOf(p *corev1.Pod) (yarnid.ContainerID, bool) {
+	v, ok := p.Labels[LabelContainer]
+	if !ok {
+		return yarnid.ContainerID{}, false
+	}
+	id, err := yarnid.ParseContainerID(v)
+	return id, err == nil
+}
+
+// ended reports whether a pod's container is over, with YARN's exit status
+// and diagnostics: the main container's exit code and termination message.
+func ended(p *corev1.Pod) (done bool, exit int32, diag string, preempted bool) {
+	if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		return false, 0, "", false
+	}
+	if p.Status.Reason == "Evicted" || disrupted(p) {
+		return true, ExitPreempted, preemptedDiagnostics(p), true
+	}
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == ContainerName && s.State.Terminated != nil {
+			t := s.State.Terminated
+			return true, t.ExitCode, t.Message, false
+		}
+	}
+	for _, s := range p.Status.InitContainerStatuses {
+		if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
+			return true, ExitInvalid, fmt.Sprintf("container setup failed: %s exited with %d: %s", s.Name, t.ExitCode, t.Message), false
+		}
+	}
+	return true, ExitInvalid, p.Status.Message, false
+}
+
+// disrupted reports the DisruptionTarget condition Kubernetes sets on a pod
+// it is about to preempt or evict.
+func disrupted(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func preemptedDiagnostics(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget {
+			return "Container preempted by Kubernetes: " + c.Reason + ": " + c.Message
+		}
+	}
+	return "Container preempted by Kubernetes: " + p.Status.Reason + ": " + p.Status.Message
+}
+
+// YARN's ContainerExitStatus values RGS reports.
+const (
+	// ExitInvalid is ContainerExitStatus.INVALID.
+	ExitInvalid = -1000
+	// ExitAborted is ContainerExitStatus.ABORTED.
+	ExitAborted = -100
+	// ExitPreempted is ContainerExitStatus.PREEMPTED.
+	ExitPreempted = -102
+)
+
+// complete reports a container's end to the Sink once.
+func (c *Controller) complete(ctx context.Context, done Completion) {
+	c.mu.Lock()
+	first := !c.reported[done.Container]
+	c.reported[done.Container] = true
+	c.mu.Unlock()
+	if first {
+		c.sink.Completed(ctx, done)
+	}
+}
+
+// podGone handles a deleted pod: a pending one leaves its book (the next
+// reconcile makes another if still asked for), an allocated one that never
+// ended is reported.
+func (c *Controller) podGone(p *corev1.Pod) {
+	attempt, role, ok := attemptOf(p)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	if b := c.books[bookKey{attempt, role}]; b != nil {
+		if _, ok := b.pending[p.Name]; ok {
+			delete(b.pending, p.Name)
+			c.bookQueue.Add(bookKey{attempt, role})
+		}
+	}
+	id, allocated := containerOf(p)
+	if !allocated {
+		id, allocated = c.byPod[p.UID]
+	}
+	if allocated {
+		delete(c.containers, id)
+	}
+	delete(c.byPod, p.UID)
+	c.mu.Unlock()
+	if !allocated {
+		return
+	}
+	if done, exit, diag, preempted := ended(p); done {
+		c.goneQueue.Add(Completion{Container: id, ExitStatus: exit, Diagnostics: diag, Preempted: preempted})
+		return
+	}
+	preempted := disrupted(p) || p.Status.Reason == "Evicted"
+	exit, diag := int32(ExitAborted), "Container's pod was deleted"
+	if preempted {
+		exit, diag = ExitPreempted, preemptedDiagnostics(p)
+	}
+	c.goneQueue.Add(Completion{Container: id, ExitStatus: exit, Diagnostics: diag, Preempted: preempted, Vanished: true})
+}

@@ -1,0 +1,790 @@
+package rm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rgs"
+	"github.com/knitdev/knit/rm/apps"
+)
+
+// ProtocolAM is ApplicationMasterProtocol's name on the wire.
+const ProtocolAM = "org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB"
+
+// Java exception classes ApplicationMasterService throws; AMRMClient and the
+// MapReduce and Spark AMs branch on them (hadoop-wire-facts §9 item 13).
+const (
+	ClassApplicationMasterNotRegistered    = "org.apache.hadoop.yarn.exceptions.ApplicationMasterNotRegisteredException"
+	ClassInvalidApplicationMasterRequest   = "org.apache.hadoop.yarn.exceptions.InvalidApplicationMasterRequestException"
+	ClassInvalidContainerRelease           = "org.apache.hadoop.yarn.exceptions.InvalidContainerReleaseException"
+	ClassInvalidLabelResourceRequest       = "org.apache.hadoop.yarn.exceptions.InvalidLabelResourceRequestException"
+	msgAlreadyRegistered                   = "Application Master is already registered : "
+	msgNotInAMServiceFormat                = "Application attempt %s doesn't exist in ApplicationMasterService cache."
+	msgNotRegisteredFormat                 = "AM is not registered for known application attempt: %s or RM had restarted after AM registered. AM should re-register."
+	msgUnregisterBeforeRegisterFormat      = "Application Master is trying to unregister before registering for: %s"
+	msgInvalidResponseIDFormat             = "Invalid responseId in AllocateRequest from application attempt: %s, expect responseId to be %d, but get %d"
+	msgReleaseNotOwnedFormat               = "Cannot release container : %s not belonging to this application attempt : %s"
+	msgNegativeResourceFormat              = "Invalid resource request! Cannot allocate containers as requested resource is less than 0! Requested resource type=[%s], Requested resource=%s"
+	msgAboveMaximumFormat                  = "Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[%s], Requested resource=%s, maximum allowed allocation=%s, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=%s"
+	msgUnknownResourceFormat               = "Invalid resource request! Cannot allocate containers as requested resource type=[%s] is not known to the scheduler."
+	msgNegativeContainersFormat            = "Invalid resource request, number of containers requested is negative: %d"
+	defaultAllocateHeadroomRefreshInterval = time.Second
+)
+
+// Scheduler places containers on the cluster; in Knit it is RGS, which turns
+// asks into pending pods and bound pods into containers.
+type Scheduler interface {
+	// Ask records an attempt's asks, absolute totals per key.
+	Ask(spec rgs.AttemptSpec, asks []*yarnpb.ResourceRequestProto)
+	// Blacklist changes the hosts the attempt's new pods avoid.
+	Blacklist(spec rgs.AttemptSpec, add, remove []string)
+	// Outstanding is how many containers the attempt still waits for.
+	Outstanding(attempt yarnid.AttemptID) int
+	// ForgetAttempt drops the attempt's asks and pending pods.
+	ForgetAttempt(ctx context.Context, attempt yarnid.AttemptID) error
+	// DeleteContainer removes a container's pod.
+	DeleteContainer(ctx context.Context, id yarnid.ContainerID) error
+	// RemoveApplication removes every pod of an application.
+	RemoveApplication(ctx context.Context, app yarnid.ApplicationID) error
+}
+
+// amState is the ApplicationMasterService's view of one attempt, from the
+// attempt's start to its end (YARN's AllocateResponseLock).
+type amState struct {
+	// mu serialises the AM's calls. Lock order: mu, then the application
+	// entry's lock, then qmu.
+	mu         sync.Mutex
+	attempt    apps.AttemptID
+	registered bool
+	// last is the previous allocate answer: a repeated request gets it
+	// again. Its response id is the one the next request must carry.
+	last *yarnpb.AllocateResponseProto
+
+	// qmu guards what waits for the AM's next allocate: allocated
+	// containers, completed statuses it has not seen, and containers
+	// Kubernetes is about to take back.
+	qmu        sync.Mutex
+	allocated  []*yarnpb.ContainerProto
+	completed  []*yarnpb.ContainerStatusProto
+	preempting []yarnid.ContainerID
+}
+
+// monitors are the AM liveness and container allocation timers.
+type monitors struct {
+	mu          sync.Mutex
+	am          map[apps.AttemptID]amWatch
+	allocations map[apps.ContainerID]time.Time
+}
+
+type amWatch struct {
+	monitor  apps.AMMonitor
+	lastSeen time.Time
+}
+
+// amService is the ApplicationMasterService: it serves
+// ApplicationMasterProtocol and carries out the effects that need the
+// cluster, through the Scheduler.
+type amService struct {
+	rm        *ResourceManager
+	scheduler Scheduler
+
+	mu       sync.Mutex
+	attempts map[apps.AttemptID]*amState
+	mon      monitors
+
+	clusterMu   sync.Mutex
+	cluster     clusterView
+	clusterTime time.Time
+}
+
+// clusterView is what allocate answers say about the cluster: node count
+// and free resources, refreshed at most once a second so heartbeats do not
+// each walk every node and pod.
+type clusterView struct {
+	nodes            int32
+	freeMB, totalMB  int64
+	freeVC, totalVCs int32
+}
+
+func newAMService(rm *ResourceManager, s Scheduler) *amService {
+	return &amService{
+		rm:        rm,
+		scheduler: s,
+		attempts:  map[apps.AttemptID]*amState{},
+		mon:       monitors{am: map[apps.AttemptID]amWatch{}, allocations: map[apps.ContainerID]time.Time{}},
+	}
+}
+
+// RegisterAM adds ApplicationMasterProtocol to srv, which must
+// authenticate AMs with their AMRMTokens (tokens.AMRMTokens.SecretLookup).
+func (rm *ResourceManager) RegisterAM(srv *ipc.Server) error {
+	return srv.Register(ProtocolAM,
+		ipc.Handle("registerApplicationMaster", rm.RegisterApplicationMaster),
+		ipc.Handle("allocate", rm.Allocate),
+		ipc.Handle("finishApplicationMaster", rm.FinishApplicationMaster),
+	)
+}
+
+// callerAttempt is the attempt whose AMRMToken authenticated the caller.
+func callerAttempt(ctx context.Context) (apps.AttemptID, error) {
+	c := callerOf(ctx)
+	if id, ok := c.TokenIdentity.(*yarnpb.AMRMTokenIdentifierProto); ok {
+		if a, err := yarnid.AttemptIDFromProto(id.GetAppAttemptId()); err == nil {
+			return a, nil
+		}
+	}
+	return apps.AttemptID{}, ipc.Errorf(javaAccessControlException, "SIMPLE authentication is not enabled.  Available:[TOKEN]")
+}
+
+func (s *amService) state(a apps.AttemptID) *amState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attempts[a]
+}
+
+// RegisterApplicationMaster is registerApplicationMaster.
+func (rm *ResourceManager) RegisterApplicationMaster(ctx context.Context, req *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
+	attempt, err := callerAttempt(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := rm.am.state(attempt)
+	e := rm.lookup(attempt.App)
+	if st == nil || e == nil {
+		return nil, ipc.Errorf(ClassApplicationAttemptNotFound, msgNotInAMServiceFormat, attempt)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.registered {
+		e.mu.Lock()
+		rereg := e.app.Unmanaged() && e.app.KeepContainersAcrossAttempts()
+		e.mu.Unlock()
+		if !rereg {
+			return nil, ipc.Errorf(ClassInvalidApplicationMasterRequest, "%s%s", msgAlreadyRegistered, attempt.App)
+		}
+	}
+	err = rm.handle(ctx, e, apps.AttemptRegistered{
+		Attempt: attempt, Host: req.GetHost(), RPCPort: req.GetRpcPort(), TrackingURL: req.GetTrackingUrl(),
+	})
+	if err != nil {
+		return nil, ipc.Errorf(ClassInvalidApplicationMasterRequest, "%s", err)
+	}
+	st.registered = true
+	// The next allocate must carry response id 0.
+	st.last = &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(0)}
+	rm.am.seen(attempt)
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	app := e.app
+	resp := &yarnpb.RegisterApplicationMasterResponseProto{
+		MaximumCapability:      rgs.Resource(int64(rm.cfg.Settings.MaxAllocationMB), int32(rm.cfg.Settings.MaxAllocationVcores)),
+		Queue:                  proto.String(app.Queue()),
+		SchedulerResourceTypes: []yarnpb.SchedulerResourceTypes{yarnpb.SchedulerResourceTypes_MEMORY},
+		ResourceTypes:          ResourceTypeInfo{Types: rm.cfg.ResourceTypes}.infos(),
+	}
+	if rm.cfg.Tokens != nil {
+		resp.ClientToAmTokenMasterKey = rm.cfg.Tokens.ClientToAM().MasterKey(attempt.Proto())
+	}
+	for _, t := range []yarnpb.ApplicationAccessTypeProto{yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP, yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP} {
+		if acl, ok := app.ACL(t); ok {
+			resp.Application_ACLs = append(resp.Application_ACLs, &yarnpb.ApplicationACLMapProto{AccessType: t.Enum(), Acl: proto.String(acl)})
+		}
+	}
+	// Containers that outlived an earlier attempt (keep-containers) belong
+	// to this one now; the AM needs them and NMTokens for their nodes.
+	var nodes []*yarnpb.NodeIdProto
+	for _, c := range app.Containers() {
+		if c.Attempt() != attempt && c.Attempt().ID < attempt.ID && !c.IsAM() && c.State() == apps.ContainerStateRunning {
+			resp.ContainersFromPreviousAttempts = append(resp.ContainersFromPreviousAttempts, c.Proto())
+			nodes = append(nodes, c.Node())
+		}
+	}
+	if len(nodes) > 0 && rm.cfg.Tokens != nil {
+		resp.NmTokensFromPreviousAttempts = rm.cfg.Tokens.NMTokens().ForNodes(attempt.Proto(), app.User(), nodes)
+	}
+	return resp, nil
+}
+
+// Allocate is allocate: the AM's heartbeat, with its asks, releases and
+// blacklist, answered with what happened since the last one.
+func (rm *ResourceManager) Allocate(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
+	attempt, err := callerAttempt(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := rm.am.state(attempt)
+	e := rm.lookup(attempt.App)
+	if st == nil || e == nil {
+		return nil, ipc.Errorf(ClassApplicationAttemptNotFound, msgNotInAMServiceFormat, attempt)
+	}
+	rm.am.seen(attempt)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.registered {
+		return nil, ipc.Errorf(ClassApplicationMasterNotRegistered, msgNotRegisteredFormat, attempt)
+	}
+	lastID := st.last.GetResponseId()
+	switch {
+	case nextResponseID(req.GetResponseId()) == lastID:
+		return st.last, nil // a retry of a request already answered
+	case req.GetResponseId() != lastID:
+		return nil, ipc.Errorf(ClassInvalidApplicationMasterRequest, msgInvalidResponseIDFormat, attempt, lastID, req.GetResponseId())
+	}
+
+	spec, asks, err := rm.am.checkAsks(e, attempt, req)
+	if err != nil {
+		return nil, err
+	}
+	releases, err := checkReleases(attempt, req.GetRelease())
+	if err != nil {
+		return nil, err
+	}
+	if req.Progress != nil {
+		if err := rm.handle(ctx, e, apps.AttemptStatusUpdate{Attempt: attempt, Progress: req.GetProgress()}); err != nil {
+			rm.log.DebugContext(ctx, "progress", "attempt", attempt.String(), "err", err)
+		}
+	}
+	for _, id := range releases {
+		if err := rm.handle(ctx, e, apps.ContainerReleased{Container: id}); err != nil {
+			rm.log.InfoContext(ctx, "release", "container", id.String(), "err", err)
+		}
+	}
+	bl := req.GetBlacklistRequest()
+	rm.am.scheduler.Blacklist(spec, bl.GetBlacklistAdditions(), bl.GetBlacklistRemovals())
+	if len(asks) > 0 {
+		rm.am.scheduler.Ask(spec, asks)
+	}
+
+	resp := &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(nextResponseID(lastID))}
+	st.qmu.Lock()
+	allocated := st.allocated
+	st.allocated = nil
+	st.qmu.Unlock()
+	var nodes []*yarnpb.NodeIdProto
+	for _, c := range allocated {
+		id, _ := yarnid.ContainerIDFromProto(c.GetId())
+		if err := rm.handle(ctx, e, apps.ContainerAcquired{Container: id}); err != nil {
+			rm.log.InfoContext(ctx, "container not handed out", "container", id.String(), "err", err)
+			continue
+		}
+		resp.AllocatedContainers = append(resp.AllocatedContainers, c)
+		nodes = append(nodes, c.GetNodeId())
+	}
+	st.qmu.Lock()
+	resp.CompletedContainerStatuses, st.completed = st.completed, nil
+	if len(st.preempting) > 0 {
+		msg := &yarnpb.StrictPreemptionContractProto{}
+		for _, id := range st.preempting {
+			msg.Container = append(msg.Container, &yarnpb.PreemptionContainerProto{Id: id.Proto()})
+		}
+		resp.Preempt = &yarnpb.PreemptionMessageProto{StrictContract: msg}
+		st.preempting = nil
+	}
+	st.qmu.Unlock()
+
+	e.mu.Lock()
+	user, queue, priority := e.app.User(), e.app.Queue(), e.app.Priority()
+	e.mu.Unlock()
+	if rm.cfg.Tokens != nil {
+		if len(nodes) > 0 {
+			resp.NmTokens = rm.cfg.Tokens.NMTokens().ForNodes(attempt.Proto(), user, nodes)
+		}
+		if id, ok := callerOf(ctx).TokenIdentity.(*yarnpb.AMRMTokenIdentifierProto); ok {
+			if tok, ok := rm.cfg.Tokens.AMRM().Refresh(id); ok {
+				resp.AmRmToken = tok.Proto()
+			}
+		}
+	}
+	view := rm.am.clusterView(ctx)
+	resp.NumClusterNodes = proto.Int32(view.nodes)
+	resp.Limit = rm.am.headroom(view, queue)
+	resp.ApplicationPriority = &yarnpb.PriorityProto{Priority: proto.Int32(priority)}
+	st.last = resp
+	return resp, nil
+}
+
+// nextResponseID is AMRMClientUtils.getNextResponseId.
+func nextResponseID(id int32) int32 { return (id + 1) & math.MaxInt32 }
+
+// checkAsks validates and normalises an allocate request's asks as YARN's
+// SchedulerUtils does, before anything changes: a bad ask refuses the whole
+// request with InvalidResourceRequestException.
+func (s *amService) checkAsks(e *entry, attempt apps.AttemptID, req *yarnpb.AllocateRequestProto) (rgs.AttemptSpec, []*yarnpb.ResourceRequestProto, error) {
+	e.mu.Lock()
+	app := e.app
+	spec := rgs.AttemptSpec{Attempt: attempt, Role: rgs.RoleTask, Queue: app.Queue(), User: app.User(), NodeLabel: app.Submission().GetNodeLabelExpression()}
+	e.mu.Unlock()
+	spec.Mapping = s.rm.mapping(spec.Queue)
+	var asks []*yarnpb.ResourceRequestProto
+	for _, r := range req.GetAsk() {
+		n, err := s.normalize(r)
+		if err != nil {
+			return spec, nil, err
+		}
+		asks = append(asks, n)
+	}
+	for _, sr := range req.GetSchedulingRequests() {
+		n, err := s.fromSchedulingRequest(sr)
+		if err != nil {
+			return spec, nil, err
+		}
+		asks = append(asks, n)
+	}
+	return spec, asks, nil
+}
+
+// normalize checks one ask against the scheduler's limits and rounds its
+// capability up to the minimum allocation and its increment, as the
+// CapacityScheduler does (a 10 MB ask becomes 1024 MB).
+func (s *amService) normalize(r *yarnpb.ResourceRequestProto) (*yarnpb.ResourceRequestProto, error) {
+	set := s.rm.cfg.Settings
+	mem, vc := rgs.Capability(r.GetCapability())
+	shown := fmt.Sprintf("<memory:%d, vCores:%d>", mem, vc)
+	maxShown := fmt.Sprintf("<memory:%d, vCores:%d>", set.MaxAllocationMB, set.MaxAllocationVcores)
+	if r.GetNumContainers() < 0 {
+		return nil, ipc.Errorf(ClassInvalidResourceRequest, msgNegativeContainersFormat, r.GetNumContainers())
+	}
+	switch {
+	case mem < 0:
+		return nil, ipc.Errorf(ClassInvalidResourceRequest, msgNegativeResourceFormat, "memory-mb", shown)
+	case vc < 0:
+		return nil, ipc.Errorf(ClassInvalidResourceRequest, msgNegativeResourceFormat, "vcores", shown)
+	case mem > int64(set.MaxAllocationMB):
+		return nil, ipc.Errorf(ClassInvalidResourceRequest, msgAboveMaximumFormat, "memory-mb", shown, maxShown, maxShown)
+	case vc > int32(set.MaxAllocationVcores):
+		return nil, ipc.Errorf(ClassInvalidResourceRequest, msgAboveMaximumFormat, "vcores", shown, maxShown, maxShown)
+	}
+	known := map[string]bool{"memory-mb": true, "vcores": true}
+	for _, t := range s.rm.cfg.ResourceTypes {
+		known[t.Name] = true
+	}
+	for _, v := range r.GetCapability().GetResourceValueMap() {
+		if !known[v.GetKey()] {
+			return nil, ipc.Errorf(ClassInvalidResourceRequest, msgUnknownResourceFormat, v.GetKey())
+		}
+		if v.GetValue() < 0 {
+			return nil, ipc.Errorf(ClassInvalidResourceRequest, msgNegativeResourceFormat, v.GetKey(), shown)
+		}
+	}
+	if expr := r.GetNodeLabelExpression(); expr != "" && !validLabelExpression(expr) {
+		return nil, ipc.Errorf(ClassInvalidLabelResourceRequest, "Invalid resource request, node label expression %q: Knit supports a single partition name", expr)
+	}
+	out := proto.CloneOf(r)
+	minMB, minVC := int64(max(set.MinAllocationMB, 1)), int32(max(set.MinAllocationVcores, 1))
+	mem = max(mem, minMB)
+	mem = (mem + minMB - 1) / minMB * minMB
+	vc = max(vc, minVC)
+	cap := rgs.Resource(min(mem, int64(set.MaxAllocationMB)), vc)
+	for _, v := range r.GetCapability().GetResourceValueMap() {
+		if v.GetKey() != "memory-mb" && v.GetKey() != "vcores" {
+			cap.ResourceValueMap = append(cap.ResourceValueMap, proto.CloneOf(v))
+		}
+	}
+	out.Capability = cap
+	return out, nil
+}
+
+// validLabelExpression accepts what one node partition can express.
+func validLabelExpression(expr string) bool {
+	for _, c := range expr {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// fromSchedulingRequest turns a SchedulingRequest into the ask RGS keeps:
+// the same key fields, resource name ANY. Its placement constraint and
+// tags are refused here when Kubernetes cannot express them.
+func (s *amService) fromSchedulingRequest(sr *yarnpb.SchedulingRequestProto) (*yarnpb.ResourceRequestProto, error) {
+	if sr.GetPlacementConstraint() != nil || len(sr.GetAllocationTags()) > 0 {
+		// Built into a throwaway pod only to learn whether it can be.
+		if _, err := rgs.BuildPod(rgs.PodRequest{
+			Name: "check", App: "application_1_0001", Attempt: 1, Role: rgs.RoleTask,
+			Ask: &yarnpb.ResourceRequestProto{}, SchedulingRequest: sr, AllocationTags: sr.GetAllocationTags(),
+		}); err != nil {
+			return nil, ipc.Errorf(ClassInvalidResourceRequest, "Invalid scheduling request: %s", err)
+		}
+	}
+	r := &yarnpb.ResourceRequestProto{
+		Priority:             sr.GetPriority(),
+		ResourceName:         proto.String("*"),
+		Capability:           sr.GetResourceSizing().GetResources(),
+		NumContainers:        proto.Int32(sr.GetResourceSizing().GetNumAllocations()),
+		RelaxLocality:        proto.Bool(true),
+		ExecutionTypeRequest: sr.GetExecutionType(),
+		AllocationRequestId:  proto.Int64(sr.GetAllocationRequestId()),
+	}
+	return s.normalize(r)
+}
+
+// checkReleases refuses a release of a container of another attempt or
+// application (InvalidContainerReleaseException).
+func checkReleases(attempt apps.AttemptID, ids []*yarnpb.ContainerIdProto) ([]apps.ContainerID, error) {
+	out := make([]apps.ContainerID, 0, len(ids))
+	for _, p := range ids {
+		id, err := yarnid.ContainerIDFromProto(p)
+		if err != nil || id.Attempt.App != attempt.App {
+			return nil, ipc.Errorf(ClassInvalidContainerRelease, msgReleaseNotOwnedFormat, id, attempt)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// FinishApplicationMaster is finishApplicationMaster.
+func (rm *ResourceManager) FinishApplicationMaster(ctx context.Context, req *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {
+	attempt, err := callerAttempt(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := rm.am.state(attempt)
+	e := rm.lookup(attempt.App)
+	if st == nil || e == nil {
+		return nil, ipc.Errorf(ClassApplicationAttemptNotFound, msgNotInAMServiceFormat, attempt)
+	}
+	rm.am.seen(attempt)
+	st.mu.Lock()
+	registered := st.registered
+	st.mu.Unlock()
+	if !registered {
+		return nil, ipc.Errorf(ClassApplicationMasterNotRegistered, msgUnregisterBeforeRegisterFormat, attempt)
+	}
+	err = rm.handle(ctx, e, apps.AttemptUnregistered{
+		Attempt: attempt, FinalStatus: req.GetFinalApplicationStatus(),
+		Diagnostics: req.GetDiagnostics(), TrackingURL: req.GetTrackingUrl(),
+	})
+	if err != nil {
+		return nil, ipc.Errorf(ClassInvalidApplicationMasterRequest, "%s", err)
+	}
+	// The final state is stored before Handle returns, so the AM may go.
+	return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(true)}, nil
+}
+
+// seen records an AM's sign of life for its liveness monitor.
+func (s *amService) seen(a apps.AttemptID) {
+	s.mon.mu.Lock()
+	defer s.mon.mu.Unlock()
+	if w, ok := s.mon.am[a]; ok && w.monitor == apps.AMLiveness {
+		w.lastSeen = s.rm.now()
+		s.mon.am[a] = w
+	}
+}
+
+// clusterView returns the node count and free resources, refreshed at most
+// once a second.
+func (s *amService) clusterView(ctx context.Context) clusterView {
+	s.clusterMu.Lock()
+	defer s.clusterMu.Unlock()
+	now := s.rm.now()
+	if now.Sub(s.clusterTime) < defaultAllocateHeadroomRefreshInterval && !s.clusterTime.IsZero() {
+		return s.cluster
+	}
+	var v clusterView
+	if s.rm.cfg.Nodes != nil {
+		nodes, err := s.rm.cfg.Nodes.Nodes(ctx)
+		if err != nil {
+			s.rm.log.WarnContext(ctx, "cluster view", "err", err)
+			return s.cluster
+		}
+		for _, n := range nodes {
+			if n.State != yarnpb.NodeStateProto_NS_RUNNING {
+				continue
+			}
+			v.nodes++
+			v.totalMB += n.CapabilityMB
+			v.totalVCs += n.CapabilityVcores
+			v.freeMB += max(n.CapabilityMB-n.UsedMB, 0)
+			v.freeVC += max(n.CapabilityVcores-n.UsedVcores, 0)
+		}
+	}
+	s.cluster, s.clusterTime = v, now
+	return v
+}
+
+// headroom is the allocate answer's limit: what the cluster has free,
+// capped by the queue's maximum capacity.
+func (s *amService) headroom(v clusterView, queue string) *yarnpb.ResourceProto {
+	mem, vc := v.freeMB, v.freeVC
+	if q, err := s.rm.queueTree().Lookup(queue); err == nil {
+		mem = min(mem, int64(float64(v.totalMB)*float64(q.AbsoluteMaximumCapacity)))
+		vc = min(vc, int32(float64(v.totalVCs)*float64(q.AbsoluteMaximumCapacity)))
+	}
+	return rgs.Resource(max(mem, 0), max(vc, 0))
+}
+
+// mapping is the Kubernetes side of a queue.
+func (rm *ResourceManager) mapping(queue string) rgs.Mapping {
+	m := rgs.Mapping{HostNetwork: true}
+	if q, err := rm.queueTree().Lookup(queue); err == nil {
+		m.Namespace, m.SchedulerName, m.PriorityClass = q.Kube.Namespace, q.Kube.SchedulerName, q.Kube.PriorityClass
+	}
+	return m
+}
+
+// --- effects that need the cluster ---
+
+// execute carries out one effect on the scheduler, the AM service and the
+// launcher; it returns the event to feed back, if any. Called with the
+// entry's lock held.
+func (s *amService) execute(ctx context.Context, e *entry, eff apps.Effect) (apps.Event, error) {
+	switch x := eff.(type) {
+	case apps.AddAttemptToScheduler:
+		s.mu.Lock()
+		if s.attempts[x.Attempt] == nil {
+			s.attempts[x.Attempt] = &amState{attempt: x.Attempt}
+		}
+		s.mu.Unlock()
+		if x.Recovering {
+			return nil, nil
+		}
+		return apps.AttemptAdded{Attempt: x.Attempt}, nil
+	case apps.RequestAMContainer:
+		if s.scheduler == nil {
+			return nil, errNoScheduler
+		}
+		app := e.app
+		spec := rgs.AttemptSpec{
+			Attempt: x.Attempt, Role: rgs.RoleAM, Queue: app.Queue(), User: app.User(),
+			NodeLabel: app.Submission().GetNodeLabelExpression(), Mapping: s.rm.mapping(app.Queue()),
+		}
+		var asks []*yarnpb.ResourceRequestProto
+		for _, r := range x.Requests {
+			n, err := s.normalize(r)
+			if err != nil {
+				return apps.AttemptFailed{Attempt: x.Attempt, Diagnostics: err.Error()}, err
+			}
+			asks = append(asks, n)
+		}
+		s.scheduler.Ask(spec, asks)
+		return nil, nil
+	case apps.IssueAMRMToken:
+		if s.rm.cfg.Tokens != nil {
+			tok := s.rm.cfg.Tokens.AMRM().Create(x.Attempt.Proto())
+			e.amrmToken = tok.Proto()
+		}
+		return nil, nil
+	case apps.WatchAM:
+		s.mon.mu.Lock()
+		s.mon.am[x.Attempt] = amWatch{monitor: x.Monitor, lastSeen: s.rm.now()}
+		s.mon.mu.Unlock()
+		return nil, nil
+	case apps.WatchAllocation:
+		s.mon.mu.Lock()
+		s.mon.allocations[x.Container] = s.rm.now().Add(s.rm.cfg.Settings.ContainerAllocationExpiry)
+		s.mon.mu.Unlock()
+		return nil, nil
+	case apps.UnwatchAllocation:
+		s.mon.mu.Lock()
+		delete(s.mon.allocations, x.Container)
+		s.mon.mu.Unlock()
+		return nil, nil
+	case apps.ContainerCompleted:
+		s.deliver(e, x.Status)
+		return nil, nil
+	case apps.StopContainer:
+		if s.scheduler == nil {
+			return nil, nil
+		}
+		return nil, s.scheduler.DeleteContainer(ctx, x.Container)
+	case apps.ReleaseAttempt:
+		s.mu.Lock()
+		delete(s.attempts, x.Attempt)
+		s.mu.Unlock()
+		s.mon.mu.Lock()
+		delete(s.mon.am, x.Attempt)
+		s.mon.mu.Unlock()
+		if s.rm.cfg.Tokens != nil {
+			s.rm.cfg.Tokens.NMTokens().ForgetAttempt(x.Attempt.Proto())
+		}
+		if s.scheduler != nil {
+			return nil, s.scheduler.ForgetAttempt(ctx, x.Attempt)
+		}
+		return nil, nil
+	case apps.RemoveFromScheduler:
+		if s.scheduler != nil {
+			return nil, s.scheduler.RemoveApplication(ctx, x.App)
+		}
+		return nil, nil
+	}
+	return nil, s.rm.launch(ctx, e.app.ID(), eff)
+}
+
+var errNoScheduler = errors.New("no scheduler: AM containers cannot be placed")
+
+// deliver queues a completed container's status for the application's
+// current AM, which sees each once.
+func (s *amService) deliver(e *entry, status *yarnpb.ContainerStatusProto) {
+	t := e.app.CurrentAttempt()
+	if t == nil {
+		return
+	}
+	if st := s.state(t.ID()); st != nil {
+		st.qmu.Lock()
+		st.completed = append(st.completed, status)
+		st.qmu.Unlock()
+	}
+}
+
+// checkMonitors fires the AM liveness and allocation expiry timers that are
+// due.
+func (s *amService) checkMonitors(ctx context.Context) {
+	now := s.rm.now()
+	expiry := s.rm.cfg.Settings.AMExpiry
+	if expiry <= 0 {
+		expiry = 10 * time.Minute
+	}
+	var amDue []apps.AttemptID
+	var containersDue []apps.ContainerID
+	s.mon.mu.Lock()
+	for a, w := range s.mon.am {
+		if now.Sub(w.lastSeen) >= expiry {
+			amDue = append(amDue, a)
+			delete(s.mon.am, a)
+		}
+	}
+	for c, at := range s.mon.allocations {
+		if !now.Before(at) {
+			containersDue = append(containersDue, c)
+			delete(s.mon.allocations, c)
+		}
+	}
+	s.mon.mu.Unlock()
+	slices.SortFunc(amDue, func(a, b apps.AttemptID) int { return compareAttempts(a, b) })
+	for _, a := range amDue {
+		s.rm.log.InfoContext(ctx, "AM expired", "attempt", a.String())
+		if err := s.rm.Handle(ctx, a.App, apps.AttemptExpired{Attempt: a}); err != nil {
+			s.rm.log.WarnContext(ctx, "AM expiry", "attempt", a.String(), "err", err)
+		}
+	}
+	for _, c := range containersDue {
+		s.rm.log.InfoContext(ctx, "allocated container not started in time", "container", c.String())
+		if err := s.rm.Handle(ctx, c.Attempt.App, apps.ContainerExpired{Container: c}); err != nil {
+			s.rm.log.WarnContext(ctx, "allocation expiry", "container", c.String(), "err", err)
+		}
+	}
+}
+
+func compareAttempts(a, b apps.AttemptID) int {
+	if a.App != b.App {
+		if a.App.ClusterTimestamp != b.App.ClusterTimestamp {
+			return int(a.App.ClusterTimestamp - b.App.ClusterTimestamp)
+		}
+		return int(a.App.ID - b.App.ID)
+	}
+	return int(a.ID - b.ID)
+}
+
+// --- what RGS reports (rgs.Sink) ---
+
+// schedulerSink receives RGS's reports for the ResourceManager.
+type schedulerSink struct{ rm *ResourceManager }
+
+// SchedulerSink is where the Scheduler (RGS) reports allocated, completed
+// and preempted containers.
+func (rm *ResourceManager) SchedulerSink() rgs.Sink { return schedulerSink{rm} }
+
+// Allocated implements rgs.Sink.
+func (k schedulerSink) Allocated(ctx context.Context, a rgs.Allocation) error {
+	rm := k.rm
+	id, err := yarnid.ContainerIDFromProto(a.Container.GetId())
+	if err != nil {
+		return err
+	}
+	e := rm.lookup(id.Attempt.App)
+	if e == nil {
+		return fmt.Errorf("allocated %s: %w", id, errUnknownApp)
+	}
+	if a.Role == rgs.RoleAM {
+		return rm.handle(ctx, e, apps.AMContainerAllocated{Attempt: id.Attempt, Container: a.Container})
+	}
+	st := rm.am.state(id.Attempt)
+	if st == nil {
+		return fmt.Errorf("allocated %s: attempt %s is over", id, id.Attempt)
+	}
+	if err := rm.handle(ctx, e, apps.ContainerAllocated{Container: a.Container}); err != nil {
+		return err
+	}
+	st.qmu.Lock()
+	st.allocated = append(st.allocated, a.Container)
+	st.qmu.Unlock()
+	return nil
+}
+
+// Completed implements rgs.Sink.
+func (k schedulerSink) Completed(ctx context.Context, c rgs.Completion) {
+	rm := k.rm
+	e := rm.lookup(c.Container.Attempt.App)
+	if e == nil {
+		return
+	}
+	var ev apps.Event = apps.ContainerFinished{Container: c.Container, ExitStatus: c.ExitStatus, Diagnostics: c.Diagnostics}
+	if c.Preempted || c.Vanished {
+		ev = apps.ContainerKilled{Container: c.Container, ExitStatus: c.ExitStatus, Diagnostics: c.Diagnostics}
+	}
+	if err := rm.handle(ctx, e, ev); err != nil {
+		// A container that ended before the AM took it: YARN's scheduler
+		// reports it as killed.
+		kill := apps.ContainerKilled{Container: c.Container, ExitStatus: c.ExitStatus, Diagnostics: c.Diagnostics}
+		if err2 := rm.handle(ctx, e, kill); err2 != nil {
+			rm.log.InfoContext(ctx, "container end not taken", "container", c.Container.String(), "err", err)
+		}
+	}
+}
+
+// Preempting implements rgs.Sink.
+func (k schedulerSink) Preempting(_ context.Context, id yarnid.ContainerID) {
+	e := k.rm.lookup(id.Attempt.App)
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	t := e.app.CurrentAttempt()
+	e.mu.Unlock()
+	if t == nil {
+		return
+	}
+	if st := k.rm.am.state(t.ID()); st != nil {
+		st.qmu.Lock()
+		st.preempting = append(st.preempting, id)
+		st.qmu.Unlock()
+	}
+}
+
+// Recovered rebuilds the containers RGS found running after a restart.
+func (rm *ResourceManager) Recovered(ctx context.Context, running []rgs.Allocation) {
+	for _, a := range running {
+		id, err := yarnid.ContainerIDFromProto(a.Container.GetId())
+		if err != nil {
+			continue
+		}
+		e := rm.lookup(id.Attempt.App)
+		if e == nil {
+			continue
+		}
+		created := a.Pod.CreationTimestamp.Time
+		if err := rm.handle(ctx, e, apps.ContainerRecovered{Container: a.Container, Created: created, Running: true}); err != nil {
+			rm.log.InfoContext(ctx, "container not recovered", "container", id.String(), "err", err)
+		}
+	}
+}
+
+// AttemptLive reports whether an attempt is between its start and its end,
+// for the AMRMToken check (tokens.Config.AttemptValid): a token of an
+// attempt that is over no longer opens the scheduler port.
+func (rm *ResourceManager) AttemptLive(_ context.Context, p *yarnpb.ApplicationAttemptIdProto) bool {
+	a, err := yarnid.AttemptIDFromProto(p)
+	return err == nil && rm.am.state(a) != nil
+}
