@@ -102,6 +102,7 @@ type envOptions struct {
 	ids       *MemoryIDs
 	clock     *testClock
 	nodes     NodeLister
+	scheduler Scheduler
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -147,7 +148,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		}
 	}
 	cfg := Config{
-		Settings: settings, Queues: tree, Store: o.store, IDs: o.ids, Nodes: o.nodes,
+		Settings: settings, Queues: tree, Store: o.store, IDs: o.ids, Nodes: o.nodes, Scheduler: o.scheduler,
 		Clock: o.clock.Now, Logger: slog.New(slog.DiscardHandler),
 	}
 	rm, err := New(cfg)
