@@ -93,8 +93,16 @@ func TestAsksAreAbsoluteAndAllocationsLowerThem(t *testing.T) {
 func TestKeysDifferByCapabilityExecutionTypeAndAllocationRequestID(t *testing.T) {
 	base := req(1, "*", 1, true)
 	other := []*yarnpb.ResourceRequestProto{
-		func() *yarnpb.ResourceRequestProto { r := proto.CloneOf(base); r.Capability.Memory = proto.Int64(2048); return r }(),
-		func() *yarnpb.ResourceRequestProto { r := proto.CloneOf(base); r.AllocationRequestId = proto.Int64(7); return r }(),
+		func() *yarnpb.ResourceRequestProto {
+			r := proto.CloneOf(base)
+			r.Capability.Memory = proto.Int64(2048)
+			return r
+		}(),
+		func() *yarnpb.ResourceRequestProto {
+			r := proto.CloneOf(base)
+			r.AllocationRequestId = proto.Int64(7)
+			return r
+		}(),
 		func() *yarnpb.ResourceRequestProto {
 			r := proto.CloneOf(base)
 			r.ExecutionTypeRequest = &yarnpb.ExecutionTypeRequestProto{ExecutionType: yarnpb.ExecutionTypeProto_OPPORTUNISTIC.Enum()}

@@ -29,7 +29,7 @@ func (s *recordingScheduler) Ask(_ rgs.AttemptSpec, asks []*yarnpb.ResourceReque
 	s.asks = append(s.asks, asks...)
 }
 func (s *recordingScheduler) Blacklist(rgs.AttemptSpec, []string, []string) {}
-func (s *recordingScheduler) Outstanding(yarnid.AttemptID) int             { return 0 }
+func (s *recordingScheduler) Outstanding(yarnid.AttemptID) int              { return 0 }
 func (s *recordingScheduler) ForgetAttempt(_ context.Context, a yarnid.AttemptID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
