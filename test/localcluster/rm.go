@@ -47,10 +47,19 @@ type rmProcess struct {
 // client with no configuration at all finds the local RM too.
 var yarnPorts = [4]int{8032, 8030, 8033, 8088}
 
-func pickRMAddresses() (RMAddresses, error) {
-	var picked [4]string
+// pickRMAddresses takes, for each RM port, the one a kept folder's
+// yarn-site.xml names (so clients configured before a restart still find
+// the RM), else YARN's default, else any free port.
+func pickRMAddresses(dir string) (RMAddresses, error) {
+	preferred := make([]string, len(yarnPorts))
 	for i, p := range yarnPorts {
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+		preferred[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	}
+	if old, err := keptRMAddresses(dir); err == nil {
+		preferred = []string{old.Client, old.Scheduler, old.Admin, old.Web}
+	}
+	var picked [4]string
+	for i, addr := range preferred {
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
@@ -61,6 +70,19 @@ func pickRMAddresses() (RMAddresses, error) {
 		defer l.Close()
 	}
 	return RMAddresses{Client: picked[0], Scheduler: picked[1], Admin: picked[2], Web: picked[3]}, nil
+}
+
+// keptRMAddresses reads the addresses a kept folder's knit-rm served on.
+func keptRMAddresses(dir string) (RMAddresses, error) {
+	c := conf.New(conf.Options{})
+	if err := c.AddFile(filepath.Join(RMConfDir(dir), "yarn-site.xml")); err != nil {
+		return RMAddresses{}, err
+	}
+	s, err := conf.LoadRMSettings(c)
+	if err != nil {
+		return RMAddresses{}, err
+	}
+	return RMAddresses{Client: s.Address, Scheduler: s.SchedulerAddress, Admin: s.AdminAddress, Web: s.WebappAddress}, nil
 }
 
 // RMConfDir is the configuration folder (--conf-dir) of the knit-rm of a
@@ -130,7 +152,7 @@ func (c *Cluster) startRM(ctx context.Context, dir string, command []string, sit
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return RMAddresses{}, fmt.Errorf("localcluster: rm namespace: %w", err)
 	}
-	addrs, err := pickRMAddresses()
+	addrs, err := pickRMAddresses(dir)
 	if err != nil {
 		return RMAddresses{}, err
 	}
