@@ -35,7 +35,7 @@ type groupKey struct {
 
 func keyOf(r *yarnpb.ResourceRequestProto) askKey {
 	c := r.GetCapability()
-	mem, vcores := Capability(c)
+	mem, vcores := yarnpb.MemoryAndVcores(c)
 	var others []string
 	for _, e := range c.GetResourceValueMap() {
 		if e.GetKey() == yarnMemory || e.GetKey() == yarnVcores {
@@ -75,25 +75,6 @@ func (k askKey) hash() string {
 	fmt.Fprintf(h, "%d|%d|%d|%s|%d|%d|%s", k.group.priority, k.group.memoryMB, k.group.vcores,
 		k.group.others, k.group.execution, k.group.allocID, k.name)
 	return strconv.FormatUint(h.Sum64(), 36)
-}
-
-// Capability reads a YARN resource's memory (MB) and vcores as Java does:
-// fields 1 and 2 first, the resource_value_map entries when they are unset.
-func Capability(c *yarnpb.ResourceProto) (memoryMB int64, vcores int32) {
-	memoryMB, vcores = c.GetMemory(), c.GetVirtualCores()
-	for _, e := range c.GetResourceValueMap() {
-		switch e.GetKey() {
-		case yarnMemory:
-			if c.Memory == nil {
-				memoryMB = e.GetValue()
-			}
-		case yarnVcores:
-			if c.VirtualCores == nil {
-				vcores = int32(e.GetValue())
-			}
-		}
-	}
-	return memoryMB, vcores
 }
 
 // book is what RGS knows of one attempt's asks in one role: the table of

@@ -777,23 +777,9 @@ func resourceOf(p *corev1.Pod, r Resources) *yarnpb.ResourceProto {
 			per = 1000
 		}
 		vcores := int32(ctr.Resources.Requests.Cpu().MilliValue() / per)
-		return Resource(mem, vcores)
+		return yarnpb.NewResource(mem, vcores)
 	}
-	return Resource(0, 0)
-}
-
-// Resource is a YARN resource as the Java RM writes it: fields 1 and 2 and
-// the resource_value_map entries of memory-mb and vcores.
-func Resource(memoryMB int64, vcores int32) *yarnpb.ResourceProto {
-	countable := yarnpb.ResourceTypesProto_COUNTABLE.Enum()
-	return &yarnpb.ResourceProto{
-		Memory:       proto.Int64(memoryMB),
-		VirtualCores: proto.Int32(vcores),
-		ResourceValueMap: []*yarnpb.ResourceInformationProto{
-			{Key: proto.String(yarnMemory), Value: proto.Int64(memoryMB), Units: proto.String("Mi"), Type: countable},
-			{Key: proto.String(yarnVcores), Value: proto.Int64(int64(vcores)), Units: proto.String(""), Type: countable},
-		},
-	}
+	return yarnpb.NewResource(0, 0)
 }
 
 // attemptOf reads a Knit pod's attempt and role from its labels.

@@ -296,7 +296,7 @@ func TestNodeAdminCallsAnswerForTheKubernetesNodes(t *testing.T) {
 		req := &yarnpb.UpdateNodeResourceRequestProto{}
 		for _, n := range ids {
 			req.NodeResourceMap = append(req.NodeResourceMap, &yarnpb.NodeResourceMapProto{NodeId: n,
-				ResourceOption: &yarnpb.ResourceOptionProto{Resource: resource(4096, 4)}})
+				ResourceOption: &yarnpb.ResourceOptionProto{Resource: yarnpb.NewResource(4096, 4)}})
 		}
 		return req
 	}

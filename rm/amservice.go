@@ -188,7 +188,7 @@ func (rm *ResourceManager) RegisterApplicationMaster(ctx context.Context, req *y
 	defer e.mu.Unlock()
 	app := e.app
 	resp := &yarnpb.RegisterApplicationMasterResponseProto{
-		MaximumCapability:      rgs.Resource(int64(rm.cfg.Settings.MaxAllocationMB), int32(rm.cfg.Settings.MaxAllocationVcores)),
+		MaximumCapability:      yarnpb.NewResource(int64(rm.cfg.Settings.MaxAllocationMB), int32(rm.cfg.Settings.MaxAllocationVcores)),
 		Queue:                  proto.String(app.Queue()),
 		SchedulerResourceTypes: []yarnpb.SchedulerResourceTypes{yarnpb.SchedulerResourceTypes_MEMORY},
 		ResourceTypes:          ResourceTypeInfo{Types: rm.cfg.ResourceTypes}.infos(),
@@ -349,7 +349,7 @@ func (s *amService) checkAsks(e *entry, attempt apps.AttemptID, req *yarnpb.Allo
 // CapacityScheduler does (a 10 MB ask becomes 1024 MB).
 func (s *amService) normalize(r *yarnpb.ResourceRequestProto) (*yarnpb.ResourceRequestProto, error) {
 	set := s.rm.cfg.Settings
-	mem, vc := rgs.Capability(r.GetCapability())
+	mem, vc := yarnpb.MemoryAndVcores(r.GetCapability())
 	shown := fmt.Sprintf("<memory:%d, vCores:%d>", mem, vc)
 	maxShown := fmt.Sprintf("<memory:%d, vCores:%d>", set.MaxAllocationMB, set.MaxAllocationVcores)
 	if r.GetNumContainers() < 0 {
@@ -385,7 +385,7 @@ func (s *amService) normalize(r *yarnpb.ResourceRequestProto) (*yarnpb.ResourceR
 	mem = max(mem, minMB)
 	mem = (mem + minMB - 1) / minMB * minMB
 	vc = max(vc, minVC)
-	cap := rgs.Resource(min(mem, int64(set.MaxAllocationMB)), vc)
+	cap := yarnpb.NewResource(min(mem, int64(set.MaxAllocationMB)), vc)
 	for _, v := range r.GetCapability().GetResourceValueMap() {
 		if v.GetKey() != "memory-mb" && v.GetKey() != "vcores" {
 			cap.ResourceValueMap = append(cap.ResourceValueMap, proto.CloneOf(v))
@@ -522,7 +522,7 @@ func (s *amService) headroom(v clusterView, queue string) *yarnpb.ResourceProto 
 		mem = min(mem, int64(float64(v.totalMB)*float64(q.AbsoluteMaximumCapacity)))
 		vc = min(vc, int32(float64(v.totalVCs)*float64(q.AbsoluteMaximumCapacity)))
 	}
-	return rgs.Resource(max(mem, 0), max(vc, 0))
+	return yarnpb.NewResource(max(mem, 0), max(vc, 0))
 }
 
 // mapping is the Kubernetes side of a queue.

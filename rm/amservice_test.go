@@ -99,7 +99,7 @@ func TestAContainerNotStartedInTimeIsTakenBackAndReportedOnce(t *testing.T) {
 	attempt, ctx := unmanagedAM(t, e)
 	id := yarnid.ContainerID{Attempt: attempt, Epoch: 1, Sequence: 2}
 	ctr := &yarnpb.ContainerProto{Id: id.Proto(), NodeId: &yarnpb.NodeIdProto{Host: proto.String("node1"), Port: proto.Int32(8041)},
-		Resource: rgs.Resource(1024, 1), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
+		Resource: yarnpb.NewResource(1024, 1), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
 	if err := e.rm.SchedulerSink().Allocated(t.Context(), rgs.Allocation{Role: rgs.RoleTask, Container: ctr}); err != nil {
 		t.Fatal(err)
 	}

@@ -191,21 +191,8 @@ func (rm *ResourceManager) modifiable(ctx context.Context, p *yarnpb.Application
 	return e, user, nil
 }
 
-// resource builds a Resource as a Java RM writes it: fields 1 and 2 and the
-// resource map (docs/hadoop-wire-facts.md §34).
-func resource(mb int64, vcores int32) *yarnpb.ResourceProto {
-	return &yarnpb.ResourceProto{
-		Memory:       proto.Int64(mb),
-		VirtualCores: proto.Int32(vcores),
-		ResourceValueMap: []*yarnpb.ResourceInformationProto{
-			{Key: proto.String("memory-mb"), Value: proto.Int64(mb), Units: proto.String("Mi"), Type: yarnpb.ResourceTypesProto_COUNTABLE.Enum()},
-			{Key: proto.String("vcores"), Value: proto.Int64(int64(vcores)), Units: proto.String(""), Type: yarnpb.ResourceTypesProto_COUNTABLE.Enum()},
-		},
-	}
-}
-
 func (rm *ResourceManager) maxResource() *yarnpb.ResourceProto {
-	return resource(int64(rm.cfg.Settings.MaxAllocationMB), int32(rm.cfg.Settings.MaxAllocationVcores))
+	return yarnpb.NewResource(int64(rm.cfg.Settings.MaxAllocationMB), int32(rm.cfg.Settings.MaxAllocationVcores))
 }
 
 // GetNewApplication hands out a fresh application id and the largest
@@ -355,7 +342,7 @@ func (rm *ResourceManager) newApp(sub apps.Submission) (*apps.Application, error
 		norm = min(norm, int64(s.MaxAllocationMB))
 		if norm != mb {
 			for _, r := range reqs {
-				r.Capability = resource(norm, vc)
+				r.Capability = yarnpb.NewResource(norm, vc)
 			}
 			sub.AMRequests = reqs
 			return apps.NewApplication(rm.appsCfg, sub)
@@ -690,8 +677,8 @@ func (rm *ResourceManager) GetClusterNodes(ctx context.Context, req *yarnpb.GetC
 			NodeId:               &yarnpb.NodeIdProto{Host: proto.String(n.Host), Port: proto.Int32(n.NMPort)},
 			HttpAddress:          proto.String(n.HTTPAddress),
 			RackName:             proto.String(n.Rack),
-			Used:                 resource(n.UsedMB, n.UsedVcores),
-			Capability:           resource(n.CapabilityMB, n.CapabilityVcores),
+			Used:                 yarnpb.NewResource(n.UsedMB, n.UsedVcores),
+			Capability:           yarnpb.NewResource(n.CapabilityMB, n.CapabilityVcores),
 			NodeState:            n.State.Enum(),
 			HealthReport:         proto.String(n.HealthReport),
 			LastHealthReportTime: proto.Int64(n.LastHealthUpdate.UnixMilli()),

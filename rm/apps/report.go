@@ -133,9 +133,9 @@ func (a *Application) liveUsage(t *Attempt) *yarnpb.ApplicationResourceUsageRepo
 	return &yarnpb.ApplicationResourceUsageReportProto{
 		NumUsedContainers:      proto.Int32(used),
 		NumReservedContainers:  proto.Int32(reserved),
-		UsedResources:          resource(usedMem, usedVC),
-		ReservedResources:      resource(resMem, resVC),
-		NeededResources:        resource(usedMem+resMem, usedVC+resVC),
+		UsedResources:          yarnpb.NewResource(usedMem, usedVC),
+		ReservedResources:      yarnpb.NewResource(resMem, resVC),
+		NeededResources:        yarnpb.NewResource(usedMem+resMem, usedVC+resVC),
 		QueueUsagePercentage:   proto.Float32(0),
 		ClusterUsagePercentage: proto.Float32(0),
 	}
@@ -146,9 +146,9 @@ func unknownUsage() *yarnpb.ApplicationResourceUsageReportProto {
 	return &yarnpb.ApplicationResourceUsageReportProto{
 		NumUsedContainers:      proto.Int32(-1),
 		NumReservedContainers:  proto.Int32(-1),
-		UsedResources:          resource(-1, -1),
-		ReservedResources:      resource(-1, -1),
-		NeededResources:        resource(-1, -1),
+		UsedResources:          yarnpb.NewResource(-1, -1),
+		ReservedResources:      yarnpb.NewResource(-1, -1),
+		NeededResources:        yarnpb.NewResource(-1, -1),
 		MemorySeconds:          proto.Int64(0),
 		VcoreSeconds:           proto.Int64(0),
 		PreemptedMemorySeconds: proto.Int64(0),
@@ -160,19 +160,6 @@ func usageMap(mem, vcores int64) []*yarnpb.StringLongMapProto {
 	return []*yarnpb.StringLongMapProto{
 		{Key: proto.String("memory-mb"), Value: proto.Int64(mem)},
 		{Key: proto.String("vcores"), Value: proto.Int64(vcores)},
-	}
-}
-
-// resource writes a Resource as a Java RM does: fields 1 and 2 and the
-// resource_value_map entries of the two standard types.
-func resource(memoryMB int64, vcores int32) *yarnpb.ResourceProto {
-	return &yarnpb.ResourceProto{
-		Memory:       proto.Int64(memoryMB),
-		VirtualCores: proto.Int32(vcores),
-		ResourceValueMap: []*yarnpb.ResourceInformationProto{
-			{Key: proto.String("memory-mb"), Value: proto.Int64(memoryMB), Units: proto.String("Mi"), Type: yarnpb.ResourceTypesProto_COUNTABLE.Enum()},
-			{Key: proto.String("vcores"), Value: proto.Int64(int64(vcores)), Units: proto.String(""), Type: yarnpb.ResourceTypesProto_COUNTABLE.Enum()},
-		},
 	}
 }
 

@@ -261,7 +261,7 @@ func benchAsk(priority int32, name string, n int32) *yarnpb.ResourceRequestProto
 	return &yarnpb.ResourceRequestProto{
 		Priority:             &yarnpb.PriorityProto{Priority: proto.Int32(priority)},
 		ResourceName:         proto.String(name),
-		Capability:           rgs.Resource(1024, 1),
+		Capability:           yarnpb.NewResource(1024, 1),
 		NumContainers:        proto.Int32(n),
 		RelaxLocality:        proto.Bool(true),
 		ExecutionTypeRequest: &yarnpb.ExecutionTypeRequestProto{ExecutionType: yarnpb.ExecutionTypeProto_GUARANTEED.Enum(), EnforceExecutionType: proto.Bool(false)},

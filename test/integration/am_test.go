@@ -268,7 +268,7 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 		t.Fatalf("allocate before register: %v, want %s", err, rm.ClassApplicationMasterNotRegistered)
 	}
 	reg := am.register()
-	if mem, vc := rgs.Capability(reg.GetMaximumCapability()); mem != 8192 || vc != 4 || reg.GetQueue() != "root.default" || len(reg.GetResourceTypes()) < 2 {
+	if mem, vc := yarnpb.MemoryAndVcores(reg.GetMaximumCapability()); mem != 8192 || vc != 4 || reg.GetQueue() != "root.default" || len(reg.GetResourceTypes()) < 2 {
 		t.Fatalf("register answer: max %d MB %d vcores, queue %q, %d resource types", mem, vc, reg.GetQueue(), len(reg.GetResourceTypes()))
 	}
 	if err := am.call("registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{}, &yarnpb.RegisterApplicationMasterResponseProto{}); remoteClass(err) != rm.ClassInvalidApplicationMasterRequest {
@@ -312,7 +312,7 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 			t.Errorf("container id %v (%v)", id, err)
 		}
 		seen[id.String()] = true
-		if mem, _ := rgs.Capability(ctr.GetResource()); mem != 1024 {
+		if mem, _ := yarnpb.MemoryAndVcores(ctr.GetResource()); mem != 1024 {
 			t.Errorf("%s: %d MB, want the normalised 1024", id, mem)
 		}
 		if ctr.GetContainerToken() == nil || ctr.GetNodeId().GetPort() != 8041 || hostOf[ctr.GetNodeId().GetHost()] == "" {
