@@ -71,8 +71,8 @@ const TagLabelPrefix = "tags.knit.io/"
 
 // LabelValue turns s into a valid label value: characters a label value may
 // not hold become '_', the result is cut to 63 characters, and anything but
-// letters and digits is trimmed from both ends. It is the same rule the RM's
-// store uses on YarnApplication labels, so one selector finds both an
+// letters and digits is trimmed from both ends. The RM's store labels
+// YarnApplication objects with it too, so one selector finds both an
 // application and its pods. Different values can map to the same label
 // value (alice@A and alice@B both become alice_A...), so a selector on a
 // sanitised label is a hint to check against the annotation, never a key.

@@ -995,7 +995,10 @@ func TestLabelValueIsAlwaysAValidLabelValue(t *testing.T) {
 		in, want string
 	}{
 		{"", ""},
+		{"RUNNING", "RUNNING"},
 		{"root.default", "root.default"},
+		{"hdfs/nn1.example.com@EXAMPLE.COM", "hdfs_nn1.example.com_EXAMPLE.COM"},
+		{"a b", "a_b"},
 		{"application_1700000000000_0007", "application_1700000000000_0007"},
 		{"alice@EXAMPLE.COM", "alice_EXAMPLE.COM"},
 		{"root.data science", "root.data_science"},

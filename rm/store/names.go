@@ -31,33 +31,3 @@ func ObjectName(id string) (string, error) {
 	}
 	return name, nil
 }
-
-// labelValue turns s into a valid label value: characters a label value
-// may not hold become '_', the result is cut to 63 characters, and
-// anything but letters and digits is trimmed from both ends. Different
-// values can map to the same label value (alice@A and alice@B both become
-// alice_A...), so a selector on these labels is a hint to be checked
-// against the spec, never a key.
-func labelValue(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !isAlnum(c) && c != '-' && c != '_' && c != '.' {
-			b[i] = '_'
-		}
-	}
-	if len(b) > validation.LabelValueMaxLength {
-		b = b[:validation.LabelValueMaxLength]
-	}
-	start, end := 0, len(b)
-	for start < end && !isAlnum(b[start]) {
-		start++
-	}
-	for end > start && !isAlnum(b[end-1]) {
-		end--
-	}
-	return string(b[start:end])
-}
-
-func isAlnum(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
-}

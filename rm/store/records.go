@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/knitdev/knit/rgs"
 )
 
 // Record is one application as stored: the RM's own encoding in Data, and
@@ -193,9 +195,10 @@ func (s *Store) toObject(rec Record) (*unstructured.Unstructured, error) {
 	obj.SetName(name)
 	obj.SetNamespace(s.ns)
 	obj.SetLabels(map[string]string{
-		LabelState: labelValue(rec.State),
-		LabelUser:  labelValue(rec.User),
-		LabelQueue: labelValue(rec.Queue),
+		// The pods' rule, so one selector finds an application and its pods.
+		LabelState: rgs.LabelValue(rec.State),
+		LabelUser:  rgs.LabelValue(rec.User),
+		LabelQueue: rgs.LabelValue(rec.Queue),
 	})
 	obj.SetResourceVersion(rec.ResourceVersion)
 	return obj, nil
