@@ -82,8 +82,11 @@ func (k askKey) hash() string {
 // since), its blacklist, and its pending pods.
 type book struct {
 	spec AttemptSpec
-	// table holds the latest ask per key.
-	table map[askKey]*yarnpb.ResourceRequestProto
+	// table holds the latest ask per key; hashes and byHash name each key
+	// in pod labels both ways, so a bound pod finds its ask at once.
+	table  map[askKey]*yarnpb.ResourceRequestProto
+	hashes map[askKey]string
+	byHash map[string]askKey
 	// known is false for a book rebuilt from pods after a restart until the
 	// AM states its asks again: its pending pods are kept, not reconciled
 	// to an empty table.
@@ -105,6 +108,8 @@ func newBook(spec AttemptSpec) *book {
 	return &book{
 		spec:      spec,
 		table:     map[askKey]*yarnpb.ResourceRequestProto{},
+		hashes:    map[askKey]string{},
+		byHash:    map[string]askKey{},
 		blacklist: map[string]bool{},
 		pending:   map[string]*pendingPod{},
 	}
@@ -114,7 +119,12 @@ func newBook(spec AttemptSpec) *book {
 func (b *book) update(asks []*yarnpb.ResourceRequestProto) {
 	b.known = true
 	for _, r := range asks {
-		b.table[keyOf(r)] = proto.CloneOf(r)
+		k := keyOf(r)
+		if _, ok := b.hashes[k]; !ok {
+			h := k.hash()
+			b.hashes[k], b.byHash[h] = h, k
+		}
+		b.table[k] = proto.CloneOf(r)
 	}
 }
 
@@ -122,17 +132,15 @@ func (b *book) update(asks []*yarnpb.ResourceRequestProto) {
 // group's total, as AppSchedulingInfo.allocate decrements the node, rack
 // and ANY asks of a placement.
 func (b *book) allocated(hash string) {
-	for k, r := range b.table {
-		if k.hash() != hash {
-			continue
-		}
-		decrement(r)
-		if k.name != anyName {
-			if total := b.table[askKey{group: k.group, name: anyName}]; total != nil {
-				decrement(total)
-			}
-		}
+	k, ok := b.byHash[hash]
+	if !ok {
 		return
+	}
+	decrement(b.table[k])
+	if k.name != anyName {
+		if total := b.table[askKey{group: k.group, name: anyName}]; total != nil {
+			decrement(total)
+		}
 	}
 }
 
@@ -145,6 +153,7 @@ func decrement(r *yarnpb.ResourceRequestProto) {
 // want is how many pending pods one key should have.
 type want struct {
 	key   askKey
+	hash  string
 	ask   *yarnpb.ResourceRequestProto
 	count int
 	// strict is set when the group's ANY ask forbids relaxing locality.
@@ -183,11 +192,11 @@ func (b *book) desired() map[string]want {
 				continue
 			}
 			budget -= n
-			out[k.hash()] = want{key: k, ask: b.table[k], count: n, strict: strict}
+			out[b.hashes[k]] = want{key: k, hash: b.hashes[k], ask: b.table[k], count: n, strict: strict}
 		}
 		if budget > 0 {
 			k := askKey{group: g, name: anyName}
-			out[k.hash()] = want{key: k, ask: total, count: budget}
+			out[b.hashes[k]] = want{key: k, hash: b.hashes[k], ask: total, count: budget}
 		}
 	}
 	return out
@@ -213,15 +222,4 @@ func (b *book) pendingByHash() map[string][]*pendingPod {
 		slices.SortFunc(ps, func(x, y *pendingPod) int { return cmp.Compare(y.order, x.order) })
 	}
 	return out
-}
-
-// outstanding is the total of the book's ANY asks: what the AM still waits for.
-func (b *book) outstanding() int {
-	n := 0
-	for k, r := range b.table {
-		if k.name == anyName {
-			n += int(r.GetNumContainers())
-		}
-	}
-	return n
 }

@@ -66,6 +66,9 @@ func TestDesiredSpreadsAGroupsTotalOverHostsRacksAndAnywhere(t *testing.T) {
 func TestStrictLocalityComesFromTheAnyAsk(t *testing.T) {
 	b := newBook(AttemptSpec{})
 	b.update([]*yarnpb.ResourceRequestProto{req(1, "h1", 1, true), req(1, "*", 1, false)})
+	if n := len(b.desired()); n != 1 {
+		t.Fatalf("%d keys desired, want the one host pod", n)
+	}
 	for _, w := range b.desired() {
 		if w.key.name != "h1" || !w.strict {
 			t.Errorf("want %+v to be a strict h1 pod", w)
@@ -77,12 +80,13 @@ func TestAsksAreAbsoluteAndAllocationsLowerThem(t *testing.T) {
 	b := newBook(AttemptSpec{})
 	b.update([]*yarnpb.ResourceRequestProto{req(1, "h1", 2, true), req(1, "*", 3, true)})
 	b.update([]*yarnpb.ResourceRequestProto{req(1, "*", 4, true)}) // a new total replaces the old
-	if got := b.outstanding(); got != 4 {
+	total := keyOf(req(1, "*", 0, true))
+	if got := b.table[total].GetNumContainers(); got != 4 {
 		t.Fatalf("outstanding %d, want 4", got)
 	}
-	host := askKey{group: keyOf(req(1, "*", 0, true)).group, name: "h1"}
+	host := askKey{group: total.group, name: "h1"}
 	b.allocated(host.hash())
-	if got, h := b.outstanding(), b.table[host].GetNumContainers(); got != 3 || h != 1 {
+	if got, h := b.table[total].GetNumContainers(), b.table[host].GetNumContainers(); got != 3 || h != 1 {
 		t.Errorf("after a host allocation: outstanding %d, host ask %d; want 3 and 1", got, h)
 	}
 	if got := counts(b); got["h1"] != 1 || got["*"] != 2 {

@@ -340,16 +340,6 @@ func (c *Controller) Blacklist(spec AttemptSpec, add, remove []string) {
 	c.mu.Unlock()
 }
 
-// Outstanding is how many containers the attempt's AM still waits for.
-func (c *Controller) Outstanding(attempt yarnid.AttemptID) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if b := c.books[bookKey{attempt, RoleTask}]; b != nil {
-		return b.outstanding()
-	}
-	return 0
-}
-
 // ForgetAttempt drops the attempt's asks and deletes its pending pods.
 func (c *Controller) ForgetAttempt(ctx context.Context, attempt yarnid.AttemptID) error {
 	var doomed []*pendingPod
@@ -568,7 +558,7 @@ func (c *Controller) buildPod(b *book, w want) (*corev1.Pod, error) {
 		Resources: c.cfg.Resources,
 		Mapping:   s.Mapping,
 		Launcher:  c.cfg.Launcher,
-		AskHash:   w.key.hash(),
+		AskHash:   w.hash,
 	}
 	if req.Ask.GetNodeLabelExpression() == "" && s.NodeLabel != "" {
 		req.Ask = proto.CloneOf(req.Ask)
@@ -720,7 +710,7 @@ func (c *Controller) containerProto(p *corev1.Pod, id yarnid.ContainerID) (*yarn
 		return nil, fmt.Errorf("rgs: node %q of pod %s/%s unknown", p.Spec.NodeName, p.Namespace, p.Name)
 	}
 	prio, _ := strconv.ParseInt(p.Labels[LabelPriority], 10, 32)
-	allocID := parseIntLabel(p.Labels[LabelAllocationRequestID])
+	allocID := parseIntLabelValue(p.Labels[LabelAllocationRequestID])
 	exec := yarnpb.ExecutionTypeProto_GUARANTEED
 	if p.Annotations[AnnotationExecutionType] == yarnpb.ExecutionTypeProto_OPPORTUNISTIC.String() {
 		exec = yarnpb.ExecutionTypeProto_OPPORTUNISTIC
@@ -750,18 +740,6 @@ func annotationOrLabel(p *corev1.Pod, key string) string {
 		return v
 	}
 	return p.Labels[key]
-}
-
-func parseIntLabel(v string) int64 {
-	neg := false
-	if len(v) > 3 && v[:3] == "neg" {
-		neg, v = true, v[3:]
-	}
-	n, _ := strconv.ParseInt(v, 10, 64)
-	if neg {
-		n = -n
-	}
-	return n
 }
 
 // resourceOf reads back the YARN capability of a pod from its main

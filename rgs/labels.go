@@ -108,6 +108,15 @@ func IntLabelValue(n int64) string {
 	return s
 }
 
+// parseIntLabelValue reads back what IntLabelValue wrote; anything else is 0.
+func parseIntLabelValue(v string) int64 {
+	if rest, ok := strings.CutPrefix(v, "neg"); ok {
+		v = "-" + rest
+	}
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n
+}
+
 func isLabelAlnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }

@@ -266,7 +266,7 @@ func newPod(r *PodRequest) (*corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	partition, err := nodePartition(ask.nodeLabelExpression)
+	partition, err := NodePartition(ask.nodeLabelExpression)
 	if err != nil {
 		return nil, err
 	}
@@ -542,10 +542,11 @@ func yarnQuantity(key string, value int64, units string) (resource.Quantity, err
 	return q, nil
 }
 
-// nodePartition turns a node label expression into the partition name for
-// the NodeLabelPartition node selector, or "" for the default partition.
-// YARN trims the expression; so does Knit.
-func nodePartition(expr string) (string, error) {
+// NodePartition turns a node label expression into the partition name for
+// the NodeLabelPartition node selector, or "" for the default partition,
+// and refuses what one partition cannot express. YARN trims the
+// expression; so does Knit.
+func NodePartition(expr string) (string, error) {
 	e := strings.TrimSpace(expr)
 	if e == "" || e == yarnDefaultPartition {
 		return "", nil
@@ -557,6 +558,19 @@ func nodePartition(expr string) (string, error) {
 		return "", fmt.Errorf("node label expression %q: not a Kubernetes label value: %s", expr, strings.Join(msgs, "; "))
 	}
 	return e, nil
+}
+
+// CheckSchedulingRequest reports whether pods can carry a SchedulingRequest's
+// allocation tags and placement constraint, without building one: the AM
+// service refuses the request before anything changes.
+func CheckSchedulingRequest(sr *yarnpb.SchedulingRequestProto) error {
+	if _, err := tagLabels(sr.GetAllocationTags()); err != nil {
+		return fmt.Errorf("rgs: %w", err)
+	}
+	if _, err := placementOf(sr.GetPlacementConstraint(), ""); err != nil {
+		return fmt.Errorf("rgs: %w", err)
+	}
+	return nil
 }
 
 // tagLabel is the label key of an allocation tag.
@@ -704,7 +718,7 @@ func andNodeSelectors(a, b *corev1.NodeSelector) *corev1.NodeSelector {
 // podPlacement is what a placement constraint asks of a pod.
 type podPlacement struct {
 	affinity, antiAffinity []corev1.PodAffinityTerm
-	// partition is the node partition of a targetIn(NODE, nodePartition(p))
+	// partition is the node partition of a targetIn(NODE, NodePartition(p))
 	// constraint, or "".
 	partition string
 }
@@ -790,9 +804,9 @@ func (p *podPlacement) addSimple(s *yarnpb.SimplePlacementConstraintProto, app s
 				return fmt.Errorf("placement constraint: node attribute %q: Knit supports node attributes only as a node partition", t.GetTargetKey())
 			}
 			if anti || topologyKey != corev1.LabelHostname || len(t.TargetValues) != 1 {
-				return fmt.Errorf("placement constraint: node partition %q: Knit supports a node partition only as targetIn(node, nodePartition(name)) with one name", t.TargetValues)
+				return fmt.Errorf("placement constraint: node partition %q: Knit supports a node partition only as targetIn(node, NodePartition(name)) with one name", t.TargetValues)
 			}
-			part, err := nodePartition(t.TargetValues[0])
+			part, err := NodePartition(t.TargetValues[0])
 			if err != nil {
 				return fmt.Errorf("placement constraint: %w", err)
 			}

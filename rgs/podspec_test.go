@@ -756,7 +756,7 @@ func TestBuildPodErrors(t *testing.T) {
 		{"a constrained tag that cannot be a label name is refused", constraint(targetNotIn("node", tags(nil, "no spaces"))),
 			`placement constraint: allocation tag "no spaces" cannot be part of a Kubernetes label name`},
 		{"anti-affinity to a node partition is refused", constraint(targetNotIn("node", nodePartitionTarget("gpu"))),
-			`placement constraint: node partition ["gpu"]: Knit supports a node partition only as targetIn(node, nodePartition(name)) with one name`},
+			`placement constraint: node partition ["gpu"]: Knit supports a node partition only as targetIn(node, NodePartition(name)) with one name`},
 		{"affinity to any one of several partitions is refused", constraint(targetIn("node", nodePartitionTarget("gpu", "fpga"))),
 			`placement constraint: node partition ["gpu" "fpga"]`},
 		{"two partitions in one AND are refused", constraint(composite(yarnpb.CompositePlacementConstraintProto_AND,
@@ -1020,7 +1020,7 @@ func TestLabelValueIsAlwaysAValidLabelValue(t *testing.T) {
 	}
 }
 
-func TestIntLabelValueWritesNegativesWithNeg(t *testing.T) {
+func TestIntLabelValueWritesNegativesWithNegAndReadsBack(t *testing.T) {
 	tests := []struct {
 		in   int64
 		want string
@@ -1038,6 +1038,9 @@ func TestIntLabelValueWritesNegativesWithNeg(t *testing.T) {
 		}
 		if msgs := validation.IsValidLabelValue(got); len(msgs) > 0 {
 			t.Errorf("IntLabelValue(%d) = %q, not a label value: %v", tt.in, got, msgs)
+		}
+		if back := parseIntLabelValue(got); back != tt.in {
+			t.Errorf("parseIntLabelValue(%q) = %d, want %d", got, back, tt.in)
 		}
 	}
 }

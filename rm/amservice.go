@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 	"time"
 
@@ -24,22 +23,25 @@ const ProtocolAM = "org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB"
 // Java exception classes ApplicationMasterService throws; AMRMClient and the
 // MapReduce and Spark AMs branch on them (hadoop-wire-facts §9 item 13).
 const (
-	ClassApplicationMasterNotRegistered    = "org.apache.hadoop.yarn.exceptions.ApplicationMasterNotRegisteredException"
-	ClassInvalidApplicationMasterRequest   = "org.apache.hadoop.yarn.exceptions.InvalidApplicationMasterRequestException"
-	ClassInvalidContainerRelease           = "org.apache.hadoop.yarn.exceptions.InvalidContainerReleaseException"
-	ClassInvalidLabelResourceRequest       = "org.apache.hadoop.yarn.exceptions.InvalidLabelResourceRequestException"
-	msgAlreadyRegistered                   = "Application Master is already registered : "
-	msgNotInAMServiceFormat                = "Application attempt %s doesn't exist in ApplicationMasterService cache."
-	msgNotRegisteredFormat                 = "AM is not registered for known application attempt: %s or RM had restarted after AM registered. AM should re-register."
-	msgUnregisterBeforeRegisterFormat      = "Application Master is trying to unregister before registering for: %s"
-	msgInvalidResponseIDFormat             = "Invalid responseId in AllocateRequest from application attempt: %s, expect responseId to be %d, but get %d"
-	msgReleaseNotOwnedFormat               = "Cannot release container : %s not belonging to this application attempt : %s"
-	msgNegativeResourceFormat              = "Invalid resource request! Cannot allocate containers as requested resource is less than 0! Requested resource type=[%s], Requested resource=%s"
-	msgAboveMaximumFormat                  = "Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[%s], Requested resource=%s, maximum allowed allocation=%s, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=%s"
-	msgUnknownResourceFormat               = "Invalid resource request! Cannot allocate containers as requested resource type=[%s] is not known to the scheduler."
-	msgNegativeContainersFormat            = "Invalid resource request, number of containers requested is negative: %d"
-	defaultAllocateHeadroomRefreshInterval = time.Second
+	ClassApplicationMasterNotRegistered  = "org.apache.hadoop.yarn.exceptions.ApplicationMasterNotRegisteredException"
+	ClassInvalidApplicationMasterRequest = "org.apache.hadoop.yarn.exceptions.InvalidApplicationMasterRequestException"
+	ClassInvalidContainerRelease         = "org.apache.hadoop.yarn.exceptions.InvalidContainerReleaseException"
+	ClassInvalidLabelResourceRequest     = "org.apache.hadoop.yarn.exceptions.InvalidLabelResourceRequestException"
+	msgAlreadyRegistered                 = "Application Master is already registered : "
+	msgNotInAMServiceFormat              = "Application attempt %s doesn't exist in ApplicationMasterService cache."
+	msgNotRegisteredFormat               = "AM is not registered for known application attempt: %s or RM had restarted after AM registered. AM should re-register."
+	msgUnregisterBeforeRegisterFormat    = "Application Master is trying to unregister before registering for: %s"
+	msgInvalidResponseIDFormat           = "Invalid responseId in AllocateRequest from application attempt: %s, expect responseId to be %d, but get %d"
+	msgReleaseNotOwnedFormat             = "Cannot release container : %s not belonging to this application attempt : %s"
+	msgNegativeResourceFormat            = "Invalid resource request! Cannot allocate containers as requested resource is less than 0! Requested resource type=[%s], Requested resource=%s"
+	msgAboveMaximumFormat                = "Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[%s], Requested resource=%s, maximum allowed allocation=%s, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=%s"
+	msgUnknownResourceFormat             = "Invalid resource request! Cannot allocate containers as requested resource type=[%s] is not known to the scheduler."
+	msgNegativeContainersFormat          = "Invalid resource request, number of containers requested is negative: %d"
 )
+
+// clusterViewRefresh is how old the node count and free resources in
+// allocate answers may be.
+const clusterViewRefresh = time.Second
 
 // Scheduler places containers on the cluster; in Knit it is RGS, which turns
 // asks into pending pods and bound pods into containers.
@@ -48,8 +50,6 @@ type Scheduler interface {
 	Ask(spec rgs.AttemptSpec, asks []*yarnpb.ResourceRequestProto)
 	// Blacklist changes the hosts the attempt's new pods avoid.
 	Blacklist(spec rgs.AttemptSpec, add, remove []string)
-	// Outstanding is how many containers the attempt still waits for.
-	Outstanding(attempt yarnid.AttemptID) int
 	// ForgetAttempt drops the attempt's asks and pending pods.
 	ForgetAttempt(ctx context.Context, attempt yarnid.AttemptID) error
 	// DeleteContainer removes a container's pod.
@@ -97,6 +97,8 @@ type amWatch struct {
 type amService struct {
 	rm        *ResourceManager
 	scheduler Scheduler
+	// knownTypes are the resource types asks may name.
+	knownTypes map[string]bool
 
 	mu       sync.Mutex
 	attempts map[apps.AttemptID]*amState
@@ -117,11 +119,16 @@ type clusterView struct {
 }
 
 func newAMService(rm *ResourceManager, s Scheduler) *amService {
+	known := map[string]bool{"memory-mb": true, "vcores": true}
+	for _, t := range rm.cfg.ResourceTypes {
+		known[t.Name] = true
+	}
 	return &amService{
-		rm:        rm,
-		scheduler: s,
-		attempts:  map[apps.AttemptID]*amState{},
-		mon:       monitors{am: map[apps.AttemptID]amWatch{}, allocations: map[apps.ContainerID]time.Time{}},
+		rm:         rm,
+		scheduler:  s,
+		knownTypes: known,
+		attempts:   map[apps.AttemptID]*amState{},
+		mon:        monitors{am: map[apps.AttemptID]amWatch{}, allocations: map[apps.ContainerID]time.Time{}},
 	}
 }
 
@@ -152,16 +159,27 @@ func (s *amService) state(a apps.AttemptID) *amState {
 	return s.attempts[a]
 }
 
-// RegisterApplicationMaster is registerApplicationMaster.
-func (rm *ResourceManager) RegisterApplicationMaster(ctx context.Context, req *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
+// amCaller finds the attempt whose AMRMToken authenticated the call, its AM
+// state and its application; an attempt the AM service does not hold (over,
+// or never started) is ApplicationAttemptNotFoundException.
+func (rm *ResourceManager) amCaller(ctx context.Context) (apps.AttemptID, *amState, *entry, error) {
 	attempt, err := callerAttempt(ctx)
 	if err != nil {
-		return nil, err
+		return attempt, nil, nil, err
 	}
 	st := rm.am.state(attempt)
 	e := rm.lookup(attempt.App)
 	if st == nil || e == nil {
-		return nil, ipc.Errorf(ClassApplicationAttemptNotFound, msgNotInAMServiceFormat, attempt)
+		return attempt, nil, nil, ipc.Errorf(ClassApplicationAttemptNotFound, msgNotInAMServiceFormat, attempt)
+	}
+	return attempt, st, e, nil
+}
+
+// RegisterApplicationMaster is registerApplicationMaster.
+func (rm *ResourceManager) RegisterApplicationMaster(ctx context.Context, req *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
+	attempt, st, e, err := rm.amCaller(ctx)
+	if err != nil {
+		return nil, err
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -219,14 +237,9 @@ func (rm *ResourceManager) RegisterApplicationMaster(ctx context.Context, req *y
 // Allocate is allocate: the AM's heartbeat, with its asks, releases and
 // blacklist, answered with what happened since the last one.
 func (rm *ResourceManager) Allocate(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
-	attempt, err := callerAttempt(ctx)
+	attempt, st, e, err := rm.amCaller(ctx)
 	if err != nil {
 		return nil, err
-	}
-	st := rm.am.state(attempt)
-	e := rm.lookup(attempt.App)
-	if st == nil || e == nil {
-		return nil, ipc.Errorf(ClassApplicationAttemptNotFound, msgNotInAMServiceFormat, attempt)
 	}
 	rm.am.seen(attempt)
 	st.mu.Lock()
@@ -365,20 +378,16 @@ func (s *amService) normalize(r *yarnpb.ResourceRequestProto) (*yarnpb.ResourceR
 	case vc > int32(set.MaxAllocationVcores):
 		return nil, ipc.Errorf(ClassInvalidResourceRequest, msgAboveMaximumFormat, "vcores", shown, maxShown, maxShown)
 	}
-	known := map[string]bool{"memory-mb": true, "vcores": true}
-	for _, t := range s.rm.cfg.ResourceTypes {
-		known[t.Name] = true
-	}
 	for _, v := range r.GetCapability().GetResourceValueMap() {
-		if !known[v.GetKey()] {
+		if !s.knownTypes[v.GetKey()] {
 			return nil, ipc.Errorf(ClassInvalidResourceRequest, msgUnknownResourceFormat, v.GetKey())
 		}
 		if v.GetValue() < 0 {
 			return nil, ipc.Errorf(ClassInvalidResourceRequest, msgNegativeResourceFormat, v.GetKey(), shown)
 		}
 	}
-	if expr := r.GetNodeLabelExpression(); expr != "" && !validLabelExpression(expr) {
-		return nil, ipc.Errorf(ClassInvalidLabelResourceRequest, "Invalid resource request, node label expression %q: Knit supports a single partition name", expr)
+	if _, err := rgs.NodePartition(r.GetNodeLabelExpression()); err != nil {
+		return nil, ipc.Errorf(ClassInvalidLabelResourceRequest, "Invalid resource request, %s", err)
 	}
 	out := proto.CloneOf(r)
 	minMB, minVC := int64(max(set.MinAllocationMB, 1)), int32(max(set.MinAllocationVcores, 1))
@@ -395,28 +404,12 @@ func (s *amService) normalize(r *yarnpb.ResourceRequestProto) (*yarnpb.ResourceR
 	return out, nil
 }
 
-// validLabelExpression accepts what one node partition can express.
-func validLabelExpression(expr string) bool {
-	for _, c := range expr {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return false
-		}
-	}
-	return true
-}
-
 // fromSchedulingRequest turns a SchedulingRequest into the ask RGS keeps:
 // the same key fields, resource name ANY. Its placement constraint and
 // tags are refused here when Kubernetes cannot express them.
 func (s *amService) fromSchedulingRequest(sr *yarnpb.SchedulingRequestProto) (*yarnpb.ResourceRequestProto, error) {
-	if sr.GetPlacementConstraint() != nil || len(sr.GetAllocationTags()) > 0 {
-		// Built into a throwaway pod only to learn whether it can be.
-		if _, err := rgs.BuildPod(rgs.PodRequest{
-			Name: "check", App: "application_1_0001", Attempt: 1, Role: rgs.RoleTask,
-			Ask: &yarnpb.ResourceRequestProto{}, SchedulingRequest: sr, AllocationTags: sr.GetAllocationTags(),
-		}); err != nil {
-			return nil, ipc.Errorf(ClassInvalidResourceRequest, "Invalid scheduling request: %s", err)
-		}
+	if err := rgs.CheckSchedulingRequest(sr); err != nil {
+		return nil, ipc.Errorf(ClassInvalidResourceRequest, "Invalid scheduling request: %s", err)
 	}
 	r := &yarnpb.ResourceRequestProto{
 		Priority:             sr.GetPriority(),
@@ -446,14 +439,9 @@ func checkReleases(attempt apps.AttemptID, ids []*yarnpb.ContainerIdProto) ([]ap
 
 // FinishApplicationMaster is finishApplicationMaster.
 func (rm *ResourceManager) FinishApplicationMaster(ctx context.Context, req *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {
-	attempt, err := callerAttempt(ctx)
+	attempt, st, e, err := rm.amCaller(ctx)
 	if err != nil {
 		return nil, err
-	}
-	st := rm.am.state(attempt)
-	e := rm.lookup(attempt.App)
-	if st == nil || e == nil {
-		return nil, ipc.Errorf(ClassApplicationAttemptNotFound, msgNotInAMServiceFormat, attempt)
 	}
 	rm.am.seen(attempt)
 	st.mu.Lock()
@@ -489,7 +477,7 @@ func (s *amService) clusterView(ctx context.Context) clusterView {
 	s.clusterMu.Lock()
 	defer s.clusterMu.Unlock()
 	now := s.rm.now()
-	if now.Sub(s.clusterTime) < defaultAllocateHeadroomRefreshInterval && !s.clusterTime.IsZero() {
+	if now.Sub(s.clusterTime) < clusterViewRefresh && !s.clusterTime.IsZero() {
 		return s.cluster
 	}
 	var v clusterView
@@ -571,10 +559,7 @@ func (s *amService) execute(ctx context.Context, e *entry, eff apps.Effect) (app
 		s.scheduler.Ask(spec, asks)
 		return nil, nil
 	case apps.IssueAMRMToken:
-		if s.rm.cfg.Tokens != nil {
-			tok := s.rm.cfg.Tokens.AMRM().Create(x.Attempt.Proto())
-			e.amrmToken = tok.Proto()
-		}
+		s.rm.issueAMRMToken(e, x.Attempt)
 		return nil, nil
 	case apps.WatchAM:
 		s.mon.mu.Lock()
@@ -622,6 +607,14 @@ func (s *amService) execute(ctx context.Context, e *entry, eff apps.Effect) (app
 	return nil, s.rm.launch(ctx, e.app.ID(), eff)
 }
 
+// issueAMRMToken gives an unmanaged AM's attempt the token its submitter
+// reads from the application report.
+func (rm *ResourceManager) issueAMRMToken(e *entry, attempt apps.AttemptID) {
+	if rm.cfg.Tokens != nil {
+		e.amrmToken = rm.cfg.Tokens.AMRM().Create(attempt.Proto()).Proto()
+	}
+}
+
 var errNoScheduler = errors.New("no scheduler: AM containers cannot be placed")
 
 // deliver queues a completed container's status for the application's
@@ -662,7 +655,6 @@ func (s *amService) checkMonitors(ctx context.Context) {
 		}
 	}
 	s.mon.mu.Unlock()
-	slices.SortFunc(amDue, func(a, b apps.AttemptID) int { return compareAttempts(a, b) })
 	for _, a := range amDue {
 		s.rm.log.InfoContext(ctx, "AM expired", "attempt", a.String())
 		if err := s.rm.Handle(ctx, a.App, apps.AttemptExpired{Attempt: a}); err != nil {
@@ -675,16 +667,6 @@ func (s *amService) checkMonitors(ctx context.Context) {
 			s.rm.log.WarnContext(ctx, "allocation expiry", "container", c.String(), "err", err)
 		}
 	}
-}
-
-func compareAttempts(a, b apps.AttemptID) int {
-	if a.App != b.App {
-		if a.App.ClusterTimestamp != b.App.ClusterTimestamp {
-			return int(a.App.ClusterTimestamp - b.App.ClusterTimestamp)
-		}
-		return int(a.App.ID - b.App.ID)
-	}
-	return int(a.ID - b.ID)
 }
 
 // --- what RGS reports (rgs.Sink) ---

@@ -671,7 +671,6 @@ type noopScheduler struct{}
 
 func (noopScheduler) Ask(rgs.AttemptSpec, []*yarnpb.ResourceRequestProto) {}
 func (noopScheduler) Blacklist(rgs.AttemptSpec, []string, []string)       {}
-func (noopScheduler) Outstanding(yarnid.AttemptID) int                    { return 0 }
 func (noopScheduler) ForgetAttempt(context.Context, yarnid.AttemptID) error {
 	return nil
 }
