@@ -348,6 +348,10 @@ func (rm *ResourceManager) Recover(ctx context.Context) error {
 		}
 		if app.State().Final() {
 			done = append(done, recovered{e, app.FinishTime()})
+		} else if t := app.CurrentAttempt(); app.Unmanaged() && t != nil {
+			// The token lives in memory only: a live unmanaged AM's
+			// submitter must still find it in the report.
+			rm.issueAMRMToken(e, t.ID())
 		}
 		e.mu.Unlock()
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,7 +26,6 @@ import (
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rm"
-	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/test/localcluster"
 )
 
@@ -122,7 +122,7 @@ func restartRM(t *testing.T, dir, waitFor string) {
 		fields := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
 		if filepath.Base(fields[0]) == "knit-rm" {
 			args = fields
-			fmt.Sscan(p, &pid)
+			pid, _ = strconv.Atoi(p)
 		}
 	}
 	if pid == 0 {
@@ -199,11 +199,7 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 		}
 	}
 	up()
-	c := conf.New(conf.Options{})
-	if err := c.AddFile(filepath.Join(localcluster.HadoopConfDir(dir), "yarn-site.xml")); err != nil {
-		t.Fatal(err)
-	}
-	settings, err := conf.LoadRMSettings(c)
+	settings, err := localcluster.RMSettings(localcluster.HadoopConfDir(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

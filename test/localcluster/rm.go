@@ -72,13 +72,20 @@ func pickRMAddresses(dir string) (RMAddresses, error) {
 	return RMAddresses{Client: picked[0], Scheduler: picked[1], Admin: picked[2], Web: picked[3]}, nil
 }
 
+// RMSettings reads the RM settings of the yarn-site.xml in confDir, as a
+// Hadoop client pointed at it (HadoopConfDir) or knit-rm (RMConfDir) sees
+// them.
+func RMSettings(confDir string) (conf.RMSettings, error) {
+	c := conf.New(conf.Options{})
+	if err := c.AddFile(filepath.Join(confDir, "yarn-site.xml")); err != nil {
+		return conf.RMSettings{}, err
+	}
+	return conf.LoadRMSettings(c)
+}
+
 // keptRMAddresses reads the addresses a kept folder's knit-rm served on.
 func keptRMAddresses(dir string) (RMAddresses, error) {
-	c := conf.New(conf.Options{})
-	if err := c.AddFile(filepath.Join(RMConfDir(dir), "yarn-site.xml")); err != nil {
-		return RMAddresses{}, err
-	}
-	s, err := conf.LoadRMSettings(c)
+	s, err := RMSettings(RMConfDir(dir))
 	if err != nil {
 		return RMAddresses{}, err
 	}
