@@ -361,6 +361,85 @@ func (c *Controller) ForgetAttempt(ctx context.Context, attempt yarnid.AttemptID
 	return errors.Join(errs...)
 }
 
+// ContainerPod returns the pod of an allocated container from the informer's
+// cache (RKS reads container state from it: one watch for all of Knit's
+// pods). The pod is shared: callers must not change it.
+func (c *Controller) ContainerPod(id yarnid.ContainerID) (*corev1.Pod, bool) {
+	c.mu.Lock()
+	nn, ok := c.containers[id]
+	c.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	p, err := c.pods.Pods(nn.Namespace).Get(nn.Name)
+	if err != nil {
+		return nil, false
+	}
+	return p, true
+}
+
+// ContainerStatus is the NodeManager's view of an allocated container, read
+// from its pod: COMPLETE with YARN's exit status and diagnostics once the
+// pod has ended (the same as the AM's completed statuses), RUNNING before,
+// with the sub-state telling scheduled from running.
+func (c *Controller) ContainerStatus(id yarnid.ContainerID) (*yarnpb.ContainerStatusProto, bool) {
+	p, ok := c.ContainerPod(id)
+	if !ok {
+		return nil, false
+	}
+	st := &yarnpb.ContainerStatusProto{
+		ContainerId:   id.Proto(),
+		Capability:    resourceOf(p, c.cfg.Resources),
+		ExecutionType: yarnpb.ExecutionTypeProto_GUARANTEED.Enum(),
+	}
+	if p.Annotations[AnnotationExecutionType] == yarnpb.ExecutionTypeProto_OPPORTUNISTIC.String() {
+		st.ExecutionType = yarnpb.ExecutionTypeProto_OPPORTUNISTIC.Enum()
+	}
+	if done, exit, diag, _ := ended(p); done {
+		st.State = yarnpb.ContainerStateProto_C_COMPLETE.Enum()
+		st.ContainerSubState = yarnpb.ContainerSubStateProto_CSS_DONE.Enum()
+		st.ExitStatus = proto.Int32(exit)
+		st.Diagnostics = proto.String(diag)
+		return st, true
+	}
+	st.State = yarnpb.ContainerStateProto_C_RUNNING.Enum()
+	st.ContainerSubState = yarnpb.ContainerSubStateProto_CSS_SCHEDULED.Enum()
+	st.Diagnostics = proto.String("")
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == ContainerName && s.State.Running != nil {
+			st.ContainerSubState = yarnpb.ContainerSubStateProto_CSS_RUNNING.Enum()
+		}
+	}
+	return st, true
+}
+
+// StopContainer ends a container the AM stops (stopContainers): its pod is
+// marked, so the end reads as KILLED_BY_APPMASTER, then deleted, which
+// gives the process the pod's grace period between SIGTERM and SIGKILL.
+func (c *Controller) StopContainer(ctx context.Context, id yarnid.ContainerID) error {
+	c.mu.Lock()
+	nn, ok := c.containers[id]
+	c.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + AnnotationStoppedBy + `":"appmaster"}}}`)
+	op := func() error {
+		_, err := c.cfg.Client.CoreV1().Pods(nn.Namespace).Patch(ctx, nn.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}
+	if err := backoff.Retry(op, backoff.WithContext(retryPolicy(), ctx)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("rgs: mark %s stopped: %w", id, err)
+	}
+	return c.deletePod(ctx, nn.Namespace, nn.Name, nil)
+}
+
 // DeleteContainer deletes a container's pod: a release, a stop, an expiry.
 func (c *Controller) DeleteContainer(ctx context.Context, id yarnid.ContainerID) error {
 	c.mu.Lock()
@@ -798,6 +877,9 @@ func ended(p *corev1.Pod) (done bool, exit int32, diag string, preempted bool) {
 	for _, s := range p.Status.ContainerStatuses {
 		if s.Name == ContainerName && s.State.Terminated != nil {
 			t := s.State.Terminated
+			if stoppedByAM(p) {
+				return true, ExitKilledByAppMaster, killedByAMDiagnostics(t.ExitCode), false
+			}
 			return true, t.ExitCode, t.Message, false
 		}
 	}
@@ -807,6 +889,19 @@ func ended(p *corev1.Pod) (done bool, exit int32, diag string, preempted bool) {
 		}
 	}
 	return true, ExitInvalid, p.Status.Message, false
+}
+
+// stoppedByAM reports whether the AM stopped the pod's container.
+func stoppedByAM(p *corev1.Pod) bool {
+	_, ok := p.Annotations[AnnotationStoppedBy]
+	return ok
+}
+
+// killedByAMDiagnostics is the NodeManager's text for a container the AM
+// stopped.
+func killedByAMDiagnostics(code int32) string {
+	return fmt.Sprintf("Container killed by the ApplicationMaster.\nContainer killed on request. Exit code is %d\n"+
+		"Container exited with a non-zero exit code %d. ", code, code)
 }
 
 // disrupted reports the DisruptionTarget condition Kubernetes sets on a pod
@@ -837,6 +932,8 @@ const (
 	ExitAborted = -100
 	// ExitPreempted is ContainerExitStatus.PREEMPTED.
 	ExitPreempted = -102
+	// ExitKilledByAppMaster is ContainerExitStatus.KILLED_BY_APPMASTER.
+	ExitKilledByAppMaster = -105
 )
 
 // complete reports a container's end to the Sink once.
@@ -883,6 +980,9 @@ func (c *Controller) podGone(p *corev1.Pod) {
 	}
 	preempted := disrupted(p) || p.Status.Reason == "Evicted"
 	exit, diag := int32(ExitAborted), "Container's pod was deleted"
+	if stoppedByAM(p) {
+		exit, diag = ExitKilledByAppMaster, killedByAMDiagnostics(143)
+	}
 	if preempted {
 		exit, diag = ExitPreempted, preemptedDiagnostics(p)
 	}

@@ -57,6 +57,9 @@ const (
 	// OPPORTUNISTIC. OPPORTUNISTIC pods get no special treatment yet: they
 	// are scheduled exactly like GUARANTEED ones.
 	AnnotationExecutionType = "knit.io/execution-type"
+	// AnnotationStoppedBy marks a pod whose container the AM stopped
+	// (stopContainers), so its end reads as KILLED_BY_APPMASTER.
+	AnnotationStoppedBy = "knit.io/stopped-by"
 )
 
 // NodeLabelPartition is the node label that places a node in a YARN node

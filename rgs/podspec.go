@@ -27,6 +27,8 @@ const (
 	LauncherInitContainerName = "knit-launcher-install"
 	// LauncherVolume is the emptyDir shared by both containers.
 	LauncherVolume = "knit"
+	// NodeRootVolume is the hostPath of Launcher.NodeRoot.
+	NodeRootVolume = "knit-node"
 )
 
 const (
@@ -109,6 +111,13 @@ type Launcher struct {
 	// MountPath is where the shared emptyDir is mounted in both containers;
 	// empty means "/knit".
 	MountPath string
+	// NodeRoot, if set, is the folder on every node that knit-node shares
+	// with pods (launch files, local and log dirs): a hostPath volume
+	// mounted at the same path, so a path means the same on both sides.
+	NodeRoot string
+	// PodUIDEnv, if set, names the variable through which the main
+	// container learns its pod's UID, where its launch files appear.
+	PodUIDEnv string
 }
 
 // PodRequest is one container ask as a pod. BuildPod reads it and never
@@ -305,12 +314,23 @@ func newPod(r *PodRequest) (*corev1.Pod, error) {
 		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
 	}}
 	for _, v := range tmpl.Spec.Volumes {
-		if v.Name == LauncherVolume {
-			return nil, fmt.Errorf("the queue's pod template has a volume named %q, which Knit keeps for the launcher", LauncherVolume)
+		if v.Name == LauncherVolume || v.Name == NodeRootVolume {
+			return nil, fmt.Errorf("the queue's pod template has a volume named %q, which Knit keeps for itself", v.Name)
 		}
 		volumes = append(volumes, v)
 	}
 	mount := corev1.VolumeMount{Name: LauncherVolume, MountPath: mountPath}
+	mounts := []corev1.VolumeMount{mount}
+	if root := r.Launcher.NodeRoot; root != "" {
+		volumes = append(volumes, corev1.Volume{Name: NodeRootVolume, VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: root, Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: NodeRootVolume, MountPath: root})
+	}
+	env := slices.Clone(tc.Env)
+	if r.Launcher.PodUIDEnv != "" {
+		env = append(env, corev1.EnvVar{Name: r.Launcher.PodUIDEnv, ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}})
+	}
 
 	labels := tmpl.Labels
 	if labels == nil {
@@ -403,8 +423,8 @@ func newPod(r *PodRequest) (*corev1.Pod, error) {
 				Name:                     ContainerName,
 				Image:                    r.Launcher.Image,
 				Command:                  slices.Clone(r.Launcher.Command),
-				Env:                      tc.Env,
-				VolumeMounts:             append([]corev1.VolumeMount{mount}, tc.VolumeMounts...),
+				Env:                      env,
+				VolumeMounts:             append(mounts, tc.VolumeMounts...),
 				Resources:                containerResources(res),
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			}},

@@ -787,7 +787,7 @@ func TestBuildPodErrors(t *testing.T) {
 		}, `strict locality on "gone.example.com", which resolved to no node and no rack`},
 		{"a template volume named like the launcher's is refused", func(r *PodRequest) {
 			r.Mapping.Template = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "knit"}}}}
-		}, `the queue's pod template has a volume named "knit", which Knit keeps for the launcher`},
+		}, `the queue's pod template has a volume named "knit", which Knit keeps for itself`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,7 +7,7 @@
 // The ResourceManager type serves ApplicationClientProtocol over the state
 // machines of rm/apps, the queues of rm/queues and the tokens of rm/tokens;
 // it reaches storage, nodes and AM launches through small interfaces of its
-// own (AppStore, IDSource, NodeLister, AMLauncher). AdminService serves
+// own (AppStore, IDSource, NodeLister, ContainerLauncher). AdminService serves
 // ResourceManagerAdministrationProtocol over it: refreshQueues,
 // refreshAdminAcls and refreshClusterMaxPriority swap the RM's queue tree
 // and settings atomically while it runs (refresh.go).

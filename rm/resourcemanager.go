@@ -15,6 +15,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rks"
 	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/queues"
@@ -75,12 +76,11 @@ type NodeLister interface {
 	Nodes(ctx context.Context) ([]NodeInfo, error)
 }
 
-// AMLauncher starts AM containers (LaunchAM), as YARN's
-// ApplicationMasterLauncher does, and reports back through
-// ResourceManager.Handle (AttemptLaunched, AttemptLaunchFailed). An error is
-// logged; the effect is not retried.
-type AMLauncher interface {
-	Execute(ctx context.Context, app apps.ApplicationID, eff apps.Effect) error
+// ContainerLauncher starts a container on its pod (RKS); the RM launches AM
+// containers through it, as YARN's ApplicationMasterLauncher calls the
+// NodeManager.
+type ContainerLauncher interface {
+	Launch(ctx context.Context, req rks.LaunchRequest) error
 }
 
 // ContainerSignaler delivers signalToContainer to a running container.
@@ -103,9 +103,9 @@ type Config struct {
 	// Scheduler places AM and task containers (RGS); nil leaves every
 	// application waiting in ACCEPTED.
 	Scheduler Scheduler
-	// AMLauncher nil drops the launches (logged once): AMs are placed but
+	// Launcher nil drops the AM launches (logged once): AMs are placed but
 	// never started.
-	AMLauncher AMLauncher
+	Launcher ContainerLauncher
 	// Signaler nil accepts signalToContainer and drops the signal (logged).
 	Signaler ContainerSignaler
 	// ResourceTypes answers getResourceTypeInfo; nil means the defaults.
@@ -543,15 +543,17 @@ func (rm *ResourceManager) execute(ctx context.Context, e *entry, eff apps.Effec
 }
 
 func (rm *ResourceManager) launch(ctx context.Context, id apps.ApplicationID, eff apps.Effect) error {
-	if rm.cfg.AMLauncher == nil {
+	x, ok := eff.(apps.LaunchAM)
+	if !ok {
+		return fmt.Errorf("%s: effect not handled", eff)
+	}
+	if rm.cfg.Launcher == nil {
 		rm.launcherOnce.Do(func() {
-			rm.log.WarnContext(ctx, "no AM launcher: cluster effects are dropped, AMs are never started", "app", id.String(), "effect", eff.String())
+			rm.log.WarnContext(ctx, "no container launcher: AMs are placed but never started", "app", id.String(), "effect", eff.String())
 		})
 		return nil
 	}
-	if err := rm.cfg.AMLauncher.Execute(ctx, id, eff); err != nil {
-		return fmt.Errorf("%s: %w", eff, err)
-	}
+	rm.launchAM(ctx, x)
 	return nil
 }
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/rgs"
+	"github.com/knitdev/knit/rks"
 	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/nodes"
@@ -45,6 +46,10 @@ type flags struct {
 	launcherImage      string
 	launcherBinary     string
 	millicoresPerVcore int
+	// nodeRoot is the folder knit-node shares with every pod; rksAddress is
+	// where RKS serves the NM protocol that knit-node relays.
+	nodeRoot   string
+	rksAddress string
 }
 
 func main() {
@@ -57,13 +62,15 @@ func main() {
 	flag.StringVar(&f.launcherImage, "launcher-image", "ghcr.io/knitdev/knit-launcher:latest", "image holding knit-launcher, the entrypoint of every container's pod")
 	flag.StringVar(&f.launcherBinary, "launcher-binary", "/knit-launcher", "path of knit-launcher inside the launcher image")
 	flag.IntVar(&f.millicoresPerVcore, "millicores-per-vcore", 1000, "CPU millicores a pod gets per YARN vcore")
+	flag.StringVar(&f.nodeRoot, "node-root", "/var/lib/knit", "folder on every node that knit-node shares with pods (launch files, local and log dirs)")
+	flag.StringVar(&f.rksAddress, "rks-address", ":8048", "address RKS serves ContainerManagementProtocol on, for knit-node's relays")
 	flag.Parse()
 
 	app := fx.New(
 		fx.Supply(f),
-		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, newLiveAttempts, newTokens, newNodes, newScheduler, newRM),
+		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, newLiveAttempts, newTokens, newNodes, newScheduler, newRKS, newRM),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
-		fx.Invoke(serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveREST),
+		fx.Invoke(serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveRKS, serveREST),
 	)
 	app.Run()
 	if err := app.Err(); err != nil {
@@ -182,7 +189,7 @@ func newNodes(lc fx.Lifecycle, client kubernetes.Interface, f flags) *nodes.List
 	return l
 }
 
-func newRM(lc fx.Lifecycle, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, sched *rgs.Controller, live *liveAttempts, log *slog.Logger) (*rm.ResourceManager, error) {
+func newRM(lc fx.Lifecycle, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, sched *rgs.Controller, containers *rks.Service, live *liveAttempts, log *slog.Logger) (*rm.ResourceManager, error) {
 	r, err := rm.New(rm.Config{
 		Settings:  settings,
 		Queues:    q,
@@ -191,6 +198,8 @@ func newRM(lc fx.Lifecycle, settings conf.RMSettings, q *queues.Tree, tm *tokens
 		IDs:       store.NewIDs(s, store.DefaultIDBlockSize),
 		Nodes:     l,
 		Scheduler: sched,
+		Launcher:  containers,
+		Signaler:  containers,
 		Logger:    log.With("component", "rm"),
 	})
 	if err != nil {

@@ -14,7 +14,9 @@ import (
 
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/rgs"
+	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/nodes"
@@ -22,8 +24,8 @@ import (
 	"github.com/knitdev/knit/rm/tokens"
 )
 
-// liveAttempts lets the token manager, built before the RM, ask the RM
-// whether an attempt is live.
+// liveAttempts lets the token manager and RKS, built before the RM, ask
+// the RM whether an attempt is live and tell it a container started.
 type liveAttempts struct {
 	rm atomic.Pointer[rm.ResourceManager]
 }
@@ -31,6 +33,13 @@ type liveAttempts struct {
 func (l *liveAttempts) valid(ctx context.Context, a *yarnpb.ApplicationAttemptIdProto) bool {
 	r := l.rm.Load()
 	return r == nil || r.AttemptLive(ctx, a)
+}
+
+// ContainerStarted implements rks.Observer.
+func (l *liveAttempts) ContainerStarted(ctx context.Context, id yarnid.ContainerID) {
+	if r := l.rm.Load(); r != nil {
+		r.ContainerStarted(ctx, id)
+	}
 }
 
 func newLiveAttempts() *liveAttempts { return &liveAttempts{} }
@@ -53,8 +62,11 @@ func newScheduler(f flags, client kubernetes.Interface, s *store.Store, tm *toke
 		Launcher: rgs.Launcher{
 			Image:       f.launcherImage,
 			InitCommand: []string{"cp", f.launcherBinary, path.Join(mount, "knit-launcher")},
-			Command:     []string{path.Join(mount, "knit-launcher"), "--launch-dir", path.Join(mount, "launch")},
-			MountPath:   mount,
+			Command: []string{path.Join(mount, "knit-launcher"),
+				"--launch-dir", path.Join(f.nodeRoot, "launch"), "--termination-log", "/dev/termination-log"},
+			MountPath: mount,
+			NodeRoot:  f.nodeRoot,
+			PodUIDEnv: launch.EnvPodUID,
 		},
 		Logger: log.With("component", "rgs"),
 	})

@@ -56,7 +56,11 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	ctx, cancel := context.WithCancel(s.baseCtx)
+	base := s.baseCtx
+	if s.cfg.ConnContext != nil {
+		base = s.cfg.ConnContext(base, nc)
+	}
+	ctx, cancel := context.WithCancel(base)
 	return &conn{
 		srv:    s,
 		nc:     nc,

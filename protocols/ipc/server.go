@@ -39,6 +39,12 @@ type Config struct {
 	// connection context, whether the caller may use the protocol; an error
 	// closes the connection with FATAL_UNAUTHORIZED (proxy-user rules live here).
 	AuthorizeConnection func(ctx context.Context, c Caller) error
+	// ConnContext, if set, derives the context of a new connection, which
+	// SecretLookup, AuthorizeConnection and every handler of the
+	// connection see (as net/http's Server.ConnContext): a listener that
+	// learns something of a connection before the RPC starts passes it on
+	// here.
+	ConnContext func(ctx context.Context, c net.Conn) context.Context
 	// MaxDataLength bounds a request frame (ipc.maximum.data.length). Zero
 	// means DefaultMaxDataLength.
 	MaxDataLength int

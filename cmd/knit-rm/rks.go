@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"go.uber.org/fx"
+	"google.golang.org/protobuf/proto"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rgs"
+	"github.com/knitdev/knit/rks"
+	"github.com/knitdev/knit/rks/relay"
+	"github.com/knitdev/knit/rm/tokens"
+)
+
+// rksTokens is the token manager as RKS asks it.
+type rksTokens struct{ m *tokens.Manager }
+
+func (t rksTokens) VerifyContainerToken(tok token.Token) (*yarnpb.ContainerTokenIdentifierProto, error) {
+	return t.m.ContainerTokens().Verify(tok)
+}
+
+func (t rksTokens) PinAttempt(ctx context.Context, id *yarnpb.NMTokenIdentifierProto) error {
+	return t.m.NMTokens().PinAttempt(ctx, id)
+}
+
+func newRKS(f flags, client kubernetes.Interface, sched *rgs.Controller, tm *tokens.Manager, live *liveAttempts, log *slog.Logger) (*rks.Service, error) {
+	return rks.New(rks.Config{
+		Client:     client,
+		Pods:       sched,
+		Tokens:     rksTokens{tm},
+		Observer:   live,
+		NMHTTPPort: int32(f.nmWebPort),
+		Logger:     log.With("component", "rks"),
+	})
+}
+
+// relayedNode is the node a relayed NM connection was made for, so that
+// NMTokens of other nodes are refused as their NodeManager refuses them.
+func relayedNode(ctx context.Context) *yarnpb.NodeIdProto {
+	node, ok := relay.NodeFrom(ctx)
+	if !ok {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(node)
+	if err != nil {
+		return nil
+	}
+	p, _ := strconv.ParseInt(port, 10, 32)
+	return &yarnpb.NodeIdProto{Host: proto.String(host), Port: proto.Int32(int32(p))}
+}
+
+// serveRKS serves ContainerManagementProtocol for knit-node's relays, with
+// NMTokens only.
+func serveRKS(lc fx.Lifecycle, svc *rks.Service, tm *tokens.Manager, f flags, log *slog.Logger) error {
+	srv, err := ipc.NewServer(ipc.Config{
+		Tokens:      tm.NMTokens().SecretLookup(relayedNode),
+		ConnContext: relay.ConnContext,
+		Logger:      log.With("component", "rks-rpc"),
+	})
+	if err != nil {
+		return err
+	}
+	if err := svc.Register(srv); err != nil {
+		return err
+	}
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			l, err := net.Listen("tcp", f.rksAddress)
+			if err != nil {
+				return fmt.Errorf("rks port: %w", err)
+			}
+			log.Info("serving", "protocol", "ContainerManagementProtocol", "address", l.Addr().String())
+			go func() {
+				if err := srv.Serve(relay.NewListener(l)); err != nil && !errors.Is(err, ipc.ErrServerClosed) {
+					log.Error("rks port", "err", err)
+				}
+			}()
+			return nil
+		},
+		OnStop: srv.Shutdown,
+	})
+	return nil
+}

@@ -1,0 +1,133 @@
+// Package nmrelay is knit-node's NodeManager port: it accepts the
+// connections AMs make to a node's NM address and relays each, bytes
+// unchanged, to RKS in the RM, after a header naming the node (package
+// rks/relay), so RKS answers as that node's NodeManager would.
+package nmrelay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/knitdev/knit/rks/relay"
+)
+
+// Config holds a relay's settings.
+type Config struct {
+	// Node is the NodeId ("host:port") the RM hands out for this node.
+	Node string
+	// Upstream is RKS's address.
+	Upstream string
+	// DialTimeout bounds the dial to RKS; zero means 10s.
+	DialTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// Relay relays a node's NM port to RKS.
+type Relay struct {
+	cfg Config
+	log *slog.Logger
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// New returns a relay.
+func New(cfg Config) (*Relay, error) {
+	if _, _, err := net.SplitHostPort(cfg.Node); err != nil {
+		return nil, fmt.Errorf("nmrelay: node %q: %w", cfg.Node, err)
+	}
+	if cfg.Upstream == "" {
+		return nil, errors.New("nmrelay: no upstream")
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Relay{cfg: cfg, log: cfg.Logger, conns: map[net.Conn]struct{}{}}, nil
+}
+
+// Serve relays every connection l accepts until ctx ends, then closes l and
+// every relayed connection and waits for them.
+func (r *Relay) Serve(ctx context.Context, l net.Listener) error {
+	stop := context.AfterFunc(ctx, func() {
+		l.Close()
+		r.mu.Lock()
+		for c := range r.conns {
+			c.Close()
+		}
+		r.mu.Unlock()
+	})
+	defer stop()
+	defer r.wg.Wait()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("nmrelay: accept: %w", err)
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.relay(ctx, c)
+		}()
+	}
+}
+
+func (r *Relay) track(c net.Conn, add bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if add {
+		r.conns[c] = struct{}{}
+	} else {
+		delete(r.conns, c)
+	}
+}
+
+func (r *Relay) relay(ctx context.Context, down net.Conn) {
+	r.track(down, true)
+	defer r.track(down, false)
+	defer down.Close()
+	d := net.Dialer{Timeout: r.cfg.DialTimeout}
+	up, err := d.DialContext(ctx, "tcp", r.cfg.Upstream)
+	if err != nil {
+		r.log.WarnContext(ctx, "rks unreachable", "upstream", r.cfg.Upstream, "remote", down.RemoteAddr().String(), "err", err)
+		return
+	}
+	r.track(up, true)
+	defer r.track(up, false)
+	defer up.Close()
+	if err := relay.WriteHeader(up, r.cfg.Node); err != nil {
+		r.log.WarnContext(ctx, "relay header", "err", err)
+		return
+	}
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		// Pass the end of one direction on, and let the other finish.
+		if tc, ok := dst.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		} else {
+			dst.Close()
+		}
+		done <- struct{}{}
+	}
+	go pipe(up, down)
+	go pipe(down, up)
+	<-done
+	<-done
+}

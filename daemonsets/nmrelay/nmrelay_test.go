@@ -1,0 +1,67 @@
+package nmrelay
+
+import (
+	"context"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/knitdev/knit/rks/relay"
+)
+
+func TestRelayCarriesBytesBothWaysAndNamesTheNode(t *testing.T) {
+	upL, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := relay.NewListener(upL)
+	defer up.Close()
+	r, err := New(Config{Node: "127.0.1.7:8041", Upstream: upL.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	downL, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- r.Serve(ctx, downL) }()
+
+	c, err := net.Dial("tcp", downL.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("hrpc")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := up.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if node := s.(*relay.Conn).Node(); node != "127.0.1.7:8041" {
+		t.Errorf("node %q", node)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(s, buf); err != nil || string(buf) != "hrpc" {
+		t.Fatalf("upstream read %q, %v", buf, err)
+	}
+	if _, err := s.Write([]byte("pong")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "pong" {
+		t.Fatalf("downstream read %q, %v", buf, err)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+}
+
+func TestNewRefusesANodeWithoutAPort(t *testing.T) {
+	if _, err := New(Config{Node: "127.0.1.1", Upstream: "x:1"}); err == nil {
+		t.Error("accepted")
+	}
+}

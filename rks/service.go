@@ -1,0 +1,460 @@
+package rks
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/knitdev/knit/protocols/commonpb"
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rks/launch"
+)
+
+// Protocol is ContainerManagementProtocol's name on the wire.
+const Protocol = "org.apache.hadoop.yarn.api.ContainerManagementProtocolPB"
+
+// Java exception classes the NodeManager answers with.
+const (
+	ClassYarnException            = "org.apache.hadoop.yarn.exceptions.YarnException"
+	ClassInvalidAuxService        = "org.apache.hadoop.yarn.exceptions.InvalidAuxServiceException"
+	ClassInvalidContainer         = "org.apache.hadoop.yarn.exceptions.InvalidContainerException"
+	ClassUnsupportedOperation     = "java.lang.UnsupportedOperationException"
+	ClassContainerNotFound        = "org.apache.hadoop.yarn.exceptions.ContainerNotFoundException"
+	ClassNMNotYetReadyException   = "org.apache.hadoop.yarn.exceptions.NMNotYetReadyException"
+	classInvalidToken             = ipc.ClassInvalidToken
+	dockerImageEnv                = "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"
+	kindAMRM                      = "YARN_AM_RM_TOKEN"
+	msgInvalidNMToken             = "Invalid NMToken"
+	shuffleService                = "mapreduce_shuffle"
+	defaultShufflePort            = 13562
+	containerStartedPollInterval  = 200 * time.Millisecond
+	maxContainersPerRequest       = 10000
+	maxLaunchContextCommandsBytes = launch.MaxContextBytes
+)
+
+// Pods is RKS's view of container pods: RGS owns them (it created them and
+// deletes them); RKS reads them from RGS's informer and asks RGS to stop.
+type Pods interface {
+	// ContainerPod returns an allocated container's pod.
+	ContainerPod(id yarnid.ContainerID) (*corev1.Pod, bool)
+	// ContainerStatus returns its status as the NodeManager reports it.
+	ContainerStatus(id yarnid.ContainerID) (*yarnpb.ContainerStatusProto, bool)
+	// StopContainer ends a container the AM stops.
+	StopContainer(ctx context.Context, id yarnid.ContainerID) error
+}
+
+// Tokens checks the tokens of container requests (rm/tokens plays the
+// NodeManager's secret managers).
+type Tokens interface {
+	// VerifyContainerToken checks a ContainerToken's signature, expiry and
+	// RM, returning its identifier.
+	VerifyContainerToken(tok token.Token) (*yarnpb.ContainerTokenIdentifierProto, error)
+	// PinAttempt keeps the NMToken key of an attempt that started a
+	// container valid for the attempt's later calls.
+	PinAttempt(ctx context.Context, id *yarnpb.NMTokenIdentifierProto) error
+}
+
+// Observer hears that a container was started (the RM's container
+// LAUNCHED event, which stops the allocation expiry).
+type Observer interface {
+	ContainerStarted(ctx context.Context, id yarnid.ContainerID)
+}
+
+// Config holds what the service needs.
+type Config struct {
+	Client kubernetes.Interface
+	Pods   Pods
+	Tokens Tokens
+	// Observer may be nil.
+	Observer Observer
+	// AuxServices are the node's aux services and their metadata, returned
+	// by every startContainers; nil means mapreduce_shuffle on its default
+	// port and spark_shuffle.
+	AuxServices map[string][]byte
+	// NMHTTPPort is the NodeManager web port of every node.
+	NMHTTPPort int32
+	// Now is the clock; nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Service is ContainerManagementProtocol over pods.
+type Service struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	starting map[yarnid.ContainerID]bool // guards against two concurrent starts
+}
+
+// New returns the service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Client == nil || cfg.Pods == nil || cfg.Tokens == nil {
+		return nil, fmt.Errorf("rks: Client, Pods and Tokens are required")
+	}
+	if cfg.AuxServices == nil {
+		cfg.AuxServices = DefaultAuxServices(defaultShufflePort)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{cfg: cfg, log: cfg.Logger, starting: map[yarnid.ContainerID]bool{}}, nil
+}
+
+// DefaultAuxServices are the aux services MapReduce and Spark ask for:
+// mapreduce_shuffle's metadata is its port as a 4-byte big-endian int (the
+// MR AM fails a launch without it); spark_shuffle has none.
+func DefaultAuxServices(shufflePort int) map[string][]byte {
+	p := uint32(shufflePort)
+	return map[string][]byte{
+		shuffleService:  {byte(p >> 24), byte(p >> 16), byte(p >> 8), byte(p)},
+		"spark_shuffle": {},
+	}
+}
+
+// Register adds ContainerManagementProtocol to srv, whose SecretLookup must
+// be the NMToken check (tokens.NMTokens.SecretLookup).
+func (s *Service) Register(srv *ipc.Server) error {
+	unsupported := func(what string) error {
+		return ipc.Errorf(ClassUnsupportedOperation, "%s is not supported by Knit yet: the container keeps its launch context", what)
+	}
+	return srv.Register(Protocol,
+		ipc.Handle("startContainers", s.startContainers),
+		ipc.Handle("stopContainers", s.stopContainers),
+		ipc.Handle("getContainerStatuses", s.getContainerStatuses),
+		ipc.Handle("signalToContainer", s.signalToContainer),
+		ipc.Handle("increaseContainersResource", s.increaseContainersResource),
+		ipc.Handle("updateContainer", s.updateContainer),
+		ipc.Handle("localize", func(ctx context.Context, _ *yarnpb.ResourceLocalizationRequestProto) (*yarnpb.ResourceLocalizationResponseProto, error) {
+			return nil, unsupported("Localizing resources into a running container")
+		}),
+		ipc.Handle("reInitializeContainer", func(ctx context.Context, _ *yarnpb.ReInitializeContainerRequestProto) (*yarnpb.ReInitializeContainerResponseProto, error) {
+			return nil, unsupported("Re-initializing a container")
+		}),
+		ipc.Handle("restartContainer", func(ctx context.Context, _ *yarnpb.ContainerIdProto) (*yarnpb.RestartContainerResponseProto, error) {
+			return nil, unsupported("Restarting a container")
+		}),
+		ipc.Handle("rollbackLastReInitialization", func(ctx context.Context, _ *yarnpb.ContainerIdProto) (*yarnpb.RollbackResponseProto, error) {
+			return nil, unsupported("Rolling back a container's re-initialization")
+		}),
+		ipc.Handle("commitLastReInitialization", func(ctx context.Context, _ *yarnpb.ContainerIdProto) (*yarnpb.CommitResponseProto, error) {
+			return nil, unsupported("Committing a container's re-initialization")
+		}),
+		ipc.Handle("getLocalizationStatuses", s.getLocalizationStatuses),
+	)
+}
+
+// nmToken returns the caller's NMToken identifier: every call on an NM
+// port is made with one.
+func nmToken(ctx context.Context) (*yarnpb.NMTokenIdentifierProto, error) {
+	c, ok := ipc.CallerFrom(ctx)
+	if !ok || c.Auth != ipc.AuthToken {
+		return nil, ipc.Errorf(ClassYarnException, "%s", msgInvalidNMToken)
+	}
+	id, ok := c.TokenIdentity.(*yarnpb.NMTokenIdentifierProto)
+	if !ok {
+		return nil, ipc.Errorf(ClassYarnException, "%s", msgInvalidNMToken)
+	}
+	return id, nil
+}
+
+func nodeString(n *yarnpb.NodeIdProto) string {
+	return net.JoinHostPort(n.GetHost(), strconv.Itoa(int(n.GetPort())))
+}
+
+// serialized is a per-container failure as SerializedException carries it.
+func serialized(err error) *yarnpb.SerializedExceptionProto {
+	class, msg := ClassYarnException, err.Error()
+	if re, ok := err.(*ipc.RemoteError); ok {
+		class, msg = re.ClassName, re.Message
+	}
+	return &yarnpb.SerializedExceptionProto{Message: proto.String(msg), ClassName: proto.String(class)}
+}
+
+func failure(id *yarnpb.ContainerIdProto, err error) *yarnpb.ContainerExceptionMapProto {
+	return &yarnpb.ContainerExceptionMapProto{ContainerId: id, Exception: serialized(err)}
+}
+
+func (s *Service) startContainers(ctx context.Context, req *yarnpb.StartContainersRequestProto) (*yarnpb.StartContainersResponseProto, error) {
+	nmID, err := nmToken(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(req.GetStartContainerRequest()) > maxContainersPerRequest {
+		return nil, ipc.Errorf(ClassYarnException, "startContainers with %d requests, more than %d", len(req.GetStartContainerRequest()), maxContainersPerRequest)
+	}
+	resp := &yarnpb.StartContainersResponseProto{ServicesMetaData: s.servicesMetaData()}
+	pinned := false
+	for _, r := range req.GetStartContainerRequest() {
+		ctID, err := s.authorizeStart(ctx, nmID, r.GetContainerToken())
+		if err != nil {
+			resp.FailedRequests = append(resp.FailedRequests, failure(ctID.GetContainerId(), err))
+			continue
+		}
+		if !pinned {
+			// NMTokenSecretManagerInNM.appAttemptStartContainer.
+			if err := s.cfg.Tokens.PinAttempt(ctx, nmID); err != nil {
+				resp.FailedRequests = append(resp.FailedRequests, failure(ctID.GetContainerId(), err))
+				continue
+			}
+			pinned = true
+		}
+		if err := s.start(ctx, ctID, r.GetContainerLaunchContext()); err != nil {
+			resp.FailedRequests = append(resp.FailedRequests, failure(ctID.GetContainerId(), err))
+			continue
+		}
+		resp.SucceededRequests = append(resp.SucceededRequests, ctID.GetContainerId())
+	}
+	return resp, nil
+}
+
+// authorizeStart is ContainerManagerImpl.authorizeStartAndResourceIncreaseRequest
+// with the token checks of verifyAndGetContainerTokenIdentifier.
+func (s *Service) authorizeStart(ctx context.Context, nmID *yarnpb.NMTokenIdentifierProto, tp *commonpb.TokenProto) (*yarnpb.ContainerTokenIdentifierProto, error) {
+	if tp == nil {
+		return nil, ipc.Errorf(ClassYarnException, "Container token is not set in the start request")
+	}
+	ctID, err := s.cfg.Tokens.VerifyContainerToken(token.FromProto(tp))
+	if err != nil {
+		return ctID, err
+	}
+	const unauthorized = "Unauthorized request to start container. "
+	tokenApp := nmID.GetAppAttemptId().GetApplicationId()
+	ctrApp := ctID.GetContainerId().GetAppAttemptId().GetApplicationId()
+	if !proto.Equal(tokenApp, ctrApp) {
+		return ctID, ipc.Errorf(ClassYarnException, "%s\nNMToken for application attempt : %s was used for starting container with container token issued for application attempt : %s",
+			unauthorized, attemptString(nmID.GetAppAttemptId()), attemptString(ctID.GetContainerId().GetAppAttemptId()))
+	}
+	if node, ok := nodeOf(ctx); ok && node != ctID.GetNmHostAddr() {
+		return ctID, ipc.Errorf(classInvalidToken, "%s\nThe container token was issued for NodeManager %s, not for %s", unauthorized, ctID.GetNmHostAddr(), node)
+	}
+	if want := nodeString(nmID.GetNodeId()); want != ctID.GetNmHostAddr() {
+		return ctID, ipc.Errorf(classInvalidToken, "%s\nThe container token was issued for NodeManager %s, the NMToken for %s", unauthorized, ctID.GetNmHostAddr(), want)
+	}
+	return ctID, nil
+}
+
+func attemptString(a *yarnpb.ApplicationAttemptIdProto) string {
+	id, err := yarnid.AttemptIDFromProto(a)
+	if err != nil {
+		return "<invalid attempt>"
+	}
+	return id.String()
+}
+
+// start launches one container whose token was checked.
+func (s *Service) start(ctx context.Context, ctID *yarnpb.ContainerTokenIdentifierProto, clc *yarnpb.ContainerLaunchContextProto) error {
+	id, err := yarnid.ContainerIDFromProto(ctID.GetContainerId())
+	if err != nil {
+		return ipc.Errorf(ClassInvalidContainer, "bad container id: %v", err)
+	}
+	for _, sd := range clc.GetServiceData() {
+		if _, ok := s.cfg.AuxServices[sd.GetKey()]; !ok {
+			return ipc.Errorf(ClassInvalidAuxService, "The auxService:%s does not exist", sd.GetKey())
+		}
+	}
+	var creds *token.Credentials
+	if len(clc.GetTokens()) > 0 {
+		creds, err = token.ParseCredentials(clc.GetTokens())
+		if err != nil {
+			return ipc.Errorf(ClassYarnException, "Failed to parse credentials of container %s: %v", id, err)
+		}
+		if ctID.GetContainerType() != yarnpb.ContainerTypeProto_APPLICATION_MASTER {
+			// A task must never hold a token it could act as the AM with.
+			creds.RemoveTokensOfKind(kindAMRM)
+		}
+	}
+	host, port, err := net.SplitHostPort(ctID.GetNmHostAddr())
+	if err != nil {
+		return ipc.Errorf(ClassInvalidContainer, "container token of %s names no node: %q", id, ctID.GetNmHostAddr())
+	}
+	p, _ := strconv.ParseInt(port, 10, 32)
+	node := &yarnpb.NodeIdProto{Host: proto.String(host), Port: proto.Int32(int32(p))}
+	return s.Launch(ctx, LaunchRequest{Container: id, User: ctID.GetAppSubmitter(), Node: node, Context: clc, Credentials: creds})
+}
+
+func (s *Service) servicesMetaData() []*yarnpb.StringBytesMapProto {
+	out := make([]*yarnpb.StringBytesMapProto, 0, len(s.cfg.AuxServices))
+	for _, name := range sortedKeys(s.cfg.AuxServices) {
+		out = append(out, &yarnpb.StringBytesMapProto{Key: proto.String(name), Value: s.cfg.AuxServices[name]})
+	}
+	return out
+}
+
+// authorizeAccess is authorizeGetAndStopContainerRequest: an attempt may
+// only see and stop its own application's containers.
+func authorizeAccess(nmID *yarnpb.NMTokenIdentifierProto, id yarnid.ContainerID, what string) error {
+	app, err := yarnid.ApplicationIDFromProto(nmID.GetAppAttemptId().GetApplicationId())
+	if err != nil || app != id.Attempt.App {
+		return ipc.Errorf(ClassYarnException, "%s attempted to %s non-application container : %s", attemptString(nmID.GetAppAttemptId()), what, id)
+	}
+	return nil
+}
+
+// notHandled is the NodeManager's answer for a container it does not know.
+func notHandled(id yarnid.ContainerID) error {
+	return ipc.Errorf(ClassYarnException, "Container %s is not handled by this NodeManager", id)
+}
+
+func (s *Service) stopContainers(ctx context.Context, req *yarnpb.StopContainersRequestProto) (*yarnpb.StopContainersResponseProto, error) {
+	nmID, err := nmToken(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp := &yarnpb.StopContainersResponseProto{}
+	for _, p := range req.GetContainerId() {
+		if err := s.stop(ctx, nmID, p); err != nil {
+			resp.FailedRequests = append(resp.FailedRequests, failure(p, err))
+			continue
+		}
+		resp.SucceededRequests = append(resp.SucceededRequests, p)
+	}
+	return resp, nil
+}
+
+func (s *Service) stop(ctx context.Context, nmID *yarnpb.NMTokenIdentifierProto, p *yarnpb.ContainerIdProto) error {
+	id, err := yarnid.ContainerIDFromProto(p)
+	if err != nil {
+		return ipc.Errorf(ClassInvalidContainer, "bad container id: %v", err)
+	}
+	if err := authorizeAccess(nmID, id, "stop"); err != nil {
+		return err
+	}
+	status, ok := s.cfg.Pods.ContainerStatus(id)
+	if !ok {
+		return notHandled(id)
+	}
+	if status.GetState() == yarnpb.ContainerStateProto_C_COMPLETE {
+		return nil // stopping a finished container is a no-op, as in the NM
+	}
+	if err := s.cfg.Pods.StopContainer(ctx, id); err != nil {
+		return ipc.Errorf(ClassYarnException, "stopping %s: %v", id, err)
+	}
+	return nil
+}
+
+func (s *Service) getContainerStatuses(ctx context.Context, req *yarnpb.GetContainerStatusesRequestProto) (*yarnpb.GetContainerStatusesResponseProto, error) {
+	nmID, err := nmToken(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp := &yarnpb.GetContainerStatusesResponseProto{}
+	for _, p := range req.GetContainerId() {
+		id, err := yarnid.ContainerIDFromProto(p)
+		if err != nil {
+			resp.FailedRequests = append(resp.FailedRequests, failure(p, ipc.Errorf(ClassInvalidContainer, "bad container id: %v", err)))
+			continue
+		}
+		if err := authorizeAccess(nmID, id, "get status for"); err != nil {
+			resp.FailedRequests = append(resp.FailedRequests, failure(p, err))
+			continue
+		}
+		pod, ok := s.cfg.Pods.ContainerPod(id)
+		var status *yarnpb.ContainerStatusProto
+		if ok && started(pod) {
+			status, ok = s.cfg.Pods.ContainerStatus(id)
+		}
+		if !ok || status == nil {
+			resp.FailedRequests = append(resp.FailedRequests, failure(p, notHandled(id)))
+			continue
+		}
+		resp.Status = append(resp.Status, status)
+	}
+	return resp, nil
+}
+
+func (s *Service) getLocalizationStatuses(ctx context.Context, req *yarnpb.GetLocalizationStatusesRequestProto) (*yarnpb.GetLocalizationStatusesResponseProto, error) {
+	nmID, err := nmToken(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp := &yarnpb.GetLocalizationStatusesResponseProto{}
+	for _, p := range req.GetContainerId() {
+		id, err := yarnid.ContainerIDFromProto(p)
+		if err == nil {
+			err = authorizeAccess(nmID, id, "get localization statuses of")
+		}
+		if err == nil {
+			err = ipc.Errorf(ClassYarnException, "Localization statuses of %s are not tracked by Knit", id)
+		}
+		resp.FailedRequests = append(resp.FailedRequests, failure(p, err))
+	}
+	return resp, nil
+}
+
+func (s *Service) signalToContainer(ctx context.Context, req *yarnpb.SignalContainerRequestProto) (*yarnpb.SignalContainerResponseProto, error) {
+	nmID, err := nmToken(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id, err := yarnid.ContainerIDFromProto(req.GetContainerId())
+	if err != nil {
+		return nil, ipc.Errorf(ClassInvalidContainer, "bad container id: %v", err)
+	}
+	if err := authorizeAccess(nmID, id, "signal"); err != nil {
+		return nil, err
+	}
+	if err := s.SignalContainer(ctx, id, nil, req.GetCommand()); err != nil {
+		return nil, err
+	}
+	return &yarnpb.SignalContainerResponseProto{}, nil
+}
+
+// SignalContainer delivers a signal command to a running container (from
+// the AM, or the client through the RM; node is unused, RKS plays every
+// node): the shutdown commands end its pod (SIGTERM, then SIGKILL after the
+// grace period); a thread dump cannot reach a pod through the API yet and
+// is refused with a clear message.
+func (s *Service) SignalContainer(ctx context.Context, id yarnid.ContainerID, _ *yarnpb.NodeIdProto, cmd yarnpb.SignalContainerCommandProto) error {
+	if _, ok := s.cfg.Pods.ContainerPod(id); !ok {
+		return notHandled(id)
+	}
+	switch cmd {
+	case yarnpb.SignalContainerCommandProto_GRACEFUL_SHUTDOWN, yarnpb.SignalContainerCommandProto_FORCEFUL_SHUTDOWN:
+		if err := s.cfg.Pods.StopContainer(ctx, id); err != nil {
+			return ipc.Errorf(ClassYarnException, "signalling %s: %v", id, err)
+		}
+		return nil
+	}
+	return ipc.Errorf(ClassUnsupportedOperation, "signal %s is not supported by Knit yet", cmd)
+}
+
+func (s *Service) increaseContainersResource(ctx context.Context, req *yarnpb.IncreaseContainersResourceRequestProto) (*yarnpb.IncreaseContainersResourceResponseProto, error) {
+	resp, err := s.updateContainer(ctx, &yarnpb.ContainerUpdateRequestProto{UpdateContainerToken: req.GetIncreaseContainers()})
+	if err != nil {
+		return nil, err
+	}
+	return &yarnpb.IncreaseContainersResourceResponseProto{SucceededRequests: resp.GetSucceededRequests(), FailedRequests: resp.GetFailedRequests()}, nil
+}
+
+// updateContainer refuses each update: the RM does not issue update tokens
+// yet (ApplicationMasterService answers no container updates), so no valid
+// request can reach here.
+func (s *Service) updateContainer(ctx context.Context, req *yarnpb.ContainerUpdateRequestProto) (*yarnpb.ContainerUpdateResponseProto, error) {
+	if _, err := nmToken(ctx); err != nil {
+		return nil, err
+	}
+	resp := &yarnpb.ContainerUpdateResponseProto{}
+	for _, tp := range req.GetUpdateContainerToken() {
+		ctID, err := s.cfg.Tokens.VerifyContainerToken(token.FromProto(tp))
+		if err == nil {
+			err = ipc.Errorf(ClassUnsupportedOperation, "Container resource updates are not supported by Knit yet")
+		}
+		resp.FailedRequests = append(resp.FailedRequests, failure(ctID.GetContainerId(), err))
+	}
+	return resp, nil
+}
