@@ -59,7 +59,7 @@ run:
 # The README's first command: the local cluster, up in the background.
 LOCAL_DIR ?= $(HOME)/.knit/local
 local: tools etcd
-	$(GO) build -o $(BIN)/ ./cmd/knit ./cmd/knit-rm ./cmd/knit-launcher
+	$(GO) build -o $(BIN)/ ./cmd/knit ./cmd/knit-rm ./cmd/knit-launcher ./cmd/knit-node ./examples/distshell
 	$(BIN)/knit local up --nodes 2 --dir $(LOCAL_DIR)
 	$(K8S_BIN)/kubectl --kubeconfig $(LOCAL_DIR)/kubeconfig get nodes -o wide
 

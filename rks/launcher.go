@@ -49,6 +49,8 @@ const containerName = "container"
 // is refused as the NodeManager refuses a relaunch.
 func (s *Service) Launch(ctx context.Context, req LaunchRequest) error {
 	id := req.Container
+	// The informer may not show a start made a moment ago: what this
+	// service started is remembered too.
 	s.mu.Lock()
 	if s.starting[id] {
 		s.mu.Unlock()
@@ -56,10 +58,13 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) error {
 	}
 	s.starting[id] = true
 	s.mu.Unlock()
+	launched := false
 	defer func() {
-		s.mu.Lock()
-		delete(s.starting, id)
-		s.mu.Unlock()
+		if !launched {
+			s.mu.Lock()
+			delete(s.starting, id)
+			s.mu.Unlock()
+		}
 	}()
 
 	pod, ok := s.cfg.Pods.ContainerPod(id)
@@ -102,11 +107,29 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) error {
 	if err := s.patchPod(ctx, pod, value, lc.Image); err != nil {
 		return err
 	}
+	launched = true
+	s.forgetGone()
 	if s.cfg.Observer != nil {
 		s.cfg.Observer.ContainerStarted(ctx, id)
 	}
 	s.log.InfoContext(ctx, "container started", "container", id.String(), "pod", pod.Namespace+"/"+pod.Name, "node", pod.Spec.NodeName)
 	return nil
+}
+
+// forgetGone drops, now and then, the started containers whose pods are
+// gone, so the record stays as small as the set of live containers.
+func (s *Service) forgetGone() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.launches++
+	if s.launches%1024 != 0 {
+		return
+	}
+	for id := range s.starting {
+		if _, ok := s.cfg.Pods.ContainerPod(id); !ok {
+			delete(s.starting, id)
+		}
+	}
 }
 
 func relaunch(id yarnid.ContainerID) error {

@@ -18,7 +18,6 @@ import (
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/rks/launch"
 )
 
 // Protocol is ContainerManagementProtocol's name on the wire.
@@ -26,21 +25,17 @@ const Protocol = "org.apache.hadoop.yarn.api.ContainerManagementProtocolPB"
 
 // Java exception classes the NodeManager answers with.
 const (
-	ClassYarnException            = "org.apache.hadoop.yarn.exceptions.YarnException"
-	ClassInvalidAuxService        = "org.apache.hadoop.yarn.exceptions.InvalidAuxServiceException"
-	ClassInvalidContainer         = "org.apache.hadoop.yarn.exceptions.InvalidContainerException"
-	ClassUnsupportedOperation     = "java.lang.UnsupportedOperationException"
-	ClassContainerNotFound        = "org.apache.hadoop.yarn.exceptions.ContainerNotFoundException"
-	ClassNMNotYetReadyException   = "org.apache.hadoop.yarn.exceptions.NMNotYetReadyException"
-	classInvalidToken             = ipc.ClassInvalidToken
-	dockerImageEnv                = "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"
-	kindAMRM                      = "YARN_AM_RM_TOKEN"
-	msgInvalidNMToken             = "Invalid NMToken"
-	shuffleService                = "mapreduce_shuffle"
-	defaultShufflePort            = 13562
-	containerStartedPollInterval  = 200 * time.Millisecond
-	maxContainersPerRequest       = 10000
-	maxLaunchContextCommandsBytes = launch.MaxContextBytes
+	ClassYarnException        = "org.apache.hadoop.yarn.exceptions.YarnException"
+	ClassInvalidAuxService    = "org.apache.hadoop.yarn.exceptions.InvalidAuxServiceException"
+	ClassInvalidContainer     = "org.apache.hadoop.yarn.exceptions.InvalidContainerException"
+	ClassUnsupportedOperation = "java.lang.UnsupportedOperationException"
+	classInvalidToken         = ipc.ClassInvalidToken
+	dockerImageEnv            = "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"
+	kindAMRM                  = "YARN_AM_RM_TOKEN"
+	msgInvalidNMToken         = "Invalid NMToken"
+	shuffleService            = "mapreduce_shuffle"
+	defaultShufflePort        = 13562
+	maxContainersPerRequest   = 10000
 )
 
 // Pods is RKS's view of container pods: RGS owns them (it created them and
@@ -95,7 +90,8 @@ type Service struct {
 	log *slog.Logger
 
 	mu       sync.Mutex
-	starting map[yarnid.ContainerID]bool // guards against two concurrent starts
+	starting map[yarnid.ContainerID]bool // being started or started
+	launches int
 }
 
 // New returns the service.
@@ -273,7 +269,9 @@ func (s *Service) start(ctx context.Context, ctID *yarnpb.ContainerTokenIdentifi
 		if err != nil {
 			return ipc.Errorf(ClassYarnException, "Failed to parse credentials of container %s: %v", id, err)
 		}
-		if ctID.GetContainerType() != yarnpb.ContainerTypeProto_APPLICATION_MASTER {
+		// An unset type reads as the enum's first value, APPLICATION_MASTER:
+		// only an explicit one counts.
+		if ctID.ContainerType == nil || *ctID.ContainerType != yarnpb.ContainerTypeProto_APPLICATION_MASTER {
 			// A task must never hold a token it could act as the AM with.
 			creds.RemoveTokensOfKind(kindAMRM)
 		}

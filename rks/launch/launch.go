@@ -152,6 +152,10 @@ type Files struct {
 // set.
 const ExitLocalizationFailed = 255
 
+// Dir is the launch folder under a node root (the folder knit-node shares
+// with every pod): knit-node writes there, knit-launcher waits there.
+func Dir(nodeRoot string) string { return filepath.Join(nodeRoot, "launch") }
+
 // FilesPath is where knit-node writes, and knit-launcher waits for, the
 // Files of the pod with uid under the launch folder launchDir.
 func FilesPath(launchDir, podUID string) string {

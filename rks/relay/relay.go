@@ -138,9 +138,14 @@ type nodeKey struct{}
 // relayed connection's node for NodeFrom.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	if rc, ok := c.(*Conn); ok && rc.node != "" {
-		return context.WithValue(ctx, nodeKey{}, rc.node)
+		return WithNode(ctx, rc.node)
 	}
 	return ctx
+}
+
+// WithNode returns a context of a connection relayed for node.
+func WithNode(ctx context.Context, node string) context.Context {
+	return context.WithValue(ctx, nodeKey{}, node)
 }
 
 // NodeFrom returns the node a connection's context was relayed for.

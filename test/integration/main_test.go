@@ -28,7 +28,7 @@ var binDir string
 // knitBinaries builds knit, knit-rm and knit-launcher side by side, as `make local` does
 // (so that `knit local up` starts knit-rm), once for the package.
 var knitBinaries = sync.OnceValue(func() error {
-	out, err := exec.Command("go", "build", "-o", binDir+"/", "github.com/knitdev/knit/cmd/knit", "github.com/knitdev/knit/cmd/knit-rm", "github.com/knitdev/knit/cmd/knit-launcher").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", binDir+"/", "github.com/knitdev/knit/cmd/knit", "github.com/knitdev/knit/cmd/knit-rm", "github.com/knitdev/knit/cmd/knit-launcher", "github.com/knitdev/knit/cmd/knit-node", "github.com/knitdev/knit/examples/distshell").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("go build: %w\n%s", err, out)
 	}

@@ -59,11 +59,15 @@ type Cluster struct {
 	// RM holds knit-rm's addresses when Options.RMCommand started one.
 	RM *RMAddresses
 
-	log     *slog.Logger
-	nodes   []*procnode.Node
-	rm      *rmProcess
-	cancel  context.CancelFunc
-	running sync.WaitGroup
+	log   *slog.Logger
+	nodes []*procnode.Node
+	rm    *rmProcess
+	// nodeServices are the knit-node processes, one per node; ports are
+	// theirs and RKS's, picked with the first knit-rm.
+	nodeServices []*rmProcess
+	ports        nodePorts
+	cancel       context.CancelFunc
+	running      sync.WaitGroup
 }
 
 // NodeAddress is the loopback address of the i-th node (from 0): 127.0.1.1,

@@ -177,9 +177,19 @@ func (c *Cluster) startRM(ctx context.Context, dir string, command []string, sit
 	// Process nodes ignore images: the launcher's init container copies
 	// knit-launcher from beside knit-rm.
 	launcher := filepath.Join(filepath.Dir(command[0]), "knit-launcher")
+	if c.ports.rks == "" {
+		addrs := make([]string, len(c.Nodes))
+		for i, n := range c.Nodes {
+			addrs[i] = n.Address
+		}
+		if c.ports, err = pickNodePorts(addrs); err != nil {
+			return RMAddresses{}, err
+		}
+	}
 	args := append(command[1:len(command):len(command)],
 		"--kubeconfig", c.ControlPlane.Kubeconfig, "--namespace", RMNamespace, "--conf-dir", confDir,
 		"--launcher-binary", launcher)
+	args = append(args, c.rmNodeArgs(dir)...)
 	cmd := exec.Command(command[0], args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), "HADOOP_CONF_DIR="+confDir)
@@ -213,22 +223,21 @@ func (c *Cluster) startRM(ctx context.Context, dir string, command []string, sit
 		return RMAddresses{}, fmt.Errorf("localcluster: waiting for knit-rm: %w; its log:\n%s", err, tailFrom(logPath, offset))
 	}
 	c.log.Info("knit-rm up", "client", addrs.Client, "web", addrs.Web)
+	if err := c.startNodeServices(dir, command[0]); err != nil {
+		return RMAddresses{}, err
+	}
 	return addrs, nil
 }
 
-// stopRM ends knit-rm with SIGTERM and, after its grace, SIGKILL.
+// stopRM ends the node services and knit-rm with SIGTERM and, after their
+// grace, SIGKILL.
 func (c *Cluster) stopRM() {
+	c.stopNodeServices()
 	p := c.rm
 	if p == nil {
 		return
 	}
 	c.rm = nil
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	}
+	stopProcess(p, 15*time.Second)
 	c.log.Info("knit-rm stopped")
 }

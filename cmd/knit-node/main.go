@@ -1,0 +1,202 @@
+// Command knit-node is the node-side services a NodeManager used to host,
+// one per node (a DaemonSet with the host network): the NM port relayed to
+// RKS, and the localizer that prepares every container started on the node.
+// This file wires them together with fx; what they do lives in daemonsets/.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/knitdev/knit/daemonsets/localizer"
+	"github.com/knitdev/knit/daemonsets/nmrelay"
+	"github.com/knitdev/knit/rks"
+	"github.com/knitdev/knit/rks/launch"
+)
+
+// flags are knit-node's command line.
+type flags struct {
+	kubeconfig string
+	nodeName   string
+	address    string
+	nmPort     int
+	nmWebPort  int
+	rksAddress string
+	nodeRoot   string
+	localDirs  string
+	logDirs    string
+	hadoopConf string
+	homeDir    string
+	cacheMB    int64
+	shuffle    int
+}
+
+func main() {
+	var f flags
+	flag.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; empty means the in-cluster service account")
+	flag.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "the Kubernetes node this runs on")
+	flag.StringVar(&f.address, "address", os.Getenv("NODE_IP"), "the node's NodeId host: the address the NM port listens on")
+	flag.IntVar(&f.nmPort, "nm-port", 8041, "the NodeManager port")
+	flag.IntVar(&f.nmWebPort, "nm-web-port", 8042, "the NodeManager web port")
+	flag.StringVar(&f.rksAddress, "rks-address", "knit-rm:8048", "RKS's address in the RM")
+	flag.StringVar(&f.nodeRoot, "node-root", "/var/lib/knit", "folder shared with pods (knit-rm's --node-root)")
+	flag.StringVar(&f.localDirs, "local-dirs", "", "yarn.nodemanager.local-dirs, comma separated, under --node-root; empty means <node-root>/local")
+	flag.StringVar(&f.logDirs, "log-dirs", "", "yarn.nodemanager.log-dirs, comma separated, under --node-root; empty means <node-root>/logs")
+	flag.StringVar(&f.hadoopConf, "hadoop-conf-dir", os.Getenv("HADOOP_CONF_DIR"), "HADOOP_CONF_DIR given to containers that set none")
+	flag.StringVar(&f.homeDir, "user-home-dir", "/home/", "yarn.nodemanager.user-home-dir: HOME of containers")
+	flag.Int64Var(&f.cacheMB, "cache-target-mb", 10240, "yarn.nodemanager.localizer.cache.target-size-mb")
+	flag.IntVar(&f.shuffle, "shuffle-port", 13562, "mapreduce.shuffle.port advertised to AMs")
+	flag.Parse()
+
+	app := fx.New(
+		fx.Supply(f),
+		fx.Provide(newLogger, newKubernetes, newLocalizer),
+		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
+		fx.Invoke(runRelay, runLocalizer),
+	)
+	app.Run()
+	if err := app.Err(); err != nil {
+		fmt.Fprintln(os.Stderr, "knit-node:", err)
+		os.Exit(1)
+	}
+}
+
+func newLogger(f flags) *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", f.nodeName)
+}
+
+func newKubernetes(f flags) (kubernetes.Interface, error) {
+	var cfg *rest.Config
+	var err error
+	if f.kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes config: %w", err)
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// dirs splits a folder list, defaulting to one folder under the node root,
+// and checks every folder is under it: pods see the node root only.
+func dirs(list, root, def string) ([]string, error) {
+	if list == "" {
+		return []string{filepath.Join(root, def)}, nil
+	}
+	var out []string
+	for _, d := range strings.Split(list, ",") {
+		d = filepath.Clean(strings.TrimSpace(d))
+		rel, err := filepath.Rel(root, d)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			return nil, fmt.Errorf("folder %s is not under the node root %s, which pods see", d, root)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func newLocalizer(lc fx.Lifecycle, f flags, log *slog.Logger) (*localizer.Localizer, error) {
+	local, err := dirs(f.localDirs, f.nodeRoot, "local")
+	if err != nil {
+		return nil, err
+	}
+	logs, err := dirs(f.logDirs, f.nodeRoot, "logs")
+	if err != nil {
+		return nil, err
+	}
+	var whitelist []launch.EnvVar
+	if f.hadoopConf != "" {
+		whitelist = append(whitelist, launch.EnvVar{Name: "HADOOP_CONF_DIR", Value: f.hadoopConf})
+	}
+	for _, name := range []string{"JAVA_HOME", "HADOOP_COMMON_HOME", "HADOOP_HDFS_HOME", "HADOOP_YARN_HOME", "HADOOP_HOME", "PATH", "LANG", "TZ"} {
+		if v, ok := os.LookupEnv(name); ok {
+			whitelist = append(whitelist, launch.EnvVar{Name: name, Value: v})
+		}
+	}
+	l, err := localizer.New(localizer.Config{
+		LocalDirs:        local,
+		LogDirs:          logs,
+		HomeDir:          f.homeDir,
+		Whitelist:        whitelist,
+		AuxServices:      rks.DefaultAuxServices(f.shuffle),
+		CacheTargetBytes: f.cacheMB << 20,
+		Logger:           log.With("component", "localizer"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.StopHook(l.Close))
+	return l, nil
+}
+
+// background runs fn until the app stops.
+func background(lc fx.Lifecycle, log *slog.Logger, name string, fn func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			go func() {
+				defer close(done)
+				if err := fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
+					log.Error("stopped", "loop", name, "err", err)
+				}
+			}()
+			return nil
+		},
+		OnStop: func(stop context.Context) error {
+			cancel()
+			select {
+			case <-done:
+				return nil
+			case <-stop.Done():
+				return stop.Err()
+			}
+		},
+	})
+}
+
+func runRelay(lc fx.Lifecycle, f flags, log *slog.Logger) error {
+	node := net.JoinHostPort(f.address, strconv.Itoa(f.nmPort))
+	r, err := nmrelay.New(nmrelay.Config{Node: node, Upstream: f.rksAddress, Logger: log.With("component", "nmrelay")})
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", node)
+	if err != nil {
+		return fmt.Errorf("nm port: %w", err)
+	}
+	log.Info("serving", "service", "nmrelay", "address", node, "upstream", f.rksAddress)
+	background(lc, log, "nmrelay", func(ctx context.Context) error { return r.Serve(ctx, l) })
+	return nil
+}
+
+func runLocalizer(lc fx.Lifecycle, f flags, client kubernetes.Interface, l *localizer.Localizer, log *slog.Logger) error {
+	c, err := localizer.NewController(localizer.ControllerConfig{
+		Client:    client,
+		NodeName:  f.nodeName,
+		LaunchDir: launch.Dir(f.nodeRoot),
+		Preparer:  l,
+		Logger:    log.With("component", "localizer"),
+	})
+	if err != nil {
+		return err
+	}
+	background(lc, log, "localizer", c.Run)
+	return nil
+}

@@ -1,0 +1,283 @@
+package rks
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/knitdev/knit/protocols/commonpb"
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rks/launch"
+	"github.com/knitdev/knit/rks/relay"
+)
+
+var (
+	app1    = yarnid.ApplicationID{ClusterTimestamp: 1700000000000, ID: 1}
+	app2    = yarnid.ApplicationID{ClusterTimestamp: 1700000000000, ID: 2}
+	attempt = yarnid.AttemptID{App: app1, ID: 1}
+	task    = yarnid.ContainerID{Attempt: attempt, Sequence: 2}
+	node    = "127.0.1.1:8041"
+)
+
+// fakePods plays RGS: one pod per container, a status per container.
+type fakePods struct {
+	pods    map[yarnid.ContainerID]*corev1.Pod
+	status  map[yarnid.ContainerID]yarnpb.ContainerStateProto
+	stopped []yarnid.ContainerID
+}
+
+func (f *fakePods) ContainerPod(id yarnid.ContainerID) (*corev1.Pod, bool) {
+	p, ok := f.pods[id]
+	return p, ok
+}
+
+func (f *fakePods) ContainerStatus(id yarnid.ContainerID) (*yarnpb.ContainerStatusProto, bool) {
+	if _, ok := f.pods[id]; !ok {
+		return nil, false
+	}
+	return &yarnpb.ContainerStatusProto{ContainerId: id.Proto(), State: f.status[id].Enum()}, true
+}
+
+func (f *fakePods) StopContainer(_ context.Context, id yarnid.ContainerID) error {
+	f.stopped = append(f.stopped, id)
+	return nil
+}
+
+// fakeTokens accepts any container token whose password is "ok".
+type fakeTokens struct{}
+
+func (fakeTokens) VerifyContainerToken(tok token.Token) (*yarnpb.ContainerTokenIdentifierProto, error) {
+	var id yarnpb.ContainerTokenIdentifierProto
+	if err := proto.Unmarshal(tok.Identifier, &id); err != nil {
+		return nil, err
+	}
+	if string(tok.Password) != "ok" {
+		return &id, ipc.Errorf(ipc.ClassInvalidToken, "Invalid container token used for starting container on : %s", id.GetNmHostAddr())
+	}
+	return &id, nil
+}
+
+func (fakeTokens) PinAttempt(context.Context, *yarnpb.NMTokenIdentifierProto) error { return nil }
+
+func containerToken(id yarnid.ContainerID, nodeAddr, password string, am bool) *commonpb.TokenProto {
+	ident := &yarnpb.ContainerTokenIdentifierProto{ContainerId: id.Proto(), NmHostAddr: proto.String(nodeAddr), AppSubmitter: proto.String("alice")}
+	if am {
+		ident.ContainerType = yarnpb.ContainerTypeProto_APPLICATION_MASTER.Enum()
+	}
+	raw, _ := proto.Marshal(ident)
+	return token.Token{Identifier: raw, Password: []byte(password), Kind: "ContainerToken", Service: nodeAddr}.Proto()
+}
+
+func nmCaller(ctx context.Context, app yarnid.ApplicationID) context.Context {
+	id := &yarnpb.NMTokenIdentifierProto{
+		AppAttemptId: yarnid.AttemptID{App: app, ID: 1}.Proto(),
+		NodeId:       &yarnpb.NodeIdProto{Host: proto.String("127.0.1.1"), Port: proto.Int32(8041)},
+	}
+	return ipc.WithCaller(ctx, ipc.Caller{Auth: ipc.AuthToken, TokenIdentity: id})
+}
+
+func newTestService(t *testing.T) (*Service, *fakePods, *fake.Clientset) {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p1", Namespace: "ns", UID: "uid-1"},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: containerName, Image: "launcher"}}}}
+	client := fake.NewClientset(pod)
+	pods := &fakePods{pods: map[yarnid.ContainerID]*corev1.Pod{task: pod}, status: map[yarnid.ContainerID]yarnpb.ContainerStateProto{task: yarnpb.ContainerStateProto_C_RUNNING}}
+	s, err := New(Config{Client: client, Pods: pods, Tokens: fakeTokens{}, NMHTTPPort: 8042})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, pods, client
+}
+
+func credentialsWithAMRMToken(t *testing.T) []byte {
+	t.Helper()
+	var c token.Credentials
+	c.AddToken("", token.Token{Identifier: []byte("am"), Password: []byte("pw"), Kind: kindAMRM})
+	c.AddToken("hdfs", token.Token{Identifier: []byte("dt"), Password: []byte("pw"), Kind: "HDFS_DELEGATION_TOKEN"})
+	b, err := c.Marshal(token.FormatWritable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestStartContainersPutsTheLaunchContextOnThePod(t *testing.T) {
+	s, _, client := newTestService(t)
+	clc := &yarnpb.ContainerLaunchContextProto{
+		Command:     []string{"echo hi 1><LOG_DIR>/stdout"},
+		Environment: []*yarnpb.StringStringMapProto{{Key: proto.String(dockerImageEnv), Value: proto.String("busybox:1")}},
+		Tokens:      credentialsWithAMRMToken(t),
+		ServiceData: []*yarnpb.StringBytesMapProto{{Key: proto.String(shuffleService), Value: []byte("secret")}},
+	}
+	ctx := relay.WithNode(nmCaller(t.Context(), app1), node)
+	resp, err := s.startContainers(ctx, &yarnpb.StartContainersRequestProto{StartContainerRequest: []*yarnpb.StartContainerRequestProto{
+		{ContainerLaunchContext: clc, ContainerToken: containerToken(task, node, "ok", false)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.GetFailedRequests()) > 0 || len(resp.GetSucceededRequests()) != 1 {
+		t.Fatalf("answer %v", resp)
+	}
+	var shuffle []byte
+	for _, m := range resp.GetServicesMetaData() {
+		if m.GetKey() == shuffleService {
+			shuffle = m.GetValue()
+		}
+	}
+	if len(shuffle) != 4 || int(shuffle[2])<<8|int(shuffle[3]) != defaultShufflePort {
+		t.Errorf("mapreduce_shuffle metadata %v, want the 4-byte port %d", shuffle, defaultShufflePort)
+	}
+	pod, err := client.CoreV1().Pods("ns").Get(t.Context(), "p1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc, err := launch.DecodeContext(pod.Annotations[launch.AnnotationContext])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lc.ContainerID != task.String() || lc.User != "alice" || lc.NMHost != "127.0.1.1" || lc.NMPort != 8041 || lc.NMHTTPPort != 8042 {
+		t.Errorf("context %+v", lc)
+	}
+	if pod.Spec.Containers[0].Image != "busybox:1" {
+		t.Errorf("image %q, want the launch context's Docker image", pod.Spec.Containers[0].Image)
+	}
+	var got yarnpb.ContainerLaunchContextProto
+	if err := proto.Unmarshal(lc.LaunchContext, &got); err != nil || len(got.GetTokens()) != 0 || got.GetCommand()[0] != clc.GetCommand()[0] {
+		t.Errorf("launch context %v (%v): tokens must stay off the pod", &got, err)
+	}
+	secret, err := client.CoreV1().Secrets("ns").Get(t.Context(), lc.TokensSecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(secret.OwnerReferences) != 1 || secret.OwnerReferences[0].UID != "uid-1" {
+		t.Errorf("secret owners %v, want the pod", secret.OwnerReferences)
+	}
+	creds, err := token.ParseCredentials(secret.Data[launch.SecretKeyTokens])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := creds.Token(""); ok || creds.NumTokens() != 1 {
+		t.Errorf("task credentials keep %d tokens; the AMRMToken must be stripped", creds.NumTokens())
+	}
+}
+
+func TestStartContainersRefusesPerContainerAsTheNodeManagerDoes(t *testing.T) {
+	tests := []struct {
+		name      string
+		caller    yarnid.ApplicationID
+		relayed   string
+		token     *commonpb.TokenProto
+		service   string
+		twice     bool
+		wantClass string
+		wantMsg   string
+	}{
+		{name: "forged container token", caller: app1, token: containerToken(task, node, "forged", false),
+			wantClass: ipc.ClassInvalidToken, wantMsg: "Invalid container token"},
+		{name: "NMToken of another application", caller: app2, token: containerToken(task, node, "ok", false),
+			wantClass: ClassYarnException, wantMsg: "was used for starting container with container token issued for application attempt : appattempt_1700000000000_0001_000001"},
+		{name: "container token for another node", caller: app1, token: containerToken(task, "127.0.1.9:8041", "ok", false),
+			wantClass: ipc.ClassInvalidToken, wantMsg: "issued for NodeManager 127.0.1.9:8041"},
+		{name: "relayed through another node", caller: app1, relayed: "127.0.1.2:8041", token: containerToken(task, node, "ok", false),
+			wantClass: ipc.ClassInvalidToken, wantMsg: "not for 127.0.1.2:8041"},
+		{name: "unknown aux service", caller: app1, service: "no_such_service", token: containerToken(task, node, "ok", false),
+			wantClass: ClassInvalidAuxService, wantMsg: "The auxService:no_such_service does not exist"},
+		{name: "second start", caller: app1, twice: true, token: containerToken(task, node, "ok", false),
+			wantClass: ClassYarnException, wantMsg: "Attempt to relaunch the same container with id " + task.String()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _, _ := newTestService(t)
+			ctx := nmCaller(t.Context(), tt.caller)
+			if tt.relayed != "" {
+				ctx = relay.WithNode(ctx, tt.relayed)
+			}
+			clc := &yarnpb.ContainerLaunchContextProto{Command: []string{"true"}}
+			if tt.service != "" {
+				clc.ServiceData = []*yarnpb.StringBytesMapProto{{Key: proto.String(tt.service)}}
+			}
+			req := &yarnpb.StartContainersRequestProto{StartContainerRequest: []*yarnpb.StartContainerRequestProto{{ContainerLaunchContext: clc, ContainerToken: tt.token}}}
+			if tt.twice {
+				if _, err := s.startContainers(ctx, req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			resp, err := s.startContainers(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.GetFailedRequests()) != 1 || len(resp.GetSucceededRequests()) != 0 {
+				t.Fatalf("answer %v, want one failure", resp)
+			}
+			ex := resp.GetFailedRequests()[0].GetException()
+			if ex.GetClassName() != tt.wantClass || !strings.Contains(ex.GetMessage(), tt.wantMsg) {
+				t.Errorf("failure %s: %q, want %s containing %q", ex.GetClassName(), ex.GetMessage(), tt.wantClass, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestStopAndStatusAnswerForTheCallersApplicationOnly(t *testing.T) {
+	tests := []struct {
+		name        string
+		caller      yarnid.ApplicationID
+		state       yarnpb.ContainerStateProto
+		wantStopped bool
+		wantErr     string
+	}{
+		{name: "running container is stopped", caller: app1, state: yarnpb.ContainerStateProto_C_RUNNING, wantStopped: true},
+		{name: "completed container stops as a no-op", caller: app1, state: yarnpb.ContainerStateProto_C_COMPLETE},
+		{name: "another application's container is refused", caller: app2, state: yarnpb.ContainerStateProto_C_RUNNING,
+			wantErr: "appattempt_1700000000000_0002_000001 attempted to stop non-application container : " + task.String()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, pods, _ := newTestService(t)
+			pods.status[task] = tt.state
+			resp, err := s.stopContainers(nmCaller(t.Context(), tt.caller), &yarnpb.StopContainersRequestProto{ContainerId: []*yarnpb.ContainerIdProto{task.Proto()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantErr != "" {
+				if len(resp.GetFailedRequests()) != 1 || resp.GetFailedRequests()[0].GetException().GetMessage() != tt.wantErr {
+					t.Errorf("answer %v, want %q", resp, tt.wantErr)
+				}
+				return
+			}
+			if len(resp.GetSucceededRequests()) != 1 || (len(pods.stopped) == 1) != tt.wantStopped {
+				t.Errorf("answer %v, stopped %v, want stopped %v", resp, pods.stopped, tt.wantStopped)
+			}
+		})
+	}
+}
+
+func TestStatusOfAContainerNotStartedIsNotHandled(t *testing.T) {
+	s, _, _ := newTestService(t)
+	resp, err := s.getContainerStatuses(nmCaller(t.Context(), app1), &yarnpb.GetContainerStatusesRequestProto{ContainerId: []*yarnpb.ContainerIdProto{task.Proto()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.GetFailedRequests()) != 1 || !strings.Contains(resp.GetFailedRequests()[0].GetException().GetMessage(), "is not handled by this NodeManager") {
+		t.Errorf("answer %v", resp)
+	}
+}
+
+func TestCallsWithoutAnNMTokenAreRefused(t *testing.T) {
+	s, _, _ := newTestService(t)
+	ctx := ipc.WithCaller(t.Context(), ipc.Caller{Auth: ipc.AuthSimple, User: "mallory"})
+	_, err := s.startContainers(ctx, &yarnpb.StartContainersRequestProto{})
+	var re *ipc.RemoteError
+	if !errors.As(err, &re) || re.Message != msgInvalidNMToken {
+		t.Errorf("err %v, want %q", err, msgInvalidNMToken)
+	}
+}

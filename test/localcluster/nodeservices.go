@@ -1,0 +1,146 @@
+package localcluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// NodeRoot is the folder every process node's knit-node shares with pods
+// (knit-rm's --node-root). Process nodes share the machine, so they share
+// it too; each node's local and log dirs are folders of their own in it.
+func NodeRoot(dir string) string { return filepath.Join(dir, "node-root") }
+
+// NodeLogDir is the YARN log dir (yarn.nodemanager.log-dirs) of node name:
+// a container's logs are in <NodeLogDir>/<appId>/<containerId>.
+func NodeLogDir(dir, name string) string { return filepath.Join(NodeRoot(dir), name, "logs") }
+
+// NodeLocalDir is the YARN local dir of node name.
+func NodeLocalDir(dir, name string) string { return filepath.Join(NodeRoot(dir), name, "local") }
+
+// nodePorts are the NodeManager ports the process nodes serve on their
+// addresses, and where knit-rm's RKS listens for the relays.
+type nodePorts struct {
+	nm, web int
+	rks     string
+}
+
+// pickNodePorts prefers YARN's NM ports (8041, 8042) where they are free on
+// every node's address, else ports free on all of them.
+func pickNodePorts(addrs []string) (nodePorts, error) {
+	free := func(port int) bool {
+		for _, a := range addrs {
+			l, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(port)))
+			if err != nil {
+				return false
+			}
+			l.Close()
+		}
+		return true
+	}
+	pick := func(preferred int, not int) (int, error) {
+		if preferred != not && free(preferred) {
+			return preferred, nil
+		}
+		for range 50 {
+			l, err := net.Listen("tcp", net.JoinHostPort(addrs[0], "0"))
+			if err != nil {
+				return 0, err
+			}
+			p := l.Addr().(*net.TCPAddr).Port
+			l.Close()
+			if p != not && free(p) {
+				return p, nil
+			}
+		}
+		return 0, errors.New("no port free on every node address")
+	}
+	var ports nodePorts
+	var err error
+	if ports.nm, err = pick(8041, 0); err != nil {
+		return ports, fmt.Errorf("localcluster: nm port: %w", err)
+	}
+	if ports.web, err = pick(8042, ports.nm); err != nil {
+		return ports, fmt.Errorf("localcluster: nm web port: %w", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return ports, fmt.Errorf("localcluster: rks port: %w", err)
+	}
+	ports.rks = l.Addr().String()
+	l.Close()
+	return ports, nil
+}
+
+// rmNodeArgs are knit-rm's flags for the node services of the cluster.
+func (c *Cluster) rmNodeArgs(dir string) []string {
+	return []string{"--node-root", NodeRoot(dir), "--rks-address", c.ports.rks,
+		"--nm-port", strconv.Itoa(c.ports.nm), "--nm-web-port", strconv.Itoa(c.ports.web)}
+}
+
+// startNodeServices starts knit-node (found beside knit-rm) for every
+// process node, on that node's address, as the DaemonSet does on a real
+// cluster; without the binary, it starts none.
+func (c *Cluster) startNodeServices(dir, rmBinary string) error {
+	bin := filepath.Join(filepath.Dir(rmBinary), "knit-node")
+	if _, err := os.Stat(bin); err != nil {
+		c.log.Warn("no knit-node beside knit-rm: containers will not start", "path", bin)
+		return nil
+	}
+	for _, n := range c.Nodes {
+		logPath := filepath.Join(dir, "logs", "knit-node-"+n.Name+".log")
+		logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("localcluster: knit-node log: %w", err)
+		}
+		cmd := exec.Command(bin,
+			"--kubeconfig", c.ControlPlane.Kubeconfig,
+			"--node-name", n.Name,
+			"--address", n.Address,
+			"--nm-port", strconv.Itoa(c.ports.nm),
+			"--nm-web-port", strconv.Itoa(c.ports.web),
+			"--rks-address", c.ports.rks,
+			"--node-root", NodeRoot(dir),
+			"--local-dirs", NodeLocalDir(dir, n.Name),
+			"--log-dirs", NodeLogDir(dir, n.Name),
+			"--hadoop-conf-dir", HadoopConfDir(dir),
+		)
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		err = cmd.Start()
+		logFile.Close()
+		if err != nil {
+			return fmt.Errorf("localcluster: start knit-node on %s: %w", n.Name, err)
+		}
+		p := &rmProcess{cmd: cmd, done: make(chan struct{})}
+		go func() { _ = cmd.Wait(); close(p.done) }()
+		c.nodeServices = append(c.nodeServices, p)
+	}
+	c.log.Info("knit-node up", "nodes", len(c.Nodes), "nm-port", c.ports.nm, "rks", c.ports.rks)
+	return nil
+}
+
+// stopNodeServices ends every knit-node with SIGTERM, then SIGKILL.
+func (c *Cluster) stopNodeServices() {
+	for _, p := range c.nodeServices {
+		stopProcess(p, 10*time.Second)
+	}
+	c.nodeServices = nil
+}
+
+// stopProcess ends p with SIGTERM and, after grace, SIGKILL to its group.
+func stopProcess(p *rmProcess, grace time.Duration) {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
