@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/knitdev/knit/protocols/ipc"
-	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rm"
@@ -63,7 +63,7 @@ func newScheduler(f flags, client kubernetes.Interface, s *store.Store, tm *toke
 			Image:       f.launcherImage,
 			InitCommand: []string{"cp", f.launcherBinary, path.Join(mount, "knit-launcher")},
 			Command: []string{path.Join(mount, "knit-launcher"),
-				"--launch-dir", path.Join(f.nodeRoot, "launch"), "--termination-log", "/dev/termination-log"},
+				"--launch-dir", launch.Dir(f.nodeRoot), "--termination-log", "/dev/termination-log"},
 			MountPath: mount,
 			NodeRoot:  f.nodeRoot,
 			PodUIDEnv: launch.EnvPodUID,
