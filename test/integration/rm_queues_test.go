@@ -80,7 +80,9 @@ var sharedRM = sync.OnceValues(func() (*rmClient, error) {
 	defer cancel()
 	addrs, err := cluster.StartRM(ctx, []string{filepath.Join(binDir, "knit-rm")},
 		conf.Property{Name: conf.KeyACLEnable, Value: "true"},
-		conf.Property{Name: conf.KeyAdminACL, Value: knitAdmin})
+		conf.Property{Name: conf.KeyAdminACL, Value: knitAdmin},
+		// Small containers, so that twenty distshell containers fit at once.
+		conf.Property{Name: "yarn.scheduler.minimum-allocation-mb", Value: "128"})
 	if err != nil {
 		return nil, err
 	}

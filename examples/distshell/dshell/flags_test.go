@@ -1,0 +1,117 @@
+package dshell
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestParseClientFlags(t *testing.T) {
+	confDir := t.TempDir()
+	site := `<configuration>
+<property><name>yarn.resourcemanager.address</name><value>rm.example:8032</value></property>
+<property><name>yarn.resourcemanager.scheduler.address</name><value>rm.example:8030</value></property>
+</configuration>`
+	if err := os.WriteFile(filepath.Join(confDir, "yarn-site.xml"), []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(t *testing.T, o ClientOptions)
+		wantErr bool
+	}{
+		{"DistributedShell's defaults without a configuration", []string{"-shell_command", "date"}, map[string]string{"USER": "alice"},
+			func(t *testing.T, o ClientOptions) {
+				want := ClientOptions{
+					RMAddress: "127.0.0.1:8032", User: "alice", AppName: "DistributedShell", Queue: "default",
+					MaxAMAttempts: 2, AttemptFailuresValidityInterval: -1, MasterMemoryMB: 128, MasterVcores: 1,
+					Timeout: 600 * time.Second,
+					Task:    TaskSpec{ShellCommand: "date", ShellEnv: map[string]string{}, NumContainers: 1, MemoryMB: 128, Vcores: 1},
+				}
+				if !reflect.DeepEqual(o, want) {
+					t.Errorf("options\n%+v\nwant\n%+v", o, want)
+				}
+			}, false},
+		{"addresses come from HADOOP_CONF_DIR", []string{"-shell_command=date"}, map[string]string{"USER": "alice", "HADOOP_CONF_DIR": confDir},
+			func(t *testing.T, o ClientOptions) {
+				if o.RMAddress != "rm.example:8032" || o.SchedulerAddress != "rm.example:8030" {
+					t.Errorf("rm %q scheduler %q", o.RMAddress, o.SchedulerAddress)
+				}
+			}, false},
+		{"flags override the configuration", []string{"-shell_command=date", "-rm_address=a:1", "-scheduler_address=b:2", "-user=bob"},
+			map[string]string{"USER": "alice", "HADOOP_CONF_DIR": confDir},
+			func(t *testing.T, o ClientOptions) {
+				if o.RMAddress != "a:1" || o.SchedulerAddress != "b:2" || o.User != "bob" {
+					t.Errorf("rm %q scheduler %q user %q", o.RMAddress, o.SchedulerAddress, o.User)
+				}
+			}, false},
+		{"repeated shell_env, resources, priorities and timeout", []string{
+			"-shell_command", "env", "-shell_args", "-0", "-shell_env", "A=1", "-shell_env", "B=x=y", "-shell_env", "C",
+			"-num_containers", "3", "-container_memory", "512", "-container_vcores", "2", "-shell_cmd_priority", "5", "-priority", "7",
+			"-master_memory", "1024", "-master_vcores", "2", "-timeout", "1500", "-keep_containers_across_application_attempts",
+			"-attempt_failures_validity_interval", "30000", "-max_am_attempts", "4", "-queue", "q1", "-appname", "n"},
+			map[string]string{"USER": "alice"},
+			func(t *testing.T, o ClientOptions) {
+				wantTask := TaskSpec{ShellCommand: "env", ShellArgs: "-0", ShellEnv: map[string]string{"A": "1", "B": "x=y", "C": ""},
+					NumContainers: 3, MemoryMB: 512, Vcores: 2, Priority: 5}
+				if !reflect.DeepEqual(o.Task, wantTask) {
+					t.Errorf("task %+v, want %+v", o.Task, wantTask)
+				}
+				if o.AppPriority != 7 || o.MasterMemoryMB != 1024 || o.MasterVcores != 2 || o.Timeout != 1500*time.Millisecond ||
+					!o.KeepContainers || o.AttemptFailuresValidityInterval != 30000 || o.MaxAMAttempts != 4 || o.Queue != "q1" || o.AppName != "n" {
+					t.Errorf("options %+v", o)
+				}
+			}, false},
+		{"no shell command is an error", []string{}, map[string]string{"USER": "alice"}, nil, true},
+		{"no user is an error", []string{"-shell_command=date"}, nil, nil, true},
+		{"zero containers is an error", []string{"-shell_command=date", "-num_containers=0"}, map[string]string{"USER": "alice"}, nil, true},
+		{"stray arguments are an error", []string{"-shell_command=date", "extra"}, map[string]string{"USER": "alice"}, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parseClientFlags(tt.args, func(k string) string { return tt.env[k] }, io.Discard)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("parse: %v, want error %v", err, tt.wantErr)
+			}
+			if tt.check != nil {
+				tt.check(t, o)
+			}
+		})
+	}
+}
+
+func TestParseAMFlags(t *testing.T) {
+	env := map[string]string{
+		"CONTAINER_ID":               "container_1700000000000_0001_01_000001",
+		"HADOOP_TOKEN_FILE_LOCATION": "/work/container_tokens",
+	}
+	tests := []struct {
+		name          string
+		args          []string
+		wantScheduler string
+		wantErr       bool
+	}{
+		{"the scheduler address the client passed", []string{"-shell_command=date", "-scheduler_address=rm:8030"}, "rm:8030", false},
+		{"the local default without one", []string{"-shell_command=date"}, "127.0.0.1:8030", false},
+		{"no shell command is an error", []string{}, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parseAMFlags(tt.args, func(k string) string { return env[k] }, io.Discard)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("parse: %v, want error %v", err, tt.wantErr)
+			}
+			if tt.wantErr {
+				return
+			}
+			if o.SchedulerAddress != tt.wantScheduler || o.ContainerID != env["CONTAINER_ID"] || o.TokenFile != env["HADOOP_TOKEN_FILE_LOCATION"] {
+				t.Errorf("options %+v", o)
+			}
+		})
+	}
+}

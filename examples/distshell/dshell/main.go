@@ -1,0 +1,209 @@
+package dshell
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/knitdev/knit/client"
+)
+
+// Exit codes of Main.
+const (
+	ExitOK     = 0
+	ExitFailed = 1
+	ExitUsage  = 2
+)
+
+// Main is the distshell command line: "distshell [client] <flags>" submits
+// an application, "distshell am <flags>" is its application master (what
+// the client's AM command runs). getenv reads the environment
+// (HADOOP_CONF_DIR, USER, CONTAINER_ID, HADOOP_TOKEN_FILE_LOCATION). It
+// returns the process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	role := "client"
+	if len(args) > 0 && (args[0] == "am" || args[0] == "client") {
+		role, args = args[0], args[1:]
+	}
+	switch role {
+	case "am":
+		opts, err := parseAMFlags(args, getenv, stderr)
+		if err != nil {
+			return usageExit(err, stderr)
+		}
+		opts.Logger = log
+		if err := RunAM(ctx, opts); err != nil {
+			log.Error("application master failed", "err", err)
+			return ExitFailed
+		}
+		return ExitOK
+	default:
+		opts, err := parseClientFlags(args, getenv, stderr)
+		if err != nil {
+			return usageExit(err, stderr)
+		}
+		opts.Logger = log
+		if _, err := RunClient(ctx, opts, stdout); err != nil {
+			log.Error("application failed", "err", err)
+			return ExitFailed
+		}
+		fmt.Fprintln(stdout, "Application completed successfully")
+		return ExitOK
+	}
+}
+
+func usageExit(err error, stderr io.Writer) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	fmt.Fprintln(stderr, "distshell:", err)
+	return ExitUsage
+}
+
+// envFlag collects repeated -shell_env KEY=VALUE flags; a bare KEY sets an
+// empty value, as DistributedShell reads it.
+type envFlag map[string]string
+
+func (e envFlag) String() string { return fmt.Sprint(map[string]string(e)) }
+
+func (e envFlag) Set(s string) error {
+	k, v, _ := strings.Cut(s, "=")
+	if k = strings.TrimSpace(k); k == "" {
+		return fmt.Errorf("environment %q without a name", s)
+	}
+	e[k] = v
+	return nil
+}
+
+// taskFlags declares the flags the client and the AM share, into spec;
+// container_vcores goes to the returned int for a range check after
+// parsing.
+func taskFlags(fs *flag.FlagSet, spec *TaskSpec) (vcores *int) {
+	spec.ShellEnv = map[string]string{}
+	fs.StringVar(&spec.ShellCommand, "shell_command", "", "shell command to be executed by the containers")
+	fs.StringVar(&spec.ShellArgs, "shell_args", "", "command line arguments for the shell command")
+	fs.Var(envFlag(spec.ShellEnv), "shell_env", "environment for the shell command, KEY=VALUE (repeatable)")
+	fs.IntVar(&spec.NumContainers, "num_containers", 1, "number of containers on which the shell command runs")
+	fs.Int64Var(&spec.MemoryMB, "container_memory", 128, "memory in MB of each shell container")
+	return fs.Int("container_vcores", 1, "virtual cores of each shell container")
+}
+
+// parseClientFlags reads the client role's flags. The RM and scheduler
+// addresses default to $HADOOP_CONF_DIR/yarn-site.xml.
+func parseClientFlags(args []string, getenv func(string) string, stderr io.Writer) (ClientOptions, error) {
+	fs := flag.NewFlagSet("distshell", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o ClientOptions
+	var masterVcores, shellPriority, appPriority, maxAttempts int
+	var timeoutMS int64
+	vcores := taskFlags(fs, &o.Task)
+	fs.IntVar(&shellPriority, "shell_cmd_priority", 0, "priority of the shell containers' asks")
+	fs.Int64Var(&o.MasterMemoryMB, "master_memory", 128, "memory in MB of the application master")
+	fs.IntVar(&masterVcores, "master_vcores", 1, "virtual cores of the application master")
+	fs.IntVar(&appPriority, "priority", 0, "application priority")
+	fs.StringVar(&o.Queue, "queue", "default", "queue the application is submitted to")
+	fs.StringVar(&o.AppName, "appname", "DistributedShell", "application name")
+	fs.Int64Var(&timeoutMS, "timeout", 600000, "application timeout in milliseconds; the client kills the application after it")
+	fs.BoolVar(&o.KeepContainers, "keep_containers_across_application_attempts", false, "keep containers across application attempts")
+	fs.Int64Var(&o.AttemptFailuresValidityInterval, "attempt_failures_validity_interval", -1, "only AM failures within this many milliseconds count against the attempts")
+	fs.IntVar(&maxAttempts, "max_am_attempts", 2, "maximum application attempts")
+	fs.StringVar(&o.RMAddress, "rm_address", "", "ResourceManager client address (default: yarn.resourcemanager.address of $HADOOP_CONF_DIR/yarn-site.xml, else 127.0.0.1:8032)")
+	fs.StringVar(&o.SchedulerAddress, "scheduler_address", "", "ResourceManager scheduler address handed to the AM (default: yarn.resourcemanager.scheduler.address of $HADOOP_CONF_DIR/yarn-site.xml if set there)")
+	fs.StringVar(&o.User, "user", getenv("USER"), "user the application is submitted as")
+	fs.StringVar(&o.Binary, "binary", "", "distshell binary shipped to run the AM (default: this executable)")
+	if err := fs.Parse(args); err != nil {
+		return ClientOptions{}, err
+	}
+	if fs.NArg() > 0 {
+		return ClientOptions{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if o.Task.Vcores, err = int32Flag("container_vcores", *vcores); err != nil {
+		return ClientOptions{}, err
+	}
+	if o.MasterVcores, err = int32Flag("master_vcores", masterVcores); err != nil {
+		return ClientOptions{}, err
+	}
+	if o.Task.Priority, err = int32Flag("shell_cmd_priority", shellPriority); err != nil {
+		return ClientOptions{}, err
+	}
+	if o.AppPriority, err = int32Flag("priority", appPriority); err != nil {
+		return ClientOptions{}, err
+	}
+	if o.MaxAMAttempts, err = int32Flag("max_am_attempts", maxAttempts); err != nil {
+		return ClientOptions{}, err
+	}
+	o.Timeout = time.Duration(timeoutMS) * time.Millisecond
+	confDir := getenv("HADOOP_CONF_DIR")
+	if o.RMAddress == "" {
+		if o.RMAddress, _, err = client.ConfAddress(confDir, client.KeyRMAddress, client.DefaultRMPort); err != nil {
+			return ClientOptions{}, err
+		}
+	}
+	if o.SchedulerAddress == "" {
+		addr, ok, err := client.ConfAddress(confDir, client.KeySchedulerAddress, client.DefaultSchedulerPort)
+		if err != nil {
+			return ClientOptions{}, err
+		}
+		if ok {
+			o.SchedulerAddress = addr
+		}
+	}
+	if o.User == "" {
+		return ClientOptions{}, errors.New("no user: set -user or $USER")
+	}
+	if err := o.Task.validate(); err != nil {
+		return ClientOptions{}, err
+	}
+	return o, nil
+}
+
+// parseAMFlags reads the AM role's flags (those amArgs writes) and its
+// container environment.
+func parseAMFlags(args []string, getenv func(string) string, stderr io.Writer) (AMOptions, error) {
+	fs := flag.NewFlagSet("distshell am", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o AMOptions
+	var priority int
+	vcores := taskFlags(fs, &o.Task)
+	fs.IntVar(&priority, "priority", 0, "priority of the shell containers' asks")
+	fs.StringVar(&o.SchedulerAddress, "scheduler_address", "", "ResourceManager scheduler address (default: yarn.resourcemanager.scheduler.address of $HADOOP_CONF_DIR/yarn-site.xml, else 127.0.0.1:8030)")
+	if err := fs.Parse(args); err != nil {
+		return AMOptions{}, err
+	}
+	if fs.NArg() > 0 {
+		return AMOptions{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if o.Task.Vcores, err = int32Flag("container_vcores", *vcores); err != nil {
+		return AMOptions{}, err
+	}
+	if o.Task.Priority, err = int32Flag("priority", priority); err != nil {
+		return AMOptions{}, err
+	}
+	if o.SchedulerAddress == "" {
+		if o.SchedulerAddress, _, err = client.ConfAddress(getenv("HADOOP_CONF_DIR"), client.KeySchedulerAddress, client.DefaultSchedulerPort); err != nil {
+			return AMOptions{}, err
+		}
+	}
+	o.ContainerID = getenv("CONTAINER_ID")
+	o.TokenFile = getenv("HADOOP_TOKEN_FILE_LOCATION")
+	if err := o.Task.validate(); err != nil {
+		return AMOptions{}, err
+	}
+	return o, nil
+}
+
+func int32Flag(name string, v int) (int32, error) {
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return 0, fmt.Errorf("-%s %d out of range", name, v)
+	}
+	return int32(v), nil
+}
