@@ -3,5 +3,6 @@
 // and of launcher, the in-pod entrypoint of every task container. They reach
 // the ResourceManager only over the wire.
 //
-// Built so far: launcher (waiting for and running the launch command).
+// Built so far: launcher, nmrelay and localizer (cmd/knit-node runs the
+// last two).
 package daemonsets

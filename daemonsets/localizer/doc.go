@@ -1,0 +1,12 @@
+// Package localizer is the NodeManager's resource localization, as a
+// library for knit-node: for a started container (a launch.Context written
+// by RKS) it fetches the launch context's local resources from file,
+// http(s), hdfs and s3(a) into the node's cache, in YARN's folder layout
+// and with YARN's checks (FSDownload), unpacks archives, builds the
+// container's work folder with a link per resource and its token file,
+// and returns the launch.Files that knit-launcher runs the container from.
+//
+// The cache index lives in memory and is rebuilt from the cache folders
+// on New: after a restart, calling Prepare again for a container that is
+// still running holds its resources again without downloading them.
+package localizer
