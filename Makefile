@@ -56,12 +56,17 @@ lint:
 run:
 	$(GO) run ./cmd/knit demo
 
-# The README's first command: the local cluster, up in the background.
+# The README's first command: the local cluster up in the background, then a
+# DistributedShell job on it and its containers' output.
 LOCAL_DIR ?= $(HOME)/.knit/local
 local: tools etcd
 	$(GO) build -o $(BIN)/ ./cmd/knit ./cmd/knit-rm ./cmd/knit-launcher ./cmd/knit-node ./examples/distshell
 	$(BIN)/knit local up --nodes 2 --dir $(LOCAL_DIR)
-	$(K8S_BIN)/kubectl --kubeconfig $(LOCAL_DIR)/kubeconfig get nodes -o wide
+	HADOOP_CONF_DIR=$(LOCAL_DIR)/hadoop-conf $(BIN)/distshell -shell_command echo -shell_args 'hello from a YARN container on Knit' \
+	  -num_containers 2 >$(LOCAL_DIR)/distshell.out 2>&1 || { cat $(LOCAL_DIR)/distshell.out; exit 1; }
+	@grep -v ' level=' $(LOCAL_DIR)/distshell.out
+	@app=$$(sed -n 's/.*Submitted application \(application_[0-9_]*\).*/\1/p' $(LOCAL_DIR)/distshell.out); \
+	  for f in $(LOCAL_DIR)/node-root/*/logs/$$app/*/stdout; do echo "== $$f"; cat "$$f"; done
 
 etcd:
 	@command -v etcd >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq etcd-server; } || \

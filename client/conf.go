@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -149,4 +150,20 @@ func AMRMToken(creds *token.Credentials) (token.Token, error) {
 		return t, nil
 	}
 	return token.Token{}, fmt.Errorf("client: no token of kind %s in the credentials", KindAMRMToken)
+}
+
+// LoginUser is the user a Hadoop client acts as under SIMPLE
+// authentication, as UserGroupInformation finds it: $HADOOP_USER_NAME, else
+// the operating system's login user ($USER, else the account of this
+// process). getenv reads the environment.
+func LoginUser(getenv func(string) string) string {
+	for _, v := range []string{"HADOOP_USER_NAME", "USER"} {
+		if u := getenv(v); u != "" {
+			return u
+		}
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "nobody"
 }

@@ -18,6 +18,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -134,9 +135,4 @@ func hmacSHA1(key, msg []byte) []byte {
 	return m.Sum(nil)
 }
 
-func currentUser() string {
-	if u := os.Getenv("USER"); u != "" {
-		return u
-	}
-	return "knit"
-}
+func currentUser() string { return client.LoginUser(os.Getenv) }

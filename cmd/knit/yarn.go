@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/rm/cli"
 )
 
@@ -33,10 +34,7 @@ func runYarn(args []string, out, errOut io.Writer) int {
 		io.WriteString(errOut, "knit: "+err.Error()+"\n")
 		return 1
 	}
-	user := os.Getenv("HADOOP_USER_NAME")
-	if user == "" {
-		user = currentUser()
-	}
+	user := client.LoginUser(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return cli.Run(ctx, args, out, errOut, cli.Config{RMAddress: addr, AdminAddress: admin, User: user})

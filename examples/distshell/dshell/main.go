@@ -116,7 +116,7 @@ func parseClientFlags(args []string, getenv func(string) string, stderr io.Write
 	fs.IntVar(&maxAttempts, "max_am_attempts", 2, "maximum application attempts")
 	fs.StringVar(&o.RMAddress, "rm_address", "", "ResourceManager client address (default: yarn.resourcemanager.address of $HADOOP_CONF_DIR/yarn-site.xml, else 127.0.0.1:8032)")
 	fs.StringVar(&o.SchedulerAddress, "scheduler_address", "", "ResourceManager scheduler address handed to the AM (default: yarn.resourcemanager.scheduler.address of $HADOOP_CONF_DIR/yarn-site.xml if set there)")
-	fs.StringVar(&o.User, "user", getenv("USER"), "user the application is submitted as")
+	fs.StringVar(&o.User, "user", client.LoginUser(getenv), "user the application is submitted as (default: $HADOOP_USER_NAME, else the login user)")
 	fs.StringVar(&o.Binary, "binary", "", "distshell binary shipped to run the AM (default: this executable)")
 	if err := fs.Parse(args); err != nil {
 		return ClientOptions{}, err
