@@ -68,7 +68,16 @@ func TestParseClientFlags(t *testing.T) {
 				}
 			}, false},
 		{"no shell command is an error", []string{}, map[string]string{"USER": "alice"}, nil, true},
-		{"no user is an error", []string{"-shell_command=date"}, nil, nil, true},
+		{"without $USER the login user submits", []string{"-shell_command=date"}, nil, func(t *testing.T, o ClientOptions) {
+			if o.User == "" {
+				t.Error("no user")
+			}
+		}, false},
+		{"HADOOP_USER_NAME wins over USER", []string{"-shell_command=date"}, map[string]string{"USER": "alice", "HADOOP_USER_NAME": "bob"}, func(t *testing.T, o ClientOptions) {
+			if o.User != "bob" {
+				t.Errorf("user %q, want bob", o.User)
+			}
+		}, false},
 		{"zero containers is an error", []string{"-shell_command=date", "-num_containers=0"}, map[string]string{"USER": "alice"}, nil, true},
 		{"stray arguments are an error", []string{"-shell_command=date", "extra"}, map[string]string{"USER": "alice"}, nil, true},
 	}

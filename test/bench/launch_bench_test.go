@@ -1,0 +1,200 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/knitdev/knit/client"
+	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/test/localcluster"
+)
+
+// launchSamples is how many containers each side of
+// BenchmarkStartContainersVersusBarePod starts.
+const launchSamples = 40
+
+// buildKnit builds knit-rm, knit-launcher and knit-node into a folder of
+// their own, as the local cluster runs them.
+func buildKnit(b *testing.B) string {
+	b.Helper()
+	dir := b.TempDir()
+	out, err := exec.Command("go", "build", "-o", dir+"/", "github.com/knitdev/knit/cmd/knit-rm",
+		"github.com/knitdev/knit/cmd/knit-launcher", "github.com/knitdev/knit/cmd/knit-node").CombinedOutput()
+	if err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// waitFile polls for path and returns when it appeared.
+func waitFile(ctx context.Context, path string) (time.Time, error) {
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return time.Now(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("waiting for %s: %w", path, ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+func quantile(ds []time.Duration, q float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+// BenchmarkStartContainersVersusBarePod measures, on a warm cache, the time
+// from an AM's startContainers call to its command running (the command
+// touches a file) on a process node, against the same process node running
+// the same command in a bare pod bound to it directly, in the same run. The
+// Knit side goes through the NM relay, RKS's token checks, the pod patch,
+// knit-node's localizer and knit-launcher's script; the bare side through
+// the kubelet stand-in's pod start. The target is an overhead of
+// at most 300 ms at p99.
+func BenchmarkStartContainersVersusBarePod(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	bin := buildKnit(b)
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 1, RMCommand: []string{filepath.Join(bin, "knit-rm")}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Stop(context.Background())
+	marks := b.TempDir()
+
+	for range b.N {
+		knit := knitStarts(ctx, b, c, marks)
+		bare := bareStarts(ctx, b, c, marks)
+		p50k, p99k := quantile(knit, 0.5), quantile(knit, 0.99)
+		p50b, p99b := quantile(bare, 0.5), quantile(bare, 0.99)
+		b.ReportMetric(float64(p50k.Milliseconds()), "knit-p50-ms")
+		b.ReportMetric(float64(p99k.Milliseconds()), "knit-p99-ms")
+		b.ReportMetric(float64(p50b.Milliseconds()), "bare-p50-ms")
+		b.ReportMetric(float64(p99b.Milliseconds()), "bare-p99-ms")
+		b.ReportMetric(float64((p99k - p99b).Milliseconds()), "overhead-p99-ms")
+		b.ReportMetric(float64(p99k)/float64(p99b), "knit/bare-p99")
+	}
+}
+
+// knitStarts runs an unmanaged AM that gets launchSamples containers and
+// starts each, one after the other, timing startContainers → command run.
+func knitStarts(ctx context.Context, b *testing.B, c *localcluster.Cluster, marks string) []time.Duration {
+	b.Helper()
+	rmc, err := client.NewRMClient(c.RM.Client, client.RMConfig{User: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rmc.Close()
+	newApp, err := rmc.GetNewApplication(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	err = rmc.SubmitApplication(ctx, &yarnpb.ApplicationSubmissionContextProto{
+		ApplicationId: newApp.GetApplicationId(), ApplicationName: proto.String("bench"), Queue: proto.String("default"),
+		UnmanagedAm: proto.Bool(true), AmContainerSpec: &yarnpb.ContainerLaunchContextProto{},
+		Resource: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var tok *yarnpb.ApplicationReportProto
+	for tok == nil || tok.GetAmRmToken() == nil {
+		if tok, err = rmc.GetApplicationReport(ctx, newApp.GetApplicationId()); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	am, err := client.NewAMRMClient(c.RM.Scheduler, client.AMRMConfig{Token: token.FromProto(tok.GetAmRmToken())})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer am.Close()
+	if _, err := am.Register(ctx, "bench", -1, ""); err != nil {
+		b.Fatal(err)
+	}
+	ask := &yarnpb.ResourceRequestProto{
+		Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, ResourceName: proto.String("*"),
+		Capability: &yarnpb.ResourceProto{Memory: proto.Int64(128), VirtualCores: proto.Int32(1)},
+		NumContainers: proto.Int32(launchSamples), RelaxLocality: proto.Bool(true), AllocationRequestId: proto.Int64(0),
+	}
+	var got []*yarnpb.ContainerProto
+	req := &yarnpb.AllocateRequestProto{Ask: []*yarnpb.ResourceRequestProto{ask}}
+	for len(got) < launchSamples {
+		resp, err := am.Allocate(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got = append(got, resp.GetAllocatedContainers()...)
+		req = &yarnpb.AllocateRequestProto{}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Let every launcher reach its wait: a started container then only
+	// waits on Knit.
+	time.Sleep(3 * time.Second)
+	nm := client.NewNMClient(am.NMTokens(), client.NMConfig{})
+	defer nm.Close()
+	var out []time.Duration
+	for i, ctr := range got {
+		mark := filepath.Join(marks, "knit-"+strconv.Itoa(i))
+		start := time.Now()
+		if _, err := nm.StartContainer(ctx, ctr, &yarnpb.ContainerLaunchContextProto{Command: []string{"touch " + mark}}); err != nil {
+			b.Fatal(err)
+		}
+		ran, err := waitFile(ctx, mark)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, ran.Sub(start))
+	}
+	if err := rmc.KillApplication(ctx, newApp.GetApplicationId(), "bench over"); err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// bareStarts creates launchSamples bare pods bound to the node, one after
+// the other, timing pod creation → command run.
+func bareStarts(ctx context.Context, b *testing.B, c *localcluster.Cluster, marks string) []time.Duration {
+	b.Helper()
+	ns := "bare-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := c.CreateNamespace(ctx, ns); err != nil {
+		b.Fatal(err)
+	}
+	var out []time.Duration
+	for i := range launchSamples {
+		mark := filepath.Join(marks, "bare-"+strconv.Itoa(i))
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "bare-" + strconv.Itoa(i), Namespace: ns},
+			Spec: corev1.PodSpec{
+				NodeName:      c.Nodes[0].Name,
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "c", Image: "bench", Command: []string{"bash", "-c", "touch " + mark}}},
+			},
+		}
+		start := time.Now()
+		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		ran, err := waitFile(ctx, mark)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, ran.Sub(start))
+	}
+	return out
+}
