@@ -18,12 +18,13 @@ import (
 	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/test/localcluster"
 )
 
 // launchSamples is how many containers each side of
 // BenchmarkStartContainersVersusBarePod starts.
-const launchSamples = 40
+const launchSamples = 20
 
 // buildKnit builds knit-rm, knit-launcher and knit-node into a folder of
 // their own, as the local cluster runs them.
@@ -67,14 +68,19 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 // the kubelet stand-in's pod start. The target is an overhead of
 // at most 300 ms at p99.
 func BenchmarkStartContainersVersusBarePod(b *testing.B) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	bin := buildKnit(b)
-	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 1, RMCommand: []string{filepath.Join(bin, "knit-rm")}})
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Stop(context.Background())
+	// Small containers, so that all of them fit on the node at once.
+	if _, err := c.StartRM(ctx, []string{filepath.Join(bin, "knit-rm"), "--millicores-per-vcore", "10"},
+		conf.Property{Name: "yarn.scheduler.minimum-allocation-mb", Value: "128"}); err != nil {
+		b.Fatal(err)
+	}
 	marks := b.TempDir()
 
 	for range b.N {
@@ -129,7 +135,7 @@ func knitStarts(ctx context.Context, b *testing.B, c *localcluster.Cluster, mark
 	}
 	ask := &yarnpb.ResourceRequestProto{
 		Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, ResourceName: proto.String("*"),
-		Capability: &yarnpb.ResourceProto{Memory: proto.Int64(128), VirtualCores: proto.Int32(1)},
+		Capability:    &yarnpb.ResourceProto{Memory: proto.Int64(128), VirtualCores: proto.Int32(1)},
 		NumContainers: proto.Int32(launchSamples), RelaxLocality: proto.Bool(true), AllocationRequestId: proto.Int64(0),
 	}
 	var got []*yarnpb.ContainerProto
@@ -143,6 +149,7 @@ func knitStarts(ctx context.Context, b *testing.B, c *localcluster.Cluster, mark
 		req = &yarnpb.AllocateRequestProto{}
 		time.Sleep(100 * time.Millisecond)
 	}
+	b.Logf("%d containers allocated", len(got))
 	// Let every launcher reach its wait: a started container then only
 	// waits on Knit.
 	time.Sleep(3 * time.Second)
@@ -157,7 +164,7 @@ func knitStarts(ctx context.Context, b *testing.B, c *localcluster.Cluster, mark
 		}
 		ran, err := waitFile(ctx, mark)
 		if err != nil {
-			b.Fatal(err)
+			b.Fatalf("container %d: %v", i, err)
 		}
 		out = append(out, ran.Sub(start))
 	}
