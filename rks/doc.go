@@ -1,7 +1,14 @@
 // Package rks implements the NodeManager's ContainerManagementProtocol over
-// Pods: startContainers patches a container's Pod with its launch context,
-// stopContainers ends it, and statuses come from watching Pods. It also owns
-// the launch-context encoding shared with knit-node and knit-launcher.
+// Pods, for every node at once: knit-node relays each node's NM port here
+// (package relay names the node). startContainers checks the NMToken and
+// each ContainerToken as a NodeManager does, then puts the launch context
+// on the container's pod as an annotation and its credentials in a Secret
+// the pod owns (package launch holds that encoding, shared with knit-node
+// and knit-launcher); stopContainers and statuses go through RGS, which
+// owns the pods and their informer. The RM launches AM containers through
+// Service.Launch too.
 //
-// Not built yet: see the issue on RKS and the node services.
+// Not built yet: container resource updates (answered
+// UnsupportedOperationException), re-initialization, restart, rollback,
+// commit and localize, and thread-dump signals.
 package rks
