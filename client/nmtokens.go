@@ -1,12 +1,12 @@
 package client
 
 import (
-	"strconv"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/commonpb"
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -27,7 +27,7 @@ func NewNMTokenCache() *NMTokenCache {
 // NodeAddress is the cache key of a node: its NodeId as Java prints it,
 // host ":" port.
 func NodeAddress(n *yarnpb.NodeIdProto) string {
-	return n.GetHost() + ":" + strconv.Itoa(int(n.GetPort()))
+	return yarnid.NodeString(n)
 }
 
 // Set stores a copy of t as node's token, replacing an older one (the RM

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -168,10 +166,6 @@ func nmToken(ctx context.Context) (*yarnpb.NMTokenIdentifierProto, error) {
 	return id, nil
 }
 
-func nodeString(n *yarnpb.NodeIdProto) string {
-	return net.JoinHostPort(n.GetHost(), strconv.Itoa(int(n.GetPort())))
-}
-
 // serialized is a per-container failure as SerializedException carries it.
 func serialized(err error) *yarnpb.SerializedExceptionProto {
 	class, msg := ClassYarnException, err.Error()
@@ -238,7 +232,7 @@ func (s *Service) authorizeStart(ctx context.Context, nmID *yarnpb.NMTokenIdenti
 	if node, ok := nodeOf(ctx); ok && node != ctID.GetNmHostAddr() {
 		return ctID, ipc.Errorf(classInvalidToken, "%s\nThe container token was issued for NodeManager %s, not for %s", unauthorized, ctID.GetNmHostAddr(), node)
 	}
-	if want := nodeString(nmID.GetNodeId()); want != ctID.GetNmHostAddr() {
+	if want := yarnid.NodeString(nmID.GetNodeId()); want != ctID.GetNmHostAddr() {
 		return ctID, ipc.Errorf(classInvalidToken, "%s\nThe container token was issued for NodeManager %s, the NMToken for %s", unauthorized, ctID.GetNmHostAddr(), want)
 	}
 	return ctID, nil
@@ -276,12 +270,10 @@ func (s *Service) start(ctx context.Context, ctID *yarnpb.ContainerTokenIdentifi
 			creds.RemoveTokensOfKind(kindAMRM)
 		}
 	}
-	host, port, err := net.SplitHostPort(ctID.GetNmHostAddr())
+	node, err := yarnid.ParseNodeID(ctID.GetNmHostAddr())
 	if err != nil {
-		return ipc.Errorf(ClassInvalidContainer, "container token of %s names no node: %q", id, ctID.GetNmHostAddr())
+		return ipc.Errorf(ClassInvalidContainer, "container token of %s: %v", id, err)
 	}
-	p, _ := strconv.ParseInt(port, 10, 32)
-	node := &yarnpb.NodeIdProto{Host: proto.String(host), Port: proto.Int32(int32(p))}
 	return s.Launch(ctx, LaunchRequest{Container: id, User: ctID.GetAppSubmitter(), Node: node, Context: clc, Credentials: creds})
 }
 

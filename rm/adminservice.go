@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/queues"
@@ -170,11 +171,6 @@ func errNodeAttributes() error {
 	return ipc.Errorf(ClassYarnException, "%s: %s", javaIOException, msgNodeAttributesUnsupported)
 }
 
-// nodeIDString is NodeId.toString: host:port.
-func nodeIDString(id *yarnpb.NodeIdProto) string {
-	return fmt.Sprintf("%s:%d", id.GetHost(), id.GetPort())
-}
-
 // RefreshQueues re-reads the queue configuration and swaps the new
 // hierarchy in (ResourceManager.RefreshQueues). A refused configuration
 // answers "java.io.IOException: Failed to re-init queues : <reason>" in a
@@ -248,11 +244,11 @@ func (a *AdminService) UpdateNodeResource(ctx context.Context, req *yarnpb.Updat
 		known[fmt.Sprintf("%s:%d", n.Host, n.NMPort)] = true
 	}
 	for _, m := range asked {
-		if id := nodeIDString(m.GetNodeId()); !known[id] {
+		if id := yarnid.NodeString(m.GetNodeId()); !known[id] {
 			return nil, ipc.Errorf(ClassYarnException, unrecognizedNodeFormat, id)
 		}
 	}
-	return nil, ipc.Errorf(ClassYarnException, nodeResourceFromKubeFormat, nodeIDString(asked[0].GetNodeId()))
+	return nil, ipc.Errorf(ClassYarnException, nodeResourceFromKubeFormat, yarnid.NodeString(asked[0].GetNodeId()))
 }
 
 // ReplaceLabelsOnNodes answers as a YARN RM with node labels disabled: the
@@ -279,7 +275,7 @@ func (a *AdminService) ReplaceLabelsOnNodes(ctx context.Context, req *yarnpb.Rep
 				}
 			}
 			if !found {
-				unknown = append(unknown, nodeIDString(id))
+				unknown = append(unknown, yarnid.NodeString(id))
 			}
 		}
 		if len(unknown) > 0 {

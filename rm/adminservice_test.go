@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/queues"
@@ -329,7 +330,7 @@ func TestNodeAdminCallsAnswerForTheKubernetesNodes(t *testing.T) {
 	}
 	t.Run("a cordoned node is decommissioning", func(t *testing.T) {
 		resp := mustCall(t, admin, "checkForDecommissioningNodes", &yarnpb.CheckForDecommissioningNodesRequestProto{}, &yarnpb.CheckForDecommissioningNodesResponseProto{})
-		if got := resp.GetDecommissioningNodes(); len(got) != 1 || nodeIDString(got[0]) != "node2:8041" {
+		if got := resp.GetDecommissioningNodes(); len(got) != 1 || yarnid.NodeString(got[0]) != "node2:8041" {
 			t.Errorf("decommissioning nodes = %v", got)
 		}
 	})

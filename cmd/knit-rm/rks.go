@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
 
 	"go.uber.org/fx"
-	"google.golang.org/protobuf/proto"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rks"
@@ -50,12 +49,11 @@ func relayedNode(ctx context.Context) *yarnpb.NodeIdProto {
 	if !ok {
 		return nil
 	}
-	host, port, err := net.SplitHostPort(node)
+	id, err := yarnid.ParseNodeID(node)
 	if err != nil {
 		return nil
 	}
-	p, _ := strconv.ParseInt(port, 10, 32)
-	return &yarnpb.NodeIdProto{Host: proto.String(host), Port: proto.Int32(int32(p))}
+	return id
 }
 
 // serveRKS serves ContainerManagementProtocol for knit-node's relays, with

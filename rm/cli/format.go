@@ -57,7 +57,7 @@ func nodeIDString(p *yarnpb.NodeIdProto) string {
 	if p == nil {
 		return "null"
 	}
-	return fmt.Sprintf("%s:%d", p.GetHost(), p.GetPort())
+	return yarnid.NodeString(p)
 }
 
 // Java enum names are the proto names without their prefixes

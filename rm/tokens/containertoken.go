@@ -10,6 +10,7 @@ import (
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -83,7 +84,7 @@ func (c ContainerTokens) Create(spec ContainerTokenSpec) (token.Token, *yarnpb.C
 			AppAttemptId: attemptProto(spec.ContainerID.GetAppAttemptId()),
 			Id:           proto.Int64(spec.ContainerID.GetId()),
 		},
-		NmHostAddr:          proto.String(nodeString(spec.NodeID)),
+		NmHostAddr:          proto.String(yarnid.NodeString(spec.NodeID)),
 		AppSubmitter:        proto.String(spec.AppSubmitter),
 		ExpiryTimeStamp:     proto.Int64(now.Add(c.m.cfg.ContainerTokenLifetime).UnixMilli()),
 		MasterKeyId:         proto.Int32(key.ID),

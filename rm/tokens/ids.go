@@ -39,11 +39,6 @@ func containerString(c *yarnpb.ContainerIdProto) string {
 		att.GetAttemptId(), id&(1<<containerIDBits-1))
 }
 
-// nodeString formats a node id as NodeId.toString does: host:port.
-func nodeString(n *yarnpb.NodeIdProto) string {
-	return n.GetHost() + ":" + strconv.Itoa(int(n.GetPort()))
-}
-
 // defaultTokenService is host:port without resolving the host; Hadoop's
 // SecurityUtil.buildTokenService puts the resolved IP there, which the RM
 // supplies through Config.TokenService when its node hosts are names.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -131,7 +132,7 @@ func (n NMTokens) RetrievePassword(identifier []byte, node *yarnpb.NodeIdProto) 
 	if node != nil && keyOfNode(node) != keyOfNode(id.GetNodeId()) {
 		// Hadoop's message lacks the space before "expected".
 		return &id, nil, invalidToken("Given NMToken for application : %s is not valid for current node manager.expected : %s found : %s",
-			attempt, nodeString(node), nodeString(id.GetNodeId()))
+			attempt, yarnid.NodeString(node), yarnid.NodeString(id.GetNodeId()))
 	}
 	if key == nil {
 		return &id, nil, invalidToken("Given NMToken for application : %s seems to have been generated illegally.", attempt)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -426,7 +427,7 @@ func TestForNodesSendsEachNodeOncePerKey(t *testing.T) {
 	nodesOf := func(toks []*yarnpb.NMTokenProto) []string {
 		var out []string
 		for _, tok := range toks {
-			out = append(out, nodeString(tok.GetNodeId())+"="+tok.GetToken().GetService())
+			out = append(out, yarnid.NodeString(tok.GetNodeId())+"="+tok.GetToken().GetService())
 		}
 		return out
 	}
