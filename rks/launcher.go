@@ -21,7 +21,6 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rks/launch"
-	"github.com/knitdev/knit/rks/relay"
 )
 
 // LaunchRequest is one container to start: from startContainers, or the
@@ -227,8 +226,5 @@ func (s *Service) patchPod(ctx context.Context, p *corev1.Pod, value, image stri
 	}
 	return nil
 }
-
-// nodeOf returns the NodeId a connection was relayed for.
-func nodeOf(ctx context.Context) (string, bool) { return relay.NodeFrom(ctx) }
 
 func sortedKeys(m map[string][]byte) []string { return slices.Sorted(maps.Keys(m)) }

@@ -16,6 +16,7 @@ import (
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rks/relay"
 )
 
 // Protocol is ContainerManagementProtocol's name on the wire.
@@ -229,7 +230,7 @@ func (s *Service) authorizeStart(ctx context.Context, nmID *yarnpb.NMTokenIdenti
 		return ctID, ipc.Errorf(ClassYarnException, "%s\nNMToken for application attempt : %s was used for starting container with container token issued for application attempt : %s",
 			unauthorized, attemptString(nmID.GetAppAttemptId()), attemptString(ctID.GetContainerId().GetAppAttemptId()))
 	}
-	if node, ok := nodeOf(ctx); ok && node != ctID.GetNmHostAddr() {
+	if node, ok := relay.NodeFrom(ctx); ok && node != ctID.GetNmHostAddr() {
 		return ctID, ipc.Errorf(classInvalidToken, "%s\nThe container token was issued for NodeManager %s, not for %s", unauthorized, ctID.GetNmHostAddr(), node)
 	}
 	if want := yarnid.NodeString(nmID.GetNodeId()); want != ctID.GetNmHostAddr() {

@@ -227,7 +227,7 @@ func TestStartContainersRefusesPerContainerAsTheNodeManagerDoes(t *testing.T) {
 	}
 }
 
-func TestStopAndStatusAnswerForTheCallersApplicationOnly(t *testing.T) {
+func TestStopAnswersForTheCallersApplicationOnly(t *testing.T) {
 	tests := []struct {
 		name        string
 		caller      yarnid.ApplicationID

@@ -19,7 +19,6 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/knitdev/knit/daemonsets/localizer"
@@ -80,13 +79,8 @@ func newLogger(f flags) *slog.Logger {
 }
 
 func newKubernetes(f flags) (kubernetes.Interface, error) {
-	var cfg *rest.Config
-	var err error
-	if f.kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
+	// With no kubeconfig this is the in-cluster service account.
+	cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes config: %w", err)
 	}

@@ -112,13 +112,8 @@ type kube struct {
 }
 
 func newKubernetes(f flags) (kube, error) {
-	var cfg *rest.Config
-	var err error
-	if f.kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
+	// With no kubeconfig this is the in-cluster service account.
+	cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 	if err != nil {
 		return kube{}, fmt.Errorf("kubernetes config: %w", err)
 	}

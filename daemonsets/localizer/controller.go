@@ -26,8 +26,12 @@ import (
 	"github.com/knitdev/knit/rks/launch"
 )
 
-// applicationLabel is the label every Knit pod carries (rgs.LabelApplication).
-const applicationLabel = "knit.io/application"
+// The labels of Knit's pods this controller reads (rgs.LabelApplication
+// and rgs.LabelContainer; daemonsets do not import rgs).
+const (
+	applicationLabel = "knit.io/application"
+	containerLabel   = "knit.io/container"
+)
 
 // Preparer readies a started container's work folder (a *Localizer).
 type Preparer interface {
@@ -176,7 +180,7 @@ func (c *Controller) sync(ctx context.Context, nn types.NamespacedName) error {
 	lc, err := launch.DecodeContext(value)
 	if err != nil {
 		// Not ours to retry: the container fails with the reason.
-		return c.write(p, launch.Files{ContainerID: p.Labels["knit.io/container"], Failure: err.Error()})
+		return c.write(p, launch.Files{ContainerID: p.Labels[containerLabel], Failure: err.Error()})
 	}
 	var creds []byte
 	if lc.TokensSecret != "" {
@@ -244,7 +248,7 @@ func (c *Controller) podGone(obj any) {
 	c.mu.Lock()
 	delete(c.done, p.UID)
 	c.mu.Unlock()
-	if id := p.Labels["knit.io/container"]; id != "" {
+	if id := p.Labels[containerLabel]; id != "" {
 		c.cfg.Preparer.Release(id)
 	}
 	_ = os.RemoveAll(filepath.Dir(launch.FilesPath(c.cfg.LaunchDir, string(p.UID))))

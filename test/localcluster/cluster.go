@@ -61,10 +61,10 @@ type Cluster struct {
 
 	log   *slog.Logger
 	nodes []*procnode.Node
-	rm    *rmProcess
+	rm    *process
 	// nodeServices are the knit-node processes, one per node; ports are
 	// theirs and RKS's, picked with the first knit-rm.
-	nodeServices []*rmProcess
+	nodeServices []*process
 	ports        nodePorts
 	cancel       context.CancelFunc
 	running      sync.WaitGroup

@@ -118,7 +118,7 @@ func (c *Cluster) startNodeServices(dir, rmBinary string) error {
 		if err != nil {
 			return fmt.Errorf("localcluster: start knit-node on %s: %w", n.Name, err)
 		}
-		p := &rmProcess{cmd: cmd, done: make(chan struct{})}
+		p := &process{cmd: cmd, done: make(chan struct{})}
 		go func() { _ = cmd.Wait(); close(p.done) }()
 		c.nodeServices = append(c.nodeServices, p)
 	}
@@ -135,7 +135,7 @@ func (c *Cluster) stopNodeServices() {
 }
 
 // stopProcess ends p with SIGTERM and, after grace, SIGKILL to its group.
-func stopProcess(p *rmProcess, grace time.Duration) {
+func stopProcess(p *process, grace time.Duration) {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:

@@ -37,8 +37,8 @@ type RMAddresses struct {
 // writes: HADOOP_CONF_DIR for any Hadoop client, Knit's own included.
 func HadoopConfDir(dir string) string { return filepath.Join(dir, "hadoop-conf") }
 
-// rmProcess is a knit-rm the local cluster started.
-type rmProcess struct {
+// process is a Knit process the local cluster started: knit-rm or a knit-node.
+type process struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 }
@@ -197,7 +197,7 @@ func (c *Cluster) startRM(ctx context.Context, dir string, command []string, sit
 	if err := cmd.Start(); err != nil {
 		return RMAddresses{}, fmt.Errorf("localcluster: start knit-rm: %w", err)
 	}
-	p := &rmProcess{cmd: cmd, done: make(chan struct{})}
+	p := &process{cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	c.rm = p
 

@@ -143,9 +143,13 @@ func RunClient(ctx context.Context, opts ClientOptions, stdout io.Writer) (appID
 // runs out (then it kills the application).
 func monitor(ctx context.Context, rm *client.RMClient, app *yarnpb.ApplicationIdProto, opts ClientOptions, start time.Time, stdout io.Writer, log *slog.Logger) error {
 	lastState := yarnpb.YarnApplicationStateProto(0)
+	tick := time.NewTicker(opts.PollInterval)
+	defer tick.Stop()
 	for {
-		if err := sleep(ctx, opts.PollInterval); err != nil {
-			return fmt.Errorf("dshell client: monitor: %w", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("dshell client: monitor: %w", ctx.Err())
+		case <-tick.C:
 		}
 		report, err := rm.GetApplicationReport(ctx, app)
 		if err != nil {
@@ -278,16 +282,4 @@ func appString(p *yarnpb.ApplicationIdProto) string {
 		return id.String()
 	}
 	return fmt.Sprint(p)
-}
-
-// sleep waits for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
