@@ -13,6 +13,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/ipc/ipctest"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -138,7 +139,7 @@ func (d *dropFirstAnswer) Call(ctx context.Context, method string, req, resp pro
 
 func newTestAMRM(t *testing.T, f *fakeScheduler) *AMRMClient {
 	t.Helper()
-	addr := serve(t, ipc.Config{Tokens: tokenLookup}, ProtocolApplicationMaster, f.methods()...)
+	addr := ipctest.Serve(t, ipc.Config{Tokens: ipctest.TokenLookup}, ProtocolApplicationMaster, f.methods()...)
 	c, err := NewAMRMClient(addr, AMRMConfig{
 		Token:          testToken(KindAMRMToken, "appattempt_1700000000000_0001_000001"),
 		FinishInterval: 5 * time.Millisecond,

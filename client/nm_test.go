@@ -14,6 +14,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/ipc/ipctest"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -96,7 +97,7 @@ func (f *fakeNM) methods() []ipc.Method {
 // testNode serves a fake NM and returns its NodeId.
 func testNode(t *testing.T, f *fakeNM) *yarnpb.NodeIdProto {
 	t.Helper()
-	addr := serve(t, ipc.Config{Tokens: tokenLookup}, ProtocolContainerManagement, f.methods()...)
+	addr := ipctest.Serve(t, ipc.Config{Tokens: ipctest.TokenLookup}, ProtocolContainerManagement, f.methods()...)
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/ipc/ipctest"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -91,7 +92,7 @@ func (f *fakeRM) record(ctx context.Context) {
 
 func newTestRM(t *testing.T, f *fakeRM) *RMClient {
 	t.Helper()
-	addr := serve(t, ipc.Config{Simple: true}, ProtocolApplicationClient, f.methods()...)
+	addr := ipctest.Serve(t, ipc.Config{Simple: true}, ProtocolApplicationClient, f.methods()...)
 	c, err := NewRMClient(addr, RMConfig{User: "alice", PollInterval: time.Millisecond, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/ipc/ipctest"
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -28,37 +29,6 @@ import (
 var quiet = slog.New(slog.DiscardHandler)
 
 const amAttempt = "appattempt_1700000000000_0001_000001"
-
-// tokenLookup accepts tokens whose password is "pw-" + identifier; the
-// identifier is the user.
-func tokenLookup(_ context.Context, id []byte) (ipc.Secret, error) {
-	return ipc.Secret{Password: []byte("pw-" + string(id)), User: string(id)}, nil
-}
-
-func serve(t *testing.T, cfg ipc.Config, protocol string, methods ...ipc.Method) string {
-	t.Helper()
-	cfg.Logger = quiet
-	srv, err := ipc.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Register(protocol, methods...); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-served
-	})
-	return l.Addr().String()
-}
 
 // fakeCluster plays the RM's scheduler and one NodeManager for an AM: it
 // allocates what is asked (plus extra once), the node runs each started
@@ -165,11 +135,11 @@ func testToken(kind, user string) token.Token {
 // credentials file.
 func startCluster(t *testing.T, f *fakeCluster) (schedulerAddr, tokenFile string) {
 	t.Helper()
-	nmAddr := serve(t, ipc.Config{Tokens: tokenLookup}, client.ProtocolContainerManagement, f.nmMethods()...)
+	nmAddr := ipctest.Serve(t, ipc.Config{Tokens: ipctest.TokenLookup}, client.ProtocolContainerManagement, f.nmMethods()...)
 	host, port, _ := net.SplitHostPort(nmAddr)
 	p, _ := strconv.Atoi(port)
 	f.node = &yarnpb.NodeIdProto{Host: proto.String(host), Port: proto.Int32(int32(p))}
-	schedulerAddr = serve(t, ipc.Config{Tokens: tokenLookup}, client.ProtocolApplicationMaster, f.schedulerMethods()...)
+	schedulerAddr = ipctest.Serve(t, ipc.Config{Tokens: ipctest.TokenLookup}, client.ProtocolApplicationMaster, f.schedulerMethods()...)
 
 	var creds token.Credentials
 	creds.AddToken("", testToken(client.KindAMRMToken, amAttempt))
@@ -341,7 +311,7 @@ func TestRunClient(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeRM{states: tt.states, final: tt.final}
-			addr := serve(t, ipc.Config{Simple: true}, client.ProtocolApplicationClient, f.methods()...)
+			addr := ipctest.Serve(t, ipc.Config{Simple: true}, client.ProtocolApplicationClient, f.methods()...)
 			var out bytes.Buffer
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
