@@ -1,26 +1,24 @@
 package client
 
 import (
-	"encoding/xml"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/rm/conf"
 )
 
 // Configuration keys of the RM addresses and their default ports
 // (yarn-default.xml).
 const (
-	KeyRMAddress         = "yarn.resourcemanager.address"
-	KeySchedulerAddress  = "yarn.resourcemanager.scheduler.address"
-	KeyRMHostname        = "yarn.resourcemanager.hostname"
+	KeyRMAddress         = conf.KeyRMAddress
+	KeySchedulerAddress  = conf.KeyRMSchedulerAddress
+	KeyRMHostname        = conf.KeyRMHostname
 	DefaultRMPort        = 8032
 	DefaultSchedulerPort = 8030
 )
@@ -33,36 +31,32 @@ const (
 )
 
 // ConfAddress returns the host:port to dial for an RM address key (such as
-// KeyRMAddress) from confDir/yarn-site.xml, as a YarnConfiguration reads
-// it: the key's value with ${name} and ${env.NAME} substituted, else
-// yarn.resourcemanager.hostname with defaultPort, else the local host. The
-// wildcard host 0.0.0.0 becomes 127.0.0.1. ok reports whether the file named
-// the address (through the key or the hostname); a missing confDir or file
-// is not an error.
+// KeyRMAddress) from confDir/yarn-site.xml over yarn-default.xml's values,
+// as a YarnConfiguration reads it (rm/conf: ${name} and ${env.NAME}
+// substitution, final properties): the key's value, else
+// yarn.resourcemanager.hostname with the key's default port. A bare host
+// takes defaultPort, and the wildcard host 0.0.0.0 becomes 127.0.0.1. ok
+// reports whether the file named the address (through the key or the
+// hostname); a missing confDir or file is not an error.
 //
 // It reads only what an application needs; RM HA (rm-ids) and files other
 // than yarn-site.xml are not looked at.
 func ConfAddress(confDir, key string, defaultPort int) (addr string, ok bool, err error) {
-	props := map[string]string{}
+	c := conf.New(conf.Options{})
 	if confDir != "" {
 		path := filepath.Join(confDir, "yarn-site.xml")
-		props, err = readSiteFile(path)
-		if errors.Is(err, os.ErrNotExist) {
-			props, err = map[string]string{}, nil
-		}
-		if err != nil {
+		if err := c.AddFile(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return "", false, fmt.Errorf("client: read %s: %w", path, err)
 		}
 	}
-	value, ok := props[key]
-	if !ok {
-		_, ok = props[KeyRMHostname]
-		value = "${" + KeyRMHostname + "}:" + strconv.Itoa(defaultPort)
+	ok = c.Has(key) || c.Has(KeyRMHostname)
+	for _, p := range conf.YarnDefaults() {
+		c.SetDefault(p.Name, p.Value)
 	}
-	if _, set := props[KeyRMHostname]; !set {
-		props[KeyRMHostname] = "0.0.0.0"
+	value, err := c.GetTrimmed(key, "${"+KeyRMHostname+"}:"+strconv.Itoa(defaultPort))
+	if err != nil {
+		return "", false, fmt.Errorf("client: %s: %w", key, err)
 	}
-	value = strings.TrimSpace(substitute(value, props))
 	host, port, err := net.SplitHostPort(value)
 	if err != nil {
 		// NetUtils.createSocketAddr takes a bare host with the default port.
@@ -72,61 +66,6 @@ func ConfAddress(confDir, key string, defaultPort int) (addr string, ok bool, er
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port), ok, nil
-}
-
-// readSiteFile reads the properties of a Hadoop configuration file; a later
-// definition replaces an earlier one.
-func readSiteFile(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var doc struct {
-		Properties []struct {
-			Name  string `xml:"name"`
-			Value string `xml:"value"`
-		} `xml:"property"`
-	}
-	if err := xml.NewDecoder(io.LimitReader(f, maxConfBytes)).Decode(&doc); err != nil {
-		return nil, fmt.Errorf("parse: %w", err)
-	}
-	props := map[string]string{}
-	for _, p := range doc.Properties {
-		if name := strings.TrimSpace(p.Name); name != "" && p.Value != "" {
-			props[name] = p.Value
-		}
-	}
-	return props, nil
-}
-
-// substitute expands ${name} from props and ${env.NAME} from the
-// environment, as Configuration.substituteVars does for the simple cases;
-// an unknown variable is left as written.
-func substitute(v string, props map[string]string) string {
-	for range maxSubstitutionRounds {
-		start := strings.Index(v, "${")
-		if start < 0 {
-			return v
-		}
-		end := strings.Index(v[start:], "}")
-		if end < 0 {
-			return v
-		}
-		name := v[start+2 : start+end]
-		var repl string
-		var found bool
-		if env, isEnv := strings.CutPrefix(name, "env."); isEnv {
-			repl, found = os.LookupEnv(env)
-		} else {
-			repl, found = props[name]
-		}
-		if !found {
-			return v
-		}
-		v = v[:start] + repl + v[start+end+1:]
-	}
-	return v
 }
 
 // ReadCredentialsFile reads a Hadoop credentials file, such as the one

@@ -13,12 +13,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
+	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/rm/conf"
 )
@@ -214,33 +214,14 @@ func ResolveRMAdminAddress(hadoopConfDir string) (string, error) {
 // resolveAddress reads key from hadoopConfDir/yarn-site.xml over YARN's
 // defaults, as ResolveRMAddress describes.
 func resolveAddress(hadoopConfDir, key, def string) (string, error) {
-	c := conf.New(conf.Options{})
-	for _, p := range conf.YarnDefaults() {
-		c.SetDefault(p.Name, p.Value)
-	}
-	if hadoopConfDir != "" {
-		path := filepath.Join(hadoopConfDir, "yarn-site.xml")
-		if _, err := os.Stat(path); err == nil {
-			if err := c.AddFile(path); err != nil {
-				return "", fmt.Errorf("reading %s: %w", path, err)
-			}
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("reading %s: %w", path, err)
-		}
-	}
-	addr, err := c.GetTrimmed(key, def)
+	_, port, err := net.SplitHostPort(def)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", key, err)
+		return "", fmt.Errorf("default %s: %w", def, err)
 	}
-	host, port, err := net.SplitHostPort(addr)
+	p, err := strconv.Atoi(port)
 	if err != nil {
-		// NetUtils.createSocketAddr accepts a bare host and takes the
-		// default port.
-		_, defPort, _ := net.SplitHostPort(def)
-		host, port = addr, defPort
+		return "", fmt.Errorf("default %s: %w", def, err)
 	}
-	if host == "" || host == "0.0.0.0" {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port), nil
+	addr, _, err := client.ConfAddress(hadoopConfDir, key, p)
+	return addr, err
 }
