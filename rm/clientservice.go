@@ -282,6 +282,7 @@ func (rm *ResourceManager) SubmitApplication(ctx context.Context, req *yarnpb.Su
 		return &yarnpb.SubmitApplicationResponseProto{}, nil
 	}
 	rm.apps[id] = e
+	rm.countLocked(e, 1)
 	rm.mu.Unlock()
 	rm.admitMu.Unlock()
 
@@ -816,7 +817,9 @@ func (rm *ResourceManager) MoveApplicationAcrossQueues(ctx context.Context, req 
 		return nil, ipc.Errorf(ClassYarnException, "%s", err)
 	}
 	rm.mu.Lock()
+	rm.countLocked(e, -1)
 	e.queue = q.Path
+	rm.countLocked(e, 1)
 	rm.mu.Unlock()
 	rm.log.InfoContext(ctx, "application moved", "app", id.String(), "queue", q.Path, "user", user)
 	return &yarnpb.MoveApplicationAcrossQueuesResponseProto{}, nil

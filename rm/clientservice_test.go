@@ -523,3 +523,37 @@ func TestNilAndEmptyRequestsDoNotPanic(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueLimitsFollowApplicationsThatFinishOrMove checks that a finished
+// application frees its queue's slot and a moved one takes its slot along.
+func TestQueueLimitsFollowApplicationsThatFinishOrMove(t *testing.T) {
+	e := newEnv(t, envOptions{queues: baseQueues(map[string]string{
+		"yarn.scheduler.capacity.root.default.maximum-applications": "1",
+		"yarn.scheduler.capacity.root.b.maximum-applications":       "1",
+	})})
+	c := e.client("alice")
+	accepted := func(queue string) (*yarnpb.ApplicationIdProto, bool) {
+		t.Helper()
+		id := e.mustSubmit(c, subOpts{queue: queue})
+		return id, e.report(c, id).GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_FAILED
+	}
+	first, ok := accepted("default")
+	if !ok {
+		t.Fatal("first application in default refused")
+	}
+	if _, ok := accepted("default"); ok {
+		t.Fatal("second application in default accepted above maximum-applications 1")
+	}
+	mustCall(t, c, "moveApplicationAcrossQueues", &yarnpb.MoveApplicationAcrossQueuesRequestProto{
+		ApplicationId: first, TargetQueue: proto.String("b")}, &yarnpb.MoveApplicationAcrossQueuesResponseProto{})
+	if _, ok := accepted("default"); !ok {
+		t.Error("default still full after its application moved to b")
+	}
+	if _, ok := accepted("b"); ok {
+		t.Error("b accepted a second application after the move")
+	}
+	mustCall(t, c, "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: first}, &yarnpb.KillApplicationResponseProto{})
+	if _, ok := accepted("b"); !ok {
+		t.Error("b still full after its application was killed")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -140,6 +141,9 @@ type ResourceManager struct {
 	mu        sync.RWMutex
 	apps      map[apps.ApplicationID]*entry
 	completed []apps.ApplicationID // in completion order, oldest first
+	// active counts the accepted, unfinished entries for admission, kept as
+	// entries come, finish, move and go so a submission does not walk them all.
+	active appCounts
 
 	am           *amService
 	launcherOnce sync.Once
@@ -333,6 +337,7 @@ func (rm *ResourceManager) Recover(ctx context.Context) error {
 		}
 		rm.mu.Lock()
 		rm.apps[rec.ID] = e
+		rm.countLocked(e, 1)
 		rm.mu.Unlock()
 		// Retention waits until every application is back, so that the
 		// oldest are dropped, not the first listed.
@@ -342,6 +347,7 @@ func (rm *ResourceManager) Recover(ctx context.Context) error {
 			e.mu.Unlock()
 			rm.log.ErrorContext(ctx, "recovering application", "app", s.ID, "err", err)
 			rm.mu.Lock()
+			rm.countLocked(e, -1)
 			delete(rm.apps, rec.ID)
 			rm.mu.Unlock()
 			continue
@@ -361,7 +367,9 @@ func (rm *ResourceManager) Recover(ctx context.Context) error {
 	rm.mu.Lock()
 	rm.completed = rm.completed[:0]
 	for _, d := range done {
-		d.e.done = true
+		if !d.e.done {
+			rm.finishLocked(d.e)
+		}
 		rm.completed = append(rm.completed, d.e.app.ID())
 	}
 	rm.mu.Unlock()
@@ -530,7 +538,7 @@ func (rm *ResourceManager) execute(ctx context.Context, e *entry, eff apps.Effec
 	case apps.AppCompleted:
 		rm.mu.Lock()
 		if !e.done {
-			e.done = true
+			rm.finishLocked(e)
 			rm.completed = append(rm.completed, id)
 		}
 		rm.mu.Unlock()
@@ -597,6 +605,9 @@ func (rm *ResourceManager) enforceRetention(ctx context.Context) {
 	for len(rm.completed) > limit {
 		id := rm.completed[0]
 		rm.completed = rm.completed[1:]
+		if e := rm.apps[id]; e != nil {
+			rm.countLocked(e, -1)
+		}
 		delete(rm.apps, id)
 		drop = append(drop, id)
 	}
@@ -611,7 +622,6 @@ func (rm *ResourceManager) enforceRetention(ctx context.Context) {
 }
 
 // appCounts counts accepted, unfinished applications for queue admission.
-// It is built under rm.mu from the entries' index fields.
 type appCounts struct {
 	total  int
 	queues map[string]int
@@ -641,17 +651,36 @@ func (c appCounts) ByUser(path, user string) int {
 	return n
 }
 
+// counts is a copy of the admission counts, for a check made outside rm.mu.
 func (rm *ResourceManager) counts() appCounts {
 	rm.mu.RLock()
 	defer rm.mu.RUnlock()
-	c := appCounts{queues: map[string]int{}, users: map[[2]string]int{}}
-	for _, e := range rm.apps {
-		if e.done || e.rejection != "" {
-			continue
-		}
-		c.total++
-		c.queues[e.queue]++
-		c.users[[2]string{e.queue, e.user}]++
+	return appCounts{total: rm.active.total, queues: maps.Clone(rm.active.queues), users: maps.Clone(rm.active.users)}
+}
+
+// countLocked adds e to (n = 1) or removes it from (n = -1) the admission
+// counts when it is one they count; rm.mu is held.
+func (rm *ResourceManager) countLocked(e *entry, n int) {
+	if e.done || e.rejection != "" {
+		return
 	}
-	return c
+	if rm.active.queues == nil {
+		rm.active.queues, rm.active.users = map[string]int{}, map[[2]string]int{}
+	}
+	qu := [2]string{e.queue, e.user}
+	rm.active.total += n
+	rm.active.queues[e.queue] += n
+	rm.active.users[qu] += n
+	if rm.active.queues[e.queue] == 0 {
+		delete(rm.active.queues, e.queue)
+	}
+	if rm.active.users[qu] == 0 {
+		delete(rm.active.users, qu)
+	}
+}
+
+// finishLocked marks e done, out of the admission counts; rm.mu is held.
+func (rm *ResourceManager) finishLocked(e *entry) {
+	rm.countLocked(e, -1)
+	e.done = true
 }
