@@ -28,6 +28,7 @@ import (
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rks/launch"
 )
 
 // AttemptSpec says whose asks a book holds and how their pods look.
@@ -879,6 +880,9 @@ func ended(p *corev1.Pod) (done bool, exit int32, diag string, preempted bool) {
 			t := s.State.Terminated
 			if stoppedByAM(p) {
 				return true, ExitKilledByAppMaster, killedByAMDiagnostics(t.ExitCode), false
+			}
+			if failure, ok := launch.LocalizationFailure(t.ExitCode, t.Message); ok {
+				return true, ExitInvalid, failure, false
 			}
 			return true, t.ExitCode, t.Message, false
 		}

@@ -134,7 +134,7 @@ func Run(ctx context.Context, cfg Config, signals <-chan os.Signal) int {
 	}
 	if f.Failure != "" {
 		log.Error("launcher: container cannot start", "container", f.ContainerID, "failure", f.Failure)
-		if err := writeTerminationMessage(cfg.TerminationLog, f.Failure); err != nil {
+		if err := writeTerminationMessage(cfg.TerminationLog, launch.LocalizationFailureMessage(f.Failure)); err != nil {
 			log.Error("launcher: no termination message", "err", err)
 		}
 		return launch.ExitLocalizationFailed

@@ -274,14 +274,17 @@ func TestRunReportsWhatKeepsTheContainerFromStarting(t *testing.T) {
 		prepare func(p *pod)
 		want    int
 		message string
+		// localization: RGS reads the end back as a localization failure.
+		localization bool
 	}{
 		{
 			name: "a localization failure",
 			prepare: func(p *pod) {
 				p.deliverLater(t, launch.Files{ContainerID: "container_1700000000000_0001_01_000002", Failure: "Resource hdfs://nn/job.jar changed on src filesystem"})
 			},
-			want:    launch.ExitLocalizationFailed,
-			message: "Resource hdfs://nn/job.jar changed on src filesystem",
+			want:         launch.ExitLocalizationFailed,
+			message:      "Resource hdfs://nn/job.jar changed on src filesystem",
+			localization: true,
 		},
 		{
 			name: "launch files that do not decode",
@@ -312,11 +315,16 @@ func TestRunReportsWhatKeepsTheContainerFromStarting(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPod(t)
 			tt.prepare(p)
-			if got := p.exit(t, p.run(t.Context(), nil)); got != tt.want {
+			got := p.exit(t, p.run(t.Context(), nil))
+			if got != tt.want {
 				t.Errorf("exit %d, want %d", got, tt.want)
 			}
-			if msg := p.message(t); !strings.Contains(msg, tt.message) {
+			msg := p.message(t)
+			if !strings.Contains(msg, tt.message) {
 				t.Errorf("termination message %q lacks %q", msg, tt.message)
+			}
+			if failure, ok := launch.LocalizationFailure(int32(got), msg); ok != tt.localization || (ok && failure != tt.message) {
+				t.Errorf("read back as localization failure %q, %v; want %v", failure, ok, tt.localization)
 			}
 			if !strings.Contains(p.stderr.String(), tt.message) {
 				t.Errorf("stderr %q lacks %q", p.stderr, tt.message)

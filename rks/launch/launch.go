@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 )
 
 const (
@@ -151,6 +152,25 @@ type Files struct {
 // ExitLocalizationFailed is knit-launcher's exit code when Files.Failure is
 // set.
 const ExitLocalizationFailed = 255
+
+// localizationFailedMark opens the termination message of a container
+// knit-node could not prepare. User programs exit 255 too; the mark, which
+// only knit-launcher writes, lets RGS report YARN's INVALID exit status
+// (-1000), as the NodeManager does for a container whose resources failed.
+const localizationFailedMark = "knit-launcher: localization failed\n"
+
+// LocalizationFailureMessage is the termination message knit-launcher
+// writes for Files.Failure.
+func LocalizationFailureMessage(failure string) string { return localizationFailedMark + failure }
+
+// LocalizationFailure reads back a failure from a container's exit code and
+// termination message, as LocalizationFailureMessage wrote it.
+func LocalizationFailure(exitCode int32, message string) (string, bool) {
+	if exitCode != ExitLocalizationFailed {
+		return "", false
+	}
+	return strings.CutPrefix(message, localizationFailedMark)
+}
 
 // Dir is the launch folder under a node root (the folder knit-node shares
 // with every pod): knit-node writes there, knit-launcher waits there.
