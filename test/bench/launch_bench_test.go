@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,13 +27,14 @@ import (
 // BenchmarkStartContainersVersusBarePod starts.
 const launchSamples = 20
 
-// buildKnit builds knit-rm, knit-launcher and knit-node into a folder of
-// their own, as the local cluster runs them.
+// buildKnit builds knit-rm, knit-launcher, knit-node and distshell into a
+// folder of their own, as the local cluster runs them.
 func buildKnit(b *testing.B) string {
 	b.Helper()
 	dir := b.TempDir()
 	out, err := exec.Command("go", "build", "-o", dir+"/", "github.com/knitdev/knit/cmd/knit-rm",
-		"github.com/knitdev/knit/cmd/knit-launcher", "github.com/knitdev/knit/cmd/knit-node").CombinedOutput()
+		"github.com/knitdev/knit/cmd/knit-launcher", "github.com/knitdev/knit/cmd/knit-node",
+		"github.com/knitdev/knit/examples/distshell").CombinedOutput()
 	if err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -70,17 +72,7 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 func BenchmarkStartContainersVersusBarePod(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	bin := buildKnit(b)
-	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Stop(context.Background())
-	// Small containers, so that all of them fit on the node at once.
-	if _, err := c.StartRM(ctx, []string{filepath.Join(bin, "knit-rm"), "--millicores-per-vcore", "10"},
-		conf.Property{Name: "yarn.scheduler.minimum-allocation-mb", Value: "128"}); err != nil {
-		b.Fatal(err)
-	}
+	c, _ := launchCluster(ctx, b)
 	marks := b.TempDir()
 
 	for range b.N {
@@ -95,6 +87,127 @@ func BenchmarkStartContainersVersusBarePod(b *testing.B) {
 		b.ReportMetric(float64((p99k - p99b).Milliseconds()), "overhead-p99-ms")
 		b.ReportMetric(float64(p99k)/float64(p99b), "knit/bare-p99")
 	}
+}
+
+// launchCluster starts a one-node local cluster with knit-rm and knit-node
+// and returns it with the folder of Knit's binaries.
+func launchCluster(ctx context.Context, b *testing.B) (*localcluster.Cluster, string) {
+	b.Helper()
+	bin := buildKnit(b)
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Stop(context.Background()) })
+	// Small containers, so that all of them fit on the node at once.
+	if _, err := c.StartRM(ctx, []string{filepath.Join(bin, "knit-rm"), "--millicores-per-vcore", "10"},
+		conf.Property{Name: "yarn.scheduler.minimum-allocation-mb", Value: "128"}); err != nil {
+		b.Fatal(err)
+	}
+	return c, bin
+}
+
+// BenchmarkSubmitToAMRegisteredVersusBarePod measures, on a warm cache, the
+// time from submitApplication to the application RUNNING (its AM, the
+// distshell binary shipped as a PUBLIC resource, has registered), against
+// the same process node running a command in a bare pod, in the same run.
+// The Knit side adds the AM's pod through RGS and the scheduler, its launch
+// through RKS, knit-node and knit-launcher, and the AM's own start and
+// registration; the RUNNING state is polled every 5 ms.
+func BenchmarkSubmitToAMRegisteredVersusBarePod(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c, bin := launchCluster(ctx, b)
+	marks := b.TempDir()
+	for range b.N {
+		knit := amRegistrations(ctx, b, c, filepath.Join(bin, "distshell"))
+		bare := bareStarts(ctx, b, c, marks)
+		p50k, p99k := quantile(knit, 0.5), quantile(knit, 0.99)
+		p50b, p99b := quantile(bare, 0.5), quantile(bare, 0.99)
+		b.ReportMetric(float64(p50k.Milliseconds()), "registered-p50-ms")
+		b.ReportMetric(float64(p99k.Milliseconds()), "registered-p99-ms")
+		b.ReportMetric(float64(p50b.Milliseconds()), "bare-p50-ms")
+		b.ReportMetric(float64(p99b.Milliseconds()), "bare-p99-ms")
+		b.ReportMetric(float64((p99k - p99b).Milliseconds()), "overhead-p99-ms")
+		b.ReportMetric(float64(p99k)/float64(p99b), "registered/bare-p99")
+	}
+}
+
+// amSamples is how many applications BenchmarkSubmitToAMRegisteredVersusBarePod
+// submits, one after the other.
+const amSamples = 10
+
+// amRegistrations submits amSamples distshell applications one after the
+// other, each with one sleeping shell container so that it stays RUNNING,
+// timing submission → RUNNING, then kills it. The first, which fills the
+// node's cache with the binary, is not counted.
+func amRegistrations(ctx context.Context, b *testing.B, c *localcluster.Cluster, distshell string) []time.Duration {
+	b.Helper()
+	rmc, err := client.NewRMClient(c.RM.Client, client.RMConfig{User: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rmc.Close()
+	// The public cache takes only what every user may read, up the path.
+	for dir := filepath.Dir(distshell); dir != filepath.Dir(dir) && strings.HasPrefix(dir, os.TempDir()+"/"); dir = filepath.Dir(dir) {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fi, err := os.Stat(distshell)
+	if err != nil {
+		b.Fatal(err)
+	}
+	binary := &yarnpb.LocalResourceProto{
+		Resource: &yarnpb.URLProto{Scheme: proto.String("file"), File: proto.String(distshell)},
+		Size:     proto.Int64(fi.Size()), Timestamp: proto.Int64(fi.ModTime().UnixMilli()),
+		Type: yarnpb.LocalResourceTypeProto_FILE.Enum(), Visibility: yarnpb.LocalResourceVisibilityProto_PUBLIC.Enum(),
+	}
+	command := "./distshell am --scheduler_address " + c.RM.Scheduler +
+		" --num_containers 1 --shell_command 'sleep 60' 1><LOG_DIR>/AppMaster.stdout 2><LOG_DIR>/AppMaster.stderr"
+	var out []time.Duration
+	for i := range amSamples + 1 {
+		newApp, err := rmc.GetNewApplication(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		id := newApp.GetApplicationId()
+		start := time.Now()
+		err = rmc.SubmitApplication(ctx, &yarnpb.ApplicationSubmissionContextProto{
+			ApplicationId: id, ApplicationName: proto.String("bench am"), Queue: proto.String("default"),
+			ApplicationType: proto.String("YARN"),
+			AmContainerSpec: &yarnpb.ContainerLaunchContextProto{
+				LocalResources: []*yarnpb.StringLocalResourceMapProto{{Key: proto.String("distshell"), Value: binary}},
+				Command:        []string{command},
+			},
+			Resource: &yarnpb.ResourceProto{Memory: proto.Int64(128), VirtualCores: proto.Int32(1)},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			r, err := rmc.GetApplicationReport(ctx, id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			st := r.GetYarnApplicationState()
+			if st == yarnpb.YarnApplicationStateProto_RUNNING {
+				break
+			}
+			if st == yarnpb.YarnApplicationStateProto_FAILED || st == yarnpb.YarnApplicationStateProto_KILLED ||
+				st == yarnpb.YarnApplicationStateProto_FINISHED {
+				b.Fatalf("application %d ended %v before RUNNING: %s", i, st, r.GetDiagnostics())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if i > 0 {
+			out = append(out, time.Since(start))
+		}
+		if err := rmc.KillApplication(ctx, id, "bench over"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return out
 }
 
 // knitStarts runs an unmanaged AM that gets launchSamples containers and
