@@ -2,9 +2,12 @@ package protocols_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -20,6 +23,26 @@ import (
 
 // oracleFile is Hadoop 3.4.1's own schema, compiled from its .proto files.
 var oracleFile = filepath.Join("..", "..", "shared", "testdata", "hadoop-schema", "hadoop-3.4.1.protoset")
+
+// hadoopPackages maps each of Knit's proto packages to the Hadoop package it
+// mirrors. Knit's carry a prefix so that they do not collide with Hadoop's
+// own files registered by other Go code (colinmarc/hdfs); every name is
+// compared under Hadoop's package.
+var hadoopPackages = map[protoreflect.FullName]protoreflect.FullName{
+	"knit.hadoop.common": "hadoop.common",
+	"knit.hadoop.yarn":   "hadoop.yarn",
+}
+
+// hadoopName is name with a Knit package replaced by Hadoop's; names of
+// other packages are returned as they are.
+func hadoopName(name protoreflect.FullName) protoreflect.FullName {
+	for knit, hadoop := range hadoopPackages {
+		if rest, ok := strings.CutPrefix(string(name), string(knit)+"."); ok {
+			return hadoop + "." + protoreflect.FullName(rest)
+		}
+	}
+	return name
+}
 
 // deliberateOmissions lists Hadoop names Knit leaves out on purpose, with why.
 // An entry here is the only way a Hadoop message, enum or field may be absent.
@@ -63,7 +86,7 @@ func newSchemaIndex() schemaIndex {
 func (ix schemaIndex) addMessages(msgs protoreflect.MessageDescriptors) {
 	for i := 0; i < msgs.Len(); i++ {
 		m := msgs.Get(i)
-		ix.messages[m.FullName()] = m
+		ix.messages[hadoopName(m.FullName())] = m
 		ix.addEnums(m.Enums())
 		ix.addMessages(m.Messages())
 	}
@@ -71,7 +94,7 @@ func (ix schemaIndex) addMessages(msgs protoreflect.MessageDescriptors) {
 
 func (ix schemaIndex) addEnums(enums protoreflect.EnumDescriptors) {
 	for i := 0; i < enums.Len(); i++ {
-		ix.enums[enums.Get(i).FullName()] = enums.Get(i)
+		ix.enums[hadoopName(enums.Get(i).FullName())] = enums.Get(i)
 	}
 }
 
@@ -79,16 +102,17 @@ func (ix schemaIndex) addFile(fd protoreflect.FileDescriptor) {
 	ix.addMessages(fd.Messages())
 	ix.addEnums(fd.Enums())
 	for i := 0; i < fd.Services().Len(); i++ {
-		ix.services[fd.Services().Get(i).FullName()] = fd.Services().Get(i)
+		ix.services[hadoopName(fd.Services().Get(i).FullName())] = fd.Services().Get(i)
 	}
 }
 
+// indexPackages indexes the files of packages under Hadoop's names.
 func indexPackages(files interface {
 	RangeFiles(func(protoreflect.FileDescriptor) bool)
-}) schemaIndex {
+}, packages []protoreflect.FullName) schemaIndex {
 	ix := newSchemaIndex()
 	files.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
-		if pkg := fd.Package(); pkg == "hadoop.common" || pkg == "hadoop.yarn" {
+		if slices.Contains(packages, fd.Package()) {
 			ix.addFile(fd)
 		}
 		return true
@@ -111,9 +135,9 @@ func describeField(f protoreflect.FieldDescriptor) string {
 	ref := ""
 	switch {
 	case f.Message() != nil:
-		ref = string(f.Message().FullName())
+		ref = string(hadoopName(f.Message().FullName()))
 	case f.Enum() != nil:
-		ref = string(f.Enum().FullName())
+		ref = string(hadoopName(f.Enum().FullName()))
 	}
 	def := ""
 	if f.HasDefault() {
@@ -126,8 +150,8 @@ func describeField(f protoreflect.FieldDescriptor) string {
 }
 
 func TestSchemaMatchesHadoop341(t *testing.T) {
-	want := indexPackages(loadOracle(t))
-	got := indexPackages(protoregistry.GlobalFiles)
+	want := indexPackages(loadOracle(t), slices.Collect(maps.Values(hadoopPackages)))
+	got := indexPackages(protoregistry.GlobalFiles, slices.Collect(maps.Keys(hadoopPackages)))
 
 	t.Run("messages", func(t *testing.T) {
 		for _, name := range sortedNames(want.messages) {
@@ -223,7 +247,7 @@ func methods(s protoreflect.ServiceDescriptor) string {
 	var out []string
 	for i := 0; i < s.Methods().Len(); i++ {
 		m := s.Methods().Get(i)
-		out = append(out, fmt.Sprintf("%s(%s)%s", m.Name(), m.Input().FullName(), m.Output().FullName()))
+		out = append(out, fmt.Sprintf("%s(%s)%s", m.Name(), hadoopName(m.Input().FullName()), hadoopName(m.Output().FullName())))
 	}
 	sort.Strings(out)
 	return fmt.Sprint(out)

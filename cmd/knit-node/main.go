@@ -55,7 +55,7 @@ func main() {
 	flag.StringVar(&f.nodeRoot, "node-root", "/var/lib/knit", "folder shared with pods (knit-rm's --node-root)")
 	flag.StringVar(&f.localDirs, "local-dirs", "", "yarn.nodemanager.local-dirs, comma separated, under --node-root; empty means <node-root>/local")
 	flag.StringVar(&f.logDirs, "log-dirs", "", "yarn.nodemanager.log-dirs, comma separated, under --node-root; empty means <node-root>/logs")
-	flag.StringVar(&f.hadoopConf, "hadoop-conf-dir", os.Getenv("HADOOP_CONF_DIR"), "HADOOP_CONF_DIR given to containers that set none")
+	flag.StringVar(&f.hadoopConf, "hadoop-conf-dir", os.Getenv("HADOOP_CONF_DIR"), "HADOOP_CONF_DIR given to containers that set none, and read by the localizer for hdfs:// resources")
 	flag.StringVar(&f.homeDir, "user-home-dir", "/home/", "yarn.nodemanager.user-home-dir: HOME of containers")
 	flag.Int64Var(&f.cacheMB, "cache-target-mb", 10240, "yarn.nodemanager.localizer.cache.target-size-mb")
 	flag.IntVar(&f.shuffle, "shuffle-port", 13562, "mapreduce.shuffle.port advertised to AMs")
@@ -129,6 +129,7 @@ func newLocalizer(lc fx.Lifecycle, f flags, log *slog.Logger) (*localizer.Locali
 		HomeDir:          f.homeDir,
 		Whitelist:        whitelist,
 		AuxServices:      rks.DefaultAuxServices(f.shuffle),
+		HDFS:             localizer.HDFSConfig{ConfDir: f.hadoopConf},
 		CacheTargetBytes: f.cacheMB << 20,
 		Logger:           log.With("component", "localizer"),
 	})

@@ -89,6 +89,11 @@ func baseName(u *url.URL) string {
 	return p
 }
 
+// folderError refuses a resource that is a folder.
+func folderError(u *url.URL) error {
+	return fmt.Errorf("localizer: %s is a folder; folders as local resources are not supported", u)
+}
+
 // fileSource reads file:// URLs from the node's filesystem.
 type fileSource struct{}
 
@@ -110,7 +115,7 @@ func (fileSource) Open(ctx context.Context, r Request) (*Object, error) {
 	}
 	if st.IsDir() {
 		_ = f.Close()
-		return nil, fmt.Errorf("localizer: %s is a folder; folders as local resources are not supported", r.URL)
+		return nil, folderError(r.URL)
 	}
 	o := &Object{Body: f, Size: st.Size(), ModTime: st.ModTime().UnixMilli(), Public: true}
 	if r.CheckPublic {

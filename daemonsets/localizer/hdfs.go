@@ -2,201 +2,249 @@ package localizer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
-	"net/http"
 	"net/url"
 	"path"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/colinmarc/hdfs/v2"
+	"github.com/colinmarc/hdfs/v2/hadoopconf"
 )
 
-// defaultWebHDFSPort is the namenode's web port (dfs.namenode.http-address)
-// for namenodes HDFSConfig.WebHDFS does not list.
-const defaultWebHDFSPort = "9870"
+// Hadoop's defaults for the client settings read here.
+const (
+	// defaultNamenodePort is dfs.namenode.rpc-address's port, for hdfs
+	// URLs that name none.
+	defaultNamenodePort = "8020"
+	// defaultConnectTimeout is ipc.client.connect.timeout's 20000 ms.
+	defaultConnectTimeout = 20 * time.Second
+	// defaultSocketTimeout is dfs.client.socket-timeout's 60000 ms.
+	defaultSocketTimeout = 60 * time.Second
+)
 
-// maxStatusBytes bounds a WebHDFS JSON answer.
-const maxStatusBytes = 1 << 20
+// errKerberos refuses hdfs:// resources of a Kerberos cluster.
+var errKerberos = errors.New("localizer: Knit's localizer does not support Kerberos HDFS yet (hadoop.security.authentication is kerberos)")
 
-// HDFSConfig says how hdfs:// resources are read: through the namenodes'
-// WebHDFS REST API, as the container's user (SIMPLE authentication,
-// user.name). Not through Hadoop RPC: the Go HDFS RPC client registers the
-// same hadoop.common protobuf messages as Knit's protocols, and one binary
-// cannot hold both.
+// HDFSConfig says how hdfs:// resources are read: over Hadoop RPC to the
+// namenode and the DataTransferProtocol to datanodes
+// (github.com/colinmarc/hdfs), as the container's user with SIMPLE
+// authentication.
 type HDFSConfig struct {
-	// WebHDFS maps a namenode as hdfs:// URLs name it (host:port, host,
-	// or an HA nameservice) to the WebHDFS base URLs of its namenodes
-	// (e.g. http://nn1:9870), tried in order: a standby answers with
-	// StandbyException and the next is asked.
-	WebHDFS map[string][]string
-	// DefaultFS is the namenode hdfs:///path means (fs.defaultFS's
-	// authority: host:port or a nameservice).
-	DefaultFS string
+	// ConfDir is the Hadoop configuration folder (HADOOP_CONF_DIR). Its
+	// core-site.xml and hdfs-site.xml give fs.defaultFS, the namenodes of
+	// HA nameservices (dfs.ha.namenodes.<ns>,
+	// dfs.namenode.rpc-address.<ns>.<nn>), hadoop.security.authentication,
+	// dfs.client.use.datanode.hostname, the data transfer protection and
+	// the client's timeouts. Empty, or a folder without them, means hdfs
+	// URLs must name their namenode.
+	ConfDir string
 }
 
-// webHDFS returns the WebHDFS base URLs for an hdfs URL's host and port.
-func (c HDFSConfig) webHDFS(host, port string) ([]string, error) {
-	authority := host
-	if port != "" {
-		authority = net.JoinHostPort(host, port)
-	}
-	if host == "" {
-		if c.DefaultFS == "" {
-			return nil, errors.New("localizer: hdfs URL names no namenode and no default filesystem is configured")
-		}
-		authority = c.DefaultFS
-	}
-	if bases, ok := c.WebHDFS[authority]; ok {
-		return bases, nil
-	}
-	h, _, err := net.SplitHostPort(authority)
-	if err != nil {
-		h = strings.Trim(authority, "[]")
-	}
-	if bases, ok := c.WebHDFS[h]; ok {
-		return bases, nil
-	}
-	return []string{"http://" + net.JoinHostPort(h, defaultWebHDFSPort)}, nil
-}
-
-// hdfsSource reads hdfs:// URLs through WebHDFS.
+// hdfsSource reads hdfs:// URLs with one client per resource, since the
+// client's user is fixed when it connects.
 type hdfsSource struct {
-	cfg    HDFSConfig
-	client *http.Client
+	conf hadoopconf.HadoopConf
+	// opts is what the configuration says of every client; Open adds the
+	// namenodes, the user and the dialers.
+	opts           hdfs.ClientOptions
+	kerberos       bool
+	connectTimeout time.Duration
+	socketTimeout  time.Duration
 }
 
-// fileStatus is WebHDFS's FileStatus, the fields read here.
-type fileStatus struct {
-	Length           int64  `json:"length"`
-	ModificationTime int64  `json:"modificationTime"`
-	Permission       string `json:"permission"`
-	Type             string `json:"type"`
-}
+var _ Source = (*hdfsSource)(nil)
 
-// remoteException is WebHDFS's error body.
-type remoteException struct {
-	RemoteException struct {
-		Exception     string `json:"exception"`
-		JavaClassName string `json:"javaClassName"`
-		Message       string `json:"message"`
-	} `json:"RemoteException"`
-}
-
-// errStandby marks a namenode that is not active: ask the next.
-var errStandby = errors.New("namenode is in standby")
-
-func (s hdfsSource) Open(ctx context.Context, r Request) (*Object, error) {
-	bases, err := s.cfg.webHDFS(r.URL.Hostname(), r.URL.Port())
-	if err != nil {
+// newHDFSSource reads the configuration folder once, as a NodeManager
+// reads its configuration at start.
+func newHDFSSource(cfg HDFSConfig) (*hdfsSource, error) {
+	var conf hadoopconf.HadoopConf
+	if cfg.ConfDir != "" {
+		c, err := hadoopconf.Load(cfg.ConfDir)
+		if err != nil {
+			return nil, fmt.Errorf("localizer: hadoop configuration: %w", err)
+		}
+		conf = c
+	}
+	s := &hdfsSource{conf: conf, opts: hdfs.ClientOptionsFromConf(conf)}
+	// ClientOptionsFromConf marks a Kerberos configuration with an empty
+	// Kerberos client; Open refuses it instead.
+	s.kerberos = s.opts.KerberosClient != nil
+	s.opts.KerberosClient = nil
+	var err error
+	if s.connectTimeout, err = msSetting(conf, "ipc.client.connect.timeout", defaultConnectTimeout); err != nil {
 		return nil, err
 	}
-	var errs []error
-	for _, base := range bases {
-		o, err := s.open(ctx, base, r)
-		if err == nil {
-			return o, nil
-		}
-		if !errors.Is(err, errStandby) && !isUnreachable(err) {
-			return nil, err
-		}
-		errs = append(errs, err)
-	}
-	return nil, fmt.Errorf("localizer: no active namenode for %s: %w", r.URL, errors.Join(errs...))
-}
-
-func (s hdfsSource) open(ctx context.Context, base string, r Request) (*Object, error) {
-	st, err := s.status(ctx, base, r.URL.Path, r.User)
-	if err != nil {
+	if s.socketTimeout, err = msSetting(conf, "dfs.client.socket-timeout", defaultSocketTimeout); err != nil {
 		return nil, err
 	}
-	if st.Type == "DIRECTORY" {
-		return nil, fmt.Errorf("localizer: %s is a folder; folders as local resources are not supported", r.URL)
+	return s, nil
+}
+
+// msSetting reads a setting in milliseconds; def if unset or ≤ 0.
+func msSetting(conf hadoopconf.HadoopConf, key string, def time.Duration) (time.Duration, error) {
+	v := strings.TrimSpace(conf[key])
+	if v == "" {
+		return def, nil
 	}
-	o := &Object{Size: st.Length, ModTime: st.ModificationTime, Public: true}
-	if r.CheckPublic {
-		o.Public = isPublic(parsePerm(st.Permission), path.Dir(r.URL.Path), func(dir string) (fs.FileMode, error) {
-			st, err := s.status(ctx, base, dir, r.User)
-			if err != nil {
-				return 0, err
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("localizer: hadoop configuration %s: %w", key, err)
+	}
+	if ms <= 0 {
+		return def, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// namenodes returns the RPC addresses of the namenodes an hdfs URL names:
+// its authority, or fs.defaultFS's for hdfs:///path. An HA nameservice
+// stands for its namenodes, tried in order (a standby sends the client to
+// the next); a host without port is at port 8020.
+func namenodes(conf hadoopconf.HadoopConf, u *url.URL) ([]string, error) {
+	host, port := u.Hostname(), u.Port()
+	if host == "" {
+		def := conf["fs.defaultFS"]
+		if def == "" {
+			def = conf["fs.default.name"] // the deprecated name
+		}
+		du, err := url.Parse(def)
+		if err != nil || du.Scheme != "hdfs" || du.Hostname() == "" {
+			// DistributedFileSystem.initialize's words.
+			return nil, fmt.Errorf("localizer: Incomplete HDFS URI, no host: %s", u)
+		}
+		host, port = du.Hostname(), du.Port()
+	}
+	if ids := conf["dfs.ha.namenodes."+host]; ids != "" && port == "" {
+		var addrs []string
+		for _, id := range strings.Split(ids, ",") {
+			key := "dfs.namenode.rpc-address." + host + "." + strings.TrimSpace(id)
+			if addr := strings.TrimSpace(conf[key]); addr != "" {
+				addrs = append(addrs, addr)
 			}
-			return parsePerm(st.Permission), nil
-		})
+		}
+		if len(addrs) == 0 {
+			return nil, fmt.Errorf("localizer: nameservice %s has no dfs.namenode.rpc-address.%s.* configured", host, host)
+		}
+		return addrs, nil
 	}
-	// OPEN redirects to a datanode; the client follows.
-	resp, err := s.call(ctx, base, r.URL.Path, r.User, "OPEN")
+	if port == "" {
+		port = defaultNamenodePort
+	}
+	return []string{net.JoinHostPort(host, port)}, nil
+}
+
+func (s *hdfsSource) Open(ctx context.Context, r Request) (*Object, error) {
+	if s.kerberos {
+		return nil, errKerberos
+	}
+	addrs, err := namenodes(s.conf, r.URL)
 	if err != nil {
 		return nil, err
 	}
-	o.Body = resp.Body
+	opts := s.opts
+	opts.Addresses, opts.User = addrs, r.User
+	opts.NamenodeDialFunc = s.dialer(ctx)
+	opts.DatanodeDialFunc = opts.NamenodeDialFunc
+	client, err := hdfs.NewClient(opts)
+	if err != nil {
+		return nil, ended(ctx, fmt.Errorf("localizer: namenode of %s: %w", r.URL, err))
+	}
+	o, err := openHDFS(client, r)
+	if err != nil {
+		_ = client.Close()
+		return nil, ended(ctx, err)
+	}
 	return o, nil
 }
 
-func (s hdfsSource) status(ctx context.Context, base, p, user string) (fileStatus, error) {
-	resp, err := s.call(ctx, base, p, user, "GETFILESTATUS")
-	if err != nil {
-		return fileStatus{}, err
+// ended is ctx's error if ctx has ended, else err: a connection closed
+// because ctx ended fails with some network error, which is not the
+// resource's fault.
+func ended(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("localizer: %w", ctx.Err())
 	}
-	defer resp.Body.Close()
-	var out struct {
-		FileStatus fileStatus `json:"FileStatus"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxStatusBytes)).Decode(&out); err != nil {
-		return fileStatus{}, fmt.Errorf("localizer: WebHDFS status of %s: %w", p, err)
-	}
-	return out.FileStatus, nil
+	return err
 }
 
-// call runs one WebHDFS operation and returns its successful answer.
-func (s hdfsSource) call(ctx context.Context, base, p, user, op string) (*http.Response, error) {
-	u, err := url.Parse(base)
-	if err != nil {
-		return nil, fmt.Errorf("localizer: WebHDFS address %q: %w", base, err)
-	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/webhdfs/v1" + p
-	u.RawQuery = url.Values{"op": {op}, "user.name": {user}}.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+// openHDFS stats the file and readies its reader; the object's body closes
+// the client.
+func openHDFS(client *hdfs.Client, r Request) (*Object, error) {
+	f, err := client.Open(r.URL.Path)
 	if err != nil {
 		return nil, fmt.Errorf("localizer: %w", err)
 	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("localizer: WebHDFS %s %s: %w", op, p, err)
+	st := f.Stat()
+	if st.IsDir() {
+		return nil, folderError(r.URL)
 	}
-	if resp.StatusCode == http.StatusOK {
-		return resp, nil
+	o := &Object{Body: hdfsBody{f, client}, Size: st.Size(), ModTime: st.ModTime().UnixMilli(), Public: true}
+	if r.CheckPublic {
+		o.Public = isPublic(st.Mode(), path.Dir(r.URL.Path), func(dir string) (fs.FileMode, error) {
+			st, err := client.Stat(dir)
+			if err != nil {
+				return 0, err
+			}
+			return st.Mode(), nil
+		})
 	}
-	defer resp.Body.Close()
-	var re remoteException
-	_ = json.NewDecoder(io.LimitReader(resp.Body, maxStatusBytes)).Decode(&re)
-	ex := re.RemoteException
-	switch {
-	case ex.Exception == "StandbyException" || strings.HasSuffix(ex.JavaClassName, ".StandbyException"):
-		return nil, fmt.Errorf("localizer: %s: %w", base, errStandby)
-	case resp.StatusCode == http.StatusNotFound || ex.Exception == "FileNotFoundException":
-		return nil, fmt.Errorf("localizer: %s: %w", ex.Message, fs.ErrNotExist)
-	case ex.Message != "":
-		return nil, fmt.Errorf("localizer: %s: %s", ex.JavaClassName, ex.Message)
-	default:
-		return nil, fmt.Errorf("localizer: WebHDFS %s %s: %s", op, p, resp.Status)
+	return o, nil
+}
+
+// hdfsBody is an open file and the client it came from.
+type hdfsBody struct {
+	*hdfs.FileReader
+	client *hdfs.Client
+}
+
+func (b hdfsBody) Close() error {
+	return errors.Join(b.FileReader.Close(), b.client.Close())
+}
+
+// dialer connects to namenodes and datanodes for one Open. The client's
+// calls take no context (it dials with context.Background), so ctx is
+// used instead: its end closes the connections, and each read or write
+// that waits longer than the socket timeout fails, as in Hadoop's client.
+func (s *hdfsSource) dialer(ctx context.Context) func(context.Context, string, string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: s.connectTimeout}
+	return func(_ context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+		return &timeoutConn{Conn: c, timeout: s.socketTimeout, stop: stop}, nil
 	}
 }
 
-// parsePerm reads WebHDFS's octal permission ("644", "1777").
-func parsePerm(s string) fs.FileMode {
-	n, err := strconv.ParseUint(s, 8, 32)
-	if err != nil {
-		return 0
-	}
-	return fs.FileMode(n).Perm()
+// timeoutConn bounds every read and write by a timeout, and forgets its
+// context when closed.
+type timeoutConn struct {
+	net.Conn
+	timeout time.Duration
+	stop    func() bool
 }
 
-// isUnreachable reports a namenode that could not be reached, so that the
-// next one is tried.
-func isUnreachable(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+func (c *timeoutConn) Read(p []byte) (int, error) {
+	if err := c.Conn.SetReadDeadline(time.Now().Add(c.timeout)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(p)
+}
+
+func (c *timeoutConn) Write(p []byte) (int, error) {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *timeoutConn) Close() error {
+	c.stop()
+	return c.Conn.Close()
 }

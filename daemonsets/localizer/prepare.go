@@ -123,12 +123,16 @@ func New(cfg Config) (*Localizer, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
+	hdfs, err := newHDFSSource(cfg.HDFS)
+	if err != nil {
+		return nil, err
+	}
 	s3 := &s3Source{cfg: cfg.S3, http: cfg.HTTPClient}
 	sources := map[string]Source{
 		"file":  fileSource{},
 		"http":  httpSource{client: hc},
 		"https": httpSource{client: hc},
-		"hdfs":  hdfsSource{cfg: cfg.HDFS, client: hc},
+		"hdfs":  hdfs,
 		"s3":    s3,
 		"s3a":   s3,
 	}

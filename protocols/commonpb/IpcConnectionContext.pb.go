@@ -7,6 +7,11 @@
 // 	protoc        v3.21.12
 // source: commonpb/IpcConnectionContext.proto
 
+// The package is Knit's, not Hadoop's hadoop.common: Hadoop's RPC never puts a
+// proto package on the wire (a call names its method in RequestHeaderProto,
+// messages travel as length-delimited bytes), and the prefix lets Knit link
+// with Go code that registers Hadoop's own files (colinmarc/hdfs).
+
 package commonpb
 
 import (
@@ -134,12 +139,12 @@ var File_commonpb_IpcConnectionContext_proto protoreflect.FileDescriptor
 
 const file_commonpb_IpcConnectionContext_proto_rawDesc = "" +
 	"\n" +
-	"#commonpb/IpcConnectionContext.proto\x12\rhadoop.common\"X\n" +
+	"#commonpb/IpcConnectionContext.proto\x12\x12knit.hadoop.common\"X\n" +
 	"\x14UserInformationProto\x12$\n" +
 	"\reffectiveUser\x18\x01 \x01(\tR\reffectiveUser\x12\x1a\n" +
-	"\brealUser\x18\x02 \x01(\tR\brealUser\"x\n" +
-	"\x19IpcConnectionContextProto\x12?\n" +
-	"\buserInfo\x18\x02 \x01(\v2#.hadoop.common.UserInformationProtoR\buserInfo\x12\x1a\n" +
+	"\brealUser\x18\x02 \x01(\tR\brealUser\"}\n" +
+	"\x19IpcConnectionContextProto\x12D\n" +
+	"\buserInfo\x18\x02 \x01(\v2(.knit.hadoop.common.UserInformationProtoR\buserInfo\x12\x1a\n" +
 	"\bprotocol\x18\x03 \x01(\tR\bprotocolB,Z*github.com/knitdev/knit/protocols/commonpb"
 
 var (
@@ -156,11 +161,11 @@ func file_commonpb_IpcConnectionContext_proto_rawDescGZIP() []byte {
 
 var file_commonpb_IpcConnectionContext_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_commonpb_IpcConnectionContext_proto_goTypes = []any{
-	(*UserInformationProto)(nil),      // 0: hadoop.common.UserInformationProto
-	(*IpcConnectionContextProto)(nil), // 1: hadoop.common.IpcConnectionContextProto
+	(*UserInformationProto)(nil),      // 0: knit.hadoop.common.UserInformationProto
+	(*IpcConnectionContextProto)(nil), // 1: knit.hadoop.common.IpcConnectionContextProto
 }
 var file_commonpb_IpcConnectionContext_proto_depIdxs = []int32{
-	0, // 0: hadoop.common.IpcConnectionContextProto.userInfo:type_name -> hadoop.common.UserInformationProto
+	0, // 0: knit.hadoop.common.IpcConnectionContextProto.userInfo:type_name -> knit.hadoop.common.UserInformationProto
 	1, // [1:1] is the sub-list for method output_type
 	1, // [1:1] is the sub-list for method input_type
 	1, // [1:1] is the sub-list for extension type_name

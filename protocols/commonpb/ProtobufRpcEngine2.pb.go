@@ -7,6 +7,11 @@
 // 	protoc        v3.21.12
 // source: commonpb/ProtobufRpcEngine2.proto
 
+// The package is Knit's, not Hadoop's hadoop.common: Hadoop's RPC never puts a
+// proto package on the wire (a call names its method in RequestHeaderProto,
+// messages travel as length-delimited bytes), and the prefix lets Knit link
+// with Go code that registers Hadoop's own files (colinmarc/hdfs).
+
 package commonpb
 
 import (
@@ -89,7 +94,7 @@ var File_commonpb_ProtobufRpcEngine2_proto protoreflect.FileDescriptor
 
 const file_commonpb_ProtobufRpcEngine2_proto_rawDesc = "" +
 	"\n" +
-	"!commonpb/ProtobufRpcEngine2.proto\x12\rhadoop.common\"\xb5\x01\n" +
+	"!commonpb/ProtobufRpcEngine2.proto\x12\x12knit.hadoop.common\"\xb5\x01\n" +
 	"\x12RequestHeaderProto\x12\x1e\n" +
 	"\n" +
 	"methodName\x18\x01 \x02(\tR\n" +
@@ -111,7 +116,7 @@ func file_commonpb_ProtobufRpcEngine2_proto_rawDescGZIP() []byte {
 
 var file_commonpb_ProtobufRpcEngine2_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
 var file_commonpb_ProtobufRpcEngine2_proto_goTypes = []any{
-	(*RequestHeaderProto)(nil), // 0: hadoop.common.RequestHeaderProto
+	(*RequestHeaderProto)(nil), // 0: knit.hadoop.common.RequestHeaderProto
 }
 var file_commonpb_ProtobufRpcEngine2_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type

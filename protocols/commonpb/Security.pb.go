@@ -7,6 +7,11 @@
 // 	protoc        v3.21.12
 // source: commonpb/Security.proto
 
+// The package is Knit's, not Hadoop's hadoop.common: Hadoop's RPC never puts a
+// proto package on the wire (a call names its method in RequestHeaderProto,
+// messages travel as length-delimited bytes), and the prefix lets Knit link
+// with Go code that registers Hadoop's own files (colinmarc/hdfs).
+
 package commonpb
 
 import (
@@ -467,7 +472,7 @@ var File_commonpb_Security_proto protoreflect.FileDescriptor
 
 const file_commonpb_Security_proto_rawDesc = "" +
 	"\n" +
-	"\x17commonpb/Security.proto\x12\rhadoop.common\"v\n" +
+	"\x17commonpb/Security.proto\x12\x12knit.hadoop.common\"v\n" +
 	"\n" +
 	"TokenProto\x12\x1e\n" +
 	"\n" +
@@ -475,24 +480,24 @@ const file_commonpb_Security_proto_rawDesc = "" +
 	"identifier\x12\x1a\n" +
 	"\bpassword\x18\x02 \x02(\fR\bpassword\x12\x12\n" +
 	"\x04kind\x18\x03 \x02(\tR\x04kind\x12\x18\n" +
-	"\aservice\x18\x04 \x02(\tR\aservice\"s\n" +
+	"\aservice\x18\x04 \x02(\tR\aservice\"x\n" +
 	"\x12CredentialsKVProto\x12\x14\n" +
-	"\x05alias\x18\x01 \x02(\tR\x05alias\x12/\n" +
-	"\x05token\x18\x02 \x01(\v2\x19.hadoop.common.TokenProtoR\x05token\x12\x16\n" +
-	"\x06secret\x18\x03 \x01(\fR\x06secret\"\x8a\x01\n" +
-	"\x10CredentialsProto\x129\n" +
-	"\x06tokens\x18\x01 \x03(\v2!.hadoop.common.CredentialsKVProtoR\x06tokens\x12;\n" +
-	"\asecrets\x18\x02 \x03(\v2!.hadoop.common.CredentialsKVProtoR\asecrets\":\n" +
+	"\x05alias\x18\x01 \x02(\tR\x05alias\x124\n" +
+	"\x05token\x18\x02 \x01(\v2\x1e.knit.hadoop.common.TokenProtoR\x05token\x12\x16\n" +
+	"\x06secret\x18\x03 \x01(\fR\x06secret\"\x94\x01\n" +
+	"\x10CredentialsProto\x12>\n" +
+	"\x06tokens\x18\x01 \x03(\v2&.knit.hadoop.common.CredentialsKVProtoR\x06tokens\x12@\n" +
+	"\asecrets\x18\x02 \x03(\v2&.knit.hadoop.common.CredentialsKVProtoR\asecrets\":\n" +
 	"\x1eGetDelegationTokenRequestProto\x12\x18\n" +
-	"\arenewer\x18\x01 \x02(\tR\arenewer\"R\n" +
-	"\x1fGetDelegationTokenResponseProto\x12/\n" +
-	"\x05token\x18\x01 \x01(\v2\x19.hadoop.common.TokenProtoR\x05token\"S\n" +
-	" RenewDelegationTokenRequestProto\x12/\n" +
-	"\x05token\x18\x01 \x02(\v2\x19.hadoop.common.TokenProtoR\x05token\"I\n" +
+	"\arenewer\x18\x01 \x02(\tR\arenewer\"W\n" +
+	"\x1fGetDelegationTokenResponseProto\x124\n" +
+	"\x05token\x18\x01 \x01(\v2\x1e.knit.hadoop.common.TokenProtoR\x05token\"X\n" +
+	" RenewDelegationTokenRequestProto\x124\n" +
+	"\x05token\x18\x01 \x02(\v2\x1e.knit.hadoop.common.TokenProtoR\x05token\"I\n" +
 	"!RenewDelegationTokenResponseProto\x12$\n" +
-	"\rnewExpiryTime\x18\x01 \x02(\x04R\rnewExpiryTime\"T\n" +
-	"!CancelDelegationTokenRequestProto\x12/\n" +
-	"\x05token\x18\x01 \x02(\v2\x19.hadoop.common.TokenProtoR\x05token\"$\n" +
+	"\rnewExpiryTime\x18\x01 \x02(\x04R\rnewExpiryTime\"Y\n" +
+	"!CancelDelegationTokenRequestProto\x124\n" +
+	"\x05token\x18\x01 \x02(\v2\x1e.knit.hadoop.common.TokenProtoR\x05token\"$\n" +
 	"\"CancelDelegationTokenResponseProtoB,Z*github.com/knitdev/knit/protocols/commonpb"
 
 var (
@@ -509,23 +514,23 @@ func file_commonpb_Security_proto_rawDescGZIP() []byte {
 
 var file_commonpb_Security_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_commonpb_Security_proto_goTypes = []any{
-	(*TokenProto)(nil),                         // 0: hadoop.common.TokenProto
-	(*CredentialsKVProto)(nil),                 // 1: hadoop.common.CredentialsKVProto
-	(*CredentialsProto)(nil),                   // 2: hadoop.common.CredentialsProto
-	(*GetDelegationTokenRequestProto)(nil),     // 3: hadoop.common.GetDelegationTokenRequestProto
-	(*GetDelegationTokenResponseProto)(nil),    // 4: hadoop.common.GetDelegationTokenResponseProto
-	(*RenewDelegationTokenRequestProto)(nil),   // 5: hadoop.common.RenewDelegationTokenRequestProto
-	(*RenewDelegationTokenResponseProto)(nil),  // 6: hadoop.common.RenewDelegationTokenResponseProto
-	(*CancelDelegationTokenRequestProto)(nil),  // 7: hadoop.common.CancelDelegationTokenRequestProto
-	(*CancelDelegationTokenResponseProto)(nil), // 8: hadoop.common.CancelDelegationTokenResponseProto
+	(*TokenProto)(nil),                         // 0: knit.hadoop.common.TokenProto
+	(*CredentialsKVProto)(nil),                 // 1: knit.hadoop.common.CredentialsKVProto
+	(*CredentialsProto)(nil),                   // 2: knit.hadoop.common.CredentialsProto
+	(*GetDelegationTokenRequestProto)(nil),     // 3: knit.hadoop.common.GetDelegationTokenRequestProto
+	(*GetDelegationTokenResponseProto)(nil),    // 4: knit.hadoop.common.GetDelegationTokenResponseProto
+	(*RenewDelegationTokenRequestProto)(nil),   // 5: knit.hadoop.common.RenewDelegationTokenRequestProto
+	(*RenewDelegationTokenResponseProto)(nil),  // 6: knit.hadoop.common.RenewDelegationTokenResponseProto
+	(*CancelDelegationTokenRequestProto)(nil),  // 7: knit.hadoop.common.CancelDelegationTokenRequestProto
+	(*CancelDelegationTokenResponseProto)(nil), // 8: knit.hadoop.common.CancelDelegationTokenResponseProto
 }
 var file_commonpb_Security_proto_depIdxs = []int32{
-	0, // 0: hadoop.common.CredentialsKVProto.token:type_name -> hadoop.common.TokenProto
-	1, // 1: hadoop.common.CredentialsProto.tokens:type_name -> hadoop.common.CredentialsKVProto
-	1, // 2: hadoop.common.CredentialsProto.secrets:type_name -> hadoop.common.CredentialsKVProto
-	0, // 3: hadoop.common.GetDelegationTokenResponseProto.token:type_name -> hadoop.common.TokenProto
-	0, // 4: hadoop.common.RenewDelegationTokenRequestProto.token:type_name -> hadoop.common.TokenProto
-	0, // 5: hadoop.common.CancelDelegationTokenRequestProto.token:type_name -> hadoop.common.TokenProto
+	0, // 0: knit.hadoop.common.CredentialsKVProto.token:type_name -> knit.hadoop.common.TokenProto
+	1, // 1: knit.hadoop.common.CredentialsProto.tokens:type_name -> knit.hadoop.common.CredentialsKVProto
+	1, // 2: knit.hadoop.common.CredentialsProto.secrets:type_name -> knit.hadoop.common.CredentialsKVProto
+	0, // 3: knit.hadoop.common.GetDelegationTokenResponseProto.token:type_name -> knit.hadoop.common.TokenProto
+	0, // 4: knit.hadoop.common.RenewDelegationTokenRequestProto.token:type_name -> knit.hadoop.common.TokenProto
+	0, // 5: knit.hadoop.common.CancelDelegationTokenRequestProto.token:type_name -> knit.hadoop.common.TokenProto
 	6, // [6:6] is the sub-list for method output_type
 	6, // [6:6] is the sub-list for method input_type
 	6, // [6:6] is the sub-list for extension type_name

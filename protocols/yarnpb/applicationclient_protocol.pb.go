@@ -10,6 +10,11 @@
 // 	protoc        v3.21.12
 // source: yarnpb/applicationclient_protocol.proto
 
+// The package is Knit's, not Hadoop's hadoop.yarn: Hadoop's RPC never puts a
+// proto package on the wire (a call names its method in RequestHeaderProto,
+// messages travel as length-delimited bytes), and the prefix lets Knit link
+// with Go code that registers Hadoop's own files (colinmarc/hdfs).
+
 package yarnpb
 
 import (
@@ -31,187 +36,187 @@ var File_yarnpb_applicationclient_protocol_proto protoreflect.FileDescriptor
 
 const file_yarnpb_applicationclient_protocol_proto_rawDesc = "" +
 	"\n" +
-	"'yarnpb/applicationclient_protocol.proto\x12\vhadoop.yarn\x1a\x17commonpb/Security.proto\x1a yarnpb/yarn_service_protos.proto2\x8b \n" +
-	" ApplicationClientProtocolService\x12l\n" +
-	"\x11getNewApplication\x12*.hadoop.yarn.GetNewApplicationRequestProto\x1a+.hadoop.yarn.GetNewApplicationResponseProto\x12u\n" +
-	"\x14getApplicationReport\x12-.hadoop.yarn.GetApplicationReportRequestProto\x1a..hadoop.yarn.GetApplicationReportResponseProto\x12l\n" +
-	"\x11submitApplication\x12*.hadoop.yarn.SubmitApplicationRequestProto\x1a+.hadoop.yarn.SubmitApplicationResponseProto\x12{\n" +
-	"\x16failApplicationAttempt\x12/.hadoop.yarn.FailApplicationAttemptRequestProto\x1a0.hadoop.yarn.FailApplicationAttemptResponseProto\x12k\n" +
-	"\x14forceKillApplication\x12(.hadoop.yarn.KillApplicationRequestProto\x1a).hadoop.yarn.KillApplicationResponseProto\x12l\n" +
-	"\x11getClusterMetrics\x12*.hadoop.yarn.GetClusterMetricsRequestProto\x1a+.hadoop.yarn.GetClusterMetricsResponseProto\x12f\n" +
-	"\x0fgetApplications\x12(.hadoop.yarn.GetApplicationsRequestProto\x1a).hadoop.yarn.GetApplicationsResponseProto\x12f\n" +
-	"\x0fgetClusterNodes\x12(.hadoop.yarn.GetClusterNodesRequestProto\x1a).hadoop.yarn.GetClusterNodesResponseProto\x12]\n" +
-	"\fgetQueueInfo\x12%.hadoop.yarn.GetQueueInfoRequestProto\x1a&.hadoop.yarn.GetQueueInfoResponseProto\x12q\n" +
-	"\x10getQueueUserAcls\x12-.hadoop.yarn.GetQueueUserAclsInfoRequestProto\x1a..hadoop.yarn.GetQueueUserAclsInfoResponseProto\x12s\n" +
-	"\x12getDelegationToken\x12-.hadoop.common.GetDelegationTokenRequestProto\x1a..hadoop.common.GetDelegationTokenResponseProto\x12y\n" +
-	"\x14renewDelegationToken\x12/.hadoop.common.RenewDelegationTokenRequestProto\x1a0.hadoop.common.RenewDelegationTokenResponseProto\x12|\n" +
-	"\x15cancelDelegationToken\x120.hadoop.common.CancelDelegationTokenRequestProto\x1a1.hadoop.common.CancelDelegationTokenResponseProto\x12\x8a\x01\n" +
-	"\x1bmoveApplicationAcrossQueues\x124.hadoop.yarn.MoveApplicationAcrossQueuesRequestProto\x1a5.hadoop.yarn.MoveApplicationAcrossQueuesResponseProto\x12\x8a\x01\n" +
-	"\x1bgetApplicationAttemptReport\x124.hadoop.yarn.GetApplicationAttemptReportRequestProto\x1a5.hadoop.yarn.GetApplicationAttemptReportResponseProto\x12{\n" +
-	"\x16getApplicationAttempts\x12/.hadoop.yarn.GetApplicationAttemptsRequestProto\x1a0.hadoop.yarn.GetApplicationAttemptsResponseProto\x12o\n" +
-	"\x12getContainerReport\x12+.hadoop.yarn.GetContainerReportRequestProto\x1a,.hadoop.yarn.GetContainerReportResponseProto\x12`\n" +
-	"\rgetContainers\x12&.hadoop.yarn.GetContainersRequestProto\x1a'.hadoop.yarn.GetContainersResponseProto\x12l\n" +
-	"\x11getNewReservation\x12*.hadoop.yarn.GetNewReservationRequestProto\x1a+.hadoop.yarn.GetNewReservationResponseProto\x12t\n" +
-	"\x11submitReservation\x12..hadoop.yarn.ReservationSubmissionRequestProto\x1a/.hadoop.yarn.ReservationSubmissionResponseProto\x12l\n" +
-	"\x11updateReservation\x12*.hadoop.yarn.ReservationUpdateRequestProto\x1a+.hadoop.yarn.ReservationUpdateResponseProto\x12l\n" +
-	"\x11deleteReservation\x12*.hadoop.yarn.ReservationDeleteRequestProto\x1a+.hadoop.yarn.ReservationDeleteResponseProto\x12g\n" +
-	"\x10listReservations\x12(.hadoop.yarn.ReservationListRequestProto\x1a).hadoop.yarn.ReservationListResponseProto\x12h\n" +
-	"\x0fgetNodeToLabels\x12).hadoop.yarn.GetNodesToLabelsRequestProto\x1a*.hadoop.yarn.GetNodesToLabelsResponseProto\x12i\n" +
-	"\x10getLabelsToNodes\x12).hadoop.yarn.GetLabelsToNodesRequestProto\x1a*.hadoop.yarn.GetLabelsToNodesResponseProto\x12u\n" +
-	"\x14getClusterNodeLabels\x12-.hadoop.yarn.GetClusterNodeLabelsRequestProto\x1a..hadoop.yarn.GetClusterNodeLabelsResponseProto\x12\x84\x01\n" +
-	"\x19updateApplicationPriority\x122.hadoop.yarn.UpdateApplicationPriorityRequestProto\x1a3.hadoop.yarn.UpdateApplicationPriorityResponseProto\x12h\n" +
-	"\x11signalToContainer\x12(.hadoop.yarn.SignalContainerRequestProto\x1a).hadoop.yarn.SignalContainerResponseProto\x12\x84\x01\n" +
-	"\x19updateApplicationTimeouts\x122.hadoop.yarn.UpdateApplicationTimeoutsRequestProto\x1a3.hadoop.yarn.UpdateApplicationTimeoutsResponseProto\x12x\n" +
-	"\x13getResourceProfiles\x12/.hadoop.yarn.GetAllResourceProfilesRequestProto\x1a0.hadoop.yarn.GetAllResourceProfilesResponseProto\x12o\n" +
-	"\x12getResourceProfile\x12+.hadoop.yarn.GetResourceProfileRequestProto\x1a,.hadoop.yarn.GetResourceProfileResponseProto\x12x\n" +
-	"\x13getResourceTypeInfo\x12/.hadoop.yarn.GetAllResourceTypeInfoRequestProto\x1a0.hadoop.yarn.GetAllResourceTypeInfoResponseProto\x12\x81\x01\n" +
-	"\x18getClusterNodeAttributes\x121.hadoop.yarn.GetClusterNodeAttributesRequestProto\x1a2.hadoop.yarn.GetClusterNodeAttributesResponseProto\x12u\n" +
-	"\x14getAttributesToNodes\x12-.hadoop.yarn.GetAttributesToNodesRequestProto\x1a..hadoop.yarn.GetAttributesToNodesResponseProto\x12u\n" +
-	"\x14getNodesToAttributes\x12-.hadoop.yarn.GetNodesToAttributesRequestProto\x1a..hadoop.yarn.GetNodesToAttributesResponseProtoB*Z(github.com/knitdev/knit/protocols/yarnpb"
+	"'yarnpb/applicationclient_protocol.proto\x12\x10knit.hadoop.yarn\x1a\x17commonpb/Security.proto\x1a yarnpb/yarn_service_protos.proto2\xef\"\n" +
+	" ApplicationClientProtocolService\x12v\n" +
+	"\x11getNewApplication\x12/.knit.hadoop.yarn.GetNewApplicationRequestProto\x1a0.knit.hadoop.yarn.GetNewApplicationResponseProto\x12\x7f\n" +
+	"\x14getApplicationReport\x122.knit.hadoop.yarn.GetApplicationReportRequestProto\x1a3.knit.hadoop.yarn.GetApplicationReportResponseProto\x12v\n" +
+	"\x11submitApplication\x12/.knit.hadoop.yarn.SubmitApplicationRequestProto\x1a0.knit.hadoop.yarn.SubmitApplicationResponseProto\x12\x85\x01\n" +
+	"\x16failApplicationAttempt\x124.knit.hadoop.yarn.FailApplicationAttemptRequestProto\x1a5.knit.hadoop.yarn.FailApplicationAttemptResponseProto\x12u\n" +
+	"\x14forceKillApplication\x12-.knit.hadoop.yarn.KillApplicationRequestProto\x1a..knit.hadoop.yarn.KillApplicationResponseProto\x12v\n" +
+	"\x11getClusterMetrics\x12/.knit.hadoop.yarn.GetClusterMetricsRequestProto\x1a0.knit.hadoop.yarn.GetClusterMetricsResponseProto\x12p\n" +
+	"\x0fgetApplications\x12-.knit.hadoop.yarn.GetApplicationsRequestProto\x1a..knit.hadoop.yarn.GetApplicationsResponseProto\x12p\n" +
+	"\x0fgetClusterNodes\x12-.knit.hadoop.yarn.GetClusterNodesRequestProto\x1a..knit.hadoop.yarn.GetClusterNodesResponseProto\x12g\n" +
+	"\fgetQueueInfo\x12*.knit.hadoop.yarn.GetQueueInfoRequestProto\x1a+.knit.hadoop.yarn.GetQueueInfoResponseProto\x12{\n" +
+	"\x10getQueueUserAcls\x122.knit.hadoop.yarn.GetQueueUserAclsInfoRequestProto\x1a3.knit.hadoop.yarn.GetQueueUserAclsInfoResponseProto\x12}\n" +
+	"\x12getDelegationToken\x122.knit.hadoop.common.GetDelegationTokenRequestProto\x1a3.knit.hadoop.common.GetDelegationTokenResponseProto\x12\x83\x01\n" +
+	"\x14renewDelegationToken\x124.knit.hadoop.common.RenewDelegationTokenRequestProto\x1a5.knit.hadoop.common.RenewDelegationTokenResponseProto\x12\x86\x01\n" +
+	"\x15cancelDelegationToken\x125.knit.hadoop.common.CancelDelegationTokenRequestProto\x1a6.knit.hadoop.common.CancelDelegationTokenResponseProto\x12\x94\x01\n" +
+	"\x1bmoveApplicationAcrossQueues\x129.knit.hadoop.yarn.MoveApplicationAcrossQueuesRequestProto\x1a:.knit.hadoop.yarn.MoveApplicationAcrossQueuesResponseProto\x12\x94\x01\n" +
+	"\x1bgetApplicationAttemptReport\x129.knit.hadoop.yarn.GetApplicationAttemptReportRequestProto\x1a:.knit.hadoop.yarn.GetApplicationAttemptReportResponseProto\x12\x85\x01\n" +
+	"\x16getApplicationAttempts\x124.knit.hadoop.yarn.GetApplicationAttemptsRequestProto\x1a5.knit.hadoop.yarn.GetApplicationAttemptsResponseProto\x12y\n" +
+	"\x12getContainerReport\x120.knit.hadoop.yarn.GetContainerReportRequestProto\x1a1.knit.hadoop.yarn.GetContainerReportResponseProto\x12j\n" +
+	"\rgetContainers\x12+.knit.hadoop.yarn.GetContainersRequestProto\x1a,.knit.hadoop.yarn.GetContainersResponseProto\x12v\n" +
+	"\x11getNewReservation\x12/.knit.hadoop.yarn.GetNewReservationRequestProto\x1a0.knit.hadoop.yarn.GetNewReservationResponseProto\x12~\n" +
+	"\x11submitReservation\x123.knit.hadoop.yarn.ReservationSubmissionRequestProto\x1a4.knit.hadoop.yarn.ReservationSubmissionResponseProto\x12v\n" +
+	"\x11updateReservation\x12/.knit.hadoop.yarn.ReservationUpdateRequestProto\x1a0.knit.hadoop.yarn.ReservationUpdateResponseProto\x12v\n" +
+	"\x11deleteReservation\x12/.knit.hadoop.yarn.ReservationDeleteRequestProto\x1a0.knit.hadoop.yarn.ReservationDeleteResponseProto\x12q\n" +
+	"\x10listReservations\x12-.knit.hadoop.yarn.ReservationListRequestProto\x1a..knit.hadoop.yarn.ReservationListResponseProto\x12r\n" +
+	"\x0fgetNodeToLabels\x12..knit.hadoop.yarn.GetNodesToLabelsRequestProto\x1a/.knit.hadoop.yarn.GetNodesToLabelsResponseProto\x12s\n" +
+	"\x10getLabelsToNodes\x12..knit.hadoop.yarn.GetLabelsToNodesRequestProto\x1a/.knit.hadoop.yarn.GetLabelsToNodesResponseProto\x12\x7f\n" +
+	"\x14getClusterNodeLabels\x122.knit.hadoop.yarn.GetClusterNodeLabelsRequestProto\x1a3.knit.hadoop.yarn.GetClusterNodeLabelsResponseProto\x12\x8e\x01\n" +
+	"\x19updateApplicationPriority\x127.knit.hadoop.yarn.UpdateApplicationPriorityRequestProto\x1a8.knit.hadoop.yarn.UpdateApplicationPriorityResponseProto\x12r\n" +
+	"\x11signalToContainer\x12-.knit.hadoop.yarn.SignalContainerRequestProto\x1a..knit.hadoop.yarn.SignalContainerResponseProto\x12\x8e\x01\n" +
+	"\x19updateApplicationTimeouts\x127.knit.hadoop.yarn.UpdateApplicationTimeoutsRequestProto\x1a8.knit.hadoop.yarn.UpdateApplicationTimeoutsResponseProto\x12\x82\x01\n" +
+	"\x13getResourceProfiles\x124.knit.hadoop.yarn.GetAllResourceProfilesRequestProto\x1a5.knit.hadoop.yarn.GetAllResourceProfilesResponseProto\x12y\n" +
+	"\x12getResourceProfile\x120.knit.hadoop.yarn.GetResourceProfileRequestProto\x1a1.knit.hadoop.yarn.GetResourceProfileResponseProto\x12\x82\x01\n" +
+	"\x13getResourceTypeInfo\x124.knit.hadoop.yarn.GetAllResourceTypeInfoRequestProto\x1a5.knit.hadoop.yarn.GetAllResourceTypeInfoResponseProto\x12\x8b\x01\n" +
+	"\x18getClusterNodeAttributes\x126.knit.hadoop.yarn.GetClusterNodeAttributesRequestProto\x1a7.knit.hadoop.yarn.GetClusterNodeAttributesResponseProto\x12\x7f\n" +
+	"\x14getAttributesToNodes\x122.knit.hadoop.yarn.GetAttributesToNodesRequestProto\x1a3.knit.hadoop.yarn.GetAttributesToNodesResponseProto\x12\x7f\n" +
+	"\x14getNodesToAttributes\x122.knit.hadoop.yarn.GetNodesToAttributesRequestProto\x1a3.knit.hadoop.yarn.GetNodesToAttributesResponseProtoB*Z(github.com/knitdev/knit/protocols/yarnpb"
 
 var file_yarnpb_applicationclient_protocol_proto_goTypes = []any{
-	(*GetNewApplicationRequestProto)(nil),               // 0: hadoop.yarn.GetNewApplicationRequestProto
-	(*GetApplicationReportRequestProto)(nil),            // 1: hadoop.yarn.GetApplicationReportRequestProto
-	(*SubmitApplicationRequestProto)(nil),               // 2: hadoop.yarn.SubmitApplicationRequestProto
-	(*FailApplicationAttemptRequestProto)(nil),          // 3: hadoop.yarn.FailApplicationAttemptRequestProto
-	(*KillApplicationRequestProto)(nil),                 // 4: hadoop.yarn.KillApplicationRequestProto
-	(*GetClusterMetricsRequestProto)(nil),               // 5: hadoop.yarn.GetClusterMetricsRequestProto
-	(*GetApplicationsRequestProto)(nil),                 // 6: hadoop.yarn.GetApplicationsRequestProto
-	(*GetClusterNodesRequestProto)(nil),                 // 7: hadoop.yarn.GetClusterNodesRequestProto
-	(*GetQueueInfoRequestProto)(nil),                    // 8: hadoop.yarn.GetQueueInfoRequestProto
-	(*GetQueueUserAclsInfoRequestProto)(nil),            // 9: hadoop.yarn.GetQueueUserAclsInfoRequestProto
-	(*commonpb.GetDelegationTokenRequestProto)(nil),     // 10: hadoop.common.GetDelegationTokenRequestProto
-	(*commonpb.RenewDelegationTokenRequestProto)(nil),   // 11: hadoop.common.RenewDelegationTokenRequestProto
-	(*commonpb.CancelDelegationTokenRequestProto)(nil),  // 12: hadoop.common.CancelDelegationTokenRequestProto
-	(*MoveApplicationAcrossQueuesRequestProto)(nil),     // 13: hadoop.yarn.MoveApplicationAcrossQueuesRequestProto
-	(*GetApplicationAttemptReportRequestProto)(nil),     // 14: hadoop.yarn.GetApplicationAttemptReportRequestProto
-	(*GetApplicationAttemptsRequestProto)(nil),          // 15: hadoop.yarn.GetApplicationAttemptsRequestProto
-	(*GetContainerReportRequestProto)(nil),              // 16: hadoop.yarn.GetContainerReportRequestProto
-	(*GetContainersRequestProto)(nil),                   // 17: hadoop.yarn.GetContainersRequestProto
-	(*GetNewReservationRequestProto)(nil),               // 18: hadoop.yarn.GetNewReservationRequestProto
-	(*ReservationSubmissionRequestProto)(nil),           // 19: hadoop.yarn.ReservationSubmissionRequestProto
-	(*ReservationUpdateRequestProto)(nil),               // 20: hadoop.yarn.ReservationUpdateRequestProto
-	(*ReservationDeleteRequestProto)(nil),               // 21: hadoop.yarn.ReservationDeleteRequestProto
-	(*ReservationListRequestProto)(nil),                 // 22: hadoop.yarn.ReservationListRequestProto
-	(*GetNodesToLabelsRequestProto)(nil),                // 23: hadoop.yarn.GetNodesToLabelsRequestProto
-	(*GetLabelsToNodesRequestProto)(nil),                // 24: hadoop.yarn.GetLabelsToNodesRequestProto
-	(*GetClusterNodeLabelsRequestProto)(nil),            // 25: hadoop.yarn.GetClusterNodeLabelsRequestProto
-	(*UpdateApplicationPriorityRequestProto)(nil),       // 26: hadoop.yarn.UpdateApplicationPriorityRequestProto
-	(*SignalContainerRequestProto)(nil),                 // 27: hadoop.yarn.SignalContainerRequestProto
-	(*UpdateApplicationTimeoutsRequestProto)(nil),       // 28: hadoop.yarn.UpdateApplicationTimeoutsRequestProto
-	(*GetAllResourceProfilesRequestProto)(nil),          // 29: hadoop.yarn.GetAllResourceProfilesRequestProto
-	(*GetResourceProfileRequestProto)(nil),              // 30: hadoop.yarn.GetResourceProfileRequestProto
-	(*GetAllResourceTypeInfoRequestProto)(nil),          // 31: hadoop.yarn.GetAllResourceTypeInfoRequestProto
-	(*GetClusterNodeAttributesRequestProto)(nil),        // 32: hadoop.yarn.GetClusterNodeAttributesRequestProto
-	(*GetAttributesToNodesRequestProto)(nil),            // 33: hadoop.yarn.GetAttributesToNodesRequestProto
-	(*GetNodesToAttributesRequestProto)(nil),            // 34: hadoop.yarn.GetNodesToAttributesRequestProto
-	(*GetNewApplicationResponseProto)(nil),              // 35: hadoop.yarn.GetNewApplicationResponseProto
-	(*GetApplicationReportResponseProto)(nil),           // 36: hadoop.yarn.GetApplicationReportResponseProto
-	(*SubmitApplicationResponseProto)(nil),              // 37: hadoop.yarn.SubmitApplicationResponseProto
-	(*FailApplicationAttemptResponseProto)(nil),         // 38: hadoop.yarn.FailApplicationAttemptResponseProto
-	(*KillApplicationResponseProto)(nil),                // 39: hadoop.yarn.KillApplicationResponseProto
-	(*GetClusterMetricsResponseProto)(nil),              // 40: hadoop.yarn.GetClusterMetricsResponseProto
-	(*GetApplicationsResponseProto)(nil),                // 41: hadoop.yarn.GetApplicationsResponseProto
-	(*GetClusterNodesResponseProto)(nil),                // 42: hadoop.yarn.GetClusterNodesResponseProto
-	(*GetQueueInfoResponseProto)(nil),                   // 43: hadoop.yarn.GetQueueInfoResponseProto
-	(*GetQueueUserAclsInfoResponseProto)(nil),           // 44: hadoop.yarn.GetQueueUserAclsInfoResponseProto
-	(*commonpb.GetDelegationTokenResponseProto)(nil),    // 45: hadoop.common.GetDelegationTokenResponseProto
-	(*commonpb.RenewDelegationTokenResponseProto)(nil),  // 46: hadoop.common.RenewDelegationTokenResponseProto
-	(*commonpb.CancelDelegationTokenResponseProto)(nil), // 47: hadoop.common.CancelDelegationTokenResponseProto
-	(*MoveApplicationAcrossQueuesResponseProto)(nil),    // 48: hadoop.yarn.MoveApplicationAcrossQueuesResponseProto
-	(*GetApplicationAttemptReportResponseProto)(nil),    // 49: hadoop.yarn.GetApplicationAttemptReportResponseProto
-	(*GetApplicationAttemptsResponseProto)(nil),         // 50: hadoop.yarn.GetApplicationAttemptsResponseProto
-	(*GetContainerReportResponseProto)(nil),             // 51: hadoop.yarn.GetContainerReportResponseProto
-	(*GetContainersResponseProto)(nil),                  // 52: hadoop.yarn.GetContainersResponseProto
-	(*GetNewReservationResponseProto)(nil),              // 53: hadoop.yarn.GetNewReservationResponseProto
-	(*ReservationSubmissionResponseProto)(nil),          // 54: hadoop.yarn.ReservationSubmissionResponseProto
-	(*ReservationUpdateResponseProto)(nil),              // 55: hadoop.yarn.ReservationUpdateResponseProto
-	(*ReservationDeleteResponseProto)(nil),              // 56: hadoop.yarn.ReservationDeleteResponseProto
-	(*ReservationListResponseProto)(nil),                // 57: hadoop.yarn.ReservationListResponseProto
-	(*GetNodesToLabelsResponseProto)(nil),               // 58: hadoop.yarn.GetNodesToLabelsResponseProto
-	(*GetLabelsToNodesResponseProto)(nil),               // 59: hadoop.yarn.GetLabelsToNodesResponseProto
-	(*GetClusterNodeLabelsResponseProto)(nil),           // 60: hadoop.yarn.GetClusterNodeLabelsResponseProto
-	(*UpdateApplicationPriorityResponseProto)(nil),      // 61: hadoop.yarn.UpdateApplicationPriorityResponseProto
-	(*SignalContainerResponseProto)(nil),                // 62: hadoop.yarn.SignalContainerResponseProto
-	(*UpdateApplicationTimeoutsResponseProto)(nil),      // 63: hadoop.yarn.UpdateApplicationTimeoutsResponseProto
-	(*GetAllResourceProfilesResponseProto)(nil),         // 64: hadoop.yarn.GetAllResourceProfilesResponseProto
-	(*GetResourceProfileResponseProto)(nil),             // 65: hadoop.yarn.GetResourceProfileResponseProto
-	(*GetAllResourceTypeInfoResponseProto)(nil),         // 66: hadoop.yarn.GetAllResourceTypeInfoResponseProto
-	(*GetClusterNodeAttributesResponseProto)(nil),       // 67: hadoop.yarn.GetClusterNodeAttributesResponseProto
-	(*GetAttributesToNodesResponseProto)(nil),           // 68: hadoop.yarn.GetAttributesToNodesResponseProto
-	(*GetNodesToAttributesResponseProto)(nil),           // 69: hadoop.yarn.GetNodesToAttributesResponseProto
+	(*GetNewApplicationRequestProto)(nil),               // 0: knit.hadoop.yarn.GetNewApplicationRequestProto
+	(*GetApplicationReportRequestProto)(nil),            // 1: knit.hadoop.yarn.GetApplicationReportRequestProto
+	(*SubmitApplicationRequestProto)(nil),               // 2: knit.hadoop.yarn.SubmitApplicationRequestProto
+	(*FailApplicationAttemptRequestProto)(nil),          // 3: knit.hadoop.yarn.FailApplicationAttemptRequestProto
+	(*KillApplicationRequestProto)(nil),                 // 4: knit.hadoop.yarn.KillApplicationRequestProto
+	(*GetClusterMetricsRequestProto)(nil),               // 5: knit.hadoop.yarn.GetClusterMetricsRequestProto
+	(*GetApplicationsRequestProto)(nil),                 // 6: knit.hadoop.yarn.GetApplicationsRequestProto
+	(*GetClusterNodesRequestProto)(nil),                 // 7: knit.hadoop.yarn.GetClusterNodesRequestProto
+	(*GetQueueInfoRequestProto)(nil),                    // 8: knit.hadoop.yarn.GetQueueInfoRequestProto
+	(*GetQueueUserAclsInfoRequestProto)(nil),            // 9: knit.hadoop.yarn.GetQueueUserAclsInfoRequestProto
+	(*commonpb.GetDelegationTokenRequestProto)(nil),     // 10: knit.hadoop.common.GetDelegationTokenRequestProto
+	(*commonpb.RenewDelegationTokenRequestProto)(nil),   // 11: knit.hadoop.common.RenewDelegationTokenRequestProto
+	(*commonpb.CancelDelegationTokenRequestProto)(nil),  // 12: knit.hadoop.common.CancelDelegationTokenRequestProto
+	(*MoveApplicationAcrossQueuesRequestProto)(nil),     // 13: knit.hadoop.yarn.MoveApplicationAcrossQueuesRequestProto
+	(*GetApplicationAttemptReportRequestProto)(nil),     // 14: knit.hadoop.yarn.GetApplicationAttemptReportRequestProto
+	(*GetApplicationAttemptsRequestProto)(nil),          // 15: knit.hadoop.yarn.GetApplicationAttemptsRequestProto
+	(*GetContainerReportRequestProto)(nil),              // 16: knit.hadoop.yarn.GetContainerReportRequestProto
+	(*GetContainersRequestProto)(nil),                   // 17: knit.hadoop.yarn.GetContainersRequestProto
+	(*GetNewReservationRequestProto)(nil),               // 18: knit.hadoop.yarn.GetNewReservationRequestProto
+	(*ReservationSubmissionRequestProto)(nil),           // 19: knit.hadoop.yarn.ReservationSubmissionRequestProto
+	(*ReservationUpdateRequestProto)(nil),               // 20: knit.hadoop.yarn.ReservationUpdateRequestProto
+	(*ReservationDeleteRequestProto)(nil),               // 21: knit.hadoop.yarn.ReservationDeleteRequestProto
+	(*ReservationListRequestProto)(nil),                 // 22: knit.hadoop.yarn.ReservationListRequestProto
+	(*GetNodesToLabelsRequestProto)(nil),                // 23: knit.hadoop.yarn.GetNodesToLabelsRequestProto
+	(*GetLabelsToNodesRequestProto)(nil),                // 24: knit.hadoop.yarn.GetLabelsToNodesRequestProto
+	(*GetClusterNodeLabelsRequestProto)(nil),            // 25: knit.hadoop.yarn.GetClusterNodeLabelsRequestProto
+	(*UpdateApplicationPriorityRequestProto)(nil),       // 26: knit.hadoop.yarn.UpdateApplicationPriorityRequestProto
+	(*SignalContainerRequestProto)(nil),                 // 27: knit.hadoop.yarn.SignalContainerRequestProto
+	(*UpdateApplicationTimeoutsRequestProto)(nil),       // 28: knit.hadoop.yarn.UpdateApplicationTimeoutsRequestProto
+	(*GetAllResourceProfilesRequestProto)(nil),          // 29: knit.hadoop.yarn.GetAllResourceProfilesRequestProto
+	(*GetResourceProfileRequestProto)(nil),              // 30: knit.hadoop.yarn.GetResourceProfileRequestProto
+	(*GetAllResourceTypeInfoRequestProto)(nil),          // 31: knit.hadoop.yarn.GetAllResourceTypeInfoRequestProto
+	(*GetClusterNodeAttributesRequestProto)(nil),        // 32: knit.hadoop.yarn.GetClusterNodeAttributesRequestProto
+	(*GetAttributesToNodesRequestProto)(nil),            // 33: knit.hadoop.yarn.GetAttributesToNodesRequestProto
+	(*GetNodesToAttributesRequestProto)(nil),            // 34: knit.hadoop.yarn.GetNodesToAttributesRequestProto
+	(*GetNewApplicationResponseProto)(nil),              // 35: knit.hadoop.yarn.GetNewApplicationResponseProto
+	(*GetApplicationReportResponseProto)(nil),           // 36: knit.hadoop.yarn.GetApplicationReportResponseProto
+	(*SubmitApplicationResponseProto)(nil),              // 37: knit.hadoop.yarn.SubmitApplicationResponseProto
+	(*FailApplicationAttemptResponseProto)(nil),         // 38: knit.hadoop.yarn.FailApplicationAttemptResponseProto
+	(*KillApplicationResponseProto)(nil),                // 39: knit.hadoop.yarn.KillApplicationResponseProto
+	(*GetClusterMetricsResponseProto)(nil),              // 40: knit.hadoop.yarn.GetClusterMetricsResponseProto
+	(*GetApplicationsResponseProto)(nil),                // 41: knit.hadoop.yarn.GetApplicationsResponseProto
+	(*GetClusterNodesResponseProto)(nil),                // 42: knit.hadoop.yarn.GetClusterNodesResponseProto
+	(*GetQueueInfoResponseProto)(nil),                   // 43: knit.hadoop.yarn.GetQueueInfoResponseProto
+	(*GetQueueUserAclsInfoResponseProto)(nil),           // 44: knit.hadoop.yarn.GetQueueUserAclsInfoResponseProto
+	(*commonpb.GetDelegationTokenResponseProto)(nil),    // 45: knit.hadoop.common.GetDelegationTokenResponseProto
+	(*commonpb.RenewDelegationTokenResponseProto)(nil),  // 46: knit.hadoop.common.RenewDelegationTokenResponseProto
+	(*commonpb.CancelDelegationTokenResponseProto)(nil), // 47: knit.hadoop.common.CancelDelegationTokenResponseProto
+	(*MoveApplicationAcrossQueuesResponseProto)(nil),    // 48: knit.hadoop.yarn.MoveApplicationAcrossQueuesResponseProto
+	(*GetApplicationAttemptReportResponseProto)(nil),    // 49: knit.hadoop.yarn.GetApplicationAttemptReportResponseProto
+	(*GetApplicationAttemptsResponseProto)(nil),         // 50: knit.hadoop.yarn.GetApplicationAttemptsResponseProto
+	(*GetContainerReportResponseProto)(nil),             // 51: knit.hadoop.yarn.GetContainerReportResponseProto
+	(*GetContainersResponseProto)(nil),                  // 52: knit.hadoop.yarn.GetContainersResponseProto
+	(*GetNewReservationResponseProto)(nil),              // 53: knit.hadoop.yarn.GetNewReservationResponseProto
+	(*ReservationSubmissionResponseProto)(nil),          // 54: knit.hadoop.yarn.ReservationSubmissionResponseProto
+	(*ReservationUpdateResponseProto)(nil),              // 55: knit.hadoop.yarn.ReservationUpdateResponseProto
+	(*ReservationDeleteResponseProto)(nil),              // 56: knit.hadoop.yarn.ReservationDeleteResponseProto
+	(*ReservationListResponseProto)(nil),                // 57: knit.hadoop.yarn.ReservationListResponseProto
+	(*GetNodesToLabelsResponseProto)(nil),               // 58: knit.hadoop.yarn.GetNodesToLabelsResponseProto
+	(*GetLabelsToNodesResponseProto)(nil),               // 59: knit.hadoop.yarn.GetLabelsToNodesResponseProto
+	(*GetClusterNodeLabelsResponseProto)(nil),           // 60: knit.hadoop.yarn.GetClusterNodeLabelsResponseProto
+	(*UpdateApplicationPriorityResponseProto)(nil),      // 61: knit.hadoop.yarn.UpdateApplicationPriorityResponseProto
+	(*SignalContainerResponseProto)(nil),                // 62: knit.hadoop.yarn.SignalContainerResponseProto
+	(*UpdateApplicationTimeoutsResponseProto)(nil),      // 63: knit.hadoop.yarn.UpdateApplicationTimeoutsResponseProto
+	(*GetAllResourceProfilesResponseProto)(nil),         // 64: knit.hadoop.yarn.GetAllResourceProfilesResponseProto
+	(*GetResourceProfileResponseProto)(nil),             // 65: knit.hadoop.yarn.GetResourceProfileResponseProto
+	(*GetAllResourceTypeInfoResponseProto)(nil),         // 66: knit.hadoop.yarn.GetAllResourceTypeInfoResponseProto
+	(*GetClusterNodeAttributesResponseProto)(nil),       // 67: knit.hadoop.yarn.GetClusterNodeAttributesResponseProto
+	(*GetAttributesToNodesResponseProto)(nil),           // 68: knit.hadoop.yarn.GetAttributesToNodesResponseProto
+	(*GetNodesToAttributesResponseProto)(nil),           // 69: knit.hadoop.yarn.GetNodesToAttributesResponseProto
 }
 var file_yarnpb_applicationclient_protocol_proto_depIdxs = []int32{
-	0,  // 0: hadoop.yarn.ApplicationClientProtocolService.getNewApplication:input_type -> hadoop.yarn.GetNewApplicationRequestProto
-	1,  // 1: hadoop.yarn.ApplicationClientProtocolService.getApplicationReport:input_type -> hadoop.yarn.GetApplicationReportRequestProto
-	2,  // 2: hadoop.yarn.ApplicationClientProtocolService.submitApplication:input_type -> hadoop.yarn.SubmitApplicationRequestProto
-	3,  // 3: hadoop.yarn.ApplicationClientProtocolService.failApplicationAttempt:input_type -> hadoop.yarn.FailApplicationAttemptRequestProto
-	4,  // 4: hadoop.yarn.ApplicationClientProtocolService.forceKillApplication:input_type -> hadoop.yarn.KillApplicationRequestProto
-	5,  // 5: hadoop.yarn.ApplicationClientProtocolService.getClusterMetrics:input_type -> hadoop.yarn.GetClusterMetricsRequestProto
-	6,  // 6: hadoop.yarn.ApplicationClientProtocolService.getApplications:input_type -> hadoop.yarn.GetApplicationsRequestProto
-	7,  // 7: hadoop.yarn.ApplicationClientProtocolService.getClusterNodes:input_type -> hadoop.yarn.GetClusterNodesRequestProto
-	8,  // 8: hadoop.yarn.ApplicationClientProtocolService.getQueueInfo:input_type -> hadoop.yarn.GetQueueInfoRequestProto
-	9,  // 9: hadoop.yarn.ApplicationClientProtocolService.getQueueUserAcls:input_type -> hadoop.yarn.GetQueueUserAclsInfoRequestProto
-	10, // 10: hadoop.yarn.ApplicationClientProtocolService.getDelegationToken:input_type -> hadoop.common.GetDelegationTokenRequestProto
-	11, // 11: hadoop.yarn.ApplicationClientProtocolService.renewDelegationToken:input_type -> hadoop.common.RenewDelegationTokenRequestProto
-	12, // 12: hadoop.yarn.ApplicationClientProtocolService.cancelDelegationToken:input_type -> hadoop.common.CancelDelegationTokenRequestProto
-	13, // 13: hadoop.yarn.ApplicationClientProtocolService.moveApplicationAcrossQueues:input_type -> hadoop.yarn.MoveApplicationAcrossQueuesRequestProto
-	14, // 14: hadoop.yarn.ApplicationClientProtocolService.getApplicationAttemptReport:input_type -> hadoop.yarn.GetApplicationAttemptReportRequestProto
-	15, // 15: hadoop.yarn.ApplicationClientProtocolService.getApplicationAttempts:input_type -> hadoop.yarn.GetApplicationAttemptsRequestProto
-	16, // 16: hadoop.yarn.ApplicationClientProtocolService.getContainerReport:input_type -> hadoop.yarn.GetContainerReportRequestProto
-	17, // 17: hadoop.yarn.ApplicationClientProtocolService.getContainers:input_type -> hadoop.yarn.GetContainersRequestProto
-	18, // 18: hadoop.yarn.ApplicationClientProtocolService.getNewReservation:input_type -> hadoop.yarn.GetNewReservationRequestProto
-	19, // 19: hadoop.yarn.ApplicationClientProtocolService.submitReservation:input_type -> hadoop.yarn.ReservationSubmissionRequestProto
-	20, // 20: hadoop.yarn.ApplicationClientProtocolService.updateReservation:input_type -> hadoop.yarn.ReservationUpdateRequestProto
-	21, // 21: hadoop.yarn.ApplicationClientProtocolService.deleteReservation:input_type -> hadoop.yarn.ReservationDeleteRequestProto
-	22, // 22: hadoop.yarn.ApplicationClientProtocolService.listReservations:input_type -> hadoop.yarn.ReservationListRequestProto
-	23, // 23: hadoop.yarn.ApplicationClientProtocolService.getNodeToLabels:input_type -> hadoop.yarn.GetNodesToLabelsRequestProto
-	24, // 24: hadoop.yarn.ApplicationClientProtocolService.getLabelsToNodes:input_type -> hadoop.yarn.GetLabelsToNodesRequestProto
-	25, // 25: hadoop.yarn.ApplicationClientProtocolService.getClusterNodeLabels:input_type -> hadoop.yarn.GetClusterNodeLabelsRequestProto
-	26, // 26: hadoop.yarn.ApplicationClientProtocolService.updateApplicationPriority:input_type -> hadoop.yarn.UpdateApplicationPriorityRequestProto
-	27, // 27: hadoop.yarn.ApplicationClientProtocolService.signalToContainer:input_type -> hadoop.yarn.SignalContainerRequestProto
-	28, // 28: hadoop.yarn.ApplicationClientProtocolService.updateApplicationTimeouts:input_type -> hadoop.yarn.UpdateApplicationTimeoutsRequestProto
-	29, // 29: hadoop.yarn.ApplicationClientProtocolService.getResourceProfiles:input_type -> hadoop.yarn.GetAllResourceProfilesRequestProto
-	30, // 30: hadoop.yarn.ApplicationClientProtocolService.getResourceProfile:input_type -> hadoop.yarn.GetResourceProfileRequestProto
-	31, // 31: hadoop.yarn.ApplicationClientProtocolService.getResourceTypeInfo:input_type -> hadoop.yarn.GetAllResourceTypeInfoRequestProto
-	32, // 32: hadoop.yarn.ApplicationClientProtocolService.getClusterNodeAttributes:input_type -> hadoop.yarn.GetClusterNodeAttributesRequestProto
-	33, // 33: hadoop.yarn.ApplicationClientProtocolService.getAttributesToNodes:input_type -> hadoop.yarn.GetAttributesToNodesRequestProto
-	34, // 34: hadoop.yarn.ApplicationClientProtocolService.getNodesToAttributes:input_type -> hadoop.yarn.GetNodesToAttributesRequestProto
-	35, // 35: hadoop.yarn.ApplicationClientProtocolService.getNewApplication:output_type -> hadoop.yarn.GetNewApplicationResponseProto
-	36, // 36: hadoop.yarn.ApplicationClientProtocolService.getApplicationReport:output_type -> hadoop.yarn.GetApplicationReportResponseProto
-	37, // 37: hadoop.yarn.ApplicationClientProtocolService.submitApplication:output_type -> hadoop.yarn.SubmitApplicationResponseProto
-	38, // 38: hadoop.yarn.ApplicationClientProtocolService.failApplicationAttempt:output_type -> hadoop.yarn.FailApplicationAttemptResponseProto
-	39, // 39: hadoop.yarn.ApplicationClientProtocolService.forceKillApplication:output_type -> hadoop.yarn.KillApplicationResponseProto
-	40, // 40: hadoop.yarn.ApplicationClientProtocolService.getClusterMetrics:output_type -> hadoop.yarn.GetClusterMetricsResponseProto
-	41, // 41: hadoop.yarn.ApplicationClientProtocolService.getApplications:output_type -> hadoop.yarn.GetApplicationsResponseProto
-	42, // 42: hadoop.yarn.ApplicationClientProtocolService.getClusterNodes:output_type -> hadoop.yarn.GetClusterNodesResponseProto
-	43, // 43: hadoop.yarn.ApplicationClientProtocolService.getQueueInfo:output_type -> hadoop.yarn.GetQueueInfoResponseProto
-	44, // 44: hadoop.yarn.ApplicationClientProtocolService.getQueueUserAcls:output_type -> hadoop.yarn.GetQueueUserAclsInfoResponseProto
-	45, // 45: hadoop.yarn.ApplicationClientProtocolService.getDelegationToken:output_type -> hadoop.common.GetDelegationTokenResponseProto
-	46, // 46: hadoop.yarn.ApplicationClientProtocolService.renewDelegationToken:output_type -> hadoop.common.RenewDelegationTokenResponseProto
-	47, // 47: hadoop.yarn.ApplicationClientProtocolService.cancelDelegationToken:output_type -> hadoop.common.CancelDelegationTokenResponseProto
-	48, // 48: hadoop.yarn.ApplicationClientProtocolService.moveApplicationAcrossQueues:output_type -> hadoop.yarn.MoveApplicationAcrossQueuesResponseProto
-	49, // 49: hadoop.yarn.ApplicationClientProtocolService.getApplicationAttemptReport:output_type -> hadoop.yarn.GetApplicationAttemptReportResponseProto
-	50, // 50: hadoop.yarn.ApplicationClientProtocolService.getApplicationAttempts:output_type -> hadoop.yarn.GetApplicationAttemptsResponseProto
-	51, // 51: hadoop.yarn.ApplicationClientProtocolService.getContainerReport:output_type -> hadoop.yarn.GetContainerReportResponseProto
-	52, // 52: hadoop.yarn.ApplicationClientProtocolService.getContainers:output_type -> hadoop.yarn.GetContainersResponseProto
-	53, // 53: hadoop.yarn.ApplicationClientProtocolService.getNewReservation:output_type -> hadoop.yarn.GetNewReservationResponseProto
-	54, // 54: hadoop.yarn.ApplicationClientProtocolService.submitReservation:output_type -> hadoop.yarn.ReservationSubmissionResponseProto
-	55, // 55: hadoop.yarn.ApplicationClientProtocolService.updateReservation:output_type -> hadoop.yarn.ReservationUpdateResponseProto
-	56, // 56: hadoop.yarn.ApplicationClientProtocolService.deleteReservation:output_type -> hadoop.yarn.ReservationDeleteResponseProto
-	57, // 57: hadoop.yarn.ApplicationClientProtocolService.listReservations:output_type -> hadoop.yarn.ReservationListResponseProto
-	58, // 58: hadoop.yarn.ApplicationClientProtocolService.getNodeToLabels:output_type -> hadoop.yarn.GetNodesToLabelsResponseProto
-	59, // 59: hadoop.yarn.ApplicationClientProtocolService.getLabelsToNodes:output_type -> hadoop.yarn.GetLabelsToNodesResponseProto
-	60, // 60: hadoop.yarn.ApplicationClientProtocolService.getClusterNodeLabels:output_type -> hadoop.yarn.GetClusterNodeLabelsResponseProto
-	61, // 61: hadoop.yarn.ApplicationClientProtocolService.updateApplicationPriority:output_type -> hadoop.yarn.UpdateApplicationPriorityResponseProto
-	62, // 62: hadoop.yarn.ApplicationClientProtocolService.signalToContainer:output_type -> hadoop.yarn.SignalContainerResponseProto
-	63, // 63: hadoop.yarn.ApplicationClientProtocolService.updateApplicationTimeouts:output_type -> hadoop.yarn.UpdateApplicationTimeoutsResponseProto
-	64, // 64: hadoop.yarn.ApplicationClientProtocolService.getResourceProfiles:output_type -> hadoop.yarn.GetAllResourceProfilesResponseProto
-	65, // 65: hadoop.yarn.ApplicationClientProtocolService.getResourceProfile:output_type -> hadoop.yarn.GetResourceProfileResponseProto
-	66, // 66: hadoop.yarn.ApplicationClientProtocolService.getResourceTypeInfo:output_type -> hadoop.yarn.GetAllResourceTypeInfoResponseProto
-	67, // 67: hadoop.yarn.ApplicationClientProtocolService.getClusterNodeAttributes:output_type -> hadoop.yarn.GetClusterNodeAttributesResponseProto
-	68, // 68: hadoop.yarn.ApplicationClientProtocolService.getAttributesToNodes:output_type -> hadoop.yarn.GetAttributesToNodesResponseProto
-	69, // 69: hadoop.yarn.ApplicationClientProtocolService.getNodesToAttributes:output_type -> hadoop.yarn.GetNodesToAttributesResponseProto
+	0,  // 0: knit.hadoop.yarn.ApplicationClientProtocolService.getNewApplication:input_type -> knit.hadoop.yarn.GetNewApplicationRequestProto
+	1,  // 1: knit.hadoop.yarn.ApplicationClientProtocolService.getApplicationReport:input_type -> knit.hadoop.yarn.GetApplicationReportRequestProto
+	2,  // 2: knit.hadoop.yarn.ApplicationClientProtocolService.submitApplication:input_type -> knit.hadoop.yarn.SubmitApplicationRequestProto
+	3,  // 3: knit.hadoop.yarn.ApplicationClientProtocolService.failApplicationAttempt:input_type -> knit.hadoop.yarn.FailApplicationAttemptRequestProto
+	4,  // 4: knit.hadoop.yarn.ApplicationClientProtocolService.forceKillApplication:input_type -> knit.hadoop.yarn.KillApplicationRequestProto
+	5,  // 5: knit.hadoop.yarn.ApplicationClientProtocolService.getClusterMetrics:input_type -> knit.hadoop.yarn.GetClusterMetricsRequestProto
+	6,  // 6: knit.hadoop.yarn.ApplicationClientProtocolService.getApplications:input_type -> knit.hadoop.yarn.GetApplicationsRequestProto
+	7,  // 7: knit.hadoop.yarn.ApplicationClientProtocolService.getClusterNodes:input_type -> knit.hadoop.yarn.GetClusterNodesRequestProto
+	8,  // 8: knit.hadoop.yarn.ApplicationClientProtocolService.getQueueInfo:input_type -> knit.hadoop.yarn.GetQueueInfoRequestProto
+	9,  // 9: knit.hadoop.yarn.ApplicationClientProtocolService.getQueueUserAcls:input_type -> knit.hadoop.yarn.GetQueueUserAclsInfoRequestProto
+	10, // 10: knit.hadoop.yarn.ApplicationClientProtocolService.getDelegationToken:input_type -> knit.hadoop.common.GetDelegationTokenRequestProto
+	11, // 11: knit.hadoop.yarn.ApplicationClientProtocolService.renewDelegationToken:input_type -> knit.hadoop.common.RenewDelegationTokenRequestProto
+	12, // 12: knit.hadoop.yarn.ApplicationClientProtocolService.cancelDelegationToken:input_type -> knit.hadoop.common.CancelDelegationTokenRequestProto
+	13, // 13: knit.hadoop.yarn.ApplicationClientProtocolService.moveApplicationAcrossQueues:input_type -> knit.hadoop.yarn.MoveApplicationAcrossQueuesRequestProto
+	14, // 14: knit.hadoop.yarn.ApplicationClientProtocolService.getApplicationAttemptReport:input_type -> knit.hadoop.yarn.GetApplicationAttemptReportRequestProto
+	15, // 15: knit.hadoop.yarn.ApplicationClientProtocolService.getApplicationAttempts:input_type -> knit.hadoop.yarn.GetApplicationAttemptsRequestProto
+	16, // 16: knit.hadoop.yarn.ApplicationClientProtocolService.getContainerReport:input_type -> knit.hadoop.yarn.GetContainerReportRequestProto
+	17, // 17: knit.hadoop.yarn.ApplicationClientProtocolService.getContainers:input_type -> knit.hadoop.yarn.GetContainersRequestProto
+	18, // 18: knit.hadoop.yarn.ApplicationClientProtocolService.getNewReservation:input_type -> knit.hadoop.yarn.GetNewReservationRequestProto
+	19, // 19: knit.hadoop.yarn.ApplicationClientProtocolService.submitReservation:input_type -> knit.hadoop.yarn.ReservationSubmissionRequestProto
+	20, // 20: knit.hadoop.yarn.ApplicationClientProtocolService.updateReservation:input_type -> knit.hadoop.yarn.ReservationUpdateRequestProto
+	21, // 21: knit.hadoop.yarn.ApplicationClientProtocolService.deleteReservation:input_type -> knit.hadoop.yarn.ReservationDeleteRequestProto
+	22, // 22: knit.hadoop.yarn.ApplicationClientProtocolService.listReservations:input_type -> knit.hadoop.yarn.ReservationListRequestProto
+	23, // 23: knit.hadoop.yarn.ApplicationClientProtocolService.getNodeToLabels:input_type -> knit.hadoop.yarn.GetNodesToLabelsRequestProto
+	24, // 24: knit.hadoop.yarn.ApplicationClientProtocolService.getLabelsToNodes:input_type -> knit.hadoop.yarn.GetLabelsToNodesRequestProto
+	25, // 25: knit.hadoop.yarn.ApplicationClientProtocolService.getClusterNodeLabels:input_type -> knit.hadoop.yarn.GetClusterNodeLabelsRequestProto
+	26, // 26: knit.hadoop.yarn.ApplicationClientProtocolService.updateApplicationPriority:input_type -> knit.hadoop.yarn.UpdateApplicationPriorityRequestProto
+	27, // 27: knit.hadoop.yarn.ApplicationClientProtocolService.signalToContainer:input_type -> knit.hadoop.yarn.SignalContainerRequestProto
+	28, // 28: knit.hadoop.yarn.ApplicationClientProtocolService.updateApplicationTimeouts:input_type -> knit.hadoop.yarn.UpdateApplicationTimeoutsRequestProto
+	29, // 29: knit.hadoop.yarn.ApplicationClientProtocolService.getResourceProfiles:input_type -> knit.hadoop.yarn.GetAllResourceProfilesRequestProto
+	30, // 30: knit.hadoop.yarn.ApplicationClientProtocolService.getResourceProfile:input_type -> knit.hadoop.yarn.GetResourceProfileRequestProto
+	31, // 31: knit.hadoop.yarn.ApplicationClientProtocolService.getResourceTypeInfo:input_type -> knit.hadoop.yarn.GetAllResourceTypeInfoRequestProto
+	32, // 32: knit.hadoop.yarn.ApplicationClientProtocolService.getClusterNodeAttributes:input_type -> knit.hadoop.yarn.GetClusterNodeAttributesRequestProto
+	33, // 33: knit.hadoop.yarn.ApplicationClientProtocolService.getAttributesToNodes:input_type -> knit.hadoop.yarn.GetAttributesToNodesRequestProto
+	34, // 34: knit.hadoop.yarn.ApplicationClientProtocolService.getNodesToAttributes:input_type -> knit.hadoop.yarn.GetNodesToAttributesRequestProto
+	35, // 35: knit.hadoop.yarn.ApplicationClientProtocolService.getNewApplication:output_type -> knit.hadoop.yarn.GetNewApplicationResponseProto
+	36, // 36: knit.hadoop.yarn.ApplicationClientProtocolService.getApplicationReport:output_type -> knit.hadoop.yarn.GetApplicationReportResponseProto
+	37, // 37: knit.hadoop.yarn.ApplicationClientProtocolService.submitApplication:output_type -> knit.hadoop.yarn.SubmitApplicationResponseProto
+	38, // 38: knit.hadoop.yarn.ApplicationClientProtocolService.failApplicationAttempt:output_type -> knit.hadoop.yarn.FailApplicationAttemptResponseProto
+	39, // 39: knit.hadoop.yarn.ApplicationClientProtocolService.forceKillApplication:output_type -> knit.hadoop.yarn.KillApplicationResponseProto
+	40, // 40: knit.hadoop.yarn.ApplicationClientProtocolService.getClusterMetrics:output_type -> knit.hadoop.yarn.GetClusterMetricsResponseProto
+	41, // 41: knit.hadoop.yarn.ApplicationClientProtocolService.getApplications:output_type -> knit.hadoop.yarn.GetApplicationsResponseProto
+	42, // 42: knit.hadoop.yarn.ApplicationClientProtocolService.getClusterNodes:output_type -> knit.hadoop.yarn.GetClusterNodesResponseProto
+	43, // 43: knit.hadoop.yarn.ApplicationClientProtocolService.getQueueInfo:output_type -> knit.hadoop.yarn.GetQueueInfoResponseProto
+	44, // 44: knit.hadoop.yarn.ApplicationClientProtocolService.getQueueUserAcls:output_type -> knit.hadoop.yarn.GetQueueUserAclsInfoResponseProto
+	45, // 45: knit.hadoop.yarn.ApplicationClientProtocolService.getDelegationToken:output_type -> knit.hadoop.common.GetDelegationTokenResponseProto
+	46, // 46: knit.hadoop.yarn.ApplicationClientProtocolService.renewDelegationToken:output_type -> knit.hadoop.common.RenewDelegationTokenResponseProto
+	47, // 47: knit.hadoop.yarn.ApplicationClientProtocolService.cancelDelegationToken:output_type -> knit.hadoop.common.CancelDelegationTokenResponseProto
+	48, // 48: knit.hadoop.yarn.ApplicationClientProtocolService.moveApplicationAcrossQueues:output_type -> knit.hadoop.yarn.MoveApplicationAcrossQueuesResponseProto
+	49, // 49: knit.hadoop.yarn.ApplicationClientProtocolService.getApplicationAttemptReport:output_type -> knit.hadoop.yarn.GetApplicationAttemptReportResponseProto
+	50, // 50: knit.hadoop.yarn.ApplicationClientProtocolService.getApplicationAttempts:output_type -> knit.hadoop.yarn.GetApplicationAttemptsResponseProto
+	51, // 51: knit.hadoop.yarn.ApplicationClientProtocolService.getContainerReport:output_type -> knit.hadoop.yarn.GetContainerReportResponseProto
+	52, // 52: knit.hadoop.yarn.ApplicationClientProtocolService.getContainers:output_type -> knit.hadoop.yarn.GetContainersResponseProto
+	53, // 53: knit.hadoop.yarn.ApplicationClientProtocolService.getNewReservation:output_type -> knit.hadoop.yarn.GetNewReservationResponseProto
+	54, // 54: knit.hadoop.yarn.ApplicationClientProtocolService.submitReservation:output_type -> knit.hadoop.yarn.ReservationSubmissionResponseProto
+	55, // 55: knit.hadoop.yarn.ApplicationClientProtocolService.updateReservation:output_type -> knit.hadoop.yarn.ReservationUpdateResponseProto
+	56, // 56: knit.hadoop.yarn.ApplicationClientProtocolService.deleteReservation:output_type -> knit.hadoop.yarn.ReservationDeleteResponseProto
+	57, // 57: knit.hadoop.yarn.ApplicationClientProtocolService.listReservations:output_type -> knit.hadoop.yarn.ReservationListResponseProto
+	58, // 58: knit.hadoop.yarn.ApplicationClientProtocolService.getNodeToLabels:output_type -> knit.hadoop.yarn.GetNodesToLabelsResponseProto
+	59, // 59: knit.hadoop.yarn.ApplicationClientProtocolService.getLabelsToNodes:output_type -> knit.hadoop.yarn.GetLabelsToNodesResponseProto
+	60, // 60: knit.hadoop.yarn.ApplicationClientProtocolService.getClusterNodeLabels:output_type -> knit.hadoop.yarn.GetClusterNodeLabelsResponseProto
+	61, // 61: knit.hadoop.yarn.ApplicationClientProtocolService.updateApplicationPriority:output_type -> knit.hadoop.yarn.UpdateApplicationPriorityResponseProto
+	62, // 62: knit.hadoop.yarn.ApplicationClientProtocolService.signalToContainer:output_type -> knit.hadoop.yarn.SignalContainerResponseProto
+	63, // 63: knit.hadoop.yarn.ApplicationClientProtocolService.updateApplicationTimeouts:output_type -> knit.hadoop.yarn.UpdateApplicationTimeoutsResponseProto
+	64, // 64: knit.hadoop.yarn.ApplicationClientProtocolService.getResourceProfiles:output_type -> knit.hadoop.yarn.GetAllResourceProfilesResponseProto
+	65, // 65: knit.hadoop.yarn.ApplicationClientProtocolService.getResourceProfile:output_type -> knit.hadoop.yarn.GetResourceProfileResponseProto
+	66, // 66: knit.hadoop.yarn.ApplicationClientProtocolService.getResourceTypeInfo:output_type -> knit.hadoop.yarn.GetAllResourceTypeInfoResponseProto
+	67, // 67: knit.hadoop.yarn.ApplicationClientProtocolService.getClusterNodeAttributes:output_type -> knit.hadoop.yarn.GetClusterNodeAttributesResponseProto
+	68, // 68: knit.hadoop.yarn.ApplicationClientProtocolService.getAttributesToNodes:output_type -> knit.hadoop.yarn.GetAttributesToNodesResponseProto
+	69, // 69: knit.hadoop.yarn.ApplicationClientProtocolService.getNodesToAttributes:output_type -> knit.hadoop.yarn.GetNodesToAttributesResponseProto
 	35, // [35:70] is the sub-list for method output_type
 	0,  // [0:35] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name

@@ -10,6 +10,11 @@
 // 	protoc        v3.21.12
 // source: yarnpb/applicationmaster_protocol.proto
 
+// The package is Knit's, not Hadoop's hadoop.yarn: Hadoop's RPC never puts a
+// proto package on the wire (a call names its method in RequestHeaderProto,
+// messages travel as length-delimited bytes), and the prefix lets Knit link
+// with Go code that registers Hadoop's own files (colinmarc/hdfs).
+
 package yarnpb
 
 import (
@@ -30,27 +35,27 @@ var File_yarnpb_applicationmaster_protocol_proto protoreflect.FileDescriptor
 
 const file_yarnpb_applicationmaster_protocol_proto_rawDesc = "" +
 	"\n" +
-	"'yarnpb/applicationmaster_protocol.proto\x12\vhadoop.yarn\x1a yarnpb/yarn_service_protos.proto2\xfc\x02\n" +
-	" ApplicationMasterProtocolService\x12\x84\x01\n" +
-	"\x19registerApplicationMaster\x122.hadoop.yarn.RegisterApplicationMasterRequestProto\x1a3.hadoop.yarn.RegisterApplicationMasterResponseProto\x12~\n" +
-	"\x17finishApplicationMaster\x120.hadoop.yarn.FinishApplicationMasterRequestProto\x1a1.hadoop.yarn.FinishApplicationMasterResponseProto\x12Q\n" +
-	"\ballocate\x12!.hadoop.yarn.AllocateRequestProto\x1a\".hadoop.yarn.AllocateResponseProtoB*Z(github.com/knitdev/knit/protocols/yarnpb"
+	"'yarnpb/applicationmaster_protocol.proto\x12\x10knit.hadoop.yarn\x1a yarnpb/yarn_service_protos.proto2\x9b\x03\n" +
+	" ApplicationMasterProtocolService\x12\x8e\x01\n" +
+	"\x19registerApplicationMaster\x127.knit.hadoop.yarn.RegisterApplicationMasterRequestProto\x1a8.knit.hadoop.yarn.RegisterApplicationMasterResponseProto\x12\x88\x01\n" +
+	"\x17finishApplicationMaster\x125.knit.hadoop.yarn.FinishApplicationMasterRequestProto\x1a6.knit.hadoop.yarn.FinishApplicationMasterResponseProto\x12[\n" +
+	"\ballocate\x12&.knit.hadoop.yarn.AllocateRequestProto\x1a'.knit.hadoop.yarn.AllocateResponseProtoB*Z(github.com/knitdev/knit/protocols/yarnpb"
 
 var file_yarnpb_applicationmaster_protocol_proto_goTypes = []any{
-	(*RegisterApplicationMasterRequestProto)(nil),  // 0: hadoop.yarn.RegisterApplicationMasterRequestProto
-	(*FinishApplicationMasterRequestProto)(nil),    // 1: hadoop.yarn.FinishApplicationMasterRequestProto
-	(*AllocateRequestProto)(nil),                   // 2: hadoop.yarn.AllocateRequestProto
-	(*RegisterApplicationMasterResponseProto)(nil), // 3: hadoop.yarn.RegisterApplicationMasterResponseProto
-	(*FinishApplicationMasterResponseProto)(nil),   // 4: hadoop.yarn.FinishApplicationMasterResponseProto
-	(*AllocateResponseProto)(nil),                  // 5: hadoop.yarn.AllocateResponseProto
+	(*RegisterApplicationMasterRequestProto)(nil),  // 0: knit.hadoop.yarn.RegisterApplicationMasterRequestProto
+	(*FinishApplicationMasterRequestProto)(nil),    // 1: knit.hadoop.yarn.FinishApplicationMasterRequestProto
+	(*AllocateRequestProto)(nil),                   // 2: knit.hadoop.yarn.AllocateRequestProto
+	(*RegisterApplicationMasterResponseProto)(nil), // 3: knit.hadoop.yarn.RegisterApplicationMasterResponseProto
+	(*FinishApplicationMasterResponseProto)(nil),   // 4: knit.hadoop.yarn.FinishApplicationMasterResponseProto
+	(*AllocateResponseProto)(nil),                  // 5: knit.hadoop.yarn.AllocateResponseProto
 }
 var file_yarnpb_applicationmaster_protocol_proto_depIdxs = []int32{
-	0, // 0: hadoop.yarn.ApplicationMasterProtocolService.registerApplicationMaster:input_type -> hadoop.yarn.RegisterApplicationMasterRequestProto
-	1, // 1: hadoop.yarn.ApplicationMasterProtocolService.finishApplicationMaster:input_type -> hadoop.yarn.FinishApplicationMasterRequestProto
-	2, // 2: hadoop.yarn.ApplicationMasterProtocolService.allocate:input_type -> hadoop.yarn.AllocateRequestProto
-	3, // 3: hadoop.yarn.ApplicationMasterProtocolService.registerApplicationMaster:output_type -> hadoop.yarn.RegisterApplicationMasterResponseProto
-	4, // 4: hadoop.yarn.ApplicationMasterProtocolService.finishApplicationMaster:output_type -> hadoop.yarn.FinishApplicationMasterResponseProto
-	5, // 5: hadoop.yarn.ApplicationMasterProtocolService.allocate:output_type -> hadoop.yarn.AllocateResponseProto
+	0, // 0: knit.hadoop.yarn.ApplicationMasterProtocolService.registerApplicationMaster:input_type -> knit.hadoop.yarn.RegisterApplicationMasterRequestProto
+	1, // 1: knit.hadoop.yarn.ApplicationMasterProtocolService.finishApplicationMaster:input_type -> knit.hadoop.yarn.FinishApplicationMasterRequestProto
+	2, // 2: knit.hadoop.yarn.ApplicationMasterProtocolService.allocate:input_type -> knit.hadoop.yarn.AllocateRequestProto
+	3, // 3: knit.hadoop.yarn.ApplicationMasterProtocolService.registerApplicationMaster:output_type -> knit.hadoop.yarn.RegisterApplicationMasterResponseProto
+	4, // 4: knit.hadoop.yarn.ApplicationMasterProtocolService.finishApplicationMaster:output_type -> knit.hadoop.yarn.FinishApplicationMasterResponseProto
+	5, // 5: knit.hadoop.yarn.ApplicationMasterProtocolService.allocate:output_type -> knit.hadoop.yarn.AllocateResponseProto
 	3, // [3:6] is the sub-list for method output_type
 	0, // [0:3] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name

@@ -10,6 +10,11 @@
 // 	protoc        v3.21.12
 // source: yarnpb/containermanagement_protocol.proto
 
+// The package is Knit's, not Hadoop's hadoop.yarn: Hadoop's RPC never puts a
+// proto package on the wire (a call names its method in RequestHeaderProto,
+// messages travel as length-delimited bytes), and the prefix lets Knit link
+// with Go code that registers Hadoop's own files (colinmarc/hdfs).
+
 package yarnpb
 
 import (
@@ -30,71 +35,70 @@ var File_yarnpb_containermanagement_protocol_proto protoreflect.FileDescriptor
 
 const file_yarnpb_containermanagement_protocol_proto_rawDesc = "" +
 	"\n" +
-	")yarnpb/containermanagement_protocol.proto\x12\vhadoop.yarn\x1a\x18yarnpb/yarn_protos.proto\x1a yarnpb/yarn_service_protos.proto2\xca\n" +
-	"\n" +
-	"\"ContainerManagementProtocolService\x12f\n" +
-	"\x0fstartContainers\x12(.hadoop.yarn.StartContainersRequestProto\x1a).hadoop.yarn.StartContainersResponseProto\x12c\n" +
-	"\x0estopContainers\x12'.hadoop.yarn.StopContainersRequestProto\x1a(.hadoop.yarn.StopContainersResponseProto\x12u\n" +
-	"\x14getContainerStatuses\x12-.hadoop.yarn.GetContainerStatusesRequestProto\x1a..hadoop.yarn.GetContainerStatusesResponseProto\x12\x87\x01\n" +
-	"\x1aincreaseContainersResource\x123.hadoop.yarn.IncreaseContainersResourceRequestProto\x1a4.hadoop.yarn.IncreaseContainersResourceResponseProto\x12f\n" +
-	"\x0fupdateContainer\x12(.hadoop.yarn.ContainerUpdateRequestProto\x1a).hadoop.yarn.ContainerUpdateResponseProto\x12h\n" +
-	"\x11signalToContainer\x12(.hadoop.yarn.SignalContainerRequestProto\x1a).hadoop.yarn.SignalContainerResponseProto\x12i\n" +
-	"\blocalize\x12-.hadoop.yarn.ResourceLocalizationRequestProto\x1a..hadoop.yarn.ResourceLocalizationResponseProto\x12x\n" +
-	"\x15reInitializeContainer\x12..hadoop.yarn.ReInitializeContainerRequestProto\x1a/.hadoop.yarn.ReInitializeContainerResponseProto\x12]\n" +
-	"\x10restartContainer\x12\x1d.hadoop.yarn.ContainerIdProto\x1a*.hadoop.yarn.RestartContainerResponseProto\x12a\n" +
-	"\x1crollbackLastReInitialization\x12\x1d.hadoop.yarn.ContainerIdProto\x1a\".hadoop.yarn.RollbackResponseProto\x12]\n" +
-	"\x1acommitLastReInitialization\x12\x1d.hadoop.yarn.ContainerIdProto\x1a .hadoop.yarn.CommitResponseProto\x12~\n" +
-	"\x17getLocalizationStatuses\x120.hadoop.yarn.GetLocalizationStatusesRequestProto\x1a1.hadoop.yarn.GetLocalizationStatusesResponseProtoB*Z(github.com/knitdev/knit/protocols/yarnpb"
+	")yarnpb/containermanagement_protocol.proto\x12\x10knit.hadoop.yarn\x1a\x18yarnpb/yarn_protos.proto\x1a yarnpb/yarn_service_protos.proto2\xc4\v\n" +
+	"\"ContainerManagementProtocolService\x12p\n" +
+	"\x0fstartContainers\x12-.knit.hadoop.yarn.StartContainersRequestProto\x1a..knit.hadoop.yarn.StartContainersResponseProto\x12m\n" +
+	"\x0estopContainers\x12,.knit.hadoop.yarn.StopContainersRequestProto\x1a-.knit.hadoop.yarn.StopContainersResponseProto\x12\x7f\n" +
+	"\x14getContainerStatuses\x122.knit.hadoop.yarn.GetContainerStatusesRequestProto\x1a3.knit.hadoop.yarn.GetContainerStatusesResponseProto\x12\x91\x01\n" +
+	"\x1aincreaseContainersResource\x128.knit.hadoop.yarn.IncreaseContainersResourceRequestProto\x1a9.knit.hadoop.yarn.IncreaseContainersResourceResponseProto\x12p\n" +
+	"\x0fupdateContainer\x12-.knit.hadoop.yarn.ContainerUpdateRequestProto\x1a..knit.hadoop.yarn.ContainerUpdateResponseProto\x12r\n" +
+	"\x11signalToContainer\x12-.knit.hadoop.yarn.SignalContainerRequestProto\x1a..knit.hadoop.yarn.SignalContainerResponseProto\x12s\n" +
+	"\blocalize\x122.knit.hadoop.yarn.ResourceLocalizationRequestProto\x1a3.knit.hadoop.yarn.ResourceLocalizationResponseProto\x12\x82\x01\n" +
+	"\x15reInitializeContainer\x123.knit.hadoop.yarn.ReInitializeContainerRequestProto\x1a4.knit.hadoop.yarn.ReInitializeContainerResponseProto\x12g\n" +
+	"\x10restartContainer\x12\".knit.hadoop.yarn.ContainerIdProto\x1a/.knit.hadoop.yarn.RestartContainerResponseProto\x12k\n" +
+	"\x1crollbackLastReInitialization\x12\".knit.hadoop.yarn.ContainerIdProto\x1a'.knit.hadoop.yarn.RollbackResponseProto\x12g\n" +
+	"\x1acommitLastReInitialization\x12\".knit.hadoop.yarn.ContainerIdProto\x1a%.knit.hadoop.yarn.CommitResponseProto\x12\x88\x01\n" +
+	"\x17getLocalizationStatuses\x125.knit.hadoop.yarn.GetLocalizationStatusesRequestProto\x1a6.knit.hadoop.yarn.GetLocalizationStatusesResponseProtoB*Z(github.com/knitdev/knit/protocols/yarnpb"
 
 var file_yarnpb_containermanagement_protocol_proto_goTypes = []any{
-	(*StartContainersRequestProto)(nil),             // 0: hadoop.yarn.StartContainersRequestProto
-	(*StopContainersRequestProto)(nil),              // 1: hadoop.yarn.StopContainersRequestProto
-	(*GetContainerStatusesRequestProto)(nil),        // 2: hadoop.yarn.GetContainerStatusesRequestProto
-	(*IncreaseContainersResourceRequestProto)(nil),  // 3: hadoop.yarn.IncreaseContainersResourceRequestProto
-	(*ContainerUpdateRequestProto)(nil),             // 4: hadoop.yarn.ContainerUpdateRequestProto
-	(*SignalContainerRequestProto)(nil),             // 5: hadoop.yarn.SignalContainerRequestProto
-	(*ResourceLocalizationRequestProto)(nil),        // 6: hadoop.yarn.ResourceLocalizationRequestProto
-	(*ReInitializeContainerRequestProto)(nil),       // 7: hadoop.yarn.ReInitializeContainerRequestProto
-	(*ContainerIdProto)(nil),                        // 8: hadoop.yarn.ContainerIdProto
-	(*GetLocalizationStatusesRequestProto)(nil),     // 9: hadoop.yarn.GetLocalizationStatusesRequestProto
-	(*StartContainersResponseProto)(nil),            // 10: hadoop.yarn.StartContainersResponseProto
-	(*StopContainersResponseProto)(nil),             // 11: hadoop.yarn.StopContainersResponseProto
-	(*GetContainerStatusesResponseProto)(nil),       // 12: hadoop.yarn.GetContainerStatusesResponseProto
-	(*IncreaseContainersResourceResponseProto)(nil), // 13: hadoop.yarn.IncreaseContainersResourceResponseProto
-	(*ContainerUpdateResponseProto)(nil),            // 14: hadoop.yarn.ContainerUpdateResponseProto
-	(*SignalContainerResponseProto)(nil),            // 15: hadoop.yarn.SignalContainerResponseProto
-	(*ResourceLocalizationResponseProto)(nil),       // 16: hadoop.yarn.ResourceLocalizationResponseProto
-	(*ReInitializeContainerResponseProto)(nil),      // 17: hadoop.yarn.ReInitializeContainerResponseProto
-	(*RestartContainerResponseProto)(nil),           // 18: hadoop.yarn.RestartContainerResponseProto
-	(*RollbackResponseProto)(nil),                   // 19: hadoop.yarn.RollbackResponseProto
-	(*CommitResponseProto)(nil),                     // 20: hadoop.yarn.CommitResponseProto
-	(*GetLocalizationStatusesResponseProto)(nil),    // 21: hadoop.yarn.GetLocalizationStatusesResponseProto
+	(*StartContainersRequestProto)(nil),             // 0: knit.hadoop.yarn.StartContainersRequestProto
+	(*StopContainersRequestProto)(nil),              // 1: knit.hadoop.yarn.StopContainersRequestProto
+	(*GetContainerStatusesRequestProto)(nil),        // 2: knit.hadoop.yarn.GetContainerStatusesRequestProto
+	(*IncreaseContainersResourceRequestProto)(nil),  // 3: knit.hadoop.yarn.IncreaseContainersResourceRequestProto
+	(*ContainerUpdateRequestProto)(nil),             // 4: knit.hadoop.yarn.ContainerUpdateRequestProto
+	(*SignalContainerRequestProto)(nil),             // 5: knit.hadoop.yarn.SignalContainerRequestProto
+	(*ResourceLocalizationRequestProto)(nil),        // 6: knit.hadoop.yarn.ResourceLocalizationRequestProto
+	(*ReInitializeContainerRequestProto)(nil),       // 7: knit.hadoop.yarn.ReInitializeContainerRequestProto
+	(*ContainerIdProto)(nil),                        // 8: knit.hadoop.yarn.ContainerIdProto
+	(*GetLocalizationStatusesRequestProto)(nil),     // 9: knit.hadoop.yarn.GetLocalizationStatusesRequestProto
+	(*StartContainersResponseProto)(nil),            // 10: knit.hadoop.yarn.StartContainersResponseProto
+	(*StopContainersResponseProto)(nil),             // 11: knit.hadoop.yarn.StopContainersResponseProto
+	(*GetContainerStatusesResponseProto)(nil),       // 12: knit.hadoop.yarn.GetContainerStatusesResponseProto
+	(*IncreaseContainersResourceResponseProto)(nil), // 13: knit.hadoop.yarn.IncreaseContainersResourceResponseProto
+	(*ContainerUpdateResponseProto)(nil),            // 14: knit.hadoop.yarn.ContainerUpdateResponseProto
+	(*SignalContainerResponseProto)(nil),            // 15: knit.hadoop.yarn.SignalContainerResponseProto
+	(*ResourceLocalizationResponseProto)(nil),       // 16: knit.hadoop.yarn.ResourceLocalizationResponseProto
+	(*ReInitializeContainerResponseProto)(nil),      // 17: knit.hadoop.yarn.ReInitializeContainerResponseProto
+	(*RestartContainerResponseProto)(nil),           // 18: knit.hadoop.yarn.RestartContainerResponseProto
+	(*RollbackResponseProto)(nil),                   // 19: knit.hadoop.yarn.RollbackResponseProto
+	(*CommitResponseProto)(nil),                     // 20: knit.hadoop.yarn.CommitResponseProto
+	(*GetLocalizationStatusesResponseProto)(nil),    // 21: knit.hadoop.yarn.GetLocalizationStatusesResponseProto
 }
 var file_yarnpb_containermanagement_protocol_proto_depIdxs = []int32{
-	0,  // 0: hadoop.yarn.ContainerManagementProtocolService.startContainers:input_type -> hadoop.yarn.StartContainersRequestProto
-	1,  // 1: hadoop.yarn.ContainerManagementProtocolService.stopContainers:input_type -> hadoop.yarn.StopContainersRequestProto
-	2,  // 2: hadoop.yarn.ContainerManagementProtocolService.getContainerStatuses:input_type -> hadoop.yarn.GetContainerStatusesRequestProto
-	3,  // 3: hadoop.yarn.ContainerManagementProtocolService.increaseContainersResource:input_type -> hadoop.yarn.IncreaseContainersResourceRequestProto
-	4,  // 4: hadoop.yarn.ContainerManagementProtocolService.updateContainer:input_type -> hadoop.yarn.ContainerUpdateRequestProto
-	5,  // 5: hadoop.yarn.ContainerManagementProtocolService.signalToContainer:input_type -> hadoop.yarn.SignalContainerRequestProto
-	6,  // 6: hadoop.yarn.ContainerManagementProtocolService.localize:input_type -> hadoop.yarn.ResourceLocalizationRequestProto
-	7,  // 7: hadoop.yarn.ContainerManagementProtocolService.reInitializeContainer:input_type -> hadoop.yarn.ReInitializeContainerRequestProto
-	8,  // 8: hadoop.yarn.ContainerManagementProtocolService.restartContainer:input_type -> hadoop.yarn.ContainerIdProto
-	8,  // 9: hadoop.yarn.ContainerManagementProtocolService.rollbackLastReInitialization:input_type -> hadoop.yarn.ContainerIdProto
-	8,  // 10: hadoop.yarn.ContainerManagementProtocolService.commitLastReInitialization:input_type -> hadoop.yarn.ContainerIdProto
-	9,  // 11: hadoop.yarn.ContainerManagementProtocolService.getLocalizationStatuses:input_type -> hadoop.yarn.GetLocalizationStatusesRequestProto
-	10, // 12: hadoop.yarn.ContainerManagementProtocolService.startContainers:output_type -> hadoop.yarn.StartContainersResponseProto
-	11, // 13: hadoop.yarn.ContainerManagementProtocolService.stopContainers:output_type -> hadoop.yarn.StopContainersResponseProto
-	12, // 14: hadoop.yarn.ContainerManagementProtocolService.getContainerStatuses:output_type -> hadoop.yarn.GetContainerStatusesResponseProto
-	13, // 15: hadoop.yarn.ContainerManagementProtocolService.increaseContainersResource:output_type -> hadoop.yarn.IncreaseContainersResourceResponseProto
-	14, // 16: hadoop.yarn.ContainerManagementProtocolService.updateContainer:output_type -> hadoop.yarn.ContainerUpdateResponseProto
-	15, // 17: hadoop.yarn.ContainerManagementProtocolService.signalToContainer:output_type -> hadoop.yarn.SignalContainerResponseProto
-	16, // 18: hadoop.yarn.ContainerManagementProtocolService.localize:output_type -> hadoop.yarn.ResourceLocalizationResponseProto
-	17, // 19: hadoop.yarn.ContainerManagementProtocolService.reInitializeContainer:output_type -> hadoop.yarn.ReInitializeContainerResponseProto
-	18, // 20: hadoop.yarn.ContainerManagementProtocolService.restartContainer:output_type -> hadoop.yarn.RestartContainerResponseProto
-	19, // 21: hadoop.yarn.ContainerManagementProtocolService.rollbackLastReInitialization:output_type -> hadoop.yarn.RollbackResponseProto
-	20, // 22: hadoop.yarn.ContainerManagementProtocolService.commitLastReInitialization:output_type -> hadoop.yarn.CommitResponseProto
-	21, // 23: hadoop.yarn.ContainerManagementProtocolService.getLocalizationStatuses:output_type -> hadoop.yarn.GetLocalizationStatusesResponseProto
+	0,  // 0: knit.hadoop.yarn.ContainerManagementProtocolService.startContainers:input_type -> knit.hadoop.yarn.StartContainersRequestProto
+	1,  // 1: knit.hadoop.yarn.ContainerManagementProtocolService.stopContainers:input_type -> knit.hadoop.yarn.StopContainersRequestProto
+	2,  // 2: knit.hadoop.yarn.ContainerManagementProtocolService.getContainerStatuses:input_type -> knit.hadoop.yarn.GetContainerStatusesRequestProto
+	3,  // 3: knit.hadoop.yarn.ContainerManagementProtocolService.increaseContainersResource:input_type -> knit.hadoop.yarn.IncreaseContainersResourceRequestProto
+	4,  // 4: knit.hadoop.yarn.ContainerManagementProtocolService.updateContainer:input_type -> knit.hadoop.yarn.ContainerUpdateRequestProto
+	5,  // 5: knit.hadoop.yarn.ContainerManagementProtocolService.signalToContainer:input_type -> knit.hadoop.yarn.SignalContainerRequestProto
+	6,  // 6: knit.hadoop.yarn.ContainerManagementProtocolService.localize:input_type -> knit.hadoop.yarn.ResourceLocalizationRequestProto
+	7,  // 7: knit.hadoop.yarn.ContainerManagementProtocolService.reInitializeContainer:input_type -> knit.hadoop.yarn.ReInitializeContainerRequestProto
+	8,  // 8: knit.hadoop.yarn.ContainerManagementProtocolService.restartContainer:input_type -> knit.hadoop.yarn.ContainerIdProto
+	8,  // 9: knit.hadoop.yarn.ContainerManagementProtocolService.rollbackLastReInitialization:input_type -> knit.hadoop.yarn.ContainerIdProto
+	8,  // 10: knit.hadoop.yarn.ContainerManagementProtocolService.commitLastReInitialization:input_type -> knit.hadoop.yarn.ContainerIdProto
+	9,  // 11: knit.hadoop.yarn.ContainerManagementProtocolService.getLocalizationStatuses:input_type -> knit.hadoop.yarn.GetLocalizationStatusesRequestProto
+	10, // 12: knit.hadoop.yarn.ContainerManagementProtocolService.startContainers:output_type -> knit.hadoop.yarn.StartContainersResponseProto
+	11, // 13: knit.hadoop.yarn.ContainerManagementProtocolService.stopContainers:output_type -> knit.hadoop.yarn.StopContainersResponseProto
+	12, // 14: knit.hadoop.yarn.ContainerManagementProtocolService.getContainerStatuses:output_type -> knit.hadoop.yarn.GetContainerStatusesResponseProto
+	13, // 15: knit.hadoop.yarn.ContainerManagementProtocolService.increaseContainersResource:output_type -> knit.hadoop.yarn.IncreaseContainersResourceResponseProto
+	14, // 16: knit.hadoop.yarn.ContainerManagementProtocolService.updateContainer:output_type -> knit.hadoop.yarn.ContainerUpdateResponseProto
+	15, // 17: knit.hadoop.yarn.ContainerManagementProtocolService.signalToContainer:output_type -> knit.hadoop.yarn.SignalContainerResponseProto
+	16, // 18: knit.hadoop.yarn.ContainerManagementProtocolService.localize:output_type -> knit.hadoop.yarn.ResourceLocalizationResponseProto
+	17, // 19: knit.hadoop.yarn.ContainerManagementProtocolService.reInitializeContainer:output_type -> knit.hadoop.yarn.ReInitializeContainerResponseProto
+	18, // 20: knit.hadoop.yarn.ContainerManagementProtocolService.restartContainer:output_type -> knit.hadoop.yarn.RestartContainerResponseProto
+	19, // 21: knit.hadoop.yarn.ContainerManagementProtocolService.rollbackLastReInitialization:output_type -> knit.hadoop.yarn.RollbackResponseProto
+	20, // 22: knit.hadoop.yarn.ContainerManagementProtocolService.commitLastReInitialization:output_type -> knit.hadoop.yarn.CommitResponseProto
+	21, // 23: knit.hadoop.yarn.ContainerManagementProtocolService.getLocalizationStatuses:output_type -> knit.hadoop.yarn.GetLocalizationStatusesResponseProto
 	12, // [12:24] is the sub-list for method output_type
 	0,  // [0:12] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name

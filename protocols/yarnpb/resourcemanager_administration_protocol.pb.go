@@ -10,6 +10,11 @@
 // 	protoc        v3.21.12
 // source: yarnpb/resourcemanager_administration_protocol.proto
 
+// The package is Knit's, not Hadoop's hadoop.yarn: Hadoop's RPC never puts a
+// proto package on the wire (a call names its method in RequestHeaderProto,
+// messages travel as length-delimited bytes), and the prefix lets Knit link
+// with Go code that registers Hadoop's own files (colinmarc/hdfs).
+
 package yarnpb
 
 import (
@@ -30,122 +35,122 @@ var File_yarnpb_resourcemanager_administration_protocol_proto protoreflect.FileD
 
 const file_yarnpb_resourcemanager_administration_protocol_proto_rawDesc = "" +
 	"\n" +
-	"4yarnpb/resourcemanager_administration_protocol.proto\x12\vhadoop.yarn\x1a7yarnpb/yarn_server_resourcemanager_service_protos.proto2\xa3\x16\n" +
-	",ResourceManagerAdministrationProtocolService\x12`\n" +
-	"\rrefreshQueues\x12&.hadoop.yarn.RefreshQueuesRequestProto\x1a'.hadoop.yarn.RefreshQueuesResponseProto\x12]\n" +
-	"\frefreshNodes\x12%.hadoop.yarn.RefreshNodesRequestProto\x1a&.hadoop.yarn.RefreshNodesResponseProto\x12\xa2\x01\n" +
-	"#refreshSuperUserGroupsConfiguration\x12<.hadoop.yarn.RefreshSuperUserGroupsConfigurationRequestProto\x1a=.hadoop.yarn.RefreshSuperUserGroupsConfigurationResponseProto\x12\x8a\x01\n" +
-	"\x1brefreshUserToGroupsMappings\x124.hadoop.yarn.RefreshUserToGroupsMappingsRequestProto\x1a5.hadoop.yarn.RefreshUserToGroupsMappingsResponseProto\x12i\n" +
-	"\x10refreshAdminAcls\x12).hadoop.yarn.RefreshAdminAclsRequestProto\x1a*.hadoop.yarn.RefreshAdminAclsResponseProto\x12o\n" +
-	"\x12refreshServiceAcls\x12+.hadoop.yarn.RefreshServiceAclsRequestProto\x1a,.hadoop.yarn.RefreshServiceAclsResponseProto\x12i\n" +
-	"\x10getGroupsForUser\x12).hadoop.yarn.GetGroupsForUserRequestProto\x1a*.hadoop.yarn.GetGroupsForUserResponseProto\x12o\n" +
-	"\x12updateNodeResource\x12+.hadoop.yarn.UpdateNodeResourceRequestProto\x1a,.hadoop.yarn.UpdateNodeResourceResponseProto\x12x\n" +
-	"\x15refreshNodesResources\x12..hadoop.yarn.RefreshNodesResourcesRequestProto\x1a/.hadoop.yarn.RefreshNodesResourcesResponseProto\x12{\n" +
-	"\x16addToClusterNodeLabels\x12/.hadoop.yarn.AddToClusterNodeLabelsRequestProto\x1a0.hadoop.yarn.AddToClusterNodeLabelsResponseProto\x12\x8a\x01\n" +
-	"\x1bremoveFromClusterNodeLabels\x124.hadoop.yarn.RemoveFromClusterNodeLabelsRequestProto\x1a5.hadoop.yarn.RemoveFromClusterNodeLabelsResponseProto\x12s\n" +
-	"\x14replaceLabelsOnNodes\x12,.hadoop.yarn.ReplaceLabelsOnNodeRequestProto\x1a-.hadoop.yarn.ReplaceLabelsOnNodeResponseProto\x12\x8d\x01\n" +
-	"\x1ccheckForDecommissioningNodes\x125.hadoop.yarn.CheckForDecommissioningNodesRequestProto\x1a6.hadoop.yarn.CheckForDecommissioningNodesResponseProto\x12\x84\x01\n" +
-	"\x19refreshClusterMaxPriority\x122.hadoop.yarn.RefreshClusterMaxPriorityRequestProto\x1a3.hadoop.yarn.RefreshClusterMaxPriorityResponseProto\x12}\n" +
-	"\x14mapAttributesToNodes\x121.hadoop.yarn.NodesToAttributesMappingRequestProto\x1a2.hadoop.yarn.NodesToAttributesMappingResponseProto\x12u\n" +
-	"\x14deregisterSubCluster\x12-.hadoop.yarn.DeregisterSubClusterRequestProto\x1a..hadoop.yarn.DeregisterSubClusterResponseProto\x12\x84\x01\n" +
-	"\x19saveFederationQueuePolicy\x122.hadoop.yarn.SaveFederationQueuePolicyRequestProto\x1a3.hadoop.yarn.SaveFederationQueuePolicyResponseProto\x12\x99\x01\n" +
-	" batchSaveFederationQueuePolicies\x129.hadoop.yarn.BatchSaveFederationQueuePoliciesRequestProto\x1a:.hadoop.yarn.BatchSaveFederationQueuePoliciesResponseProto\x12\x8c\x01\n" +
-	"\x1blistFederationQueuePolicies\x125.hadoop.yarn.QueryFederationQueuePoliciesRequestProto\x1a6.hadoop.yarn.QueryFederationQueuePoliciesResponseProto\x12\x8a\x01\n" +
-	"\x1bdeleteFederationApplication\x124.hadoop.yarn.DeleteFederationApplicationRequestProto\x1a5.hadoop.yarn.DeleteFederationApplicationResponseProto\x12m\n" +
-	"\x18getFederationSubClusters\x12'.hadoop.yarn.GetSubClustersRequestProto\x1a(.hadoop.yarn.GetSubClustersResponseProto\x12\x93\x01\n" +
-	" deleteFederationPoliciesByQueues\x126.hadoop.yarn.DeleteFederationQueuePoliciesRequestProto\x1a7.hadoop.yarn.DeleteFederationQueuePoliciesResponseProtoB*Z(github.com/knitdev/knit/protocols/yarnpb"
+	"4yarnpb/resourcemanager_administration_protocol.proto\x12\x10knit.hadoop.yarn\x1a7yarnpb/yarn_server_resourcemanager_service_protos.proto2\x82\x18\n" +
+	",ResourceManagerAdministrationProtocolService\x12j\n" +
+	"\rrefreshQueues\x12+.knit.hadoop.yarn.RefreshQueuesRequestProto\x1a,.knit.hadoop.yarn.RefreshQueuesResponseProto\x12g\n" +
+	"\frefreshNodes\x12*.knit.hadoop.yarn.RefreshNodesRequestProto\x1a+.knit.hadoop.yarn.RefreshNodesResponseProto\x12\xac\x01\n" +
+	"#refreshSuperUserGroupsConfiguration\x12A.knit.hadoop.yarn.RefreshSuperUserGroupsConfigurationRequestProto\x1aB.knit.hadoop.yarn.RefreshSuperUserGroupsConfigurationResponseProto\x12\x94\x01\n" +
+	"\x1brefreshUserToGroupsMappings\x129.knit.hadoop.yarn.RefreshUserToGroupsMappingsRequestProto\x1a:.knit.hadoop.yarn.RefreshUserToGroupsMappingsResponseProto\x12s\n" +
+	"\x10refreshAdminAcls\x12..knit.hadoop.yarn.RefreshAdminAclsRequestProto\x1a/.knit.hadoop.yarn.RefreshAdminAclsResponseProto\x12y\n" +
+	"\x12refreshServiceAcls\x120.knit.hadoop.yarn.RefreshServiceAclsRequestProto\x1a1.knit.hadoop.yarn.RefreshServiceAclsResponseProto\x12s\n" +
+	"\x10getGroupsForUser\x12..knit.hadoop.yarn.GetGroupsForUserRequestProto\x1a/.knit.hadoop.yarn.GetGroupsForUserResponseProto\x12y\n" +
+	"\x12updateNodeResource\x120.knit.hadoop.yarn.UpdateNodeResourceRequestProto\x1a1.knit.hadoop.yarn.UpdateNodeResourceResponseProto\x12\x82\x01\n" +
+	"\x15refreshNodesResources\x123.knit.hadoop.yarn.RefreshNodesResourcesRequestProto\x1a4.knit.hadoop.yarn.RefreshNodesResourcesResponseProto\x12\x85\x01\n" +
+	"\x16addToClusterNodeLabels\x124.knit.hadoop.yarn.AddToClusterNodeLabelsRequestProto\x1a5.knit.hadoop.yarn.AddToClusterNodeLabelsResponseProto\x12\x94\x01\n" +
+	"\x1bremoveFromClusterNodeLabels\x129.knit.hadoop.yarn.RemoveFromClusterNodeLabelsRequestProto\x1a:.knit.hadoop.yarn.RemoveFromClusterNodeLabelsResponseProto\x12}\n" +
+	"\x14replaceLabelsOnNodes\x121.knit.hadoop.yarn.ReplaceLabelsOnNodeRequestProto\x1a2.knit.hadoop.yarn.ReplaceLabelsOnNodeResponseProto\x12\x97\x01\n" +
+	"\x1ccheckForDecommissioningNodes\x12:.knit.hadoop.yarn.CheckForDecommissioningNodesRequestProto\x1a;.knit.hadoop.yarn.CheckForDecommissioningNodesResponseProto\x12\x8e\x01\n" +
+	"\x19refreshClusterMaxPriority\x127.knit.hadoop.yarn.RefreshClusterMaxPriorityRequestProto\x1a8.knit.hadoop.yarn.RefreshClusterMaxPriorityResponseProto\x12\x87\x01\n" +
+	"\x14mapAttributesToNodes\x126.knit.hadoop.yarn.NodesToAttributesMappingRequestProto\x1a7.knit.hadoop.yarn.NodesToAttributesMappingResponseProto\x12\x7f\n" +
+	"\x14deregisterSubCluster\x122.knit.hadoop.yarn.DeregisterSubClusterRequestProto\x1a3.knit.hadoop.yarn.DeregisterSubClusterResponseProto\x12\x8e\x01\n" +
+	"\x19saveFederationQueuePolicy\x127.knit.hadoop.yarn.SaveFederationQueuePolicyRequestProto\x1a8.knit.hadoop.yarn.SaveFederationQueuePolicyResponseProto\x12\xa3\x01\n" +
+	" batchSaveFederationQueuePolicies\x12>.knit.hadoop.yarn.BatchSaveFederationQueuePoliciesRequestProto\x1a?.knit.hadoop.yarn.BatchSaveFederationQueuePoliciesResponseProto\x12\x96\x01\n" +
+	"\x1blistFederationQueuePolicies\x12:.knit.hadoop.yarn.QueryFederationQueuePoliciesRequestProto\x1a;.knit.hadoop.yarn.QueryFederationQueuePoliciesResponseProto\x12\x94\x01\n" +
+	"\x1bdeleteFederationApplication\x129.knit.hadoop.yarn.DeleteFederationApplicationRequestProto\x1a:.knit.hadoop.yarn.DeleteFederationApplicationResponseProto\x12w\n" +
+	"\x18getFederationSubClusters\x12,.knit.hadoop.yarn.GetSubClustersRequestProto\x1a-.knit.hadoop.yarn.GetSubClustersResponseProto\x12\x9d\x01\n" +
+	" deleteFederationPoliciesByQueues\x12;.knit.hadoop.yarn.DeleteFederationQueuePoliciesRequestProto\x1a<.knit.hadoop.yarn.DeleteFederationQueuePoliciesResponseProtoB*Z(github.com/knitdev/knit/protocols/yarnpb"
 
 var file_yarnpb_resourcemanager_administration_protocol_proto_goTypes = []any{
-	(*RefreshQueuesRequestProto)(nil),                        // 0: hadoop.yarn.RefreshQueuesRequestProto
-	(*RefreshNodesRequestProto)(nil),                         // 1: hadoop.yarn.RefreshNodesRequestProto
-	(*RefreshSuperUserGroupsConfigurationRequestProto)(nil),  // 2: hadoop.yarn.RefreshSuperUserGroupsConfigurationRequestProto
-	(*RefreshUserToGroupsMappingsRequestProto)(nil),          // 3: hadoop.yarn.RefreshUserToGroupsMappingsRequestProto
-	(*RefreshAdminAclsRequestProto)(nil),                     // 4: hadoop.yarn.RefreshAdminAclsRequestProto
-	(*RefreshServiceAclsRequestProto)(nil),                   // 5: hadoop.yarn.RefreshServiceAclsRequestProto
-	(*GetGroupsForUserRequestProto)(nil),                     // 6: hadoop.yarn.GetGroupsForUserRequestProto
-	(*UpdateNodeResourceRequestProto)(nil),                   // 7: hadoop.yarn.UpdateNodeResourceRequestProto
-	(*RefreshNodesResourcesRequestProto)(nil),                // 8: hadoop.yarn.RefreshNodesResourcesRequestProto
-	(*AddToClusterNodeLabelsRequestProto)(nil),               // 9: hadoop.yarn.AddToClusterNodeLabelsRequestProto
-	(*RemoveFromClusterNodeLabelsRequestProto)(nil),          // 10: hadoop.yarn.RemoveFromClusterNodeLabelsRequestProto
-	(*ReplaceLabelsOnNodeRequestProto)(nil),                  // 11: hadoop.yarn.ReplaceLabelsOnNodeRequestProto
-	(*CheckForDecommissioningNodesRequestProto)(nil),         // 12: hadoop.yarn.CheckForDecommissioningNodesRequestProto
-	(*RefreshClusterMaxPriorityRequestProto)(nil),            // 13: hadoop.yarn.RefreshClusterMaxPriorityRequestProto
-	(*NodesToAttributesMappingRequestProto)(nil),             // 14: hadoop.yarn.NodesToAttributesMappingRequestProto
-	(*DeregisterSubClusterRequestProto)(nil),                 // 15: hadoop.yarn.DeregisterSubClusterRequestProto
-	(*SaveFederationQueuePolicyRequestProto)(nil),            // 16: hadoop.yarn.SaveFederationQueuePolicyRequestProto
-	(*BatchSaveFederationQueuePoliciesRequestProto)(nil),     // 17: hadoop.yarn.BatchSaveFederationQueuePoliciesRequestProto
-	(*QueryFederationQueuePoliciesRequestProto)(nil),         // 18: hadoop.yarn.QueryFederationQueuePoliciesRequestProto
-	(*DeleteFederationApplicationRequestProto)(nil),          // 19: hadoop.yarn.DeleteFederationApplicationRequestProto
-	(*GetSubClustersRequestProto)(nil),                       // 20: hadoop.yarn.GetSubClustersRequestProto
-	(*DeleteFederationQueuePoliciesRequestProto)(nil),        // 21: hadoop.yarn.DeleteFederationQueuePoliciesRequestProto
-	(*RefreshQueuesResponseProto)(nil),                       // 22: hadoop.yarn.RefreshQueuesResponseProto
-	(*RefreshNodesResponseProto)(nil),                        // 23: hadoop.yarn.RefreshNodesResponseProto
-	(*RefreshSuperUserGroupsConfigurationResponseProto)(nil), // 24: hadoop.yarn.RefreshSuperUserGroupsConfigurationResponseProto
-	(*RefreshUserToGroupsMappingsResponseProto)(nil),         // 25: hadoop.yarn.RefreshUserToGroupsMappingsResponseProto
-	(*RefreshAdminAclsResponseProto)(nil),                    // 26: hadoop.yarn.RefreshAdminAclsResponseProto
-	(*RefreshServiceAclsResponseProto)(nil),                  // 27: hadoop.yarn.RefreshServiceAclsResponseProto
-	(*GetGroupsForUserResponseProto)(nil),                    // 28: hadoop.yarn.GetGroupsForUserResponseProto
-	(*UpdateNodeResourceResponseProto)(nil),                  // 29: hadoop.yarn.UpdateNodeResourceResponseProto
-	(*RefreshNodesResourcesResponseProto)(nil),               // 30: hadoop.yarn.RefreshNodesResourcesResponseProto
-	(*AddToClusterNodeLabelsResponseProto)(nil),              // 31: hadoop.yarn.AddToClusterNodeLabelsResponseProto
-	(*RemoveFromClusterNodeLabelsResponseProto)(nil),         // 32: hadoop.yarn.RemoveFromClusterNodeLabelsResponseProto
-	(*ReplaceLabelsOnNodeResponseProto)(nil),                 // 33: hadoop.yarn.ReplaceLabelsOnNodeResponseProto
-	(*CheckForDecommissioningNodesResponseProto)(nil),        // 34: hadoop.yarn.CheckForDecommissioningNodesResponseProto
-	(*RefreshClusterMaxPriorityResponseProto)(nil),           // 35: hadoop.yarn.RefreshClusterMaxPriorityResponseProto
-	(*NodesToAttributesMappingResponseProto)(nil),            // 36: hadoop.yarn.NodesToAttributesMappingResponseProto
-	(*DeregisterSubClusterResponseProto)(nil),                // 37: hadoop.yarn.DeregisterSubClusterResponseProto
-	(*SaveFederationQueuePolicyResponseProto)(nil),           // 38: hadoop.yarn.SaveFederationQueuePolicyResponseProto
-	(*BatchSaveFederationQueuePoliciesResponseProto)(nil),    // 39: hadoop.yarn.BatchSaveFederationQueuePoliciesResponseProto
-	(*QueryFederationQueuePoliciesResponseProto)(nil),        // 40: hadoop.yarn.QueryFederationQueuePoliciesResponseProto
-	(*DeleteFederationApplicationResponseProto)(nil),         // 41: hadoop.yarn.DeleteFederationApplicationResponseProto
-	(*GetSubClustersResponseProto)(nil),                      // 42: hadoop.yarn.GetSubClustersResponseProto
-	(*DeleteFederationQueuePoliciesResponseProto)(nil),       // 43: hadoop.yarn.DeleteFederationQueuePoliciesResponseProto
+	(*RefreshQueuesRequestProto)(nil),                        // 0: knit.hadoop.yarn.RefreshQueuesRequestProto
+	(*RefreshNodesRequestProto)(nil),                         // 1: knit.hadoop.yarn.RefreshNodesRequestProto
+	(*RefreshSuperUserGroupsConfigurationRequestProto)(nil),  // 2: knit.hadoop.yarn.RefreshSuperUserGroupsConfigurationRequestProto
+	(*RefreshUserToGroupsMappingsRequestProto)(nil),          // 3: knit.hadoop.yarn.RefreshUserToGroupsMappingsRequestProto
+	(*RefreshAdminAclsRequestProto)(nil),                     // 4: knit.hadoop.yarn.RefreshAdminAclsRequestProto
+	(*RefreshServiceAclsRequestProto)(nil),                   // 5: knit.hadoop.yarn.RefreshServiceAclsRequestProto
+	(*GetGroupsForUserRequestProto)(nil),                     // 6: knit.hadoop.yarn.GetGroupsForUserRequestProto
+	(*UpdateNodeResourceRequestProto)(nil),                   // 7: knit.hadoop.yarn.UpdateNodeResourceRequestProto
+	(*RefreshNodesResourcesRequestProto)(nil),                // 8: knit.hadoop.yarn.RefreshNodesResourcesRequestProto
+	(*AddToClusterNodeLabelsRequestProto)(nil),               // 9: knit.hadoop.yarn.AddToClusterNodeLabelsRequestProto
+	(*RemoveFromClusterNodeLabelsRequestProto)(nil),          // 10: knit.hadoop.yarn.RemoveFromClusterNodeLabelsRequestProto
+	(*ReplaceLabelsOnNodeRequestProto)(nil),                  // 11: knit.hadoop.yarn.ReplaceLabelsOnNodeRequestProto
+	(*CheckForDecommissioningNodesRequestProto)(nil),         // 12: knit.hadoop.yarn.CheckForDecommissioningNodesRequestProto
+	(*RefreshClusterMaxPriorityRequestProto)(nil),            // 13: knit.hadoop.yarn.RefreshClusterMaxPriorityRequestProto
+	(*NodesToAttributesMappingRequestProto)(nil),             // 14: knit.hadoop.yarn.NodesToAttributesMappingRequestProto
+	(*DeregisterSubClusterRequestProto)(nil),                 // 15: knit.hadoop.yarn.DeregisterSubClusterRequestProto
+	(*SaveFederationQueuePolicyRequestProto)(nil),            // 16: knit.hadoop.yarn.SaveFederationQueuePolicyRequestProto
+	(*BatchSaveFederationQueuePoliciesRequestProto)(nil),     // 17: knit.hadoop.yarn.BatchSaveFederationQueuePoliciesRequestProto
+	(*QueryFederationQueuePoliciesRequestProto)(nil),         // 18: knit.hadoop.yarn.QueryFederationQueuePoliciesRequestProto
+	(*DeleteFederationApplicationRequestProto)(nil),          // 19: knit.hadoop.yarn.DeleteFederationApplicationRequestProto
+	(*GetSubClustersRequestProto)(nil),                       // 20: knit.hadoop.yarn.GetSubClustersRequestProto
+	(*DeleteFederationQueuePoliciesRequestProto)(nil),        // 21: knit.hadoop.yarn.DeleteFederationQueuePoliciesRequestProto
+	(*RefreshQueuesResponseProto)(nil),                       // 22: knit.hadoop.yarn.RefreshQueuesResponseProto
+	(*RefreshNodesResponseProto)(nil),                        // 23: knit.hadoop.yarn.RefreshNodesResponseProto
+	(*RefreshSuperUserGroupsConfigurationResponseProto)(nil), // 24: knit.hadoop.yarn.RefreshSuperUserGroupsConfigurationResponseProto
+	(*RefreshUserToGroupsMappingsResponseProto)(nil),         // 25: knit.hadoop.yarn.RefreshUserToGroupsMappingsResponseProto
+	(*RefreshAdminAclsResponseProto)(nil),                    // 26: knit.hadoop.yarn.RefreshAdminAclsResponseProto
+	(*RefreshServiceAclsResponseProto)(nil),                  // 27: knit.hadoop.yarn.RefreshServiceAclsResponseProto
+	(*GetGroupsForUserResponseProto)(nil),                    // 28: knit.hadoop.yarn.GetGroupsForUserResponseProto
+	(*UpdateNodeResourceResponseProto)(nil),                  // 29: knit.hadoop.yarn.UpdateNodeResourceResponseProto
+	(*RefreshNodesResourcesResponseProto)(nil),               // 30: knit.hadoop.yarn.RefreshNodesResourcesResponseProto
+	(*AddToClusterNodeLabelsResponseProto)(nil),              // 31: knit.hadoop.yarn.AddToClusterNodeLabelsResponseProto
+	(*RemoveFromClusterNodeLabelsResponseProto)(nil),         // 32: knit.hadoop.yarn.RemoveFromClusterNodeLabelsResponseProto
+	(*ReplaceLabelsOnNodeResponseProto)(nil),                 // 33: knit.hadoop.yarn.ReplaceLabelsOnNodeResponseProto
+	(*CheckForDecommissioningNodesResponseProto)(nil),        // 34: knit.hadoop.yarn.CheckForDecommissioningNodesResponseProto
+	(*RefreshClusterMaxPriorityResponseProto)(nil),           // 35: knit.hadoop.yarn.RefreshClusterMaxPriorityResponseProto
+	(*NodesToAttributesMappingResponseProto)(nil),            // 36: knit.hadoop.yarn.NodesToAttributesMappingResponseProto
+	(*DeregisterSubClusterResponseProto)(nil),                // 37: knit.hadoop.yarn.DeregisterSubClusterResponseProto
+	(*SaveFederationQueuePolicyResponseProto)(nil),           // 38: knit.hadoop.yarn.SaveFederationQueuePolicyResponseProto
+	(*BatchSaveFederationQueuePoliciesResponseProto)(nil),    // 39: knit.hadoop.yarn.BatchSaveFederationQueuePoliciesResponseProto
+	(*QueryFederationQueuePoliciesResponseProto)(nil),        // 40: knit.hadoop.yarn.QueryFederationQueuePoliciesResponseProto
+	(*DeleteFederationApplicationResponseProto)(nil),         // 41: knit.hadoop.yarn.DeleteFederationApplicationResponseProto
+	(*GetSubClustersResponseProto)(nil),                      // 42: knit.hadoop.yarn.GetSubClustersResponseProto
+	(*DeleteFederationQueuePoliciesResponseProto)(nil),       // 43: knit.hadoop.yarn.DeleteFederationQueuePoliciesResponseProto
 }
 var file_yarnpb_resourcemanager_administration_protocol_proto_depIdxs = []int32{
-	0,  // 0: hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshQueues:input_type -> hadoop.yarn.RefreshQueuesRequestProto
-	1,  // 1: hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshNodes:input_type -> hadoop.yarn.RefreshNodesRequestProto
-	2,  // 2: hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshSuperUserGroupsConfiguration:input_type -> hadoop.yarn.RefreshSuperUserGroupsConfigurationRequestProto
-	3,  // 3: hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshUserToGroupsMappings:input_type -> hadoop.yarn.RefreshUserToGroupsMappingsRequestProto
-	4,  // 4: hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshAdminAcls:input_type -> hadoop.yarn.RefreshAdminAclsRequestProto
-	5,  // 5: hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshServiceAcls:input_type -> hadoop.yarn.RefreshServiceAclsRequestProto
-	6,  // 6: hadoop.yarn.ResourceManagerAdministrationProtocolService.getGroupsForUser:input_type -> hadoop.yarn.GetGroupsForUserRequestProto
-	7,  // 7: hadoop.yarn.ResourceManagerAdministrationProtocolService.updateNodeResource:input_type -> hadoop.yarn.UpdateNodeResourceRequestProto
-	8,  // 8: hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshNodesResources:input_type -> hadoop.yarn.RefreshNodesResourcesRequestProto
-	9,  // 9: hadoop.yarn.ResourceManagerAdministrationProtocolService.addToClusterNodeLabels:input_type -> hadoop.yarn.AddToClusterNodeLabelsRequestProto
-	10, // 10: hadoop.yarn.ResourceManagerAdministrationProtocolService.removeFromClusterNodeLabels:input_type -> hadoop.yarn.RemoveFromClusterNodeLabelsRequestProto
-	11, // 11: hadoop.yarn.ResourceManagerAdministrationProtocolService.replaceLabelsOnNodes:input_type -> hadoop.yarn.ReplaceLabelsOnNodeRequestProto
-	12, // 12: hadoop.yarn.ResourceManagerAdministrationProtocolService.checkForDecommissioningNodes:input_type -> hadoop.yarn.CheckForDecommissioningNodesRequestProto
-	13, // 13: hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshClusterMaxPriority:input_type -> hadoop.yarn.RefreshClusterMaxPriorityRequestProto
-	14, // 14: hadoop.yarn.ResourceManagerAdministrationProtocolService.mapAttributesToNodes:input_type -> hadoop.yarn.NodesToAttributesMappingRequestProto
-	15, // 15: hadoop.yarn.ResourceManagerAdministrationProtocolService.deregisterSubCluster:input_type -> hadoop.yarn.DeregisterSubClusterRequestProto
-	16, // 16: hadoop.yarn.ResourceManagerAdministrationProtocolService.saveFederationQueuePolicy:input_type -> hadoop.yarn.SaveFederationQueuePolicyRequestProto
-	17, // 17: hadoop.yarn.ResourceManagerAdministrationProtocolService.batchSaveFederationQueuePolicies:input_type -> hadoop.yarn.BatchSaveFederationQueuePoliciesRequestProto
-	18, // 18: hadoop.yarn.ResourceManagerAdministrationProtocolService.listFederationQueuePolicies:input_type -> hadoop.yarn.QueryFederationQueuePoliciesRequestProto
-	19, // 19: hadoop.yarn.ResourceManagerAdministrationProtocolService.deleteFederationApplication:input_type -> hadoop.yarn.DeleteFederationApplicationRequestProto
-	20, // 20: hadoop.yarn.ResourceManagerAdministrationProtocolService.getFederationSubClusters:input_type -> hadoop.yarn.GetSubClustersRequestProto
-	21, // 21: hadoop.yarn.ResourceManagerAdministrationProtocolService.deleteFederationPoliciesByQueues:input_type -> hadoop.yarn.DeleteFederationQueuePoliciesRequestProto
-	22, // 22: hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshQueues:output_type -> hadoop.yarn.RefreshQueuesResponseProto
-	23, // 23: hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshNodes:output_type -> hadoop.yarn.RefreshNodesResponseProto
-	24, // 24: hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshSuperUserGroupsConfiguration:output_type -> hadoop.yarn.RefreshSuperUserGroupsConfigurationResponseProto
-	25, // 25: hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshUserToGroupsMappings:output_type -> hadoop.yarn.RefreshUserToGroupsMappingsResponseProto
-	26, // 26: hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshAdminAcls:output_type -> hadoop.yarn.RefreshAdminAclsResponseProto
-	27, // 27: hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshServiceAcls:output_type -> hadoop.yarn.RefreshServiceAclsResponseProto
-	28, // 28: hadoop.yarn.ResourceManagerAdministrationProtocolService.getGroupsForUser:output_type -> hadoop.yarn.GetGroupsForUserResponseProto
-	29, // 29: hadoop.yarn.ResourceManagerAdministrationProtocolService.updateNodeResource:output_type -> hadoop.yarn.UpdateNodeResourceResponseProto
-	30, // 30: hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshNodesResources:output_type -> hadoop.yarn.RefreshNodesResourcesResponseProto
-	31, // 31: hadoop.yarn.ResourceManagerAdministrationProtocolService.addToClusterNodeLabels:output_type -> hadoop.yarn.AddToClusterNodeLabelsResponseProto
-	32, // 32: hadoop.yarn.ResourceManagerAdministrationProtocolService.removeFromClusterNodeLabels:output_type -> hadoop.yarn.RemoveFromClusterNodeLabelsResponseProto
-	33, // 33: hadoop.yarn.ResourceManagerAdministrationProtocolService.replaceLabelsOnNodes:output_type -> hadoop.yarn.ReplaceLabelsOnNodeResponseProto
-	34, // 34: hadoop.yarn.ResourceManagerAdministrationProtocolService.checkForDecommissioningNodes:output_type -> hadoop.yarn.CheckForDecommissioningNodesResponseProto
-	35, // 35: hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshClusterMaxPriority:output_type -> hadoop.yarn.RefreshClusterMaxPriorityResponseProto
-	36, // 36: hadoop.yarn.ResourceManagerAdministrationProtocolService.mapAttributesToNodes:output_type -> hadoop.yarn.NodesToAttributesMappingResponseProto
-	37, // 37: hadoop.yarn.ResourceManagerAdministrationProtocolService.deregisterSubCluster:output_type -> hadoop.yarn.DeregisterSubClusterResponseProto
-	38, // 38: hadoop.yarn.ResourceManagerAdministrationProtocolService.saveFederationQueuePolicy:output_type -> hadoop.yarn.SaveFederationQueuePolicyResponseProto
-	39, // 39: hadoop.yarn.ResourceManagerAdministrationProtocolService.batchSaveFederationQueuePolicies:output_type -> hadoop.yarn.BatchSaveFederationQueuePoliciesResponseProto
-	40, // 40: hadoop.yarn.ResourceManagerAdministrationProtocolService.listFederationQueuePolicies:output_type -> hadoop.yarn.QueryFederationQueuePoliciesResponseProto
-	41, // 41: hadoop.yarn.ResourceManagerAdministrationProtocolService.deleteFederationApplication:output_type -> hadoop.yarn.DeleteFederationApplicationResponseProto
-	42, // 42: hadoop.yarn.ResourceManagerAdministrationProtocolService.getFederationSubClusters:output_type -> hadoop.yarn.GetSubClustersResponseProto
-	43, // 43: hadoop.yarn.ResourceManagerAdministrationProtocolService.deleteFederationPoliciesByQueues:output_type -> hadoop.yarn.DeleteFederationQueuePoliciesResponseProto
+	0,  // 0: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshQueues:input_type -> knit.hadoop.yarn.RefreshQueuesRequestProto
+	1,  // 1: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshNodes:input_type -> knit.hadoop.yarn.RefreshNodesRequestProto
+	2,  // 2: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshSuperUserGroupsConfiguration:input_type -> knit.hadoop.yarn.RefreshSuperUserGroupsConfigurationRequestProto
+	3,  // 3: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshUserToGroupsMappings:input_type -> knit.hadoop.yarn.RefreshUserToGroupsMappingsRequestProto
+	4,  // 4: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshAdminAcls:input_type -> knit.hadoop.yarn.RefreshAdminAclsRequestProto
+	5,  // 5: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshServiceAcls:input_type -> knit.hadoop.yarn.RefreshServiceAclsRequestProto
+	6,  // 6: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.getGroupsForUser:input_type -> knit.hadoop.yarn.GetGroupsForUserRequestProto
+	7,  // 7: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.updateNodeResource:input_type -> knit.hadoop.yarn.UpdateNodeResourceRequestProto
+	8,  // 8: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshNodesResources:input_type -> knit.hadoop.yarn.RefreshNodesResourcesRequestProto
+	9,  // 9: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.addToClusterNodeLabels:input_type -> knit.hadoop.yarn.AddToClusterNodeLabelsRequestProto
+	10, // 10: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.removeFromClusterNodeLabels:input_type -> knit.hadoop.yarn.RemoveFromClusterNodeLabelsRequestProto
+	11, // 11: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.replaceLabelsOnNodes:input_type -> knit.hadoop.yarn.ReplaceLabelsOnNodeRequestProto
+	12, // 12: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.checkForDecommissioningNodes:input_type -> knit.hadoop.yarn.CheckForDecommissioningNodesRequestProto
+	13, // 13: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshClusterMaxPriority:input_type -> knit.hadoop.yarn.RefreshClusterMaxPriorityRequestProto
+	14, // 14: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.mapAttributesToNodes:input_type -> knit.hadoop.yarn.NodesToAttributesMappingRequestProto
+	15, // 15: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.deregisterSubCluster:input_type -> knit.hadoop.yarn.DeregisterSubClusterRequestProto
+	16, // 16: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.saveFederationQueuePolicy:input_type -> knit.hadoop.yarn.SaveFederationQueuePolicyRequestProto
+	17, // 17: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.batchSaveFederationQueuePolicies:input_type -> knit.hadoop.yarn.BatchSaveFederationQueuePoliciesRequestProto
+	18, // 18: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.listFederationQueuePolicies:input_type -> knit.hadoop.yarn.QueryFederationQueuePoliciesRequestProto
+	19, // 19: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.deleteFederationApplication:input_type -> knit.hadoop.yarn.DeleteFederationApplicationRequestProto
+	20, // 20: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.getFederationSubClusters:input_type -> knit.hadoop.yarn.GetSubClustersRequestProto
+	21, // 21: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.deleteFederationPoliciesByQueues:input_type -> knit.hadoop.yarn.DeleteFederationQueuePoliciesRequestProto
+	22, // 22: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshQueues:output_type -> knit.hadoop.yarn.RefreshQueuesResponseProto
+	23, // 23: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshNodes:output_type -> knit.hadoop.yarn.RefreshNodesResponseProto
+	24, // 24: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshSuperUserGroupsConfiguration:output_type -> knit.hadoop.yarn.RefreshSuperUserGroupsConfigurationResponseProto
+	25, // 25: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshUserToGroupsMappings:output_type -> knit.hadoop.yarn.RefreshUserToGroupsMappingsResponseProto
+	26, // 26: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshAdminAcls:output_type -> knit.hadoop.yarn.RefreshAdminAclsResponseProto
+	27, // 27: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshServiceAcls:output_type -> knit.hadoop.yarn.RefreshServiceAclsResponseProto
+	28, // 28: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.getGroupsForUser:output_type -> knit.hadoop.yarn.GetGroupsForUserResponseProto
+	29, // 29: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.updateNodeResource:output_type -> knit.hadoop.yarn.UpdateNodeResourceResponseProto
+	30, // 30: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshNodesResources:output_type -> knit.hadoop.yarn.RefreshNodesResourcesResponseProto
+	31, // 31: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.addToClusterNodeLabels:output_type -> knit.hadoop.yarn.AddToClusterNodeLabelsResponseProto
+	32, // 32: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.removeFromClusterNodeLabels:output_type -> knit.hadoop.yarn.RemoveFromClusterNodeLabelsResponseProto
+	33, // 33: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.replaceLabelsOnNodes:output_type -> knit.hadoop.yarn.ReplaceLabelsOnNodeResponseProto
+	34, // 34: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.checkForDecommissioningNodes:output_type -> knit.hadoop.yarn.CheckForDecommissioningNodesResponseProto
+	35, // 35: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.refreshClusterMaxPriority:output_type -> knit.hadoop.yarn.RefreshClusterMaxPriorityResponseProto
+	36, // 36: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.mapAttributesToNodes:output_type -> knit.hadoop.yarn.NodesToAttributesMappingResponseProto
+	37, // 37: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.deregisterSubCluster:output_type -> knit.hadoop.yarn.DeregisterSubClusterResponseProto
+	38, // 38: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.saveFederationQueuePolicy:output_type -> knit.hadoop.yarn.SaveFederationQueuePolicyResponseProto
+	39, // 39: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.batchSaveFederationQueuePolicies:output_type -> knit.hadoop.yarn.BatchSaveFederationQueuePoliciesResponseProto
+	40, // 40: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.listFederationQueuePolicies:output_type -> knit.hadoop.yarn.QueryFederationQueuePoliciesResponseProto
+	41, // 41: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.deleteFederationApplication:output_type -> knit.hadoop.yarn.DeleteFederationApplicationResponseProto
+	42, // 42: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.getFederationSubClusters:output_type -> knit.hadoop.yarn.GetSubClustersResponseProto
+	43, // 43: knit.hadoop.yarn.ResourceManagerAdministrationProtocolService.deleteFederationPoliciesByQueues:output_type -> knit.hadoop.yarn.DeleteFederationQueuePoliciesResponseProto
 	22, // [22:44] is the sub-list for method output_type
 	0,  // [0:22] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name

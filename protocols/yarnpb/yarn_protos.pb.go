@@ -10,6 +10,11 @@
 // 	protoc        v3.21.12
 // source: yarnpb/yarn_protos.proto
 
+// The package is Knit's, not Hadoop's hadoop.yarn: Hadoop's RPC never puts a
+// proto package on the wire (a call names its method in RequestHeaderProto,
+// messages travel as length-delimited bytes), and the prefix lets Knit link
+// with Go code that registers Hadoop's own files (colinmarc/hdfs).
+
 package yarnpb
 
 import (
@@ -1967,7 +1972,7 @@ type ResourceInformationProto struct {
 	Key           *string                 `protobuf:"bytes,1,req,name=key" json:"key,omitempty"`
 	Value         *int64                  `protobuf:"varint,2,opt,name=value" json:"value,omitempty"`
 	Units         *string                 `protobuf:"bytes,3,opt,name=units" json:"units,omitempty"`
-	Type          *ResourceTypesProto     `protobuf:"varint,4,opt,name=type,enum=hadoop.yarn.ResourceTypesProto" json:"type,omitempty"`
+	Type          *ResourceTypesProto     `protobuf:"varint,4,opt,name=type,enum=knit.hadoop.yarn.ResourceTypesProto" json:"type,omitempty"`
 	Tags          []string                `protobuf:"bytes,5,rep,name=tags" json:"tags,omitempty"`
 	Attributes    []*StringStringMapProto `protobuf:"bytes,6,rep,name=attributes" json:"attributes,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2050,7 +2055,7 @@ type ResourceTypeInfoProto struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          *string                `protobuf:"bytes,1,req,name=name" json:"name,omitempty"`
 	Units         *string                `protobuf:"bytes,2,opt,name=units" json:"units,omitempty"`
-	Type          *ResourceTypesProto    `protobuf:"varint,3,opt,name=type,enum=hadoop.yarn.ResourceTypesProto" json:"type,omitempty"`
+	Type          *ResourceTypesProto    `protobuf:"varint,3,opt,name=type,enum=knit.hadoop.yarn.ResourceTypesProto" json:"type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2489,7 +2494,7 @@ type ContainerProto struct {
 	Resource            *ResourceProto         `protobuf:"bytes,4,opt,name=resource" json:"resource,omitempty"`
 	Priority            *PriorityProto         `protobuf:"bytes,5,opt,name=priority" json:"priority,omitempty"`
 	ContainerToken      *commonpb.TokenProto   `protobuf:"bytes,6,opt,name=container_token,json=containerToken" json:"container_token,omitempty"`
-	ExecutionType       *ExecutionTypeProto    `protobuf:"varint,7,opt,name=execution_type,json=executionType,enum=hadoop.yarn.ExecutionTypeProto,def=1" json:"execution_type,omitempty"`
+	ExecutionType       *ExecutionTypeProto    `protobuf:"varint,7,opt,name=execution_type,json=executionType,enum=knit.hadoop.yarn.ExecutionTypeProto,def=1" json:"execution_type,omitempty"`
 	AllocationRequestId *int64                 `protobuf:"varint,8,opt,name=allocation_request_id,json=allocationRequestId,def=-1" json:"allocation_request_id,omitempty"`
 	Version             *int32                 `protobuf:"varint,9,opt,name=version,def=0" json:"version,omitempty"`
 	AllocationTags      []string               `protobuf:"bytes,10,rep,name=allocation_tags,json=allocationTags" json:"allocation_tags,omitempty"`
@@ -2623,9 +2628,9 @@ type ContainerReportProto struct {
 	DiagnosticsInfo     *string                `protobuf:"bytes,7,opt,name=diagnostics_info,json=diagnosticsInfo,def=N/A" json:"diagnostics_info,omitempty"`
 	LogUrl              *string                `protobuf:"bytes,8,opt,name=log_url,json=logUrl" json:"log_url,omitempty"`
 	ContainerExitStatus *int32                 `protobuf:"varint,9,opt,name=container_exit_status,json=containerExitStatus" json:"container_exit_status,omitempty"`
-	ContainerState      *ContainerStateProto   `protobuf:"varint,10,opt,name=container_state,json=containerState,enum=hadoop.yarn.ContainerStateProto" json:"container_state,omitempty"`
+	ContainerState      *ContainerStateProto   `protobuf:"varint,10,opt,name=container_state,json=containerState,enum=knit.hadoop.yarn.ContainerStateProto" json:"container_state,omitempty"`
 	NodeHttpAddress     *string                `protobuf:"bytes,11,opt,name=node_http_address,json=nodeHttpAddress" json:"node_http_address,omitempty"`
-	ExecutionType       *ExecutionTypeProto    `protobuf:"varint,12,opt,name=executionType,enum=hadoop.yarn.ExecutionTypeProto,def=1" json:"executionType,omitempty"`
+	ExecutionType       *ExecutionTypeProto    `protobuf:"varint,12,opt,name=executionType,enum=knit.hadoop.yarn.ExecutionTypeProto,def=1" json:"executionType,omitempty"`
 	ExposedPorts        *string                `protobuf:"bytes,13,opt,name=exposed_ports,json=exposedPorts" json:"exposed_ports,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
@@ -2839,8 +2844,8 @@ type LocalResourceProto struct {
 	Resource                      *URLProto                     `protobuf:"bytes,1,opt,name=resource" json:"resource,omitempty"`
 	Size                          *int64                        `protobuf:"varint,2,opt,name=size" json:"size,omitempty"`
 	Timestamp                     *int64                        `protobuf:"varint,3,opt,name=timestamp" json:"timestamp,omitempty"`
-	Type                          *LocalResourceTypeProto       `protobuf:"varint,4,opt,name=type,enum=hadoop.yarn.LocalResourceTypeProto" json:"type,omitempty"`
-	Visibility                    *LocalResourceVisibilityProto `protobuf:"varint,5,opt,name=visibility,enum=hadoop.yarn.LocalResourceVisibilityProto" json:"visibility,omitempty"`
+	Type                          *LocalResourceTypeProto       `protobuf:"varint,4,opt,name=type,enum=knit.hadoop.yarn.LocalResourceTypeProto" json:"type,omitempty"`
+	Visibility                    *LocalResourceVisibilityProto `protobuf:"varint,5,opt,name=visibility,enum=knit.hadoop.yarn.LocalResourceVisibilityProto" json:"visibility,omitempty"`
 	Pattern                       *string                       `protobuf:"bytes,6,opt,name=pattern" json:"pattern,omitempty"`
 	ShouldBeUploadedToSharedCache *bool                         `protobuf:"varint,7,opt,name=should_be_uploaded_to_shared_cache,json=shouldBeUploadedToSharedCache" json:"should_be_uploaded_to_shared_cache,omitempty"`
 	unknownFields                 protoimpl.UnknownFields
@@ -3181,12 +3186,12 @@ type ApplicationReportProto struct {
 	Host                        *string                              `protobuf:"bytes,5,opt,name=host" json:"host,omitempty"`
 	RpcPort                     *int32                               `protobuf:"varint,6,opt,name=rpc_port,json=rpcPort" json:"rpc_port,omitempty"`
 	ClientToAmToken             *commonpb.TokenProto                 `protobuf:"bytes,7,opt,name=client_to_am_token,json=clientToAmToken" json:"client_to_am_token,omitempty"`
-	YarnApplicationState        *YarnApplicationStateProto           `protobuf:"varint,8,opt,name=yarn_application_state,json=yarnApplicationState,enum=hadoop.yarn.YarnApplicationStateProto" json:"yarn_application_state,omitempty"`
+	YarnApplicationState        *YarnApplicationStateProto           `protobuf:"varint,8,opt,name=yarn_application_state,json=yarnApplicationState,enum=knit.hadoop.yarn.YarnApplicationStateProto" json:"yarn_application_state,omitempty"`
 	TrackingUrl                 *string                              `protobuf:"bytes,9,opt,name=trackingUrl" json:"trackingUrl,omitempty"`
 	Diagnostics                 *string                              `protobuf:"bytes,10,opt,name=diagnostics,def=N/A" json:"diagnostics,omitempty"`
 	StartTime                   *int64                               `protobuf:"varint,11,opt,name=startTime" json:"startTime,omitempty"`
 	FinishTime                  *int64                               `protobuf:"varint,12,opt,name=finishTime" json:"finishTime,omitempty"`
-	FinalApplicationStatus      *FinalApplicationStatusProto         `protobuf:"varint,13,opt,name=final_application_status,json=finalApplicationStatus,enum=hadoop.yarn.FinalApplicationStatusProto" json:"final_application_status,omitempty"`
+	FinalApplicationStatus      *FinalApplicationStatusProto         `protobuf:"varint,13,opt,name=final_application_status,json=finalApplicationStatus,enum=knit.hadoop.yarn.FinalApplicationStatusProto" json:"final_application_status,omitempty"`
 	AppResource_Usage           *ApplicationResourceUsageReportProto `protobuf:"bytes,14,opt,name=app_resource_Usage,json=appResourceUsage" json:"app_resource_Usage,omitempty"`
 	OriginalTrackingUrl         *string                              `protobuf:"bytes,15,opt,name=originalTrackingUrl" json:"originalTrackingUrl,omitempty"`
 	CurrentApplicationAttemptId *ApplicationAttemptIdProto           `protobuf:"bytes,16,opt,name=currentApplicationAttemptId" json:"currentApplicationAttemptId,omitempty"`
@@ -3194,7 +3199,7 @@ type ApplicationReportProto struct {
 	ApplicationType             *string                              `protobuf:"bytes,18,opt,name=applicationType" json:"applicationType,omitempty"`
 	AmRmToken                   *commonpb.TokenProto                 `protobuf:"bytes,19,opt,name=am_rm_token,json=amRmToken" json:"am_rm_token,omitempty"`
 	ApplicationTags             []string                             `protobuf:"bytes,20,rep,name=applicationTags" json:"applicationTags,omitempty"`
-	LogAggregationStatus        *LogAggregationStatusProto           `protobuf:"varint,21,opt,name=log_aggregation_status,json=logAggregationStatus,enum=hadoop.yarn.LogAggregationStatusProto" json:"log_aggregation_status,omitempty"`
+	LogAggregationStatus        *LogAggregationStatusProto           `protobuf:"varint,21,opt,name=log_aggregation_status,json=logAggregationStatus,enum=knit.hadoop.yarn.LogAggregationStatusProto" json:"log_aggregation_status,omitempty"`
 	UnmanagedApplication        *bool                                `protobuf:"varint,22,opt,name=unmanaged_application,json=unmanagedApplication,def=0" json:"unmanaged_application,omitempty"`
 	Priority                    *PriorityProto                       `protobuf:"bytes,23,opt,name=priority" json:"priority,omitempty"`
 	AppNodeLabelExpression      *string                              `protobuf:"bytes,24,opt,name=appNodeLabelExpression" json:"appNodeLabelExpression,omitempty"`
@@ -3448,7 +3453,7 @@ func (x *ApplicationReportProto) GetRmClusterId() string {
 
 type AppTimeoutsMapProto struct {
 	state                  protoimpl.MessageState       `protogen:"open.v1"`
-	ApplicationTimeoutType *ApplicationTimeoutTypeProto `protobuf:"varint,1,opt,name=application_timeout_type,json=applicationTimeoutType,enum=hadoop.yarn.ApplicationTimeoutTypeProto" json:"application_timeout_type,omitempty"`
+	ApplicationTimeoutType *ApplicationTimeoutTypeProto `protobuf:"varint,1,opt,name=application_timeout_type,json=applicationTimeoutType,enum=knit.hadoop.yarn.ApplicationTimeoutTypeProto" json:"application_timeout_type,omitempty"`
 	ApplicationTimeout     *ApplicationTimeoutProto     `protobuf:"bytes,2,opt,name=application_timeout,json=applicationTimeout" json:"application_timeout,omitempty"`
 	unknownFields          protoimpl.UnknownFields
 	sizeCache              protoimpl.SizeCache
@@ -3500,7 +3505,7 @@ func (x *AppTimeoutsMapProto) GetApplicationTimeout() *ApplicationTimeoutProto {
 
 type ApplicationTimeoutProto struct {
 	state                  protoimpl.MessageState       `protogen:"open.v1"`
-	ApplicationTimeoutType *ApplicationTimeoutTypeProto `protobuf:"varint,1,req,name=application_timeout_type,json=applicationTimeoutType,enum=hadoop.yarn.ApplicationTimeoutTypeProto" json:"application_timeout_type,omitempty"`
+	ApplicationTimeoutType *ApplicationTimeoutTypeProto `protobuf:"varint,1,req,name=application_timeout_type,json=applicationTimeoutType,enum=knit.hadoop.yarn.ApplicationTimeoutTypeProto" json:"application_timeout_type,omitempty"`
 	ExpireTime             *string                      `protobuf:"bytes,2,opt,name=expire_time,json=expireTime" json:"expire_time,omitempty"`
 	RemainingTime          *int64                       `protobuf:"varint,3,opt,name=remaining_time,json=remainingTime" json:"remaining_time,omitempty"`
 	unknownFields          protoimpl.UnknownFields
@@ -3565,7 +3570,7 @@ type ApplicationAttemptReportProto struct {
 	RpcPort                     *int32                            `protobuf:"varint,3,opt,name=rpc_port,json=rpcPort" json:"rpc_port,omitempty"`
 	TrackingUrl                 *string                           `protobuf:"bytes,4,opt,name=tracking_url,json=trackingUrl" json:"tracking_url,omitempty"`
 	Diagnostics                 *string                           `protobuf:"bytes,5,opt,name=diagnostics,def=N/A" json:"diagnostics,omitempty"`
-	YarnApplicationAttemptState *YarnApplicationAttemptStateProto `protobuf:"varint,6,opt,name=yarn_application_attempt_state,json=yarnApplicationAttemptState,enum=hadoop.yarn.YarnApplicationAttemptStateProto" json:"yarn_application_attempt_state,omitempty"`
+	YarnApplicationAttemptState *YarnApplicationAttemptStateProto `protobuf:"varint,6,opt,name=yarn_application_attempt_state,json=yarnApplicationAttemptState,enum=knit.hadoop.yarn.YarnApplicationAttemptStateProto" json:"yarn_application_attempt_state,omitempty"`
 	AmContainerId               *ContainerIdProto                 `protobuf:"bytes,7,opt,name=am_container_id,json=amContainerId" json:"am_container_id,omitempty"`
 	OriginalTrackingUrl         *string                           `protobuf:"bytes,8,opt,name=original_tracking_url,json=originalTrackingUrl" json:"original_tracking_url,omitempty"`
 	StartTime                   *int64                            `protobuf:"varint,9,opt,name=startTime" json:"startTime,omitempty"`
@@ -3739,14 +3744,14 @@ type NodeReportProto struct {
 	Used                   *ResourceProto            `protobuf:"bytes,4,opt,name=used" json:"used,omitempty"`
 	Capability             *ResourceProto            `protobuf:"bytes,5,opt,name=capability" json:"capability,omitempty"`
 	NumContainers          *int32                    `protobuf:"varint,6,opt,name=numContainers" json:"numContainers,omitempty"`
-	NodeState              *NodeStateProto           `protobuf:"varint,7,opt,name=node_state,json=nodeState,enum=hadoop.yarn.NodeStateProto" json:"node_state,omitempty"`
+	NodeState              *NodeStateProto           `protobuf:"varint,7,opt,name=node_state,json=nodeState,enum=knit.hadoop.yarn.NodeStateProto" json:"node_state,omitempty"`
 	HealthReport           *string                   `protobuf:"bytes,8,opt,name=health_report,json=healthReport" json:"health_report,omitempty"`
 	LastHealthReportTime   *int64                    `protobuf:"varint,9,opt,name=last_health_report_time,json=lastHealthReportTime" json:"last_health_report_time,omitempty"`
 	NodeLabels             []string                  `protobuf:"bytes,10,rep,name=node_labels,json=nodeLabels" json:"node_labels,omitempty"`
 	ContainersUtilization  *ResourceUtilizationProto `protobuf:"bytes,11,opt,name=containers_utilization,json=containersUtilization" json:"containers_utilization,omitempty"`
 	NodeUtilization        *ResourceUtilizationProto `protobuf:"bytes,12,opt,name=node_utilization,json=nodeUtilization" json:"node_utilization,omitempty"`
 	DecommissioningTimeout *uint32                   `protobuf:"varint,13,opt,name=decommissioning_timeout,json=decommissioningTimeout" json:"decommissioning_timeout,omitempty"`
-	NodeUpdateType         *NodeUpdateTypeProto      `protobuf:"varint,14,opt,name=node_update_type,json=nodeUpdateType,enum=hadoop.yarn.NodeUpdateTypeProto" json:"node_update_type,omitempty"`
+	NodeUpdateType         *NodeUpdateTypeProto      `protobuf:"varint,14,opt,name=node_update_type,json=nodeUpdateType,enum=knit.hadoop.yarn.NodeUpdateTypeProto" json:"node_update_type,omitempty"`
 	NodeAttributes         []*NodeAttributeProto     `protobuf:"bytes,15,rep,name=node_attributes,json=nodeAttributes" json:"node_attributes,omitempty"`
 	unknownFields          protoimpl.UnknownFields
 	sizeCache              protoimpl.SizeCache
@@ -4108,7 +4113,7 @@ func (x *NodeAttributeKeyProto) GetAttributeName() string {
 type NodeAttributeProto struct {
 	state          protoimpl.MessageState  `protogen:"open.v1"`
 	AttributeKey   *NodeAttributeKeyProto  `protobuf:"bytes,1,req,name=attributeKey" json:"attributeKey,omitempty"`
-	AttributeType  *NodeAttributeTypeProto `protobuf:"varint,2,opt,name=attributeType,enum=hadoop.yarn.NodeAttributeTypeProto,def=1" json:"attributeType,omitempty"`
+	AttributeType  *NodeAttributeTypeProto `protobuf:"varint,2,opt,name=attributeType,enum=knit.hadoop.yarn.NodeAttributeTypeProto,def=1" json:"attributeType,omitempty"`
 	AttributeValue *string                 `protobuf:"bytes,3,opt,name=attributeValue,def=" json:"attributeValue,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
@@ -4174,7 +4179,7 @@ func (x *NodeAttributeProto) GetAttributeValue() string {
 type NodeAttributeInfoProto struct {
 	state         protoimpl.MessageState  `protogen:"open.v1"`
 	AttributeKey  *NodeAttributeKeyProto  `protobuf:"bytes,1,req,name=attributeKey" json:"attributeKey,omitempty"`
-	AttributeType *NodeAttributeTypeProto `protobuf:"varint,2,req,name=attributeType,enum=hadoop.yarn.NodeAttributeTypeProto" json:"attributeType,omitempty"`
+	AttributeType *NodeAttributeTypeProto `protobuf:"varint,2,req,name=attributeType,enum=knit.hadoop.yarn.NodeAttributeTypeProto" json:"attributeType,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4701,7 +4706,7 @@ func (x *ResourceRequestProto) GetAllocationRequestId() int64 {
 
 type ExecutionTypeRequestProto struct {
 	state                protoimpl.MessageState `protogen:"open.v1"`
-	ExecutionType        *ExecutionTypeProto    `protobuf:"varint,1,opt,name=execution_type,json=executionType,enum=hadoop.yarn.ExecutionTypeProto,def=1" json:"execution_type,omitempty"`
+	ExecutionType        *ExecutionTypeProto    `protobuf:"varint,1,opt,name=execution_type,json=executionType,enum=knit.hadoop.yarn.ExecutionTypeProto,def=1" json:"execution_type,omitempty"`
 	EnforceExecutionType *bool                  `protobuf:"varint,2,opt,name=enforce_execution_type,json=enforceExecutionType,def=0" json:"enforce_execution_type,omitempty"`
 	unknownFields        protoimpl.UnknownFields
 	sizeCache            protoimpl.SizeCache
@@ -4900,7 +4905,7 @@ func (x *ResourceSizingProto) GetResources() *ResourceProto {
 
 type RejectedSchedulingRequestProto struct {
 	state         protoimpl.MessageState  `protogen:"open.v1"`
-	Reason        *RejectionReasonProto   `protobuf:"varint,1,req,name=reason,enum=hadoop.yarn.RejectionReasonProto" json:"reason,omitempty"`
+	Reason        *RejectionReasonProto   `protobuf:"varint,1,req,name=reason,enum=knit.hadoop.yarn.RejectionReasonProto" json:"reason,omitempty"`
 	Request       *SchedulingRequestProto `protobuf:"bytes,2,req,name=request" json:"request,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -5440,7 +5445,7 @@ func (x *ApplicationSubmissionContextProto) GetApplicationSchedulingProperties()
 
 type ApplicationTimeoutMapProto struct {
 	state                  protoimpl.MessageState       `protogen:"open.v1"`
-	ApplicationTimeoutType *ApplicationTimeoutTypeProto `protobuf:"varint,1,opt,name=application_timeout_type,json=applicationTimeoutType,enum=hadoop.yarn.ApplicationTimeoutTypeProto" json:"application_timeout_type,omitempty"`
+	ApplicationTimeoutType *ApplicationTimeoutTypeProto `protobuf:"varint,1,opt,name=application_timeout_type,json=applicationTimeoutType,enum=knit.hadoop.yarn.ApplicationTimeoutTypeProto" json:"application_timeout_type,omitempty"`
 	Timeout                *int64                       `protobuf:"varint,2,opt,name=timeout" json:"timeout,omitempty"`
 	unknownFields          protoimpl.UnknownFields
 	sizeCache              protoimpl.SizeCache
@@ -5492,7 +5497,7 @@ func (x *ApplicationTimeoutMapProto) GetTimeout() int64 {
 
 type ApplicationUpdateTimeoutMapProto struct {
 	state                  protoimpl.MessageState       `protogen:"open.v1"`
-	ApplicationTimeoutType *ApplicationTimeoutTypeProto `protobuf:"varint,1,opt,name=application_timeout_type,json=applicationTimeoutType,enum=hadoop.yarn.ApplicationTimeoutTypeProto" json:"application_timeout_type,omitempty"`
+	ApplicationTimeoutType *ApplicationTimeoutTypeProto `protobuf:"varint,1,opt,name=application_timeout_type,json=applicationTimeoutType,enum=knit.hadoop.yarn.ApplicationTimeoutTypeProto" json:"application_timeout_type,omitempty"`
 	ExpireTime             *string                      `protobuf:"bytes,2,opt,name=expire_time,json=expireTime" json:"expire_time,omitempty"`
 	unknownFields          protoimpl.UnknownFields
 	sizeCache              protoimpl.SizeCache
@@ -5637,7 +5642,7 @@ func (x *LogAggregationContextProto) GetLogAggregationPolicyParameters() string 
 // acl's default is a single space, Hadoop's "no users, no groups" ACL.
 type ApplicationACLMapProto struct {
 	state         protoimpl.MessageState      `protogen:"open.v1"`
-	AccessType    *ApplicationAccessTypeProto `protobuf:"varint,1,opt,name=accessType,enum=hadoop.yarn.ApplicationAccessTypeProto" json:"accessType,omitempty"`
+	AccessType    *ApplicationAccessTypeProto `protobuf:"varint,1,opt,name=accessType,enum=knit.hadoop.yarn.ApplicationAccessTypeProto" json:"accessType,omitempty"`
 	Acl           *string                     `protobuf:"bytes,2,opt,name=acl,def= " json:"acl,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -5978,7 +5983,7 @@ type QueueInfoProto struct {
 	Capacity                     *float32                       `protobuf:"fixed32,2,opt,name=capacity" json:"capacity,omitempty"`
 	MaximumCapacity              *float32                       `protobuf:"fixed32,3,opt,name=maximumCapacity" json:"maximumCapacity,omitempty"`
 	CurrentCapacity              *float32                       `protobuf:"fixed32,4,opt,name=currentCapacity" json:"currentCapacity,omitempty"`
-	State                        *QueueStateProto               `protobuf:"varint,5,opt,name=state,enum=hadoop.yarn.QueueStateProto" json:"state,omitempty"`
+	State                        *QueueStateProto               `protobuf:"varint,5,opt,name=state,enum=knit.hadoop.yarn.QueueStateProto" json:"state,omitempty"`
 	ChildQueues                  []*QueueInfoProto              `protobuf:"bytes,6,rep,name=childQueues" json:"childQueues,omitempty"`
 	Applications                 []*ApplicationReportProto      `protobuf:"bytes,7,rep,name=applications" json:"applications,omitempty"`
 	AccessibleNodeLabels         []string                       `protobuf:"bytes,8,rep,name=accessibleNodeLabels" json:"accessibleNodeLabels,omitempty"`
@@ -6387,7 +6392,7 @@ func (x *QueueConfigurationsMapProto) GetQueueConfigurations() *QueueConfigurati
 type QueueUserACLInfoProto struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	QueueName     *string                `protobuf:"bytes,1,opt,name=queueName" json:"queueName,omitempty"`
-	UserAcls      []QueueACLProto        `protobuf:"varint,2,rep,name=userAcls,enum=hadoop.yarn.QueueACLProto" json:"userAcls,omitempty"`
+	UserAcls      []QueueACLProto        `protobuf:"varint,2,rep,name=userAcls,enum=knit.hadoop.yarn.QueueACLProto" json:"userAcls,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6494,7 +6499,7 @@ type SimplePlacementConstraintProto struct {
 	TargetExpressions []*PlacementConstraintTargetProto `protobuf:"bytes,2,rep,name=targetExpressions" json:"targetExpressions,omitempty"`
 	MinCardinality    *int32                            `protobuf:"varint,3,opt,name=minCardinality" json:"minCardinality,omitempty"`
 	MaxCardinality    *int32                            `protobuf:"varint,4,opt,name=maxCardinality" json:"maxCardinality,omitempty"`
-	AttributeOpCode   *NodeAttributeOpCodeProto         `protobuf:"varint,5,opt,name=attributeOpCode,enum=hadoop.yarn.NodeAttributeOpCodeProto" json:"attributeOpCode,omitempty"`
+	AttributeOpCode   *NodeAttributeOpCodeProto         `protobuf:"varint,5,opt,name=attributeOpCode,enum=knit.hadoop.yarn.NodeAttributeOpCodeProto" json:"attributeOpCode,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -6566,7 +6571,7 @@ func (x *SimplePlacementConstraintProto) GetAttributeOpCode() NodeAttributeOpCod
 
 type PlacementConstraintTargetProto struct {
 	state         protoimpl.MessageState                     `protogen:"open.v1"`
-	TargetType    *PlacementConstraintTargetProto_TargetType `protobuf:"varint,1,req,name=targetType,enum=hadoop.yarn.PlacementConstraintTargetProto_TargetType" json:"targetType,omitempty"`
+	TargetType    *PlacementConstraintTargetProto_TargetType `protobuf:"varint,1,req,name=targetType,enum=knit.hadoop.yarn.PlacementConstraintTargetProto_TargetType" json:"targetType,omitempty"`
 	TargetKey     *string                                    `protobuf:"bytes,2,opt,name=targetKey" json:"targetKey,omitempty"`
 	TargetValues  []string                                   `protobuf:"bytes,3,rep,name=targetValues" json:"targetValues,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -6628,7 +6633,7 @@ type TimedPlacementConstraintProto struct {
 	state               protoimpl.MessageState                   `protogen:"open.v1"`
 	PlacementConstraint *PlacementConstraintProto                `protobuf:"bytes,1,req,name=placementConstraint" json:"placementConstraint,omitempty"`
 	SchedulingDelay     *int64                                   `protobuf:"varint,2,req,name=schedulingDelay" json:"schedulingDelay,omitempty"`
-	DelayUnit           *TimedPlacementConstraintProto_DelayUnit `protobuf:"varint,3,opt,name=delayUnit,enum=hadoop.yarn.TimedPlacementConstraintProto_DelayUnit,def=1" json:"delayUnit,omitempty"`
+	DelayUnit           *TimedPlacementConstraintProto_DelayUnit `protobuf:"varint,3,opt,name=delayUnit,enum=knit.hadoop.yarn.TimedPlacementConstraintProto_DelayUnit,def=1" json:"delayUnit,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -6691,7 +6696,7 @@ func (x *TimedPlacementConstraintProto) GetDelayUnit() TimedPlacementConstraintP
 
 type CompositePlacementConstraintProto struct {
 	state                 protoimpl.MessageState                           `protogen:"open.v1"`
-	CompositeType         *CompositePlacementConstraintProto_CompositeType `protobuf:"varint,1,req,name=compositeType,enum=hadoop.yarn.CompositePlacementConstraintProto_CompositeType" json:"compositeType,omitempty"`
+	CompositeType         *CompositePlacementConstraintProto_CompositeType `protobuf:"varint,1,req,name=compositeType,enum=knit.hadoop.yarn.CompositePlacementConstraintProto_CompositeType" json:"compositeType,omitempty"`
 	ChildConstraints      []*PlacementConstraintProto                      `protobuf:"bytes,2,rep,name=childConstraints" json:"childConstraints,omitempty"`
 	TimedChildConstraints []*TimedPlacementConstraintProto                 `protobuf:"bytes,3,rep,name=timedChildConstraints" json:"timedChildConstraints,omitempty"`
 	unknownFields         protoimpl.UnknownFields
@@ -6931,7 +6936,7 @@ func (x *ReservationRequestProto) GetDuration() int64 {
 type ReservationRequestsProto struct {
 	state                protoimpl.MessageState              `protogen:"open.v1"`
 	ReservationResources []*ReservationRequestProto          `protobuf:"bytes,1,rep,name=reservation_resources,json=reservationResources" json:"reservation_resources,omitempty"`
-	Interpreter          *ReservationRequestInterpreterProto `protobuf:"varint,2,opt,name=interpreter,enum=hadoop.yarn.ReservationRequestInterpreterProto,def=1" json:"interpreter,omitempty"`
+	Interpreter          *ReservationRequestInterpreterProto `protobuf:"varint,2,opt,name=interpreter,enum=knit.hadoop.yarn.ReservationRequestInterpreterProto,def=1" json:"interpreter,omitempty"`
 	unknownFields        protoimpl.UnknownFields
 	sizeCache            protoimpl.SizeCache
 }
@@ -7338,13 +7343,13 @@ func (x *ContainerLaunchContextProto) GetTokensConf() []byte {
 type ContainerStatusProto struct {
 	state               protoimpl.MessageState  `protogen:"open.v1"`
 	ContainerId         *ContainerIdProto       `protobuf:"bytes,1,opt,name=container_id,json=containerId" json:"container_id,omitempty"`
-	State               *ContainerStateProto    `protobuf:"varint,2,opt,name=state,enum=hadoop.yarn.ContainerStateProto" json:"state,omitempty"`
+	State               *ContainerStateProto    `protobuf:"varint,2,opt,name=state,enum=knit.hadoop.yarn.ContainerStateProto" json:"state,omitempty"`
 	Diagnostics         *string                 `protobuf:"bytes,3,opt,name=diagnostics,def=N/A" json:"diagnostics,omitempty"`
 	ExitStatus          *int32                  `protobuf:"varint,4,opt,name=exit_status,json=exitStatus,def=-1000" json:"exit_status,omitempty"`
 	Capability          *ResourceProto          `protobuf:"bytes,5,opt,name=capability" json:"capability,omitempty"`
-	ExecutionType       *ExecutionTypeProto     `protobuf:"varint,6,opt,name=executionType,enum=hadoop.yarn.ExecutionTypeProto,def=1" json:"executionType,omitempty"`
+	ExecutionType       *ExecutionTypeProto     `protobuf:"varint,6,opt,name=executionType,enum=knit.hadoop.yarn.ExecutionTypeProto,def=1" json:"executionType,omitempty"`
 	ContainerAttributes []*StringStringMapProto `protobuf:"bytes,7,rep,name=container_attributes,json=containerAttributes" json:"container_attributes,omitempty"`
-	ContainerSubState   *ContainerSubStateProto `protobuf:"varint,8,opt,name=container_sub_state,json=containerSubState,enum=hadoop.yarn.ContainerSubStateProto" json:"container_sub_state,omitempty"`
+	ContainerSubState   *ContainerSubStateProto `protobuf:"varint,8,opt,name=container_sub_state,json=containerSubState,enum=knit.hadoop.yarn.ContainerSubStateProto" json:"container_sub_state,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -7444,7 +7449,7 @@ func (x *ContainerStatusProto) GetContainerSubState() ContainerSubStateProto {
 
 type ContainerRetryContextProto struct {
 	state                    protoimpl.MessageState     `protogen:"open.v1"`
-	RetryPolicy              *ContainerRetryPolicyProto `protobuf:"varint,1,opt,name=retry_policy,json=retryPolicy,enum=hadoop.yarn.ContainerRetryPolicyProto,def=0" json:"retry_policy,omitempty"`
+	RetryPolicy              *ContainerRetryPolicyProto `protobuf:"varint,1,opt,name=retry_policy,json=retryPolicy,enum=knit.hadoop.yarn.ContainerRetryPolicyProto,def=0" json:"retry_policy,omitempty"`
 	ErrorCodes               []int32                    `protobuf:"varint,2,rep,name=error_codes,json=errorCodes" json:"error_codes,omitempty"`
 	MaxRetries               *int32                     `protobuf:"varint,3,opt,name=max_retries,json=maxRetries,def=0" json:"max_retries,omitempty"`
 	RetryInterval            *int32                     `protobuf:"varint,4,opt,name=retry_interval,json=retryInterval,def=0" json:"retry_interval,omitempty"`
@@ -7738,87 +7743,87 @@ var File_yarnpb_yarn_protos_proto protoreflect.FileDescriptor
 
 const file_yarnpb_yarn_protos_proto_rawDesc = "" +
 	"\n" +
-	"\x18yarnpb/yarn_protos.proto\x12\vhadoop.yarn\x1a\x17commonpb/Security.proto\"\xa6\x01\n" +
+	"\x18yarnpb/yarn_protos.proto\x12\x10knit.hadoop.yarn\x1a\x17commonpb/Security.proto\"\xab\x01\n" +
 	"\x18SerializedExceptionProto\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12\x14\n" +
 	"\x05trace\x18\x02 \x01(\tR\x05trace\x12\x1d\n" +
 	"\n" +
-	"class_name\x18\x03 \x01(\tR\tclassName\x12;\n" +
-	"\x05cause\x18\x04 \x01(\v2%.hadoop.yarn.SerializedExceptionProtoR\x05cause\"Q\n" +
+	"class_name\x18\x03 \x01(\tR\tclassName\x12@\n" +
+	"\x05cause\x18\x04 \x01(\v2*.knit.hadoop.yarn.SerializedExceptionProtoR\x05cause\"Q\n" +
 	"\x12ApplicationIdProto\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12+\n" +
-	"\x11cluster_timestamp\x18\x02 \x01(\x03R\x10clusterTimestamp\"\x81\x01\n" +
-	"\x19ApplicationAttemptIdProto\x12F\n" +
-	"\x0eapplication_id\x18\x01 \x01(\v2\x1f.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12\x1c\n" +
-	"\tattemptId\x18\x02 \x01(\x05R\tattemptId\"\xa8\x01\n" +
-	"\x10ContainerIdProto\x126\n" +
-	"\x06app_id\x18\x01 \x01(\v2\x1f.hadoop.yarn.ApplicationIdProtoR\x05appId\x12L\n" +
-	"\x0eapp_attempt_id\x18\x02 \x01(\v2&.hadoop.yarn.ApplicationAttemptIdProtoR\fappAttemptId\x12\x0e\n" +
-	"\x02id\x18\x03 \x01(\x03R\x02id\"\xe4\x01\n" +
+	"\x11cluster_timestamp\x18\x02 \x01(\x03R\x10clusterTimestamp\"\x86\x01\n" +
+	"\x19ApplicationAttemptIdProto\x12K\n" +
+	"\x0eapplication_id\x18\x01 \x01(\v2$.knit.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12\x1c\n" +
+	"\tattemptId\x18\x02 \x01(\x05R\tattemptId\"\xb2\x01\n" +
+	"\x10ContainerIdProto\x12;\n" +
+	"\x06app_id\x18\x01 \x01(\v2$.knit.hadoop.yarn.ApplicationIdProtoR\x05appId\x12Q\n" +
+	"\x0eapp_attempt_id\x18\x02 \x01(\v2+.knit.hadoop.yarn.ApplicationAttemptIdProtoR\fappAttemptId\x12\x0e\n" +
+	"\x02id\x18\x03 \x01(\x03R\x02id\"\xee\x01\n" +
 	"\x18ResourceInformationProto\x12\x10\n" +
 	"\x03key\x18\x01 \x02(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value\x12\x14\n" +
-	"\x05units\x18\x03 \x01(\tR\x05units\x123\n" +
-	"\x04type\x18\x04 \x01(\x0e2\x1f.hadoop.yarn.ResourceTypesProtoR\x04type\x12\x12\n" +
-	"\x04tags\x18\x05 \x03(\tR\x04tags\x12A\n" +
+	"\x05units\x18\x03 \x01(\tR\x05units\x128\n" +
+	"\x04type\x18\x04 \x01(\x0e2$.knit.hadoop.yarn.ResourceTypesProtoR\x04type\x12\x12\n" +
+	"\x04tags\x18\x05 \x03(\tR\x04tags\x12F\n" +
 	"\n" +
-	"attributes\x18\x06 \x03(\v2!.hadoop.yarn.StringStringMapProtoR\n" +
-	"attributes\"v\n" +
+	"attributes\x18\x06 \x03(\v2&.knit.hadoop.yarn.StringStringMapProtoR\n" +
+	"attributes\"{\n" +
 	"\x15ResourceTypeInfoProto\x12\x12\n" +
 	"\x04name\x18\x01 \x02(\tR\x04name\x12\x14\n" +
-	"\x05units\x18\x02 \x01(\tR\x05units\x123\n" +
-	"\x04type\x18\x03 \x01(\x0e2\x1f.hadoop.yarn.ResourceTypesProtoR\x04type\"\xa1\x01\n" +
+	"\x05units\x18\x02 \x01(\tR\x05units\x128\n" +
+	"\x04type\x18\x03 \x01(\x0e2$.knit.hadoop.yarn.ResourceTypesProtoR\x04type\"\xa6\x01\n" +
 	"\rResourceProto\x12\x16\n" +
 	"\x06memory\x18\x01 \x01(\x03R\x06memory\x12#\n" +
-	"\rvirtual_cores\x18\x02 \x01(\x05R\fvirtualCores\x12S\n" +
-	"\x12resource_value_map\x18\x03 \x03(\v2%.hadoop.yarn.ResourceInformationProtoR\x10resourceValueMap\"\xa0\x01\n" +
+	"\rvirtual_cores\x18\x02 \x01(\x05R\fvirtualCores\x12X\n" +
+	"\x12resource_value_map\x18\x03 \x03(\v2*.knit.hadoop.yarn.ResourceInformationProtoR\x10resourceValueMap\"\xa5\x01\n" +
 	"\x18ResourceUtilizationProto\x12\x12\n" +
 	"\x04pmem\x18\x01 \x01(\x05R\x04pmem\x12\x12\n" +
 	"\x04vmem\x18\x02 \x01(\x05R\x04vmem\x12\x10\n" +
-	"\x03cpu\x18\x03 \x01(\x02R\x03cpu\x12J\n" +
-	"\x0fcustomResources\x18\x04 \x03(\v2 .hadoop.yarn.StringFloatMapProtoR\x0fcustomResources\"}\n" +
-	"\x13ResourceOptionProto\x126\n" +
-	"\bresource\x18\x01 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\bresource\x12.\n" +
-	"\x13over_commit_timeout\x18\x02 \x01(\x05R\x11overCommitTimeout\"d\n" +
+	"\x03cpu\x18\x03 \x01(\x02R\x03cpu\x12O\n" +
+	"\x0fcustomResources\x18\x04 \x03(\v2%.knit.hadoop.yarn.StringFloatMapProtoR\x0fcustomResources\"\x82\x01\n" +
+	"\x13ResourceOptionProto\x12;\n" +
+	"\bresource\x18\x01 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\bresource\x12.\n" +
+	"\x13over_commit_timeout\x18\x02 \x01(\x05R\x11overCommitTimeout\"i\n" +
 	"\x14ResourceProfileEntry\x12\x12\n" +
-	"\x04name\x18\x01 \x02(\tR\x04name\x128\n" +
-	"\tresources\x18\x02 \x02(\v2\x1a.hadoop.yarn.ResourceProtoR\tresources\"n\n" +
-	"\x15ResourceProfilesProto\x12U\n" +
-	"\x15resource_profiles_map\x18\x01 \x03(\v2!.hadoop.yarn.ResourceProfileEntryR\x13resourceProfilesMap\"\x94\x01\n" +
-	"\x14NodeResourceMapProto\x121\n" +
-	"\anode_id\x18\x01 \x01(\v2\x18.hadoop.yarn.NodeIdProtoR\x06nodeId\x12I\n" +
-	"\x0fresource_option\x18\x02 \x01(\v2 .hadoop.yarn.ResourceOptionProtoR\x0eresourceOption\"+\n" +
+	"\x04name\x18\x01 \x02(\tR\x04name\x12=\n" +
+	"\tresources\x18\x02 \x02(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\tresources\"s\n" +
+	"\x15ResourceProfilesProto\x12Z\n" +
+	"\x15resource_profiles_map\x18\x01 \x03(\v2&.knit.hadoop.yarn.ResourceProfileEntryR\x13resourceProfilesMap\"\x9e\x01\n" +
+	"\x14NodeResourceMapProto\x126\n" +
+	"\anode_id\x18\x01 \x01(\v2\x1d.knit.hadoop.yarn.NodeIdProtoR\x06nodeId\x12N\n" +
+	"\x0fresource_option\x18\x02 \x01(\v2%.knit.hadoop.yarn.ResourceOptionProtoR\x0eresourceOption\"+\n" +
 	"\rPriorityProto\x12\x1a\n" +
-	"\bpriority\x18\x01 \x01(\x05R\bpriority\"\xc8\x04\n" +
-	"\x0eContainerProto\x12-\n" +
-	"\x02id\x18\x01 \x01(\v2\x1d.hadoop.yarn.ContainerIdProtoR\x02id\x120\n" +
-	"\x06nodeId\x18\x02 \x01(\v2\x18.hadoop.yarn.NodeIdProtoR\x06nodeId\x12*\n" +
-	"\x11node_http_address\x18\x03 \x01(\tR\x0fnodeHttpAddress\x126\n" +
-	"\bresource\x18\x04 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\bresource\x126\n" +
-	"\bpriority\x18\x05 \x01(\v2\x1a.hadoop.yarn.PriorityProtoR\bpriority\x12B\n" +
-	"\x0fcontainer_token\x18\x06 \x01(\v2\x19.hadoop.common.TokenProtoR\x0econtainerToken\x12R\n" +
-	"\x0eexecution_type\x18\a \x01(\x0e2\x1f.hadoop.yarn.ExecutionTypeProto:\n" +
+	"\bpriority\x18\x01 \x01(\x05R\bpriority\"\xe6\x04\n" +
+	"\x0eContainerProto\x122\n" +
+	"\x02id\x18\x01 \x01(\v2\".knit.hadoop.yarn.ContainerIdProtoR\x02id\x125\n" +
+	"\x06nodeId\x18\x02 \x01(\v2\x1d.knit.hadoop.yarn.NodeIdProtoR\x06nodeId\x12*\n" +
+	"\x11node_http_address\x18\x03 \x01(\tR\x0fnodeHttpAddress\x12;\n" +
+	"\bresource\x18\x04 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\bresource\x12;\n" +
+	"\bpriority\x18\x05 \x01(\v2\x1f.knit.hadoop.yarn.PriorityProtoR\bpriority\x12G\n" +
+	"\x0fcontainer_token\x18\x06 \x01(\v2\x1e.knit.hadoop.common.TokenProtoR\x0econtainerToken\x12W\n" +
+	"\x0eexecution_type\x18\a \x01(\x0e2$.knit.hadoop.yarn.ExecutionTypeProto:\n" +
 	"GUARANTEEDR\rexecutionType\x126\n" +
 	"\x15allocation_request_id\x18\b \x01(\x03:\x02-1R\x13allocationRequestId\x12\x1b\n" +
 	"\aversion\x18\t \x01(\x05:\x010R\aversion\x12'\n" +
 	"\x0fallocation_tags\x18\n" +
 	" \x03(\tR\x0eallocationTags\x12#\n" +
-	"\rexposed_ports\x18\v \x01(\tR\fexposedPorts\"\xad\x05\n" +
-	"\x14ContainerReportProto\x12@\n" +
-	"\fcontainer_id\x18\x01 \x01(\v2\x1d.hadoop.yarn.ContainerIdProtoR\vcontainerId\x126\n" +
-	"\bresource\x18\x02 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\bresource\x121\n" +
-	"\anode_id\x18\x03 \x01(\v2\x18.hadoop.yarn.NodeIdProtoR\x06nodeId\x126\n" +
-	"\bpriority\x18\x04 \x01(\v2\x1a.hadoop.yarn.PriorityProtoR\bpriority\x12#\n" +
+	"\rexposed_ports\x18\v \x01(\tR\fexposedPorts\"\xcb\x05\n" +
+	"\x14ContainerReportProto\x12E\n" +
+	"\fcontainer_id\x18\x01 \x01(\v2\".knit.hadoop.yarn.ContainerIdProtoR\vcontainerId\x12;\n" +
+	"\bresource\x18\x02 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\bresource\x126\n" +
+	"\anode_id\x18\x03 \x01(\v2\x1d.knit.hadoop.yarn.NodeIdProtoR\x06nodeId\x12;\n" +
+	"\bpriority\x18\x04 \x01(\v2\x1f.knit.hadoop.yarn.PriorityProtoR\bpriority\x12#\n" +
 	"\rcreation_time\x18\x05 \x01(\x03R\fcreationTime\x12\x1f\n" +
 	"\vfinish_time\x18\x06 \x01(\x03R\n" +
 	"finishTime\x12.\n" +
 	"\x10diagnostics_info\x18\a \x01(\t:\x03N/AR\x0fdiagnosticsInfo\x12\x17\n" +
 	"\alog_url\x18\b \x01(\tR\x06logUrl\x122\n" +
-	"\x15container_exit_status\x18\t \x01(\x05R\x13containerExitStatus\x12I\n" +
+	"\x15container_exit_status\x18\t \x01(\x05R\x13containerExitStatus\x12N\n" +
 	"\x0fcontainer_state\x18\n" +
-	" \x01(\x0e2 .hadoop.yarn.ContainerStateProtoR\x0econtainerState\x12*\n" +
-	"\x11node_http_address\x18\v \x01(\tR\x0fnodeHttpAddress\x12Q\n" +
-	"\rexecutionType\x18\f \x01(\x0e2\x1f.hadoop.yarn.ExecutionTypeProto:\n" +
+	" \x01(\x0e2%.knit.hadoop.yarn.ContainerStateProtoR\x0econtainerState\x12*\n" +
+	"\x11node_http_address\x18\v \x01(\tR\x0fnodeHttpAddress\x12V\n" +
+	"\rexecutionType\x18\f \x01(\x0e2$.knit.hadoop.yarn.ExecutionTypeProto:\n" +
 	"GUARANTEEDR\rexecutionType\x12#\n" +
 	"\rexposed_ports\x18\r \x01(\tR\fexposedPorts\"z\n" +
 	"\bURLProto\x12\x16\n" +
@@ -7826,14 +7831,14 @@ const file_yarnpb_yarn_protos_proto_rawDesc = "" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x12\n" +
 	"\x04port\x18\x03 \x01(\x05R\x04port\x12\x12\n" +
 	"\x04file\x18\x04 \x01(\tR\x04file\x12\x1a\n" +
-	"\buserInfo\x18\x05 \x01(\tR\buserInfo\"\xe2\x02\n" +
-	"\x12LocalResourceProto\x121\n" +
-	"\bresource\x18\x01 \x01(\v2\x15.hadoop.yarn.URLProtoR\bresource\x12\x12\n" +
+	"\buserInfo\x18\x05 \x01(\tR\buserInfo\"\xf1\x02\n" +
+	"\x12LocalResourceProto\x126\n" +
+	"\bresource\x18\x01 \x01(\v2\x1a.knit.hadoop.yarn.URLProtoR\bresource\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1c\n" +
-	"\ttimestamp\x18\x03 \x01(\x03R\ttimestamp\x127\n" +
-	"\x04type\x18\x04 \x01(\x0e2#.hadoop.yarn.LocalResourceTypeProtoR\x04type\x12I\n" +
+	"\ttimestamp\x18\x03 \x01(\x03R\ttimestamp\x12<\n" +
+	"\x04type\x18\x04 \x01(\x0e2(.knit.hadoop.yarn.LocalResourceTypeProtoR\x04type\x12N\n" +
 	"\n" +
-	"visibility\x18\x05 \x01(\x0e2).hadoop.yarn.LocalResourceVisibilityProtoR\n" +
+	"visibility\x18\x05 \x01(\x0e2..knit.hadoop.yarn.LocalResourceVisibilityProtoR\n" +
 	"visibility\x12\x18\n" +
 	"\apattern\x18\x06 \x01(\tR\apattern\x12I\n" +
 	"\"should_be_uploaded_to_shared_cache\x18\a \x01(\bR\x1dshouldBeUploadedToSharedCache\"<\n" +
@@ -7842,75 +7847,75 @@ const file_yarnpb_yarn_protos_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x02(\x03R\x05value\"=\n" +
 	"\x13StringFloatMapProto\x12\x10\n" +
 	"\x03key\x18\x01 \x02(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x02(\x02R\x05value\"\xef\x06\n" +
+	"\x05value\x18\x02 \x02(\x02R\x05value\"\x88\a\n" +
 	"#ApplicationResourceUsageReportProto\x12.\n" +
 	"\x13num_used_containers\x18\x01 \x01(\x05R\x11numUsedContainers\x126\n" +
-	"\x17num_reserved_containers\x18\x02 \x01(\x05R\x15numReservedContainers\x12A\n" +
-	"\x0eused_resources\x18\x03 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\rusedResources\x12I\n" +
-	"\x12reserved_resources\x18\x04 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\x11reservedResources\x12E\n" +
-	"\x10needed_resources\x18\x05 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\x0fneededResources\x12%\n" +
+	"\x17num_reserved_containers\x18\x02 \x01(\x05R\x15numReservedContainers\x12F\n" +
+	"\x0eused_resources\x18\x03 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\rusedResources\x12N\n" +
+	"\x12reserved_resources\x18\x04 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\x11reservedResources\x12J\n" +
+	"\x10needed_resources\x18\x05 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\x0fneededResources\x12%\n" +
 	"\x0ememory_seconds\x18\x06 \x01(\x03R\rmemorySeconds\x12#\n" +
 	"\rvcore_seconds\x18\a \x01(\x03R\fvcoreSeconds\x124\n" +
 	"\x16queue_usage_percentage\x18\b \x01(\x02R\x14queueUsagePercentage\x128\n" +
 	"\x18cluster_usage_percentage\x18\t \x01(\x02R\x16clusterUsagePercentage\x128\n" +
 	"\x18preempted_memory_seconds\x18\n" +
 	" \x01(\x03R\x16preemptedMemorySeconds\x126\n" +
-	"\x17preempted_vcore_seconds\x18\v \x01(\x03R\x15preemptedVcoreSeconds\x12d\n" +
-	"\x1eapplication_resource_usage_map\x18\f \x03(\v2\x1f.hadoop.yarn.StringLongMapProtoR\x1bapplicationResourceUsageMap\x12w\n" +
-	"(application_preempted_resource_usage_map\x18\r \x03(\v2\x1f.hadoop.yarn.StringLongMapProtoR$applicationPreemptedResourceUsageMap\"\xea\v\n" +
-	"\x16ApplicationReportProto\x12E\n" +
-	"\rapplicationId\x18\x01 \x01(\v2\x1f.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12\x12\n" +
+	"\x17preempted_vcore_seconds\x18\v \x01(\x03R\x15preemptedVcoreSeconds\x12i\n" +
+	"\x1eapplication_resource_usage_map\x18\f \x03(\v2$.knit.hadoop.yarn.StringLongMapProtoR\x1bapplicationResourceUsageMap\x12|\n" +
+	"(application_preempted_resource_usage_map\x18\r \x03(\v2$.knit.hadoop.yarn.StringLongMapProtoR$applicationPreemptedResourceUsageMap\"\x9c\f\n" +
+	"\x16ApplicationReportProto\x12J\n" +
+	"\rapplicationId\x18\x01 \x01(\v2$.knit.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x14\n" +
 	"\x05queue\x18\x03 \x01(\tR\x05queue\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\x12\n" +
 	"\x04host\x18\x05 \x01(\tR\x04host\x12\x19\n" +
-	"\brpc_port\x18\x06 \x01(\x05R\arpcPort\x12F\n" +
-	"\x12client_to_am_token\x18\a \x01(\v2\x19.hadoop.common.TokenProtoR\x0fclientToAmToken\x12\\\n" +
-	"\x16yarn_application_state\x18\b \x01(\x0e2&.hadoop.yarn.YarnApplicationStateProtoR\x14yarnApplicationState\x12 \n" +
+	"\brpc_port\x18\x06 \x01(\x05R\arpcPort\x12K\n" +
+	"\x12client_to_am_token\x18\a \x01(\v2\x1e.knit.hadoop.common.TokenProtoR\x0fclientToAmToken\x12a\n" +
+	"\x16yarn_application_state\x18\b \x01(\x0e2+.knit.hadoop.yarn.YarnApplicationStateProtoR\x14yarnApplicationState\x12 \n" +
 	"\vtrackingUrl\x18\t \x01(\tR\vtrackingUrl\x12%\n" +
 	"\vdiagnostics\x18\n" +
 	" \x01(\t:\x03N/AR\vdiagnostics\x12\x1c\n" +
 	"\tstartTime\x18\v \x01(\x03R\tstartTime\x12\x1e\n" +
 	"\n" +
 	"finishTime\x18\f \x01(\x03R\n" +
-	"finishTime\x12b\n" +
-	"\x18final_application_status\x18\r \x01(\x0e2(.hadoop.yarn.FinalApplicationStatusProtoR\x16finalApplicationStatus\x12^\n" +
-	"\x12app_resource_Usage\x18\x0e \x01(\v20.hadoop.yarn.ApplicationResourceUsageReportProtoR\x10appResourceUsage\x120\n" +
-	"\x13originalTrackingUrl\x18\x0f \x01(\tR\x13originalTrackingUrl\x12h\n" +
-	"\x1bcurrentApplicationAttemptId\x18\x10 \x01(\v2&.hadoop.yarn.ApplicationAttemptIdProtoR\x1bcurrentApplicationAttemptId\x12\x1a\n" +
+	"finishTime\x12g\n" +
+	"\x18final_application_status\x18\r \x01(\x0e2-.knit.hadoop.yarn.FinalApplicationStatusProtoR\x16finalApplicationStatus\x12c\n" +
+	"\x12app_resource_Usage\x18\x0e \x01(\v25.knit.hadoop.yarn.ApplicationResourceUsageReportProtoR\x10appResourceUsage\x120\n" +
+	"\x13originalTrackingUrl\x18\x0f \x01(\tR\x13originalTrackingUrl\x12m\n" +
+	"\x1bcurrentApplicationAttemptId\x18\x10 \x01(\v2+.knit.hadoop.yarn.ApplicationAttemptIdProtoR\x1bcurrentApplicationAttemptId\x12\x1a\n" +
 	"\bprogress\x18\x11 \x01(\x02R\bprogress\x12(\n" +
-	"\x0fapplicationType\x18\x12 \x01(\tR\x0fapplicationType\x129\n" +
-	"\vam_rm_token\x18\x13 \x01(\v2\x19.hadoop.common.TokenProtoR\tamRmToken\x12(\n" +
-	"\x0fapplicationTags\x18\x14 \x03(\tR\x0fapplicationTags\x12\\\n" +
-	"\x16log_aggregation_status\x18\x15 \x01(\x0e2&.hadoop.yarn.LogAggregationStatusProtoR\x14logAggregationStatus\x12:\n" +
-	"\x15unmanaged_application\x18\x16 \x01(\b:\x05falseR\x14unmanagedApplication\x126\n" +
-	"\bpriority\x18\x17 \x01(\v2\x1a.hadoop.yarn.PriorityProtoR\bpriority\x126\n" +
+	"\x0fapplicationType\x18\x12 \x01(\tR\x0fapplicationType\x12>\n" +
+	"\vam_rm_token\x18\x13 \x01(\v2\x1e.knit.hadoop.common.TokenProtoR\tamRmToken\x12(\n" +
+	"\x0fapplicationTags\x18\x14 \x03(\tR\x0fapplicationTags\x12a\n" +
+	"\x16log_aggregation_status\x18\x15 \x01(\x0e2+.knit.hadoop.yarn.LogAggregationStatusProtoR\x14logAggregationStatus\x12:\n" +
+	"\x15unmanaged_application\x18\x16 \x01(\b:\x05falseR\x14unmanagedApplication\x12;\n" +
+	"\bpriority\x18\x17 \x01(\v2\x1f.knit.hadoop.yarn.PriorityProtoR\bpriority\x126\n" +
 	"\x16appNodeLabelExpression\x18\x18 \x01(\tR\x16appNodeLabelExpression\x124\n" +
-	"\x15amNodeLabelExpression\x18\x19 \x01(\tR\x15amNodeLabelExpression\x12B\n" +
-	"\vappTimeouts\x18\x1a \x03(\v2 .hadoop.yarn.AppTimeoutsMapProtoR\vappTimeouts\x12\x1e\n" +
+	"\x15amNodeLabelExpression\x18\x19 \x01(\tR\x15amNodeLabelExpression\x12G\n" +
+	"\vappTimeouts\x18\x1a \x03(\v2%.knit.hadoop.yarn.AppTimeoutsMapProtoR\vappTimeouts\x12\x1e\n" +
 	"\n" +
 	"launchTime\x18\x1b \x01(\x03R\n" +
 	"launchTime\x12\x1e\n" +
 	"\n" +
 	"submitTime\x18\x1c \x01(\x03R\n" +
 	"submitTime\x12 \n" +
-	"\vrmClusterId\x18\x1d \x01(\tR\vrmClusterId\"\xd0\x01\n" +
-	"\x13AppTimeoutsMapProto\x12b\n" +
-	"\x18application_timeout_type\x18\x01 \x01(\x0e2(.hadoop.yarn.ApplicationTimeoutTypeProtoR\x16applicationTimeoutType\x12U\n" +
-	"\x13application_timeout\x18\x02 \x01(\v2$.hadoop.yarn.ApplicationTimeoutProtoR\x12applicationTimeout\"\xc5\x01\n" +
-	"\x17ApplicationTimeoutProto\x12b\n" +
-	"\x18application_timeout_type\x18\x01 \x02(\x0e2(.hadoop.yarn.ApplicationTimeoutTypeProtoR\x16applicationTimeoutType\x12\x1f\n" +
+	"\vrmClusterId\x18\x1d \x01(\tR\vrmClusterId\"\xda\x01\n" +
+	"\x13AppTimeoutsMapProto\x12g\n" +
+	"\x18application_timeout_type\x18\x01 \x01(\x0e2-.knit.hadoop.yarn.ApplicationTimeoutTypeProtoR\x16applicationTimeoutType\x12Z\n" +
+	"\x13application_timeout\x18\x02 \x01(\v2).knit.hadoop.yarn.ApplicationTimeoutProtoR\x12applicationTimeout\"\xca\x01\n" +
+	"\x17ApplicationTimeoutProto\x12g\n" +
+	"\x18application_timeout_type\x18\x01 \x02(\x0e2-.knit.hadoop.yarn.ApplicationTimeoutTypeProtoR\x16applicationTimeoutType\x12\x1f\n" +
 	"\vexpire_time\x18\x02 \x01(\tR\n" +
 	"expireTime\x12%\n" +
-	"\x0eremaining_time\x18\x03 \x01(\x03R\rremainingTime\"\xa3\x04\n" +
-	"\x1dApplicationAttemptReportProto\x12\\\n" +
-	"\x16application_attempt_id\x18\x01 \x01(\v2&.hadoop.yarn.ApplicationAttemptIdProtoR\x14applicationAttemptId\x12\x12\n" +
+	"\x0eremaining_time\x18\x03 \x01(\x03R\rremainingTime\"\xb2\x04\n" +
+	"\x1dApplicationAttemptReportProto\x12a\n" +
+	"\x16application_attempt_id\x18\x01 \x01(\v2+.knit.hadoop.yarn.ApplicationAttemptIdProtoR\x14applicationAttemptId\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x19\n" +
 	"\brpc_port\x18\x03 \x01(\x05R\arpcPort\x12!\n" +
 	"\ftracking_url\x18\x04 \x01(\tR\vtrackingUrl\x12%\n" +
-	"\vdiagnostics\x18\x05 \x01(\t:\x03N/AR\vdiagnostics\x12r\n" +
-	"\x1eyarn_application_attempt_state\x18\x06 \x01(\x0e2-.hadoop.yarn.YarnApplicationAttemptStateProtoR\x1byarnApplicationAttemptState\x12E\n" +
-	"\x0fam_container_id\x18\a \x01(\v2\x1d.hadoop.yarn.ContainerIdProtoR\ramContainerId\x122\n" +
+	"\vdiagnostics\x18\x05 \x01(\t:\x03N/AR\vdiagnostics\x12w\n" +
+	"\x1eyarn_application_attempt_state\x18\x06 \x01(\x0e22.knit.hadoop.yarn.YarnApplicationAttemptStateProtoR\x1byarnApplicationAttemptState\x12J\n" +
+	"\x0fam_container_id\x18\a \x01(\v2\".knit.hadoop.yarn.ContainerIdProtoR\ramContainerId\x122\n" +
 	"\x15original_tracking_url\x18\b \x01(\tR\x13originalTrackingUrl\x12\x1c\n" +
 	"\tstartTime\x18\t \x01(\x03R\tstartTime\x12\x1e\n" +
 	"\n" +
@@ -7919,61 +7924,61 @@ const file_yarnpb_yarn_protos_proto_rawDesc = "" +
 	"finishTime\"5\n" +
 	"\vNodeIdProto\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x12\n" +
-	"\x04port\x18\x02 \x01(\x05R\x04port\"\xcb\x06\n" +
-	"\x0fNodeReportProto\x120\n" +
-	"\x06nodeId\x18\x01 \x01(\v2\x18.hadoop.yarn.NodeIdProtoR\x06nodeId\x12 \n" +
+	"\x04port\x18\x02 \x01(\x05R\x04port\"\xf3\x06\n" +
+	"\x0fNodeReportProto\x125\n" +
+	"\x06nodeId\x18\x01 \x01(\v2\x1d.knit.hadoop.yarn.NodeIdProtoR\x06nodeId\x12 \n" +
 	"\vhttpAddress\x18\x02 \x01(\tR\vhttpAddress\x12\x1a\n" +
-	"\brackName\x18\x03 \x01(\tR\brackName\x12.\n" +
-	"\x04used\x18\x04 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\x04used\x12:\n" +
+	"\brackName\x18\x03 \x01(\tR\brackName\x123\n" +
+	"\x04used\x18\x04 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\x04used\x12?\n" +
 	"\n" +
-	"capability\x18\x05 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\n" +
+	"capability\x18\x05 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\n" +
 	"capability\x12$\n" +
-	"\rnumContainers\x18\x06 \x01(\x05R\rnumContainers\x12:\n" +
+	"\rnumContainers\x18\x06 \x01(\x05R\rnumContainers\x12?\n" +
 	"\n" +
-	"node_state\x18\a \x01(\x0e2\x1b.hadoop.yarn.NodeStateProtoR\tnodeState\x12#\n" +
+	"node_state\x18\a \x01(\x0e2 .knit.hadoop.yarn.NodeStateProtoR\tnodeState\x12#\n" +
 	"\rhealth_report\x18\b \x01(\tR\fhealthReport\x125\n" +
 	"\x17last_health_report_time\x18\t \x01(\x03R\x14lastHealthReportTime\x12\x1f\n" +
 	"\vnode_labels\x18\n" +
 	" \x03(\tR\n" +
-	"nodeLabels\x12\\\n" +
-	"\x16containers_utilization\x18\v \x01(\v2%.hadoop.yarn.ResourceUtilizationProtoR\x15containersUtilization\x12P\n" +
-	"\x10node_utilization\x18\f \x01(\v2%.hadoop.yarn.ResourceUtilizationProtoR\x0fnodeUtilization\x127\n" +
-	"\x17decommissioning_timeout\x18\r \x01(\rR\x16decommissioningTimeout\x12J\n" +
-	"\x10node_update_type\x18\x0e \x01(\x0e2 .hadoop.yarn.NodeUpdateTypeProtoR\x0enodeUpdateType\x12H\n" +
-	"\x0fnode_attributes\x18\x0f \x03(\v2\x1f.hadoop.yarn.NodeAttributeProtoR\x0enodeAttributes\"g\n" +
-	"\x13NodeIdToLabelsProto\x120\n" +
-	"\x06nodeId\x18\x01 \x01(\v2\x18.hadoop.yarn.NodeIdProtoR\x06nodeId\x12\x1e\n" +
+	"nodeLabels\x12a\n" +
+	"\x16containers_utilization\x18\v \x01(\v2*.knit.hadoop.yarn.ResourceUtilizationProtoR\x15containersUtilization\x12U\n" +
+	"\x10node_utilization\x18\f \x01(\v2*.knit.hadoop.yarn.ResourceUtilizationProtoR\x0fnodeUtilization\x127\n" +
+	"\x17decommissioning_timeout\x18\r \x01(\rR\x16decommissioningTimeout\x12O\n" +
+	"\x10node_update_type\x18\x0e \x01(\x0e2%.knit.hadoop.yarn.NodeUpdateTypeProtoR\x0enodeUpdateType\x12M\n" +
+	"\x0fnode_attributes\x18\x0f \x03(\v2$.knit.hadoop.yarn.NodeAttributeProtoR\x0enodeAttributes\"l\n" +
+	"\x13NodeIdToLabelsProto\x125\n" +
+	"\x06nodeId\x18\x01 \x01(\v2\x1d.knit.hadoop.yarn.NodeIdProtoR\x06nodeId\x12\x1e\n" +
 	"\n" +
 	"nodeLabels\x18\x02 \x03(\tR\n" +
-	"nodeLabels\"h\n" +
+	"nodeLabels\"m\n" +
 	"\x14LabelsToNodeIdsProto\x12\x1e\n" +
 	"\n" +
 	"nodeLabels\x18\x01 \x01(\tR\n" +
-	"nodeLabels\x120\n" +
-	"\x06nodeId\x18\x02 \x03(\v2\x18.hadoop.yarn.NodeIdProtoR\x06nodeId\"L\n" +
+	"nodeLabels\x125\n" +
+	"\x06nodeId\x18\x02 \x03(\v2\x1d.knit.hadoop.yarn.NodeIdProtoR\x06nodeId\"L\n" +
 	"\x0eNodeLabelProto\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12&\n" +
 	"\visExclusive\x18\x02 \x01(\b:\x04trueR\visExclusive\"s\n" +
 	"\x15NodeAttributeKeyProto\x124\n" +
 	"\x0fattributePrefix\x18\x01 \x01(\t:\n" +
 	"rm.yarn.ioR\x0fattributePrefix\x12$\n" +
-	"\rattributeName\x18\x02 \x02(\tR\rattributeName\"\xd9\x01\n" +
-	"\x12NodeAttributeProto\x12F\n" +
-	"\fattributeKey\x18\x01 \x02(\v2\".hadoop.yarn.NodeAttributeKeyProtoR\fattributeKey\x12Q\n" +
-	"\rattributeType\x18\x02 \x01(\x0e2#.hadoop.yarn.NodeAttributeTypeProto:\x06STRINGR\rattributeType\x12(\n" +
-	"\x0eattributeValue\x18\x03 \x01(\t:\x00R\x0eattributeValue\"\xab\x01\n" +
-	"\x16NodeAttributeInfoProto\x12F\n" +
-	"\fattributeKey\x18\x01 \x02(\v2\".hadoop.yarn.NodeAttributeKeyProtoR\fattributeKey\x12I\n" +
-	"\rattributeType\x18\x02 \x02(\x0e2#.hadoop.yarn.NodeAttributeTypeProtoR\rattributeType\"_\n" +
+	"\rattributeName\x18\x02 \x02(\tR\rattributeName\"\xe3\x01\n" +
+	"\x12NodeAttributeProto\x12K\n" +
+	"\fattributeKey\x18\x01 \x02(\v2'.knit.hadoop.yarn.NodeAttributeKeyProtoR\fattributeKey\x12V\n" +
+	"\rattributeType\x18\x02 \x01(\x0e2(.knit.hadoop.yarn.NodeAttributeTypeProto:\x06STRINGR\rattributeType\x12(\n" +
+	"\x0eattributeValue\x18\x03 \x01(\t:\x00R\x0eattributeValue\"\xb5\x01\n" +
+	"\x16NodeAttributeInfoProto\x12K\n" +
+	"\fattributeKey\x18\x01 \x02(\v2'.knit.hadoop.yarn.NodeAttributeKeyProtoR\fattributeKey\x12N\n" +
+	"\rattributeType\x18\x02 \x02(\x0e2(.knit.hadoop.yarn.NodeAttributeTypeProtoR\rattributeType\"_\n" +
 	"\x19NodeToAttributeValueProto\x12\x1a\n" +
 	"\bhostname\x18\x01 \x02(\tR\bhostname\x12&\n" +
-	"\x0eattributeValue\x18\x02 \x02(\tR\x0eattributeValue\"\xad\x01\n" +
-	"\x15AttributeToNodesProto\x12H\n" +
-	"\rnodeAttribute\x18\x01 \x02(\v2\".hadoop.yarn.NodeAttributeKeyProtoR\rnodeAttribute\x12J\n" +
-	"\fnodeValueMap\x18\x02 \x03(\v2&.hadoop.yarn.NodeToAttributeValueProtoR\fnodeValueMap\"t\n" +
+	"\x0eattributeValue\x18\x02 \x02(\tR\x0eattributeValue\"\xb7\x01\n" +
+	"\x15AttributeToNodesProto\x12M\n" +
+	"\rnodeAttribute\x18\x01 \x02(\v2'.knit.hadoop.yarn.NodeAttributeKeyProtoR\rnodeAttribute\x12O\n" +
+	"\fnodeValueMap\x18\x02 \x03(\v2+.knit.hadoop.yarn.NodeToAttributeValueProtoR\fnodeValueMap\"y\n" +
 	"\x15NodeToAttributesProto\x12\x12\n" +
-	"\x04node\x18\x01 \x01(\tR\x04node\x12G\n" +
-	"\x0enodeAttributes\x18\x02 \x03(\v2\x1f.hadoop.yarn.NodeAttributeProtoR\x0enodeAttributes\"\xe4\x01\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12L\n" +
+	"\x0enodeAttributes\x18\x02 \x03(\v2$.knit.hadoop.yarn.NodeAttributeProtoR\x0enodeAttributes\"\xe4\x01\n" +
 	"\x1aDeregisterSubClustersProto\x12\"\n" +
 	"\fsubClusterId\x18\x01 \x01(\tR\fsubClusterId\x12(\n" +
 	"\x0fderegisterState\x18\x02 \x01(\tR\x0fderegisterState\x12,\n" +
@@ -7991,77 +7996,77 @@ const file_yarnpb_yarn_protos_proto_rawDesc = "" +
 	"\x19FederationSubClusterProto\x12\"\n" +
 	"\fsubClusterId\x18\x01 \x01(\tR\fsubClusterId\x12,\n" +
 	"\x11lastHeartBeatTime\x18\x02 \x01(\tR\x11lastHeartBeatTime\x12(\n" +
-	"\x0fsubClusterState\x18\x03 \x01(\tR\x0fsubClusterState\"\xcd\x03\n" +
-	"\x14ResourceRequestProto\x126\n" +
-	"\bpriority\x18\x01 \x01(\v2\x1a.hadoop.yarn.PriorityProtoR\bpriority\x12#\n" +
-	"\rresource_name\x18\x02 \x01(\tR\fresourceName\x12:\n" +
+	"\x0fsubClusterState\x18\x03 \x01(\tR\x0fsubClusterState\"\xdc\x03\n" +
+	"\x14ResourceRequestProto\x12;\n" +
+	"\bpriority\x18\x01 \x01(\v2\x1f.knit.hadoop.yarn.PriorityProtoR\bpriority\x12#\n" +
+	"\rresource_name\x18\x02 \x01(\tR\fresourceName\x12?\n" +
 	"\n" +
-	"capability\x18\x03 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\n" +
+	"capability\x18\x03 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\n" +
 	"capability\x12%\n" +
 	"\x0enum_containers\x18\x04 \x01(\x05R\rnumContainers\x12+\n" +
 	"\x0erelax_locality\x18\x05 \x01(\b:\x04trueR\rrelaxLocality\x122\n" +
-	"\x15node_label_expression\x18\x06 \x01(\tR\x13nodeLabelExpression\x12\\\n" +
-	"\x16execution_type_request\x18\a \x01(\v2&.hadoop.yarn.ExecutionTypeRequestProtoR\x14executionTypeRequest\x126\n" +
-	"\x15allocation_request_id\x18\b \x01(\x03:\x02-1R\x13allocationRequestId\"\xac\x01\n" +
-	"\x19ExecutionTypeRequestProto\x12R\n" +
-	"\x0eexecution_type\x18\x01 \x01(\x0e2\x1f.hadoop.yarn.ExecutionTypeProto:\n" +
+	"\x15node_label_expression\x18\x06 \x01(\tR\x13nodeLabelExpression\x12a\n" +
+	"\x16execution_type_request\x18\a \x01(\v2+.knit.hadoop.yarn.ExecutionTypeRequestProtoR\x14executionTypeRequest\x126\n" +
+	"\x15allocation_request_id\x18\b \x01(\x03:\x02-1R\x13allocationRequestId\"\xb1\x01\n" +
+	"\x19ExecutionTypeRequestProto\x12W\n" +
+	"\x0eexecution_type\x18\x01 \x01(\x0e2$.knit.hadoop.yarn.ExecutionTypeProto:\n" +
 	"GUARANTEEDR\rexecutionType\x12;\n" +
-	"\x16enforce_execution_type\x18\x02 \x01(\b:\x05falseR\x14enforceExecutionType\"\x9e\x03\n" +
+	"\x16enforce_execution_type\x18\x02 \x01(\b:\x05falseR\x14enforceExecutionType\"\xb2\x03\n" +
 	"\x16SchedulingRequestProto\x123\n" +
-	"\x13allocationRequestId\x18\x01 \x01(\x03:\x010R\x13allocationRequestId\x126\n" +
-	"\bpriority\x18\x02 \x01(\v2\x1a.hadoop.yarn.PriorityProtoR\bpriority\x12L\n" +
-	"\rexecutionType\x18\x03 \x01(\v2&.hadoop.yarn.ExecutionTypeRequestProtoR\rexecutionType\x12&\n" +
-	"\x0eallocationTags\x18\x04 \x03(\tR\x0eallocationTags\x12H\n" +
-	"\x0eresourceSizing\x18\x05 \x01(\v2 .hadoop.yarn.ResourceSizingProtoR\x0eresourceSizing\x12W\n" +
-	"\x13placementConstraint\x18\x06 \x01(\v2%.hadoop.yarn.PlacementConstraintProtoR\x13placementConstraint\"w\n" +
+	"\x13allocationRequestId\x18\x01 \x01(\x03:\x010R\x13allocationRequestId\x12;\n" +
+	"\bpriority\x18\x02 \x01(\v2\x1f.knit.hadoop.yarn.PriorityProtoR\bpriority\x12Q\n" +
+	"\rexecutionType\x18\x03 \x01(\v2+.knit.hadoop.yarn.ExecutionTypeRequestProtoR\rexecutionType\x12&\n" +
+	"\x0eallocationTags\x18\x04 \x03(\tR\x0eallocationTags\x12M\n" +
+	"\x0eresourceSizing\x18\x05 \x01(\v2%.knit.hadoop.yarn.ResourceSizingProtoR\x0eresourceSizing\x12\\\n" +
+	"\x13placementConstraint\x18\x06 \x01(\v2*.knit.hadoop.yarn.PlacementConstraintProtoR\x13placementConstraint\"|\n" +
 	"\x13ResourceSizingProto\x12&\n" +
-	"\x0enumAllocations\x18\x01 \x01(\x05R\x0enumAllocations\x128\n" +
-	"\tresources\x18\x02 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\tresources\"\x9a\x01\n" +
-	"\x1eRejectedSchedulingRequestProto\x129\n" +
-	"\x06reason\x18\x01 \x02(\x0e2!.hadoop.yarn.RejectionReasonProtoR\x06reason\x12=\n" +
-	"\arequest\x18\x02 \x02(\v2#.hadoop.yarn.SchedulingRequestProtoR\arequest\"\xae\x01\n" +
-	"\x16PreemptionMessageProto\x12R\n" +
-	"\x0estrictContract\x18\x01 \x01(\v2*.hadoop.yarn.StrictPreemptionContractProtoR\x0estrictContract\x12@\n" +
-	"\bcontract\x18\x02 \x01(\v2$.hadoop.yarn.PreemptionContractProtoR\bcontract\"d\n" +
-	"\x1dStrictPreemptionContractProto\x12C\n" +
-	"\tcontainer\x18\x01 \x03(\v2%.hadoop.yarn.PreemptionContainerProtoR\tcontainer\"\xa7\x01\n" +
-	"\x17PreemptionContractProto\x12G\n" +
-	"\bresource\x18\x01 \x03(\v2+.hadoop.yarn.PreemptionResourceRequestProtoR\bresource\x12C\n" +
-	"\tcontainer\x18\x02 \x03(\v2%.hadoop.yarn.PreemptionContainerProtoR\tcontainer\"I\n" +
-	"\x18PreemptionContainerProto\x12-\n" +
-	"\x02id\x18\x01 \x01(\v2\x1d.hadoop.yarn.ContainerIdProtoR\x02id\"_\n" +
-	"\x1ePreemptionResourceRequestProto\x12=\n" +
-	"\bresource\x18\x01 \x01(\v2!.hadoop.yarn.ResourceRequestProtoR\bresource\"\x7f\n" +
+	"\x0enumAllocations\x18\x01 \x01(\x05R\x0enumAllocations\x12=\n" +
+	"\tresources\x18\x02 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\tresources\"\xa4\x01\n" +
+	"\x1eRejectedSchedulingRequestProto\x12>\n" +
+	"\x06reason\x18\x01 \x02(\x0e2&.knit.hadoop.yarn.RejectionReasonProtoR\x06reason\x12B\n" +
+	"\arequest\x18\x02 \x02(\v2(.knit.hadoop.yarn.SchedulingRequestProtoR\arequest\"\xb8\x01\n" +
+	"\x16PreemptionMessageProto\x12W\n" +
+	"\x0estrictContract\x18\x01 \x01(\v2/.knit.hadoop.yarn.StrictPreemptionContractProtoR\x0estrictContract\x12E\n" +
+	"\bcontract\x18\x02 \x01(\v2).knit.hadoop.yarn.PreemptionContractProtoR\bcontract\"i\n" +
+	"\x1dStrictPreemptionContractProto\x12H\n" +
+	"\tcontainer\x18\x01 \x03(\v2*.knit.hadoop.yarn.PreemptionContainerProtoR\tcontainer\"\xb1\x01\n" +
+	"\x17PreemptionContractProto\x12L\n" +
+	"\bresource\x18\x01 \x03(\v20.knit.hadoop.yarn.PreemptionResourceRequestProtoR\bresource\x12H\n" +
+	"\tcontainer\x18\x02 \x03(\v2*.knit.hadoop.yarn.PreemptionContainerProtoR\tcontainer\"N\n" +
+	"\x18PreemptionContainerProto\x122\n" +
+	"\x02id\x18\x01 \x01(\v2\".knit.hadoop.yarn.ContainerIdProtoR\x02id\"d\n" +
+	"\x1ePreemptionResourceRequestProto\x12B\n" +
+	"\bresource\x18\x01 \x01(\v2&.knit.hadoop.yarn.ResourceRequestProtoR\bresource\"\x7f\n" +
 	"\x1dResourceBlacklistRequestProto\x12/\n" +
 	"\x13blacklist_additions\x18\x01 \x03(\tR\x12blacklistAdditions\x12-\n" +
-	"\x12blacklist_removals\x18\x02 \x03(\tR\x11blacklistRemovals\"\xb8\n" +
+	"\x12blacklist_removals\x18\x02 \x03(\tR\x11blacklistRemovals\"\xe5\n" +
 	"\n" +
-	"!ApplicationSubmissionContextProto\x12F\n" +
-	"\x0eapplication_id\x18\x01 \x01(\v2\x1f.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12.\n" +
+	"!ApplicationSubmissionContextProto\x12K\n" +
+	"\x0eapplication_id\x18\x01 \x01(\v2$.knit.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12.\n" +
 	"\x10application_name\x18\x02 \x01(\t:\x03N/AR\x0fapplicationName\x12\x1d\n" +
-	"\x05queue\x18\x03 \x01(\t:\adefaultR\x05queue\x126\n" +
-	"\bpriority\x18\x04 \x01(\v2\x1a.hadoop.yarn.PriorityProtoR\bpriority\x12T\n" +
-	"\x11am_container_spec\x18\x05 \x01(\v2(.hadoop.yarn.ContainerLaunchContextProtoR\x0famContainerSpec\x12C\n" +
+	"\x05queue\x18\x03 \x01(\t:\adefaultR\x05queue\x12;\n" +
+	"\bpriority\x18\x04 \x01(\v2\x1f.knit.hadoop.yarn.PriorityProtoR\bpriority\x12Y\n" +
+	"\x11am_container_spec\x18\x05 \x01(\v2-.knit.hadoop.yarn.ContainerLaunchContextProtoR\x0famContainerSpec\x12C\n" +
 	"\x1bcancel_tokens_when_complete\x18\x06 \x01(\b:\x04trueR\x18cancelTokensWhenComplete\x12(\n" +
 	"\funmanaged_am\x18\a \x01(\b:\x05falseR\vunmanagedAm\x12)\n" +
-	"\x0emaxAppAttempts\x18\b \x01(\x05:\x010R\x0emaxAppAttempts\x126\n" +
-	"\bresource\x18\t \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\bresource\x12.\n" +
+	"\x0emaxAppAttempts\x18\b \x01(\x05:\x010R\x0emaxAppAttempts\x12;\n" +
+	"\bresource\x18\t \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\bresource\x12.\n" +
 	"\x0fapplicationType\x18\n" +
 	" \x01(\t:\x04YARNR\x0fapplicationType\x12c\n" +
 	"+keep_containers_across_application_attempts\x18\v \x01(\b:\x05falseR'keepContainersAcrossApplicationAttempts\x12(\n" +
 	"\x0fapplicationTags\x18\f \x03(\tR\x0fapplicationTags\x12O\n" +
-	"\"attempt_failures_validity_interval\x18\r \x01(\x03:\x02-1R\x1fattemptFailuresValidityInterval\x12_\n" +
-	"\x17log_aggregation_context\x18\x0e \x01(\v2'.hadoop.yarn.LogAggregationContextProtoR\x15logAggregationContext\x12F\n" +
-	"\x0ereservation_id\x18\x0f \x01(\v2\x1f.hadoop.yarn.ReservationIdProtoR\rreservationId\x122\n" +
-	"\x15node_label_expression\x18\x10 \x01(\tR\x13nodeLabelExpression\x12d\n" +
-	"\x1dam_container_resource_request\x18\x11 \x03(\v2!.hadoop.yarn.ResourceRequestProtoR\x1aamContainerResourceRequest\x12Z\n" +
-	"\x14application_timeouts\x18\x12 \x03(\v2'.hadoop.yarn.ApplicationTimeoutMapProtoR\x13applicationTimeouts\x12m\n" +
-	"!application_scheduling_properties\x18\x13 \x03(\v2!.hadoop.yarn.StringStringMapProtoR\x1fapplicationSchedulingProperties\"\x9a\x01\n" +
-	"\x1aApplicationTimeoutMapProto\x12b\n" +
-	"\x18application_timeout_type\x18\x01 \x01(\x0e2(.hadoop.yarn.ApplicationTimeoutTypeProtoR\x16applicationTimeoutType\x12\x18\n" +
-	"\atimeout\x18\x02 \x01(\x03R\atimeout\"\xa7\x01\n" +
-	" ApplicationUpdateTimeoutMapProto\x12b\n" +
-	"\x18application_timeout_type\x18\x01 \x01(\x0e2(.hadoop.yarn.ApplicationTimeoutTypeProtoR\x16applicationTimeoutType\x12\x1f\n" +
+	"\"attempt_failures_validity_interval\x18\r \x01(\x03:\x02-1R\x1fattemptFailuresValidityInterval\x12d\n" +
+	"\x17log_aggregation_context\x18\x0e \x01(\v2,.knit.hadoop.yarn.LogAggregationContextProtoR\x15logAggregationContext\x12K\n" +
+	"\x0ereservation_id\x18\x0f \x01(\v2$.knit.hadoop.yarn.ReservationIdProtoR\rreservationId\x122\n" +
+	"\x15node_label_expression\x18\x10 \x01(\tR\x13nodeLabelExpression\x12i\n" +
+	"\x1dam_container_resource_request\x18\x11 \x03(\v2&.knit.hadoop.yarn.ResourceRequestProtoR\x1aamContainerResourceRequest\x12_\n" +
+	"\x14application_timeouts\x18\x12 \x03(\v2,.knit.hadoop.yarn.ApplicationTimeoutMapProtoR\x13applicationTimeouts\x12r\n" +
+	"!application_scheduling_properties\x18\x13 \x03(\v2&.knit.hadoop.yarn.StringStringMapProtoR\x1fapplicationSchedulingProperties\"\x9f\x01\n" +
+	"\x1aApplicationTimeoutMapProto\x12g\n" +
+	"\x18application_timeout_type\x18\x01 \x01(\x0e2-.knit.hadoop.yarn.ApplicationTimeoutTypeProtoR\x16applicationTimeoutType\x12\x18\n" +
+	"\atimeout\x18\x02 \x01(\x03R\atimeout\"\xac\x01\n" +
+	" ApplicationUpdateTimeoutMapProto\x12g\n" +
+	"\x18application_timeout_type\x18\x01 \x01(\x0e2-.knit.hadoop.yarn.ApplicationTimeoutTypeProtoR\x16applicationTimeoutType\x12\x1f\n" +
 	"\vexpire_time\x18\x02 \x01(\tR\n" +
 	"expireTime\"\x8d\x03\n" +
 	"\x1aLogAggregationContextProto\x12+\n" +
@@ -8070,10 +8075,10 @@ const file_yarnpb_yarn_protos_proto_rawDesc = "" +
 	"\x1brolled_logs_include_pattern\x18\x03 \x01(\t:\x00R\x18rolledLogsIncludePattern\x12A\n" +
 	"\x1brolled_logs_exclude_pattern\x18\x04 \x01(\t:\x02.*R\x18rolledLogsExcludePattern\x12H\n" +
 	"!log_aggregation_policy_class_name\x18\x05 \x01(\tR\x1dlogAggregationPolicyClassName\x12I\n" +
-	"!log_aggregation_policy_parameters\x18\x06 \x01(\tR\x1elogAggregationPolicyParameters\"v\n" +
-	"\x16ApplicationACLMapProto\x12G\n" +
+	"!log_aggregation_policy_parameters\x18\x06 \x01(\tR\x1elogAggregationPolicyParameters\"{\n" +
+	"\x16ApplicationACLMapProto\x12L\n" +
 	"\n" +
-	"accessType\x18\x01 \x01(\x0e2'.hadoop.yarn.ApplicationAccessTypeProtoR\n" +
+	"accessType\x18\x01 \x01(\x0e2,.knit.hadoop.yarn.ApplicationAccessTypeProtoR\n" +
 	"accessType\x12\x13\n" +
 	"\x03acl\x18\x02 \x01(\t:\x01 R\x03acl\"\xfb\x02\n" +
 	"\x17YarnClusterMetricsProto\x12*\n" +
@@ -8105,22 +8110,22 @@ const file_yarnpb_yarn_protos_proto_rawDesc = "" +
 	"\x0ereservedVCores\x18\x0f \x01(\x03R\x0ereservedVCores\x120\n" +
 	"\x13allocatedContainers\x18\x10 \x01(\x03R\x13allocatedContainers\x12,\n" +
 	"\x11pendingContainers\x18\x11 \x01(\x03R\x11pendingContainers\x12.\n" +
-	"\x12reservedContainers\x18\x12 \x01(\x03R\x12reservedContainers\"\xcd\n" +
+	"\x12reservedContainers\x18\x12 \x01(\x03R\x12reservedContainers\"\xe6\n" +
 	"\n" +
 	"\x0eQueueInfoProto\x12\x1c\n" +
 	"\tqueueName\x18\x01 \x01(\tR\tqueueName\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\x02R\bcapacity\x12(\n" +
 	"\x0fmaximumCapacity\x18\x03 \x01(\x02R\x0fmaximumCapacity\x12(\n" +
-	"\x0fcurrentCapacity\x18\x04 \x01(\x02R\x0fcurrentCapacity\x122\n" +
-	"\x05state\x18\x05 \x01(\x0e2\x1c.hadoop.yarn.QueueStateProtoR\x05state\x12=\n" +
-	"\vchildQueues\x18\x06 \x03(\v2\x1b.hadoop.yarn.QueueInfoProtoR\vchildQueues\x12G\n" +
-	"\fapplications\x18\a \x03(\v2#.hadoop.yarn.ApplicationReportProtoR\fapplications\x122\n" +
+	"\x0fcurrentCapacity\x18\x04 \x01(\x02R\x0fcurrentCapacity\x127\n" +
+	"\x05state\x18\x05 \x01(\x0e2!.knit.hadoop.yarn.QueueStateProtoR\x05state\x12B\n" +
+	"\vchildQueues\x18\x06 \x03(\v2 .knit.hadoop.yarn.QueueInfoProtoR\vchildQueues\x12L\n" +
+	"\fapplications\x18\a \x03(\v2(.knit.hadoop.yarn.ApplicationReportProtoR\fapplications\x122\n" +
 	"\x14accessibleNodeLabels\x18\b \x03(\tR\x14accessibleNodeLabels\x12>\n" +
-	"\x1adefaultNodeLabelExpression\x18\t \x01(\tR\x1adefaultNodeLabelExpression\x12K\n" +
+	"\x1adefaultNodeLabelExpression\x18\t \x01(\tR\x1adefaultNodeLabelExpression\x12P\n" +
 	"\x0fqueueStatistics\x18\n" +
-	" \x01(\v2!.hadoop.yarn.QueueStatisticsProtoR\x0fqueueStatistics\x12.\n" +
-	"\x12preemptionDisabled\x18\v \x01(\bR\x12preemptionDisabled\x12`\n" +
-	"\x16queueConfigurationsMap\x18\f \x03(\v2(.hadoop.yarn.QueueConfigurationsMapProtoR\x16queueConfigurationsMap\x12B\n" +
+	" \x01(\v2&.knit.hadoop.yarn.QueueStatisticsProtoR\x0fqueueStatistics\x12.\n" +
+	"\x12preemptionDisabled\x18\v \x01(\bR\x12preemptionDisabled\x12e\n" +
+	"\x16queueConfigurationsMap\x18\f \x03(\v2-.knit.hadoop.yarn.QueueConfigurationsMapProtoR\x16queueConfigurationsMap\x12B\n" +
 	"\x1cintraQueuePreemptionDisabled\x18\r \x01(\bR\x1cintraQueuePreemptionDisabled\x12\x16\n" +
 	"\x06weight\x18\x0e \x01(\x02R\x06weight\x12\x1c\n" +
 	"\tqueuePath\x18\x0f \x01(\tR\tqueuePath\x12(\n" +
@@ -8135,35 +8140,35 @@ const file_yarnpb_yarn_protos_proto_rawDesc = "" +
 	"\x14steadyFairShareVCore\x18\x18 \x01(\x05R\x14steadyFairShareVCore\x124\n" +
 	"\x15steadyFairShareMemory\x18\x19 \x01(\x03R\x15steadyFairShareMemory\x12\"\n" +
 	"\fsubClusterId\x18\x1a \x01(\tR\fsubClusterId\x12$\n" +
-	"\rmaxRunningApp\x18\x1b \x01(\x05R\rmaxRunningApp\"\xa4\x04\n" +
+	"\rmaxRunningApp\x18\x1b \x01(\x05R\rmaxRunningApp\"\xb8\x04\n" +
 	"\x18QueueConfigurationsProto\x12\x1a\n" +
 	"\bcapacity\x18\x01 \x01(\x02R\bcapacity\x12*\n" +
 	"\x10absoluteCapacity\x18\x02 \x01(\x02R\x10absoluteCapacity\x12 \n" +
 	"\vmaxCapacity\x18\x03 \x01(\x02R\vmaxCapacity\x120\n" +
 	"\x13absoluteMaxCapacity\x18\x04 \x01(\x02R\x13absoluteMaxCapacity\x12(\n" +
-	"\x0fmaxAMPercentage\x18\x05 \x01(\x02R\x0fmaxAMPercentage\x12N\n" +
-	"\x14effectiveMinCapacity\x18\x06 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\x14effectiveMinCapacity\x12N\n" +
-	"\x14effectiveMaxCapacity\x18\a \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\x14effectiveMaxCapacity\x12P\n" +
-	"\x15configuredMinCapacity\x18\b \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\x15configuredMinCapacity\x12P\n" +
-	"\x15configuredMaxCapacity\x18\t \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\x15configuredMaxCapacity\"\x9c\x01\n" +
+	"\x0fmaxAMPercentage\x18\x05 \x01(\x02R\x0fmaxAMPercentage\x12S\n" +
+	"\x14effectiveMinCapacity\x18\x06 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\x14effectiveMinCapacity\x12S\n" +
+	"\x14effectiveMaxCapacity\x18\a \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\x14effectiveMaxCapacity\x12U\n" +
+	"\x15configuredMinCapacity\x18\b \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\x15configuredMinCapacity\x12U\n" +
+	"\x15configuredMaxCapacity\x18\t \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\x15configuredMaxCapacity\"\xa1\x01\n" +
 	"\x1bQueueConfigurationsMapProto\x12$\n" +
-	"\rpartitionName\x18\x01 \x02(\tR\rpartitionName\x12W\n" +
-	"\x13queueConfigurations\x18\x02 \x01(\v2%.hadoop.yarn.QueueConfigurationsProtoR\x13queueConfigurations\"m\n" +
+	"\rpartitionName\x18\x01 \x02(\tR\rpartitionName\x12\\\n" +
+	"\x13queueConfigurations\x18\x02 \x01(\v2*.knit.hadoop.yarn.QueueConfigurationsProtoR\x13queueConfigurations\"r\n" +
 	"\x15QueueUserACLInfoProto\x12\x1c\n" +
-	"\tqueueName\x18\x01 \x01(\tR\tqueueName\x126\n" +
-	"\buserAcls\x18\x02 \x03(\x0e2\x1a.hadoop.yarn.QueueACLProtoR\buserAcls\"\xd5\x01\n" +
-	"\x18PlacementConstraintProto\x12W\n" +
-	"\x10simpleConstraint\x18\x01 \x01(\v2+.hadoop.yarn.SimplePlacementConstraintProtoR\x10simpleConstraint\x12`\n" +
-	"\x13compositeConstraint\x18\x02 \x01(\v2..hadoop.yarn.CompositePlacementConstraintProtoR\x13compositeConstraint\"\xb2\x02\n" +
+	"\tqueueName\x18\x01 \x01(\tR\tqueueName\x12;\n" +
+	"\buserAcls\x18\x02 \x03(\x0e2\x1f.knit.hadoop.yarn.QueueACLProtoR\buserAcls\"\xdf\x01\n" +
+	"\x18PlacementConstraintProto\x12\\\n" +
+	"\x10simpleConstraint\x18\x01 \x01(\v20.knit.hadoop.yarn.SimplePlacementConstraintProtoR\x10simpleConstraint\x12e\n" +
+	"\x13compositeConstraint\x18\x02 \x01(\v23.knit.hadoop.yarn.CompositePlacementConstraintProtoR\x13compositeConstraint\"\xbc\x02\n" +
 	"\x1eSimplePlacementConstraintProto\x12\x14\n" +
-	"\x05scope\x18\x01 \x02(\tR\x05scope\x12Y\n" +
-	"\x11targetExpressions\x18\x02 \x03(\v2+.hadoop.yarn.PlacementConstraintTargetProtoR\x11targetExpressions\x12&\n" +
+	"\x05scope\x18\x01 \x02(\tR\x05scope\x12^\n" +
+	"\x11targetExpressions\x18\x02 \x03(\v20.knit.hadoop.yarn.PlacementConstraintTargetProtoR\x11targetExpressions\x12&\n" +
 	"\x0eminCardinality\x18\x03 \x01(\x05R\x0eminCardinality\x12&\n" +
-	"\x0emaxCardinality\x18\x04 \x01(\x05R\x0emaxCardinality\x12O\n" +
-	"\x0fattributeOpCode\x18\x05 \x01(\x0e2%.hadoop.yarn.NodeAttributeOpCodeProtoR\x0fattributeOpCode\"\xfa\x01\n" +
-	"\x1ePlacementConstraintTargetProto\x12V\n" +
+	"\x0emaxCardinality\x18\x04 \x01(\x05R\x0emaxCardinality\x12T\n" +
+	"\x0fattributeOpCode\x18\x05 \x01(\x0e2*.knit.hadoop.yarn.NodeAttributeOpCodeProtoR\x0fattributeOpCode\"\xff\x01\n" +
+	"\x1ePlacementConstraintTargetProto\x12[\n" +
 	"\n" +
-	"targetType\x18\x01 \x02(\x0e26.hadoop.yarn.PlacementConstraintTargetProto.TargetTypeR\n" +
+	"targetType\x18\x01 \x02(\x0e2;.knit.hadoop.yarn.PlacementConstraintTargetProto.TargetTypeR\n" +
 	"targetType\x12\x1c\n" +
 	"\ttargetKey\x18\x02 \x01(\tR\ttargetKey\x12\"\n" +
 	"\ftargetValues\x18\x03 \x03(\tR\ftargetValues\">\n" +
@@ -8171,104 +8176,104 @@ const file_yarnpb_yarn_protos_proto_rawDesc = "" +
 	"TargetType\x12\x12\n" +
 	"\x0eNODE_ATTRIBUTE\x10\x01\x12\x12\n" +
 	"\x0eALLOCATION_TAG\x10\x02\x12\b\n" +
-	"\x04SELF\x10\x03\"\xb6\x02\n" +
-	"\x1dTimedPlacementConstraintProto\x12W\n" +
-	"\x13placementConstraint\x18\x01 \x02(\v2%.hadoop.yarn.PlacementConstraintProtoR\x13placementConstraint\x12(\n" +
-	"\x0fschedulingDelay\x18\x02 \x02(\x03R\x0fschedulingDelay\x12`\n" +
-	"\tdelayUnit\x18\x03 \x01(\x0e24.hadoop.yarn.TimedPlacementConstraintProto.DelayUnit:\fMILLISECONDSR\tdelayUnit\"0\n" +
+	"\x04SELF\x10\x03\"\xc0\x02\n" +
+	"\x1dTimedPlacementConstraintProto\x12\\\n" +
+	"\x13placementConstraint\x18\x01 \x02(\v2*.knit.hadoop.yarn.PlacementConstraintProtoR\x13placementConstraint\x12(\n" +
+	"\x0fschedulingDelay\x18\x02 \x02(\x03R\x0fschedulingDelay\x12e\n" +
+	"\tdelayUnit\x18\x03 \x01(\x0e29.knit.hadoop.yarn.TimedPlacementConstraintProto.DelayUnit:\fMILLISECONDSR\tdelayUnit\"0\n" +
 	"\tDelayUnit\x12\x10\n" +
 	"\fMILLISECONDS\x10\x01\x12\x11\n" +
-	"\rOPPORTUNITIES\x10\x02\"\xee\x02\n" +
-	"!CompositePlacementConstraintProto\x12b\n" +
-	"\rcompositeType\x18\x01 \x02(\x0e2<.hadoop.yarn.CompositePlacementConstraintProto.CompositeTypeR\rcompositeType\x12Q\n" +
-	"\x10childConstraints\x18\x02 \x03(\v2%.hadoop.yarn.PlacementConstraintProtoR\x10childConstraints\x12`\n" +
-	"\x15timedChildConstraints\x18\x03 \x03(\v2*.hadoop.yarn.TimedPlacementConstraintProtoR\x15timedChildConstraints\"0\n" +
+	"\rOPPORTUNITIES\x10\x02\"\xfd\x02\n" +
+	"!CompositePlacementConstraintProto\x12g\n" +
+	"\rcompositeType\x18\x01 \x02(\x0e2A.knit.hadoop.yarn.CompositePlacementConstraintProto.CompositeTypeR\rcompositeType\x12V\n" +
+	"\x10childConstraints\x18\x02 \x03(\v2*.knit.hadoop.yarn.PlacementConstraintProtoR\x10childConstraints\x12e\n" +
+	"\x15timedChildConstraints\x18\x03 \x03(\v2/.knit.hadoop.yarn.TimedPlacementConstraintProtoR\x15timedChildConstraints\"0\n" +
 	"\rCompositeType\x12\a\n" +
 	"\x03AND\x10\x01\x12\x06\n" +
 	"\x02OR\x10\x02\x12\x0e\n" +
 	"\n" +
-	"DELAYED_OR\x10\x03\"\xa5\x01\n" +
+	"DELAYED_OR\x10\x03\"\xaa\x01\n" +
 	" PlacementConstraintMapEntryProto\x12'\n" +
-	"\x0fallocation_tags\x18\x01 \x03(\tR\x0eallocationTags\x12X\n" +
-	"\x14placement_constraint\x18\x02 \x01(\v2%.hadoop.yarn.PlacementConstraintProtoR\x13placementConstraint\"Q\n" +
+	"\x0fallocation_tags\x18\x01 \x03(\tR\x0eallocationTags\x12]\n" +
+	"\x14placement_constraint\x18\x02 \x01(\v2*.knit.hadoop.yarn.PlacementConstraintProtoR\x13placementConstraint\"Q\n" +
 	"\x12ReservationIdProto\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12+\n" +
-	"\x11cluster_timestamp\x18\x02 \x01(\x03R\x10clusterTimestamp\"\xc4\x01\n" +
-	"\x17ReservationRequestProto\x12:\n" +
+	"\x11cluster_timestamp\x18\x02 \x01(\x03R\x10clusterTimestamp\"\xc9\x01\n" +
+	"\x17ReservationRequestProto\x12?\n" +
 	"\n" +
-	"capability\x18\x01 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\n" +
+	"capability\x18\x01 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\n" +
 	"capability\x12(\n" +
 	"\x0enum_containers\x18\x02 \x01(\x05:\x011R\rnumContainers\x12#\n" +
 	"\vconcurrency\x18\x03 \x01(\x05:\x011R\vconcurrency\x12\x1e\n" +
-	"\bduration\x18\x04 \x01(\x03:\x02-1R\bduration\"\xcf\x01\n" +
-	"\x18ReservationRequestsProto\x12Y\n" +
-	"\x15reservation_resources\x18\x01 \x03(\v2$.hadoop.yarn.ReservationRequestProtoR\x14reservationResources\x12X\n" +
-	"\vinterpreter\x18\x02 \x01(\x0e2/.hadoop.yarn.ReservationRequestInterpreterProto:\x05R_ALLR\vinterpreter\"\xc7\x02\n" +
-	"\x1aReservationDefinitionProto\x12X\n" +
-	"\x14reservation_requests\x18\x01 \x01(\v2%.hadoop.yarn.ReservationRequestsProtoR\x13reservationRequests\x12\x18\n" +
+	"\bduration\x18\x04 \x01(\x03:\x02-1R\bduration\"\xd9\x01\n" +
+	"\x18ReservationRequestsProto\x12^\n" +
+	"\x15reservation_resources\x18\x01 \x03(\v2).knit.hadoop.yarn.ReservationRequestProtoR\x14reservationResources\x12]\n" +
+	"\vinterpreter\x18\x02 \x01(\x0e24.knit.hadoop.yarn.ReservationRequestInterpreterProto:\x05R_ALLR\vinterpreter\"\xd1\x02\n" +
+	"\x1aReservationDefinitionProto\x12]\n" +
+	"\x14reservation_requests\x18\x01 \x01(\v2*.knit.hadoop.yarn.ReservationRequestsProtoR\x13reservationRequests\x12\x18\n" +
 	"\aarrival\x18\x02 \x01(\x03R\aarrival\x12\x1a\n" +
 	"\bdeadline\x18\x03 \x01(\x03R\bdeadline\x12)\n" +
 	"\x10reservation_name\x18\x04 \x01(\tR\x0freservationName\x126\n" +
-	"\x15recurrence_expression\x18\x05 \x01(\t:\x010R\x14recurrenceExpression\x126\n" +
-	"\bpriority\x18\x06 \x01(\v2\x1a.hadoop.yarn.PriorityProtoR\bpriority\"\x92\x01\n" +
+	"\x15recurrence_expression\x18\x05 \x01(\t:\x010R\x14recurrenceExpression\x12;\n" +
+	"\bpriority\x18\x06 \x01(\v2\x1f.knit.hadoop.yarn.PriorityProtoR\bpriority\"\x97\x01\n" +
 	"\x1eResourceAllocationRequestProto\x12\x1d\n" +
 	"\n" +
 	"start_time\x18\x01 \x01(\x03R\tstartTime\x12\x19\n" +
-	"\bend_time\x18\x02 \x01(\x03R\aendTime\x126\n" +
-	"\bresource\x18\x03 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\bresource\"\xc5\x03\n" +
-	"\x1fReservationAllocationStateProto\x12^\n" +
-	"\x16reservation_definition\x18\x01 \x01(\v2'.hadoop.yarn.ReservationDefinitionProtoR\x15reservationDefinition\x12\\\n" +
-	"\x13allocation_requests\x18\x02 \x03(\v2+.hadoop.yarn.ResourceAllocationRequestProtoR\x12allocationRequests\x12\x1d\n" +
+	"\bend_time\x18\x02 \x01(\x03R\aendTime\x12;\n" +
+	"\bresource\x18\x03 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\bresource\"\xd4\x03\n" +
+	"\x1fReservationAllocationStateProto\x12c\n" +
+	"\x16reservation_definition\x18\x01 \x01(\v2,.knit.hadoop.yarn.ReservationDefinitionProtoR\x15reservationDefinition\x12a\n" +
+	"\x13allocation_requests\x18\x02 \x03(\v20.knit.hadoop.yarn.ResourceAllocationRequestProtoR\x12allocationRequests\x12\x1d\n" +
 	"\n" +
 	"start_time\x18\x03 \x01(\x03R\tstartTime\x12\x19\n" +
 	"\bend_time\x18\x04 \x01(\x03R\aendTime\x12\x12\n" +
 	"\x04user\x18\x05 \x01(\tR\x04user\x12%\n" +
 	"\x0econtains_gangs\x18\x06 \x01(\bR\rcontainsGangs\x12'\n" +
-	"\x0facceptance_time\x18\a \x01(\x03R\x0eacceptanceTime\x12F\n" +
-	"\x0ereservation_id\x18\b \x01(\v2\x1f.hadoop.yarn.ReservationIdProtoR\rreservationId\"\xfd\x03\n" +
-	"\x1bContainerLaunchContextProto\x12P\n" +
-	"\x0elocalResources\x18\x01 \x03(\v2(.hadoop.yarn.StringLocalResourceMapProtoR\x0elocalResources\x12\x16\n" +
-	"\x06tokens\x18\x02 \x01(\fR\x06tokens\x12C\n" +
-	"\fservice_data\x18\x03 \x03(\v2 .hadoop.yarn.StringBytesMapProtoR\vserviceData\x12C\n" +
-	"\venvironment\x18\x04 \x03(\v2!.hadoop.yarn.StringStringMapProtoR\venvironment\x12\x18\n" +
-	"\acommand\x18\x05 \x03(\tR\acommand\x12N\n" +
-	"\x10application_ACLs\x18\x06 \x03(\v2#.hadoop.yarn.ApplicationACLMapProtoR\x0fapplicationACLs\x12_\n" +
-	"\x17container_retry_context\x18\a \x01(\v2'.hadoop.yarn.ContainerRetryContextProtoR\x15containerRetryContext\x12\x1f\n" +
+	"\x0facceptance_time\x18\a \x01(\x03R\x0eacceptanceTime\x12K\n" +
+	"\x0ereservation_id\x18\b \x01(\v2$.knit.hadoop.yarn.ReservationIdProtoR\rreservationId\"\x96\x04\n" +
+	"\x1bContainerLaunchContextProto\x12U\n" +
+	"\x0elocalResources\x18\x01 \x03(\v2-.knit.hadoop.yarn.StringLocalResourceMapProtoR\x0elocalResources\x12\x16\n" +
+	"\x06tokens\x18\x02 \x01(\fR\x06tokens\x12H\n" +
+	"\fservice_data\x18\x03 \x03(\v2%.knit.hadoop.yarn.StringBytesMapProtoR\vserviceData\x12H\n" +
+	"\venvironment\x18\x04 \x03(\v2&.knit.hadoop.yarn.StringStringMapProtoR\venvironment\x12\x18\n" +
+	"\acommand\x18\x05 \x03(\tR\acommand\x12S\n" +
+	"\x10application_ACLs\x18\x06 \x03(\v2(.knit.hadoop.yarn.ApplicationACLMapProtoR\x0fapplicationACLs\x12d\n" +
+	"\x17container_retry_context\x18\a \x01(\v2,.knit.hadoop.yarn.ContainerRetryContextProtoR\x15containerRetryContext\x12\x1f\n" +
 	"\vtokens_conf\x18\b \x01(\fR\n" +
-	"tokensConf\"\x99\x04\n" +
-	"\x14ContainerStatusProto\x12@\n" +
-	"\fcontainer_id\x18\x01 \x01(\v2\x1d.hadoop.yarn.ContainerIdProtoR\vcontainerId\x126\n" +
-	"\x05state\x18\x02 \x01(\x0e2 .hadoop.yarn.ContainerStateProtoR\x05state\x12%\n" +
+	"tokensConf\"\xb7\x04\n" +
+	"\x14ContainerStatusProto\x12E\n" +
+	"\fcontainer_id\x18\x01 \x01(\v2\".knit.hadoop.yarn.ContainerIdProtoR\vcontainerId\x12;\n" +
+	"\x05state\x18\x02 \x01(\x0e2%.knit.hadoop.yarn.ContainerStateProtoR\x05state\x12%\n" +
 	"\vdiagnostics\x18\x03 \x01(\t:\x03N/AR\vdiagnostics\x12&\n" +
 	"\vexit_status\x18\x04 \x01(\x05:\x05-1000R\n" +
-	"exitStatus\x12:\n" +
+	"exitStatus\x12?\n" +
 	"\n" +
-	"capability\x18\x05 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\n" +
-	"capability\x12Q\n" +
-	"\rexecutionType\x18\x06 \x01(\x0e2\x1f.hadoop.yarn.ExecutionTypeProto:\n" +
-	"GUARANTEEDR\rexecutionType\x12T\n" +
-	"\x14container_attributes\x18\a \x03(\v2!.hadoop.yarn.StringStringMapProtoR\x13containerAttributes\x12S\n" +
-	"\x13container_sub_state\x18\b \x01(\x0e2#.hadoop.yarn.ContainerSubStateProtoR\x11containerSubState\"\xa5\x02\n" +
-	"\x1aContainerRetryContextProto\x12V\n" +
-	"\fretry_policy\x18\x01 \x01(\x0e2&.hadoop.yarn.ContainerRetryPolicyProto:\vNEVER_RETRYR\vretryPolicy\x12\x1f\n" +
+	"capability\x18\x05 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\n" +
+	"capability\x12V\n" +
+	"\rexecutionType\x18\x06 \x01(\x0e2$.knit.hadoop.yarn.ExecutionTypeProto:\n" +
+	"GUARANTEEDR\rexecutionType\x12Y\n" +
+	"\x14container_attributes\x18\a \x03(\v2&.knit.hadoop.yarn.StringStringMapProtoR\x13containerAttributes\x12X\n" +
+	"\x13container_sub_state\x18\b \x01(\x0e2(.knit.hadoop.yarn.ContainerSubStateProtoR\x11containerSubState\"\xaa\x02\n" +
+	"\x1aContainerRetryContextProto\x12[\n" +
+	"\fretry_policy\x18\x01 \x01(\x0e2+.knit.hadoop.yarn.ContainerRetryPolicyProto:\vNEVER_RETRYR\vretryPolicy\x12\x1f\n" +
 	"\verror_codes\x18\x02 \x03(\x05R\n" +
 	"errorCodes\x12\"\n" +
 	"\vmax_retries\x18\x03 \x01(\x05:\x010R\n" +
 	"maxRetries\x12(\n" +
 	"\x0eretry_interval\x18\x04 \x01(\x05:\x010R\rretryInterval\x12@\n" +
-	"\x1afailures_validity_interval\x18\x05 \x01(\x03:\x02-1R\x18failuresValidityInterval\"f\n" +
+	"\x1afailures_validity_interval\x18\x05 \x01(\x03:\x02-1R\x18failuresValidityInterval\"k\n" +
 	"\x1bStringLocalResourceMapProto\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x125\n" +
-	"\x05value\x18\x02 \x01(\v2\x1f.hadoop.yarn.LocalResourceProtoR\x05value\">\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12:\n" +
+	"\x05value\x18\x02 \x01(\v2$.knit.hadoop.yarn.LocalResourceProtoR\x05value\">\n" +
 	"\x14StringStringMapProto\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\"=\n" +
 	"\x13StringBytesMapProto\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"\x7f\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"\x84\x01\n" +
 	"\x12CollectorInfoProto\x12%\n" +
-	"\x0ecollector_addr\x18\x01 \x01(\tR\rcollectorAddr\x12B\n" +
-	"\x0fcollector_token\x18\x02 \x01(\v2\x19.hadoop.common.TokenProtoR\x0ecollectorToken*#\n" +
+	"\x0ecollector_addr\x18\x01 \x01(\tR\rcollectorAddr\x12G\n" +
+	"\x0fcollector_token\x18\x02 \x01(\v2\x1e.knit.hadoop.common.TokenProtoR\x0ecollectorToken*#\n" +
 	"\x12ResourceTypesProto\x12\r\n" +
 	"\tCOUNTABLE\x10\x00*?\n" +
 	"\x13ContainerStateProto\x12\t\n" +
@@ -8416,258 +8421,258 @@ func file_yarnpb_yarn_protos_proto_rawDescGZIP() []byte {
 var file_yarnpb_yarn_protos_proto_enumTypes = make([]protoimpl.EnumInfo, 28)
 var file_yarnpb_yarn_protos_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
 var file_yarnpb_yarn_protos_proto_goTypes = []any{
-	(ResourceTypesProto)(0),                              // 0: hadoop.yarn.ResourceTypesProto
-	(ContainerStateProto)(0),                             // 1: hadoop.yarn.ContainerStateProto
-	(ContainerSubStateProto)(0),                          // 2: hadoop.yarn.ContainerSubStateProto
-	(YarnApplicationStateProto)(0),                       // 3: hadoop.yarn.YarnApplicationStateProto
-	(YarnApplicationAttemptStateProto)(0),                // 4: hadoop.yarn.YarnApplicationAttemptStateProto
-	(FinalApplicationStatusProto)(0),                     // 5: hadoop.yarn.FinalApplicationStatusProto
-	(LocalResourceVisibilityProto)(0),                    // 6: hadoop.yarn.LocalResourceVisibilityProto
-	(LocalResourceTypeProto)(0),                          // 7: hadoop.yarn.LocalResourceTypeProto
-	(LogAggregationStatusProto)(0),                       // 8: hadoop.yarn.LogAggregationStatusProto
-	(NodeStateProto)(0),                                  // 9: hadoop.yarn.NodeStateProto
-	(NodeUpdateTypeProto)(0),                             // 10: hadoop.yarn.NodeUpdateTypeProto
-	(NodeAttributeTypeProto)(0),                          // 11: hadoop.yarn.NodeAttributeTypeProto
-	(ContainerTypeProto)(0),                              // 12: hadoop.yarn.ContainerTypeProto
-	(ExecutionTypeProto)(0),                              // 13: hadoop.yarn.ExecutionTypeProto
-	(RejectionReasonProto)(0),                            // 14: hadoop.yarn.RejectionReasonProto
-	(AMCommandProto)(0),                                  // 15: hadoop.yarn.AMCommandProto
-	(ApplicationTimeoutTypeProto)(0),                     // 16: hadoop.yarn.ApplicationTimeoutTypeProto
-	(ApplicationAccessTypeProto)(0),                      // 17: hadoop.yarn.ApplicationAccessTypeProto
-	(QueueStateProto)(0),                                 // 18: hadoop.yarn.QueueStateProto
-	(QueueACLProto)(0),                                   // 19: hadoop.yarn.QueueACLProto
-	(SignalContainerCommandProto)(0),                     // 20: hadoop.yarn.SignalContainerCommandProto
-	(NodeAttributeOpCodeProto)(0),                        // 21: hadoop.yarn.NodeAttributeOpCodeProto
-	(ReservationRequestInterpreterProto)(0),              // 22: hadoop.yarn.ReservationRequestInterpreterProto
-	(ContainerExitStatusProto)(0),                        // 23: hadoop.yarn.ContainerExitStatusProto
-	(ContainerRetryPolicyProto)(0),                       // 24: hadoop.yarn.ContainerRetryPolicyProto
-	(PlacementConstraintTargetProto_TargetType)(0),       // 25: hadoop.yarn.PlacementConstraintTargetProto.TargetType
-	(TimedPlacementConstraintProto_DelayUnit)(0),         // 26: hadoop.yarn.TimedPlacementConstraintProto.DelayUnit
-	(CompositePlacementConstraintProto_CompositeType)(0), // 27: hadoop.yarn.CompositePlacementConstraintProto.CompositeType
-	(*SerializedExceptionProto)(nil),                     // 28: hadoop.yarn.SerializedExceptionProto
-	(*ApplicationIdProto)(nil),                           // 29: hadoop.yarn.ApplicationIdProto
-	(*ApplicationAttemptIdProto)(nil),                    // 30: hadoop.yarn.ApplicationAttemptIdProto
-	(*ContainerIdProto)(nil),                             // 31: hadoop.yarn.ContainerIdProto
-	(*ResourceInformationProto)(nil),                     // 32: hadoop.yarn.ResourceInformationProto
-	(*ResourceTypeInfoProto)(nil),                        // 33: hadoop.yarn.ResourceTypeInfoProto
-	(*ResourceProto)(nil),                                // 34: hadoop.yarn.ResourceProto
-	(*ResourceUtilizationProto)(nil),                     // 35: hadoop.yarn.ResourceUtilizationProto
-	(*ResourceOptionProto)(nil),                          // 36: hadoop.yarn.ResourceOptionProto
-	(*ResourceProfileEntry)(nil),                         // 37: hadoop.yarn.ResourceProfileEntry
-	(*ResourceProfilesProto)(nil),                        // 38: hadoop.yarn.ResourceProfilesProto
-	(*NodeResourceMapProto)(nil),                         // 39: hadoop.yarn.NodeResourceMapProto
-	(*PriorityProto)(nil),                                // 40: hadoop.yarn.PriorityProto
-	(*ContainerProto)(nil),                               // 41: hadoop.yarn.ContainerProto
-	(*ContainerReportProto)(nil),                         // 42: hadoop.yarn.ContainerReportProto
-	(*URLProto)(nil),                                     // 43: hadoop.yarn.URLProto
-	(*LocalResourceProto)(nil),                           // 44: hadoop.yarn.LocalResourceProto
-	(*StringLongMapProto)(nil),                           // 45: hadoop.yarn.StringLongMapProto
-	(*StringFloatMapProto)(nil),                          // 46: hadoop.yarn.StringFloatMapProto
-	(*ApplicationResourceUsageReportProto)(nil),          // 47: hadoop.yarn.ApplicationResourceUsageReportProto
-	(*ApplicationReportProto)(nil),                       // 48: hadoop.yarn.ApplicationReportProto
-	(*AppTimeoutsMapProto)(nil),                          // 49: hadoop.yarn.AppTimeoutsMapProto
-	(*ApplicationTimeoutProto)(nil),                      // 50: hadoop.yarn.ApplicationTimeoutProto
-	(*ApplicationAttemptReportProto)(nil),                // 51: hadoop.yarn.ApplicationAttemptReportProto
-	(*NodeIdProto)(nil),                                  // 52: hadoop.yarn.NodeIdProto
-	(*NodeReportProto)(nil),                              // 53: hadoop.yarn.NodeReportProto
-	(*NodeIdToLabelsProto)(nil),                          // 54: hadoop.yarn.NodeIdToLabelsProto
-	(*LabelsToNodeIdsProto)(nil),                         // 55: hadoop.yarn.LabelsToNodeIdsProto
-	(*NodeLabelProto)(nil),                               // 56: hadoop.yarn.NodeLabelProto
-	(*NodeAttributeKeyProto)(nil),                        // 57: hadoop.yarn.NodeAttributeKeyProto
-	(*NodeAttributeProto)(nil),                           // 58: hadoop.yarn.NodeAttributeProto
-	(*NodeAttributeInfoProto)(nil),                       // 59: hadoop.yarn.NodeAttributeInfoProto
-	(*NodeToAttributeValueProto)(nil),                    // 60: hadoop.yarn.NodeToAttributeValueProto
-	(*AttributeToNodesProto)(nil),                        // 61: hadoop.yarn.AttributeToNodesProto
-	(*NodeToAttributesProto)(nil),                        // 62: hadoop.yarn.NodeToAttributesProto
-	(*DeregisterSubClustersProto)(nil),                   // 63: hadoop.yarn.DeregisterSubClustersProto
-	(*FederationQueueWeightProto)(nil),                   // 64: hadoop.yarn.FederationQueueWeightProto
-	(*FederationSubClusterProto)(nil),                    // 65: hadoop.yarn.FederationSubClusterProto
-	(*ResourceRequestProto)(nil),                         // 66: hadoop.yarn.ResourceRequestProto
-	(*ExecutionTypeRequestProto)(nil),                    // 67: hadoop.yarn.ExecutionTypeRequestProto
-	(*SchedulingRequestProto)(nil),                       // 68: hadoop.yarn.SchedulingRequestProto
-	(*ResourceSizingProto)(nil),                          // 69: hadoop.yarn.ResourceSizingProto
-	(*RejectedSchedulingRequestProto)(nil),               // 70: hadoop.yarn.RejectedSchedulingRequestProto
-	(*PreemptionMessageProto)(nil),                       // 71: hadoop.yarn.PreemptionMessageProto
-	(*StrictPreemptionContractProto)(nil),                // 72: hadoop.yarn.StrictPreemptionContractProto
-	(*PreemptionContractProto)(nil),                      // 73: hadoop.yarn.PreemptionContractProto
-	(*PreemptionContainerProto)(nil),                     // 74: hadoop.yarn.PreemptionContainerProto
-	(*PreemptionResourceRequestProto)(nil),               // 75: hadoop.yarn.PreemptionResourceRequestProto
-	(*ResourceBlacklistRequestProto)(nil),                // 76: hadoop.yarn.ResourceBlacklistRequestProto
-	(*ApplicationSubmissionContextProto)(nil),            // 77: hadoop.yarn.ApplicationSubmissionContextProto
-	(*ApplicationTimeoutMapProto)(nil),                   // 78: hadoop.yarn.ApplicationTimeoutMapProto
-	(*ApplicationUpdateTimeoutMapProto)(nil),             // 79: hadoop.yarn.ApplicationUpdateTimeoutMapProto
-	(*LogAggregationContextProto)(nil),                   // 80: hadoop.yarn.LogAggregationContextProto
-	(*ApplicationACLMapProto)(nil),                       // 81: hadoop.yarn.ApplicationACLMapProto
-	(*YarnClusterMetricsProto)(nil),                      // 82: hadoop.yarn.YarnClusterMetricsProto
-	(*QueueStatisticsProto)(nil),                         // 83: hadoop.yarn.QueueStatisticsProto
-	(*QueueInfoProto)(nil),                               // 84: hadoop.yarn.QueueInfoProto
-	(*QueueConfigurationsProto)(nil),                     // 85: hadoop.yarn.QueueConfigurationsProto
-	(*QueueConfigurationsMapProto)(nil),                  // 86: hadoop.yarn.QueueConfigurationsMapProto
-	(*QueueUserACLInfoProto)(nil),                        // 87: hadoop.yarn.QueueUserACLInfoProto
-	(*PlacementConstraintProto)(nil),                     // 88: hadoop.yarn.PlacementConstraintProto
-	(*SimplePlacementConstraintProto)(nil),               // 89: hadoop.yarn.SimplePlacementConstraintProto
-	(*PlacementConstraintTargetProto)(nil),               // 90: hadoop.yarn.PlacementConstraintTargetProto
-	(*TimedPlacementConstraintProto)(nil),                // 91: hadoop.yarn.TimedPlacementConstraintProto
-	(*CompositePlacementConstraintProto)(nil),            // 92: hadoop.yarn.CompositePlacementConstraintProto
-	(*PlacementConstraintMapEntryProto)(nil),             // 93: hadoop.yarn.PlacementConstraintMapEntryProto
-	(*ReservationIdProto)(nil),                           // 94: hadoop.yarn.ReservationIdProto
-	(*ReservationRequestProto)(nil),                      // 95: hadoop.yarn.ReservationRequestProto
-	(*ReservationRequestsProto)(nil),                     // 96: hadoop.yarn.ReservationRequestsProto
-	(*ReservationDefinitionProto)(nil),                   // 97: hadoop.yarn.ReservationDefinitionProto
-	(*ResourceAllocationRequestProto)(nil),               // 98: hadoop.yarn.ResourceAllocationRequestProto
-	(*ReservationAllocationStateProto)(nil),              // 99: hadoop.yarn.ReservationAllocationStateProto
-	(*ContainerLaunchContextProto)(nil),                  // 100: hadoop.yarn.ContainerLaunchContextProto
-	(*ContainerStatusProto)(nil),                         // 101: hadoop.yarn.ContainerStatusProto
-	(*ContainerRetryContextProto)(nil),                   // 102: hadoop.yarn.ContainerRetryContextProto
-	(*StringLocalResourceMapProto)(nil),                  // 103: hadoop.yarn.StringLocalResourceMapProto
-	(*StringStringMapProto)(nil),                         // 104: hadoop.yarn.StringStringMapProto
-	(*StringBytesMapProto)(nil),                          // 105: hadoop.yarn.StringBytesMapProto
-	(*CollectorInfoProto)(nil),                           // 106: hadoop.yarn.CollectorInfoProto
-	(*commonpb.TokenProto)(nil),                          // 107: hadoop.common.TokenProto
+	(ResourceTypesProto)(0),                              // 0: knit.hadoop.yarn.ResourceTypesProto
+	(ContainerStateProto)(0),                             // 1: knit.hadoop.yarn.ContainerStateProto
+	(ContainerSubStateProto)(0),                          // 2: knit.hadoop.yarn.ContainerSubStateProto
+	(YarnApplicationStateProto)(0),                       // 3: knit.hadoop.yarn.YarnApplicationStateProto
+	(YarnApplicationAttemptStateProto)(0),                // 4: knit.hadoop.yarn.YarnApplicationAttemptStateProto
+	(FinalApplicationStatusProto)(0),                     // 5: knit.hadoop.yarn.FinalApplicationStatusProto
+	(LocalResourceVisibilityProto)(0),                    // 6: knit.hadoop.yarn.LocalResourceVisibilityProto
+	(LocalResourceTypeProto)(0),                          // 7: knit.hadoop.yarn.LocalResourceTypeProto
+	(LogAggregationStatusProto)(0),                       // 8: knit.hadoop.yarn.LogAggregationStatusProto
+	(NodeStateProto)(0),                                  // 9: knit.hadoop.yarn.NodeStateProto
+	(NodeUpdateTypeProto)(0),                             // 10: knit.hadoop.yarn.NodeUpdateTypeProto
+	(NodeAttributeTypeProto)(0),                          // 11: knit.hadoop.yarn.NodeAttributeTypeProto
+	(ContainerTypeProto)(0),                              // 12: knit.hadoop.yarn.ContainerTypeProto
+	(ExecutionTypeProto)(0),                              // 13: knit.hadoop.yarn.ExecutionTypeProto
+	(RejectionReasonProto)(0),                            // 14: knit.hadoop.yarn.RejectionReasonProto
+	(AMCommandProto)(0),                                  // 15: knit.hadoop.yarn.AMCommandProto
+	(ApplicationTimeoutTypeProto)(0),                     // 16: knit.hadoop.yarn.ApplicationTimeoutTypeProto
+	(ApplicationAccessTypeProto)(0),                      // 17: knit.hadoop.yarn.ApplicationAccessTypeProto
+	(QueueStateProto)(0),                                 // 18: knit.hadoop.yarn.QueueStateProto
+	(QueueACLProto)(0),                                   // 19: knit.hadoop.yarn.QueueACLProto
+	(SignalContainerCommandProto)(0),                     // 20: knit.hadoop.yarn.SignalContainerCommandProto
+	(NodeAttributeOpCodeProto)(0),                        // 21: knit.hadoop.yarn.NodeAttributeOpCodeProto
+	(ReservationRequestInterpreterProto)(0),              // 22: knit.hadoop.yarn.ReservationRequestInterpreterProto
+	(ContainerExitStatusProto)(0),                        // 23: knit.hadoop.yarn.ContainerExitStatusProto
+	(ContainerRetryPolicyProto)(0),                       // 24: knit.hadoop.yarn.ContainerRetryPolicyProto
+	(PlacementConstraintTargetProto_TargetType)(0),       // 25: knit.hadoop.yarn.PlacementConstraintTargetProto.TargetType
+	(TimedPlacementConstraintProto_DelayUnit)(0),         // 26: knit.hadoop.yarn.TimedPlacementConstraintProto.DelayUnit
+	(CompositePlacementConstraintProto_CompositeType)(0), // 27: knit.hadoop.yarn.CompositePlacementConstraintProto.CompositeType
+	(*SerializedExceptionProto)(nil),                     // 28: knit.hadoop.yarn.SerializedExceptionProto
+	(*ApplicationIdProto)(nil),                           // 29: knit.hadoop.yarn.ApplicationIdProto
+	(*ApplicationAttemptIdProto)(nil),                    // 30: knit.hadoop.yarn.ApplicationAttemptIdProto
+	(*ContainerIdProto)(nil),                             // 31: knit.hadoop.yarn.ContainerIdProto
+	(*ResourceInformationProto)(nil),                     // 32: knit.hadoop.yarn.ResourceInformationProto
+	(*ResourceTypeInfoProto)(nil),                        // 33: knit.hadoop.yarn.ResourceTypeInfoProto
+	(*ResourceProto)(nil),                                // 34: knit.hadoop.yarn.ResourceProto
+	(*ResourceUtilizationProto)(nil),                     // 35: knit.hadoop.yarn.ResourceUtilizationProto
+	(*ResourceOptionProto)(nil),                          // 36: knit.hadoop.yarn.ResourceOptionProto
+	(*ResourceProfileEntry)(nil),                         // 37: knit.hadoop.yarn.ResourceProfileEntry
+	(*ResourceProfilesProto)(nil),                        // 38: knit.hadoop.yarn.ResourceProfilesProto
+	(*NodeResourceMapProto)(nil),                         // 39: knit.hadoop.yarn.NodeResourceMapProto
+	(*PriorityProto)(nil),                                // 40: knit.hadoop.yarn.PriorityProto
+	(*ContainerProto)(nil),                               // 41: knit.hadoop.yarn.ContainerProto
+	(*ContainerReportProto)(nil),                         // 42: knit.hadoop.yarn.ContainerReportProto
+	(*URLProto)(nil),                                     // 43: knit.hadoop.yarn.URLProto
+	(*LocalResourceProto)(nil),                           // 44: knit.hadoop.yarn.LocalResourceProto
+	(*StringLongMapProto)(nil),                           // 45: knit.hadoop.yarn.StringLongMapProto
+	(*StringFloatMapProto)(nil),                          // 46: knit.hadoop.yarn.StringFloatMapProto
+	(*ApplicationResourceUsageReportProto)(nil),          // 47: knit.hadoop.yarn.ApplicationResourceUsageReportProto
+	(*ApplicationReportProto)(nil),                       // 48: knit.hadoop.yarn.ApplicationReportProto
+	(*AppTimeoutsMapProto)(nil),                          // 49: knit.hadoop.yarn.AppTimeoutsMapProto
+	(*ApplicationTimeoutProto)(nil),                      // 50: knit.hadoop.yarn.ApplicationTimeoutProto
+	(*ApplicationAttemptReportProto)(nil),                // 51: knit.hadoop.yarn.ApplicationAttemptReportProto
+	(*NodeIdProto)(nil),                                  // 52: knit.hadoop.yarn.NodeIdProto
+	(*NodeReportProto)(nil),                              // 53: knit.hadoop.yarn.NodeReportProto
+	(*NodeIdToLabelsProto)(nil),                          // 54: knit.hadoop.yarn.NodeIdToLabelsProto
+	(*LabelsToNodeIdsProto)(nil),                         // 55: knit.hadoop.yarn.LabelsToNodeIdsProto
+	(*NodeLabelProto)(nil),                               // 56: knit.hadoop.yarn.NodeLabelProto
+	(*NodeAttributeKeyProto)(nil),                        // 57: knit.hadoop.yarn.NodeAttributeKeyProto
+	(*NodeAttributeProto)(nil),                           // 58: knit.hadoop.yarn.NodeAttributeProto
+	(*NodeAttributeInfoProto)(nil),                       // 59: knit.hadoop.yarn.NodeAttributeInfoProto
+	(*NodeToAttributeValueProto)(nil),                    // 60: knit.hadoop.yarn.NodeToAttributeValueProto
+	(*AttributeToNodesProto)(nil),                        // 61: knit.hadoop.yarn.AttributeToNodesProto
+	(*NodeToAttributesProto)(nil),                        // 62: knit.hadoop.yarn.NodeToAttributesProto
+	(*DeregisterSubClustersProto)(nil),                   // 63: knit.hadoop.yarn.DeregisterSubClustersProto
+	(*FederationQueueWeightProto)(nil),                   // 64: knit.hadoop.yarn.FederationQueueWeightProto
+	(*FederationSubClusterProto)(nil),                    // 65: knit.hadoop.yarn.FederationSubClusterProto
+	(*ResourceRequestProto)(nil),                         // 66: knit.hadoop.yarn.ResourceRequestProto
+	(*ExecutionTypeRequestProto)(nil),                    // 67: knit.hadoop.yarn.ExecutionTypeRequestProto
+	(*SchedulingRequestProto)(nil),                       // 68: knit.hadoop.yarn.SchedulingRequestProto
+	(*ResourceSizingProto)(nil),                          // 69: knit.hadoop.yarn.ResourceSizingProto
+	(*RejectedSchedulingRequestProto)(nil),               // 70: knit.hadoop.yarn.RejectedSchedulingRequestProto
+	(*PreemptionMessageProto)(nil),                       // 71: knit.hadoop.yarn.PreemptionMessageProto
+	(*StrictPreemptionContractProto)(nil),                // 72: knit.hadoop.yarn.StrictPreemptionContractProto
+	(*PreemptionContractProto)(nil),                      // 73: knit.hadoop.yarn.PreemptionContractProto
+	(*PreemptionContainerProto)(nil),                     // 74: knit.hadoop.yarn.PreemptionContainerProto
+	(*PreemptionResourceRequestProto)(nil),               // 75: knit.hadoop.yarn.PreemptionResourceRequestProto
+	(*ResourceBlacklistRequestProto)(nil),                // 76: knit.hadoop.yarn.ResourceBlacklistRequestProto
+	(*ApplicationSubmissionContextProto)(nil),            // 77: knit.hadoop.yarn.ApplicationSubmissionContextProto
+	(*ApplicationTimeoutMapProto)(nil),                   // 78: knit.hadoop.yarn.ApplicationTimeoutMapProto
+	(*ApplicationUpdateTimeoutMapProto)(nil),             // 79: knit.hadoop.yarn.ApplicationUpdateTimeoutMapProto
+	(*LogAggregationContextProto)(nil),                   // 80: knit.hadoop.yarn.LogAggregationContextProto
+	(*ApplicationACLMapProto)(nil),                       // 81: knit.hadoop.yarn.ApplicationACLMapProto
+	(*YarnClusterMetricsProto)(nil),                      // 82: knit.hadoop.yarn.YarnClusterMetricsProto
+	(*QueueStatisticsProto)(nil),                         // 83: knit.hadoop.yarn.QueueStatisticsProto
+	(*QueueInfoProto)(nil),                               // 84: knit.hadoop.yarn.QueueInfoProto
+	(*QueueConfigurationsProto)(nil),                     // 85: knit.hadoop.yarn.QueueConfigurationsProto
+	(*QueueConfigurationsMapProto)(nil),                  // 86: knit.hadoop.yarn.QueueConfigurationsMapProto
+	(*QueueUserACLInfoProto)(nil),                        // 87: knit.hadoop.yarn.QueueUserACLInfoProto
+	(*PlacementConstraintProto)(nil),                     // 88: knit.hadoop.yarn.PlacementConstraintProto
+	(*SimplePlacementConstraintProto)(nil),               // 89: knit.hadoop.yarn.SimplePlacementConstraintProto
+	(*PlacementConstraintTargetProto)(nil),               // 90: knit.hadoop.yarn.PlacementConstraintTargetProto
+	(*TimedPlacementConstraintProto)(nil),                // 91: knit.hadoop.yarn.TimedPlacementConstraintProto
+	(*CompositePlacementConstraintProto)(nil),            // 92: knit.hadoop.yarn.CompositePlacementConstraintProto
+	(*PlacementConstraintMapEntryProto)(nil),             // 93: knit.hadoop.yarn.PlacementConstraintMapEntryProto
+	(*ReservationIdProto)(nil),                           // 94: knit.hadoop.yarn.ReservationIdProto
+	(*ReservationRequestProto)(nil),                      // 95: knit.hadoop.yarn.ReservationRequestProto
+	(*ReservationRequestsProto)(nil),                     // 96: knit.hadoop.yarn.ReservationRequestsProto
+	(*ReservationDefinitionProto)(nil),                   // 97: knit.hadoop.yarn.ReservationDefinitionProto
+	(*ResourceAllocationRequestProto)(nil),               // 98: knit.hadoop.yarn.ResourceAllocationRequestProto
+	(*ReservationAllocationStateProto)(nil),              // 99: knit.hadoop.yarn.ReservationAllocationStateProto
+	(*ContainerLaunchContextProto)(nil),                  // 100: knit.hadoop.yarn.ContainerLaunchContextProto
+	(*ContainerStatusProto)(nil),                         // 101: knit.hadoop.yarn.ContainerStatusProto
+	(*ContainerRetryContextProto)(nil),                   // 102: knit.hadoop.yarn.ContainerRetryContextProto
+	(*StringLocalResourceMapProto)(nil),                  // 103: knit.hadoop.yarn.StringLocalResourceMapProto
+	(*StringStringMapProto)(nil),                         // 104: knit.hadoop.yarn.StringStringMapProto
+	(*StringBytesMapProto)(nil),                          // 105: knit.hadoop.yarn.StringBytesMapProto
+	(*CollectorInfoProto)(nil),                           // 106: knit.hadoop.yarn.CollectorInfoProto
+	(*commonpb.TokenProto)(nil),                          // 107: knit.hadoop.common.TokenProto
 }
 var file_yarnpb_yarn_protos_proto_depIdxs = []int32{
-	28,  // 0: hadoop.yarn.SerializedExceptionProto.cause:type_name -> hadoop.yarn.SerializedExceptionProto
-	29,  // 1: hadoop.yarn.ApplicationAttemptIdProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	29,  // 2: hadoop.yarn.ContainerIdProto.app_id:type_name -> hadoop.yarn.ApplicationIdProto
-	30,  // 3: hadoop.yarn.ContainerIdProto.app_attempt_id:type_name -> hadoop.yarn.ApplicationAttemptIdProto
-	0,   // 4: hadoop.yarn.ResourceInformationProto.type:type_name -> hadoop.yarn.ResourceTypesProto
-	104, // 5: hadoop.yarn.ResourceInformationProto.attributes:type_name -> hadoop.yarn.StringStringMapProto
-	0,   // 6: hadoop.yarn.ResourceTypeInfoProto.type:type_name -> hadoop.yarn.ResourceTypesProto
-	32,  // 7: hadoop.yarn.ResourceProto.resource_value_map:type_name -> hadoop.yarn.ResourceInformationProto
-	46,  // 8: hadoop.yarn.ResourceUtilizationProto.customResources:type_name -> hadoop.yarn.StringFloatMapProto
-	34,  // 9: hadoop.yarn.ResourceOptionProto.resource:type_name -> hadoop.yarn.ResourceProto
-	34,  // 10: hadoop.yarn.ResourceProfileEntry.resources:type_name -> hadoop.yarn.ResourceProto
-	37,  // 11: hadoop.yarn.ResourceProfilesProto.resource_profiles_map:type_name -> hadoop.yarn.ResourceProfileEntry
-	52,  // 12: hadoop.yarn.NodeResourceMapProto.node_id:type_name -> hadoop.yarn.NodeIdProto
-	36,  // 13: hadoop.yarn.NodeResourceMapProto.resource_option:type_name -> hadoop.yarn.ResourceOptionProto
-	31,  // 14: hadoop.yarn.ContainerProto.id:type_name -> hadoop.yarn.ContainerIdProto
-	52,  // 15: hadoop.yarn.ContainerProto.nodeId:type_name -> hadoop.yarn.NodeIdProto
-	34,  // 16: hadoop.yarn.ContainerProto.resource:type_name -> hadoop.yarn.ResourceProto
-	40,  // 17: hadoop.yarn.ContainerProto.priority:type_name -> hadoop.yarn.PriorityProto
-	107, // 18: hadoop.yarn.ContainerProto.container_token:type_name -> hadoop.common.TokenProto
-	13,  // 19: hadoop.yarn.ContainerProto.execution_type:type_name -> hadoop.yarn.ExecutionTypeProto
-	31,  // 20: hadoop.yarn.ContainerReportProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	34,  // 21: hadoop.yarn.ContainerReportProto.resource:type_name -> hadoop.yarn.ResourceProto
-	52,  // 22: hadoop.yarn.ContainerReportProto.node_id:type_name -> hadoop.yarn.NodeIdProto
-	40,  // 23: hadoop.yarn.ContainerReportProto.priority:type_name -> hadoop.yarn.PriorityProto
-	1,   // 24: hadoop.yarn.ContainerReportProto.container_state:type_name -> hadoop.yarn.ContainerStateProto
-	13,  // 25: hadoop.yarn.ContainerReportProto.executionType:type_name -> hadoop.yarn.ExecutionTypeProto
-	43,  // 26: hadoop.yarn.LocalResourceProto.resource:type_name -> hadoop.yarn.URLProto
-	7,   // 27: hadoop.yarn.LocalResourceProto.type:type_name -> hadoop.yarn.LocalResourceTypeProto
-	6,   // 28: hadoop.yarn.LocalResourceProto.visibility:type_name -> hadoop.yarn.LocalResourceVisibilityProto
-	34,  // 29: hadoop.yarn.ApplicationResourceUsageReportProto.used_resources:type_name -> hadoop.yarn.ResourceProto
-	34,  // 30: hadoop.yarn.ApplicationResourceUsageReportProto.reserved_resources:type_name -> hadoop.yarn.ResourceProto
-	34,  // 31: hadoop.yarn.ApplicationResourceUsageReportProto.needed_resources:type_name -> hadoop.yarn.ResourceProto
-	45,  // 32: hadoop.yarn.ApplicationResourceUsageReportProto.application_resource_usage_map:type_name -> hadoop.yarn.StringLongMapProto
-	45,  // 33: hadoop.yarn.ApplicationResourceUsageReportProto.application_preempted_resource_usage_map:type_name -> hadoop.yarn.StringLongMapProto
-	29,  // 34: hadoop.yarn.ApplicationReportProto.applicationId:type_name -> hadoop.yarn.ApplicationIdProto
-	107, // 35: hadoop.yarn.ApplicationReportProto.client_to_am_token:type_name -> hadoop.common.TokenProto
-	3,   // 36: hadoop.yarn.ApplicationReportProto.yarn_application_state:type_name -> hadoop.yarn.YarnApplicationStateProto
-	5,   // 37: hadoop.yarn.ApplicationReportProto.final_application_status:type_name -> hadoop.yarn.FinalApplicationStatusProto
-	47,  // 38: hadoop.yarn.ApplicationReportProto.app_resource_Usage:type_name -> hadoop.yarn.ApplicationResourceUsageReportProto
-	30,  // 39: hadoop.yarn.ApplicationReportProto.currentApplicationAttemptId:type_name -> hadoop.yarn.ApplicationAttemptIdProto
-	107, // 40: hadoop.yarn.ApplicationReportProto.am_rm_token:type_name -> hadoop.common.TokenProto
-	8,   // 41: hadoop.yarn.ApplicationReportProto.log_aggregation_status:type_name -> hadoop.yarn.LogAggregationStatusProto
-	40,  // 42: hadoop.yarn.ApplicationReportProto.priority:type_name -> hadoop.yarn.PriorityProto
-	49,  // 43: hadoop.yarn.ApplicationReportProto.appTimeouts:type_name -> hadoop.yarn.AppTimeoutsMapProto
-	16,  // 44: hadoop.yarn.AppTimeoutsMapProto.application_timeout_type:type_name -> hadoop.yarn.ApplicationTimeoutTypeProto
-	50,  // 45: hadoop.yarn.AppTimeoutsMapProto.application_timeout:type_name -> hadoop.yarn.ApplicationTimeoutProto
-	16,  // 46: hadoop.yarn.ApplicationTimeoutProto.application_timeout_type:type_name -> hadoop.yarn.ApplicationTimeoutTypeProto
-	30,  // 47: hadoop.yarn.ApplicationAttemptReportProto.application_attempt_id:type_name -> hadoop.yarn.ApplicationAttemptIdProto
-	4,   // 48: hadoop.yarn.ApplicationAttemptReportProto.yarn_application_attempt_state:type_name -> hadoop.yarn.YarnApplicationAttemptStateProto
-	31,  // 49: hadoop.yarn.ApplicationAttemptReportProto.am_container_id:type_name -> hadoop.yarn.ContainerIdProto
-	52,  // 50: hadoop.yarn.NodeReportProto.nodeId:type_name -> hadoop.yarn.NodeIdProto
-	34,  // 51: hadoop.yarn.NodeReportProto.used:type_name -> hadoop.yarn.ResourceProto
-	34,  // 52: hadoop.yarn.NodeReportProto.capability:type_name -> hadoop.yarn.ResourceProto
-	9,   // 53: hadoop.yarn.NodeReportProto.node_state:type_name -> hadoop.yarn.NodeStateProto
-	35,  // 54: hadoop.yarn.NodeReportProto.containers_utilization:type_name -> hadoop.yarn.ResourceUtilizationProto
-	35,  // 55: hadoop.yarn.NodeReportProto.node_utilization:type_name -> hadoop.yarn.ResourceUtilizationProto
-	10,  // 56: hadoop.yarn.NodeReportProto.node_update_type:type_name -> hadoop.yarn.NodeUpdateTypeProto
-	58,  // 57: hadoop.yarn.NodeReportProto.node_attributes:type_name -> hadoop.yarn.NodeAttributeProto
-	52,  // 58: hadoop.yarn.NodeIdToLabelsProto.nodeId:type_name -> hadoop.yarn.NodeIdProto
-	52,  // 59: hadoop.yarn.LabelsToNodeIdsProto.nodeId:type_name -> hadoop.yarn.NodeIdProto
-	57,  // 60: hadoop.yarn.NodeAttributeProto.attributeKey:type_name -> hadoop.yarn.NodeAttributeKeyProto
-	11,  // 61: hadoop.yarn.NodeAttributeProto.attributeType:type_name -> hadoop.yarn.NodeAttributeTypeProto
-	57,  // 62: hadoop.yarn.NodeAttributeInfoProto.attributeKey:type_name -> hadoop.yarn.NodeAttributeKeyProto
-	11,  // 63: hadoop.yarn.NodeAttributeInfoProto.attributeType:type_name -> hadoop.yarn.NodeAttributeTypeProto
-	57,  // 64: hadoop.yarn.AttributeToNodesProto.nodeAttribute:type_name -> hadoop.yarn.NodeAttributeKeyProto
-	60,  // 65: hadoop.yarn.AttributeToNodesProto.nodeValueMap:type_name -> hadoop.yarn.NodeToAttributeValueProto
-	58,  // 66: hadoop.yarn.NodeToAttributesProto.nodeAttributes:type_name -> hadoop.yarn.NodeAttributeProto
-	40,  // 67: hadoop.yarn.ResourceRequestProto.priority:type_name -> hadoop.yarn.PriorityProto
-	34,  // 68: hadoop.yarn.ResourceRequestProto.capability:type_name -> hadoop.yarn.ResourceProto
-	67,  // 69: hadoop.yarn.ResourceRequestProto.execution_type_request:type_name -> hadoop.yarn.ExecutionTypeRequestProto
-	13,  // 70: hadoop.yarn.ExecutionTypeRequestProto.execution_type:type_name -> hadoop.yarn.ExecutionTypeProto
-	40,  // 71: hadoop.yarn.SchedulingRequestProto.priority:type_name -> hadoop.yarn.PriorityProto
-	67,  // 72: hadoop.yarn.SchedulingRequestProto.executionType:type_name -> hadoop.yarn.ExecutionTypeRequestProto
-	69,  // 73: hadoop.yarn.SchedulingRequestProto.resourceSizing:type_name -> hadoop.yarn.ResourceSizingProto
-	88,  // 74: hadoop.yarn.SchedulingRequestProto.placementConstraint:type_name -> hadoop.yarn.PlacementConstraintProto
-	34,  // 75: hadoop.yarn.ResourceSizingProto.resources:type_name -> hadoop.yarn.ResourceProto
-	14,  // 76: hadoop.yarn.RejectedSchedulingRequestProto.reason:type_name -> hadoop.yarn.RejectionReasonProto
-	68,  // 77: hadoop.yarn.RejectedSchedulingRequestProto.request:type_name -> hadoop.yarn.SchedulingRequestProto
-	72,  // 78: hadoop.yarn.PreemptionMessageProto.strictContract:type_name -> hadoop.yarn.StrictPreemptionContractProto
-	73,  // 79: hadoop.yarn.PreemptionMessageProto.contract:type_name -> hadoop.yarn.PreemptionContractProto
-	74,  // 80: hadoop.yarn.StrictPreemptionContractProto.container:type_name -> hadoop.yarn.PreemptionContainerProto
-	75,  // 81: hadoop.yarn.PreemptionContractProto.resource:type_name -> hadoop.yarn.PreemptionResourceRequestProto
-	74,  // 82: hadoop.yarn.PreemptionContractProto.container:type_name -> hadoop.yarn.PreemptionContainerProto
-	31,  // 83: hadoop.yarn.PreemptionContainerProto.id:type_name -> hadoop.yarn.ContainerIdProto
-	66,  // 84: hadoop.yarn.PreemptionResourceRequestProto.resource:type_name -> hadoop.yarn.ResourceRequestProto
-	29,  // 85: hadoop.yarn.ApplicationSubmissionContextProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	40,  // 86: hadoop.yarn.ApplicationSubmissionContextProto.priority:type_name -> hadoop.yarn.PriorityProto
-	100, // 87: hadoop.yarn.ApplicationSubmissionContextProto.am_container_spec:type_name -> hadoop.yarn.ContainerLaunchContextProto
-	34,  // 88: hadoop.yarn.ApplicationSubmissionContextProto.resource:type_name -> hadoop.yarn.ResourceProto
-	80,  // 89: hadoop.yarn.ApplicationSubmissionContextProto.log_aggregation_context:type_name -> hadoop.yarn.LogAggregationContextProto
-	94,  // 90: hadoop.yarn.ApplicationSubmissionContextProto.reservation_id:type_name -> hadoop.yarn.ReservationIdProto
-	66,  // 91: hadoop.yarn.ApplicationSubmissionContextProto.am_container_resource_request:type_name -> hadoop.yarn.ResourceRequestProto
-	78,  // 92: hadoop.yarn.ApplicationSubmissionContextProto.application_timeouts:type_name -> hadoop.yarn.ApplicationTimeoutMapProto
-	104, // 93: hadoop.yarn.ApplicationSubmissionContextProto.application_scheduling_properties:type_name -> hadoop.yarn.StringStringMapProto
-	16,  // 94: hadoop.yarn.ApplicationTimeoutMapProto.application_timeout_type:type_name -> hadoop.yarn.ApplicationTimeoutTypeProto
-	16,  // 95: hadoop.yarn.ApplicationUpdateTimeoutMapProto.application_timeout_type:type_name -> hadoop.yarn.ApplicationTimeoutTypeProto
-	17,  // 96: hadoop.yarn.ApplicationACLMapProto.accessType:type_name -> hadoop.yarn.ApplicationAccessTypeProto
-	18,  // 97: hadoop.yarn.QueueInfoProto.state:type_name -> hadoop.yarn.QueueStateProto
-	84,  // 98: hadoop.yarn.QueueInfoProto.childQueues:type_name -> hadoop.yarn.QueueInfoProto
-	48,  // 99: hadoop.yarn.QueueInfoProto.applications:type_name -> hadoop.yarn.ApplicationReportProto
-	83,  // 100: hadoop.yarn.QueueInfoProto.queueStatistics:type_name -> hadoop.yarn.QueueStatisticsProto
-	86,  // 101: hadoop.yarn.QueueInfoProto.queueConfigurationsMap:type_name -> hadoop.yarn.QueueConfigurationsMapProto
-	34,  // 102: hadoop.yarn.QueueConfigurationsProto.effectiveMinCapacity:type_name -> hadoop.yarn.ResourceProto
-	34,  // 103: hadoop.yarn.QueueConfigurationsProto.effectiveMaxCapacity:type_name -> hadoop.yarn.ResourceProto
-	34,  // 104: hadoop.yarn.QueueConfigurationsProto.configuredMinCapacity:type_name -> hadoop.yarn.ResourceProto
-	34,  // 105: hadoop.yarn.QueueConfigurationsProto.configuredMaxCapacity:type_name -> hadoop.yarn.ResourceProto
-	85,  // 106: hadoop.yarn.QueueConfigurationsMapProto.queueConfigurations:type_name -> hadoop.yarn.QueueConfigurationsProto
-	19,  // 107: hadoop.yarn.QueueUserACLInfoProto.userAcls:type_name -> hadoop.yarn.QueueACLProto
-	89,  // 108: hadoop.yarn.PlacementConstraintProto.simpleConstraint:type_name -> hadoop.yarn.SimplePlacementConstraintProto
-	92,  // 109: hadoop.yarn.PlacementConstraintProto.compositeConstraint:type_name -> hadoop.yarn.CompositePlacementConstraintProto
-	90,  // 110: hadoop.yarn.SimplePlacementConstraintProto.targetExpressions:type_name -> hadoop.yarn.PlacementConstraintTargetProto
-	21,  // 111: hadoop.yarn.SimplePlacementConstraintProto.attributeOpCode:type_name -> hadoop.yarn.NodeAttributeOpCodeProto
-	25,  // 112: hadoop.yarn.PlacementConstraintTargetProto.targetType:type_name -> hadoop.yarn.PlacementConstraintTargetProto.TargetType
-	88,  // 113: hadoop.yarn.TimedPlacementConstraintProto.placementConstraint:type_name -> hadoop.yarn.PlacementConstraintProto
-	26,  // 114: hadoop.yarn.TimedPlacementConstraintProto.delayUnit:type_name -> hadoop.yarn.TimedPlacementConstraintProto.DelayUnit
-	27,  // 115: hadoop.yarn.CompositePlacementConstraintProto.compositeType:type_name -> hadoop.yarn.CompositePlacementConstraintProto.CompositeType
-	88,  // 116: hadoop.yarn.CompositePlacementConstraintProto.childConstraints:type_name -> hadoop.yarn.PlacementConstraintProto
-	91,  // 117: hadoop.yarn.CompositePlacementConstraintProto.timedChildConstraints:type_name -> hadoop.yarn.TimedPlacementConstraintProto
-	88,  // 118: hadoop.yarn.PlacementConstraintMapEntryProto.placement_constraint:type_name -> hadoop.yarn.PlacementConstraintProto
-	34,  // 119: hadoop.yarn.ReservationRequestProto.capability:type_name -> hadoop.yarn.ResourceProto
-	95,  // 120: hadoop.yarn.ReservationRequestsProto.reservation_resources:type_name -> hadoop.yarn.ReservationRequestProto
-	22,  // 121: hadoop.yarn.ReservationRequestsProto.interpreter:type_name -> hadoop.yarn.ReservationRequestInterpreterProto
-	96,  // 122: hadoop.yarn.ReservationDefinitionProto.reservation_requests:type_name -> hadoop.yarn.ReservationRequestsProto
-	40,  // 123: hadoop.yarn.ReservationDefinitionProto.priority:type_name -> hadoop.yarn.PriorityProto
-	34,  // 124: hadoop.yarn.ResourceAllocationRequestProto.resource:type_name -> hadoop.yarn.ResourceProto
-	97,  // 125: hadoop.yarn.ReservationAllocationStateProto.reservation_definition:type_name -> hadoop.yarn.ReservationDefinitionProto
-	98,  // 126: hadoop.yarn.ReservationAllocationStateProto.allocation_requests:type_name -> hadoop.yarn.ResourceAllocationRequestProto
-	94,  // 127: hadoop.yarn.ReservationAllocationStateProto.reservation_id:type_name -> hadoop.yarn.ReservationIdProto
-	103, // 128: hadoop.yarn.ContainerLaunchContextProto.localResources:type_name -> hadoop.yarn.StringLocalResourceMapProto
-	105, // 129: hadoop.yarn.ContainerLaunchContextProto.service_data:type_name -> hadoop.yarn.StringBytesMapProto
-	104, // 130: hadoop.yarn.ContainerLaunchContextProto.environment:type_name -> hadoop.yarn.StringStringMapProto
-	81,  // 131: hadoop.yarn.ContainerLaunchContextProto.application_ACLs:type_name -> hadoop.yarn.ApplicationACLMapProto
-	102, // 132: hadoop.yarn.ContainerLaunchContextProto.container_retry_context:type_name -> hadoop.yarn.ContainerRetryContextProto
-	31,  // 133: hadoop.yarn.ContainerStatusProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	1,   // 134: hadoop.yarn.ContainerStatusProto.state:type_name -> hadoop.yarn.ContainerStateProto
-	34,  // 135: hadoop.yarn.ContainerStatusProto.capability:type_name -> hadoop.yarn.ResourceProto
-	13,  // 136: hadoop.yarn.ContainerStatusProto.executionType:type_name -> hadoop.yarn.ExecutionTypeProto
-	104, // 137: hadoop.yarn.ContainerStatusProto.container_attributes:type_name -> hadoop.yarn.StringStringMapProto
-	2,   // 138: hadoop.yarn.ContainerStatusProto.container_sub_state:type_name -> hadoop.yarn.ContainerSubStateProto
-	24,  // 139: hadoop.yarn.ContainerRetryContextProto.retry_policy:type_name -> hadoop.yarn.ContainerRetryPolicyProto
-	44,  // 140: hadoop.yarn.StringLocalResourceMapProto.value:type_name -> hadoop.yarn.LocalResourceProto
-	107, // 141: hadoop.yarn.CollectorInfoProto.collector_token:type_name -> hadoop.common.TokenProto
+	28,  // 0: knit.hadoop.yarn.SerializedExceptionProto.cause:type_name -> knit.hadoop.yarn.SerializedExceptionProto
+	29,  // 1: knit.hadoop.yarn.ApplicationAttemptIdProto.application_id:type_name -> knit.hadoop.yarn.ApplicationIdProto
+	29,  // 2: knit.hadoop.yarn.ContainerIdProto.app_id:type_name -> knit.hadoop.yarn.ApplicationIdProto
+	30,  // 3: knit.hadoop.yarn.ContainerIdProto.app_attempt_id:type_name -> knit.hadoop.yarn.ApplicationAttemptIdProto
+	0,   // 4: knit.hadoop.yarn.ResourceInformationProto.type:type_name -> knit.hadoop.yarn.ResourceTypesProto
+	104, // 5: knit.hadoop.yarn.ResourceInformationProto.attributes:type_name -> knit.hadoop.yarn.StringStringMapProto
+	0,   // 6: knit.hadoop.yarn.ResourceTypeInfoProto.type:type_name -> knit.hadoop.yarn.ResourceTypesProto
+	32,  // 7: knit.hadoop.yarn.ResourceProto.resource_value_map:type_name -> knit.hadoop.yarn.ResourceInformationProto
+	46,  // 8: knit.hadoop.yarn.ResourceUtilizationProto.customResources:type_name -> knit.hadoop.yarn.StringFloatMapProto
+	34,  // 9: knit.hadoop.yarn.ResourceOptionProto.resource:type_name -> knit.hadoop.yarn.ResourceProto
+	34,  // 10: knit.hadoop.yarn.ResourceProfileEntry.resources:type_name -> knit.hadoop.yarn.ResourceProto
+	37,  // 11: knit.hadoop.yarn.ResourceProfilesProto.resource_profiles_map:type_name -> knit.hadoop.yarn.ResourceProfileEntry
+	52,  // 12: knit.hadoop.yarn.NodeResourceMapProto.node_id:type_name -> knit.hadoop.yarn.NodeIdProto
+	36,  // 13: knit.hadoop.yarn.NodeResourceMapProto.resource_option:type_name -> knit.hadoop.yarn.ResourceOptionProto
+	31,  // 14: knit.hadoop.yarn.ContainerProto.id:type_name -> knit.hadoop.yarn.ContainerIdProto
+	52,  // 15: knit.hadoop.yarn.ContainerProto.nodeId:type_name -> knit.hadoop.yarn.NodeIdProto
+	34,  // 16: knit.hadoop.yarn.ContainerProto.resource:type_name -> knit.hadoop.yarn.ResourceProto
+	40,  // 17: knit.hadoop.yarn.ContainerProto.priority:type_name -> knit.hadoop.yarn.PriorityProto
+	107, // 18: knit.hadoop.yarn.ContainerProto.container_token:type_name -> knit.hadoop.common.TokenProto
+	13,  // 19: knit.hadoop.yarn.ContainerProto.execution_type:type_name -> knit.hadoop.yarn.ExecutionTypeProto
+	31,  // 20: knit.hadoop.yarn.ContainerReportProto.container_id:type_name -> knit.hadoop.yarn.ContainerIdProto
+	34,  // 21: knit.hadoop.yarn.ContainerReportProto.resource:type_name -> knit.hadoop.yarn.ResourceProto
+	52,  // 22: knit.hadoop.yarn.ContainerReportProto.node_id:type_name -> knit.hadoop.yarn.NodeIdProto
+	40,  // 23: knit.hadoop.yarn.ContainerReportProto.priority:type_name -> knit.hadoop.yarn.PriorityProto
+	1,   // 24: knit.hadoop.yarn.ContainerReportProto.container_state:type_name -> knit.hadoop.yarn.ContainerStateProto
+	13,  // 25: knit.hadoop.yarn.ContainerReportProto.executionType:type_name -> knit.hadoop.yarn.ExecutionTypeProto
+	43,  // 26: knit.hadoop.yarn.LocalResourceProto.resource:type_name -> knit.hadoop.yarn.URLProto
+	7,   // 27: knit.hadoop.yarn.LocalResourceProto.type:type_name -> knit.hadoop.yarn.LocalResourceTypeProto
+	6,   // 28: knit.hadoop.yarn.LocalResourceProto.visibility:type_name -> knit.hadoop.yarn.LocalResourceVisibilityProto
+	34,  // 29: knit.hadoop.yarn.ApplicationResourceUsageReportProto.used_resources:type_name -> knit.hadoop.yarn.ResourceProto
+	34,  // 30: knit.hadoop.yarn.ApplicationResourceUsageReportProto.reserved_resources:type_name -> knit.hadoop.yarn.ResourceProto
+	34,  // 31: knit.hadoop.yarn.ApplicationResourceUsageReportProto.needed_resources:type_name -> knit.hadoop.yarn.ResourceProto
+	45,  // 32: knit.hadoop.yarn.ApplicationResourceUsageReportProto.application_resource_usage_map:type_name -> knit.hadoop.yarn.StringLongMapProto
+	45,  // 33: knit.hadoop.yarn.ApplicationResourceUsageReportProto.application_preempted_resource_usage_map:type_name -> knit.hadoop.yarn.StringLongMapProto
+	29,  // 34: knit.hadoop.yarn.ApplicationReportProto.applicationId:type_name -> knit.hadoop.yarn.ApplicationIdProto
+	107, // 35: knit.hadoop.yarn.ApplicationReportProto.client_to_am_token:type_name -> knit.hadoop.common.TokenProto
+	3,   // 36: knit.hadoop.yarn.ApplicationReportProto.yarn_application_state:type_name -> knit.hadoop.yarn.YarnApplicationStateProto
+	5,   // 37: knit.hadoop.yarn.ApplicationReportProto.final_application_status:type_name -> knit.hadoop.yarn.FinalApplicationStatusProto
+	47,  // 38: knit.hadoop.yarn.ApplicationReportProto.app_resource_Usage:type_name -> knit.hadoop.yarn.ApplicationResourceUsageReportProto
+	30,  // 39: knit.hadoop.yarn.ApplicationReportProto.currentApplicationAttemptId:type_name -> knit.hadoop.yarn.ApplicationAttemptIdProto
+	107, // 40: knit.hadoop.yarn.ApplicationReportProto.am_rm_token:type_name -> knit.hadoop.common.TokenProto
+	8,   // 41: knit.hadoop.yarn.ApplicationReportProto.log_aggregation_status:type_name -> knit.hadoop.yarn.LogAggregationStatusProto
+	40,  // 42: knit.hadoop.yarn.ApplicationReportProto.priority:type_name -> knit.hadoop.yarn.PriorityProto
+	49,  // 43: knit.hadoop.yarn.ApplicationReportProto.appTimeouts:type_name -> knit.hadoop.yarn.AppTimeoutsMapProto
+	16,  // 44: knit.hadoop.yarn.AppTimeoutsMapProto.application_timeout_type:type_name -> knit.hadoop.yarn.ApplicationTimeoutTypeProto
+	50,  // 45: knit.hadoop.yarn.AppTimeoutsMapProto.application_timeout:type_name -> knit.hadoop.yarn.ApplicationTimeoutProto
+	16,  // 46: knit.hadoop.yarn.ApplicationTimeoutProto.application_timeout_type:type_name -> knit.hadoop.yarn.ApplicationTimeoutTypeProto
+	30,  // 47: knit.hadoop.yarn.ApplicationAttemptReportProto.application_attempt_id:type_name -> knit.hadoop.yarn.ApplicationAttemptIdProto
+	4,   // 48: knit.hadoop.yarn.ApplicationAttemptReportProto.yarn_application_attempt_state:type_name -> knit.hadoop.yarn.YarnApplicationAttemptStateProto
+	31,  // 49: knit.hadoop.yarn.ApplicationAttemptReportProto.am_container_id:type_name -> knit.hadoop.yarn.ContainerIdProto
+	52,  // 50: knit.hadoop.yarn.NodeReportProto.nodeId:type_name -> knit.hadoop.yarn.NodeIdProto
+	34,  // 51: knit.hadoop.yarn.NodeReportProto.used:type_name -> knit.hadoop.yarn.ResourceProto
+	34,  // 52: knit.hadoop.yarn.NodeReportProto.capability:type_name -> knit.hadoop.yarn.ResourceProto
+	9,   // 53: knit.hadoop.yarn.NodeReportProto.node_state:type_name -> knit.hadoop.yarn.NodeStateProto
+	35,  // 54: knit.hadoop.yarn.NodeReportProto.containers_utilization:type_name -> knit.hadoop.yarn.ResourceUtilizationProto
+	35,  // 55: knit.hadoop.yarn.NodeReportProto.node_utilization:type_name -> knit.hadoop.yarn.ResourceUtilizationProto
+	10,  // 56: knit.hadoop.yarn.NodeReportProto.node_update_type:type_name -> knit.hadoop.yarn.NodeUpdateTypeProto
+	58,  // 57: knit.hadoop.yarn.NodeReportProto.node_attributes:type_name -> knit.hadoop.yarn.NodeAttributeProto
+	52,  // 58: knit.hadoop.yarn.NodeIdToLabelsProto.nodeId:type_name -> knit.hadoop.yarn.NodeIdProto
+	52,  // 59: knit.hadoop.yarn.LabelsToNodeIdsProto.nodeId:type_name -> knit.hadoop.yarn.NodeIdProto
+	57,  // 60: knit.hadoop.yarn.NodeAttributeProto.attributeKey:type_name -> knit.hadoop.yarn.NodeAttributeKeyProto
+	11,  // 61: knit.hadoop.yarn.NodeAttributeProto.attributeType:type_name -> knit.hadoop.yarn.NodeAttributeTypeProto
+	57,  // 62: knit.hadoop.yarn.NodeAttributeInfoProto.attributeKey:type_name -> knit.hadoop.yarn.NodeAttributeKeyProto
+	11,  // 63: knit.hadoop.yarn.NodeAttributeInfoProto.attributeType:type_name -> knit.hadoop.yarn.NodeAttributeTypeProto
+	57,  // 64: knit.hadoop.yarn.AttributeToNodesProto.nodeAttribute:type_name -> knit.hadoop.yarn.NodeAttributeKeyProto
+	60,  // 65: knit.hadoop.yarn.AttributeToNodesProto.nodeValueMap:type_name -> knit.hadoop.yarn.NodeToAttributeValueProto
+	58,  // 66: knit.hadoop.yarn.NodeToAttributesProto.nodeAttributes:type_name -> knit.hadoop.yarn.NodeAttributeProto
+	40,  // 67: knit.hadoop.yarn.ResourceRequestProto.priority:type_name -> knit.hadoop.yarn.PriorityProto
+	34,  // 68: knit.hadoop.yarn.ResourceRequestProto.capability:type_name -> knit.hadoop.yarn.ResourceProto
+	67,  // 69: knit.hadoop.yarn.ResourceRequestProto.execution_type_request:type_name -> knit.hadoop.yarn.ExecutionTypeRequestProto
+	13,  // 70: knit.hadoop.yarn.ExecutionTypeRequestProto.execution_type:type_name -> knit.hadoop.yarn.ExecutionTypeProto
+	40,  // 71: knit.hadoop.yarn.SchedulingRequestProto.priority:type_name -> knit.hadoop.yarn.PriorityProto
+	67,  // 72: knit.hadoop.yarn.SchedulingRequestProto.executionType:type_name -> knit.hadoop.yarn.ExecutionTypeRequestProto
+	69,  // 73: knit.hadoop.yarn.SchedulingRequestProto.resourceSizing:type_name -> knit.hadoop.yarn.ResourceSizingProto
+	88,  // 74: knit.hadoop.yarn.SchedulingRequestProto.placementConstraint:type_name -> knit.hadoop.yarn.PlacementConstraintProto
+	34,  // 75: knit.hadoop.yarn.ResourceSizingProto.resources:type_name -> knit.hadoop.yarn.ResourceProto
+	14,  // 76: knit.hadoop.yarn.RejectedSchedulingRequestProto.reason:type_name -> knit.hadoop.yarn.RejectionReasonProto
+	68,  // 77: knit.hadoop.yarn.RejectedSchedulingRequestProto.request:type_name -> knit.hadoop.yarn.SchedulingRequestProto
+	72,  // 78: knit.hadoop.yarn.PreemptionMessageProto.strictContract:type_name -> knit.hadoop.yarn.StrictPreemptionContractProto
+	73,  // 79: knit.hadoop.yarn.PreemptionMessageProto.contract:type_name -> knit.hadoop.yarn.PreemptionContractProto
+	74,  // 80: knit.hadoop.yarn.StrictPreemptionContractProto.container:type_name -> knit.hadoop.yarn.PreemptionContainerProto
+	75,  // 81: knit.hadoop.yarn.PreemptionContractProto.resource:type_name -> knit.hadoop.yarn.PreemptionResourceRequestProto
+	74,  // 82: knit.hadoop.yarn.PreemptionContractProto.container:type_name -> knit.hadoop.yarn.PreemptionContainerProto
+	31,  // 83: knit.hadoop.yarn.PreemptionContainerProto.id:type_name -> knit.hadoop.yarn.ContainerIdProto
+	66,  // 84: knit.hadoop.yarn.PreemptionResourceRequestProto.resource:type_name -> knit.hadoop.yarn.ResourceRequestProto
+	29,  // 85: knit.hadoop.yarn.ApplicationSubmissionContextProto.application_id:type_name -> knit.hadoop.yarn.ApplicationIdProto
+	40,  // 86: knit.hadoop.yarn.ApplicationSubmissionContextProto.priority:type_name -> knit.hadoop.yarn.PriorityProto
+	100, // 87: knit.hadoop.yarn.ApplicationSubmissionContextProto.am_container_spec:type_name -> knit.hadoop.yarn.ContainerLaunchContextProto
+	34,  // 88: knit.hadoop.yarn.ApplicationSubmissionContextProto.resource:type_name -> knit.hadoop.yarn.ResourceProto
+	80,  // 89: knit.hadoop.yarn.ApplicationSubmissionContextProto.log_aggregation_context:type_name -> knit.hadoop.yarn.LogAggregationContextProto
+	94,  // 90: knit.hadoop.yarn.ApplicationSubmissionContextProto.reservation_id:type_name -> knit.hadoop.yarn.ReservationIdProto
+	66,  // 91: knit.hadoop.yarn.ApplicationSubmissionContextProto.am_container_resource_request:type_name -> knit.hadoop.yarn.ResourceRequestProto
+	78,  // 92: knit.hadoop.yarn.ApplicationSubmissionContextProto.application_timeouts:type_name -> knit.hadoop.yarn.ApplicationTimeoutMapProto
+	104, // 93: knit.hadoop.yarn.ApplicationSubmissionContextProto.application_scheduling_properties:type_name -> knit.hadoop.yarn.StringStringMapProto
+	16,  // 94: knit.hadoop.yarn.ApplicationTimeoutMapProto.application_timeout_type:type_name -> knit.hadoop.yarn.ApplicationTimeoutTypeProto
+	16,  // 95: knit.hadoop.yarn.ApplicationUpdateTimeoutMapProto.application_timeout_type:type_name -> knit.hadoop.yarn.ApplicationTimeoutTypeProto
+	17,  // 96: knit.hadoop.yarn.ApplicationACLMapProto.accessType:type_name -> knit.hadoop.yarn.ApplicationAccessTypeProto
+	18,  // 97: knit.hadoop.yarn.QueueInfoProto.state:type_name -> knit.hadoop.yarn.QueueStateProto
+	84,  // 98: knit.hadoop.yarn.QueueInfoProto.childQueues:type_name -> knit.hadoop.yarn.QueueInfoProto
+	48,  // 99: knit.hadoop.yarn.QueueInfoProto.applications:type_name -> knit.hadoop.yarn.ApplicationReportProto
+	83,  // 100: knit.hadoop.yarn.QueueInfoProto.queueStatistics:type_name -> knit.hadoop.yarn.QueueStatisticsProto
+	86,  // 101: knit.hadoop.yarn.QueueInfoProto.queueConfigurationsMap:type_name -> knit.hadoop.yarn.QueueConfigurationsMapProto
+	34,  // 102: knit.hadoop.yarn.QueueConfigurationsProto.effectiveMinCapacity:type_name -> knit.hadoop.yarn.ResourceProto
+	34,  // 103: knit.hadoop.yarn.QueueConfigurationsProto.effectiveMaxCapacity:type_name -> knit.hadoop.yarn.ResourceProto
+	34,  // 104: knit.hadoop.yarn.QueueConfigurationsProto.configuredMinCapacity:type_name -> knit.hadoop.yarn.ResourceProto
+	34,  // 105: knit.hadoop.yarn.QueueConfigurationsProto.configuredMaxCapacity:type_name -> knit.hadoop.yarn.ResourceProto
+	85,  // 106: knit.hadoop.yarn.QueueConfigurationsMapProto.queueConfigurations:type_name -> knit.hadoop.yarn.QueueConfigurationsProto
+	19,  // 107: knit.hadoop.yarn.QueueUserACLInfoProto.userAcls:type_name -> knit.hadoop.yarn.QueueACLProto
+	89,  // 108: knit.hadoop.yarn.PlacementConstraintProto.simpleConstraint:type_name -> knit.hadoop.yarn.SimplePlacementConstraintProto
+	92,  // 109: knit.hadoop.yarn.PlacementConstraintProto.compositeConstraint:type_name -> knit.hadoop.yarn.CompositePlacementConstraintProto
+	90,  // 110: knit.hadoop.yarn.SimplePlacementConstraintProto.targetExpressions:type_name -> knit.hadoop.yarn.PlacementConstraintTargetProto
+	21,  // 111: knit.hadoop.yarn.SimplePlacementConstraintProto.attributeOpCode:type_name -> knit.hadoop.yarn.NodeAttributeOpCodeProto
+	25,  // 112: knit.hadoop.yarn.PlacementConstraintTargetProto.targetType:type_name -> knit.hadoop.yarn.PlacementConstraintTargetProto.TargetType
+	88,  // 113: knit.hadoop.yarn.TimedPlacementConstraintProto.placementConstraint:type_name -> knit.hadoop.yarn.PlacementConstraintProto
+	26,  // 114: knit.hadoop.yarn.TimedPlacementConstraintProto.delayUnit:type_name -> knit.hadoop.yarn.TimedPlacementConstraintProto.DelayUnit
+	27,  // 115: knit.hadoop.yarn.CompositePlacementConstraintProto.compositeType:type_name -> knit.hadoop.yarn.CompositePlacementConstraintProto.CompositeType
+	88,  // 116: knit.hadoop.yarn.CompositePlacementConstraintProto.childConstraints:type_name -> knit.hadoop.yarn.PlacementConstraintProto
+	91,  // 117: knit.hadoop.yarn.CompositePlacementConstraintProto.timedChildConstraints:type_name -> knit.hadoop.yarn.TimedPlacementConstraintProto
+	88,  // 118: knit.hadoop.yarn.PlacementConstraintMapEntryProto.placement_constraint:type_name -> knit.hadoop.yarn.PlacementConstraintProto
+	34,  // 119: knit.hadoop.yarn.ReservationRequestProto.capability:type_name -> knit.hadoop.yarn.ResourceProto
+	95,  // 120: knit.hadoop.yarn.ReservationRequestsProto.reservation_resources:type_name -> knit.hadoop.yarn.ReservationRequestProto
+	22,  // 121: knit.hadoop.yarn.ReservationRequestsProto.interpreter:type_name -> knit.hadoop.yarn.ReservationRequestInterpreterProto
+	96,  // 122: knit.hadoop.yarn.ReservationDefinitionProto.reservation_requests:type_name -> knit.hadoop.yarn.ReservationRequestsProto
+	40,  // 123: knit.hadoop.yarn.ReservationDefinitionProto.priority:type_name -> knit.hadoop.yarn.PriorityProto
+	34,  // 124: knit.hadoop.yarn.ResourceAllocationRequestProto.resource:type_name -> knit.hadoop.yarn.ResourceProto
+	97,  // 125: knit.hadoop.yarn.ReservationAllocationStateProto.reservation_definition:type_name -> knit.hadoop.yarn.ReservationDefinitionProto
+	98,  // 126: knit.hadoop.yarn.ReservationAllocationStateProto.allocation_requests:type_name -> knit.hadoop.yarn.ResourceAllocationRequestProto
+	94,  // 127: knit.hadoop.yarn.ReservationAllocationStateProto.reservation_id:type_name -> knit.hadoop.yarn.ReservationIdProto
+	103, // 128: knit.hadoop.yarn.ContainerLaunchContextProto.localResources:type_name -> knit.hadoop.yarn.StringLocalResourceMapProto
+	105, // 129: knit.hadoop.yarn.ContainerLaunchContextProto.service_data:type_name -> knit.hadoop.yarn.StringBytesMapProto
+	104, // 130: knit.hadoop.yarn.ContainerLaunchContextProto.environment:type_name -> knit.hadoop.yarn.StringStringMapProto
+	81,  // 131: knit.hadoop.yarn.ContainerLaunchContextProto.application_ACLs:type_name -> knit.hadoop.yarn.ApplicationACLMapProto
+	102, // 132: knit.hadoop.yarn.ContainerLaunchContextProto.container_retry_context:type_name -> knit.hadoop.yarn.ContainerRetryContextProto
+	31,  // 133: knit.hadoop.yarn.ContainerStatusProto.container_id:type_name -> knit.hadoop.yarn.ContainerIdProto
+	1,   // 134: knit.hadoop.yarn.ContainerStatusProto.state:type_name -> knit.hadoop.yarn.ContainerStateProto
+	34,  // 135: knit.hadoop.yarn.ContainerStatusProto.capability:type_name -> knit.hadoop.yarn.ResourceProto
+	13,  // 136: knit.hadoop.yarn.ContainerStatusProto.executionType:type_name -> knit.hadoop.yarn.ExecutionTypeProto
+	104, // 137: knit.hadoop.yarn.ContainerStatusProto.container_attributes:type_name -> knit.hadoop.yarn.StringStringMapProto
+	2,   // 138: knit.hadoop.yarn.ContainerStatusProto.container_sub_state:type_name -> knit.hadoop.yarn.ContainerSubStateProto
+	24,  // 139: knit.hadoop.yarn.ContainerRetryContextProto.retry_policy:type_name -> knit.hadoop.yarn.ContainerRetryPolicyProto
+	44,  // 140: knit.hadoop.yarn.StringLocalResourceMapProto.value:type_name -> knit.hadoop.yarn.LocalResourceProto
+	107, // 141: knit.hadoop.yarn.CollectorInfoProto.collector_token:type_name -> knit.hadoop.common.TokenProto
 	142, // [142:142] is the sub-list for method output_type
 	142, // [142:142] is the sub-list for method input_type
 	142, // [142:142] is the sub-list for extension type_name

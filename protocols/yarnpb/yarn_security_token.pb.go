@@ -9,6 +9,11 @@
 // 	protoc        v3.21.12
 // source: yarnpb/yarn_security_token.proto
 
+// The package is Knit's, not Hadoop's hadoop.yarn: Hadoop's RPC never puts a
+// proto package on the wire (a call names its method in RequestHeaderProto,
+// messages travel as length-delimited bytes), and the prefix lets Knit link
+// with Go code that registers Hadoop's own files (colinmarc/hdfs).
+
 package yarnpb
 
 import (
@@ -169,8 +174,8 @@ type ContainerTokenIdentifierProto struct {
 	CreationTime          *int64                      `protobuf:"varint,9,opt,name=creationTime" json:"creationTime,omitempty"`
 	LogAggregationContext *LogAggregationContextProto `protobuf:"bytes,10,opt,name=logAggregationContext" json:"logAggregationContext,omitempty"`
 	NodeLabelExpression   *string                     `protobuf:"bytes,11,opt,name=nodeLabelExpression" json:"nodeLabelExpression,omitempty"`
-	ContainerType         *ContainerTypeProto         `protobuf:"varint,12,opt,name=containerType,enum=hadoop.yarn.ContainerTypeProto" json:"containerType,omitempty"`
-	ExecutionType         *ExecutionTypeProto         `protobuf:"varint,13,opt,name=executionType,enum=hadoop.yarn.ExecutionTypeProto,def=1" json:"executionType,omitempty"`
+	ContainerType         *ContainerTypeProto         `protobuf:"varint,12,opt,name=containerType,enum=knit.hadoop.yarn.ContainerTypeProto" json:"containerType,omitempty"`
+	ExecutionType         *ExecutionTypeProto         `protobuf:"varint,13,opt,name=executionType,enum=knit.hadoop.yarn.ExecutionTypeProto,def=1" json:"executionType,omitempty"`
 	Version               *int32                      `protobuf:"varint,14,opt,name=version,def=0" json:"version,omitempty"`
 	AllocationRequestId   *int64                      `protobuf:"varint,15,opt,name=allocation_request_id,json=allocationRequestId,def=-1" json:"allocation_request_id,omitempty"`
 	AllocationTags        []string                    `protobuf:"bytes,16,rep,name=allocation_tags,json=allocationTags" json:"allocation_tags,omitempty"`
@@ -528,38 +533,38 @@ var File_yarnpb_yarn_security_token_proto protoreflect.FileDescriptor
 
 const file_yarnpb_yarn_security_token_proto_rawDesc = "" +
 	"\n" +
-	" yarnpb/yarn_security_token.proto\x12\vhadoop.yarn\x1a\x18yarnpb/yarn_protos.proto\"\xd4\x01\n" +
-	"\x16NMTokenIdentifierProto\x12J\n" +
-	"\fappAttemptId\x18\x01 \x01(\v2&.hadoop.yarn.ApplicationAttemptIdProtoR\fappAttemptId\x120\n" +
-	"\x06nodeId\x18\x02 \x01(\v2\x18.hadoop.yarn.NodeIdProtoR\x06nodeId\x12\"\n" +
+	" yarnpb/yarn_security_token.proto\x12\x10knit.hadoop.yarn\x1a\x18yarnpb/yarn_protos.proto\"\xde\x01\n" +
+	"\x16NMTokenIdentifierProto\x12O\n" +
+	"\fappAttemptId\x18\x01 \x01(\v2+.knit.hadoop.yarn.ApplicationAttemptIdProtoR\fappAttemptId\x125\n" +
+	"\x06nodeId\x18\x02 \x01(\v2\x1d.knit.hadoop.yarn.NodeIdProtoR\x06nodeId\x12\"\n" +
 	"\fappSubmitter\x18\x03 \x01(\tR\fappSubmitter\x12\x18\n" +
-	"\x05keyId\x18\x04 \x01(\x05:\x02-1R\x05keyId\"\x80\x01\n" +
-	"\x18AMRMTokenIdentifierProto\x12J\n" +
-	"\fappAttemptId\x18\x01 \x01(\v2&.hadoop.yarn.ApplicationAttemptIdProtoR\fappAttemptId\x12\x18\n" +
-	"\x05keyId\x18\x02 \x01(\x05:\x02-1R\x05keyId\"\xd5\x06\n" +
-	"\x1dContainerTokenIdentifierProto\x12?\n" +
-	"\vcontainerId\x18\x01 \x01(\v2\x1d.hadoop.yarn.ContainerIdProtoR\vcontainerId\x12\x1e\n" +
+	"\x05keyId\x18\x04 \x01(\x05:\x02-1R\x05keyId\"\x85\x01\n" +
+	"\x18AMRMTokenIdentifierProto\x12O\n" +
+	"\fappAttemptId\x18\x01 \x01(\v2+.knit.hadoop.yarn.ApplicationAttemptIdProtoR\fappAttemptId\x12\x18\n" +
+	"\x05keyId\x18\x02 \x01(\x05:\x02-1R\x05keyId\"\xf3\x06\n" +
+	"\x1dContainerTokenIdentifierProto\x12D\n" +
+	"\vcontainerId\x18\x01 \x01(\v2\".knit.hadoop.yarn.ContainerIdProtoR\vcontainerId\x12\x1e\n" +
 	"\n" +
 	"nmHostAddr\x18\x02 \x01(\tR\n" +
 	"nmHostAddr\x12\"\n" +
-	"\fappSubmitter\x18\x03 \x01(\tR\fappSubmitter\x126\n" +
-	"\bresource\x18\x04 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\bresource\x12(\n" +
+	"\fappSubmitter\x18\x03 \x01(\tR\fappSubmitter\x12;\n" +
+	"\bresource\x18\x04 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\bresource\x12(\n" +
 	"\x0fexpiryTimeStamp\x18\x05 \x01(\x03R\x0fexpiryTimeStamp\x12$\n" +
 	"\vmasterKeyId\x18\x06 \x01(\x05:\x02-1R\vmasterKeyId\x12\"\n" +
-	"\frmIdentifier\x18\a \x01(\x03R\frmIdentifier\x126\n" +
-	"\bpriority\x18\b \x01(\v2\x1a.hadoop.yarn.PriorityProtoR\bpriority\x12\"\n" +
-	"\fcreationTime\x18\t \x01(\x03R\fcreationTime\x12]\n" +
+	"\frmIdentifier\x18\a \x01(\x03R\frmIdentifier\x12;\n" +
+	"\bpriority\x18\b \x01(\v2\x1f.knit.hadoop.yarn.PriorityProtoR\bpriority\x12\"\n" +
+	"\fcreationTime\x18\t \x01(\x03R\fcreationTime\x12b\n" +
 	"\x15logAggregationContext\x18\n" +
-	" \x01(\v2'.hadoop.yarn.LogAggregationContextProtoR\x15logAggregationContext\x120\n" +
-	"\x13nodeLabelExpression\x18\v \x01(\tR\x13nodeLabelExpression\x12E\n" +
-	"\rcontainerType\x18\f \x01(\x0e2\x1f.hadoop.yarn.ContainerTypeProtoR\rcontainerType\x12Q\n" +
-	"\rexecutionType\x18\r \x01(\x0e2\x1f.hadoop.yarn.ExecutionTypeProto:\n" +
+	" \x01(\v2,.knit.hadoop.yarn.LogAggregationContextProtoR\x15logAggregationContext\x120\n" +
+	"\x13nodeLabelExpression\x18\v \x01(\tR\x13nodeLabelExpression\x12J\n" +
+	"\rcontainerType\x18\f \x01(\x0e2$.knit.hadoop.yarn.ContainerTypeProtoR\rcontainerType\x12V\n" +
+	"\rexecutionType\x18\r \x01(\x0e2$.knit.hadoop.yarn.ExecutionTypeProto:\n" +
 	"GUARANTEEDR\rexecutionType\x12\x1b\n" +
 	"\aversion\x18\x0e \x01(\x05:\x010R\aversion\x126\n" +
 	"\x15allocation_request_id\x18\x0f \x01(\x03:\x02-1R\x13allocationRequestId\x12'\n" +
-	"\x0fallocation_tags\x18\x10 \x03(\tR\x0eallocationTags\"\x8c\x01\n" +
-	"\x1eClientToAMTokenIdentifierProto\x12J\n" +
-	"\fappAttemptId\x18\x01 \x01(\v2&.hadoop.yarn.ApplicationAttemptIdProtoR\fappAttemptId\x12\x1e\n" +
+	"\x0fallocation_tags\x18\x10 \x03(\tR\x0eallocationTags\"\x91\x01\n" +
+	"\x1eClientToAMTokenIdentifierProto\x12O\n" +
+	"\fappAttemptId\x18\x01 \x01(\v2+.knit.hadoop.yarn.ApplicationAttemptIdProtoR\fappAttemptId\x12\x1e\n" +
 	"\n" +
 	"clientName\x18\x02 \x01(\tR\n" +
 	"clientName\"\xf2\x01\n" +
@@ -589,32 +594,32 @@ func file_yarnpb_yarn_security_token_proto_rawDescGZIP() []byte {
 
 var file_yarnpb_yarn_security_token_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_yarnpb_yarn_security_token_proto_goTypes = []any{
-	(*NMTokenIdentifierProto)(nil),               // 0: hadoop.yarn.NMTokenIdentifierProto
-	(*AMRMTokenIdentifierProto)(nil),             // 1: hadoop.yarn.AMRMTokenIdentifierProto
-	(*ContainerTokenIdentifierProto)(nil),        // 2: hadoop.yarn.ContainerTokenIdentifierProto
-	(*ClientToAMTokenIdentifierProto)(nil),       // 3: hadoop.yarn.ClientToAMTokenIdentifierProto
-	(*YARNDelegationTokenIdentifierProto)(nil),   // 4: hadoop.yarn.YARNDelegationTokenIdentifierProto
-	(*DockerCredentialTokenIdentifierProto)(nil), // 5: hadoop.yarn.DockerCredentialTokenIdentifierProto
-	(*ApplicationAttemptIdProto)(nil),            // 6: hadoop.yarn.ApplicationAttemptIdProto
-	(*NodeIdProto)(nil),                          // 7: hadoop.yarn.NodeIdProto
-	(*ContainerIdProto)(nil),                     // 8: hadoop.yarn.ContainerIdProto
-	(*ResourceProto)(nil),                        // 9: hadoop.yarn.ResourceProto
-	(*PriorityProto)(nil),                        // 10: hadoop.yarn.PriorityProto
-	(*LogAggregationContextProto)(nil),           // 11: hadoop.yarn.LogAggregationContextProto
-	(ContainerTypeProto)(0),                      // 12: hadoop.yarn.ContainerTypeProto
-	(ExecutionTypeProto)(0),                      // 13: hadoop.yarn.ExecutionTypeProto
+	(*NMTokenIdentifierProto)(nil),               // 0: knit.hadoop.yarn.NMTokenIdentifierProto
+	(*AMRMTokenIdentifierProto)(nil),             // 1: knit.hadoop.yarn.AMRMTokenIdentifierProto
+	(*ContainerTokenIdentifierProto)(nil),        // 2: knit.hadoop.yarn.ContainerTokenIdentifierProto
+	(*ClientToAMTokenIdentifierProto)(nil),       // 3: knit.hadoop.yarn.ClientToAMTokenIdentifierProto
+	(*YARNDelegationTokenIdentifierProto)(nil),   // 4: knit.hadoop.yarn.YARNDelegationTokenIdentifierProto
+	(*DockerCredentialTokenIdentifierProto)(nil), // 5: knit.hadoop.yarn.DockerCredentialTokenIdentifierProto
+	(*ApplicationAttemptIdProto)(nil),            // 6: knit.hadoop.yarn.ApplicationAttemptIdProto
+	(*NodeIdProto)(nil),                          // 7: knit.hadoop.yarn.NodeIdProto
+	(*ContainerIdProto)(nil),                     // 8: knit.hadoop.yarn.ContainerIdProto
+	(*ResourceProto)(nil),                        // 9: knit.hadoop.yarn.ResourceProto
+	(*PriorityProto)(nil),                        // 10: knit.hadoop.yarn.PriorityProto
+	(*LogAggregationContextProto)(nil),           // 11: knit.hadoop.yarn.LogAggregationContextProto
+	(ContainerTypeProto)(0),                      // 12: knit.hadoop.yarn.ContainerTypeProto
+	(ExecutionTypeProto)(0),                      // 13: knit.hadoop.yarn.ExecutionTypeProto
 }
 var file_yarnpb_yarn_security_token_proto_depIdxs = []int32{
-	6,  // 0: hadoop.yarn.NMTokenIdentifierProto.appAttemptId:type_name -> hadoop.yarn.ApplicationAttemptIdProto
-	7,  // 1: hadoop.yarn.NMTokenIdentifierProto.nodeId:type_name -> hadoop.yarn.NodeIdProto
-	6,  // 2: hadoop.yarn.AMRMTokenIdentifierProto.appAttemptId:type_name -> hadoop.yarn.ApplicationAttemptIdProto
-	8,  // 3: hadoop.yarn.ContainerTokenIdentifierProto.containerId:type_name -> hadoop.yarn.ContainerIdProto
-	9,  // 4: hadoop.yarn.ContainerTokenIdentifierProto.resource:type_name -> hadoop.yarn.ResourceProto
-	10, // 5: hadoop.yarn.ContainerTokenIdentifierProto.priority:type_name -> hadoop.yarn.PriorityProto
-	11, // 6: hadoop.yarn.ContainerTokenIdentifierProto.logAggregationContext:type_name -> hadoop.yarn.LogAggregationContextProto
-	12, // 7: hadoop.yarn.ContainerTokenIdentifierProto.containerType:type_name -> hadoop.yarn.ContainerTypeProto
-	13, // 8: hadoop.yarn.ContainerTokenIdentifierProto.executionType:type_name -> hadoop.yarn.ExecutionTypeProto
-	6,  // 9: hadoop.yarn.ClientToAMTokenIdentifierProto.appAttemptId:type_name -> hadoop.yarn.ApplicationAttemptIdProto
+	6,  // 0: knit.hadoop.yarn.NMTokenIdentifierProto.appAttemptId:type_name -> knit.hadoop.yarn.ApplicationAttemptIdProto
+	7,  // 1: knit.hadoop.yarn.NMTokenIdentifierProto.nodeId:type_name -> knit.hadoop.yarn.NodeIdProto
+	6,  // 2: knit.hadoop.yarn.AMRMTokenIdentifierProto.appAttemptId:type_name -> knit.hadoop.yarn.ApplicationAttemptIdProto
+	8,  // 3: knit.hadoop.yarn.ContainerTokenIdentifierProto.containerId:type_name -> knit.hadoop.yarn.ContainerIdProto
+	9,  // 4: knit.hadoop.yarn.ContainerTokenIdentifierProto.resource:type_name -> knit.hadoop.yarn.ResourceProto
+	10, // 5: knit.hadoop.yarn.ContainerTokenIdentifierProto.priority:type_name -> knit.hadoop.yarn.PriorityProto
+	11, // 6: knit.hadoop.yarn.ContainerTokenIdentifierProto.logAggregationContext:type_name -> knit.hadoop.yarn.LogAggregationContextProto
+	12, // 7: knit.hadoop.yarn.ContainerTokenIdentifierProto.containerType:type_name -> knit.hadoop.yarn.ContainerTypeProto
+	13, // 8: knit.hadoop.yarn.ContainerTokenIdentifierProto.executionType:type_name -> knit.hadoop.yarn.ExecutionTypeProto
+	6,  // 9: knit.hadoop.yarn.ClientToAMTokenIdentifierProto.appAttemptId:type_name -> knit.hadoop.yarn.ApplicationAttemptIdProto
 	10, // [10:10] is the sub-list for method output_type
 	10, // [10:10] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name

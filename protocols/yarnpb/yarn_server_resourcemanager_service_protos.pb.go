@@ -10,6 +10,11 @@
 // 	protoc        v3.21.12
 // source: yarnpb/yarn_server_resourcemanager_service_protos.proto
 
+// The package is Knit's, not Hadoop's hadoop.yarn: Hadoop's RPC never puts a
+// proto package on the wire (a call names its method in RequestHeaderProto,
+// messages travel as length-delimited bytes), and the prefix lets Knit link
+// with Go code that registers Hadoop's own files (colinmarc/hdfs).
+
 package yarnpb
 
 import (
@@ -228,7 +233,7 @@ func (*RefreshQueuesResponseProto) Descriptor() ([]byte, []int) {
 // An absent decommissionType reads as NORMAL; the enum has no zero value.
 type RefreshNodesRequestProto struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
-	DecommissionType    *DecommissionTypeProto `protobuf:"varint,1,opt,name=decommissionType,enum=hadoop.yarn.DecommissionTypeProto,def=1" json:"decommissionType,omitempty"`
+	DecommissionType    *DecommissionTypeProto `protobuf:"varint,1,opt,name=decommissionType,enum=knit.hadoop.yarn.DecommissionTypeProto,def=1" json:"decommissionType,omitempty"`
 	DecommissionTimeout *int32                 `protobuf:"varint,2,opt,name=decommissionTimeout" json:"decommissionTimeout,omitempty"`
 	SubClusterId        *string                `protobuf:"bytes,3,opt,name=sub_cluster_id,json=subClusterId" json:"sub_cluster_id,omitempty"`
 	unknownFields       protoimpl.UnknownFields
@@ -1442,7 +1447,7 @@ func (x *NodeIdToLabelsNameProto) GetNodeLabels() []string {
 // An absent operation reads as REPLACE; the enum has no zero value.
 type NodesToAttributesMappingRequestProto struct {
 	state              protoimpl.MessageState              `protogen:"open.v1"`
-	Operation          *AttributeMappingOperationTypeProto `protobuf:"varint,1,opt,name=operation,enum=hadoop.yarn.AttributeMappingOperationTypeProto,def=1" json:"operation,omitempty"`
+	Operation          *AttributeMappingOperationTypeProto `protobuf:"varint,1,opt,name=operation,enum=knit.hadoop.yarn.AttributeMappingOperationTypeProto,def=1" json:"operation,omitempty"`
 	NodeToAttributes   []*NodeToAttributesProto            `protobuf:"bytes,2,rep,name=nodeToAttributes" json:"nodeToAttributes,omitempty"`
 	FailOnUnknownNodes *bool                               `protobuf:"varint,3,opt,name=failOnUnknownNodes" json:"failOnUnknownNodes,omitempty"`
 	SubClusterId       *string                             `protobuf:"bytes,4,opt,name=sub_cluster_id,json=subClusterId" json:"sub_cluster_id,omitempty"`
@@ -2287,12 +2292,12 @@ var File_yarnpb_yarn_server_resourcemanager_service_protos_proto protoreflect.Fi
 
 const file_yarnpb_yarn_server_resourcemanager_service_protos_proto_rawDesc = "" +
 	"\n" +
-	"7yarnpb/yarn_server_resourcemanager_service_protos.proto\x12\vhadoop.yarn\x1a\x18yarnpb/yarn_protos.proto\"A\n" +
+	"7yarnpb/yarn_server_resourcemanager_service_protos.proto\x12\x10knit.hadoop.yarn\x1a\x18yarnpb/yarn_protos.proto\"A\n" +
 	"\x19RefreshQueuesRequestProto\x12$\n" +
 	"\x0esub_cluster_id\x18\x01 \x01(\tR\fsubClusterId\"\x1c\n" +
-	"\x1aRefreshQueuesResponseProto\"\xca\x01\n" +
-	"\x18RefreshNodesRequestProto\x12V\n" +
-	"\x10decommissionType\x18\x01 \x01(\x0e2\".hadoop.yarn.DecommissionTypeProto:\x06NORMALR\x10decommissionType\x120\n" +
+	"\x1aRefreshQueuesResponseProto\"\xcf\x01\n" +
+	"\x18RefreshNodesRequestProto\x12[\n" +
+	"\x10decommissionType\x18\x01 \x01(\x0e2'.knit.hadoop.yarn.DecommissionTypeProto:\x06NORMALR\x10decommissionType\x120\n" +
 	"\x13decommissionTimeout\x18\x02 \x01(\x05R\x13decommissionTimeout\x12$\n" +
 	"\x0esub_cluster_id\x18\x03 \x01(\tR\fsubClusterId\"\x1b\n" +
 	"\x19RefreshNodesResponseProto\"W\n" +
@@ -2311,18 +2316,18 @@ const file_yarnpb_yarn_server_resourcemanager_service_protos_proto_rawDesc = "" 
 	"\x1cGetGroupsForUserRequestProto\x12\x12\n" +
 	"\x04user\x18\x01 \x02(\tR\x04user\"7\n" +
 	"\x1dGetGroupsForUserResponseProto\x12\x16\n" +
-	"\x06groups\x18\x01 \x03(\tR\x06groups\"\x95\x01\n" +
-	"\x1eUpdateNodeResourceRequestProto\x12M\n" +
-	"\x11node_resource_map\x18\x01 \x03(\v2!.hadoop.yarn.NodeResourceMapProtoR\x0fnodeResourceMap\x12$\n" +
+	"\x06groups\x18\x01 \x03(\tR\x06groups\"\x9a\x01\n" +
+	"\x1eUpdateNodeResourceRequestProto\x12R\n" +
+	"\x11node_resource_map\x18\x01 \x03(\v2&.knit.hadoop.yarn.NodeResourceMapProtoR\x0fnodeResourceMap\x12$\n" +
 	"\x0esub_cluster_id\x18\x02 \x01(\tR\fsubClusterId\"!\n" +
 	"\x1fUpdateNodeResourceResponseProto\"I\n" +
 	"!RefreshNodesResourcesRequestProto\x12$\n" +
 	"\x0esub_cluster_id\x18\x01 \x01(\tR\fsubClusterId\"$\n" +
-	"\"RefreshNodesResourcesResponseProto\"\xbb\x01\n" +
+	"\"RefreshNodesResourcesResponseProto\"\xc0\x01\n" +
 	"\"AddToClusterNodeLabelsRequestProto\x122\n" +
-	"\x14deprecatedNodeLabels\x18\x01 \x03(\tR\x14deprecatedNodeLabels\x12;\n" +
+	"\x14deprecatedNodeLabels\x18\x01 \x03(\tR\x14deprecatedNodeLabels\x12@\n" +
 	"\n" +
-	"nodeLabels\x18\x02 \x03(\v2\x1b.hadoop.yarn.NodeLabelProtoR\n" +
+	"nodeLabels\x18\x02 \x03(\v2 .knit.hadoop.yarn.NodeLabelProtoR\n" +
 	"nodeLabels\x12$\n" +
 	"\x0esub_cluster_id\x18\x03 \x01(\tR\fsubClusterId\"%\n" +
 	"#AddToClusterNodeLabelsResponseProto\"o\n" +
@@ -2331,63 +2336,63 @@ const file_yarnpb_yarn_server_resourcemanager_service_protos_proto_rawDesc = "" 
 	"nodeLabels\x18\x01 \x03(\tR\n" +
 	"nodeLabels\x12$\n" +
 	"\x0esub_cluster_id\x18\x02 \x01(\tR\fsubClusterId\"*\n" +
-	"(RemoveFromClusterNodeLabelsResponseProto\"\xbd\x01\n" +
-	"\x1fReplaceLabelsOnNodeRequestProto\x12D\n" +
-	"\fnodeToLabels\x18\x01 \x03(\v2 .hadoop.yarn.NodeIdToLabelsProtoR\fnodeToLabels\x12.\n" +
+	"(RemoveFromClusterNodeLabelsResponseProto\"\xc2\x01\n" +
+	"\x1fReplaceLabelsOnNodeRequestProto\x12I\n" +
+	"\fnodeToLabels\x18\x01 \x03(\v2%.knit.hadoop.yarn.NodeIdToLabelsProtoR\fnodeToLabels\x12.\n" +
 	"\x12failOnUnknownNodes\x18\x02 \x01(\bR\x12failOnUnknownNodes\x12$\n" +
 	"\x0esub_cluster_id\x18\x03 \x01(\tR\fsubClusterId\"\"\n" +
 	" ReplaceLabelsOnNodeResponseProto\"\x1f\n" +
 	"\x1dUpdateNodeLabelsResponseProto\"P\n" +
 	"(CheckForDecommissioningNodesRequestProto\x12$\n" +
-	"\x0esub_cluster_id\x18\x01 \x01(\tR\fsubClusterId\"y\n" +
-	")CheckForDecommissioningNodesResponseProto\x12L\n" +
-	"\x14decommissioningNodes\x18\x01 \x03(\v2\x18.hadoop.yarn.NodeIdProtoR\x14decommissioningNodes\"M\n" +
+	"\x0esub_cluster_id\x18\x01 \x01(\tR\fsubClusterId\"~\n" +
+	")CheckForDecommissioningNodesResponseProto\x12Q\n" +
+	"\x14decommissioningNodes\x18\x01 \x03(\v2\x1d.knit.hadoop.yarn.NodeIdProtoR\x14decommissioningNodes\"M\n" +
 	"%RefreshClusterMaxPriorityRequestProto\x12$\n" +
 	"\x0esub_cluster_id\x18\x01 \x01(\tR\fsubClusterId\"(\n" +
-	"&RefreshClusterMaxPriorityResponseProto\"k\n" +
-	"\x17NodeIdToLabelsNameProto\x120\n" +
-	"\x06nodeId\x18\x01 \x01(\v2\x18.hadoop.yarn.NodeIdProtoR\x06nodeId\x12\x1e\n" +
+	"&RefreshClusterMaxPriorityResponseProto\"p\n" +
+	"\x17NodeIdToLabelsNameProto\x125\n" +
+	"\x06nodeId\x18\x01 \x01(\v2\x1d.knit.hadoop.yarn.NodeIdProtoR\x06nodeId\x12\x1e\n" +
 	"\n" +
 	"nodeLabels\x18\x02 \x03(\tR\n" +
-	"nodeLabels\"\xa4\x02\n" +
-	"$NodesToAttributesMappingRequestProto\x12V\n" +
-	"\toperation\x18\x01 \x01(\x0e2/.hadoop.yarn.AttributeMappingOperationTypeProto:\aREPLACER\toperation\x12N\n" +
-	"\x10nodeToAttributes\x18\x02 \x03(\v2\".hadoop.yarn.NodeToAttributesProtoR\x10nodeToAttributes\x12.\n" +
+	"nodeLabels\"\xae\x02\n" +
+	"$NodesToAttributesMappingRequestProto\x12[\n" +
+	"\toperation\x18\x01 \x01(\x0e24.knit.hadoop.yarn.AttributeMappingOperationTypeProto:\aREPLACER\toperation\x12S\n" +
+	"\x10nodeToAttributes\x18\x02 \x03(\v2'.knit.hadoop.yarn.NodeToAttributesProtoR\x10nodeToAttributes\x12.\n" +
 	"\x12failOnUnknownNodes\x18\x03 \x01(\bR\x12failOnUnknownNodes\x12$\n" +
 	"\x0esub_cluster_id\x18\x04 \x01(\tR\fsubClusterId\"'\n" +
 	"%NodesToAttributesMappingResponseProto\"F\n" +
 	" DeregisterSubClusterRequestProto\x12\"\n" +
-	"\fsubClusterId\x18\x01 \x01(\tR\fsubClusterId\"\x82\x01\n" +
-	"!DeregisterSubClusterResponseProto\x12]\n" +
-	"\x15deregisterSubClusters\x18\x01 \x03(\v2'.hadoop.yarn.DeregisterSubClustersProtoR\x15deregisterSubClusters\"\xd4\x01\n" +
+	"\fsubClusterId\x18\x01 \x01(\tR\fsubClusterId\"\x87\x01\n" +
+	"!DeregisterSubClusterResponseProto\x12b\n" +
+	"\x15deregisterSubClusters\x18\x01 \x03(\v2,.knit.hadoop.yarn.DeregisterSubClustersProtoR\x15deregisterSubClusters\"\xd9\x01\n" +
 	"%SaveFederationQueuePolicyRequestProto\x12\x14\n" +
-	"\x05queue\x18\x01 \x02(\tR\x05queue\x12]\n" +
-	"\x15federationQueueWeight\x18\x02 \x02(\v2'.hadoop.yarn.FederationQueueWeightProtoR\x15federationQueueWeight\x126\n" +
+	"\x05queue\x18\x01 \x02(\tR\x05queue\x12b\n" +
+	"\x15federationQueueWeight\x18\x02 \x02(\v2,.knit.hadoop.yarn.FederationQueueWeightProtoR\x15federationQueueWeight\x126\n" +
 	"\x16policyManagerClassName\x18\x03 \x01(\tR\x16policyManagerClassName\"B\n" +
 	"&SaveFederationQueuePolicyResponseProto\x12\x18\n" +
-	"\amessage\x18\x01 \x02(\tR\amessage\"\x8f\x01\n" +
-	",BatchSaveFederationQueuePoliciesRequestProto\x12_\n" +
-	"\x16federationQueueWeights\x18\x01 \x03(\v2'.hadoop.yarn.FederationQueueWeightProtoR\x16federationQueueWeights\"I\n" +
+	"\amessage\x18\x01 \x02(\tR\amessage\"\x94\x01\n" +
+	",BatchSaveFederationQueuePoliciesRequestProto\x12d\n" +
+	"\x16federationQueueWeights\x18\x01 \x03(\v2,.knit.hadoop.yarn.FederationQueueWeightProtoR\x16federationQueueWeights\"I\n" +
 	"-BatchSaveFederationQueuePoliciesResponseProto\x12\x18\n" +
 	"\amessage\x18\x01 \x02(\tR\amessage\"\x96\x01\n" +
 	"(QueryFederationQueuePoliciesRequestProto\x12\x1a\n" +
 	"\bpageSize\x18\x01 \x01(\x05R\bpageSize\x12 \n" +
 	"\vcurrentPage\x18\x02 \x01(\x05R\vcurrentPage\x12\x14\n" +
 	"\x05queue\x18\x03 \x01(\tR\x05queue\x12\x16\n" +
-	"\x06queues\x18\x04 \x03(\tR\x06queues\"\x86\x02\n" +
+	"\x06queues\x18\x04 \x03(\tR\x06queues\"\x8b\x02\n" +
 	")QueryFederationQueuePoliciesResponseProto\x12\x1c\n" +
 	"\ttotalSize\x18\x01 \x01(\x05R\ttotalSize\x12\x1c\n" +
 	"\ttotalPage\x18\x02 \x01(\x05R\ttotalPage\x12 \n" +
 	"\vcurrentPage\x18\x03 \x01(\x05R\vcurrentPage\x12\x1a\n" +
-	"\bpageSize\x18\x04 \x01(\x05R\bpageSize\x12_\n" +
-	"\x16federationQueueWeights\x18\x05 \x03(\v2'.hadoop.yarn.FederationQueueWeightProtoR\x16federationQueueWeights\"K\n" +
+	"\bpageSize\x18\x04 \x01(\x05R\bpageSize\x12d\n" +
+	"\x16federationQueueWeights\x18\x05 \x03(\v2,.knit.hadoop.yarn.FederationQueueWeightProtoR\x16federationQueueWeights\"K\n" +
 	"'DeleteFederationApplicationRequestProto\x12 \n" +
 	"\vapplication\x18\x01 \x01(\tR\vapplication\"D\n" +
 	"(DeleteFederationApplicationResponseProto\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\"\x1c\n" +
-	"\x1aGetSubClustersRequestProto\"g\n" +
-	"\x1bGetSubClustersResponseProto\x12H\n" +
-	"\vsubClusters\x18\x01 \x03(\v2&.hadoop.yarn.FederationSubClusterProtoR\vsubClusters\"C\n" +
+	"\x1aGetSubClustersRequestProto\"l\n" +
+	"\x1bGetSubClustersResponseProto\x12M\n" +
+	"\vsubClusters\x18\x01 \x03(\v2+.knit.hadoop.yarn.FederationSubClusterProtoR\vsubClusters\"C\n" +
 	")DeleteFederationQueuePoliciesRequestProto\x12\x16\n" +
 	"\x06queues\x18\x01 \x03(\tR\x06queues\"F\n" +
 	"*DeleteFederationQueuePoliciesResponseProto\x12\x18\n" +
@@ -2421,78 +2426,78 @@ func file_yarnpb_yarn_server_resourcemanager_service_protos_proto_rawDescGZIP() 
 var file_yarnpb_yarn_server_resourcemanager_service_protos_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_yarnpb_yarn_server_resourcemanager_service_protos_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_yarnpb_yarn_server_resourcemanager_service_protos_proto_goTypes = []any{
-	(DecommissionTypeProto)(0),                               // 0: hadoop.yarn.DecommissionTypeProto
-	(AttributeMappingOperationTypeProto)(0),                  // 1: hadoop.yarn.AttributeMappingOperationTypeProto
-	(*RefreshQueuesRequestProto)(nil),                        // 2: hadoop.yarn.RefreshQueuesRequestProto
-	(*RefreshQueuesResponseProto)(nil),                       // 3: hadoop.yarn.RefreshQueuesResponseProto
-	(*RefreshNodesRequestProto)(nil),                         // 4: hadoop.yarn.RefreshNodesRequestProto
-	(*RefreshNodesResponseProto)(nil),                        // 5: hadoop.yarn.RefreshNodesResponseProto
-	(*RefreshSuperUserGroupsConfigurationRequestProto)(nil),  // 6: hadoop.yarn.RefreshSuperUserGroupsConfigurationRequestProto
-	(*RefreshSuperUserGroupsConfigurationResponseProto)(nil), // 7: hadoop.yarn.RefreshSuperUserGroupsConfigurationResponseProto
-	(*RefreshUserToGroupsMappingsRequestProto)(nil),          // 8: hadoop.yarn.RefreshUserToGroupsMappingsRequestProto
-	(*RefreshUserToGroupsMappingsResponseProto)(nil),         // 9: hadoop.yarn.RefreshUserToGroupsMappingsResponseProto
-	(*RefreshAdminAclsRequestProto)(nil),                     // 10: hadoop.yarn.RefreshAdminAclsRequestProto
-	(*RefreshAdminAclsResponseProto)(nil),                    // 11: hadoop.yarn.RefreshAdminAclsResponseProto
-	(*RefreshServiceAclsRequestProto)(nil),                   // 12: hadoop.yarn.RefreshServiceAclsRequestProto
-	(*RefreshServiceAclsResponseProto)(nil),                  // 13: hadoop.yarn.RefreshServiceAclsResponseProto
-	(*GetGroupsForUserRequestProto)(nil),                     // 14: hadoop.yarn.GetGroupsForUserRequestProto
-	(*GetGroupsForUserResponseProto)(nil),                    // 15: hadoop.yarn.GetGroupsForUserResponseProto
-	(*UpdateNodeResourceRequestProto)(nil),                   // 16: hadoop.yarn.UpdateNodeResourceRequestProto
-	(*UpdateNodeResourceResponseProto)(nil),                  // 17: hadoop.yarn.UpdateNodeResourceResponseProto
-	(*RefreshNodesResourcesRequestProto)(nil),                // 18: hadoop.yarn.RefreshNodesResourcesRequestProto
-	(*RefreshNodesResourcesResponseProto)(nil),               // 19: hadoop.yarn.RefreshNodesResourcesResponseProto
-	(*AddToClusterNodeLabelsRequestProto)(nil),               // 20: hadoop.yarn.AddToClusterNodeLabelsRequestProto
-	(*AddToClusterNodeLabelsResponseProto)(nil),              // 21: hadoop.yarn.AddToClusterNodeLabelsResponseProto
-	(*RemoveFromClusterNodeLabelsRequestProto)(nil),          // 22: hadoop.yarn.RemoveFromClusterNodeLabelsRequestProto
-	(*RemoveFromClusterNodeLabelsResponseProto)(nil),         // 23: hadoop.yarn.RemoveFromClusterNodeLabelsResponseProto
-	(*ReplaceLabelsOnNodeRequestProto)(nil),                  // 24: hadoop.yarn.ReplaceLabelsOnNodeRequestProto
-	(*ReplaceLabelsOnNodeResponseProto)(nil),                 // 25: hadoop.yarn.ReplaceLabelsOnNodeResponseProto
-	(*UpdateNodeLabelsResponseProto)(nil),                    // 26: hadoop.yarn.UpdateNodeLabelsResponseProto
-	(*CheckForDecommissioningNodesRequestProto)(nil),         // 27: hadoop.yarn.CheckForDecommissioningNodesRequestProto
-	(*CheckForDecommissioningNodesResponseProto)(nil),        // 28: hadoop.yarn.CheckForDecommissioningNodesResponseProto
-	(*RefreshClusterMaxPriorityRequestProto)(nil),            // 29: hadoop.yarn.RefreshClusterMaxPriorityRequestProto
-	(*RefreshClusterMaxPriorityResponseProto)(nil),           // 30: hadoop.yarn.RefreshClusterMaxPriorityResponseProto
-	(*NodeIdToLabelsNameProto)(nil),                          // 31: hadoop.yarn.NodeIdToLabelsNameProto
-	(*NodesToAttributesMappingRequestProto)(nil),             // 32: hadoop.yarn.NodesToAttributesMappingRequestProto
-	(*NodesToAttributesMappingResponseProto)(nil),            // 33: hadoop.yarn.NodesToAttributesMappingResponseProto
-	(*DeregisterSubClusterRequestProto)(nil),                 // 34: hadoop.yarn.DeregisterSubClusterRequestProto
-	(*DeregisterSubClusterResponseProto)(nil),                // 35: hadoop.yarn.DeregisterSubClusterResponseProto
-	(*SaveFederationQueuePolicyRequestProto)(nil),            // 36: hadoop.yarn.SaveFederationQueuePolicyRequestProto
-	(*SaveFederationQueuePolicyResponseProto)(nil),           // 37: hadoop.yarn.SaveFederationQueuePolicyResponseProto
-	(*BatchSaveFederationQueuePoliciesRequestProto)(nil),     // 38: hadoop.yarn.BatchSaveFederationQueuePoliciesRequestProto
-	(*BatchSaveFederationQueuePoliciesResponseProto)(nil),    // 39: hadoop.yarn.BatchSaveFederationQueuePoliciesResponseProto
-	(*QueryFederationQueuePoliciesRequestProto)(nil),         // 40: hadoop.yarn.QueryFederationQueuePoliciesRequestProto
-	(*QueryFederationQueuePoliciesResponseProto)(nil),        // 41: hadoop.yarn.QueryFederationQueuePoliciesResponseProto
-	(*DeleteFederationApplicationRequestProto)(nil),          // 42: hadoop.yarn.DeleteFederationApplicationRequestProto
-	(*DeleteFederationApplicationResponseProto)(nil),         // 43: hadoop.yarn.DeleteFederationApplicationResponseProto
-	(*GetSubClustersRequestProto)(nil),                       // 44: hadoop.yarn.GetSubClustersRequestProto
-	(*GetSubClustersResponseProto)(nil),                      // 45: hadoop.yarn.GetSubClustersResponseProto
-	(*DeleteFederationQueuePoliciesRequestProto)(nil),        // 46: hadoop.yarn.DeleteFederationQueuePoliciesRequestProto
-	(*DeleteFederationQueuePoliciesResponseProto)(nil),       // 47: hadoop.yarn.DeleteFederationQueuePoliciesResponseProto
-	(*ActiveRMInfoProto)(nil),                                // 48: hadoop.yarn.ActiveRMInfoProto
-	(*NodeResourceMapProto)(nil),                             // 49: hadoop.yarn.NodeResourceMapProto
-	(*NodeLabelProto)(nil),                                   // 50: hadoop.yarn.NodeLabelProto
-	(*NodeIdToLabelsProto)(nil),                              // 51: hadoop.yarn.NodeIdToLabelsProto
-	(*NodeIdProto)(nil),                                      // 52: hadoop.yarn.NodeIdProto
-	(*NodeToAttributesProto)(nil),                            // 53: hadoop.yarn.NodeToAttributesProto
-	(*DeregisterSubClustersProto)(nil),                       // 54: hadoop.yarn.DeregisterSubClustersProto
-	(*FederationQueueWeightProto)(nil),                       // 55: hadoop.yarn.FederationQueueWeightProto
-	(*FederationSubClusterProto)(nil),                        // 56: hadoop.yarn.FederationSubClusterProto
+	(DecommissionTypeProto)(0),                               // 0: knit.hadoop.yarn.DecommissionTypeProto
+	(AttributeMappingOperationTypeProto)(0),                  // 1: knit.hadoop.yarn.AttributeMappingOperationTypeProto
+	(*RefreshQueuesRequestProto)(nil),                        // 2: knit.hadoop.yarn.RefreshQueuesRequestProto
+	(*RefreshQueuesResponseProto)(nil),                       // 3: knit.hadoop.yarn.RefreshQueuesResponseProto
+	(*RefreshNodesRequestProto)(nil),                         // 4: knit.hadoop.yarn.RefreshNodesRequestProto
+	(*RefreshNodesResponseProto)(nil),                        // 5: knit.hadoop.yarn.RefreshNodesResponseProto
+	(*RefreshSuperUserGroupsConfigurationRequestProto)(nil),  // 6: knit.hadoop.yarn.RefreshSuperUserGroupsConfigurationRequestProto
+	(*RefreshSuperUserGroupsConfigurationResponseProto)(nil), // 7: knit.hadoop.yarn.RefreshSuperUserGroupsConfigurationResponseProto
+	(*RefreshUserToGroupsMappingsRequestProto)(nil),          // 8: knit.hadoop.yarn.RefreshUserToGroupsMappingsRequestProto
+	(*RefreshUserToGroupsMappingsResponseProto)(nil),         // 9: knit.hadoop.yarn.RefreshUserToGroupsMappingsResponseProto
+	(*RefreshAdminAclsRequestProto)(nil),                     // 10: knit.hadoop.yarn.RefreshAdminAclsRequestProto
+	(*RefreshAdminAclsResponseProto)(nil),                    // 11: knit.hadoop.yarn.RefreshAdminAclsResponseProto
+	(*RefreshServiceAclsRequestProto)(nil),                   // 12: knit.hadoop.yarn.RefreshServiceAclsRequestProto
+	(*RefreshServiceAclsResponseProto)(nil),                  // 13: knit.hadoop.yarn.RefreshServiceAclsResponseProto
+	(*GetGroupsForUserRequestProto)(nil),                     // 14: knit.hadoop.yarn.GetGroupsForUserRequestProto
+	(*GetGroupsForUserResponseProto)(nil),                    // 15: knit.hadoop.yarn.GetGroupsForUserResponseProto
+	(*UpdateNodeResourceRequestProto)(nil),                   // 16: knit.hadoop.yarn.UpdateNodeResourceRequestProto
+	(*UpdateNodeResourceResponseProto)(nil),                  // 17: knit.hadoop.yarn.UpdateNodeResourceResponseProto
+	(*RefreshNodesResourcesRequestProto)(nil),                // 18: knit.hadoop.yarn.RefreshNodesResourcesRequestProto
+	(*RefreshNodesResourcesResponseProto)(nil),               // 19: knit.hadoop.yarn.RefreshNodesResourcesResponseProto
+	(*AddToClusterNodeLabelsRequestProto)(nil),               // 20: knit.hadoop.yarn.AddToClusterNodeLabelsRequestProto
+	(*AddToClusterNodeLabelsResponseProto)(nil),              // 21: knit.hadoop.yarn.AddToClusterNodeLabelsResponseProto
+	(*RemoveFromClusterNodeLabelsRequestProto)(nil),          // 22: knit.hadoop.yarn.RemoveFromClusterNodeLabelsRequestProto
+	(*RemoveFromClusterNodeLabelsResponseProto)(nil),         // 23: knit.hadoop.yarn.RemoveFromClusterNodeLabelsResponseProto
+	(*ReplaceLabelsOnNodeRequestProto)(nil),                  // 24: knit.hadoop.yarn.ReplaceLabelsOnNodeRequestProto
+	(*ReplaceLabelsOnNodeResponseProto)(nil),                 // 25: knit.hadoop.yarn.ReplaceLabelsOnNodeResponseProto
+	(*UpdateNodeLabelsResponseProto)(nil),                    // 26: knit.hadoop.yarn.UpdateNodeLabelsResponseProto
+	(*CheckForDecommissioningNodesRequestProto)(nil),         // 27: knit.hadoop.yarn.CheckForDecommissioningNodesRequestProto
+	(*CheckForDecommissioningNodesResponseProto)(nil),        // 28: knit.hadoop.yarn.CheckForDecommissioningNodesResponseProto
+	(*RefreshClusterMaxPriorityRequestProto)(nil),            // 29: knit.hadoop.yarn.RefreshClusterMaxPriorityRequestProto
+	(*RefreshClusterMaxPriorityResponseProto)(nil),           // 30: knit.hadoop.yarn.RefreshClusterMaxPriorityResponseProto
+	(*NodeIdToLabelsNameProto)(nil),                          // 31: knit.hadoop.yarn.NodeIdToLabelsNameProto
+	(*NodesToAttributesMappingRequestProto)(nil),             // 32: knit.hadoop.yarn.NodesToAttributesMappingRequestProto
+	(*NodesToAttributesMappingResponseProto)(nil),            // 33: knit.hadoop.yarn.NodesToAttributesMappingResponseProto
+	(*DeregisterSubClusterRequestProto)(nil),                 // 34: knit.hadoop.yarn.DeregisterSubClusterRequestProto
+	(*DeregisterSubClusterResponseProto)(nil),                // 35: knit.hadoop.yarn.DeregisterSubClusterResponseProto
+	(*SaveFederationQueuePolicyRequestProto)(nil),            // 36: knit.hadoop.yarn.SaveFederationQueuePolicyRequestProto
+	(*SaveFederationQueuePolicyResponseProto)(nil),           // 37: knit.hadoop.yarn.SaveFederationQueuePolicyResponseProto
+	(*BatchSaveFederationQueuePoliciesRequestProto)(nil),     // 38: knit.hadoop.yarn.BatchSaveFederationQueuePoliciesRequestProto
+	(*BatchSaveFederationQueuePoliciesResponseProto)(nil),    // 39: knit.hadoop.yarn.BatchSaveFederationQueuePoliciesResponseProto
+	(*QueryFederationQueuePoliciesRequestProto)(nil),         // 40: knit.hadoop.yarn.QueryFederationQueuePoliciesRequestProto
+	(*QueryFederationQueuePoliciesResponseProto)(nil),        // 41: knit.hadoop.yarn.QueryFederationQueuePoliciesResponseProto
+	(*DeleteFederationApplicationRequestProto)(nil),          // 42: knit.hadoop.yarn.DeleteFederationApplicationRequestProto
+	(*DeleteFederationApplicationResponseProto)(nil),         // 43: knit.hadoop.yarn.DeleteFederationApplicationResponseProto
+	(*GetSubClustersRequestProto)(nil),                       // 44: knit.hadoop.yarn.GetSubClustersRequestProto
+	(*GetSubClustersResponseProto)(nil),                      // 45: knit.hadoop.yarn.GetSubClustersResponseProto
+	(*DeleteFederationQueuePoliciesRequestProto)(nil),        // 46: knit.hadoop.yarn.DeleteFederationQueuePoliciesRequestProto
+	(*DeleteFederationQueuePoliciesResponseProto)(nil),       // 47: knit.hadoop.yarn.DeleteFederationQueuePoliciesResponseProto
+	(*ActiveRMInfoProto)(nil),                                // 48: knit.hadoop.yarn.ActiveRMInfoProto
+	(*NodeResourceMapProto)(nil),                             // 49: knit.hadoop.yarn.NodeResourceMapProto
+	(*NodeLabelProto)(nil),                                   // 50: knit.hadoop.yarn.NodeLabelProto
+	(*NodeIdToLabelsProto)(nil),                              // 51: knit.hadoop.yarn.NodeIdToLabelsProto
+	(*NodeIdProto)(nil),                                      // 52: knit.hadoop.yarn.NodeIdProto
+	(*NodeToAttributesProto)(nil),                            // 53: knit.hadoop.yarn.NodeToAttributesProto
+	(*DeregisterSubClustersProto)(nil),                       // 54: knit.hadoop.yarn.DeregisterSubClustersProto
+	(*FederationQueueWeightProto)(nil),                       // 55: knit.hadoop.yarn.FederationQueueWeightProto
+	(*FederationSubClusterProto)(nil),                        // 56: knit.hadoop.yarn.FederationSubClusterProto
 }
 var file_yarnpb_yarn_server_resourcemanager_service_protos_proto_depIdxs = []int32{
-	0,  // 0: hadoop.yarn.RefreshNodesRequestProto.decommissionType:type_name -> hadoop.yarn.DecommissionTypeProto
-	49, // 1: hadoop.yarn.UpdateNodeResourceRequestProto.node_resource_map:type_name -> hadoop.yarn.NodeResourceMapProto
-	50, // 2: hadoop.yarn.AddToClusterNodeLabelsRequestProto.nodeLabels:type_name -> hadoop.yarn.NodeLabelProto
-	51, // 3: hadoop.yarn.ReplaceLabelsOnNodeRequestProto.nodeToLabels:type_name -> hadoop.yarn.NodeIdToLabelsProto
-	52, // 4: hadoop.yarn.CheckForDecommissioningNodesResponseProto.decommissioningNodes:type_name -> hadoop.yarn.NodeIdProto
-	52, // 5: hadoop.yarn.NodeIdToLabelsNameProto.nodeId:type_name -> hadoop.yarn.NodeIdProto
-	1,  // 6: hadoop.yarn.NodesToAttributesMappingRequestProto.operation:type_name -> hadoop.yarn.AttributeMappingOperationTypeProto
-	53, // 7: hadoop.yarn.NodesToAttributesMappingRequestProto.nodeToAttributes:type_name -> hadoop.yarn.NodeToAttributesProto
-	54, // 8: hadoop.yarn.DeregisterSubClusterResponseProto.deregisterSubClusters:type_name -> hadoop.yarn.DeregisterSubClustersProto
-	55, // 9: hadoop.yarn.SaveFederationQueuePolicyRequestProto.federationQueueWeight:type_name -> hadoop.yarn.FederationQueueWeightProto
-	55, // 10: hadoop.yarn.BatchSaveFederationQueuePoliciesRequestProto.federationQueueWeights:type_name -> hadoop.yarn.FederationQueueWeightProto
-	55, // 11: hadoop.yarn.QueryFederationQueuePoliciesResponseProto.federationQueueWeights:type_name -> hadoop.yarn.FederationQueueWeightProto
-	56, // 12: hadoop.yarn.GetSubClustersResponseProto.subClusters:type_name -> hadoop.yarn.FederationSubClusterProto
+	0,  // 0: knit.hadoop.yarn.RefreshNodesRequestProto.decommissionType:type_name -> knit.hadoop.yarn.DecommissionTypeProto
+	49, // 1: knit.hadoop.yarn.UpdateNodeResourceRequestProto.node_resource_map:type_name -> knit.hadoop.yarn.NodeResourceMapProto
+	50, // 2: knit.hadoop.yarn.AddToClusterNodeLabelsRequestProto.nodeLabels:type_name -> knit.hadoop.yarn.NodeLabelProto
+	51, // 3: knit.hadoop.yarn.ReplaceLabelsOnNodeRequestProto.nodeToLabels:type_name -> knit.hadoop.yarn.NodeIdToLabelsProto
+	52, // 4: knit.hadoop.yarn.CheckForDecommissioningNodesResponseProto.decommissioningNodes:type_name -> knit.hadoop.yarn.NodeIdProto
+	52, // 5: knit.hadoop.yarn.NodeIdToLabelsNameProto.nodeId:type_name -> knit.hadoop.yarn.NodeIdProto
+	1,  // 6: knit.hadoop.yarn.NodesToAttributesMappingRequestProto.operation:type_name -> knit.hadoop.yarn.AttributeMappingOperationTypeProto
+	53, // 7: knit.hadoop.yarn.NodesToAttributesMappingRequestProto.nodeToAttributes:type_name -> knit.hadoop.yarn.NodeToAttributesProto
+	54, // 8: knit.hadoop.yarn.DeregisterSubClusterResponseProto.deregisterSubClusters:type_name -> knit.hadoop.yarn.DeregisterSubClustersProto
+	55, // 9: knit.hadoop.yarn.SaveFederationQueuePolicyRequestProto.federationQueueWeight:type_name -> knit.hadoop.yarn.FederationQueueWeightProto
+	55, // 10: knit.hadoop.yarn.BatchSaveFederationQueuePoliciesRequestProto.federationQueueWeights:type_name -> knit.hadoop.yarn.FederationQueueWeightProto
+	55, // 11: knit.hadoop.yarn.QueryFederationQueuePoliciesResponseProto.federationQueueWeights:type_name -> knit.hadoop.yarn.FederationQueueWeightProto
+	56, // 12: knit.hadoop.yarn.GetSubClustersResponseProto.subClusters:type_name -> knit.hadoop.yarn.FederationSubClusterProto
 	13, // [13:13] is the sub-list for method output_type
 	13, // [13:13] is the sub-list for method input_type
 	13, // [13:13] is the sub-list for extension type_name

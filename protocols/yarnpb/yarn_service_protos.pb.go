@@ -10,6 +10,11 @@
 // 	protoc        v3.21.12
 // source: yarnpb/yarn_service_protos.proto
 
+// The package is Knit's, not Hadoop's hadoop.yarn: Hadoop's RPC never puts a
+// proto package on the wire (a call names its method in RequestHeaderProto,
+// messages travel as length-delimited bytes), and the prefix lets Knit link
+// with Go code that registers Hadoop's own files (colinmarc/hdfs).
+
 package yarnpb
 
 import (
@@ -342,7 +347,7 @@ type RegisterApplicationMasterResponseProto struct {
 	ContainersFromPreviousAttempts []*ContainerProto         `protobuf:"bytes,4,rep,name=containers_from_previous_attempts,json=containersFromPreviousAttempts" json:"containers_from_previous_attempts,omitempty"`
 	Queue                          *string                   `protobuf:"bytes,5,opt,name=queue" json:"queue,omitempty"`
 	NmTokensFromPreviousAttempts   []*NMTokenProto           `protobuf:"bytes,6,rep,name=nm_tokens_from_previous_attempts,json=nmTokensFromPreviousAttempts" json:"nm_tokens_from_previous_attempts,omitempty"`
-	SchedulerResourceTypes         []SchedulerResourceTypes  `protobuf:"varint,7,rep,name=scheduler_resource_types,json=schedulerResourceTypes,enum=hadoop.yarn.SchedulerResourceTypes" json:"scheduler_resource_types,omitempty"`
+	SchedulerResourceTypes         []SchedulerResourceTypes  `protobuf:"varint,7,rep,name=scheduler_resource_types,json=schedulerResourceTypes,enum=knit.hadoop.yarn.SchedulerResourceTypes" json:"scheduler_resource_types,omitempty"`
 	ResourceProfiles               *ResourceProfilesProto    `protobuf:"bytes,8,opt,name=resource_profiles,json=resourceProfiles" json:"resource_profiles,omitempty"`
 	ResourceTypes                  []*ResourceTypeInfoProto  `protobuf:"bytes,9,rep,name=resource_types,json=resourceTypes" json:"resource_types,omitempty"`
 	unknownFields                  protoimpl.UnknownFields
@@ -446,7 +451,7 @@ type FinishApplicationMasterRequestProto struct {
 	state                  protoimpl.MessageState       `protogen:"open.v1"`
 	Diagnostics            *string                      `protobuf:"bytes,1,opt,name=diagnostics" json:"diagnostics,omitempty"`
 	TrackingUrl            *string                      `protobuf:"bytes,2,opt,name=tracking_url,json=trackingUrl" json:"tracking_url,omitempty"`
-	FinalApplicationStatus *FinalApplicationStatusProto `protobuf:"varint,3,opt,name=final_application_status,json=finalApplicationStatus,enum=hadoop.yarn.FinalApplicationStatusProto" json:"final_application_status,omitempty"`
+	FinalApplicationStatus *FinalApplicationStatusProto `protobuf:"varint,3,opt,name=final_application_status,json=finalApplicationStatus,enum=knit.hadoop.yarn.FinalApplicationStatusProto" json:"final_application_status,omitempty"`
 	unknownFields          protoimpl.UnknownFields
 	sizeCache              protoimpl.SizeCache
 }
@@ -557,9 +562,9 @@ type UpdateContainerRequestProto struct {
 	state            protoimpl.MessageState    `protogen:"open.v1"`
 	ContainerVersion *int32                    `protobuf:"varint,1,req,name=container_version,json=containerVersion" json:"container_version,omitempty"`
 	ContainerId      *ContainerIdProto         `protobuf:"bytes,2,req,name=container_id,json=containerId" json:"container_id,omitempty"`
-	UpdateType       *ContainerUpdateTypeProto `protobuf:"varint,3,req,name=update_type,json=updateType,enum=hadoop.yarn.ContainerUpdateTypeProto" json:"update_type,omitempty"`
+	UpdateType       *ContainerUpdateTypeProto `protobuf:"varint,3,req,name=update_type,json=updateType,enum=knit.hadoop.yarn.ContainerUpdateTypeProto" json:"update_type,omitempty"`
 	Capability       *ResourceProto            `protobuf:"bytes,4,opt,name=capability" json:"capability,omitempty"`
-	ExecutionType    *ExecutionTypeProto       `protobuf:"varint,5,opt,name=execution_type,json=executionType,enum=hadoop.yarn.ExecutionTypeProto" json:"execution_type,omitempty"`
+	ExecutionType    *ExecutionTypeProto       `protobuf:"varint,5,opt,name=execution_type,json=executionType,enum=knit.hadoop.yarn.ExecutionTypeProto" json:"execution_type,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -844,7 +849,7 @@ func (x *NMTokenProto) GetToken() *commonpb.TokenProto {
 
 type UpdatedContainerProto struct {
 	state         protoimpl.MessageState    `protogen:"open.v1"`
-	UpdateType    *ContainerUpdateTypeProto `protobuf:"varint,1,req,name=update_type,json=updateType,enum=hadoop.yarn.ContainerUpdateTypeProto" json:"update_type,omitempty"`
+	UpdateType    *ContainerUpdateTypeProto `protobuf:"varint,1,req,name=update_type,json=updateType,enum=knit.hadoop.yarn.ContainerUpdateTypeProto" json:"update_type,omitempty"`
 	Container     *ContainerProto           `protobuf:"bytes,2,req,name=container" json:"container,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -949,7 +954,7 @@ func (x *EnhancedHeadroomProto) GetTotalActiveCores() int32 {
 // Numbers 10 and 11 are unused in Hadoop 3.4.1; the gap is deliberate.
 type AllocateResponseProto struct {
 	state                          protoimpl.MessageState            `protogen:"open.v1"`
-	AMCommand                      *AMCommandProto                   `protobuf:"varint,1,opt,name=a_m_command,json=aMCommand,enum=hadoop.yarn.AMCommandProto" json:"a_m_command,omitempty"`
+	AMCommand                      *AMCommandProto                   `protobuf:"varint,1,opt,name=a_m_command,json=aMCommand,enum=knit.hadoop.yarn.AMCommandProto" json:"a_m_command,omitempty"`
 	ResponseId                     *int32                            `protobuf:"varint,2,opt,name=response_id,json=responseId" json:"response_id,omitempty"`
 	AllocatedContainers            []*ContainerProto                 `protobuf:"bytes,3,rep,name=allocated_containers,json=allocatedContainers" json:"allocated_containers,omitempty"`
 	CompletedContainerStatuses     []*ContainerStatusProto           `protobuf:"bytes,4,rep,name=completed_container_statuses,json=completedContainerStatuses" json:"completed_container_statuses,omitempty"`
@@ -1729,7 +1734,7 @@ func (*MoveApplicationAcrossQueuesResponseProto) Descriptor() ([]byte, []int) {
 type GetApplicationsRequestProto struct {
 	state             protoimpl.MessageState         `protogen:"open.v1"`
 	ApplicationTypes  []string                       `protobuf:"bytes,1,rep,name=application_types,json=applicationTypes" json:"application_types,omitempty"`
-	ApplicationStates []YarnApplicationStateProto    `protobuf:"varint,2,rep,name=application_states,json=applicationStates,enum=hadoop.yarn.YarnApplicationStateProto" json:"application_states,omitempty"`
+	ApplicationStates []YarnApplicationStateProto    `protobuf:"varint,2,rep,name=application_states,json=applicationStates,enum=knit.hadoop.yarn.YarnApplicationStateProto" json:"application_states,omitempty"`
 	Users             []string                       `protobuf:"bytes,3,rep,name=users" json:"users,omitempty"`
 	Queues            []string                       `protobuf:"bytes,4,rep,name=queues" json:"queues,omitempty"`
 	Limit             *int64                         `protobuf:"varint,5,opt,name=limit" json:"limit,omitempty"`
@@ -1738,7 +1743,7 @@ type GetApplicationsRequestProto struct {
 	FinishBegin       *int64                         `protobuf:"varint,8,opt,name=finish_begin,json=finishBegin" json:"finish_begin,omitempty"`
 	FinishEnd         *int64                         `protobuf:"varint,9,opt,name=finish_end,json=finishEnd" json:"finish_end,omitempty"`
 	ApplicationTags   []string                       `protobuf:"bytes,10,rep,name=applicationTags" json:"applicationTags,omitempty"`
-	Scope             *ApplicationsRequestScopeProto `protobuf:"varint,11,opt,name=scope,enum=hadoop.yarn.ApplicationsRequestScopeProto,def=0" json:"scope,omitempty"`
+	Scope             *ApplicationsRequestScopeProto `protobuf:"varint,11,opt,name=scope,enum=knit.hadoop.yarn.ApplicationsRequestScopeProto,def=0" json:"scope,omitempty"`
 	Name              *string                        `protobuf:"bytes,12,opt,name=name" json:"name,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
@@ -1909,7 +1914,7 @@ func (x *GetApplicationsResponseProto) GetApplications() []*ApplicationReportPro
 
 type GetClusterNodesRequestProto struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeStates    []NodeStateProto       `protobuf:"varint,1,rep,name=nodeStates,enum=hadoop.yarn.NodeStateProto" json:"nodeStates,omitempty"`
+	NodeStates    []NodeStateProto       `protobuf:"varint,1,rep,name=nodeStates,enum=knit.hadoop.yarn.NodeStateProto" json:"nodeStates,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2806,7 +2811,7 @@ func (x *UpdateApplicationPriorityResponseProto) GetApplicationPriority() *Prior
 type SignalContainerRequestProto struct {
 	state         protoimpl.MessageState       `protogen:"open.v1"`
 	ContainerId   *ContainerIdProto            `protobuf:"bytes,1,req,name=container_id,json=containerId" json:"container_id,omitempty"`
-	Command       *SignalContainerCommandProto `protobuf:"varint,2,req,name=command,enum=hadoop.yarn.SignalContainerCommandProto" json:"command,omitempty"`
+	Command       *SignalContainerCommandProto `protobuf:"varint,2,req,name=command,enum=knit.hadoop.yarn.SignalContainerCommandProto" json:"command,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5434,7 +5439,7 @@ func (x *GetLocalizationStatusesResponseProto) GetFailedRequests() []*ContainerE
 type LocalizationStatusProto struct {
 	state             protoimpl.MessageState  `protogen:"open.v1"`
 	ResourceKey       *string                 `protobuf:"bytes,1,opt,name=resource_key,json=resourceKey" json:"resource_key,omitempty"`
-	LocalizationState *LocalizationStateProto `protobuf:"varint,2,opt,name=localization_state,json=localizationState,enum=hadoop.yarn.LocalizationStateProto" json:"localization_state,omitempty"`
+	LocalizationState *LocalizationStateProto `protobuf:"varint,2,opt,name=localization_state,json=localizationState,enum=knit.hadoop.yarn.LocalizationStateProto" json:"localization_state,omitempty"`
 	Diagnostics       *string                 `protobuf:"bytes,3,opt,name=diagnostics" json:"diagnostics,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
@@ -5547,110 +5552,111 @@ var File_yarnpb_yarn_service_protos_proto protoreflect.FileDescriptor
 
 const file_yarnpb_yarn_service_protos_proto_rawDesc = "" +
 	"\n" +
-	" yarnpb/yarn_service_protos.proto\x12\vhadoop.yarn\x1a\x17commonpb/Security.proto\x1a\x18yarnpb/yarn_protos.proto\"\xdd\x01\n" +
+	" yarnpb/yarn_service_protos.proto\x12\x10knit.hadoop.yarn\x1a\x17commonpb/Security.proto\x1a\x18yarnpb/yarn_protos.proto\"\xe2\x01\n" +
 	"%RegisterApplicationMasterRequestProto\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x19\n" +
 	"\brpc_port\x18\x02 \x01(\x05R\arpcPort\x12!\n" +
-	"\ftracking_url\x18\x03 \x01(\tR\vtrackingUrl\x12b\n" +
-	"\x15placement_constraints\x18\x04 \x03(\v2-.hadoop.yarn.PlacementConstraintMapEntryProtoR\x14placementConstraints\"\xdf\x05\n" +
-	"&RegisterApplicationMasterResponseProto\x12H\n" +
-	"\x11maximumCapability\x18\x01 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\x11maximumCapability\x12?\n" +
-	"\x1dclient_to_am_token_master_key\x18\x02 \x01(\fR\x18clientToAmTokenMasterKey\x12N\n" +
-	"\x10application_ACLs\x18\x03 \x03(\v2#.hadoop.yarn.ApplicationACLMapProtoR\x0fapplicationACLs\x12f\n" +
-	"!containers_from_previous_attempts\x18\x04 \x03(\v2\x1b.hadoop.yarn.ContainerProtoR\x1econtainersFromPreviousAttempts\x12\x14\n" +
-	"\x05queue\x18\x05 \x01(\tR\x05queue\x12a\n" +
-	" nm_tokens_from_previous_attempts\x18\x06 \x03(\v2\x19.hadoop.yarn.NMTokenProtoR\x1cnmTokensFromPreviousAttempts\x12]\n" +
-	"\x18scheduler_resource_types\x18\a \x03(\x0e2#.hadoop.yarn.SchedulerResourceTypesR\x16schedulerResourceTypes\x12O\n" +
-	"\x11resource_profiles\x18\b \x01(\v2\".hadoop.yarn.ResourceProfilesProtoR\x10resourceProfiles\x12I\n" +
-	"\x0eresource_types\x18\t \x03(\v2\".hadoop.yarn.ResourceTypeInfoProtoR\rresourceTypes\"\xce\x01\n" +
+	"\ftracking_url\x18\x03 \x01(\tR\vtrackingUrl\x12g\n" +
+	"\x15placement_constraints\x18\x04 \x03(\v22.knit.hadoop.yarn.PlacementConstraintMapEntryProtoR\x14placementConstraints\"\x82\x06\n" +
+	"&RegisterApplicationMasterResponseProto\x12M\n" +
+	"\x11maximumCapability\x18\x01 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\x11maximumCapability\x12?\n" +
+	"\x1dclient_to_am_token_master_key\x18\x02 \x01(\fR\x18clientToAmTokenMasterKey\x12S\n" +
+	"\x10application_ACLs\x18\x03 \x03(\v2(.knit.hadoop.yarn.ApplicationACLMapProtoR\x0fapplicationACLs\x12k\n" +
+	"!containers_from_previous_attempts\x18\x04 \x03(\v2 .knit.hadoop.yarn.ContainerProtoR\x1econtainersFromPreviousAttempts\x12\x14\n" +
+	"\x05queue\x18\x05 \x01(\tR\x05queue\x12f\n" +
+	" nm_tokens_from_previous_attempts\x18\x06 \x03(\v2\x1e.knit.hadoop.yarn.NMTokenProtoR\x1cnmTokensFromPreviousAttempts\x12b\n" +
+	"\x18scheduler_resource_types\x18\a \x03(\x0e2(.knit.hadoop.yarn.SchedulerResourceTypesR\x16schedulerResourceTypes\x12T\n" +
+	"\x11resource_profiles\x18\b \x01(\v2'.knit.hadoop.yarn.ResourceProfilesProtoR\x10resourceProfiles\x12N\n" +
+	"\x0eresource_types\x18\t \x03(\v2'.knit.hadoop.yarn.ResourceTypeInfoProtoR\rresourceTypes\"\xd3\x01\n" +
 	"#FinishApplicationMasterRequestProto\x12 \n" +
 	"\vdiagnostics\x18\x01 \x01(\tR\vdiagnostics\x12!\n" +
-	"\ftracking_url\x18\x02 \x01(\tR\vtrackingUrl\x12b\n" +
-	"\x18final_application_status\x18\x03 \x01(\x0e2(.hadoop.yarn.FinalApplicationStatusProtoR\x16finalApplicationStatus\"U\n" +
+	"\ftracking_url\x18\x02 \x01(\tR\vtrackingUrl\x12g\n" +
+	"\x18final_application_status\x18\x03 \x01(\x0e2-.knit.hadoop.yarn.FinalApplicationStatusProtoR\x16finalApplicationStatus\"U\n" +
 	"$FinishApplicationMasterResponseProto\x12-\n" +
-	"\x0eisUnregistered\x18\x01 \x01(\b:\x05falseR\x0eisUnregistered\"\xd8\x02\n" +
+	"\x0eisUnregistered\x18\x01 \x01(\b:\x05falseR\x0eisUnregistered\"\xec\x02\n" +
 	"\x1bUpdateContainerRequestProto\x12+\n" +
-	"\x11container_version\x18\x01 \x02(\x05R\x10containerVersion\x12@\n" +
-	"\fcontainer_id\x18\x02 \x02(\v2\x1d.hadoop.yarn.ContainerIdProtoR\vcontainerId\x12F\n" +
-	"\vupdate_type\x18\x03 \x02(\x0e2%.hadoop.yarn.ContainerUpdateTypeProtoR\n" +
-	"updateType\x12:\n" +
+	"\x11container_version\x18\x01 \x02(\x05R\x10containerVersion\x12E\n" +
+	"\fcontainer_id\x18\x02 \x02(\v2\".knit.hadoop.yarn.ContainerIdProtoR\vcontainerId\x12K\n" +
+	"\vupdate_type\x18\x03 \x02(\x0e2*.knit.hadoop.yarn.ContainerUpdateTypeProtoR\n" +
+	"updateType\x12?\n" +
 	"\n" +
-	"capability\x18\x04 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\n" +
-	"capability\x12F\n" +
-	"\x0eexecution_type\x18\x05 \x01(\x0e2\x1f.hadoop.yarn.ExecutionTypeProtoR\rexecutionType\"\xc0\x01\n" +
+	"capability\x18\x04 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\n" +
+	"capability\x12K\n" +
+	"\x0eexecution_type\x18\x05 \x01(\x0e2$.knit.hadoop.yarn.ExecutionTypeProtoR\rexecutionType\"\xc5\x01\n" +
 	"\x19UpdateContainerErrorProto\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\x12O\n" +
-	"\x0eupdate_request\x18\x02 \x01(\v2(.hadoop.yarn.UpdateContainerRequestProtoR\rupdateRequest\x12:\n" +
-	"\x19current_container_version\x18\x03 \x01(\x05R\x17currentContainerVersion\"\xe6\x03\n" +
-	"\x14AllocateRequestProto\x123\n" +
-	"\x03ask\x18\x01 \x03(\v2!.hadoop.yarn.ResourceRequestProtoR\x03ask\x127\n" +
-	"\arelease\x18\x02 \x03(\v2\x1d.hadoop.yarn.ContainerIdProtoR\arelease\x12W\n" +
-	"\x11blacklist_request\x18\x03 \x01(\v2*.hadoop.yarn.ResourceBlacklistRequestProtoR\x10blacklistRequest\x12\x1f\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12T\n" +
+	"\x0eupdate_request\x18\x02 \x01(\v2-.knit.hadoop.yarn.UpdateContainerRequestProtoR\rupdateRequest\x12:\n" +
+	"\x19current_container_version\x18\x03 \x01(\x05R\x17currentContainerVersion\"\xff\x03\n" +
+	"\x14AllocateRequestProto\x128\n" +
+	"\x03ask\x18\x01 \x03(\v2&.knit.hadoop.yarn.ResourceRequestProtoR\x03ask\x12<\n" +
+	"\arelease\x18\x02 \x03(\v2\".knit.hadoop.yarn.ContainerIdProtoR\arelease\x12\\\n" +
+	"\x11blacklist_request\x18\x03 \x01(\v2/.knit.hadoop.yarn.ResourceBlacklistRequestProtoR\x10blacklistRequest\x12\x1f\n" +
 	"\vresponse_id\x18\x04 \x01(\x05R\n" +
 	"responseId\x12\x1a\n" +
-	"\bprogress\x18\x05 \x01(\x02R\bprogress\x12Q\n" +
-	"\x0fupdate_requests\x18\a \x03(\v2(.hadoop.yarn.UpdateContainerRequestProtoR\x0eupdateRequests\x12T\n" +
+	"\bprogress\x18\x05 \x01(\x02R\bprogress\x12V\n" +
+	"\x0fupdate_requests\x18\a \x03(\v2-.knit.hadoop.yarn.UpdateContainerRequestProtoR\x0eupdateRequests\x12Y\n" +
 	"\x13scheduling_requests\x18\n" +
-	" \x03(\v2#.hadoop.yarn.SchedulingRequestProtoR\x12schedulingRequests\x12!\n" +
-	"\ftracking_url\x18\v \x01(\tR\vtrackingUrl\"q\n" +
-	"\fNMTokenProto\x120\n" +
-	"\x06nodeId\x18\x01 \x01(\v2\x18.hadoop.yarn.NodeIdProtoR\x06nodeId\x12/\n" +
-	"\x05token\x18\x02 \x01(\v2\x19.hadoop.common.TokenProtoR\x05token\"\x9a\x01\n" +
-	"\x15UpdatedContainerProto\x12F\n" +
-	"\vupdate_type\x18\x01 \x02(\x0e2%.hadoop.yarn.ContainerUpdateTypeProtoR\n" +
-	"updateType\x129\n" +
-	"\tcontainer\x18\x02 \x02(\v2\x1b.hadoop.yarn.ContainerProtoR\tcontainer\"u\n" +
+	" \x03(\v2(.knit.hadoop.yarn.SchedulingRequestProtoR\x12schedulingRequests\x12!\n" +
+	"\ftracking_url\x18\v \x01(\tR\vtrackingUrl\"{\n" +
+	"\fNMTokenProto\x125\n" +
+	"\x06nodeId\x18\x01 \x01(\v2\x1d.knit.hadoop.yarn.NodeIdProtoR\x06nodeId\x124\n" +
+	"\x05token\x18\x02 \x01(\v2\x1e.knit.hadoop.common.TokenProtoR\x05token\"\xa4\x01\n" +
+	"\x15UpdatedContainerProto\x12K\n" +
+	"\vupdate_type\x18\x01 \x02(\x0e2*.knit.hadoop.yarn.ContainerUpdateTypeProtoR\n" +
+	"updateType\x12>\n" +
+	"\tcontainer\x18\x02 \x02(\v2 .knit.hadoop.yarn.ContainerProtoR\tcontainer\"u\n" +
 	"\x15EnhancedHeadroomProto\x12.\n" +
 	"\x13total_pending_count\x18\x01 \x01(\x05R\x11totalPendingCount\x12,\n" +
-	"\x12total_active_cores\x18\x02 \x01(\x05R\x10totalActiveCores\"\xdc\t\n" +
-	"\x15AllocateResponseProto\x12;\n" +
-	"\va_m_command\x18\x01 \x01(\x0e2\x1b.hadoop.yarn.AMCommandProtoR\taMCommand\x12\x1f\n" +
+	"\x12total_active_cores\x18\x02 \x01(\x05R\x10totalActiveCores\"\xa7\n" +
+	"\n" +
+	"\x15AllocateResponseProto\x12@\n" +
+	"\va_m_command\x18\x01 \x01(\x0e2 .knit.hadoop.yarn.AMCommandProtoR\taMCommand\x12\x1f\n" +
 	"\vresponse_id\x18\x02 \x01(\x05R\n" +
-	"responseId\x12N\n" +
-	"\x14allocated_containers\x18\x03 \x03(\v2\x1b.hadoop.yarn.ContainerProtoR\x13allocatedContainers\x12c\n" +
-	"\x1ccompleted_container_statuses\x18\x04 \x03(\v2!.hadoop.yarn.ContainerStatusProtoR\x1acompletedContainerStatuses\x120\n" +
-	"\x05limit\x18\x05 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\x05limit\x12A\n" +
-	"\rupdated_nodes\x18\x06 \x03(\v2\x1c.hadoop.yarn.NodeReportProtoR\fupdatedNodes\x12*\n" +
-	"\x11num_cluster_nodes\x18\a \x01(\x05R\x0fnumClusterNodes\x12=\n" +
-	"\apreempt\x18\b \x01(\v2#.hadoop.yarn.PreemptionMessageProtoR\apreempt\x126\n" +
-	"\tnm_tokens\x18\t \x03(\v2\x19.hadoop.yarn.NMTokenProtoR\bnmTokens\x129\n" +
-	"\vam_rm_token\x18\f \x01(\v2\x19.hadoop.common.TokenProtoR\tamRmToken\x12M\n" +
-	"\x14application_priority\x18\r \x01(\v2\x1a.hadoop.yarn.PriorityProtoR\x13applicationPriority\x12F\n" +
-	"\x0ecollector_info\x18\x0e \x01(\v2\x1f.hadoop.yarn.CollectorInfoProtoR\rcollectorInfo\x12K\n" +
-	"\rupdate_errors\x18\x0f \x03(\v2&.hadoop.yarn.UpdateContainerErrorProtoR\fupdateErrors\x12Q\n" +
-	"\x12updated_containers\x18\x10 \x03(\v2\".hadoop.yarn.UpdatedContainerProtoR\x11updatedContainers\x12f\n" +
-	"!containers_from_previous_attempts\x18\x11 \x03(\v2\x1b.hadoop.yarn.ContainerProtoR\x1econtainersFromPreviousAttempts\x12m\n" +
-	"\x1crejected_scheduling_requests\x18\x12 \x03(\v2+.hadoop.yarn.RejectedSchedulingRequestProtoR\x1arejectedSchedulingRequests\x12O\n" +
-	"\x11enhanced_headroom\x18\x13 \x01(\v2\".hadoop.yarn.EnhancedHeadroomProtoR\x10enhancedHeadroom\"\x1f\n" +
-	"\x1dGetNewApplicationRequestProto\"\xb2\x01\n" +
-	"\x1eGetNewApplicationResponseProto\x12F\n" +
-	"\x0eapplication_id\x18\x01 \x01(\v2\x1f.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12H\n" +
-	"\x11maximumCapability\x18\x02 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\x11maximumCapability\"j\n" +
-	" GetApplicationReportRequestProto\x12F\n" +
-	"\x0eapplication_id\x18\x01 \x01(\v2\x1f.hadoop.yarn.ApplicationIdProtoR\rapplicationId\"w\n" +
-	"!GetApplicationReportResponseProto\x12R\n" +
-	"\x12application_report\x18\x01 \x01(\v2#.hadoop.yarn.ApplicationReportProtoR\x11applicationReport\"\x95\x01\n" +
-	"\x1dSubmitApplicationRequestProto\x12t\n" +
-	"\x1eapplication_submission_context\x18\x01 \x01(\v2..hadoop.yarn.ApplicationSubmissionContextProtoR\x1capplicationSubmissionContext\" \n" +
-	"\x1eSubmitApplicationResponseProto\"\x82\x01\n" +
-	"\"FailApplicationAttemptRequestProto\x12\\\n" +
-	"\x16application_attempt_id\x18\x01 \x01(\v2&.hadoop.yarn.ApplicationAttemptIdProtoR\x14applicationAttemptId\"%\n" +
-	"#FailApplicationAttemptResponseProto\"\x87\x01\n" +
-	"\x1bKillApplicationRequestProto\x12F\n" +
-	"\x0eapplication_id\x18\x01 \x01(\v2\x1f.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12 \n" +
+	"responseId\x12S\n" +
+	"\x14allocated_containers\x18\x03 \x03(\v2 .knit.hadoop.yarn.ContainerProtoR\x13allocatedContainers\x12h\n" +
+	"\x1ccompleted_container_statuses\x18\x04 \x03(\v2&.knit.hadoop.yarn.ContainerStatusProtoR\x1acompletedContainerStatuses\x125\n" +
+	"\x05limit\x18\x05 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\x05limit\x12F\n" +
+	"\rupdated_nodes\x18\x06 \x03(\v2!.knit.hadoop.yarn.NodeReportProtoR\fupdatedNodes\x12*\n" +
+	"\x11num_cluster_nodes\x18\a \x01(\x05R\x0fnumClusterNodes\x12B\n" +
+	"\apreempt\x18\b \x01(\v2(.knit.hadoop.yarn.PreemptionMessageProtoR\apreempt\x12;\n" +
+	"\tnm_tokens\x18\t \x03(\v2\x1e.knit.hadoop.yarn.NMTokenProtoR\bnmTokens\x12>\n" +
+	"\vam_rm_token\x18\f \x01(\v2\x1e.knit.hadoop.common.TokenProtoR\tamRmToken\x12R\n" +
+	"\x14application_priority\x18\r \x01(\v2\x1f.knit.hadoop.yarn.PriorityProtoR\x13applicationPriority\x12K\n" +
+	"\x0ecollector_info\x18\x0e \x01(\v2$.knit.hadoop.yarn.CollectorInfoProtoR\rcollectorInfo\x12P\n" +
+	"\rupdate_errors\x18\x0f \x03(\v2+.knit.hadoop.yarn.UpdateContainerErrorProtoR\fupdateErrors\x12V\n" +
+	"\x12updated_containers\x18\x10 \x03(\v2'.knit.hadoop.yarn.UpdatedContainerProtoR\x11updatedContainers\x12k\n" +
+	"!containers_from_previous_attempts\x18\x11 \x03(\v2 .knit.hadoop.yarn.ContainerProtoR\x1econtainersFromPreviousAttempts\x12r\n" +
+	"\x1crejected_scheduling_requests\x18\x12 \x03(\v20.knit.hadoop.yarn.RejectedSchedulingRequestProtoR\x1arejectedSchedulingRequests\x12T\n" +
+	"\x11enhanced_headroom\x18\x13 \x01(\v2'.knit.hadoop.yarn.EnhancedHeadroomProtoR\x10enhancedHeadroom\"\x1f\n" +
+	"\x1dGetNewApplicationRequestProto\"\xbc\x01\n" +
+	"\x1eGetNewApplicationResponseProto\x12K\n" +
+	"\x0eapplication_id\x18\x01 \x01(\v2$.knit.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12M\n" +
+	"\x11maximumCapability\x18\x02 \x01(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\x11maximumCapability\"o\n" +
+	" GetApplicationReportRequestProto\x12K\n" +
+	"\x0eapplication_id\x18\x01 \x01(\v2$.knit.hadoop.yarn.ApplicationIdProtoR\rapplicationId\"|\n" +
+	"!GetApplicationReportResponseProto\x12W\n" +
+	"\x12application_report\x18\x01 \x01(\v2(.knit.hadoop.yarn.ApplicationReportProtoR\x11applicationReport\"\x9a\x01\n" +
+	"\x1dSubmitApplicationRequestProto\x12y\n" +
+	"\x1eapplication_submission_context\x18\x01 \x01(\v23.knit.hadoop.yarn.ApplicationSubmissionContextProtoR\x1capplicationSubmissionContext\" \n" +
+	"\x1eSubmitApplicationResponseProto\"\x87\x01\n" +
+	"\"FailApplicationAttemptRequestProto\x12a\n" +
+	"\x16application_attempt_id\x18\x01 \x01(\v2+.knit.hadoop.yarn.ApplicationAttemptIdProtoR\x14applicationAttemptId\"%\n" +
+	"#FailApplicationAttemptResponseProto\"\x8c\x01\n" +
+	"\x1bKillApplicationRequestProto\x12K\n" +
+	"\x0eapplication_id\x18\x01 \x01(\v2$.knit.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12 \n" +
 	"\vdiagnostics\x18\x02 \x01(\tR\vdiagnostics\"Q\n" +
 	"\x1cKillApplicationResponseProto\x121\n" +
 	"\x11is_kill_completed\x18\x01 \x01(\b:\x05falseR\x0fisKillCompleted\"\x1f\n" +
-	"\x1dGetClusterMetricsRequestProto\"o\n" +
-	"\x1eGetClusterMetricsResponseProto\x12M\n" +
-	"\x0fcluster_metrics\x18\x01 \x01(\v2$.hadoop.yarn.YarnClusterMetricsProtoR\x0eclusterMetrics\"\x94\x01\n" +
-	"'MoveApplicationAcrossQueuesRequestProto\x12F\n" +
-	"\x0eapplication_id\x18\x01 \x02(\v2\x1f.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12!\n" +
+	"\x1dGetClusterMetricsRequestProto\"t\n" +
+	"\x1eGetClusterMetricsResponseProto\x12R\n" +
+	"\x0fcluster_metrics\x18\x01 \x01(\v2).knit.hadoop.yarn.YarnClusterMetricsProtoR\x0eclusterMetrics\"\x99\x01\n" +
+	"'MoveApplicationAcrossQueuesRequestProto\x12K\n" +
+	"\x0eapplication_id\x18\x01 \x02(\v2$.knit.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12!\n" +
 	"\ftarget_queue\x18\x02 \x02(\tR\vtargetQueue\"*\n" +
-	"(MoveApplicationAcrossQueuesResponseProto\"\xea\x03\n" +
+	"(MoveApplicationAcrossQueuesResponseProto\"\xf4\x03\n" +
 	"\x1bGetApplicationsRequestProto\x12+\n" +
-	"\x11application_types\x18\x01 \x03(\tR\x10applicationTypes\x12U\n" +
-	"\x12application_states\x18\x02 \x03(\x0e2&.hadoop.yarn.YarnApplicationStateProtoR\x11applicationStates\x12\x14\n" +
+	"\x11application_types\x18\x01 \x03(\tR\x10applicationTypes\x12Z\n" +
+	"\x12application_states\x18\x02 \x03(\x0e2+.knit.hadoop.yarn.YarnApplicationStateProtoR\x11applicationStates\x12\x14\n" +
 	"\x05users\x18\x03 \x03(\tR\x05users\x12\x16\n" +
 	"\x06queues\x18\x04 \x03(\tR\x06queues\x12\x14\n" +
 	"\x05limit\x18\x05 \x01(\x03R\x05limit\x12\x1f\n" +
@@ -5661,169 +5667,169 @@ const file_yarnpb_yarn_service_protos_proto_rawDesc = "" +
 	"\n" +
 	"finish_end\x18\t \x01(\x03R\tfinishEnd\x12(\n" +
 	"\x0fapplicationTags\x18\n" +
-	" \x03(\tR\x0fapplicationTags\x12E\n" +
-	"\x05scope\x18\v \x01(\x0e2*.hadoop.yarn.ApplicationsRequestScopeProto:\x03ALLR\x05scope\x12\x12\n" +
-	"\x04name\x18\f \x01(\tR\x04name\"g\n" +
-	"\x1cGetApplicationsResponseProto\x12G\n" +
-	"\fapplications\x18\x01 \x03(\v2#.hadoop.yarn.ApplicationReportProtoR\fapplications\"Z\n" +
-	"\x1bGetClusterNodesRequestProto\x12;\n" +
+	" \x03(\tR\x0fapplicationTags\x12J\n" +
+	"\x05scope\x18\v \x01(\x0e2/.knit.hadoop.yarn.ApplicationsRequestScopeProto:\x03ALLR\x05scope\x12\x12\n" +
+	"\x04name\x18\f \x01(\tR\x04name\"l\n" +
+	"\x1cGetApplicationsResponseProto\x12L\n" +
+	"\fapplications\x18\x01 \x03(\v2(.knit.hadoop.yarn.ApplicationReportProtoR\fapplications\"_\n" +
+	"\x1bGetClusterNodesRequestProto\x12@\n" +
 	"\n" +
-	"nodeStates\x18\x01 \x03(\x0e2\x1b.hadoop.yarn.NodeStateProtoR\n" +
-	"nodeStates\"^\n" +
-	"\x1cGetClusterNodesResponseProto\x12>\n" +
-	"\vnodeReports\x18\x01 \x03(\v2\x1c.hadoop.yarn.NodeReportProtoR\vnodeReports\"\xdc\x01\n" +
+	"nodeStates\x18\x01 \x03(\x0e2 .knit.hadoop.yarn.NodeStateProtoR\n" +
+	"nodeStates\"c\n" +
+	"\x1cGetClusterNodesResponseProto\x12C\n" +
+	"\vnodeReports\x18\x01 \x03(\v2!.knit.hadoop.yarn.NodeReportProtoR\vnodeReports\"\xdc\x01\n" +
 	"\x18GetQueueInfoRequestProto\x12\x1c\n" +
 	"\tqueueName\x18\x01 \x01(\tR\tqueueName\x120\n" +
 	"\x13includeApplications\x18\x02 \x01(\bR\x13includeApplications\x12.\n" +
 	"\x12includeChildQueues\x18\x03 \x01(\bR\x12includeChildQueues\x12\x1c\n" +
 	"\trecursive\x18\x04 \x01(\bR\trecursive\x12\"\n" +
-	"\fsubClusterId\x18\x05 \x01(\tR\fsubClusterId\"V\n" +
-	"\x19GetQueueInfoResponseProto\x129\n" +
-	"\tqueueInfo\x18\x01 \x01(\v2\x1b.hadoop.yarn.QueueInfoProtoR\tqueueInfo\"\"\n" +
-	" GetQueueUserAclsInfoRequestProto\"m\n" +
-	"!GetQueueUserAclsInfoResponseProto\x12H\n" +
-	"\rqueueUserAcls\x18\x01 \x03(\v2\".hadoop.yarn.QueueUserACLInfoProtoR\rqueueUserAcls\"\x1e\n" +
-	"\x1cGetNodesToLabelsRequestProto\"e\n" +
-	"\x1dGetNodesToLabelsResponseProto\x12D\n" +
-	"\fnodeToLabels\x18\x01 \x03(\v2 .hadoop.yarn.NodeIdToLabelsProtoR\fnodeToLabels\">\n" +
+	"\fsubClusterId\x18\x05 \x01(\tR\fsubClusterId\"[\n" +
+	"\x19GetQueueInfoResponseProto\x12>\n" +
+	"\tqueueInfo\x18\x01 \x01(\v2 .knit.hadoop.yarn.QueueInfoProtoR\tqueueInfo\"\"\n" +
+	" GetQueueUserAclsInfoRequestProto\"r\n" +
+	"!GetQueueUserAclsInfoResponseProto\x12M\n" +
+	"\rqueueUserAcls\x18\x01 \x03(\v2'.knit.hadoop.yarn.QueueUserACLInfoProtoR\rqueueUserAcls\"\x1e\n" +
+	"\x1cGetNodesToLabelsRequestProto\"j\n" +
+	"\x1dGetNodesToLabelsResponseProto\x12I\n" +
+	"\fnodeToLabels\x18\x01 \x03(\v2%.knit.hadoop.yarn.NodeIdToLabelsProtoR\fnodeToLabels\">\n" +
 	"\x1cGetLabelsToNodesRequestProto\x12\x1e\n" +
 	"\n" +
 	"nodeLabels\x18\x01 \x03(\tR\n" +
-	"nodeLabels\"h\n" +
-	"\x1dGetLabelsToNodesResponseProto\x12G\n" +
-	"\rlabelsToNodes\x18\x01 \x03(\v2!.hadoop.yarn.LabelsToNodeIdsProtoR\rlabelsToNodes\"\"\n" +
-	" GetClusterNodeLabelsRequestProto\"\x94\x01\n" +
+	"nodeLabels\"m\n" +
+	"\x1dGetLabelsToNodesResponseProto\x12L\n" +
+	"\rlabelsToNodes\x18\x01 \x03(\v2&.knit.hadoop.yarn.LabelsToNodeIdsProtoR\rlabelsToNodes\"\"\n" +
+	" GetClusterNodeLabelsRequestProto\"\x99\x01\n" +
 	"!GetClusterNodeLabelsResponseProto\x122\n" +
-	"\x14deprecatedNodeLabels\x18\x01 \x03(\tR\x14deprecatedNodeLabels\x12;\n" +
+	"\x14deprecatedNodeLabels\x18\x01 \x03(\tR\x14deprecatedNodeLabels\x12@\n" +
 	"\n" +
-	"nodeLabels\x18\x02 \x03(\v2\x1b.hadoop.yarn.NodeLabelProtoR\n" +
+	"nodeLabels\x18\x02 \x03(\v2 .knit.hadoop.yarn.NodeLabelProtoR\n" +
 	"nodeLabels\"&\n" +
-	"$GetClusterNodeAttributesRequestProto\"t\n" +
-	"%GetClusterNodeAttributesResponseProto\x12K\n" +
-	"\x0enodeAttributes\x18\x01 \x03(\v2#.hadoop.yarn.NodeAttributeInfoProtoR\x0enodeAttributes\"n\n" +
-	" GetAttributesToNodesRequestProto\x12J\n" +
-	"\x0enodeAttributes\x18\x01 \x03(\v2\".hadoop.yarn.NodeAttributeKeyProtoR\x0enodeAttributes\"u\n" +
-	"!GetAttributesToNodesResponseProto\x12P\n" +
-	"\x11attributesToNodes\x18\x01 \x03(\v2\".hadoop.yarn.AttributeToNodesProtoR\x11attributesToNodes\"@\n" +
+	"$GetClusterNodeAttributesRequestProto\"y\n" +
+	"%GetClusterNodeAttributesResponseProto\x12P\n" +
+	"\x0enodeAttributes\x18\x01 \x03(\v2(.knit.hadoop.yarn.NodeAttributeInfoProtoR\x0enodeAttributes\"s\n" +
+	" GetAttributesToNodesRequestProto\x12O\n" +
+	"\x0enodeAttributes\x18\x01 \x03(\v2'.knit.hadoop.yarn.NodeAttributeKeyProtoR\x0enodeAttributes\"z\n" +
+	"!GetAttributesToNodesResponseProto\x12U\n" +
+	"\x11attributesToNodes\x18\x01 \x03(\v2'.knit.hadoop.yarn.AttributeToNodesProtoR\x11attributesToNodes\"@\n" +
 	" GetNodesToAttributesRequestProto\x12\x1c\n" +
-	"\thostnames\x18\x01 \x03(\tR\thostnames\"u\n" +
-	"!GetNodesToAttributesResponseProto\x12P\n" +
-	"\x11nodesToAttributes\x18\x01 \x03(\v2\".hadoop.yarn.NodeToAttributesProtoR\x11nodesToAttributes\"\xbc\x01\n" +
-	"%UpdateApplicationPriorityRequestProto\x12E\n" +
-	"\rapplicationId\x18\x01 \x02(\v2\x1f.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12L\n" +
-	"\x13applicationPriority\x18\x02 \x02(\v2\x1a.hadoop.yarn.PriorityProtoR\x13applicationPriority\"v\n" +
-	"&UpdateApplicationPriorityResponseProto\x12L\n" +
-	"\x13applicationPriority\x18\x01 \x01(\v2\x1a.hadoop.yarn.PriorityProtoR\x13applicationPriority\"\xa3\x01\n" +
-	"\x1bSignalContainerRequestProto\x12@\n" +
-	"\fcontainer_id\x18\x01 \x02(\v2\x1d.hadoop.yarn.ContainerIdProtoR\vcontainerId\x12B\n" +
-	"\acommand\x18\x02 \x02(\x0e2(.hadoop.yarn.SignalContainerCommandProtoR\acommand\"\x1e\n" +
-	"\x1cSignalContainerResponseProto\"\xd0\x01\n" +
-	"%UpdateApplicationTimeoutsRequestProto\x12E\n" +
-	"\rapplicationId\x18\x01 \x02(\v2\x1f.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12`\n" +
-	"\x14application_timeouts\x18\x02 \x03(\v2-.hadoop.yarn.ApplicationUpdateTimeoutMapProtoR\x13applicationTimeouts\"\x8a\x01\n" +
-	"&UpdateApplicationTimeoutsResponseProto\x12`\n" +
-	"\x14application_timeouts\x18\x01 \x03(\v2-.hadoop.yarn.ApplicationUpdateTimeoutMapProtoR\x13applicationTimeouts\"$\n" +
-	"\"GetAllResourceProfilesRequestProto\"v\n" +
-	"#GetAllResourceProfilesResponseProto\x12O\n" +
-	"\x11resource_profiles\x18\x01 \x02(\v2\".hadoop.yarn.ResourceProfilesProtoR\x10resourceProfiles\":\n" +
+	"\thostnames\x18\x01 \x03(\tR\thostnames\"z\n" +
+	"!GetNodesToAttributesResponseProto\x12U\n" +
+	"\x11nodesToAttributes\x18\x01 \x03(\v2'.knit.hadoop.yarn.NodeToAttributesProtoR\x11nodesToAttributes\"\xc6\x01\n" +
+	"%UpdateApplicationPriorityRequestProto\x12J\n" +
+	"\rapplicationId\x18\x01 \x02(\v2$.knit.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12Q\n" +
+	"\x13applicationPriority\x18\x02 \x02(\v2\x1f.knit.hadoop.yarn.PriorityProtoR\x13applicationPriority\"{\n" +
+	"&UpdateApplicationPriorityResponseProto\x12Q\n" +
+	"\x13applicationPriority\x18\x01 \x01(\v2\x1f.knit.hadoop.yarn.PriorityProtoR\x13applicationPriority\"\xad\x01\n" +
+	"\x1bSignalContainerRequestProto\x12E\n" +
+	"\fcontainer_id\x18\x01 \x02(\v2\".knit.hadoop.yarn.ContainerIdProtoR\vcontainerId\x12G\n" +
+	"\acommand\x18\x02 \x02(\x0e2-.knit.hadoop.yarn.SignalContainerCommandProtoR\acommand\"\x1e\n" +
+	"\x1cSignalContainerResponseProto\"\xda\x01\n" +
+	"%UpdateApplicationTimeoutsRequestProto\x12J\n" +
+	"\rapplicationId\x18\x01 \x02(\v2$.knit.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12e\n" +
+	"\x14application_timeouts\x18\x02 \x03(\v22.knit.hadoop.yarn.ApplicationUpdateTimeoutMapProtoR\x13applicationTimeouts\"\x8f\x01\n" +
+	"&UpdateApplicationTimeoutsResponseProto\x12e\n" +
+	"\x14application_timeouts\x18\x01 \x03(\v22.knit.hadoop.yarn.ApplicationUpdateTimeoutMapProtoR\x13applicationTimeouts\"$\n" +
+	"\"GetAllResourceProfilesRequestProto\"{\n" +
+	"#GetAllResourceProfilesResponseProto\x12T\n" +
+	"\x11resource_profiles\x18\x01 \x02(\v2'.knit.hadoop.yarn.ResourceProfilesProtoR\x10resourceProfiles\":\n" +
 	"\x1eGetResourceProfileRequestProto\x12\x18\n" +
-	"\aprofile\x18\x01 \x02(\tR\aprofile\"[\n" +
-	"\x1fGetResourceProfileResponseProto\x128\n" +
-	"\tresources\x18\x01 \x02(\v2\x1a.hadoop.yarn.ResourceProtoR\tresources\"$\n" +
-	"\"GetAllResourceTypeInfoRequestProto\"w\n" +
-	"#GetAllResourceTypeInfoResponseProto\x12P\n" +
-	"\x12resource_type_info\x18\x01 \x03(\v2\".hadoop.yarn.ResourceTypeInfoProtoR\x10resourceTypeInfo\"\xc4\x01\n" +
-	"\x1aStartContainerRequestProto\x12b\n" +
-	"\x18container_launch_context\x18\x01 \x01(\v2(.hadoop.yarn.ContainerLaunchContextProtoR\x16containerLaunchContext\x12B\n" +
-	"\x0fcontainer_token\x18\x02 \x01(\v2\x19.hadoop.common.TokenProtoR\x0econtainerToken\"m\n" +
-	"\x1bStartContainerResponseProto\x12N\n" +
-	"\x12services_meta_data\x18\x01 \x03(\v2 .hadoop.yarn.StringBytesMapProtoR\x10servicesMetaData\"]\n" +
-	"\x19StopContainerRequestProto\x12@\n" +
-	"\fcontainer_id\x18\x01 \x01(\v2\x1d.hadoop.yarn.ContainerIdProtoR\vcontainerId\"\x1c\n" +
-	"\x1aStopContainerResponseProto\"\xb7\x01\n" +
-	" ResourceLocalizationRequestProto\x12@\n" +
-	"\fcontainer_id\x18\x01 \x01(\v2\x1d.hadoop.yarn.ContainerIdProtoR\vcontainerId\x12Q\n" +
-	"\x0flocal_resources\x18\x02 \x03(\v2(.hadoop.yarn.StringLocalResourceMapProtoR\x0elocalResources\"#\n" +
-	"!ResourceLocalizationResponseProto\"\xf0\x01\n" +
-	"!ReInitializeContainerRequestProto\x12@\n" +
-	"\fcontainer_id\x18\x01 \x01(\v2\x1d.hadoop.yarn.ContainerIdProtoR\vcontainerId\x12b\n" +
-	"\x18container_launch_context\x18\x02 \x01(\v2(.hadoop.yarn.ContainerLaunchContextProtoR\x16containerLaunchContext\x12%\n" +
+	"\aprofile\x18\x01 \x02(\tR\aprofile\"`\n" +
+	"\x1fGetResourceProfileResponseProto\x12=\n" +
+	"\tresources\x18\x01 \x02(\v2\x1f.knit.hadoop.yarn.ResourceProtoR\tresources\"$\n" +
+	"\"GetAllResourceTypeInfoRequestProto\"|\n" +
+	"#GetAllResourceTypeInfoResponseProto\x12U\n" +
+	"\x12resource_type_info\x18\x01 \x03(\v2'.knit.hadoop.yarn.ResourceTypeInfoProtoR\x10resourceTypeInfo\"\xce\x01\n" +
+	"\x1aStartContainerRequestProto\x12g\n" +
+	"\x18container_launch_context\x18\x01 \x01(\v2-.knit.hadoop.yarn.ContainerLaunchContextProtoR\x16containerLaunchContext\x12G\n" +
+	"\x0fcontainer_token\x18\x02 \x01(\v2\x1e.knit.hadoop.common.TokenProtoR\x0econtainerToken\"r\n" +
+	"\x1bStartContainerResponseProto\x12S\n" +
+	"\x12services_meta_data\x18\x01 \x03(\v2%.knit.hadoop.yarn.StringBytesMapProtoR\x10servicesMetaData\"b\n" +
+	"\x19StopContainerRequestProto\x12E\n" +
+	"\fcontainer_id\x18\x01 \x01(\v2\".knit.hadoop.yarn.ContainerIdProtoR\vcontainerId\"\x1c\n" +
+	"\x1aStopContainerResponseProto\"\xc1\x01\n" +
+	" ResourceLocalizationRequestProto\x12E\n" +
+	"\fcontainer_id\x18\x01 \x01(\v2\".knit.hadoop.yarn.ContainerIdProtoR\vcontainerId\x12V\n" +
+	"\x0flocal_resources\x18\x02 \x03(\v2-.knit.hadoop.yarn.StringLocalResourceMapProtoR\x0elocalResources\"#\n" +
+	"!ResourceLocalizationResponseProto\"\xfa\x01\n" +
+	"!ReInitializeContainerRequestProto\x12E\n" +
+	"\fcontainer_id\x18\x01 \x01(\v2\".knit.hadoop.yarn.ContainerIdProtoR\vcontainerId\x12g\n" +
+	"\x18container_launch_context\x18\x02 \x01(\v2-.knit.hadoop.yarn.ContainerLaunchContextProtoR\x16containerLaunchContext\x12%\n" +
 	"\vauto_commit\x18\x03 \x01(\b:\x04trueR\n" +
 	"autoCommit\"$\n" +
 	"\"ReInitializeContainerResponseProto\"\x1f\n" +
 	"\x1dRestartContainerResponseProto\"\x17\n" +
 	"\x15RollbackResponseProto\"\x15\n" +
-	"\x13CommitResponseProto\"~\n" +
-	"\x1bStartContainersRequestProto\x12_\n" +
-	"\x17start_container_request\x18\x01 \x03(\v2'.hadoop.yarn.StartContainerRequestProtoR\x15startContainerRequest\"\xa3\x01\n" +
-	"\x1aContainerExceptionMapProto\x12@\n" +
-	"\fcontainer_id\x18\x01 \x01(\v2\x1d.hadoop.yarn.ContainerIdProtoR\vcontainerId\x12C\n" +
-	"\texception\x18\x02 \x01(\v2%.hadoop.yarn.SerializedExceptionProtoR\texception\"\x8e\x02\n" +
-	"\x1cStartContainersResponseProto\x12N\n" +
-	"\x12services_meta_data\x18\x01 \x03(\v2 .hadoop.yarn.StringBytesMapProtoR\x10servicesMetaData\x12L\n" +
-	"\x12succeeded_requests\x18\x02 \x03(\v2\x1d.hadoop.yarn.ContainerIdProtoR\x11succeededRequests\x12P\n" +
-	"\x0ffailed_requests\x18\x03 \x03(\v2'.hadoop.yarn.ContainerExceptionMapProtoR\x0efailedRequests\"^\n" +
-	"\x1aStopContainersRequestProto\x12@\n" +
-	"\fcontainer_id\x18\x01 \x03(\v2\x1d.hadoop.yarn.ContainerIdProtoR\vcontainerId\"\xbd\x01\n" +
-	"\x1bStopContainersResponseProto\x12L\n" +
-	"\x12succeeded_requests\x18\x01 \x03(\v2\x1d.hadoop.yarn.ContainerIdProtoR\x11succeededRequests\x12P\n" +
-	"\x0ffailed_requests\x18\x02 \x03(\v2'.hadoop.yarn.ContainerExceptionMapProtoR\x0efailedRequests\"d\n" +
-	" GetContainerStatusesRequestProto\x12@\n" +
-	"\fcontainer_id\x18\x01 \x03(\v2\x1d.hadoop.yarn.ContainerIdProtoR\vcontainerId\"\xb0\x01\n" +
-	"!GetContainerStatusesResponseProto\x129\n" +
-	"\x06status\x18\x01 \x03(\v2!.hadoop.yarn.ContainerStatusProtoR\x06status\x12P\n" +
-	"\x0ffailed_requests\x18\x02 \x03(\v2'.hadoop.yarn.ContainerExceptionMapProtoR\x0efailedRequests\"t\n" +
-	"&IncreaseContainersResourceRequestProto\x12J\n" +
-	"\x13increase_containers\x18\x01 \x03(\v2\x19.hadoop.common.TokenProtoR\x12increaseContainers\"\xc9\x01\n" +
-	"'IncreaseContainersResourceResponseProto\x12L\n" +
-	"\x12succeeded_requests\x18\x01 \x03(\v2\x1d.hadoop.yarn.ContainerIdProtoR\x11succeededRequests\x12P\n" +
-	"\x0ffailed_requests\x18\x02 \x03(\v2'.hadoop.yarn.ContainerExceptionMapProtoR\x0efailedRequests\"n\n" +
-	"\x1bContainerUpdateRequestProto\x12O\n" +
-	"\x16update_container_token\x18\x01 \x03(\v2\x19.hadoop.common.TokenProtoR\x14updateContainerToken\"\xbe\x01\n" +
-	"\x1cContainerUpdateResponseProto\x12L\n" +
-	"\x12succeeded_requests\x18\x01 \x03(\v2\x1d.hadoop.yarn.ContainerIdProtoR\x11succeededRequests\x12P\n" +
-	"\x0ffailed_requests\x18\x02 \x03(\v2'.hadoop.yarn.ContainerExceptionMapProtoR\x0efailedRequests\"\x87\x01\n" +
-	"'GetApplicationAttemptReportRequestProto\x12\\\n" +
-	"\x16application_attempt_id\x18\x01 \x01(\v2&.hadoop.yarn.ApplicationAttemptIdProtoR\x14applicationAttemptId\"\x94\x01\n" +
-	"(GetApplicationAttemptReportResponseProto\x12h\n" +
-	"\x1aapplication_attempt_report\x18\x01 \x01(\v2*.hadoop.yarn.ApplicationAttemptReportProtoR\x18applicationAttemptReport\"l\n" +
-	"\"GetApplicationAttemptsRequestProto\x12F\n" +
-	"\x0eapplication_id\x18\x01 \x01(\v2\x1f.hadoop.yarn.ApplicationIdProtoR\rapplicationId\"\x84\x01\n" +
-	"#GetApplicationAttemptsResponseProto\x12]\n" +
-	"\x14application_attempts\x18\x01 \x03(\v2*.hadoop.yarn.ApplicationAttemptReportProtoR\x13applicationAttempts\"b\n" +
-	"\x1eGetContainerReportRequestProto\x12@\n" +
-	"\fcontainer_id\x18\x01 \x01(\v2\x1d.hadoop.yarn.ContainerIdProtoR\vcontainerId\"o\n" +
-	"\x1fGetContainerReportResponseProto\x12L\n" +
-	"\x10container_report\x18\x01 \x01(\v2!.hadoop.yarn.ContainerReportProtoR\x0fcontainerReport\"y\n" +
-	"\x19GetContainersRequestProto\x12\\\n" +
-	"\x16application_attempt_id\x18\x01 \x01(\v2&.hadoop.yarn.ApplicationAttemptIdProtoR\x14applicationAttemptId\"_\n" +
-	"\x1aGetContainersResponseProto\x12A\n" +
+	"\x13CommitResponseProto\"\x83\x01\n" +
+	"\x1bStartContainersRequestProto\x12d\n" +
+	"\x17start_container_request\x18\x01 \x03(\v2,.knit.hadoop.yarn.StartContainerRequestProtoR\x15startContainerRequest\"\xad\x01\n" +
+	"\x1aContainerExceptionMapProto\x12E\n" +
+	"\fcontainer_id\x18\x01 \x01(\v2\".knit.hadoop.yarn.ContainerIdProtoR\vcontainerId\x12H\n" +
+	"\texception\x18\x02 \x01(\v2*.knit.hadoop.yarn.SerializedExceptionProtoR\texception\"\x9d\x02\n" +
+	"\x1cStartContainersResponseProto\x12S\n" +
+	"\x12services_meta_data\x18\x01 \x03(\v2%.knit.hadoop.yarn.StringBytesMapProtoR\x10servicesMetaData\x12Q\n" +
+	"\x12succeeded_requests\x18\x02 \x03(\v2\".knit.hadoop.yarn.ContainerIdProtoR\x11succeededRequests\x12U\n" +
+	"\x0ffailed_requests\x18\x03 \x03(\v2,.knit.hadoop.yarn.ContainerExceptionMapProtoR\x0efailedRequests\"c\n" +
+	"\x1aStopContainersRequestProto\x12E\n" +
+	"\fcontainer_id\x18\x01 \x03(\v2\".knit.hadoop.yarn.ContainerIdProtoR\vcontainerId\"\xc7\x01\n" +
+	"\x1bStopContainersResponseProto\x12Q\n" +
+	"\x12succeeded_requests\x18\x01 \x03(\v2\".knit.hadoop.yarn.ContainerIdProtoR\x11succeededRequests\x12U\n" +
+	"\x0ffailed_requests\x18\x02 \x03(\v2,.knit.hadoop.yarn.ContainerExceptionMapProtoR\x0efailedRequests\"i\n" +
+	" GetContainerStatusesRequestProto\x12E\n" +
+	"\fcontainer_id\x18\x01 \x03(\v2\".knit.hadoop.yarn.ContainerIdProtoR\vcontainerId\"\xba\x01\n" +
+	"!GetContainerStatusesResponseProto\x12>\n" +
+	"\x06status\x18\x01 \x03(\v2&.knit.hadoop.yarn.ContainerStatusProtoR\x06status\x12U\n" +
+	"\x0ffailed_requests\x18\x02 \x03(\v2,.knit.hadoop.yarn.ContainerExceptionMapProtoR\x0efailedRequests\"y\n" +
+	"&IncreaseContainersResourceRequestProto\x12O\n" +
+	"\x13increase_containers\x18\x01 \x03(\v2\x1e.knit.hadoop.common.TokenProtoR\x12increaseContainers\"\xd3\x01\n" +
+	"'IncreaseContainersResourceResponseProto\x12Q\n" +
+	"\x12succeeded_requests\x18\x01 \x03(\v2\".knit.hadoop.yarn.ContainerIdProtoR\x11succeededRequests\x12U\n" +
+	"\x0ffailed_requests\x18\x02 \x03(\v2,.knit.hadoop.yarn.ContainerExceptionMapProtoR\x0efailedRequests\"s\n" +
+	"\x1bContainerUpdateRequestProto\x12T\n" +
+	"\x16update_container_token\x18\x01 \x03(\v2\x1e.knit.hadoop.common.TokenProtoR\x14updateContainerToken\"\xc8\x01\n" +
+	"\x1cContainerUpdateResponseProto\x12Q\n" +
+	"\x12succeeded_requests\x18\x01 \x03(\v2\".knit.hadoop.yarn.ContainerIdProtoR\x11succeededRequests\x12U\n" +
+	"\x0ffailed_requests\x18\x02 \x03(\v2,.knit.hadoop.yarn.ContainerExceptionMapProtoR\x0efailedRequests\"\x8c\x01\n" +
+	"'GetApplicationAttemptReportRequestProto\x12a\n" +
+	"\x16application_attempt_id\x18\x01 \x01(\v2+.knit.hadoop.yarn.ApplicationAttemptIdProtoR\x14applicationAttemptId\"\x99\x01\n" +
+	"(GetApplicationAttemptReportResponseProto\x12m\n" +
+	"\x1aapplication_attempt_report\x18\x01 \x01(\v2/.knit.hadoop.yarn.ApplicationAttemptReportProtoR\x18applicationAttemptReport\"q\n" +
+	"\"GetApplicationAttemptsRequestProto\x12K\n" +
+	"\x0eapplication_id\x18\x01 \x01(\v2$.knit.hadoop.yarn.ApplicationIdProtoR\rapplicationId\"\x89\x01\n" +
+	"#GetApplicationAttemptsResponseProto\x12b\n" +
+	"\x14application_attempts\x18\x01 \x03(\v2/.knit.hadoop.yarn.ApplicationAttemptReportProtoR\x13applicationAttempts\"g\n" +
+	"\x1eGetContainerReportRequestProto\x12E\n" +
+	"\fcontainer_id\x18\x01 \x01(\v2\".knit.hadoop.yarn.ContainerIdProtoR\vcontainerId\"t\n" +
+	"\x1fGetContainerReportResponseProto\x12Q\n" +
+	"\x10container_report\x18\x01 \x01(\v2&.knit.hadoop.yarn.ContainerReportProtoR\x0fcontainerReport\"~\n" +
+	"\x19GetContainersRequestProto\x12a\n" +
+	"\x16application_attempt_id\x18\x01 \x01(\v2+.knit.hadoop.yarn.ApplicationAttemptIdProtoR\x14applicationAttemptId\"d\n" +
+	"\x1aGetContainersResponseProto\x12F\n" +
 	"\n" +
-	"containers\x18\x01 \x03(\v2!.hadoop.yarn.ContainerReportProtoR\n" +
-	"containers\"\x8d\x01\n" +
-	"\"UseSharedCacheResourceRequestProto\x12E\n" +
-	"\rapplicationId\x18\x01 \x01(\v2\x1f.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12 \n" +
+	"containers\x18\x01 \x03(\v2&.knit.hadoop.yarn.ContainerReportProtoR\n" +
+	"containers\"\x92\x01\n" +
+	"\"UseSharedCacheResourceRequestProto\x12J\n" +
+	"\rapplicationId\x18\x01 \x01(\v2$.knit.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12 \n" +
 	"\vresourceKey\x18\x02 \x01(\tR\vresourceKey\"9\n" +
 	"#UseSharedCacheResourceResponseProto\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"\x91\x01\n" +
-	"&ReleaseSharedCacheResourceRequestProto\x12E\n" +
-	"\rapplicationId\x18\x01 \x01(\v2\x1f.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12 \n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"\x96\x01\n" +
+	"&ReleaseSharedCacheResourceRequestProto\x12J\n" +
+	"\rapplicationId\x18\x01 \x01(\v2$.knit.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12 \n" +
 	"\vresourceKey\x18\x02 \x01(\tR\vresourceKey\")\n" +
 	"'ReleaseSharedCacheResourceResponseProto\"\x1f\n" +
-	"\x1dGetNewReservationRequestProto\"h\n" +
-	"\x1eGetNewReservationResponseProto\x12F\n" +
-	"\x0ereservation_id\x18\x01 \x01(\v2\x1f.hadoop.yarn.ReservationIdProtoR\rreservationId\"\xe1\x01\n" +
+	"\x1dGetNewReservationRequestProto\"m\n" +
+	"\x1eGetNewReservationResponseProto\x12K\n" +
+	"\x0ereservation_id\x18\x01 \x01(\v2$.knit.hadoop.yarn.ReservationIdProtoR\rreservationId\"\xeb\x01\n" +
 	"!ReservationSubmissionRequestProto\x12\x14\n" +
-	"\x05queue\x18\x01 \x01(\tR\x05queue\x12^\n" +
-	"\x16reservation_definition\x18\x02 \x01(\v2'.hadoop.yarn.ReservationDefinitionProtoR\x15reservationDefinition\x12F\n" +
-	"\x0ereservation_id\x18\x03 \x01(\v2\x1f.hadoop.yarn.ReservationIdProtoR\rreservationId\"$\n" +
-	"\"ReservationSubmissionResponseProto\"\xc7\x01\n" +
-	"\x1dReservationUpdateRequestProto\x12^\n" +
-	"\x16reservation_definition\x18\x01 \x01(\v2'.hadoop.yarn.ReservationDefinitionProtoR\x15reservationDefinition\x12F\n" +
-	"\x0ereservation_id\x18\x02 \x01(\v2\x1f.hadoop.yarn.ReservationIdProtoR\rreservationId\" \n" +
-	"\x1eReservationUpdateResponseProto\"g\n" +
-	"\x1dReservationDeleteRequestProto\x12F\n" +
-	"\x0ereservation_id\x18\x01 \x01(\v2\x1f.hadoop.yarn.ReservationIdProtoR\rreservationId\" \n" +
+	"\x05queue\x18\x01 \x01(\tR\x05queue\x12c\n" +
+	"\x16reservation_definition\x18\x02 \x01(\v2,.knit.hadoop.yarn.ReservationDefinitionProtoR\x15reservationDefinition\x12K\n" +
+	"\x0ereservation_id\x18\x03 \x01(\v2$.knit.hadoop.yarn.ReservationIdProtoR\rreservationId\"$\n" +
+	"\"ReservationSubmissionResponseProto\"\xd1\x01\n" +
+	"\x1dReservationUpdateRequestProto\x12c\n" +
+	"\x16reservation_definition\x18\x01 \x01(\v2,.knit.hadoop.yarn.ReservationDefinitionProtoR\x15reservationDefinition\x12K\n" +
+	"\x0ereservation_id\x18\x02 \x01(\v2$.knit.hadoop.yarn.ReservationIdProtoR\rreservationId\" \n" +
+	"\x1eReservationUpdateResponseProto\"l\n" +
+	"\x1dReservationDeleteRequestProto\x12K\n" +
+	"\x0ereservation_id\x18\x01 \x01(\v2$.knit.hadoop.yarn.ReservationIdProtoR\rreservationId\" \n" +
 	"\x1eReservationDeleteResponseProto\"\xd6\x01\n" +
 	"\x1bReservationListRequestProto\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12%\n" +
@@ -5831,24 +5837,24 @@ const file_yarnpb_yarn_service_protos_proto_rawDesc = "" +
 	"\n" +
 	"start_time\x18\x04 \x01(\x03R\tstartTime\x12\x19\n" +
 	"\bend_time\x18\x05 \x01(\x03R\aendTime\x12@\n" +
-	"\x1cinclude_resource_allocations\x18\x06 \x01(\bR\x1aincludeResourceAllocations\"p\n" +
-	"\x1cReservationListResponseProto\x12P\n" +
-	"\freservations\x18\x01 \x03(\v2,.hadoop.yarn.ReservationAllocationStateProtoR\freservations\"'\n" +
+	"\x1cinclude_resource_allocations\x18\x06 \x01(\bR\x1aincludeResourceAllocations\"u\n" +
+	"\x1cReservationListResponseProto\x12U\n" +
+	"\freservations\x18\x01 \x03(\v21.knit.hadoop.yarn.ReservationAllocationStateProtoR\freservations\"'\n" +
 	"%RunSharedCacheCleanerTaskRequestProto\"D\n" +
 	"&RunSharedCacheCleanerTaskResponseProto\x12\x1a\n" +
-	"\baccepted\x18\x01 \x01(\bR\baccepted\"g\n" +
-	"#GetLocalizationStatusesRequestProto\x12@\n" +
-	"\fcontainer_id\x18\x01 \x03(\v2\x1d.hadoop.yarn.ContainerIdProtoR\vcontainerId\"\xe7\x01\n" +
-	"$GetLocalizationStatusesResponseProto\x12m\n" +
-	"\x1acntn_localization_statuses\x18\x01 \x03(\v2/.hadoop.yarn.ContainerLocalizationStatusesProtoR\x18cntnLocalizationStatuses\x12P\n" +
-	"\x0ffailed_requests\x18\x02 \x03(\v2'.hadoop.yarn.ContainerExceptionMapProtoR\x0efailedRequests\"\xb2\x01\n" +
+	"\baccepted\x18\x01 \x01(\bR\baccepted\"l\n" +
+	"#GetLocalizationStatusesRequestProto\x12E\n" +
+	"\fcontainer_id\x18\x01 \x03(\v2\".knit.hadoop.yarn.ContainerIdProtoR\vcontainerId\"\xf1\x01\n" +
+	"$GetLocalizationStatusesResponseProto\x12r\n" +
+	"\x1acntn_localization_statuses\x18\x01 \x03(\v24.knit.hadoop.yarn.ContainerLocalizationStatusesProtoR\x18cntnLocalizationStatuses\x12U\n" +
+	"\x0ffailed_requests\x18\x02 \x03(\v2,.knit.hadoop.yarn.ContainerExceptionMapProtoR\x0efailedRequests\"\xb7\x01\n" +
 	"\x17LocalizationStatusProto\x12!\n" +
-	"\fresource_key\x18\x01 \x01(\tR\vresourceKey\x12R\n" +
-	"\x12localization_state\x18\x02 \x01(\x0e2#.hadoop.yarn.LocalizationStateProtoR\x11localizationState\x12 \n" +
-	"\vdiagnostics\x18\x03 \x01(\tR\vdiagnostics\"\xc1\x01\n" +
-	"\"ContainerLocalizationStatusesProto\x12@\n" +
-	"\fcontainer_id\x18\x01 \x01(\v2\x1d.hadoop.yarn.ContainerIdProtoR\vcontainerId\x12Y\n" +
-	"\x15localization_statuses\x18\x02 \x03(\v2$.hadoop.yarn.LocalizationStatusProtoR\x14localizationStatuses*\x7f\n" +
+	"\fresource_key\x18\x01 \x01(\tR\vresourceKey\x12W\n" +
+	"\x12localization_state\x18\x02 \x01(\x0e2(.knit.hadoop.yarn.LocalizationStateProtoR\x11localizationState\x12 \n" +
+	"\vdiagnostics\x18\x03 \x01(\tR\vdiagnostics\"\xcb\x01\n" +
+	"\"ContainerLocalizationStatusesProto\x12E\n" +
+	"\fcontainer_id\x18\x01 \x01(\v2\".knit.hadoop.yarn.ContainerIdProtoR\vcontainerId\x12^\n" +
+	"\x15localization_statuses\x18\x02 \x03(\v2).knit.hadoop.yarn.LocalizationStatusProtoR\x14localizationStatuses*\x7f\n" +
 	"\x18ContainerUpdateTypeProto\x12\x15\n" +
 	"\x11INCREASE_RESOURCE\x10\x00\x12\x15\n" +
 	"\x11DECREASE_RESOURCE\x10\x01\x12\x1a\n" +
@@ -5882,288 +5888,288 @@ func file_yarnpb_yarn_service_protos_proto_rawDescGZIP() []byte {
 var file_yarnpb_yarn_service_protos_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
 var file_yarnpb_yarn_service_protos_proto_msgTypes = make([]protoimpl.MessageInfo, 107)
 var file_yarnpb_yarn_service_protos_proto_goTypes = []any{
-	(ContainerUpdateTypeProto)(0),                    // 0: hadoop.yarn.ContainerUpdateTypeProto
-	(SchedulerResourceTypes)(0),                      // 1: hadoop.yarn.SchedulerResourceTypes
-	(ApplicationsRequestScopeProto)(0),               // 2: hadoop.yarn.ApplicationsRequestScopeProto
-	(LocalizationStateProto)(0),                      // 3: hadoop.yarn.LocalizationStateProto
-	(*RegisterApplicationMasterRequestProto)(nil),    // 4: hadoop.yarn.RegisterApplicationMasterRequestProto
-	(*RegisterApplicationMasterResponseProto)(nil),   // 5: hadoop.yarn.RegisterApplicationMasterResponseProto
-	(*FinishApplicationMasterRequestProto)(nil),      // 6: hadoop.yarn.FinishApplicationMasterRequestProto
-	(*FinishApplicationMasterResponseProto)(nil),     // 7: hadoop.yarn.FinishApplicationMasterResponseProto
-	(*UpdateContainerRequestProto)(nil),              // 8: hadoop.yarn.UpdateContainerRequestProto
-	(*UpdateContainerErrorProto)(nil),                // 9: hadoop.yarn.UpdateContainerErrorProto
-	(*AllocateRequestProto)(nil),                     // 10: hadoop.yarn.AllocateRequestProto
-	(*NMTokenProto)(nil),                             // 11: hadoop.yarn.NMTokenProto
-	(*UpdatedContainerProto)(nil),                    // 12: hadoop.yarn.UpdatedContainerProto
-	(*EnhancedHeadroomProto)(nil),                    // 13: hadoop.yarn.EnhancedHeadroomProto
-	(*AllocateResponseProto)(nil),                    // 14: hadoop.yarn.AllocateResponseProto
-	(*GetNewApplicationRequestProto)(nil),            // 15: hadoop.yarn.GetNewApplicationRequestProto
-	(*GetNewApplicationResponseProto)(nil),           // 16: hadoop.yarn.GetNewApplicationResponseProto
-	(*GetApplicationReportRequestProto)(nil),         // 17: hadoop.yarn.GetApplicationReportRequestProto
-	(*GetApplicationReportResponseProto)(nil),        // 18: hadoop.yarn.GetApplicationReportResponseProto
-	(*SubmitApplicationRequestProto)(nil),            // 19: hadoop.yarn.SubmitApplicationRequestProto
-	(*SubmitApplicationResponseProto)(nil),           // 20: hadoop.yarn.SubmitApplicationResponseProto
-	(*FailApplicationAttemptRequestProto)(nil),       // 21: hadoop.yarn.FailApplicationAttemptRequestProto
-	(*FailApplicationAttemptResponseProto)(nil),      // 22: hadoop.yarn.FailApplicationAttemptResponseProto
-	(*KillApplicationRequestProto)(nil),              // 23: hadoop.yarn.KillApplicationRequestProto
-	(*KillApplicationResponseProto)(nil),             // 24: hadoop.yarn.KillApplicationResponseProto
-	(*GetClusterMetricsRequestProto)(nil),            // 25: hadoop.yarn.GetClusterMetricsRequestProto
-	(*GetClusterMetricsResponseProto)(nil),           // 26: hadoop.yarn.GetClusterMetricsResponseProto
-	(*MoveApplicationAcrossQueuesRequestProto)(nil),  // 27: hadoop.yarn.MoveApplicationAcrossQueuesRequestProto
-	(*MoveApplicationAcrossQueuesResponseProto)(nil), // 28: hadoop.yarn.MoveApplicationAcrossQueuesResponseProto
-	(*GetApplicationsRequestProto)(nil),              // 29: hadoop.yarn.GetApplicationsRequestProto
-	(*GetApplicationsResponseProto)(nil),             // 30: hadoop.yarn.GetApplicationsResponseProto
-	(*GetClusterNodesRequestProto)(nil),              // 31: hadoop.yarn.GetClusterNodesRequestProto
-	(*GetClusterNodesResponseProto)(nil),             // 32: hadoop.yarn.GetClusterNodesResponseProto
-	(*GetQueueInfoRequestProto)(nil),                 // 33: hadoop.yarn.GetQueueInfoRequestProto
-	(*GetQueueInfoResponseProto)(nil),                // 34: hadoop.yarn.GetQueueInfoResponseProto
-	(*GetQueueUserAclsInfoRequestProto)(nil),         // 35: hadoop.yarn.GetQueueUserAclsInfoRequestProto
-	(*GetQueueUserAclsInfoResponseProto)(nil),        // 36: hadoop.yarn.GetQueueUserAclsInfoResponseProto
-	(*GetNodesToLabelsRequestProto)(nil),             // 37: hadoop.yarn.GetNodesToLabelsRequestProto
-	(*GetNodesToLabelsResponseProto)(nil),            // 38: hadoop.yarn.GetNodesToLabelsResponseProto
-	(*GetLabelsToNodesRequestProto)(nil),             // 39: hadoop.yarn.GetLabelsToNodesRequestProto
-	(*GetLabelsToNodesResponseProto)(nil),            // 40: hadoop.yarn.GetLabelsToNodesResponseProto
-	(*GetClusterNodeLabelsRequestProto)(nil),         // 41: hadoop.yarn.GetClusterNodeLabelsRequestProto
-	(*GetClusterNodeLabelsResponseProto)(nil),        // 42: hadoop.yarn.GetClusterNodeLabelsResponseProto
-	(*GetClusterNodeAttributesRequestProto)(nil),     // 43: hadoop.yarn.GetClusterNodeAttributesRequestProto
-	(*GetClusterNodeAttributesResponseProto)(nil),    // 44: hadoop.yarn.GetClusterNodeAttributesResponseProto
-	(*GetAttributesToNodesRequestProto)(nil),         // 45: hadoop.yarn.GetAttributesToNodesRequestProto
-	(*GetAttributesToNodesResponseProto)(nil),        // 46: hadoop.yarn.GetAttributesToNodesResponseProto
-	(*GetNodesToAttributesRequestProto)(nil),         // 47: hadoop.yarn.GetNodesToAttributesRequestProto
-	(*GetNodesToAttributesResponseProto)(nil),        // 48: hadoop.yarn.GetNodesToAttributesResponseProto
-	(*UpdateApplicationPriorityRequestProto)(nil),    // 49: hadoop.yarn.UpdateApplicationPriorityRequestProto
-	(*UpdateApplicationPriorityResponseProto)(nil),   // 50: hadoop.yarn.UpdateApplicationPriorityResponseProto
-	(*SignalContainerRequestProto)(nil),              // 51: hadoop.yarn.SignalContainerRequestProto
-	(*SignalContainerResponseProto)(nil),             // 52: hadoop.yarn.SignalContainerResponseProto
-	(*UpdateApplicationTimeoutsRequestProto)(nil),    // 53: hadoop.yarn.UpdateApplicationTimeoutsRequestProto
-	(*UpdateApplicationTimeoutsResponseProto)(nil),   // 54: hadoop.yarn.UpdateApplicationTimeoutsResponseProto
-	(*GetAllResourceProfilesRequestProto)(nil),       // 55: hadoop.yarn.GetAllResourceProfilesRequestProto
-	(*GetAllResourceProfilesResponseProto)(nil),      // 56: hadoop.yarn.GetAllResourceProfilesResponseProto
-	(*GetResourceProfileRequestProto)(nil),           // 57: hadoop.yarn.GetResourceProfileRequestProto
-	(*GetResourceProfileResponseProto)(nil),          // 58: hadoop.yarn.GetResourceProfileResponseProto
-	(*GetAllResourceTypeInfoRequestProto)(nil),       // 59: hadoop.yarn.GetAllResourceTypeInfoRequestProto
-	(*GetAllResourceTypeInfoResponseProto)(nil),      // 60: hadoop.yarn.GetAllResourceTypeInfoResponseProto
-	(*StartContainerRequestProto)(nil),               // 61: hadoop.yarn.StartContainerRequestProto
-	(*StartContainerResponseProto)(nil),              // 62: hadoop.yarn.StartContainerResponseProto
-	(*StopContainerRequestProto)(nil),                // 63: hadoop.yarn.StopContainerRequestProto
-	(*StopContainerResponseProto)(nil),               // 64: hadoop.yarn.StopContainerResponseProto
-	(*ResourceLocalizationRequestProto)(nil),         // 65: hadoop.yarn.ResourceLocalizationRequestProto
-	(*ResourceLocalizationResponseProto)(nil),        // 66: hadoop.yarn.ResourceLocalizationResponseProto
-	(*ReInitializeContainerRequestProto)(nil),        // 67: hadoop.yarn.ReInitializeContainerRequestProto
-	(*ReInitializeContainerResponseProto)(nil),       // 68: hadoop.yarn.ReInitializeContainerResponseProto
-	(*RestartContainerResponseProto)(nil),            // 69: hadoop.yarn.RestartContainerResponseProto
-	(*RollbackResponseProto)(nil),                    // 70: hadoop.yarn.RollbackResponseProto
-	(*CommitResponseProto)(nil),                      // 71: hadoop.yarn.CommitResponseProto
-	(*StartContainersRequestProto)(nil),              // 72: hadoop.yarn.StartContainersRequestProto
-	(*ContainerExceptionMapProto)(nil),               // 73: hadoop.yarn.ContainerExceptionMapProto
-	(*StartContainersResponseProto)(nil),             // 74: hadoop.yarn.StartContainersResponseProto
-	(*StopContainersRequestProto)(nil),               // 75: hadoop.yarn.StopContainersRequestProto
-	(*StopContainersResponseProto)(nil),              // 76: hadoop.yarn.StopContainersResponseProto
-	(*GetContainerStatusesRequestProto)(nil),         // 77: hadoop.yarn.GetContainerStatusesRequestProto
-	(*GetContainerStatusesResponseProto)(nil),        // 78: hadoop.yarn.GetContainerStatusesResponseProto
-	(*IncreaseContainersResourceRequestProto)(nil),   // 79: hadoop.yarn.IncreaseContainersResourceRequestProto
-	(*IncreaseContainersResourceResponseProto)(nil),  // 80: hadoop.yarn.IncreaseContainersResourceResponseProto
-	(*ContainerUpdateRequestProto)(nil),              // 81: hadoop.yarn.ContainerUpdateRequestProto
-	(*ContainerUpdateResponseProto)(nil),             // 82: hadoop.yarn.ContainerUpdateResponseProto
-	(*GetApplicationAttemptReportRequestProto)(nil),  // 83: hadoop.yarn.GetApplicationAttemptReportRequestProto
-	(*GetApplicationAttemptReportResponseProto)(nil), // 84: hadoop.yarn.GetApplicationAttemptReportResponseProto
-	(*GetApplicationAttemptsRequestProto)(nil),       // 85: hadoop.yarn.GetApplicationAttemptsRequestProto
-	(*GetApplicationAttemptsResponseProto)(nil),      // 86: hadoop.yarn.GetApplicationAttemptsResponseProto
-	(*GetContainerReportRequestProto)(nil),           // 87: hadoop.yarn.GetContainerReportRequestProto
-	(*GetContainerReportResponseProto)(nil),          // 88: hadoop.yarn.GetContainerReportResponseProto
-	(*GetContainersRequestProto)(nil),                // 89: hadoop.yarn.GetContainersRequestProto
-	(*GetContainersResponseProto)(nil),               // 90: hadoop.yarn.GetContainersResponseProto
-	(*UseSharedCacheResourceRequestProto)(nil),       // 91: hadoop.yarn.UseSharedCacheResourceRequestProto
-	(*UseSharedCacheResourceResponseProto)(nil),      // 92: hadoop.yarn.UseSharedCacheResourceResponseProto
-	(*ReleaseSharedCacheResourceRequestProto)(nil),   // 93: hadoop.yarn.ReleaseSharedCacheResourceRequestProto
-	(*ReleaseSharedCacheResourceResponseProto)(nil),  // 94: hadoop.yarn.ReleaseSharedCacheResourceResponseProto
-	(*GetNewReservationRequestProto)(nil),            // 95: hadoop.yarn.GetNewReservationRequestProto
-	(*GetNewReservationResponseProto)(nil),           // 96: hadoop.yarn.GetNewReservationResponseProto
-	(*ReservationSubmissionRequestProto)(nil),        // 97: hadoop.yarn.ReservationSubmissionRequestProto
-	(*ReservationSubmissionResponseProto)(nil),       // 98: hadoop.yarn.ReservationSubmissionResponseProto
-	(*ReservationUpdateRequestProto)(nil),            // 99: hadoop.yarn.ReservationUpdateRequestProto
-	(*ReservationUpdateResponseProto)(nil),           // 100: hadoop.yarn.ReservationUpdateResponseProto
-	(*ReservationDeleteRequestProto)(nil),            // 101: hadoop.yarn.ReservationDeleteRequestProto
-	(*ReservationDeleteResponseProto)(nil),           // 102: hadoop.yarn.ReservationDeleteResponseProto
-	(*ReservationListRequestProto)(nil),              // 103: hadoop.yarn.ReservationListRequestProto
-	(*ReservationListResponseProto)(nil),             // 104: hadoop.yarn.ReservationListResponseProto
-	(*RunSharedCacheCleanerTaskRequestProto)(nil),    // 105: hadoop.yarn.RunSharedCacheCleanerTaskRequestProto
-	(*RunSharedCacheCleanerTaskResponseProto)(nil),   // 106: hadoop.yarn.RunSharedCacheCleanerTaskResponseProto
-	(*GetLocalizationStatusesRequestProto)(nil),      // 107: hadoop.yarn.GetLocalizationStatusesRequestProto
-	(*GetLocalizationStatusesResponseProto)(nil),     // 108: hadoop.yarn.GetLocalizationStatusesResponseProto
-	(*LocalizationStatusProto)(nil),                  // 109: hadoop.yarn.LocalizationStatusProto
-	(*ContainerLocalizationStatusesProto)(nil),       // 110: hadoop.yarn.ContainerLocalizationStatusesProto
-	(*PlacementConstraintMapEntryProto)(nil),         // 111: hadoop.yarn.PlacementConstraintMapEntryProto
-	(*ResourceProto)(nil),                            // 112: hadoop.yarn.ResourceProto
-	(*ApplicationACLMapProto)(nil),                   // 113: hadoop.yarn.ApplicationACLMapProto
-	(*ContainerProto)(nil),                           // 114: hadoop.yarn.ContainerProto
-	(*ResourceProfilesProto)(nil),                    // 115: hadoop.yarn.ResourceProfilesProto
-	(*ResourceTypeInfoProto)(nil),                    // 116: hadoop.yarn.ResourceTypeInfoProto
-	(FinalApplicationStatusProto)(0),                 // 117: hadoop.yarn.FinalApplicationStatusProto
-	(*ContainerIdProto)(nil),                         // 118: hadoop.yarn.ContainerIdProto
-	(ExecutionTypeProto)(0),                          // 119: hadoop.yarn.ExecutionTypeProto
-	(*ResourceRequestProto)(nil),                     // 120: hadoop.yarn.ResourceRequestProto
-	(*ResourceBlacklistRequestProto)(nil),            // 121: hadoop.yarn.ResourceBlacklistRequestProto
-	(*SchedulingRequestProto)(nil),                   // 122: hadoop.yarn.SchedulingRequestProto
-	(*NodeIdProto)(nil),                              // 123: hadoop.yarn.NodeIdProto
-	(*commonpb.TokenProto)(nil),                      // 124: hadoop.common.TokenProto
-	(AMCommandProto)(0),                              // 125: hadoop.yarn.AMCommandProto
-	(*ContainerStatusProto)(nil),                     // 126: hadoop.yarn.ContainerStatusProto
-	(*NodeReportProto)(nil),                          // 127: hadoop.yarn.NodeReportProto
-	(*PreemptionMessageProto)(nil),                   // 128: hadoop.yarn.PreemptionMessageProto
-	(*PriorityProto)(nil),                            // 129: hadoop.yarn.PriorityProto
-	(*CollectorInfoProto)(nil),                       // 130: hadoop.yarn.CollectorInfoProto
-	(*RejectedSchedulingRequestProto)(nil),           // 131: hadoop.yarn.RejectedSchedulingRequestProto
-	(*ApplicationIdProto)(nil),                       // 132: hadoop.yarn.ApplicationIdProto
-	(*ApplicationReportProto)(nil),                   // 133: hadoop.yarn.ApplicationReportProto
-	(*ApplicationSubmissionContextProto)(nil),        // 134: hadoop.yarn.ApplicationSubmissionContextProto
-	(*ApplicationAttemptIdProto)(nil),                // 135: hadoop.yarn.ApplicationAttemptIdProto
-	(*YarnClusterMetricsProto)(nil),                  // 136: hadoop.yarn.YarnClusterMetricsProto
-	(YarnApplicationStateProto)(0),                   // 137: hadoop.yarn.YarnApplicationStateProto
-	(NodeStateProto)(0),                              // 138: hadoop.yarn.NodeStateProto
-	(*QueueInfoProto)(nil),                           // 139: hadoop.yarn.QueueInfoProto
-	(*QueueUserACLInfoProto)(nil),                    // 140: hadoop.yarn.QueueUserACLInfoProto
-	(*NodeIdToLabelsProto)(nil),                      // 141: hadoop.yarn.NodeIdToLabelsProto
-	(*LabelsToNodeIdsProto)(nil),                     // 142: hadoop.yarn.LabelsToNodeIdsProto
-	(*NodeLabelProto)(nil),                           // 143: hadoop.yarn.NodeLabelProto
-	(*NodeAttributeInfoProto)(nil),                   // 144: hadoop.yarn.NodeAttributeInfoProto
-	(*NodeAttributeKeyProto)(nil),                    // 145: hadoop.yarn.NodeAttributeKeyProto
-	(*AttributeToNodesProto)(nil),                    // 146: hadoop.yarn.AttributeToNodesProto
-	(*NodeToAttributesProto)(nil),                    // 147: hadoop.yarn.NodeToAttributesProto
-	(SignalContainerCommandProto)(0),                 // 148: hadoop.yarn.SignalContainerCommandProto
-	(*ApplicationUpdateTimeoutMapProto)(nil),         // 149: hadoop.yarn.ApplicationUpdateTimeoutMapProto
-	(*ContainerLaunchContextProto)(nil),              // 150: hadoop.yarn.ContainerLaunchContextProto
-	(*StringBytesMapProto)(nil),                      // 151: hadoop.yarn.StringBytesMapProto
-	(*StringLocalResourceMapProto)(nil),              // 152: hadoop.yarn.StringLocalResourceMapProto
-	(*SerializedExceptionProto)(nil),                 // 153: hadoop.yarn.SerializedExceptionProto
-	(*ApplicationAttemptReportProto)(nil),            // 154: hadoop.yarn.ApplicationAttemptReportProto
-	(*ContainerReportProto)(nil),                     // 155: hadoop.yarn.ContainerReportProto
-	(*ReservationIdProto)(nil),                       // 156: hadoop.yarn.ReservationIdProto
-	(*ReservationDefinitionProto)(nil),               // 157: hadoop.yarn.ReservationDefinitionProto
-	(*ReservationAllocationStateProto)(nil),          // 158: hadoop.yarn.ReservationAllocationStateProto
+	(ContainerUpdateTypeProto)(0),                    // 0: knit.hadoop.yarn.ContainerUpdateTypeProto
+	(SchedulerResourceTypes)(0),                      // 1: knit.hadoop.yarn.SchedulerResourceTypes
+	(ApplicationsRequestScopeProto)(0),               // 2: knit.hadoop.yarn.ApplicationsRequestScopeProto
+	(LocalizationStateProto)(0),                      // 3: knit.hadoop.yarn.LocalizationStateProto
+	(*RegisterApplicationMasterRequestProto)(nil),    // 4: knit.hadoop.yarn.RegisterApplicationMasterRequestProto
+	(*RegisterApplicationMasterResponseProto)(nil),   // 5: knit.hadoop.yarn.RegisterApplicationMasterResponseProto
+	(*FinishApplicationMasterRequestProto)(nil),      // 6: knit.hadoop.yarn.FinishApplicationMasterRequestProto
+	(*FinishApplicationMasterResponseProto)(nil),     // 7: knit.hadoop.yarn.FinishApplicationMasterResponseProto
+	(*UpdateContainerRequestProto)(nil),              // 8: knit.hadoop.yarn.UpdateContainerRequestProto
+	(*UpdateContainerErrorProto)(nil),                // 9: knit.hadoop.yarn.UpdateContainerErrorProto
+	(*AllocateRequestProto)(nil),                     // 10: knit.hadoop.yarn.AllocateRequestProto
+	(*NMTokenProto)(nil),                             // 11: knit.hadoop.yarn.NMTokenProto
+	(*UpdatedContainerProto)(nil),                    // 12: knit.hadoop.yarn.UpdatedContainerProto
+	(*EnhancedHeadroomProto)(nil),                    // 13: knit.hadoop.yarn.EnhancedHeadroomProto
+	(*AllocateResponseProto)(nil),                    // 14: knit.hadoop.yarn.AllocateResponseProto
+	(*GetNewApplicationRequestProto)(nil),            // 15: knit.hadoop.yarn.GetNewApplicationRequestProto
+	(*GetNewApplicationResponseProto)(nil),           // 16: knit.hadoop.yarn.GetNewApplicationResponseProto
+	(*GetApplicationReportRequestProto)(nil),         // 17: knit.hadoop.yarn.GetApplicationReportRequestProto
+	(*GetApplicationReportResponseProto)(nil),        // 18: knit.hadoop.yarn.GetApplicationReportResponseProto
+	(*SubmitApplicationRequestProto)(nil),            // 19: knit.hadoop.yarn.SubmitApplicationRequestProto
+	(*SubmitApplicationResponseProto)(nil),           // 20: knit.hadoop.yarn.SubmitApplicationResponseProto
+	(*FailApplicationAttemptRequestProto)(nil),       // 21: knit.hadoop.yarn.FailApplicationAttemptRequestProto
+	(*FailApplicationAttemptResponseProto)(nil),      // 22: knit.hadoop.yarn.FailApplicationAttemptResponseProto
+	(*KillApplicationRequestProto)(nil),              // 23: knit.hadoop.yarn.KillApplicationRequestProto
+	(*KillApplicationResponseProto)(nil),             // 24: knit.hadoop.yarn.KillApplicationResponseProto
+	(*GetClusterMetricsRequestProto)(nil),            // 25: knit.hadoop.yarn.GetClusterMetricsRequestProto
+	(*GetClusterMetricsResponseProto)(nil),           // 26: knit.hadoop.yarn.GetClusterMetricsResponseProto
+	(*MoveApplicationAcrossQueuesRequestProto)(nil),  // 27: knit.hadoop.yarn.MoveApplicationAcrossQueuesRequestProto
+	(*MoveApplicationAcrossQueuesResponseProto)(nil), // 28: knit.hadoop.yarn.MoveApplicationAcrossQueuesResponseProto
+	(*GetApplicationsRequestProto)(nil),              // 29: knit.hadoop.yarn.GetApplicationsRequestProto
+	(*GetApplicationsResponseProto)(nil),             // 30: knit.hadoop.yarn.GetApplicationsResponseProto
+	(*GetClusterNodesRequestProto)(nil),              // 31: knit.hadoop.yarn.GetClusterNodesRequestProto
+	(*GetClusterNodesResponseProto)(nil),             // 32: knit.hadoop.yarn.GetClusterNodesResponseProto
+	(*GetQueueInfoRequestProto)(nil),                 // 33: knit.hadoop.yarn.GetQueueInfoRequestProto
+	(*GetQueueInfoResponseProto)(nil),                // 34: knit.hadoop.yarn.GetQueueInfoResponseProto
+	(*GetQueueUserAclsInfoRequestProto)(nil),         // 35: knit.hadoop.yarn.GetQueueUserAclsInfoRequestProto
+	(*GetQueueUserAclsInfoResponseProto)(nil),        // 36: knit.hadoop.yarn.GetQueueUserAclsInfoResponseProto
+	(*GetNodesToLabelsRequestProto)(nil),             // 37: knit.hadoop.yarn.GetNodesToLabelsRequestProto
+	(*GetNodesToLabelsResponseProto)(nil),            // 38: knit.hadoop.yarn.GetNodesToLabelsResponseProto
+	(*GetLabelsToNodesRequestProto)(nil),             // 39: knit.hadoop.yarn.GetLabelsToNodesRequestProto
+	(*GetLabelsToNodesResponseProto)(nil),            // 40: knit.hadoop.yarn.GetLabelsToNodesResponseProto
+	(*GetClusterNodeLabelsRequestProto)(nil),         // 41: knit.hadoop.yarn.GetClusterNodeLabelsRequestProto
+	(*GetClusterNodeLabelsResponseProto)(nil),        // 42: knit.hadoop.yarn.GetClusterNodeLabelsResponseProto
+	(*GetClusterNodeAttributesRequestProto)(nil),     // 43: knit.hadoop.yarn.GetClusterNodeAttributesRequestProto
+	(*GetClusterNodeAttributesResponseProto)(nil),    // 44: knit.hadoop.yarn.GetClusterNodeAttributesResponseProto
+	(*GetAttributesToNodesRequestProto)(nil),         // 45: knit.hadoop.yarn.GetAttributesToNodesRequestProto
+	(*GetAttributesToNodesResponseProto)(nil),        // 46: knit.hadoop.yarn.GetAttributesToNodesResponseProto
+	(*GetNodesToAttributesRequestProto)(nil),         // 47: knit.hadoop.yarn.GetNodesToAttributesRequestProto
+	(*GetNodesToAttributesResponseProto)(nil),        // 48: knit.hadoop.yarn.GetNodesToAttributesResponseProto
+	(*UpdateApplicationPriorityRequestProto)(nil),    // 49: knit.hadoop.yarn.UpdateApplicationPriorityRequestProto
+	(*UpdateApplicationPriorityResponseProto)(nil),   // 50: knit.hadoop.yarn.UpdateApplicationPriorityResponseProto
+	(*SignalContainerRequestProto)(nil),              // 51: knit.hadoop.yarn.SignalContainerRequestProto
+	(*SignalContainerResponseProto)(nil),             // 52: knit.hadoop.yarn.SignalContainerResponseProto
+	(*UpdateApplicationTimeoutsRequestProto)(nil),    // 53: knit.hadoop.yarn.UpdateApplicationTimeoutsRequestProto
+	(*UpdateApplicationTimeoutsResponseProto)(nil),   // 54: knit.hadoop.yarn.UpdateApplicationTimeoutsResponseProto
+	(*GetAllResourceProfilesRequestProto)(nil),       // 55: knit.hadoop.yarn.GetAllResourceProfilesRequestProto
+	(*GetAllResourceProfilesResponseProto)(nil),      // 56: knit.hadoop.yarn.GetAllResourceProfilesResponseProto
+	(*GetResourceProfileRequestProto)(nil),           // 57: knit.hadoop.yarn.GetResourceProfileRequestProto
+	(*GetResourceProfileResponseProto)(nil),          // 58: knit.hadoop.yarn.GetResourceProfileResponseProto
+	(*GetAllResourceTypeInfoRequestProto)(nil),       // 59: knit.hadoop.yarn.GetAllResourceTypeInfoRequestProto
+	(*GetAllResourceTypeInfoResponseProto)(nil),      // 60: knit.hadoop.yarn.GetAllResourceTypeInfoResponseProto
+	(*StartContainerRequestProto)(nil),               // 61: knit.hadoop.yarn.StartContainerRequestProto
+	(*StartContainerResponseProto)(nil),              // 62: knit.hadoop.yarn.StartContainerResponseProto
+	(*StopContainerRequestProto)(nil),                // 63: knit.hadoop.yarn.StopContainerRequestProto
+	(*StopContainerResponseProto)(nil),               // 64: knit.hadoop.yarn.StopContainerResponseProto
+	(*ResourceLocalizationRequestProto)(nil),         // 65: knit.hadoop.yarn.ResourceLocalizationRequestProto
+	(*ResourceLocalizationResponseProto)(nil),        // 66: knit.hadoop.yarn.ResourceLocalizationResponseProto
+	(*ReInitializeContainerRequestProto)(nil),        // 67: knit.hadoop.yarn.ReInitializeContainerRequestProto
+	(*ReInitializeContainerResponseProto)(nil),       // 68: knit.hadoop.yarn.ReInitializeContainerResponseProto
+	(*RestartContainerResponseProto)(nil),            // 69: knit.hadoop.yarn.RestartContainerResponseProto
+	(*RollbackResponseProto)(nil),                    // 70: knit.hadoop.yarn.RollbackResponseProto
+	(*CommitResponseProto)(nil),                      // 71: knit.hadoop.yarn.CommitResponseProto
+	(*StartContainersRequestProto)(nil),              // 72: knit.hadoop.yarn.StartContainersRequestProto
+	(*ContainerExceptionMapProto)(nil),               // 73: knit.hadoop.yarn.ContainerExceptionMapProto
+	(*StartContainersResponseProto)(nil),             // 74: knit.hadoop.yarn.StartContainersResponseProto
+	(*StopContainersRequestProto)(nil),               // 75: knit.hadoop.yarn.StopContainersRequestProto
+	(*StopContainersResponseProto)(nil),              // 76: knit.hadoop.yarn.StopContainersResponseProto
+	(*GetContainerStatusesRequestProto)(nil),         // 77: knit.hadoop.yarn.GetContainerStatusesRequestProto
+	(*GetContainerStatusesResponseProto)(nil),        // 78: knit.hadoop.yarn.GetContainerStatusesResponseProto
+	(*IncreaseContainersResourceRequestProto)(nil),   // 79: knit.hadoop.yarn.IncreaseContainersResourceRequestProto
+	(*IncreaseContainersResourceResponseProto)(nil),  // 80: knit.hadoop.yarn.IncreaseContainersResourceResponseProto
+	(*ContainerUpdateRequestProto)(nil),              // 81: knit.hadoop.yarn.ContainerUpdateRequestProto
+	(*ContainerUpdateResponseProto)(nil),             // 82: knit.hadoop.yarn.ContainerUpdateResponseProto
+	(*GetApplicationAttemptReportRequestProto)(nil),  // 83: knit.hadoop.yarn.GetApplicationAttemptReportRequestProto
+	(*GetApplicationAttemptReportResponseProto)(nil), // 84: knit.hadoop.yarn.GetApplicationAttemptReportResponseProto
+	(*GetApplicationAttemptsRequestProto)(nil),       // 85: knit.hadoop.yarn.GetApplicationAttemptsRequestProto
+	(*GetApplicationAttemptsResponseProto)(nil),      // 86: knit.hadoop.yarn.GetApplicationAttemptsResponseProto
+	(*GetContainerReportRequestProto)(nil),           // 87: knit.hadoop.yarn.GetContainerReportRequestProto
+	(*GetContainerReportResponseProto)(nil),          // 88: knit.hadoop.yarn.GetContainerReportResponseProto
+	(*GetContainersRequestProto)(nil),                // 89: knit.hadoop.yarn.GetContainersRequestProto
+	(*GetContainersResponseProto)(nil),               // 90: knit.hadoop.yarn.GetContainersResponseProto
+	(*UseSharedCacheResourceRequestProto)(nil),       // 91: knit.hadoop.yarn.UseSharedCacheResourceRequestProto
+	(*UseSharedCacheResourceResponseProto)(nil),      // 92: knit.hadoop.yarn.UseSharedCacheResourceResponseProto
+	(*ReleaseSharedCacheResourceRequestProto)(nil),   // 93: knit.hadoop.yarn.ReleaseSharedCacheResourceRequestProto
+	(*ReleaseSharedCacheResourceResponseProto)(nil),  // 94: knit.hadoop.yarn.ReleaseSharedCacheResourceResponseProto
+	(*GetNewReservationRequestProto)(nil),            // 95: knit.hadoop.yarn.GetNewReservationRequestProto
+	(*GetNewReservationResponseProto)(nil),           // 96: knit.hadoop.yarn.GetNewReservationResponseProto
+	(*ReservationSubmissionRequestProto)(nil),        // 97: knit.hadoop.yarn.ReservationSubmissionRequestProto
+	(*ReservationSubmissionResponseProto)(nil),       // 98: knit.hadoop.yarn.ReservationSubmissionResponseProto
+	(*ReservationUpdateRequestProto)(nil),            // 99: knit.hadoop.yarn.ReservationUpdateRequestProto
+	(*ReservationUpdateResponseProto)(nil),           // 100: knit.hadoop.yarn.ReservationUpdateResponseProto
+	(*ReservationDeleteRequestProto)(nil),            // 101: knit.hadoop.yarn.ReservationDeleteRequestProto
+	(*ReservationDeleteResponseProto)(nil),           // 102: knit.hadoop.yarn.ReservationDeleteResponseProto
+	(*ReservationListRequestProto)(nil),              // 103: knit.hadoop.yarn.ReservationListRequestProto
+	(*ReservationListResponseProto)(nil),             // 104: knit.hadoop.yarn.ReservationListResponseProto
+	(*RunSharedCacheCleanerTaskRequestProto)(nil),    // 105: knit.hadoop.yarn.RunSharedCacheCleanerTaskRequestProto
+	(*RunSharedCacheCleanerTaskResponseProto)(nil),   // 106: knit.hadoop.yarn.RunSharedCacheCleanerTaskResponseProto
+	(*GetLocalizationStatusesRequestProto)(nil),      // 107: knit.hadoop.yarn.GetLocalizationStatusesRequestProto
+	(*GetLocalizationStatusesResponseProto)(nil),     // 108: knit.hadoop.yarn.GetLocalizationStatusesResponseProto
+	(*LocalizationStatusProto)(nil),                  // 109: knit.hadoop.yarn.LocalizationStatusProto
+	(*ContainerLocalizationStatusesProto)(nil),       // 110: knit.hadoop.yarn.ContainerLocalizationStatusesProto
+	(*PlacementConstraintMapEntryProto)(nil),         // 111: knit.hadoop.yarn.PlacementConstraintMapEntryProto
+	(*ResourceProto)(nil),                            // 112: knit.hadoop.yarn.ResourceProto
+	(*ApplicationACLMapProto)(nil),                   // 113: knit.hadoop.yarn.ApplicationACLMapProto
+	(*ContainerProto)(nil),                           // 114: knit.hadoop.yarn.ContainerProto
+	(*ResourceProfilesProto)(nil),                    // 115: knit.hadoop.yarn.ResourceProfilesProto
+	(*ResourceTypeInfoProto)(nil),                    // 116: knit.hadoop.yarn.ResourceTypeInfoProto
+	(FinalApplicationStatusProto)(0),                 // 117: knit.hadoop.yarn.FinalApplicationStatusProto
+	(*ContainerIdProto)(nil),                         // 118: knit.hadoop.yarn.ContainerIdProto
+	(ExecutionTypeProto)(0),                          // 119: knit.hadoop.yarn.ExecutionTypeProto
+	(*ResourceRequestProto)(nil),                     // 120: knit.hadoop.yarn.ResourceRequestProto
+	(*ResourceBlacklistRequestProto)(nil),            // 121: knit.hadoop.yarn.ResourceBlacklistRequestProto
+	(*SchedulingRequestProto)(nil),                   // 122: knit.hadoop.yarn.SchedulingRequestProto
+	(*NodeIdProto)(nil),                              // 123: knit.hadoop.yarn.NodeIdProto
+	(*commonpb.TokenProto)(nil),                      // 124: knit.hadoop.common.TokenProto
+	(AMCommandProto)(0),                              // 125: knit.hadoop.yarn.AMCommandProto
+	(*ContainerStatusProto)(nil),                     // 126: knit.hadoop.yarn.ContainerStatusProto
+	(*NodeReportProto)(nil),                          // 127: knit.hadoop.yarn.NodeReportProto
+	(*PreemptionMessageProto)(nil),                   // 128: knit.hadoop.yarn.PreemptionMessageProto
+	(*PriorityProto)(nil),                            // 129: knit.hadoop.yarn.PriorityProto
+	(*CollectorInfoProto)(nil),                       // 130: knit.hadoop.yarn.CollectorInfoProto
+	(*RejectedSchedulingRequestProto)(nil),           // 131: knit.hadoop.yarn.RejectedSchedulingRequestProto
+	(*ApplicationIdProto)(nil),                       // 132: knit.hadoop.yarn.ApplicationIdProto
+	(*ApplicationReportProto)(nil),                   // 133: knit.hadoop.yarn.ApplicationReportProto
+	(*ApplicationSubmissionContextProto)(nil),        // 134: knit.hadoop.yarn.ApplicationSubmissionContextProto
+	(*ApplicationAttemptIdProto)(nil),                // 135: knit.hadoop.yarn.ApplicationAttemptIdProto
+	(*YarnClusterMetricsProto)(nil),                  // 136: knit.hadoop.yarn.YarnClusterMetricsProto
+	(YarnApplicationStateProto)(0),                   // 137: knit.hadoop.yarn.YarnApplicationStateProto
+	(NodeStateProto)(0),                              // 138: knit.hadoop.yarn.NodeStateProto
+	(*QueueInfoProto)(nil),                           // 139: knit.hadoop.yarn.QueueInfoProto
+	(*QueueUserACLInfoProto)(nil),                    // 140: knit.hadoop.yarn.QueueUserACLInfoProto
+	(*NodeIdToLabelsProto)(nil),                      // 141: knit.hadoop.yarn.NodeIdToLabelsProto
+	(*LabelsToNodeIdsProto)(nil),                     // 142: knit.hadoop.yarn.LabelsToNodeIdsProto
+	(*NodeLabelProto)(nil),                           // 143: knit.hadoop.yarn.NodeLabelProto
+	(*NodeAttributeInfoProto)(nil),                   // 144: knit.hadoop.yarn.NodeAttributeInfoProto
+	(*NodeAttributeKeyProto)(nil),                    // 145: knit.hadoop.yarn.NodeAttributeKeyProto
+	(*AttributeToNodesProto)(nil),                    // 146: knit.hadoop.yarn.AttributeToNodesProto
+	(*NodeToAttributesProto)(nil),                    // 147: knit.hadoop.yarn.NodeToAttributesProto
+	(SignalContainerCommandProto)(0),                 // 148: knit.hadoop.yarn.SignalContainerCommandProto
+	(*ApplicationUpdateTimeoutMapProto)(nil),         // 149: knit.hadoop.yarn.ApplicationUpdateTimeoutMapProto
+	(*ContainerLaunchContextProto)(nil),              // 150: knit.hadoop.yarn.ContainerLaunchContextProto
+	(*StringBytesMapProto)(nil),                      // 151: knit.hadoop.yarn.StringBytesMapProto
+	(*StringLocalResourceMapProto)(nil),              // 152: knit.hadoop.yarn.StringLocalResourceMapProto
+	(*SerializedExceptionProto)(nil),                 // 153: knit.hadoop.yarn.SerializedExceptionProto
+	(*ApplicationAttemptReportProto)(nil),            // 154: knit.hadoop.yarn.ApplicationAttemptReportProto
+	(*ContainerReportProto)(nil),                     // 155: knit.hadoop.yarn.ContainerReportProto
+	(*ReservationIdProto)(nil),                       // 156: knit.hadoop.yarn.ReservationIdProto
+	(*ReservationDefinitionProto)(nil),               // 157: knit.hadoop.yarn.ReservationDefinitionProto
+	(*ReservationAllocationStateProto)(nil),          // 158: knit.hadoop.yarn.ReservationAllocationStateProto
 }
 var file_yarnpb_yarn_service_protos_proto_depIdxs = []int32{
-	111, // 0: hadoop.yarn.RegisterApplicationMasterRequestProto.placement_constraints:type_name -> hadoop.yarn.PlacementConstraintMapEntryProto
-	112, // 1: hadoop.yarn.RegisterApplicationMasterResponseProto.maximumCapability:type_name -> hadoop.yarn.ResourceProto
-	113, // 2: hadoop.yarn.RegisterApplicationMasterResponseProto.application_ACLs:type_name -> hadoop.yarn.ApplicationACLMapProto
-	114, // 3: hadoop.yarn.RegisterApplicationMasterResponseProto.containers_from_previous_attempts:type_name -> hadoop.yarn.ContainerProto
-	11,  // 4: hadoop.yarn.RegisterApplicationMasterResponseProto.nm_tokens_from_previous_attempts:type_name -> hadoop.yarn.NMTokenProto
-	1,   // 5: hadoop.yarn.RegisterApplicationMasterResponseProto.scheduler_resource_types:type_name -> hadoop.yarn.SchedulerResourceTypes
-	115, // 6: hadoop.yarn.RegisterApplicationMasterResponseProto.resource_profiles:type_name -> hadoop.yarn.ResourceProfilesProto
-	116, // 7: hadoop.yarn.RegisterApplicationMasterResponseProto.resource_types:type_name -> hadoop.yarn.ResourceTypeInfoProto
-	117, // 8: hadoop.yarn.FinishApplicationMasterRequestProto.final_application_status:type_name -> hadoop.yarn.FinalApplicationStatusProto
-	118, // 9: hadoop.yarn.UpdateContainerRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	0,   // 10: hadoop.yarn.UpdateContainerRequestProto.update_type:type_name -> hadoop.yarn.ContainerUpdateTypeProto
-	112, // 11: hadoop.yarn.UpdateContainerRequestProto.capability:type_name -> hadoop.yarn.ResourceProto
-	119, // 12: hadoop.yarn.UpdateContainerRequestProto.execution_type:type_name -> hadoop.yarn.ExecutionTypeProto
-	8,   // 13: hadoop.yarn.UpdateContainerErrorProto.update_request:type_name -> hadoop.yarn.UpdateContainerRequestProto
-	120, // 14: hadoop.yarn.AllocateRequestProto.ask:type_name -> hadoop.yarn.ResourceRequestProto
-	118, // 15: hadoop.yarn.AllocateRequestProto.release:type_name -> hadoop.yarn.ContainerIdProto
-	121, // 16: hadoop.yarn.AllocateRequestProto.blacklist_request:type_name -> hadoop.yarn.ResourceBlacklistRequestProto
-	8,   // 17: hadoop.yarn.AllocateRequestProto.update_requests:type_name -> hadoop.yarn.UpdateContainerRequestProto
-	122, // 18: hadoop.yarn.AllocateRequestProto.scheduling_requests:type_name -> hadoop.yarn.SchedulingRequestProto
-	123, // 19: hadoop.yarn.NMTokenProto.nodeId:type_name -> hadoop.yarn.NodeIdProto
-	124, // 20: hadoop.yarn.NMTokenProto.token:type_name -> hadoop.common.TokenProto
-	0,   // 21: hadoop.yarn.UpdatedContainerProto.update_type:type_name -> hadoop.yarn.ContainerUpdateTypeProto
-	114, // 22: hadoop.yarn.UpdatedContainerProto.container:type_name -> hadoop.yarn.ContainerProto
-	125, // 23: hadoop.yarn.AllocateResponseProto.a_m_command:type_name -> hadoop.yarn.AMCommandProto
-	114, // 24: hadoop.yarn.AllocateResponseProto.allocated_containers:type_name -> hadoop.yarn.ContainerProto
-	126, // 25: hadoop.yarn.AllocateResponseProto.completed_container_statuses:type_name -> hadoop.yarn.ContainerStatusProto
-	112, // 26: hadoop.yarn.AllocateResponseProto.limit:type_name -> hadoop.yarn.ResourceProto
-	127, // 27: hadoop.yarn.AllocateResponseProto.updated_nodes:type_name -> hadoop.yarn.NodeReportProto
-	128, // 28: hadoop.yarn.AllocateResponseProto.preempt:type_name -> hadoop.yarn.PreemptionMessageProto
-	11,  // 29: hadoop.yarn.AllocateResponseProto.nm_tokens:type_name -> hadoop.yarn.NMTokenProto
-	124, // 30: hadoop.yarn.AllocateResponseProto.am_rm_token:type_name -> hadoop.common.TokenProto
-	129, // 31: hadoop.yarn.AllocateResponseProto.application_priority:type_name -> hadoop.yarn.PriorityProto
-	130, // 32: hadoop.yarn.AllocateResponseProto.collector_info:type_name -> hadoop.yarn.CollectorInfoProto
-	9,   // 33: hadoop.yarn.AllocateResponseProto.update_errors:type_name -> hadoop.yarn.UpdateContainerErrorProto
-	12,  // 34: hadoop.yarn.AllocateResponseProto.updated_containers:type_name -> hadoop.yarn.UpdatedContainerProto
-	114, // 35: hadoop.yarn.AllocateResponseProto.containers_from_previous_attempts:type_name -> hadoop.yarn.ContainerProto
-	131, // 36: hadoop.yarn.AllocateResponseProto.rejected_scheduling_requests:type_name -> hadoop.yarn.RejectedSchedulingRequestProto
-	13,  // 37: hadoop.yarn.AllocateResponseProto.enhanced_headroom:type_name -> hadoop.yarn.EnhancedHeadroomProto
-	132, // 38: hadoop.yarn.GetNewApplicationResponseProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	112, // 39: hadoop.yarn.GetNewApplicationResponseProto.maximumCapability:type_name -> hadoop.yarn.ResourceProto
-	132, // 40: hadoop.yarn.GetApplicationReportRequestProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	133, // 41: hadoop.yarn.GetApplicationReportResponseProto.application_report:type_name -> hadoop.yarn.ApplicationReportProto
-	134, // 42: hadoop.yarn.SubmitApplicationRequestProto.application_submission_context:type_name -> hadoop.yarn.ApplicationSubmissionContextProto
-	135, // 43: hadoop.yarn.FailApplicationAttemptRequestProto.application_attempt_id:type_name -> hadoop.yarn.ApplicationAttemptIdProto
-	132, // 44: hadoop.yarn.KillApplicationRequestProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	136, // 45: hadoop.yarn.GetClusterMetricsResponseProto.cluster_metrics:type_name -> hadoop.yarn.YarnClusterMetricsProto
-	132, // 46: hadoop.yarn.MoveApplicationAcrossQueuesRequestProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	137, // 47: hadoop.yarn.GetApplicationsRequestProto.application_states:type_name -> hadoop.yarn.YarnApplicationStateProto
-	2,   // 48: hadoop.yarn.GetApplicationsRequestProto.scope:type_name -> hadoop.yarn.ApplicationsRequestScopeProto
-	133, // 49: hadoop.yarn.GetApplicationsResponseProto.applications:type_name -> hadoop.yarn.ApplicationReportProto
-	138, // 50: hadoop.yarn.GetClusterNodesRequestProto.nodeStates:type_name -> hadoop.yarn.NodeStateProto
-	127, // 51: hadoop.yarn.GetClusterNodesResponseProto.nodeReports:type_name -> hadoop.yarn.NodeReportProto
-	139, // 52: hadoop.yarn.GetQueueInfoResponseProto.queueInfo:type_name -> hadoop.yarn.QueueInfoProto
-	140, // 53: hadoop.yarn.GetQueueUserAclsInfoResponseProto.queueUserAcls:type_name -> hadoop.yarn.QueueUserACLInfoProto
-	141, // 54: hadoop.yarn.GetNodesToLabelsResponseProto.nodeToLabels:type_name -> hadoop.yarn.NodeIdToLabelsProto
-	142, // 55: hadoop.yarn.GetLabelsToNodesResponseProto.labelsToNodes:type_name -> hadoop.yarn.LabelsToNodeIdsProto
-	143, // 56: hadoop.yarn.GetClusterNodeLabelsResponseProto.nodeLabels:type_name -> hadoop.yarn.NodeLabelProto
-	144, // 57: hadoop.yarn.GetClusterNodeAttributesResponseProto.nodeAttributes:type_name -> hadoop.yarn.NodeAttributeInfoProto
-	145, // 58: hadoop.yarn.GetAttributesToNodesRequestProto.nodeAttributes:type_name -> hadoop.yarn.NodeAttributeKeyProto
-	146, // 59: hadoop.yarn.GetAttributesToNodesResponseProto.attributesToNodes:type_name -> hadoop.yarn.AttributeToNodesProto
-	147, // 60: hadoop.yarn.GetNodesToAttributesResponseProto.nodesToAttributes:type_name -> hadoop.yarn.NodeToAttributesProto
-	132, // 61: hadoop.yarn.UpdateApplicationPriorityRequestProto.applicationId:type_name -> hadoop.yarn.ApplicationIdProto
-	129, // 62: hadoop.yarn.UpdateApplicationPriorityRequestProto.applicationPriority:type_name -> hadoop.yarn.PriorityProto
-	129, // 63: hadoop.yarn.UpdateApplicationPriorityResponseProto.applicationPriority:type_name -> hadoop.yarn.PriorityProto
-	118, // 64: hadoop.yarn.SignalContainerRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	148, // 65: hadoop.yarn.SignalContainerRequestProto.command:type_name -> hadoop.yarn.SignalContainerCommandProto
-	132, // 66: hadoop.yarn.UpdateApplicationTimeoutsRequestProto.applicationId:type_name -> hadoop.yarn.ApplicationIdProto
-	149, // 67: hadoop.yarn.UpdateApplicationTimeoutsRequestProto.application_timeouts:type_name -> hadoop.yarn.ApplicationUpdateTimeoutMapProto
-	149, // 68: hadoop.yarn.UpdateApplicationTimeoutsResponseProto.application_timeouts:type_name -> hadoop.yarn.ApplicationUpdateTimeoutMapProto
-	115, // 69: hadoop.yarn.GetAllResourceProfilesResponseProto.resource_profiles:type_name -> hadoop.yarn.ResourceProfilesProto
-	112, // 70: hadoop.yarn.GetResourceProfileResponseProto.resources:type_name -> hadoop.yarn.ResourceProto
-	116, // 71: hadoop.yarn.GetAllResourceTypeInfoResponseProto.resource_type_info:type_name -> hadoop.yarn.ResourceTypeInfoProto
-	150, // 72: hadoop.yarn.StartContainerRequestProto.container_launch_context:type_name -> hadoop.yarn.ContainerLaunchContextProto
-	124, // 73: hadoop.yarn.StartContainerRequestProto.container_token:type_name -> hadoop.common.TokenProto
-	151, // 74: hadoop.yarn.StartContainerResponseProto.services_meta_data:type_name -> hadoop.yarn.StringBytesMapProto
-	118, // 75: hadoop.yarn.StopContainerRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	118, // 76: hadoop.yarn.ResourceLocalizationRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	152, // 77: hadoop.yarn.ResourceLocalizationRequestProto.local_resources:type_name -> hadoop.yarn.StringLocalResourceMapProto
-	118, // 78: hadoop.yarn.ReInitializeContainerRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	150, // 79: hadoop.yarn.ReInitializeContainerRequestProto.container_launch_context:type_name -> hadoop.yarn.ContainerLaunchContextProto
-	61,  // 80: hadoop.yarn.StartContainersRequestProto.start_container_request:type_name -> hadoop.yarn.StartContainerRequestProto
-	118, // 81: hadoop.yarn.ContainerExceptionMapProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	153, // 82: hadoop.yarn.ContainerExceptionMapProto.exception:type_name -> hadoop.yarn.SerializedExceptionProto
-	151, // 83: hadoop.yarn.StartContainersResponseProto.services_meta_data:type_name -> hadoop.yarn.StringBytesMapProto
-	118, // 84: hadoop.yarn.StartContainersResponseProto.succeeded_requests:type_name -> hadoop.yarn.ContainerIdProto
-	73,  // 85: hadoop.yarn.StartContainersResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
-	118, // 86: hadoop.yarn.StopContainersRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	118, // 87: hadoop.yarn.StopContainersResponseProto.succeeded_requests:type_name -> hadoop.yarn.ContainerIdProto
-	73,  // 88: hadoop.yarn.StopContainersResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
-	118, // 89: hadoop.yarn.GetContainerStatusesRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	126, // 90: hadoop.yarn.GetContainerStatusesResponseProto.status:type_name -> hadoop.yarn.ContainerStatusProto
-	73,  // 91: hadoop.yarn.GetContainerStatusesResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
-	124, // 92: hadoop.yarn.IncreaseContainersResourceRequestProto.increase_containers:type_name -> hadoop.common.TokenProto
-	118, // 93: hadoop.yarn.IncreaseContainersResourceResponseProto.succeeded_requests:type_name -> hadoop.yarn.ContainerIdProto
-	73,  // 94: hadoop.yarn.IncreaseContainersResourceResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
-	124, // 95: hadoop.yarn.ContainerUpdateRequestProto.update_container_token:type_name -> hadoop.common.TokenProto
-	118, // 96: hadoop.yarn.ContainerUpdateResponseProto.succeeded_requests:type_name -> hadoop.yarn.ContainerIdProto
-	73,  // 97: hadoop.yarn.ContainerUpdateResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
-	135, // 98: hadoop.yarn.GetApplicationAttemptReportRequestProto.application_attempt_id:type_name -> hadoop.yarn.ApplicationAttemptIdProto
-	154, // 99: hadoop.yarn.GetApplicationAttemptReportResponseProto.application_attempt_report:type_name -> hadoop.yarn.ApplicationAttemptReportProto
-	132, // 100: hadoop.yarn.GetApplicationAttemptsRequestProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	154, // 101: hadoop.yarn.GetApplicationAttemptsResponseProto.application_attempts:type_name -> hadoop.yarn.ApplicationAttemptReportProto
-	118, // 102: hadoop.yarn.GetContainerReportRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	155, // 103: hadoop.yarn.GetContainerReportResponseProto.container_report:type_name -> hadoop.yarn.ContainerReportProto
-	135, // 104: hadoop.yarn.GetContainersRequestProto.application_attempt_id:type_name -> hadoop.yarn.ApplicationAttemptIdProto
-	155, // 105: hadoop.yarn.GetContainersResponseProto.containers:type_name -> hadoop.yarn.ContainerReportProto
-	132, // 106: hadoop.yarn.UseSharedCacheResourceRequestProto.applicationId:type_name -> hadoop.yarn.ApplicationIdProto
-	132, // 107: hadoop.yarn.ReleaseSharedCacheResourceRequestProto.applicationId:type_name -> hadoop.yarn.ApplicationIdProto
-	156, // 108: hadoop.yarn.GetNewReservationResponseProto.reservation_id:type_name -> hadoop.yarn.ReservationIdProto
-	157, // 109: hadoop.yarn.ReservationSubmissionRequestProto.reservation_definition:type_name -> hadoop.yarn.ReservationDefinitionProto
-	156, // 110: hadoop.yarn.ReservationSubmissionRequestProto.reservation_id:type_name -> hadoop.yarn.ReservationIdProto
-	157, // 111: hadoop.yarn.ReservationUpdateRequestProto.reservation_definition:type_name -> hadoop.yarn.ReservationDefinitionProto
-	156, // 112: hadoop.yarn.ReservationUpdateRequestProto.reservation_id:type_name -> hadoop.yarn.ReservationIdProto
-	156, // 113: hadoop.yarn.ReservationDeleteRequestProto.reservation_id:type_name -> hadoop.yarn.ReservationIdProto
-	158, // 114: hadoop.yarn.ReservationListResponseProto.reservations:type_name -> hadoop.yarn.ReservationAllocationStateProto
-	118, // 115: hadoop.yarn.GetLocalizationStatusesRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	110, // 116: hadoop.yarn.GetLocalizationStatusesResponseProto.cntn_localization_statuses:type_name -> hadoop.yarn.ContainerLocalizationStatusesProto
-	73,  // 117: hadoop.yarn.GetLocalizationStatusesResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
-	3,   // 118: hadoop.yarn.LocalizationStatusProto.localization_state:type_name -> hadoop.yarn.LocalizationStateProto
-	118, // 119: hadoop.yarn.ContainerLocalizationStatusesProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	109, // 120: hadoop.yarn.ContainerLocalizationStatusesProto.localization_statuses:type_name -> hadoop.yarn.LocalizationStatusProto
+	111, // 0: knit.hadoop.yarn.RegisterApplicationMasterRequestProto.placement_constraints:type_name -> knit.hadoop.yarn.PlacementConstraintMapEntryProto
+	112, // 1: knit.hadoop.yarn.RegisterApplicationMasterResponseProto.maximumCapability:type_name -> knit.hadoop.yarn.ResourceProto
+	113, // 2: knit.hadoop.yarn.RegisterApplicationMasterResponseProto.application_ACLs:type_name -> knit.hadoop.yarn.ApplicationACLMapProto
+	114, // 3: knit.hadoop.yarn.RegisterApplicationMasterResponseProto.containers_from_previous_attempts:type_name -> knit.hadoop.yarn.ContainerProto
+	11,  // 4: knit.hadoop.yarn.RegisterApplicationMasterResponseProto.nm_tokens_from_previous_attempts:type_name -> knit.hadoop.yarn.NMTokenProto
+	1,   // 5: knit.hadoop.yarn.RegisterApplicationMasterResponseProto.scheduler_resource_types:type_name -> knit.hadoop.yarn.SchedulerResourceTypes
+	115, // 6: knit.hadoop.yarn.RegisterApplicationMasterResponseProto.resource_profiles:type_name -> knit.hadoop.yarn.ResourceProfilesProto
+	116, // 7: knit.hadoop.yarn.RegisterApplicationMasterResponseProto.resource_types:type_name -> knit.hadoop.yarn.ResourceTypeInfoProto
+	117, // 8: knit.hadoop.yarn.FinishApplicationMasterRequestProto.final_application_status:type_name -> knit.hadoop.yarn.FinalApplicationStatusProto
+	118, // 9: knit.hadoop.yarn.UpdateContainerRequestProto.container_id:type_name -> knit.hadoop.yarn.ContainerIdProto
+	0,   // 10: knit.hadoop.yarn.UpdateContainerRequestProto.update_type:type_name -> knit.hadoop.yarn.ContainerUpdateTypeProto
+	112, // 11: knit.hadoop.yarn.UpdateContainerRequestProto.capability:type_name -> knit.hadoop.yarn.ResourceProto
+	119, // 12: knit.hadoop.yarn.UpdateContainerRequestProto.execution_type:type_name -> knit.hadoop.yarn.ExecutionTypeProto
+	8,   // 13: knit.hadoop.yarn.UpdateContainerErrorProto.update_request:type_name -> knit.hadoop.yarn.UpdateContainerRequestProto
+	120, // 14: knit.hadoop.yarn.AllocateRequestProto.ask:type_name -> knit.hadoop.yarn.ResourceRequestProto
+	118, // 15: knit.hadoop.yarn.AllocateRequestProto.release:type_name -> knit.hadoop.yarn.ContainerIdProto
+	121, // 16: knit.hadoop.yarn.AllocateRequestProto.blacklist_request:type_name -> knit.hadoop.yarn.ResourceBlacklistRequestProto
+	8,   // 17: knit.hadoop.yarn.AllocateRequestProto.update_requests:type_name -> knit.hadoop.yarn.UpdateContainerRequestProto
+	122, // 18: knit.hadoop.yarn.AllocateRequestProto.scheduling_requests:type_name -> knit.hadoop.yarn.SchedulingRequestProto
+	123, // 19: knit.hadoop.yarn.NMTokenProto.nodeId:type_name -> knit.hadoop.yarn.NodeIdProto
+	124, // 20: knit.hadoop.yarn.NMTokenProto.token:type_name -> knit.hadoop.common.TokenProto
+	0,   // 21: knit.hadoop.yarn.UpdatedContainerProto.update_type:type_name -> knit.hadoop.yarn.ContainerUpdateTypeProto
+	114, // 22: knit.hadoop.yarn.UpdatedContainerProto.container:type_name -> knit.hadoop.yarn.ContainerProto
+	125, // 23: knit.hadoop.yarn.AllocateResponseProto.a_m_command:type_name -> knit.hadoop.yarn.AMCommandProto
+	114, // 24: knit.hadoop.yarn.AllocateResponseProto.allocated_containers:type_name -> knit.hadoop.yarn.ContainerProto
+	126, // 25: knit.hadoop.yarn.AllocateResponseProto.completed_container_statuses:type_name -> knit.hadoop.yarn.ContainerStatusProto
+	112, // 26: knit.hadoop.yarn.AllocateResponseProto.limit:type_name -> knit.hadoop.yarn.ResourceProto
+	127, // 27: knit.hadoop.yarn.AllocateResponseProto.updated_nodes:type_name -> knit.hadoop.yarn.NodeReportProto
+	128, // 28: knit.hadoop.yarn.AllocateResponseProto.preempt:type_name -> knit.hadoop.yarn.PreemptionMessageProto
+	11,  // 29: knit.hadoop.yarn.AllocateResponseProto.nm_tokens:type_name -> knit.hadoop.yarn.NMTokenProto
+	124, // 30: knit.hadoop.yarn.AllocateResponseProto.am_rm_token:type_name -> knit.hadoop.common.TokenProto
+	129, // 31: knit.hadoop.yarn.AllocateResponseProto.application_priority:type_name -> knit.hadoop.yarn.PriorityProto
+	130, // 32: knit.hadoop.yarn.AllocateResponseProto.collector_info:type_name -> knit.hadoop.yarn.CollectorInfoProto
+	9,   // 33: knit.hadoop.yarn.AllocateResponseProto.update_errors:type_name -> knit.hadoop.yarn.UpdateContainerErrorProto
+	12,  // 34: knit.hadoop.yarn.AllocateResponseProto.updated_containers:type_name -> knit.hadoop.yarn.UpdatedContainerProto
+	114, // 35: knit.hadoop.yarn.AllocateResponseProto.containers_from_previous_attempts:type_name -> knit.hadoop.yarn.ContainerProto
+	131, // 36: knit.hadoop.yarn.AllocateResponseProto.rejected_scheduling_requests:type_name -> knit.hadoop.yarn.RejectedSchedulingRequestProto
+	13,  // 37: knit.hadoop.yarn.AllocateResponseProto.enhanced_headroom:type_name -> knit.hadoop.yarn.EnhancedHeadroomProto
+	132, // 38: knit.hadoop.yarn.GetNewApplicationResponseProto.application_id:type_name -> knit.hadoop.yarn.ApplicationIdProto
+	112, // 39: knit.hadoop.yarn.GetNewApplicationResponseProto.maximumCapability:type_name -> knit.hadoop.yarn.ResourceProto
+	132, // 40: knit.hadoop.yarn.GetApplicationReportRequestProto.application_id:type_name -> knit.hadoop.yarn.ApplicationIdProto
+	133, // 41: knit.hadoop.yarn.GetApplicationReportResponseProto.application_report:type_name -> knit.hadoop.yarn.ApplicationReportProto
+	134, // 42: knit.hadoop.yarn.SubmitApplicationRequestProto.application_submission_context:type_name -> knit.hadoop.yarn.ApplicationSubmissionContextProto
+	135, // 43: knit.hadoop.yarn.FailApplicationAttemptRequestProto.application_attempt_id:type_name -> knit.hadoop.yarn.ApplicationAttemptIdProto
+	132, // 44: knit.hadoop.yarn.KillApplicationRequestProto.application_id:type_name -> knit.hadoop.yarn.ApplicationIdProto
+	136, // 45: knit.hadoop.yarn.GetClusterMetricsResponseProto.cluster_metrics:type_name -> knit.hadoop.yarn.YarnClusterMetricsProto
+	132, // 46: knit.hadoop.yarn.MoveApplicationAcrossQueuesRequestProto.application_id:type_name -> knit.hadoop.yarn.ApplicationIdProto
+	137, // 47: knit.hadoop.yarn.GetApplicationsRequestProto.application_states:type_name -> knit.hadoop.yarn.YarnApplicationStateProto
+	2,   // 48: knit.hadoop.yarn.GetApplicationsRequestProto.scope:type_name -> knit.hadoop.yarn.ApplicationsRequestScopeProto
+	133, // 49: knit.hadoop.yarn.GetApplicationsResponseProto.applications:type_name -> knit.hadoop.yarn.ApplicationReportProto
+	138, // 50: knit.hadoop.yarn.GetClusterNodesRequestProto.nodeStates:type_name -> knit.hadoop.yarn.NodeStateProto
+	127, // 51: knit.hadoop.yarn.GetClusterNodesResponseProto.nodeReports:type_name -> knit.hadoop.yarn.NodeReportProto
+	139, // 52: knit.hadoop.yarn.GetQueueInfoResponseProto.queueInfo:type_name -> knit.hadoop.yarn.QueueInfoProto
+	140, // 53: knit.hadoop.yarn.GetQueueUserAclsInfoResponseProto.queueUserAcls:type_name -> knit.hadoop.yarn.QueueUserACLInfoProto
+	141, // 54: knit.hadoop.yarn.GetNodesToLabelsResponseProto.nodeToLabels:type_name -> knit.hadoop.yarn.NodeIdToLabelsProto
+	142, // 55: knit.hadoop.yarn.GetLabelsToNodesResponseProto.labelsToNodes:type_name -> knit.hadoop.yarn.LabelsToNodeIdsProto
+	143, // 56: knit.hadoop.yarn.GetClusterNodeLabelsResponseProto.nodeLabels:type_name -> knit.hadoop.yarn.NodeLabelProto
+	144, // 57: knit.hadoop.yarn.GetClusterNodeAttributesResponseProto.nodeAttributes:type_name -> knit.hadoop.yarn.NodeAttributeInfoProto
+	145, // 58: knit.hadoop.yarn.GetAttributesToNodesRequestProto.nodeAttributes:type_name -> knit.hadoop.yarn.NodeAttributeKeyProto
+	146, // 59: knit.hadoop.yarn.GetAttributesToNodesResponseProto.attributesToNodes:type_name -> knit.hadoop.yarn.AttributeToNodesProto
+	147, // 60: knit.hadoop.yarn.GetNodesToAttributesResponseProto.nodesToAttributes:type_name -> knit.hadoop.yarn.NodeToAttributesProto
+	132, // 61: knit.hadoop.yarn.UpdateApplicationPriorityRequestProto.applicationId:type_name -> knit.hadoop.yarn.ApplicationIdProto
+	129, // 62: knit.hadoop.yarn.UpdateApplicationPriorityRequestProto.applicationPriority:type_name -> knit.hadoop.yarn.PriorityProto
+	129, // 63: knit.hadoop.yarn.UpdateApplicationPriorityResponseProto.applicationPriority:type_name -> knit.hadoop.yarn.PriorityProto
+	118, // 64: knit.hadoop.yarn.SignalContainerRequestProto.container_id:type_name -> knit.hadoop.yarn.ContainerIdProto
+	148, // 65: knit.hadoop.yarn.SignalContainerRequestProto.command:type_name -> knit.hadoop.yarn.SignalContainerCommandProto
+	132, // 66: knit.hadoop.yarn.UpdateApplicationTimeoutsRequestProto.applicationId:type_name -> knit.hadoop.yarn.ApplicationIdProto
+	149, // 67: knit.hadoop.yarn.UpdateApplicationTimeoutsRequestProto.application_timeouts:type_name -> knit.hadoop.yarn.ApplicationUpdateTimeoutMapProto
+	149, // 68: knit.hadoop.yarn.UpdateApplicationTimeoutsResponseProto.application_timeouts:type_name -> knit.hadoop.yarn.ApplicationUpdateTimeoutMapProto
+	115, // 69: knit.hadoop.yarn.GetAllResourceProfilesResponseProto.resource_profiles:type_name -> knit.hadoop.yarn.ResourceProfilesProto
+	112, // 70: knit.hadoop.yarn.GetResourceProfileResponseProto.resources:type_name -> knit.hadoop.yarn.ResourceProto
+	116, // 71: knit.hadoop.yarn.GetAllResourceTypeInfoResponseProto.resource_type_info:type_name -> knit.hadoop.yarn.ResourceTypeInfoProto
+	150, // 72: knit.hadoop.yarn.StartContainerRequestProto.container_launch_context:type_name -> knit.hadoop.yarn.ContainerLaunchContextProto
+	124, // 73: knit.hadoop.yarn.StartContainerRequestProto.container_token:type_name -> knit.hadoop.common.TokenProto
+	151, // 74: knit.hadoop.yarn.StartContainerResponseProto.services_meta_data:type_name -> knit.hadoop.yarn.StringBytesMapProto
+	118, // 75: knit.hadoop.yarn.StopContainerRequestProto.container_id:type_name -> knit.hadoop.yarn.ContainerIdProto
+	118, // 76: knit.hadoop.yarn.ResourceLocalizationRequestProto.container_id:type_name -> knit.hadoop.yarn.ContainerIdProto
+	152, // 77: knit.hadoop.yarn.ResourceLocalizationRequestProto.local_resources:type_name -> knit.hadoop.yarn.StringLocalResourceMapProto
+	118, // 78: knit.hadoop.yarn.ReInitializeContainerRequestProto.container_id:type_name -> knit.hadoop.yarn.ContainerIdProto
+	150, // 79: knit.hadoop.yarn.ReInitializeContainerRequestProto.container_launch_context:type_name -> knit.hadoop.yarn.ContainerLaunchContextProto
+	61,  // 80: knit.hadoop.yarn.StartContainersRequestProto.start_container_request:type_name -> knit.hadoop.yarn.StartContainerRequestProto
+	118, // 81: knit.hadoop.yarn.ContainerExceptionMapProto.container_id:type_name -> knit.hadoop.yarn.ContainerIdProto
+	153, // 82: knit.hadoop.yarn.ContainerExceptionMapProto.exception:type_name -> knit.hadoop.yarn.SerializedExceptionProto
+	151, // 83: knit.hadoop.yarn.StartContainersResponseProto.services_meta_data:type_name -> knit.hadoop.yarn.StringBytesMapProto
+	118, // 84: knit.hadoop.yarn.StartContainersResponseProto.succeeded_requests:type_name -> knit.hadoop.yarn.ContainerIdProto
+	73,  // 85: knit.hadoop.yarn.StartContainersResponseProto.failed_requests:type_name -> knit.hadoop.yarn.ContainerExceptionMapProto
+	118, // 86: knit.hadoop.yarn.StopContainersRequestProto.container_id:type_name -> knit.hadoop.yarn.ContainerIdProto
+	118, // 87: knit.hadoop.yarn.StopContainersResponseProto.succeeded_requests:type_name -> knit.hadoop.yarn.ContainerIdProto
+	73,  // 88: knit.hadoop.yarn.StopContainersResponseProto.failed_requests:type_name -> knit.hadoop.yarn.ContainerExceptionMapProto
+	118, // 89: knit.hadoop.yarn.GetContainerStatusesRequestProto.container_id:type_name -> knit.hadoop.yarn.ContainerIdProto
+	126, // 90: knit.hadoop.yarn.GetContainerStatusesResponseProto.status:type_name -> knit.hadoop.yarn.ContainerStatusProto
+	73,  // 91: knit.hadoop.yarn.GetContainerStatusesResponseProto.failed_requests:type_name -> knit.hadoop.yarn.ContainerExceptionMapProto
+	124, // 92: knit.hadoop.yarn.IncreaseContainersResourceRequestProto.increase_containers:type_name -> knit.hadoop.common.TokenProto
+	118, // 93: knit.hadoop.yarn.IncreaseContainersResourceResponseProto.succeeded_requests:type_name -> knit.hadoop.yarn.ContainerIdProto
+	73,  // 94: knit.hadoop.yarn.IncreaseContainersResourceResponseProto.failed_requests:type_name -> knit.hadoop.yarn.ContainerExceptionMapProto
+	124, // 95: knit.hadoop.yarn.ContainerUpdateRequestProto.update_container_token:type_name -> knit.hadoop.common.TokenProto
+	118, // 96: knit.hadoop.yarn.ContainerUpdateResponseProto.succeeded_requests:type_name -> knit.hadoop.yarn.ContainerIdProto
+	73,  // 97: knit.hadoop.yarn.ContainerUpdateResponseProto.failed_requests:type_name -> knit.hadoop.yarn.ContainerExceptionMapProto
+	135, // 98: knit.hadoop.yarn.GetApplicationAttemptReportRequestProto.application_attempt_id:type_name -> knit.hadoop.yarn.ApplicationAttemptIdProto
+	154, // 99: knit.hadoop.yarn.GetApplicationAttemptReportResponseProto.application_attempt_report:type_name -> knit.hadoop.yarn.ApplicationAttemptReportProto
+	132, // 100: knit.hadoop.yarn.GetApplicationAttemptsRequestProto.application_id:type_name -> knit.hadoop.yarn.ApplicationIdProto
+	154, // 101: knit.hadoop.yarn.GetApplicationAttemptsResponseProto.application_attempts:type_name -> knit.hadoop.yarn.ApplicationAttemptReportProto
+	118, // 102: knit.hadoop.yarn.GetContainerReportRequestProto.container_id:type_name -> knit.hadoop.yarn.ContainerIdProto
+	155, // 103: knit.hadoop.yarn.GetContainerReportResponseProto.container_report:type_name -> knit.hadoop.yarn.ContainerReportProto
+	135, // 104: knit.hadoop.yarn.GetContainersRequestProto.application_attempt_id:type_name -> knit.hadoop.yarn.ApplicationAttemptIdProto
+	155, // 105: knit.hadoop.yarn.GetContainersResponseProto.containers:type_name -> knit.hadoop.yarn.ContainerReportProto
+	132, // 106: knit.hadoop.yarn.UseSharedCacheResourceRequestProto.applicationId:type_name -> knit.hadoop.yarn.ApplicationIdProto
+	132, // 107: knit.hadoop.yarn.ReleaseSharedCacheResourceRequestProto.applicationId:type_name -> knit.hadoop.yarn.ApplicationIdProto
+	156, // 108: knit.hadoop.yarn.GetNewReservationResponseProto.reservation_id:type_name -> knit.hadoop.yarn.ReservationIdProto
+	157, // 109: knit.hadoop.yarn.ReservationSubmissionRequestProto.reservation_definition:type_name -> knit.hadoop.yarn.ReservationDefinitionProto
+	156, // 110: knit.hadoop.yarn.ReservationSubmissionRequestProto.reservation_id:type_name -> knit.hadoop.yarn.ReservationIdProto
+	157, // 111: knit.hadoop.yarn.ReservationUpdateRequestProto.reservation_definition:type_name -> knit.hadoop.yarn.ReservationDefinitionProto
+	156, // 112: knit.hadoop.yarn.ReservationUpdateRequestProto.reservation_id:type_name -> knit.hadoop.yarn.ReservationIdProto
+	156, // 113: knit.hadoop.yarn.ReservationDeleteRequestProto.reservation_id:type_name -> knit.hadoop.yarn.ReservationIdProto
+	158, // 114: knit.hadoop.yarn.ReservationListResponseProto.reservations:type_name -> knit.hadoop.yarn.ReservationAllocationStateProto
+	118, // 115: knit.hadoop.yarn.GetLocalizationStatusesRequestProto.container_id:type_name -> knit.hadoop.yarn.ContainerIdProto
+	110, // 116: knit.hadoop.yarn.GetLocalizationStatusesResponseProto.cntn_localization_statuses:type_name -> knit.hadoop.yarn.ContainerLocalizationStatusesProto
+	73,  // 117: knit.hadoop.yarn.GetLocalizationStatusesResponseProto.failed_requests:type_name -> knit.hadoop.yarn.ContainerExceptionMapProto
+	3,   // 118: knit.hadoop.yarn.LocalizationStatusProto.localization_state:type_name -> knit.hadoop.yarn.LocalizationStateProto
+	118, // 119: knit.hadoop.yarn.ContainerLocalizationStatusesProto.container_id:type_name -> knit.hadoop.yarn.ContainerIdProto
+	109, // 120: knit.hadoop.yarn.ContainerLocalizationStatusesProto.localization_statuses:type_name -> knit.hadoop.yarn.LocalizationStatusProto
 	121, // [121:121] is the sub-list for method output_type
 	121, // [121:121] is the sub-list for method input_type
 	121, // [121:121] is the sub-list for extension type_name

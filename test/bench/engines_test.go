@@ -23,7 +23,7 @@ const (
 	hadoopProtocol = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
 	// grpcService is the service of the same protocol in
 	// applicationclient_protocol.proto, the name a gRPC stub would use.
-	grpcService = "hadoop.yarn.ApplicationClientProtocolService"
+	grpcService = "knit.hadoop.yarn.ApplicationClientProtocolService"
 
 	// benchIdle keeps both ends of an idle connection open between runs, so
 	// that no run pays for a reconnect (the defaults are 10s and 20s).
