@@ -31,6 +31,44 @@
 // when it has left the API. Pods that vanish from the API (force deletion)
 // are stopped and removed too.
 //
+// # In-place resize
+//
+// Pods are resized through the resize subresource (InPlacePodVerticalScaling,
+// on by default since 1.33), and the node answers as the 1.34 kubelet's
+// allocation manager does, as far as status goes. When a pod's first
+// container starts, the node records the spec as the pod's allocation
+// (the kubelet's checkpoint, kept in the pod's folder), and every
+// container that has run reports it: containerStatuses[].allocatedResources
+// (requests) and .resources (requests and limits). The API server refuses
+// to resize a running pod whose status lacks resources ("Pod running on
+// node without support for resize"), so this is what allows resizing at
+// all. When the spec of a started, non-terminal pod differs from its
+// allocation, the node decides, one pod at a time:
+//
+//   - Accepted, if the new requests fit the node's allocatable beside the
+//     allocations of its other non-terminal pods: allocation,
+//     allocatedResources and resources follow the spec at once, and no
+//     resize condition is left. PodResizeInProgress, which a kubelet shows
+//     until the runtime has applied a resize, is never set: there is
+//     nothing to apply.
+//   - PodResizePending with reason Infeasible, if the pod's cpu or memory
+//     requests exceed the node's allocatable. It stays until the spec
+//     changes again.
+//   - PodResizePending with reason Deferred, if the requests fit the node
+//     but not the room left (pod count, cpu, memory, ephemeral-storage and
+//     the extended resources the node advertises, counted as the kubelet's
+//     admission counts them, with its message). It is decided again when a
+//     pod of the node ends or leaves, when another resize is accepted, and
+//     every 3 minutes, as the kubelet retries.
+//
+// The condition's observedGeneration is the pod generation decided on;
+// status.observedGeneration is the pod's, as always. A pod none of whose
+// containers has started needs nothing (it starts with its spec), and a
+// terminal pod reports no resize condition. A container (re)started while
+// a resize is pending runs with its allocation, as its downward API values
+// show. The node admits every pod the scheduler binds, so allocations are
+// only counted for resizes.
+//
 // # A process is not a container
 //
 // There is no image, no mount namespace, no network namespace, no cgroup:
@@ -79,7 +117,7 @@
 //     same address collide, as hostNetwork pods do.
 //   - No probes run and no lifecycle hooks; a running container is started
 //     and ready at once. Resources are reported and handed to the downward
-//     API, never enforced; securityContext is ignored, processes run as the
+//     API, never enforced (so a resize changes bookkeeping only); securityContext is ignored, processes run as the
 //     node's user. activeDeadlineSeconds, ephemeral containers and events
 //     are not implemented.
 //

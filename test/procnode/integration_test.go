@@ -2,6 +2,7 @@ package procnode
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -47,7 +49,7 @@ func TestWithControlPlane(t *testing.T) {
 	withAPI := func(cfg *Config) { cfg.APIServerHost, cfg.APIServerPort = host, port }
 	dir1, dir2 := t.TempDir(), t.TempDir()
 	node1 := runNode(t, client, dir1, withAPI)
-	runNode(t, client, dir2, withAPI, func(cfg *Config) { cfg.Name, cfg.Address = "node-2", "127.0.1.2" })
+	node2 := runNode(t, client, dir2, withAPI, func(cfg *Config) { cfg.Name, cfg.Address = "node-2", "127.0.1.2" })
 	for _, name := range []string{"node-1", "node-2"} {
 		waitFor(t, 60*time.Second, name+" ready and untainted", func() bool {
 			n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -174,6 +176,99 @@ func TestWithControlPlane(t *testing.T) {
 		if !gone(shim.ShimPID, shim.ShimStart) {
 			t.Error("shim still runs")
 		}
+	})
+
+	t.Run("in-place resize", func(t *testing.T) {
+		// node-2 has 8 cpu; boom, the only other pod there, has ended.
+		p := schedulablePod("resize", "node-2", corev1.RestartPolicyAlways, sh("main", "sleep 1000"))
+		p.Spec.Containers[0] = withResources(p.Spec.Containers[0], res("cpu", "500m", "memory", "128Mi"))
+		createPod(t, client, p)
+		got := waitPod(t, client, "resize", "running with its resources reported", func(p *corev1.Pod) bool {
+			st := containerStatusOf(p, "main")
+			return st != nil && st.State.Running != nil && st.Resources != nil
+		})
+		if st := containerStatusOf(got, "main"); !apiequality.Semantic.DeepEqual(*st.Resources, got.Spec.Containers[0].Resources) ||
+			!apiequality.Semantic.DeepEqual(st.AllocatedResources, got.Spec.Containers[0].Resources.Requests) ||
+			got.Status.QOSClass != corev1.PodQOSGuaranteed {
+			t.Fatalf("at start: resources %v, allocated %v, qos %s", st.Resources, st.AllocatedResources, got.Status.QOSClass)
+		}
+
+		// resize patches the resize subresource keeping requests = limits
+		// (a resize may not change the QoS class) and returns the pod's
+		// new generation.
+		resize := func(cpu string) int64 {
+			t.Helper()
+			patch := fmt.Sprintf(`{"spec":{"containers":[{"name":"main","resources":{"requests":{"cpu":%q,"memory":"128Mi"},"limits":{"cpu":%q,"memory":"128Mi"}}}]}}`, cpu, cpu)
+			out, err := client.CoreV1().Pods("default").Patch(ctx, "resize", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "resize")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out.Generation
+		}
+		// accepted: the node has seen generation gen and allocated cpu.
+		accepted := func(gen int64, cpu string) func(*corev1.Pod) bool {
+			return func(p *corev1.Pod) bool {
+				st := containerStatusOf(p, "main")
+				return p.Status.ObservedGeneration >= gen && condition(p.Status, corev1.PodResizePending) == nil &&
+					st.AllocatedResources.Cpu().Equal(resource.MustParse(cpu)) && st.Resources != nil &&
+					st.Resources.Limits.Cpu().Equal(resource.MustParse(cpu)) && st.Resources.Requests.Cpu().Equal(resource.MustParse(cpu))
+			}
+		}
+		pending := func(gen int64, reason string) func(*corev1.Pod) bool {
+			return func(p *corev1.Pod) bool {
+				c := condition(p.Status, corev1.PodResizePending)
+				return c != nil && c.Reason == reason && c.ObservedGeneration == gen
+			}
+		}
+		allocatedCPU := func(p *corev1.Pod) string { return containerStatusOf(p, "main").AllocatedResources.Cpu().String() }
+
+		gen := resize("1")
+		if gen <= got.Generation {
+			t.Errorf("resize left the generation at %d", gen)
+		}
+		waitPod(t, client, "resize", "resize to 1 cpu accepted", accepted(gen, "1"))
+
+		gen = resize("16")
+		got = waitPod(t, client, "resize", "resize to 16 cpu infeasible", pending(gen, corev1.PodReasonInfeasible))
+		if c := condition(got.Status, corev1.PodResizePending); c.Message != "Node didn't have enough capacity: cpu, requested: 16000, capacity: 8000" {
+			t.Errorf("infeasible message = %q", c.Message)
+		}
+		if cpu := allocatedCPU(got); cpu != "1" {
+			t.Errorf("infeasible resize allocated cpu %s", cpu)
+		}
+		// A pending resize does not make every sync write the status.
+		paths := newPodPaths(dir2, got.Namespace, got.Name, got.UID)
+		obs, err := node2.observe("default/resize", got, paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rz, err := node2.syncResize("default/resize", got, paths, obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := computePodStatus(statusInput{Pod: got, Obs: obs, SandboxReady: true, Allocated: rz.Allocated,
+			ResizePending: rz.Pending, Address: "127.0.1.2", Now: time.Now()})
+		if !apiequality.Semantic.DeepEqual(got.Status, want) {
+			t.Errorf("stored status differs from the computed one:\nstored   %+v\ncomputed %+v", got.Status, want)
+		}
+
+		// The scheduler counts a pod with an infeasible resize at what its
+		// node allocated (1 cpu), so 6 more cpu fit on node-2.
+		hog := schedulablePod("hog", "node-2", corev1.RestartPolicyAlways, sh("main", "sleep 1000"))
+		hog.Spec.Containers[0] = withResources(hog.Spec.Containers[0], res("cpu", "6", "memory", "64Mi"))
+		createPod(t, client, hog)
+		waitPod(t, client, "hog", "running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+
+		// 4 cpu fit the node but not beside the hog: deferred until it goes.
+		gen = resize("4")
+		got = waitPod(t, client, "resize", "resize to 4 cpu deferred", pending(gen, corev1.PodReasonDeferred))
+		if c := condition(got.Status, corev1.PodResizePending); c.Message != "Node didn't have enough resource: cpu, requested: 4000, used: 6000, capacity: 8000" {
+			t.Errorf("deferred message = %q", c.Message)
+		}
+		if err := client.CoreV1().Pods("default").Delete(ctx, "hog", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitPod(t, client, "resize", "deferred resize accepted once the hog is gone", accepted(gen, "4"))
 	})
 
 	t.Run("pods of a node share its address", func(t *testing.T) {

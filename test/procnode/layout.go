@@ -18,6 +18,7 @@ import (
 //
 //	<Dir>/pods/<namespace>_<name>_<uid>/
 //	    _pod.json                       identity and set-up marker
+//	    _allocated.json                 resources granted per container (resize.go)
 //	    _volumes/<volume>/              emptyDir, secret, configMap, downwardAPI, projected
 //	    _work/<container>/              default working directory
 //	    _state/<container>/<n>.spec.json    what the shim runs (written by the node)
@@ -66,6 +67,7 @@ func newPodPaths(dir, namespace, name string, uid types.UID) podPaths {
 }
 
 func (p podPaths) meta() string                 { return filepath.Join(p.root, "_pod.json") }
+func (p podPaths) allocated() string            { return filepath.Join(p.root, "_allocated.json") }
 func (p podPaths) volume(name string) string    { return filepath.Join(p.root, "_volumes", name) }
 func (p podPaths) work(container string) string { return filepath.Join(p.root, "_work", container) }
 func (p podPaths) state(container string) string {

@@ -98,6 +98,15 @@ type Node struct {
 	killing map[string]bool          // runs being stopped, by spec path
 	posted  map[types.UID]postedPair // last status written per pod
 	bg      sync.WaitGroup           // kill goroutines
+	// deferred holds the keys of pods whose resize waits for room;
+	// roomFreed counts the times room may have grown, so a decision
+	// that raced with a pod ending is taken again.
+	deferred  map[string]bool
+	roomFreed uint64
+
+	// resizeMu serializes allocation decisions (see resize.go); it is
+	// taken before mu, never while holding it.
+	resizeMu sync.Mutex
 }
 
 // New checks cfg, fills in defaults and prepares Dir. It starts nothing.
@@ -179,13 +188,14 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("procnode: %w", err)
 	}
 	return &Node{
-		cfg:     cfg,
-		log:     log,
-		rt:      rt,
-		backoff: backoffPolicy{Base: cfg.RestartBackoffBase, Max: cfg.RestartBackoffMax},
-		watched: map[string]watchedRun{},
-		killing: map[string]bool{},
-		posted:  map[types.UID]postedPair{},
+		cfg:      cfg,
+		log:      log,
+		rt:       rt,
+		backoff:  backoffPolicy{Base: cfg.RestartBackoffBase, Max: cfg.RestartBackoffMax},
+		watched:  map[string]watchedRun{},
+		killing:  map[string]bool{},
+		posted:   map[types.UID]postedPair{},
+		deferred: map[string]bool{},
 	}, nil
 }
 

@@ -94,9 +94,15 @@ func (n *Node) Run(ctx context.Context) error {
 			if ok1 && ok2 && p.ResourceVersion != "" && o.ResourceVersion == p.ResourceVersion {
 				return // a resync: nothing changed
 			}
+			if ok1 && ok2 && !podTerminal(o) && podTerminal(p) {
+				n.freeRoom() // what it held is free for deferred resizes
+			}
 			n.enqueue(newObj)
 		},
-		DeleteFunc: n.enqueue,
+		DeleteFunc: func(obj any) {
+			n.freeRoom()
+			n.enqueue(obj)
+		},
 	}); err != nil {
 		return fmt.Errorf("procnode %s: watch pods: %w", n.cfg.Name, err)
 	}
@@ -216,6 +222,7 @@ func (n *Node) syncPod(ctx context.Context, key string) error {
 	}
 	pod, err := n.pods.Pods(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		n.forgetDeferred(key)
 		return n.cleanupPods(ctx, key, ns, name, "")
 	}
 	if err != nil {
@@ -230,9 +237,11 @@ func (n *Node) syncPod(ctx context.Context, key string) error {
 	}
 	paths := newPodPaths(n.cfg.Dir, pod.Namespace, pod.Name, pod.UID)
 	if pod.DeletionTimestamp != nil {
+		n.forgetDeferred(key)
 		return n.syncTerminating(ctx, key, pod, paths)
 	}
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	if podTerminal(pod) {
+		n.forgetDeferred(key)
 		// A terminal pod never runs again; stop what might (nothing should).
 		obs, err := n.observe(key, pod, paths)
 		if err != nil {
@@ -249,6 +258,7 @@ func (n *Node) syncPod(ctx context.Context, key string) error {
 		requeue  time.Duration
 		startErr []error
 		more     bool // rounds ran out with work left: sync again
+		rz       resizeResult
 	)
 	if setupErr == nil {
 		for round := range maxActionRounds {
@@ -256,14 +266,32 @@ func (n *Node) syncPod(ctx context.Context, key string) error {
 			if err != nil {
 				return err
 			}
+			if round == 0 {
+				// A resize is decided before anything starts, so a
+				// container (re)started now gets the allocation in force.
+				if rz, err = n.syncResize(key, pod, paths, obs); err != nil {
+					return err
+				}
+			}
 			plan := planPod(pod, obs, time.Now(), n.backoff)
 			waiting, requeue = plan.Waiting, plan.RequeueAfter
 			for _, k := range plan.Kill {
 				n.killAsync(ctx, key, paths, k.Container, obs[k.Container].Latest.Restart, gracePeriod(pod), k.Reason)
 			}
+			if len(plan.Start) > 0 && rz.Allocated == nil {
+				if rz.Allocated, err = n.allocateAtStart(pod, paths); err != nil {
+					return err
+				}
+			}
+			// Containers run with what they were allocated, which differs
+			// from the spec while a resize is pending.
+			runPod, _ := rz.Allocated.applyTo(pod)
 			startErr = nil
 			for _, s := range plan.Start {
-				if err := n.startContainer(ctx, pod, paths, objs, s); err != nil {
+				if c := findContainer(runPod, s.Container.Name); c != nil {
+					s.Container = c
+				}
+				if err := n.startContainer(ctx, runPod, paths, objs, s); err != nil {
 					var ce configError
 					if !errors.As(err, &ce) {
 						return err
@@ -284,7 +312,7 @@ func (n *Node) syncPod(ctx context.Context, key string) error {
 	}
 	err = n.postStatus(ctx, pod, func(p *corev1.Pod) corev1.PodStatus {
 		return computePodStatus(statusInput{Pod: p, Obs: obs, Waiting: waiting, SandboxReady: ready,
-			Address: n.cfg.Address, Now: time.Now()})
+			Allocated: rz.Allocated, ResizePending: rz.Pending, Address: n.cfg.Address, Now: time.Now()})
 	})
 	switch {
 	case more:
@@ -308,9 +336,10 @@ func (n *Node) syncTerminating(ctx context.Context, key string, pod *corev1.Pod,
 		return nil // the kill goroutines enqueue the pod when done
 	}
 	meta, _ := readPodMeta(paths)
+	alloc, _, _ := readAllocation(paths) // without one, the spec is reported
 	err = n.postStatus(ctx, pod, func(p *corev1.Pod) corev1.PodStatus {
 		return computePodStatus(statusInput{Pod: p, Obs: obs, SandboxReady: meta.VolumesReady, Terminal: true,
-			Address: n.cfg.Address, Now: time.Now()})
+			Allocated: alloc, Address: n.cfg.Address, Now: time.Now()})
 	})
 	if err != nil {
 		return err
@@ -338,6 +367,10 @@ func (n *Node) stopRunning(ctx context.Context, key string, pod *corev1.Pod, pat
 		}
 	}
 	return any
+}
+
+func podTerminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 // gracePeriod is how long a container gets between SIGTERM and SIGKILL:

@@ -119,8 +119,13 @@ type statusInput struct {
 	// Terminal: the pod was deleted and all its containers are stopped;
 	// report the final status the kubelet reports before its last delete.
 	Terminal bool
-	Address  string
-	Now      time.Time
+	// Allocated is what the node granted the pod's containers (nil before
+	// any started: the spec is reported); ResizePending is a resize the
+	// node did not take, reported as the PodResizePending condition.
+	Allocated     podAllocation
+	ResizePending *resizeDecision
+	Address       string
+	Now           time.Time
 }
 
 // computePodStatus builds the pod status as the kubelet's
@@ -144,13 +149,13 @@ func computePodStatus(in statusInput) corev1.PodStatus {
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		s.InitContainerStatuses = append(s.InitContainerStatuses,
-			containerStatus(c, in.Obs[c.Name], in.waiting(c.Name), defWaiting, oldInit[c.Name], true, in.Terminal))
+			containerStatus(c, in.Obs[c.Name], in.waiting(c.Name), defWaiting, oldInit[c.Name], in.Allocated.resourcesOf(c), true, in.Terminal))
 	}
 	s.ContainerStatuses = nil
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		s.ContainerStatuses = append(s.ContainerStatuses,
-			containerStatus(c, in.Obs[c.Name], in.waiting(c.Name), defWaiting, oldMain[c.Name], false, in.Terminal))
+			containerStatus(c, in.Obs[c.Name], in.waiting(c.Name), defWaiting, oldMain[c.Name], in.Allocated.resourcesOf(c), false, in.Terminal))
 	}
 	sort.SliceStable(s.ContainerStatuses, func(i, j int) bool { return s.ContainerStatuses[i].Name < s.ContainerStatuses[j].Name })
 
@@ -176,14 +181,22 @@ func computePodStatus(in statusInput) corev1.PodStatus {
 	}
 
 	// Conditions: keep those the kubelet does not own (PodScheduled
-	// included: the scheduler set it), then ours in the kubelet's order.
+	// included: the scheduler set it), then ours in the kubelet's order:
+	// the resize conditions first (gone once the pod is terminal), then
+	// the ones generated from the containers. PodResizeInProgress is never
+	// set: nothing is actuated, so an accepted resize is complete at once.
 	var conds []corev1.PodCondition
 	for _, c := range old.Conditions {
 		switch c.Type {
-		case corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady:
+		case corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady,
+			corev1.PodResizePending, corev1.PodResizeInProgress:
 		default:
 			conds = append(conds, c)
 		}
+	}
+	terminal := in.Terminal || s.Phase == corev1.PodSucceeded || s.Phase == corev1.PodFailed
+	if in.ResizePending != nil && !terminal {
+		conds = append(conds, resizePendingCondition(*in.ResizePending, old.Conditions, in.Now))
 	}
 	allForConds := append(append([]corev1.ContainerStatus{}, s.InitContainerStatuses...), s.ContainerStatuses...)
 	sandbox := corev1.ConditionFalse
@@ -238,8 +251,11 @@ func statusByName(list []corev1.ContainerStatus) map[string]*corev1.ContainerSta
 // containerStatus reports one container: running, terminated, or waiting
 // (a default reason, or the plan's CrashLoopBackOff / CreateContainerError,
 // with the run that ended as lastState). There are no probes: a running
-// container is started and ready at once.
-func containerStatus(c *corev1.Container, o containerObs, w *waitingReason, defWaiting string, old *corev1.ContainerStatus, init, terminal bool) corev1.ContainerStatus {
+// container is started and ready at once. A container that ran reports
+// res, its allocation, as allocatedResources (requests) and resources
+// (what it runs with: nothing is enforced, so the same), as the kubelet
+// reports every container the runtime knows of.
+func containerStatus(c *corev1.Container, o containerObs, w *waitingReason, defWaiting string, old *corev1.ContainerStatus, res corev1.ResourceRequirements, init, terminal bool) corev1.ContainerStatus {
 	st := corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: imageID(c.Image), Started: ptrTo(false)}
 	l := o.Latest
 	if l == nil {
@@ -261,6 +277,8 @@ func containerStatus(c *corev1.Container, o containerObs, w *waitingReason, defW
 	st.Image, st.ImageID = l.Image, imageID(l.Image)
 	st.ContainerID = containerIDPrefix + l.ContainerID
 	st.RestartCount = int32(l.Restart)
+	st.AllocatedResources = res.Requests.DeepCopy()
+	st.Resources = &res
 	switch {
 	case l.Running:
 		st.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(apiTime(l.StartedAt))}
