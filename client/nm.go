@@ -116,6 +116,26 @@ func (c *NMClient) StopContainer(ctx context.Context, id *yarnpb.ContainerIdProt
 	return nil
 }
 
+// UpdateContainer brings a container's update to its node (updateContainer,
+// as NMClientImpl.updateContainerResource does): container is the one an
+// INCREASE, PROMOTE or DEMOTE UpdatedContainer carried, with its new token.
+func (c *NMClient) UpdateContainer(ctx context.Context, container *yarnpb.ContainerProto) error {
+	id := container.GetId()
+	rpc, err := c.node(container.GetNodeId())
+	if err != nil {
+		return fmt.Errorf("client: update container %s: %w", containerString(id), err)
+	}
+	req := &yarnpb.ContainerUpdateRequestProto{UpdateContainerToken: []*commonpb.TokenProto{container.GetContainerToken()}}
+	var resp yarnpb.ContainerUpdateResponseProto
+	if err := rpc.Call(ctx, "updateContainer", req, &resp); err != nil {
+		return fmt.Errorf("client: update container %s: %w", containerString(id), err)
+	}
+	if err := containerFailure(resp.GetFailedRequests(), id); err != nil {
+		return fmt.Errorf("client: update container %s: %w", containerString(id), err)
+	}
+	return nil
+}
+
 // GetContainerStatus returns a container's status from its node
 // (getContainerStatuses).
 func (c *NMClient) GetContainerStatus(ctx context.Context, id *yarnpb.ContainerIdProto, node *yarnpb.NodeIdProto) (*yarnpb.ContainerStatusProto, error) {

@@ -75,6 +75,8 @@ type Sink interface {
 	// Preempting warns that Kubernetes is about to take a container back
 	// (the pod has a DisruptionTarget condition and still runs).
 	Preempting(ctx context.Context, id yarnid.ContainerID)
+	// Updated reports how an increase ended, once.
+	Updated(ctx context.Context, r UpdateResult)
 }
 
 // Signer signs the ContainerToken of a new container.
@@ -391,10 +393,7 @@ func (c *Controller) ContainerStatus(id yarnid.ContainerID) (*yarnpb.ContainerSt
 	st := &yarnpb.ContainerStatusProto{
 		ContainerId:   id.Proto(),
 		Capability:    resourceOf(p, c.cfg.Resources),
-		ExecutionType: yarnpb.ExecutionTypeProto_GUARANTEED.Enum(),
-	}
-	if p.Annotations[AnnotationExecutionType] == yarnpb.ExecutionTypeProto_OPPORTUNISTIC.String() {
-		st.ExecutionType = yarnpb.ExecutionTypeProto_OPPORTUNISTIC.Enum()
+		ExecutionType: executionTypeOf(p).Enum(),
 	}
 	if done, exit, diag, _ := ended(p); done {
 		st.State = yarnpb.ContainerStateProto_C_COMPLETE.Enum()
@@ -711,6 +710,9 @@ func (c *Controller) syncPod(ctx context.Context, nn types.NamespacedName) error
 		c.complete(ctx, Completion{Container: id, ExitStatus: exit, Diagnostics: diag, Preempted: preempted})
 		return nil
 	}
+	if err := c.syncIncrease(ctx, p, id); err != nil {
+		return err
+	}
 	if disrupted(p) {
 		c.mu.Lock()
 		first := !c.warned[id]
@@ -791,10 +793,7 @@ func (c *Controller) containerProto(p *corev1.Pod, id yarnid.ContainerID) (*yarn
 	}
 	prio, _ := strconv.ParseInt(p.Labels[LabelPriority], 10, 32)
 	allocID := parseIntLabelValue(p.Labels[LabelAllocationRequestID])
-	exec := yarnpb.ExecutionTypeProto_GUARANTEED
-	if p.Annotations[AnnotationExecutionType] == yarnpb.ExecutionTypeProto_OPPORTUNISTIC.String() {
-		exec = yarnpb.ExecutionTypeProto_OPPORTUNISTIC
-	}
+	exec := executionTypeOf(p)
 	cp := &yarnpb.ContainerProto{
 		Id:                  id.Proto(),
 		NodeId:              node,
@@ -803,7 +802,7 @@ func (c *Controller) containerProto(p *corev1.Pod, id yarnid.ContainerID) (*yarn
 		Priority:            &yarnpb.PriorityProto{Priority: proto.Int32(int32(prio))},
 		ExecutionType:       exec.Enum(),
 		AllocationRequestId: proto.Int64(allocID),
-		Version:             proto.Int32(0),
+		Version:             proto.Int32(versionOf(p, AnnotationVersion)),
 	}
 	tok, err := c.cfg.Signer.Sign(cp, annotationOrLabel(p, LabelUser), p.Spec.NodeSelector[NodeLabelPartition], p.Labels[LabelRole] == RoleAM)
 	if err != nil {

@@ -413,10 +413,12 @@ func newPod(r *PodRequest) (*corev1.Pod, error) {
 				Image:        r.Launcher.Image,
 				Command:      slices.Clone(r.Launcher.InitCommand),
 				VolumeMounts: []corev1.VolumeMount{mount},
-				// The same resources as the main container: the pod still
-				// asks for no more than the main container (init containers
-				// run first and alone), and stays Guaranteed.
-				Resources:                containerResources(res),
+				// Little of the main container's CPU and memory, requests
+				// equal to limits so the pod stays Guaranteed: an init
+				// container cannot be resized, and the pod's size is the
+				// larger of the two, so a container shrunk in place must not
+				// be held up by it.
+				Resources:                containerResources(launcherResources(res)),
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			}},
 			Containers: []corev1.Container{{
@@ -444,6 +446,27 @@ func newPod(r *PodRequest) (*corev1.Pod, error) {
 		},
 	}
 	return pod, nil
+}
+
+// The launcher init container's most CPU and memory: it copies one binary.
+const (
+	launcherMaxCPU    = "100m"
+	launcherMaxMemory = "64Mi"
+)
+
+// launcherResources is the smaller of the main container's CPU and memory
+// and the launcher's most.
+func launcherResources(res corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, most := range map[corev1.ResourceName]string{corev1.ResourceCPU: launcherMaxCPU, corev1.ResourceMemory: launcherMaxMemory} {
+		if q, ok := res[name]; ok {
+			if most := resource.MustParse(most); q.Cmp(most) > 0 {
+				q = most
+			}
+			out[name] = q
+		}
+	}
+	return out
 }
 
 // containerResources gives a container requests equal to limits, each its

@@ -101,7 +101,7 @@ func testPod() *corev1.Pod {
 				Image:                    "ghcr.io/knitdev/knit:1.0",
 				Command:                  []string{"cp", "/knit-launcher", "/knit/bin/knit-launcher"},
 				VolumeMounts:             mount,
-				Resources:                resources("2Gi", "2"),
+				Resources:                resources("64Mi", "100m"),
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			}},
 			Containers: []corev1.Container{{
@@ -208,8 +208,10 @@ func appIs(app string) metav1.LabelSelectorRequirement {
 	return metav1.LabelSelectorRequirement{Key: "knit.io/application", Operator: metav1.LabelSelectorOpIn, Values: []string{app}}
 }
 
+// bothContainers gives the main container r and the launcher's init
+// container its share of r's CPU and memory, at most 100m and 64Mi.
 func bothContainers(p *corev1.Pod, r corev1.ResourceRequirements) {
-	p.Spec.InitContainers[0].Resources = r
+	p.Spec.InitContainers[0].Resources = containerResources(launcherResources(r.Requests))
 	p.Spec.Containers[0].Resources = *r.DeepCopy()
 }
 
@@ -985,7 +987,7 @@ func TestBuildPodSharesNothingWithTheRequest(t *testing.T) {
 	if got := first.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU]; got.Cmp(resource.MustParse("2")) != 0 {
 		t.Errorf("changing the requests changed the limits to %s", got.String())
 	}
-	if got := first.Spec.InitContainers[0].Resources.Requests[corev1.ResourceCPU]; got.Cmp(resource.MustParse("2")) != 0 {
+	if got := first.Spec.InitContainers[0].Resources.Requests[corev1.ResourceCPU]; got.Cmp(resource.MustParse("100m")) != 0 {
 		t.Errorf("changing the main container changed the init container to %s", got.String())
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rks/relay"
 )
 
@@ -46,6 +47,11 @@ type Pods interface {
 	ContainerStatus(id yarnid.ContainerID) (*yarnpb.ContainerStatusProto, bool)
 	// StopContainer ends a container the AM stops.
 	StopContainer(ctx context.Context, id yarnid.ContainerID) error
+	// NodeVersion is the container version the node side holds.
+	NodeVersion(id yarnid.ContainerID) int32
+	// ApplyNodeUpdate gives a container the version and resources of an
+	// update token the AM brought.
+	ApplyNodeUpdate(ctx context.Context, id yarnid.ContainerID, version int32, r *yarnpb.ResourceProto) error
 }
 
 // Tokens checks the tokens of container requests (rm/tokens plays the
@@ -191,7 +197,7 @@ func (s *Service) startContainers(ctx context.Context, req *yarnpb.StartContaine
 	resp := &yarnpb.StartContainersResponseProto{ServicesMetaData: s.servicesMetaData()}
 	pinned := false
 	for _, r := range req.GetStartContainerRequest() {
-		ctID, err := s.authorizeStart(ctx, nmID, r.GetContainerToken())
+		ctID, err := s.authorize(ctx, nmID, r.GetContainerToken(), forStart)
 		if err != nil {
 			resp.FailedRequests = append(resp.FailedRequests, failure(ctID.GetContainerId(), err))
 			continue
@@ -213,28 +219,47 @@ func (s *Service) startContainers(ctx context.Context, req *yarnpb.StartContaine
 	return resp, nil
 }
 
-// authorizeStart is ContainerManagerImpl.authorizeStartAndResourceIncreaseRequest
+// request names a checked request in the NodeManager's refusals.
+type request struct {
+	unauthorized string // the refusal's first sentence
+	using        string // what the NMToken "was used for"
+	noToken      string // the refusal of a request without a token
+}
+
+var (
+	forStart = request{
+		unauthorized: "Unauthorized request to start container. ",
+		using:        "starting container",
+		noToken:      "Container token is not set in the start request",
+	}
+	forUpdate = request{
+		unauthorized: "Unauthorized request to increase container resource.",
+		using:        "increasing resource of container",
+		noToken:      "Invalid ContainerToken",
+	}
+)
+
+// authorize is ContainerManagerImpl.authorizeStartAndResourceIncreaseRequest
 // with the token checks of verifyAndGetContainerTokenIdentifier.
-func (s *Service) authorizeStart(ctx context.Context, nmID *yarnpb.NMTokenIdentifierProto, tp *commonpb.TokenProto) (*yarnpb.ContainerTokenIdentifierProto, error) {
+func (s *Service) authorize(ctx context.Context, nmID *yarnpb.NMTokenIdentifierProto, tp *commonpb.TokenProto, r request) (*yarnpb.ContainerTokenIdentifierProto, error) {
 	if tp == nil {
-		return nil, ipc.Errorf(ClassYarnException, "Container token is not set in the start request")
+		return nil, ipc.Errorf(ClassYarnException, "%s", r.noToken)
 	}
 	ctID, err := s.cfg.Tokens.VerifyContainerToken(token.FromProto(tp))
 	if err != nil {
 		return ctID, err
 	}
-	const unauthorized = "Unauthorized request to start container. "
 	tokenApp := nmID.GetAppAttemptId().GetApplicationId()
 	ctrApp := ctID.GetContainerId().GetAppAttemptId().GetApplicationId()
 	if !proto.Equal(tokenApp, ctrApp) {
-		return ctID, ipc.Errorf(ClassYarnException, "%s\nNMToken for application attempt : %s was used for starting container with container token issued for application attempt : %s",
-			unauthorized, attemptString(nmID.GetAppAttemptId()), attemptString(ctID.GetContainerId().GetAppAttemptId()))
+		return ctID, ipc.Errorf(ClassYarnException, "%s\nNMToken for application attempt : %s was used for %s with container token issued for application attempt : %s",
+			r.unauthorized, attemptString(nmID.GetAppAttemptId()), r.using, attemptString(ctID.GetContainerId().GetAppAttemptId()))
 	}
 	if node, ok := relay.NodeFrom(ctx); ok && node != ctID.GetNmHostAddr() {
-		return ctID, ipc.Errorf(classInvalidToken, "%s\nThe container token was issued for NodeManager %s, not for %s", unauthorized, ctID.GetNmHostAddr(), node)
+		return ctID, ipc.Errorf(classInvalidToken, "%s\nThe container token was issued for NodeManager %s, not for %s", r.unauthorized, ctID.GetNmHostAddr(), node)
 	}
 	if want := yarnid.NodeString(nmID.GetNodeId()); want != ctID.GetNmHostAddr() {
-		return ctID, ipc.Errorf(classInvalidToken, "%s\nThe container token was issued for NodeManager %s, the NMToken for %s", unauthorized, ctID.GetNmHostAddr(), want)
+		return ctID, ipc.Errorf(classInvalidToken, "%s\nThe container token was issued for NodeManager %s, the NMToken for %s", r.unauthorized, ctID.GetNmHostAddr(), want)
 	}
 	return ctID, nil
 }
@@ -432,20 +457,49 @@ func (s *Service) increaseContainersResource(ctx context.Context, req *yarnpb.In
 	return &yarnpb.IncreaseContainersResourceResponseProto{SucceededRequests: resp.GetSucceededRequests(), FailedRequests: resp.GetFailedRequests()}, nil
 }
 
-// updateContainer refuses each update: the RM does not issue update tokens
-// yet (ApplicationMasterService answers no container updates), so no valid
-// request can reach here.
+// updateContainer is the NodeManager's updateContainer: each token checked
+// as for a start, then its version against the one the node holds; the pod
+// takes the token's resources (RGS resized it already when the RM granted
+// an increase, so this mostly records the version).
 func (s *Service) updateContainer(ctx context.Context, req *yarnpb.ContainerUpdateRequestProto) (*yarnpb.ContainerUpdateResponseProto, error) {
-	if _, err := nmToken(ctx); err != nil {
+	nmID, err := nmToken(ctx)
+	if err != nil {
 		return nil, err
+	}
+	if len(req.GetUpdateContainerToken()) > maxContainersPerRequest {
+		return nil, ipc.Errorf(ClassYarnException, "updateContainer with %d tokens, more than %d", len(req.GetUpdateContainerToken()), maxContainersPerRequest)
 	}
 	resp := &yarnpb.ContainerUpdateResponseProto{}
 	for _, tp := range req.GetUpdateContainerToken() {
-		ctID, err := s.cfg.Tokens.VerifyContainerToken(token.FromProto(tp))
+		ctID, err := s.authorize(ctx, nmID, tp, forUpdate)
 		if err == nil {
-			err = ipc.Errorf(ClassUnsupportedOperation, "Container resource updates are not supported by Knit yet")
+			err = s.update(ctx, ctID)
 		}
-		resp.FailedRequests = append(resp.FailedRequests, failure(ctID.GetContainerId(), err))
+		if err != nil {
+			resp.FailedRequests = append(resp.FailedRequests, failure(ctID.GetContainerId(), err))
+			continue
+		}
+		resp.SucceededRequests = append(resp.SucceededRequests, ctID.GetContainerId())
 	}
 	return resp, nil
+}
+
+// update applies one checked update token (updateContainerInternal).
+func (s *Service) update(ctx context.Context, ctID *yarnpb.ContainerTokenIdentifierProto) error {
+	id, err := yarnid.ContainerIDFromProto(ctID.GetContainerId())
+	if err != nil {
+		return ipc.Errorf(ClassInvalidContainer, "bad container id: %v", err)
+	}
+	p, ok := s.cfg.Pods.ContainerPod(id)
+	if !ok || p.Annotations[launch.AnnotationContext] == "" {
+		return notHandled(id) // never started on a node
+	}
+	if cur := s.cfg.Pods.NodeVersion(id); cur >= ctID.GetVersion() {
+		return ipc.Errorf(ClassYarnException, "Container %s has update version [%d] >= requested version [%d]", id, cur, ctID.GetVersion())
+	}
+	if err := s.cfg.Pods.ApplyNodeUpdate(ctx, id, ctID.GetVersion(), ctID.GetResource()); err != nil {
+		return ipc.Errorf(ClassYarnException, "Unable to update container %s: %v", id, err)
+	}
+	s.log.InfoContext(ctx, "container updated", "container", id.String(), "version", ctID.GetVersion())
+	return nil
 }

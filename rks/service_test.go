@@ -33,6 +33,8 @@ type fakePods struct {
 	pods    map[yarnid.ContainerID]*corev1.Pod
 	status  map[yarnid.ContainerID]yarnpb.ContainerStateProto
 	stopped []yarnid.ContainerID
+	// versions are the versions the node side holds.
+	versions map[yarnid.ContainerID]int32
 }
 
 func (f *fakePods) ContainerPod(id yarnid.ContainerID) (*corev1.Pod, bool) {
@@ -49,6 +51,16 @@ func (f *fakePods) ContainerStatus(id yarnid.ContainerID) (*yarnpb.ContainerStat
 
 func (f *fakePods) StopContainer(_ context.Context, id yarnid.ContainerID) error {
 	f.stopped = append(f.stopped, id)
+	return nil
+}
+
+func (f *fakePods) NodeVersion(id yarnid.ContainerID) int32 { return f.versions[id] }
+
+func (f *fakePods) ApplyNodeUpdate(_ context.Context, id yarnid.ContainerID, version int32, _ *yarnpb.ResourceProto) error {
+	if f.versions == nil {
+		f.versions = map[yarnid.ContainerID]int32{}
+	}
+	f.versions[id] = version
 	return nil
 }
 
@@ -279,5 +291,61 @@ func TestCallsWithoutAnNMTokenAreRefused(t *testing.T) {
 	var re *ipc.RemoteError
 	if !errors.As(err, &re) || re.Message != msgInvalidNMToken {
 		t.Errorf("err %v, want %q", err, msgInvalidNMToken)
+	}
+}
+
+func updateToken(id yarnid.ContainerID, version int32, password string) *commonpb.TokenProto {
+	ident := &yarnpb.ContainerTokenIdentifierProto{ContainerId: id.Proto(), NmHostAddr: proto.String(node), AppSubmitter: proto.String("alice"),
+		Version: proto.Int32(version), Resource: yarnpb.NewResource(2048, 1)}
+	raw, _ := proto.Marshal(ident)
+	return token.Token{Identifier: raw, Password: []byte(password), Kind: "ContainerToken", Service: node}.Proto()
+}
+
+func TestUpdateContainerTakesOnlyNewerVersionsOfStartedContainers(t *testing.T) {
+	s, pods, _ := newTestService(t)
+	ctx := relay.WithNode(nmCaller(t.Context(), app1), node)
+	unstarted := yarnid.ContainerID{Attempt: attempt, Sequence: 3}
+	pods.pods[unstarted] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p3", Namespace: "ns"}}
+	pods.pods[task].Annotations = map[string]string{launch.AnnotationContext: "{}"}
+	tests := []struct {
+		name    string
+		caller  context.Context
+		tok     *commonpb.TokenProto
+		class   string
+		message string
+		version int32 // the node's version after
+	}{
+		{"a first update", ctx, updateToken(task, 1, "ok"), "", "", 1},
+		{"the same version again", ctx, updateToken(task, 1, "ok"), ClassYarnException,
+			"Container " + task.String() + " has update version [1] >= requested version [1]", 1},
+		{"an older version", ctx, updateToken(task, 0, "ok"), ClassYarnException,
+			"Container " + task.String() + " has update version [1] >= requested version [0]", 1},
+		{"a forged token", ctx, updateToken(task, 2, "forged"), ipc.ClassInvalidToken, "Invalid container token", 1},
+		{"another application's NMToken", relay.WithNode(nmCaller(t.Context(), app2), node), updateToken(task, 2, "ok"), ClassYarnException,
+			"Unauthorized request to increase container resource.\nNMToken for application attempt : appattempt_1700000000000_0002_000001 was used for increasing resource of container", 1},
+		{"a container never started", ctx, updateToken(unstarted, 1, "ok"), ClassYarnException,
+			"Container " + unstarted.String() + " is not handled by this NodeManager", 1},
+		{"a newer version", ctx, updateToken(task, 3, "ok"), "", "", 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := s.updateContainer(tt.caller, &yarnpb.ContainerUpdateRequestProto{UpdateContainerToken: []*commonpb.TokenProto{tt.tok}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.class == "" {
+				if len(resp.GetSucceededRequests()) != 1 || len(resp.GetFailedRequests()) != 0 {
+					t.Errorf("answer %v, want success", resp)
+				}
+			} else {
+				f := resp.GetFailedRequests()
+				if len(f) != 1 || f[0].GetException().GetClassName() != tt.class || !strings.Contains(f[0].GetException().GetMessage(), tt.message) {
+					t.Errorf("answer %v, want %s: %q", resp, tt.class, tt.message)
+				}
+			}
+			if v := pods.versions[task]; v != tt.version {
+				t.Errorf("node version %d, want %d", v, tt.version)
+			}
+		})
 	}
 }

@@ -56,6 +56,12 @@ type Scheduler interface {
 	DeleteContainer(ctx context.Context, id yarnid.ContainerID) error
 	// RemoveApplication removes every pod of an application.
 	RemoveApplication(ctx context.Context, app yarnid.ApplicationID) error
+	// CurrentContainer reads a running container's version, size and
+	// execution type.
+	CurrentContainer(id yarnid.ContainerID) (rgs.Current, bool)
+	// UpdateContainer carries out a granted update: at once (the updated
+	// container returned) or, for an increase, through Sink.Updated.
+	UpdateContainer(ctx context.Context, u rgs.Update) (*yarnpb.ContainerProto, error)
 }
 
 // amState is the ApplicationMasterService's view of one attempt, from the
@@ -77,6 +83,15 @@ type amState struct {
 	allocated  []*yarnpb.ContainerProto
 	completed  []*yarnpb.ContainerStatusProto
 	preempting []yarnid.ContainerID
+	// increasing are the requests of increases the nodes have not answered;
+	// updated and updateErrors wait for the next allocate.
+	increasing   map[yarnid.ContainerID]*yarnpb.UpdateContainerRequestProto
+	updated      []*yarnpb.UpdatedContainerProto
+	updateErrors []*yarnpb.UpdateContainerErrorProto
+}
+
+func newAMState(attempt apps.AttemptID) *amState {
+	return &amState{attempt: attempt, increasing: map[yarnid.ContainerID]*yarnpb.UpdateContainerRequestProto{}}
 }
 
 // monitors are the AM liveness and container allocation timers.
@@ -273,6 +288,7 @@ func (rm *ResourceManager) Allocate(ctx context.Context, req *yarnpb.AllocateReq
 			rm.log.InfoContext(ctx, "release", "container", id.String(), "err", err)
 		}
 	}
+	updates := rm.am.updates(ctx, st, attempt, req.GetUpdateRequests())
 	bl := req.GetBlacklistRequest()
 	rm.am.scheduler.Blacklist(spec, bl.GetBlacklistAdditions(), bl.GetBlacklistRemovals())
 	if len(asks) > 0 {
@@ -293,6 +309,12 @@ func (rm *ResourceManager) Allocate(ctx context.Context, req *yarnpb.AllocateReq
 		}
 		resp.AllocatedContainers = append(resp.AllocatedContainers, c)
 		nodes = append(nodes, c.GetNodeId())
+	}
+	updates = rm.takeUpdates(ctx, e, st, updates)
+	resp.UpdatedContainers, resp.UpdateErrors = updates.updated, updates.errors
+	for _, u := range updates.updated {
+		// A new token for the node too, as YARN's updateContainerAndNMToken.
+		nodes = append(nodes, u.GetContainer().GetNodeId())
 	}
 	st.qmu.Lock()
 	resp.CompletedContainerStatuses, st.completed = st.completed, nil
@@ -390,11 +412,7 @@ func (s *amService) normalize(r *yarnpb.ResourceRequestProto) (*yarnpb.ResourceR
 		return nil, ipc.Errorf(ClassInvalidLabelResourceRequest, "Invalid resource request, %s", err)
 	}
 	out := proto.CloneOf(r)
-	minMB, minVC := int64(max(set.MinAllocationMB, 1)), int32(max(set.MinAllocationVcores, 1))
-	mem = max(mem, minMB)
-	mem = (mem + minMB - 1) / minMB * minMB
-	vc = max(vc, minVC)
-	cap := yarnpb.NewResource(min(mem, int64(set.MaxAllocationMB)), vc)
+	cap := yarnpb.NewResource(s.normalizeMemoryAndVcores(mem, vc))
 	for _, v := range r.GetCapability().GetResourceValueMap() {
 		if v.GetKey() != "memory-mb" && v.GetKey() != "vcores" {
 			cap.ResourceValueMap = append(cap.ResourceValueMap, proto.CloneOf(v))
@@ -402,6 +420,17 @@ func (s *amService) normalize(r *yarnpb.ResourceRequestProto) (*yarnpb.ResourceR
 	}
 	out.Capability = cap
 	return out, nil
+}
+
+// normalizeMemoryAndVcores raises memory and vcores to the minimum
+// allocation, memory to a multiple of it, within the maximum memory
+// (SchedulerUtils.normalizeRequest).
+func (s *amService) normalizeMemoryAndVcores(mem int64, vc int32) (int64, int32) {
+	set := s.rm.cfg.Settings
+	minMB, minVC := int64(max(set.MinAllocationMB, 1)), int32(max(set.MinAllocationVcores, 1))
+	mem = max(mem, minMB)
+	mem = (mem + minMB - 1) / minMB * minMB
+	return min(mem, int64(set.MaxAllocationMB)), max(vc, minVC)
 }
 
 // fromSchedulingRequest turns a SchedulingRequest into the ask RGS keeps:
@@ -532,7 +561,7 @@ func (s *amService) execute(ctx context.Context, e *entry, eff apps.Effect) (app
 	case apps.AddAttemptToScheduler:
 		s.mu.Lock()
 		if s.attempts[x.Attempt] == nil {
-			s.attempts[x.Attempt] = &amState{attempt: x.Attempt}
+			s.attempts[x.Attempt] = newAMState(x.Attempt)
 		}
 		s.mu.Unlock()
 		if x.Recovering {

@@ -2,6 +2,8 @@ package rm
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +23,10 @@ type recordingScheduler struct {
 	asks      []*yarnpb.ResourceRequestProto
 	forgotten []yarnid.AttemptID
 	deleted   []yarnid.ContainerID
+	// current are the running containers updates are checked against;
+	// updates are the updates carried out.
+	current map[yarnid.ContainerID]rgs.Current
+	updates []rgs.Update
 }
 
 func (s *recordingScheduler) Ask(_ rgs.AttemptSpec, asks []*yarnpb.ResourceRequestProto) {
@@ -43,6 +49,36 @@ func (s *recordingScheduler) DeleteContainer(_ context.Context, id yarnid.Contai
 }
 func (s *recordingScheduler) RemoveApplication(context.Context, yarnid.ApplicationID) error {
 	return nil
+}
+func (s *recordingScheduler) CurrentContainer(id yarnid.ContainerID) (rgs.Current, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.current[id]
+	return c, ok
+}
+
+// UpdateContainer grants at once what is not an increase: the container at
+// the next version, with the new size or execution type.
+func (s *recordingScheduler) UpdateContainer(_ context.Context, u rgs.Update) (*yarnpb.ContainerProto, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.updates = append(s.updates, u)
+	cur := s.current[u.Container]
+	if u.Type == yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE {
+		cur.Increasing = true
+		s.current[u.Container] = cur
+		return nil, nil
+	}
+	cur.Version++
+	c := &yarnpb.ContainerProto{Id: u.Container.Proto(), Version: proto.Int32(cur.Version), Resource: cur.Resource, ExecutionType: cur.ExecutionType.Enum()}
+	if u.Capability != nil {
+		c.Resource = u.Capability
+	}
+	if u.Type == yarnpb.ContainerUpdateTypeProto_PROMOTE_EXECUTION_TYPE || u.Type == yarnpb.ContainerUpdateTypeProto_DEMOTE_EXECUTION_TYPE {
+		c.ExecutionType = u.ExecutionType.Enum()
+	}
+	s.current[u.Container] = cur
+	return c, nil
 }
 
 // unmanagedAM submits an unmanaged application and registers its AM,
@@ -123,5 +159,108 @@ func TestAContainerNotStartedInTimeIsTakenBackAndReportedOnce(t *testing.T) {
 	resp, _ = e.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(2)})
 	if len(resp.GetCompletedContainerStatuses()) != 0 {
 		t.Errorf("completed status repeated: %v", resp.GetCompletedContainerStatuses())
+	}
+}
+
+// TestUpdateRequestsAreCheckedAsYARNChecksThem: every bad request becomes an
+// UpdateContainerError and the allocate still succeeds; a decrease and a
+// promotion come back at once at the next version; an increase waits for
+// the node and comes back in a later allocate.
+func TestUpdateRequestsAreCheckedAsYARNChecksThem(t *testing.T) {
+	sched := &recordingScheduler{current: map[yarnid.ContainerID]rgs.Current{}}
+	e := newEnv(t, envOptions{scheduler: sched})
+	attempt, ctx := unmanagedAM(t, e)
+	ctrs := map[string]yarnid.ContainerID{}
+	for i, name := range []string{"shrink", "grow", "promote", "stale", "twice", "huge"} {
+		id := yarnid.ContainerID{Attempt: attempt, Epoch: 1, Sequence: int64(i + 2)}
+		ctrs[name] = id
+		sched.current[id] = rgs.Current{Version: 0, Resource: yarnpb.NewResource(2048, 2), ExecutionType: yarnpb.ExecutionTypeProto_OPPORTUNISTIC}
+		ctr := &yarnpb.ContainerProto{Id: id.Proto(), NodeId: &yarnpb.NodeIdProto{Host: proto.String("node1"), Port: proto.Int32(8041)},
+			Resource: yarnpb.NewResource(2048, 2), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
+		if err := e.rm.SchedulerSink().Allocated(t.Context(), rgs.Allocation{Role: rgs.RoleTask, Container: ctr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resize := func(name string, version int32, typ yarnpb.ContainerUpdateTypeProto, mb int64, vc int32) *yarnpb.UpdateContainerRequestProto {
+		return &yarnpb.UpdateContainerRequestProto{ContainerId: ctrs[name].Proto(), ContainerVersion: proto.Int32(version),
+			UpdateType: typ.Enum(), Capability: yarnpb.NewResource(mb, vc)}
+	}
+	other := yarnid.ContainerID{Attempt: apps.AttemptID{App: apps.ApplicationID{ClusterTimestamp: 1, ID: 99}, ID: 1}, Epoch: 1, Sequence: 2}
+	reqs := []*yarnpb.UpdateContainerRequestProto{
+		resize("shrink", 0, yarnpb.ContainerUpdateTypeProto_DECREASE_RESOURCE, 1000, 1),
+		resize("grow", 0, yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE, 4096, 2),
+		{ContainerId: ctrs["promote"].Proto(), ContainerVersion: proto.Int32(0), UpdateType: yarnpb.ContainerUpdateTypeProto_PROMOTE_EXECUTION_TYPE.Enum(),
+			ExecutionType: yarnpb.ExecutionTypeProto_GUARANTEED.Enum()},
+		resize("stale", 3, yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE, 4096, 2),
+		resize("twice", 0, yarnpb.ContainerUpdateTypeProto_DECREASE_RESOURCE, 1024, 1),
+		resize("twice", 0, yarnpb.ContainerUpdateTypeProto_DECREASE_RESOURCE, 1024, 1),
+		resize("huge", 0, yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE, 1<<20, 2),
+		{ContainerId: other.Proto(), ContainerVersion: proto.Int32(0), UpdateType: yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE.Enum(), Capability: yarnpb.NewResource(4096, 2)},
+	}
+	resp, err := e.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), UpdateRequests: reqs})
+	if err != nil {
+		t.Fatalf("allocate with bad update requests failed: %v", err)
+	}
+	type gotError struct {
+		container yarnid.ContainerID
+		reason    string
+		version   int32
+		set       bool
+	}
+	var errs []gotError
+	for _, ue := range resp.GetUpdateErrors() {
+		id, _ := yarnid.ContainerIDFromProto(ue.GetUpdateRequest().GetContainerId())
+		errs = append(errs, gotError{id, ue.GetReason(), ue.GetCurrentContainerVersion(), ue.CurrentContainerVersion != nil})
+	}
+	wantErrs := []gotError{
+		{ctrs["stale"], "INCORRECT_CONTAINER_VERSION_ERROR", 0, true},
+		{ctrs["twice"], "UPDATE_OUTSTANDING_ERROR", 0, true},
+		{ctrs["huge"], "RESOURCE_OUTSIDE_ALLOWED_RANGE", 0, true},
+		{other, "INVALID_CONTAINER_ID", -1, true},
+	}
+	if !slices.Equal(errs, wantErrs) {
+		t.Errorf("update errors\n got %+v\nwant %+v", errs, wantErrs)
+	}
+	var updated []string
+	for _, u := range resp.GetUpdatedContainers() {
+		c := u.GetContainer()
+		id, _ := yarnid.ContainerIDFromProto(c.GetId())
+		updated = append(updated, fmt.Sprintf("%s %v v%d %dMB/%d %v", u.GetUpdateType(), id, c.GetVersion(),
+			c.GetResource().GetMemory(), c.GetResource().GetVirtualCores(), c.GetExecutionType()))
+	}
+	wantUpdated := []string{
+		fmt.Sprintf("DECREASE_RESOURCE %v v1 1024MB/1 OPPORTUNISTIC", ctrs["shrink"]),
+		fmt.Sprintf("PROMOTE_EXECUTION_TYPE %v v1 2048MB/2 GUARANTEED", ctrs["promote"]),
+		fmt.Sprintf("DECREASE_RESOURCE %v v1 1024MB/1 OPPORTUNISTIC", ctrs["twice"]),
+	}
+	if !slices.Equal(updated, wantUpdated) {
+		t.Errorf("updated containers\n got %q\nwant %q", updated, wantUpdated)
+	}
+	if mb, _ := e.rm.lookup(attempt.App).app.Container(ctrs["shrink"]).Resource(); mb != 1024 {
+		t.Errorf("the RM's record of the decreased container holds %d MB, want 1024", mb)
+	}
+
+	// The increase is outstanding: asking again is refused by the scheduler,
+	// without a version.
+	resp, err = e.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(1),
+		UpdateRequests: []*yarnpb.UpdateContainerRequestProto{resize("grow", 0, yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE, 8192, 2)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ue := resp.GetUpdateErrors(); len(ue) != 1 || ue[0].GetReason() != "UPDATE_OUTSTANDING_ERROR" || ue[0].CurrentContainerVersion != nil {
+		t.Errorf("second increase while one is outstanding: %v", ue)
+	}
+	grown := &yarnpb.ContainerProto{Id: ctrs["grow"].Proto(), Version: proto.Int32(1), Resource: yarnpb.NewResource(4096, 2),
+		NodeId: &yarnpb.NodeIdProto{Host: proto.String("node1"), Port: proto.Int32(8041)}}
+	e.rm.SchedulerSink().Updated(t.Context(), rgs.UpdateResult{Container: ctrs["grow"], Updated: grown})
+	resp, err = e.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := resp.GetUpdatedContainers(); len(u) != 1 || u[0].GetUpdateType() != yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE || u[0].GetContainer().GetVersion() != 1 {
+		t.Errorf("increase answered with %v", u)
+	}
+	if mb, _ := e.rm.lookup(attempt.App).app.Container(ctrs["grow"]).Resource(); mb != 4096 {
+		t.Errorf("the RM's record of the increased container holds %d MB, want 4096", mb)
 	}
 }

@@ -193,6 +193,9 @@ func (c *Container) step(ev ContainerEvent, now time.Time) (ended bool, fx []Eff
 			return false, []Effect{UnwatchAllocation{Container: c.id}}, nil
 		case ContainerAcquired:
 			return false, nil, nil
+		case ContainerUpdated:
+			c.update(e.Container)
+			return false, nil, nil
 		case ContainerFinished:
 			fx := []Effect{UnwatchAllocation{Container: c.id}}
 			return true, append(fx, c.end(ContainerStateCompleted, e.ExitStatus, e.Diagnostics, false, now)...), nil
@@ -218,10 +221,13 @@ func (c *Container) step(ev ContainerEvent, now time.Time) (ended bool, fx []Eff
 			// A repeated pull, or a reservation to grow the container:
 			// neither changes what clients see.
 			return false, nil, nil
+		case ContainerUpdated:
+			c.update(e.Container)
+			return false, nil, nil
 		}
 	case ContainerStateCompleted:
 		switch ev.(type) {
-		case ContainerExpired, ContainerReleased, ContainerKilled:
+		case ContainerExpired, ContainerReleased, ContainerKilled, ContainerUpdated:
 			return false, nil, nil
 		}
 	case ContainerStateExpired:

@@ -77,6 +77,9 @@ func TestContainerTakesEveryValidEvent(t *testing.T) {
 		{ContainerStateRunning, ContainerReleased{Container: task1}, ContainerStateReleased, []string{"StopContainer", "ContainerCompleted"}},
 		{ContainerStateRunning, ContainerAcquired{Container: task1}, ContainerStateRunning, nil},
 		{ContainerStateRunning, ContainerReserved{Container: containerProto(task1, 4096, 2)}, ContainerStateRunning, nil},
+		{ContainerStateRunning, ContainerUpdated{Container: containerProto(task1, 4096, 2)}, ContainerStateRunning, nil},
+		{ContainerStateAcquired, ContainerUpdated{Container: containerProto(task1, 4096, 2)}, ContainerStateAcquired, nil},
+		{ContainerStateCompleted, ContainerUpdated{Container: containerProto(task1, 4096, 2)}, ContainerStateCompleted, nil},
 
 		{ContainerStateCompleted, ContainerExpired{Container: task1}, ContainerStateCompleted, nil},
 		{ContainerStateCompleted, ContainerReleased{Container: task1}, ContainerStateCompleted, nil},
@@ -116,6 +119,8 @@ func TestContainerRejectsInvalidEventsAndStaysUnchanged(t *testing.T) {
 		event ContainerEvent
 	}{
 		{ContainerStateNew, ContainerLaunched{Container: task1}},
+		{ContainerStateNew, ContainerUpdated{Container: containerProto(task1, 4096, 2)}},
+		{ContainerStateAllocated, ContainerUpdated{Container: containerProto(task1, 4096, 2)}},
 		{ContainerStateNew, ContainerFinished{Container: task1}},
 		{ContainerStateNew, ContainerReleased{Container: task1}},
 		{ContainerStateNew, ContainerExpired{Container: task1}},
@@ -243,5 +248,20 @@ func TestContainerUsageCountsFromAllocationToEnd(t *testing.T) {
 func TestNewContainerNeedsAnID(t *testing.T) {
 	if _, err := NewContainer(&yarnpb.ContainerProto{}, "root", t0); err == nil {
 		t.Error("no error")
+	}
+}
+
+func TestContainerUpdatedTakesTheNewSizeAndVersion(t *testing.T) {
+	c := newContainerIn(t, ContainerStateRunning)
+	updated := containerProto(task1, 4096, 3)
+	updated.Version = proto.Int32(1)
+	if _, err := c.Handle(ContainerUpdated{Container: updated}, at(10)); err != nil {
+		t.Fatal(err)
+	}
+	if mb, vc := c.Resource(); mb != 4096 || vc != 3 {
+		t.Errorf("resource = %d MB, %d vcores; want 4096, 3", mb, vc)
+	}
+	if v := c.Proto().GetVersion(); v != 1 {
+		t.Errorf("version = %d, want 1", v)
 	}
 }

@@ -166,6 +166,10 @@ type ContainerAcquired struct{ Container ContainerID }
 // ContainerLaunched records that the container's process runs.
 type ContainerLaunched struct{ Container ContainerID }
 
+// ContainerUpdated records a container the AM pulled at a new version:
+// resized, promoted or demoted (YARN's ACQUIRE_UPDATED_CONTAINER).
+type ContainerUpdated struct{ Container *yarnpb.ContainerProto }
+
 // ContainerFinished records that the container's process ended.
 type ContainerFinished struct {
 	Container   ContainerID
@@ -228,6 +232,7 @@ func (ContainerReserved) Name() string    { return "RESERVED" }
 func (ContainerAllocated) Name() string   { return "START" }
 func (ContainerAcquired) Name() string    { return "ACQUIRED" }
 func (ContainerLaunched) Name() string    { return "LAUNCHED" }
+func (ContainerUpdated) Name() string     { return "ACQUIRE_UPDATED_CONTAINER" }
 func (ContainerFinished) Name() string    { return "FINISHED" }
 func (ContainerReleased) Name() string    { return "RELEASED" }
 func (ContainerExpired) Name() string     { return "EXPIRE" }
@@ -264,6 +269,7 @@ func (ContainerReserved) event()    {}
 func (ContainerAllocated) event()   {}
 func (ContainerAcquired) event()    {}
 func (ContainerLaunched) event()    {}
+func (ContainerUpdated) event()     {}
 func (ContainerFinished) event()    {}
 func (ContainerReleased) event()    {}
 func (ContainerExpired) event()     {}
@@ -298,6 +304,7 @@ func (e ContainerReserved) ContainerID() ContainerID  { id, _ := containerIDOf(e
 func (e ContainerAllocated) ContainerID() ContainerID { id, _ := containerIDOf(e.Container); return id }
 func (e ContainerAcquired) ContainerID() ContainerID  { return e.Container }
 func (e ContainerLaunched) ContainerID() ContainerID  { return e.Container }
+func (e ContainerUpdated) ContainerID() ContainerID   { id, _ := containerIDOf(e.Container); return id }
 func (e ContainerFinished) ContainerID() ContainerID  { return e.Container }
 func (e ContainerReleased) ContainerID() ContainerID  { return e.Container }
 func (e ContainerExpired) ContainerID() ContainerID   { return e.Container }

@@ -244,6 +244,7 @@ type nullSink struct{}
 func (nullSink) Allocated(context.Context, rgs.Allocation) error { return nil }
 func (nullSink) Completed(context.Context, rgs.Completion)       {}
 func (nullSink) Preempting(context.Context, yarnid.ContainerID)  {}
+func (nullSink) Updated(context.Context, rgs.UpdateResult)       {}
 
 // noNodes is an rgs.Nodes of an empty cluster and an rgs.Signer that signs
 // nothing, for pods that are never bound.
@@ -435,6 +436,7 @@ func (s *allocSink) Allocated(_ context.Context, a rgs.Allocation) error {
 }
 func (*allocSink) Completed(context.Context, rgs.Completion)      {}
 func (*allocSink) Preempting(context.Context, yarnid.ContainerID) {}
+func (*allocSink) Updated(context.Context, rgs.UpdateResult)      {}
 
 // boundLatencies are, per pod, the time from the start of its Binding call
 // to RGS's Sink.Allocated and to the watch seeing it bound.
@@ -679,6 +681,12 @@ func (noopScheduler) DeleteContainer(context.Context, yarnid.ContainerID) error 
 }
 func (noopScheduler) RemoveApplication(context.Context, yarnid.ApplicationID) error {
 	return nil
+}
+func (noopScheduler) CurrentContainer(yarnid.ContainerID) (rgs.Current, bool) {
+	return rgs.Current{}, false
+}
+func (noopScheduler) UpdateContainer(context.Context, rgs.Update) (*yarnpb.ContainerProto, error) {
+	return nil, nil
 }
 
 // allocAsks are the AM's 10,000 outstanding asks: allocPriorities

@@ -1,0 +1,341 @@
+package rgs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/cenkalti/backoff/v4"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/protocols/yarnpb"
+)
+
+// Annotations of container updates (YARN's container versions).
+const (
+	// AnnotationVersion holds the container's version: 0 when allocated,
+	// one more at each update the RM grants.
+	AnnotationVersion = "knit.io/container-version"
+	// AnnotationNodeVersion holds the version the NodeManager side holds:
+	// the RM pushes decreases there itself; increases and execution type
+	// changes arrive when the AM calls updateContainer with their token.
+	AnnotationNodeVersion = "knit.io/node-container-version"
+	// AnnotationIncreaseFrom marks a pod whose resize for an increase the
+	// node has not accepted yet, holding the requests to go back to (JSON)
+	// if it never can.
+	AnnotationIncreaseFrom = "knit.io/increase-from"
+)
+
+// Update reasons, as YARN's UpdateContainerError carries them.
+const (
+	// ReasonOutstanding is UPDATE_OUTSTANDING_ERROR: an increase of the
+	// container is still being carried out.
+	ReasonOutstanding = "UPDATE_OUTSTANDING_ERROR"
+	// ReasonOutsideRange is RESOURCE_OUTSIDE_ALLOWED_RANGE: here, the node
+	// cannot hold the container at the size asked.
+	ReasonOutsideRange = "RESOURCE_OUTSIDE_ALLOWED_RANGE"
+)
+
+// Current is what the RM checks an update against.
+type Current struct {
+	Version       int32
+	Resource      *yarnpb.ResourceProto
+	ExecutionType yarnpb.ExecutionTypeProto
+	// Increasing is set while an increase is outstanding.
+	Increasing bool
+}
+
+// Update is a granted change to a running container.
+type Update struct {
+	Container yarnid.ContainerID
+	Type      yarnpb.ContainerUpdateTypeProto
+	// Capability is the target of an increase or decrease, normalised.
+	Capability *yarnpb.ResourceProto
+	// ExecutionType is the target of a promotion or demotion.
+	ExecutionType yarnpb.ExecutionTypeProto
+}
+
+// UpdateResult is the end of an increase, told to the Sink: the updated
+// container, or why the node could not take it.
+type UpdateResult struct {
+	Container yarnid.ContainerID
+	// Updated is the container at its new version, with a new token.
+	Updated *yarnpb.ContainerProto
+	// Reason is set instead when the increase failed.
+	Reason string
+}
+
+// CurrentContainer reads an allocated, unfinished container's version,
+// resources and execution type from its pod.
+func (c *Controller) CurrentContainer(id yarnid.ContainerID) (Current, bool) {
+	p, ok := c.ContainerPod(id)
+	if !ok || p.DeletionTimestamp != nil {
+		return Current{}, false
+	}
+	if done, _, _, _ := ended(p); done {
+		return Current{}, false
+	}
+	_, increasing := p.Annotations[AnnotationIncreaseFrom]
+	return Current{
+		Version:       versionOf(p, AnnotationVersion),
+		Resource:      resourceOf(p, c.cfg.Resources),
+		ExecutionType: executionTypeOf(p),
+		Increasing:    increasing,
+	}, true
+}
+
+// UpdateContainer carries out a granted update. A decrease and an execution
+// type change take effect at once and return the container at its next
+// version; an increase asks the node to resize the pod and returns nil: the
+// result reaches the Sink's Updated once the node took it or could not.
+func (c *Controller) UpdateContainer(ctx context.Context, u Update) (*yarnpb.ContainerProto, error) {
+	c.mu.Lock()
+	nn, ok := c.containers[u.Container]
+	c.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("rgs: update of %s: no such container", u.Container)
+	}
+	p, err := c.pods.Pods(nn.Namespace).Get(nn.Name)
+	if err != nil {
+		return nil, fmt.Errorf("rgs: update of %s: %w", u.Container, err)
+	}
+	next := strconv.Itoa(int(versionOf(p, AnnotationVersion)) + 1)
+	switch u.Type {
+	case yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE:
+		from, err := json.Marshal(mainRequests(p))
+		if err != nil {
+			return nil, fmt.Errorf("rgs: update of %s: %w", u.Container, err)
+		}
+		// Resize first: a pod marked while its spec still had the old size
+		// would read as resized already.
+		if err := c.resize(ctx, nn, u.Capability); err != nil {
+			return nil, fmt.Errorf("rgs: increase of %s: %w", u.Container, err)
+		}
+		if _, err := c.patchAnnotations(ctx, nn, map[string]*string{AnnotationIncreaseFrom: ptr.To(string(from))}); err != nil {
+			return nil, fmt.Errorf("rgs: increase of %s: %w", u.Container, err)
+		}
+		return nil, nil
+	case yarnpb.ContainerUpdateTypeProto_DECREASE_RESOURCE:
+		if err := c.resize(ctx, nn, u.Capability); err != nil {
+			return nil, fmt.Errorf("rgs: decrease of %s: %w", u.Container, err)
+		}
+		// The RM pushes a decrease to the node itself (YARN's NM heartbeat
+		// carries it): the node side holds the new version at once.
+		p, err = c.patchAnnotations(ctx, nn, map[string]*string{AnnotationVersion: &next, AnnotationNodeVersion: &next})
+	default:
+		exec := u.ExecutionType.String()
+		p, err = c.patchAnnotations(ctx, nn, map[string]*string{AnnotationVersion: &next, AnnotationExecutionType: &exec})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rgs: update of %s: %w", u.Container, err)
+	}
+	return c.containerProto(p, u.Container)
+}
+
+// ApplyNodeUpdate is the NodeManager's side of an update the AM brings with
+// the container's new token: the pod takes the token's resources and the
+// node side its version.
+func (c *Controller) ApplyNodeUpdate(ctx context.Context, id yarnid.ContainerID, version int32, r *yarnpb.ResourceProto) error {
+	c.mu.Lock()
+	nn, ok := c.containers[id]
+	c.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("rgs: node update of %s: no such container", id)
+	}
+	p, err := c.pods.Pods(nn.Namespace).Get(nn.Name)
+	if err != nil {
+		return fmt.Errorf("rgs: node update of %s: %w", id, err)
+	}
+	want, err := podResources(r, c.cfg.Resources)
+	if err != nil {
+		return fmt.Errorf("rgs: node update of %s: %w", id, err)
+	}
+	if !sameCPUAndMemory(mainRequests(p), want) {
+		if err := c.resize(ctx, nn, r); err != nil {
+			return fmt.Errorf("rgs: node update of %s: %w", id, err)
+		}
+	}
+	v := strconv.Itoa(int(version))
+	if _, err := c.patchAnnotations(ctx, nn, map[string]*string{AnnotationNodeVersion: &v}); err != nil {
+		return fmt.Errorf("rgs: node update of %s: %w", id, err)
+	}
+	return nil
+}
+
+// syncIncrease finishes an increase the node has decided on: the next
+// version and a new token when it took the new size, the old size back when
+// it never can. A deferred resize waits for room on the node.
+func (c *Controller) syncIncrease(ctx context.Context, p *corev1.Pod, id yarnid.ContainerID) error {
+	from, pending := p.Annotations[AnnotationIncreaseFrom]
+	if !pending {
+		return nil
+	}
+	nn := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	switch resizeOutcome(p) {
+	case resizeWaiting:
+		return nil
+	case resizeInfeasible:
+		var old corev1.ResourceList
+		if err := json.Unmarshal([]byte(from), &old); err != nil {
+			return fmt.Errorf("rgs: increase of %s: the size to go back to: %w", id, err)
+		}
+		if err := c.resizeTo(ctx, nn, old); err != nil {
+			return fmt.Errorf("rgs: undo increase of %s: %w", id, err)
+		}
+		if _, err := c.patchAnnotations(ctx, nn, map[string]*string{AnnotationIncreaseFrom: nil}); err != nil {
+			return fmt.Errorf("rgs: undo increase of %s: %w", id, err)
+		}
+		c.sink.Updated(ctx, UpdateResult{Container: id, Reason: ReasonOutsideRange})
+		return nil
+	}
+	next := strconv.Itoa(int(versionOf(p, AnnotationVersion)) + 1)
+	p, err := c.patchAnnotations(ctx, nn, map[string]*string{AnnotationVersion: &next, AnnotationIncreaseFrom: nil})
+	if err != nil {
+		return fmt.Errorf("rgs: increase of %s: %w", id, err)
+	}
+	cp, err := c.containerProto(p, id)
+	if err != nil {
+		return err
+	}
+	c.sink.Updated(ctx, UpdateResult{Container: id, Updated: cp})
+	return nil
+}
+
+type resizeState int
+
+const (
+	resizeWaiting resizeState = iota
+	resizeDone
+	resizeInfeasible
+)
+
+// resizeOutcome reads the kubelet's answer to a resize of the main
+// container: done when the running container's resources are the spec's
+// with no resize pending or in progress, infeasible when the node can never
+// hold it, else still waiting (in progress, or deferred for room).
+func resizeOutcome(p *corev1.Pod) resizeState {
+	// A status written before the resize says nothing of it; a node that
+	// does not track generations leaves the field at 0.
+	if g := p.Status.ObservedGeneration; g != 0 && g < p.Generation {
+		return resizeWaiting
+	}
+	for _, cond := range p.Status.Conditions {
+		if cond.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch cond.Type {
+		case corev1.PodResizePending:
+			if cond.Reason == corev1.PodReasonInfeasible {
+				return resizeInfeasible
+			}
+			return resizeWaiting
+		case corev1.PodResizeInProgress:
+			return resizeWaiting
+		}
+	}
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == ContainerName && s.Resources != nil && sameCPUAndMemory(s.Resources.Requests, mainRequests(p)) {
+			return resizeDone
+		}
+	}
+	return resizeWaiting
+}
+
+// resize sets the main container's requests and limits to a capability
+// through the pod's resize subresource.
+func (c *Controller) resize(ctx context.Context, nn types.NamespacedName, r *yarnpb.ResourceProto) error {
+	res, err := podResources(r, c.cfg.Resources)
+	if err != nil {
+		return err
+	}
+	return c.resizeTo(ctx, nn, res)
+}
+
+// resizeTo sets the main container's CPU and memory, requests equal to
+// limits so the pod stays Guaranteed. Kubernetes resizes CPU and memory
+// only: other resources keep their amounts.
+func (c *Controller) resizeTo(ctx context.Context, nn types.NamespacedName, res corev1.ResourceList) error {
+	keep := corev1.ResourceList{}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := res[name]; ok {
+			keep[name] = q
+		}
+	}
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{"containers": []any{map[string]any{
+		"name": ContainerName, "resources": map[string]any{"requests": keep, "limits": keep},
+	}}}})
+	if err != nil {
+		return err
+	}
+	return backoff.Retry(func() error {
+		_, err := c.cfg.Client.CoreV1().Pods(nn.Namespace).Patch(ctx, nn.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "resize")
+		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}, backoff.WithContext(retryPolicy(), ctx))
+}
+
+// patchAnnotations sets (or, for nil, removes) annotations of a pod and
+// returns the pod as patched.
+func (c *Controller) patchAnnotations(ctx context.Context, nn types.NamespacedName, set map[string]*string) (*corev1.Pod, error) {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": set}})
+	if err != nil {
+		return nil, err
+	}
+	var pod *corev1.Pod
+	err = backoff.Retry(func() error {
+		var err error
+		pod, err = c.cfg.Client.CoreV1().Pods(nn.Namespace).Patch(ctx, nn.Name, types.MergePatchType, body, metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}, backoff.WithContext(retryPolicy(), ctx))
+	return pod, err
+}
+
+// mainRequests are the main container's requests in the pod's spec.
+func mainRequests(p *corev1.Pod) corev1.ResourceList {
+	for _, ctr := range p.Spec.Containers {
+		if ctr.Name == ContainerName {
+			return ctr.Resources.Requests
+		}
+	}
+	return nil
+}
+
+func sameCPUAndMemory(a, b corev1.ResourceList) bool {
+	return a.Cpu().Cmp(*b.Cpu()) == 0 && a.Memory().Cmp(*b.Memory()) == 0
+}
+
+// versionOf reads a version annotation; none is version 0.
+func versionOf(p *corev1.Pod, key string) int32 {
+	v, err := strconv.ParseInt(p.Annotations[key], 10, 32)
+	if err != nil {
+		return 0
+	}
+	return int32(v)
+}
+
+// NodeVersion is the version of a container the NodeManager side holds.
+func (c *Controller) NodeVersion(id yarnid.ContainerID) int32 {
+	p, ok := c.ContainerPod(id)
+	if !ok {
+		return 0
+	}
+	return versionOf(p, AnnotationNodeVersion)
+}
+
+func executionTypeOf(p *corev1.Pod) yarnpb.ExecutionTypeProto {
+	if p.Annotations[AnnotationExecutionType] == yarnpb.ExecutionTypeProto_OPPORTUNISTIC.String() {
+		return yarnpb.ExecutionTypeProto_OPPORTUNISTIC
+	}
+	return yarnpb.ExecutionTypeProto_GUARANTEED
+}

@@ -1,0 +1,197 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/knitdev/knit/client"
+	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rgs"
+)
+
+// TestContainerResizeGoesThroughThePodResizeSubresource runs an unmanaged AM
+// that starts one container, then grows it (answered once the node took the
+// new size, then brought to the NM with its new token), shrinks it (answered
+// at once) and sends a stale version (refused as YARN refuses it).
+func TestContainerResizeGoesThroughThePodResizeSubresource(t *testing.T) {
+	dumpOnFailure(t)
+	rmc, err := client.NewRMClient(knitRM(t).addrs.Client, client.RMConfig{User: "dsuser"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rmc.Close() })
+	ctx := t.Context()
+	newApp, err := rmc.GetNewApplication(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := newApp.GetApplicationId()
+	err = rmc.SubmitApplication(ctx, &yarnpb.ApplicationSubmissionContextProto{
+		ApplicationId: app, ApplicationName: proto.String("resize"), Queue: proto.String("default"),
+		UnmanagedAm: proto.Bool(true), AmContainerSpec: &yarnpb.ContainerLaunchContextProto{},
+		Resource: yarnpb.NewResource(128, 1),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rmc.KillApplication(ctx, app, "test over") })
+	var amrm *yarnpb.ApplicationReportProto
+	for deadline := time.Now().Add(time.Minute); amrm.GetAmRmToken() == nil; time.Sleep(100 * time.Millisecond) {
+		if amrm, err = rmc.GetApplicationReport(ctx, app); err != nil || time.Now().After(deadline) {
+			t.Fatalf("no AMRMToken for the unmanaged AM: %v", err)
+		}
+	}
+	am, err := client.NewAMRMClient(knitRM(t).addrs.Scheduler, client.AMRMConfig{Token: token.FromProto(amrm.GetAmRmToken())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { am.Close() })
+	if _, err := am.Register(ctx, "resize-am", -1, ""); err != nil {
+		t.Fatal(err)
+	}
+	nm := client.NewNMClient(am.NMTokens(), client.NMConfig{})
+	t.Cleanup(func() { nm.Close() })
+
+	// heartbeat allocates with req first, then empty, until done holds.
+	heartbeat := func(what string, req *yarnpb.AllocateRequestProto, done func(*yarnpb.AllocateResponseProto) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+			resp, err := am.Allocate(ctx, req)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if done(resp) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no answer", what)
+			}
+			req = nil
+		}
+	}
+	var ctr *yarnpb.ContainerProto
+	heartbeat("allocation", &yarnpb.AllocateRequestProto{Ask: []*yarnpb.ResourceRequestProto{ask(1, "*", 1, 128, 1, true)}},
+		func(r *yarnpb.AllocateResponseProto) bool {
+			if got := r.GetAllocatedContainers(); len(got) > 0 {
+				ctr = got[0]
+			}
+			return ctr != nil
+		})
+	if _, err := nm.StartContainer(ctx, ctr, &yarnpb.ContainerLaunchContextProto{Command: []string{"sleep 600"}}); err != nil {
+		t.Fatal(err)
+	}
+	pod := func() *corev1.Pod {
+		t.Helper()
+		pods, err := cluster.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+			LabelSelector: rgs.LabelContainer + "=" + containerName(ctr)})
+		if err != nil || len(pods.Items) != 1 {
+			t.Fatalf("the container's pod: %v (%d pods)", err, len(pods.Items))
+		}
+		return &pods.Items[0]
+	}
+	for deadline := time.Now().Add(time.Minute); pod().Status.Phase != corev1.PodRunning; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the container's pod never ran")
+		}
+	}
+	memory := func(p *corev1.Pod) (spec, running string) {
+		for i, c := range p.Spec.Containers {
+			if c.Name == rgs.ContainerName {
+				spec = c.Resources.Limits.Memory().String()
+				if s := p.Status.ContainerStatuses; i < len(s) && s[i].Resources != nil {
+					running = s[i].Resources.Limits.Memory().String()
+				}
+			}
+		}
+		return spec, running
+	}
+	update := func(version int32, typ yarnpb.ContainerUpdateTypeProto, mb int64) *yarnpb.AllocateRequestProto {
+		return &yarnpb.AllocateRequestProto{UpdateRequests: []*yarnpb.UpdateContainerRequestProto{{
+			ContainerId: ctr.GetId(), ContainerVersion: proto.Int32(version), UpdateType: typ.Enum(), Capability: yarnpb.NewResource(mb, 1)}}}
+	}
+
+	// Grow: answered once the node resized the pod.
+	var grown *yarnpb.ContainerProto
+	heartbeat("increase", update(0, yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE, 512), func(r *yarnpb.AllocateResponseProto) bool {
+		if e := r.GetUpdateErrors(); len(e) > 0 {
+			t.Fatalf("increase refused: %v", e)
+		}
+		for _, u := range r.GetUpdatedContainers() {
+			if u.GetUpdateType() == yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE {
+				grown = u.GetContainer()
+			}
+		}
+		return grown != nil
+	})
+	if grown.GetVersion() != 1 || grown.GetResource().GetMemory() != 512 || proto.Equal(grown.GetContainerToken(), ctr.GetContainerToken()) {
+		t.Errorf("grown container: version %d, %d MB, new token %v; want 1, 512, true",
+			grown.GetVersion(), grown.GetResource().GetMemory(), !proto.Equal(grown.GetContainerToken(), ctr.GetContainerToken()))
+	}
+	if spec, running := memory(pod()); spec != "512Mi" || running != "512Mi" {
+		t.Errorf("pod memory after the increase: spec %s, running %s; want 512Mi", spec, running)
+	}
+	// The NM takes the new token once, and never an older one.
+	if err := nm.UpdateContainer(ctx, grown); err != nil {
+		t.Fatalf("updateContainer with the new token: %v", err)
+	}
+	if got := pod().Annotations[rgs.AnnotationNodeVersion]; got != "1" {
+		t.Errorf("node version %q after updateContainer, want 1", got)
+	}
+	err = nm.UpdateContainer(ctx, ctr)
+	if err == nil || !strings.Contains(err.Error(), "has update version [1] >= requested version [0]") {
+		t.Errorf("updateContainer with the old token: %v", err)
+	}
+
+	// Shrink: answered in the same allocate, pushed to the node by the RM.
+	resp, err := am.Allocate(ctx, update(1, yarnpb.ContainerUpdateTypeProto_DECREASE_RESOURCE, 256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := resp.GetUpdatedContainers()
+	if len(u) != 1 || u[0].GetUpdateType() != yarnpb.ContainerUpdateTypeProto_DECREASE_RESOURCE ||
+		u[0].GetContainer().GetVersion() != 2 || u[0].GetContainer().GetResource().GetMemory() != 256 {
+		t.Fatalf("decrease answered with %v", u)
+	}
+	want := resource.MustParse("256Mi")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		spec, running := memory(pod())
+		if spec == want.String() && running == want.String() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod memory after the decrease: spec %s, running %s; want 256Mi", spec, running)
+		}
+	}
+
+	// A stale version is refused with the current one.
+	resp, err = am.Allocate(ctx, update(0, yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE, 1024))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := resp.GetUpdateErrors(); len(e) != 1 || e[0].GetReason() != "INCORRECT_CONTAINER_VERSION_ERROR" || e[0].GetCurrentContainerVersion() != 2 {
+		t.Errorf("stale update answered with %v", e)
+	}
+	reports, err := rmc.GetContainers(ctx, ctr.GetId().GetAppAttemptId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reports {
+		if proto.Equal(r.GetContainerId(), ctr.GetId()) && r.GetResource().GetMemory() != 256 {
+			t.Errorf("container report after the updates: %d MB, want 256", r.GetResource().GetMemory())
+		}
+	}
+}
+
+// containerName is a container's id as its pod's label holds it.
+func containerName(c *yarnpb.ContainerProto) string {
+	id, _ := yarnid.ContainerIDFromProto(c.GetId())
+	return id.String()
+}
