@@ -547,6 +547,7 @@ func (rm *ResourceManager) mapping(queue string) rgs.Mapping {
 	m := rgs.Mapping{HostNetwork: true}
 	if q, err := rm.queueTree().Lookup(queue); err == nil {
 		m.Namespace, m.SchedulerName, m.PriorityClass = q.Kube.Namespace, q.Kube.SchedulerName, q.Kube.PriorityClass
+		m.Template = (*rm.live.templates.Load())[q.Kube.PodTemplate]
 	}
 	return m
 }

@@ -17,12 +17,19 @@ import (
 type liveConfig struct {
 	mu          sync.Mutex
 	tree        atomic.Pointer[queues.Tree]
+	templates   atomic.Pointer[podTemplates] // of the tree's queues
 	maxPriority atomic.Int32
 }
 
-func (l *liveConfig) init(cfg Config) {
+func (l *liveConfig) init(cfg Config) error {
+	t, err := loadPodTemplates(cfg.Queues)
+	if err != nil {
+		return err
+	}
 	l.tree.Store(cfg.Queues)
+	l.templates.Store(&t)
 	l.maxPriority.Store(cmp.Or(cfg.MaxApplicationPriority, int32(cfg.Settings.MaxApplicationPriority)))
+	return nil
 }
 
 // queueTree is the queue hierarchy in force. Every reader goes through it:
@@ -50,7 +57,12 @@ func (rm *ResourceManager) RefreshQueues(ctx context.Context, c *conf.Configurat
 	if err != nil {
 		return fmt.Errorf("refresh queues: %w", err)
 	}
+	templates, err := loadPodTemplates(next)
+	if err != nil {
+		return fmt.Errorf("refresh queues: %w", err)
+	}
 	rm.live.tree.Store(next)
+	rm.live.templates.Store(&templates)
 	for _, w := range next.Warnings() {
 		rm.log.WarnContext(ctx, "queue configuration", "warning", w)
 	}

@@ -196,7 +196,9 @@ func New(cfg Config) (*ResourceManager, error) {
 		now:     cfg.Clock,
 		apps:    map[apps.ApplicationID]*entry{},
 	}
-	rm.live.init(cfg)
+	if err := rm.live.init(cfg); err != nil {
+		return nil, fmt.Errorf("rm: %w", err)
+	}
 	rm.am = newAMService(rm, cfg.Scheduler)
 	return rm, nil
 }
