@@ -131,6 +131,22 @@ type clusterView struct {
 	nodes            int32
 	freeMB, totalMB  int64
 	freeVC, totalVCs int32
+	// queues are the queues' consumption, by queue path.
+	queues map[string]*queueUse
+}
+
+// usage is memory and vcores held.
+type usage struct {
+	mb int64
+	vc int32
+}
+
+// queueUse is what a queue's unfinished applications hold, in all and per
+// user; its users are those with such applications (the active users a
+// user limit is shared between).
+type queueUse struct {
+	used  usage
+	users map[string]usage
 }
 
 func newAMService(rm *ResourceManager, s Scheduler) *amService {
@@ -343,7 +359,7 @@ func (rm *ResourceManager) Allocate(ctx context.Context, req *yarnpb.AllocateReq
 	}
 	view := rm.am.clusterView(ctx)
 	resp.NumClusterNodes = proto.Int32(view.nodes)
-	resp.Limit = rm.am.headroom(view, queue)
+	resp.Limit = rm.am.headroom(view, queue, user)
 	resp.ApplicationPriority = &yarnpb.PriorityProto{Priority: proto.Int32(priority)}
 	st.last = resp
 	return resp, nil
@@ -527,18 +543,60 @@ func (s *amService) clusterView(ctx context.Context) clusterView {
 			v.freeVC += max(n.CapabilityVcores-n.UsedVcores, 0)
 		}
 	}
+	v.queues = map[string]*queueUse{}
+	for _, e := range s.rm.snapshot() {
+		e.mu.Lock()
+		if !e.app.State().Final() {
+			q := v.queues[e.app.Queue()]
+			if q == nil {
+				q = &queueUse{users: map[string]usage{}}
+				v.queues[e.app.Queue()] = q
+			}
+			mb, vc := e.app.Used()
+			q.used.mb, q.used.vc = q.used.mb+mb, q.used.vc+vc
+			u := q.users[e.app.User()]
+			q.users[e.app.User()] = usage{u.mb + mb, u.vc + vc}
+		}
+		e.mu.Unlock()
+	}
 	s.cluster, s.clusterTime = v, now
 	return v
 }
 
-// headroom is the allocate answer's limit: what the cluster has free,
-// capped by the queue's maximum capacity.
-func (s *amService) headroom(v clusterView, queue string) *yarnpb.ResourceProto {
+// headroom is the allocate answer's limit, as the CapacityScheduler
+// computes it: the least of what the cluster has free, what the queue may
+// still take up to its maximum capacity, and what the user may still take
+// up to the user limit. The user limit is the queue's capacity (or its use,
+// when more) shared between its active users, at least
+// minimum-user-limit-percent of it, times user-limit-factor, within the
+// queue's maximum.
+func (s *amService) headroom(v clusterView, queue, user string) *yarnpb.ResourceProto {
 	mem, vc := v.freeMB, v.freeVC
-	if q, err := s.rm.queueTree().Lookup(queue); err == nil {
-		mem = min(mem, int64(float64(v.totalMB)*float64(q.AbsoluteMaximumCapacity)))
-		vc = min(vc, int32(float64(v.totalVCs)*float64(q.AbsoluteMaximumCapacity)))
+	q, err := s.rm.queueTree().Lookup(queue)
+	if err != nil {
+		return yarnpb.NewResource(max(mem, 0), max(vc, 0))
 	}
+	use := v.queues[q.Path]
+	if use == nil {
+		use = &queueUse{}
+	}
+	active := len(use.users)
+	if _, ok := use.users[user]; !ok {
+		active++ // the asking user counts once it asks
+	}
+	room := func(total, used, userUsed float64) float64 {
+		maxCap := total * float64(q.AbsoluteMaximumCapacity)
+		capacity := max(total*float64(q.AbsoluteCapacity), used)
+		limit := maxCap // a factor of -1 lifts the user limit
+		if q.UserLimitFactor > 0 {
+			share := max(capacity/float64(active), capacity*float64(q.MinimumUserLimitPercent)/100)
+			limit = min(share*float64(q.UserLimitFactor), maxCap)
+		}
+		return min(maxCap-used, limit-userUsed)
+	}
+	u := use.users[user]
+	mem = min(mem, int64(room(float64(v.totalMB), float64(use.used.mb), float64(u.mb))))
+	vc = min(vc, int32(room(float64(v.totalVCs), float64(use.used.vc), float64(u.vc))))
 	return yarnpb.NewResource(max(mem, 0), max(vc, 0))
 }
 
