@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -109,6 +110,9 @@ type Config struct {
 	CreateConcurrency int
 	// Workers process pods and books. Zero means 4.
 	Workers int
+	// PodFactory, from NewPodInformerFactory, shares the informer of Knit's
+	// pods with the rest of the RM; nil means one of RGS's own.
+	PodFactory informers.SharedInformerFactory
 	Logger  *slog.Logger
 }
 
@@ -167,8 +171,10 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelApplication }))
+	factory := cfg.PodFactory
+	if factory == nil {
+		factory = NewPodInformerFactory(cfg.Client)
+	}
 	inf := factory.Core().V1().Pods()
 	c := &Controller{
 		cfg:     cfg,
@@ -210,6 +216,20 @@ func New(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("rgs: pod informer: %w", err)
 	}
 	return c, nil
+}
+
+// NewPodInformerFactory watches Knit's pods, every namespace, without the
+// managed fields nobody here reads: they are a large part of a pod object,
+// and the RM keeps every pod in memory.
+func NewPodInformerFactory(client kubernetes.Interface) informers.SharedInformerFactory {
+	return informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelApplication }),
+		informers.WithTransform(func(obj any) (any, error) {
+			if m, err := meta.Accessor(obj); err == nil {
+				m.SetManagedFields(nil)
+			}
+			return obj, nil
+		}))
 }
 
 func podOf(obj any) (*corev1.Pod, bool) {

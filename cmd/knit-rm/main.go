@@ -68,7 +68,7 @@ func main() {
 
 	app := fx.New(
 		fx.Supply(f),
-		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, newLiveAttempts, newTokens, newNodes, newScheduler, newRKS, newRM),
+		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, newLiveAttempts, newTokens, newPodFactory, newNodes, newScheduler, newRKS, newRM),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
 		fx.Invoke(serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveRKS, serveREST),
 	)
@@ -169,8 +169,14 @@ func newTokens(lc fx.Lifecycle, s *store.Store, settings conf.RMSettings, live *
 	return m, nil
 }
 
-func newNodes(lc fx.Lifecycle, client kubernetes.Interface, f flags) *nodes.Lister {
-	l, nodeFactory, podFactory := nodes.New(client, nodes.Config{NMPort: int32(f.nmPort), NMWebPort: int32(f.nmWebPort)})
+// newPodFactory is the one informer of Knit's pods, shared by the node view
+// and RGS.
+func newPodFactory(client kubernetes.Interface) informers.SharedInformerFactory {
+	return rgs.NewPodInformerFactory(client)
+}
+
+func newNodes(lc fx.Lifecycle, client kubernetes.Interface, podFactory informers.SharedInformerFactory, f flags) *nodes.Lister {
+	l, nodeFactory := nodes.New(client, podFactory, nodes.Config{NMPort: int32(f.nmPort), NMWebPort: int32(f.nmWebPort)})
 	stop := make(chan struct{})
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {

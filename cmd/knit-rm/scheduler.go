@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"go.uber.org/fx"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/knitdev/knit/protocols/ipc"
@@ -45,7 +46,7 @@ func (l *liveAttempts) ContainerStarted(ctx context.Context, id yarnid.Container
 func newLiveAttempts() *liveAttempts { return &liveAttempts{} }
 
 // newScheduler builds RGS with this start's epoch.
-func newScheduler(f flags, client kubernetes.Interface, s *store.Store, tm *tokens.Manager, l *nodes.Lister, log *slog.Logger) (*rgs.Controller, error) {
+func newScheduler(f flags, client kubernetes.Interface, podFactory informers.SharedInformerFactory, s *store.Store, tm *tokens.Manager, l *nodes.Lister, log *slog.Logger) (*rgs.Controller, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), constructTimeout)
 	defer cancel()
 	epoch, err := s.NextEpoch(ctx)
@@ -54,11 +55,12 @@ func newScheduler(f flags, client kubernetes.Interface, s *store.Store, tm *toke
 	}
 	mount := "/knit"
 	return rgs.New(rgs.Config{
-		Client:    client,
-		Signer:    tm.ContainerTokens(),
-		Nodes:     l,
-		Epoch:     epoch,
-		Resources: rgs.Resources{MillicoresPerVcore: int64(f.millicoresPerVcore)},
+		Client:     client,
+		Signer:     tm.ContainerTokens(),
+		Nodes:      l,
+		Epoch:      epoch,
+		Resources:  rgs.Resources{MillicoresPerVcore: int64(f.millicoresPerVcore)},
+		PodFactory: podFactory,
 		Launcher: rgs.Launcher{
 			Image:       f.launcherImage,
 			InitCommand: []string{"cp", f.launcherBinary, path.Join(mount, "knit-launcher")},

@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/informers"
@@ -51,12 +50,12 @@ type Lister struct {
 	sync  []cache.InformerSynced
 }
 
-// New makes a Lister whose informers start with factories' Start; call
-// WaitForSync before serving.
-func New(client kubernetes.Interface, cfg Config) (*Lister, informers.SharedInformerFactory, informers.SharedInformerFactory) {
+// New makes a Lister of the nodes, and of Knit's pods from podFactory (one
+// watching pods labelled ApplicationLabel, shared with RGS), whose
+// informers start with the factories' Start; call WaitForSync before
+// serving.
+func New(client kubernetes.Interface, podFactory informers.SharedInformerFactory, cfg Config) (*Lister, informers.SharedInformerFactory) {
 	nodeFactory := informers.NewSharedInformerFactory(client, 0)
-	podFactory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ApplicationLabel }))
 	nodeInformer := nodeFactory.Core().V1().Nodes()
 	podInformer := podFactory.Core().V1().Pods()
 	l := &Lister{
@@ -65,7 +64,7 @@ func New(client kubernetes.Interface, cfg Config) (*Lister, informers.SharedInfo
 		pods:  podInformer.Lister(),
 		sync:  []cache.InformerSynced{nodeInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
 	}
-	return l, nodeFactory, podFactory
+	return l, nodeFactory
 }
 
 // WaitForSync blocks until both caches are filled.

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/knitdev/knit/rgs"
+
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -77,7 +79,8 @@ func TestNodesReportCapabilityUseAndRack(t *testing.T) {
 		knitPod("unbound", "", corev1.PodPending, "8Gi", "1"),
 		other,
 	)
-	l, nodeFactory, podFactory := New(client, Config{NMPort: 8041, NMWebPort: 8042})
+	podFactory := rgs.NewPodInformerFactory(client)
+	l, nodeFactory := New(client, podFactory, Config{NMPort: 8041, NMWebPort: 8042})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	nodeFactory.Start(ctx.Done())

@@ -641,7 +641,8 @@ type nodeLister struct {
 
 func startNodeLister(b *testing.B, client kubernetes.Interface) *nodeLister {
 	b.Helper()
-	l, nodeFactory, podFactory := nodes.New(client, nodes.Config{NMPort: 8041, NMWebPort: 8042})
+	podFactory := rgs.NewPodInformerFactory(client)
+	l, nodeFactory := nodes.New(client, podFactory, nodes.Config{NMPort: 8041, NMWebPort: 8042})
 	nl := &nodeLister{l: l, close: make(chan struct{})}
 	for _, f := range []informers.SharedInformerFactory{nodeFactory, podFactory} {
 		f.Start(nl.close)
