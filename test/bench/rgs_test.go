@@ -478,7 +478,7 @@ func BenchmarkRGSBoundToContainer(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	lister := startNodeLister(b, env.client)
+	lister := startNodeLister(b, env.client, nil)
 	defer lister.stop()
 
 	var burst, paced boundLatencies
@@ -639,9 +639,13 @@ type nodeLister struct {
 	close chan struct{}
 }
 
-func startNodeLister(b *testing.B, client kubernetes.Interface) *nodeLister {
+// startNodeLister starts the Lister on podFactory's pod informer (nil: one
+// of its own).
+func startNodeLister(b *testing.B, client kubernetes.Interface, podFactory informers.SharedInformerFactory) *nodeLister {
 	b.Helper()
-	podFactory := rgs.NewPodInformerFactory(client)
+	if podFactory == nil {
+		podFactory = rgs.NewPodInformerFactory(client)
+	}
 	l, nodeFactory := nodes.New(client, podFactory, nodes.Config{NMPort: 8041, NMWebPort: 8042})
 	nl := &nodeLister{l: l, close: make(chan struct{})}
 	for _, f := range []informers.SharedInformerFactory{nodeFactory, podFactory} {
@@ -903,7 +907,7 @@ func BenchmarkAllocateWith10000OutstandingAsks(b *testing.B) {
 	env := startKube(b)
 	defer env.stop(b)
 	ns := env.namespace(b)
-	lister := startNodeLister(b, env.client)
+	lister := startNodeLister(b, env.client, nil)
 	defer lister.stop()
 	asks := allocAsks()
 	var noop, withRGS allocTimes
@@ -1015,10 +1019,10 @@ const (
 // created, then the live heap (after two collections) is read around
 // starting, in turn, a plain client-go informer over the same pods (the
 // baseline: the pods' cache alone, with RGS's label selector), the RGS
-// controller (its informer, and the books and pending-pod entries Start
-// rebuilds from the pods; Run then handles every pod's event), and
-// rm/nodes' Lister (knit-rm keeps a second cache of the same pods for node
-// usage). The informer is stopped before RGS starts. It reports bytes per
+// controller (its informer, without managed fields, and the books and
+// pending-pod entries Start rebuilds from the pods; Run then handles every
+// pod's event), and rm/nodes' Lister on the same pod informer, as knit-rm
+// shares it. The plain informer is stopped before RGS starts. It reports bytes per
 // pod of each, rgs/informer, and the MiB RGS and the Lister together would
 // hold at heapScale pods if memory grows linearly.
 func BenchmarkRGSHeapPerPod(b *testing.B) {
@@ -1051,10 +1055,11 @@ func BenchmarkRGSHeapPerPod(b *testing.B) {
 		informerPerPod = informerHeap(b, client) / heapPods
 		time.Sleep(200 * time.Millisecond) // the informer's goroutines end
 		h0 := heapInUse()
-		r := startRGS(b, rgs.Config{Client: client, Signer: noNodes{}, Nodes: noNodes{}, Epoch: 1, Launcher: benchLauncher}, nullSink{})
+		podFactory := rgs.NewPodInformerFactory(client)
+		r := startRGS(b, rgs.Config{Client: client, Signer: noNodes{}, Nodes: noNodes{}, Epoch: 1, Launcher: benchLauncher, PodFactory: podFactory}, nullSink{})
 		time.Sleep(time.Second) // Run's workers handle the pods' events
 		h1 := heapInUse()
-		lister := startNodeLister(b, client)
+		lister := startNodeLister(b, client, podFactory)
 		h2 := heapInUse()
 		lister.stop()
 		r.stop()
