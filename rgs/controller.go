@@ -108,7 +108,8 @@ type Config struct {
 	CreateBurst int
 	// CreateConcurrency bounds pod creations in flight. Zero means 32.
 	CreateConcurrency int
-	// Workers process pods and books. Zero means 4.
+	// Workers process pods and books. Zero means 16: a bound pod costs an
+	// API call, and a burst of binds must not wait in line for them.
 	Workers int
 	// PodFactory, from NewPodInformerFactory, shares the informer of Knit's
 	// pods with the rest of the RM; nil means one of RGS's own.
@@ -166,7 +167,7 @@ func New(cfg Config) (*Controller, error) {
 		cfg.CreateConcurrency = 32
 	}
 	if cfg.Workers == 0 {
-		cfg.Workers = 4
+		cfg.Workers = 16
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
