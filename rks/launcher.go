@@ -93,6 +93,7 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) error {
 		WebProxyBase:  req.WebProxyBase,
 		Image:         envValue(clc, dockerImageEnv),
 	}
+	lc.RunAsUser, lc.RunAsGroup = runAs(pod)
 	if req.Credentials != nil {
 		lc.TokensSecret = pod.Name + "-tokens"
 		if err := s.writeSecret(ctx, pod, lc.TokensSecret, req.Credentials); err != nil {
@@ -228,3 +229,26 @@ func (s *Service) patchPod(ctx context.Context, p *corev1.Pod, value, image stri
 }
 
 func sortedKeys(m map[string][]byte) []string { return slices.Sorted(maps.Keys(m)) }
+
+// runAs is who the pod's main container runs as, from its security context
+// or the pod's; the group falls back to the pod's fsGroup. Nil when the
+// image decides.
+func runAs(p *corev1.Pod) (uid, gid *int64) {
+	if sc := p.Spec.SecurityContext; sc != nil {
+		uid, gid = sc.RunAsUser, sc.RunAsGroup
+		if gid == nil {
+			gid = sc.FSGroup
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		if c.Name == containerName && c.SecurityContext != nil {
+			if c.SecurityContext.RunAsUser != nil {
+				uid = c.SecurityContext.RunAsUser
+			}
+			if c.SecurityContext.RunAsGroup != nil {
+				gid = c.SecurityContext.RunAsGroup
+			}
+		}
+	}
+	return uid, gid
+}

@@ -3,6 +3,8 @@ package rks
 import (
 	"context"
 	"errors"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -348,4 +350,37 @@ func TestUpdateContainerTakesOnlyNewerVersionsOfStartedContainers(t *testing.T) 
 			}
 		})
 	}
+}
+
+func TestRunAsReadsTheMainContainerThenThePod(t *testing.T) {
+	id := func(v int64) *int64 { return &v }
+	tests := []struct {
+		name     string
+		pod      corev1.PodSpec
+		uid, gid *int64
+	}{
+		{"nothing set: the image decides", corev1.PodSpec{Containers: []corev1.Container{{Name: containerName}}}, nil, nil},
+		{"the pod's user, its fsGroup as group", corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{RunAsUser: id(1000), FSGroup: id(2000)},
+			Containers:      []corev1.Container{{Name: containerName}}}, id(1000), id(2000)},
+		{"the main container wins", corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{RunAsUser: id(1000), RunAsGroup: id(1000)},
+			Containers: []corev1.Container{{Name: "sidecar", SecurityContext: &corev1.SecurityContext{RunAsUser: id(7)}},
+				{Name: containerName, SecurityContext: &corev1.SecurityContext{RunAsUser: id(3000), RunAsGroup: id(3001)}}}}, id(3000), id(3001)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			uid, gid := runAs(&corev1.Pod{Spec: tt.pod})
+			if !reflect.DeepEqual(uid, tt.uid) || !reflect.DeepEqual(gid, tt.gid) {
+				t.Errorf("runAs = %v, %v; want %v, %v", ptrString(uid), ptrString(gid), ptrString(tt.uid), ptrString(tt.gid))
+			}
+		})
+	}
+}
+
+func ptrString(p *int64) string {
+	if p == nil {
+		return "nil"
+	}
+	return strconv.FormatInt(*p, 10)
 }

@@ -212,6 +212,10 @@ func (l *Localizer) Prepare(ctx context.Context, c launch.Context, credentials [
 		l.cache.release(c.ContainerID)
 		return launch.Files{}, err
 	}
+	if err := chownContainer(files, c.RunAsUser, c.RunAsGroup); err != nil {
+		l.cache.release(c.ContainerID)
+		return launch.Files{}, err
+	}
 	l.log.Info("localizer: container prepared", "container", c.ContainerID, "user", c.User,
 		"resources", len(res), "duration", l.cfg.Now().Sub(started))
 	return files, nil
@@ -242,6 +246,32 @@ func (l *Localizer) files(c launch.Context, app string, clc *yarnpb.ContainerLau
 		f.Env = append(f.Env, launch.EnvVar{Name: kv.GetKey(), Value: kv.GetValue()})
 	}
 	return f
+}
+
+// chownContainer gives the container's user what it must write or read
+// alone: its work folder, log folders, application folders and token
+// file. Localized resources stay readable by all, as in YARN's caches.
+func chownContainer(f launch.Files, uid, gid *int64) error {
+	if uid == nil && gid == nil {
+		return nil
+	}
+	u, g := -1, -1
+	if uid != nil {
+		u = int(*uid)
+	}
+	if gid != nil {
+		g = int(*gid)
+	}
+	paths := slices.Concat(f.LocalDirs, []string{f.WorkDir}, f.LogDirs)
+	if f.TokenFile != "" {
+		paths = append(paths, f.TokenFile)
+	}
+	for _, p := range paths {
+		if err := os.Lchown(p, u, g); err != nil {
+			return fmt.Errorf("localizer: hand %s to uid %d gid %d: %w", p, u, g, err)
+		}
+	}
+	return nil
 }
 
 func (l *Localizer) makeDirs(f launch.Files) error {

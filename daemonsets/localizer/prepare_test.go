@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/knitdev/knit/rks/launch"
@@ -190,5 +191,28 @@ func TestWriteFilesIsWhatTheLauncherReads(t *testing.T) {
 	}
 	if err := WriteFiles(dir, "../escape", f); err == nil {
 		t.Error("WriteFiles took a path for a pod uid")
+	}
+}
+
+func TestPrepareHandsTheContainersFoldersToItsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("handing files to another user needs root, as knit-node runs")
+	}
+	e := newEnv(t)
+	c := launchContext(t, 1, nil, nil, []string{"true"})
+	uid, gid := int64(4321), int64(8765)
+	c.RunAsUser, c.RunAsGroup = &uid, &gid
+	f, err := e.l.Prepare(context.Background(), c, []byte("HDTS\x00\x00\x00"))
+	if err != nil || f.Failure != "" {
+		t.Fatalf("Prepare: %v %s", err, f.Failure)
+	}
+	for _, p := range append(slicesOf(f.LocalDirs, f.LogDirs), f.WorkDir, f.TokenFile) {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		if int64(st.Uid) != uid || int64(st.Gid) != gid {
+			t.Errorf("%s belongs to %d:%d, want %d:%d", p, st.Uid, st.Gid, uid, gid)
+		}
 	}
 }

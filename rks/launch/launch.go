@@ -71,6 +71,12 @@ type Context struct {
 	// Image, if set, is the Docker image the launch context asked for
 	// (YARN_CONTAINER_RUNTIME_DOCKER_IMAGE), which RKS patched in.
 	Image string `json:"image,omitempty"`
+	// RunAsUser and RunAsGroup, when the pod's security context sets them,
+	// are who the container runs as: knit-node gives them its work and log
+	// folders and token file, as the LinuxContainerExecutor gives them to
+	// the application's user.
+	RunAsUser  *int64 `json:"runAsUser,omitempty"`
+	RunAsGroup *int64 `json:"runAsGroup,omitempty"`
 }
 
 // EncodeContext returns the annotation value of c.
