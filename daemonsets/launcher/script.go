@@ -121,6 +121,9 @@ func nmEnv(f launch.Files) []launch.EnvVar {
 	add("HOME", home)
 	add("PWD", f.WorkDir)
 	add("JVM_PID", "$$")
+	if f.LocalizationCounters != "" {
+		add("LOCALIZATION_COUNTERS", f.LocalizationCounters)
+	}
 	// A Java HashMap gives the NodeManager's aux services no stable order;
 	// sorted names give the script one.
 	names := make([]string, 0, len(f.AuxServices))

@@ -118,12 +118,13 @@ func (c *cache) base(k resourceKey) string {
 }
 
 // acquire returns the local path of r, downloading it unless it is cached
-// or being downloaded, and holds it for containerID until release.
-func (c *cache) acquire(ctx context.Context, r *resource, containerID string) (string, error) {
+// or being downloaded, and holds it for containerID until release; cached
+// says it was there already (a hit in YARN's localization counters).
+func (c *cache) acquire(ctx context.Context, r *resource, containerID string) (path string, cached bool, err error) {
 	c.mu.Lock()
 	if c.ctx.Err() != nil {
 		c.mu.Unlock()
-		return "", errors.New("localizer: closed")
+		return "", false, errors.New("localizer: closed")
 	}
 	e := c.entries[r.key]
 	if e == nil {
@@ -134,7 +135,7 @@ func (c *cache) acquire(ctx context.Context, r *resource, containerID string) (s
 	fl := e.flight
 	if fl == nil {
 		c.mu.Unlock()
-		return e.path, nil
+		return e.path, true, nil
 	}
 	fl.waiters++
 	c.mu.Unlock()
@@ -153,15 +154,15 @@ func (c *cache) acquire(ctx context.Context, r *resource, containerID string) (s
 			}
 		}
 		c.mu.Unlock()
-		return "", ctx.Err()
+		return "", false, ctx.Err()
 	}
 	if fl.err != nil {
 		c.mu.Lock()
 		c.drop(e, containerID)
 		c.mu.Unlock()
-		return "", fl.err
+		return "", false, fl.err
 	}
-	return e.path, nil
+	return e.path, false, nil
 }
 
 // start registers a new entry for r and downloads it in the background.

@@ -189,8 +189,10 @@ func (l *Localizer) Prepare(ctx context.Context, c launch.Context, credentials [
 	}
 
 	res, err := l.resources(&clc, c.User, app)
+	var count counters
 	if err == nil {
-		err = l.localize(ctx, c.ContainerID, res)
+		count, err = l.localize(ctx, c.ContainerID, res)
+		files.LocalizationCounters = count.String(l.cfg.Now().Sub(started).Milliseconds())
 	}
 	if err == nil {
 		err = linkAll(files.WorkDir, res)
@@ -311,26 +313,48 @@ func (l *Localizer) resources(clc *yarnpb.ContainerLaunchContextProto, user, app
 	return out, nil
 }
 
+// counters are YARN's localization counters of one container: bytes and
+// files downloaded for it (missed) and found in the cache (hit), and the
+// time localizing took.
+type counters struct {
+	bytesMissed, bytesHit, filesMissed, filesHit int64
+}
+
+// String is the LOCALIZATION_COUNTERS value the NodeManager sets
+// (ContainerImpl.localizationCountersAsString), with millis.
+func (c counters) String(millis int64) string {
+	return fmt.Sprintf("%d,%d,%d,%d,%d", c.bytesMissed, c.bytesHit, c.filesMissed, c.filesHit, millis)
+}
+
 // localize holds every resource for the container, downloading what the
 // cache lacks, a few at a time; the first failure stops the rest.
-func (l *Localizer) localize(ctx context.Context, containerID string, res []namedResource) error {
+func (l *Localizer) localize(ctx context.Context, containerID string, res []namedResource) (counters, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(l.cfg.FetchThreads)
 	paths := make([]string, len(res))
+	hits := make([]bool, len(res))
 	for i, nr := range res {
 		g.Go(func() error {
-			p, err := l.cache.acquire(gctx, nr.res, containerID)
-			paths[i] = p
+			p, hit, err := l.cache.acquire(gctx, nr.res, containerID)
+			paths[i], hits[i] = p, hit
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return err
+		return counters{}, err
 	}
+	var c counters
 	for i := range res {
 		res[i].path = paths[i]
+		if hits[i] {
+			c.bytesHit += res[i].res.size
+			c.filesHit++
+		} else {
+			c.bytesMissed += res[i].res.size
+			c.filesMissed++
+		}
 	}
-	return nil
+	return c, nil
 }
 
 // linkAll links each resource into the work folder under its key, as the

@@ -2,6 +2,7 @@ package localizer
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -44,6 +45,8 @@ func TestPrepareBuildsTheWorkFolder(t *testing.T) {
 		AuxServices: aux, Whitelist: whitelist,
 		Env:      []launch.EnvVar{{Name: "CLASSPATH", Value: "$PWD/*"}, {Name: "A", Value: "1"}, {Name: "B", Value: "$A"}},
 		Commands: []string{"$JAVA_HOME/bin/java", "-cp", "job.jar", "Main"},
+		// Both downloaded for this container; the clock stands still.
+		LocalizationCounters: fmt.Sprintf("%d,0,2,0,0", jarSize+xmlSize),
 	}
 	if !reflect.DeepEqual(f, want) {
 		t.Errorf("Files\n got %+v\nwant %+v", f, want)
@@ -214,5 +217,25 @@ func TestPrepareHandsTheContainersFoldersToItsUser(t *testing.T) {
 		if int64(st.Uid) != uid || int64(st.Gid) != gid {
 			t.Errorf("%s belongs to %d:%d, want %d:%d", p, st.Uid, st.Gid, uid, gid)
 		}
+	}
+}
+
+func TestAResourceInTheCacheCountsAsAHit(t *testing.T) {
+	e := newEnv(t)
+	u, size, ts := e.file("libs.jar", []byte("public bytes"))
+	res := []kv{{"libs.jar", lr(t, u, size, ts, typeFile, visPublic, "")}}
+	first, err := e.l.Prepare(context.Background(), launchContext(t, 1, res, nil, nil), nil)
+	if err != nil || first.Failure != "" {
+		t.Fatalf("Prepare: %v %s", err, first.Failure)
+	}
+	second, err := e.l.Prepare(context.Background(), launchContext(t, 2, res, nil, nil), nil)
+	if err != nil || second.Failure != "" {
+		t.Fatalf("Prepare: %v %s", err, second.Failure)
+	}
+	if want := fmt.Sprintf("%d,0,1,0,0", size); first.LocalizationCounters != want {
+		t.Errorf("first container's counters %q, want %q", first.LocalizationCounters, want)
+	}
+	if want := fmt.Sprintf("0,%d,0,1,0", size); second.LocalizationCounters != want {
+		t.Errorf("second container's counters %q, want %q", second.LocalizationCounters, want)
 	}
 }

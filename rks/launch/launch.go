@@ -149,6 +149,9 @@ type Files struct {
 	// Env and Commands are the launch context's, unexpanded.
 	Env      []EnvVar `json:"env"`
 	Commands []string `json:"commands"`
+	// LocalizationCounters is YARN's LOCALIZATION_COUNTERS: bytes missed,
+	// bytes hit, files missed, files hit, milliseconds.
+	LocalizationCounters string `json:"localizationCounters,omitempty"`
 	// Failure, if set, is why the container cannot start (a localization
 	// error, in YARN's words): knit-launcher reports it and exits with
 	// ExitLocalizationFailed without running anything.
