@@ -15,6 +15,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rks/launch"
 )
 
 // Annotations of container updates (YARN's container versions).
@@ -315,7 +316,7 @@ func sameCPUAndMemory(a, b corev1.ResourceList) bool {
 	return a.Cpu().Cmp(*b.Cpu()) == 0 && a.Memory().Cmp(*b.Memory()) == 0
 }
 
-// versionOf reads a version annotation; none is version 0.
+// versionOf reads a count annotation (a version); none is 0.
 func versionOf(p *corev1.Pod, key string) int32 {
 	v, err := strconv.ParseInt(p.Annotations[key], 10, 32)
 	if err != nil {
@@ -338,4 +339,24 @@ func executionTypeOf(p *corev1.Pod) yarnpb.ExecutionTypeProto {
 		return yarnpb.ExecutionTypeProto_OPPORTUNISTIC
 	}
 	return yarnpb.ExecutionTypeProto_GUARANTEED
+}
+
+// RequestThreadDump asks for one more thread dump of a container: its pod's
+// count goes up, and the node signals the process.
+func (c *Controller) RequestThreadDump(ctx context.Context, id yarnid.ContainerID) error {
+	c.mu.Lock()
+	nn, ok := c.containers[id]
+	c.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("rgs: thread dump of %s: no such container", id)
+	}
+	p, err := c.pods.Pods(nn.Namespace).Get(nn.Name)
+	if err != nil {
+		return fmt.Errorf("rgs: thread dump of %s: %w", id, err)
+	}
+	next := strconv.Itoa(int(versionOf(p, launch.AnnotationThreadDumps)) + 1)
+	if _, err := c.patchAnnotations(ctx, nn, map[string]*string{launch.AnnotationThreadDumps: &next}); err != nil {
+		return fmt.Errorf("rgs: thread dump of %s: %w", id, err)
+	}
+	return nil
 }

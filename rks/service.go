@@ -47,6 +47,9 @@ type Pods interface {
 	ContainerStatus(id yarnid.ContainerID) (*yarnpb.ContainerStatusProto, bool)
 	// StopContainer ends a container the AM stops.
 	StopContainer(ctx context.Context, id yarnid.ContainerID) error
+	// RequestThreadDump asks the node to signal the container for a thread
+	// dump.
+	RequestThreadDump(ctx context.Context, id yarnid.ContainerID) error
 	// NodeVersion is the container version the node side holds.
 	NodeVersion(id yarnid.ContainerID) int32
 	// ApplyNodeUpdate gives a container the version and resources of an
@@ -433,8 +436,8 @@ func (s *Service) signalToContainer(ctx context.Context, req *yarnpb.SignalConta
 // SignalContainer delivers a signal command to a running container (from
 // the AM, or the client through the RM; node is unused, RKS plays every
 // node): the shutdown commands end its pod (SIGTERM, then SIGKILL after the
-// grace period); a thread dump cannot reach a pod through the API yet and
-// is refused with a clear message.
+// grace period); a thread dump reaches the process as SIGQUIT through its
+// node (see launch.AnnotationThreadDumps).
 func (s *Service) SignalContainer(ctx context.Context, id yarnid.ContainerID, _ *yarnpb.NodeIdProto, cmd yarnpb.SignalContainerCommandProto) error {
 	if _, ok := s.cfg.Pods.ContainerPod(id); !ok {
 		return notHandled(id)
@@ -442,6 +445,11 @@ func (s *Service) SignalContainer(ctx context.Context, id yarnid.ContainerID, _ 
 	switch cmd {
 	case yarnpb.SignalContainerCommandProto_GRACEFUL_SHUTDOWN, yarnpb.SignalContainerCommandProto_FORCEFUL_SHUTDOWN:
 		if err := s.cfg.Pods.StopContainer(ctx, id); err != nil {
+			return ipc.Errorf(ClassYarnException, "signalling %s: %v", id, err)
+		}
+		return nil
+	case yarnpb.SignalContainerCommandProto_OUTPUT_THREAD_DUMP:
+		if err := s.cfg.Pods.RequestThreadDump(ctx, id); err != nil {
 			return ipc.Errorf(ClassYarnException, "signalling %s: %v", id, err)
 		}
 		return nil

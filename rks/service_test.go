@@ -37,6 +37,7 @@ type fakePods struct {
 	stopped []yarnid.ContainerID
 	// versions are the versions the node side holds.
 	versions map[yarnid.ContainerID]int32
+	dumps    []yarnid.ContainerID
 }
 
 func (f *fakePods) ContainerPod(id yarnid.ContainerID) (*corev1.Pod, bool) {
@@ -57,6 +58,11 @@ func (f *fakePods) StopContainer(_ context.Context, id yarnid.ContainerID) error
 }
 
 func (f *fakePods) NodeVersion(id yarnid.ContainerID) int32 { return f.versions[id] }
+
+func (f *fakePods) RequestThreadDump(_ context.Context, id yarnid.ContainerID) error {
+	f.dumps = append(f.dumps, id)
+	return nil
+}
 
 func (f *fakePods) ApplyNodeUpdate(_ context.Context, id yarnid.ContainerID, version int32, _ *yarnpb.ResourceProto) error {
 	if f.versions == nil {

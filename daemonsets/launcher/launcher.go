@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -287,6 +288,11 @@ func runContainer(ctx context.Context, cfg Config, f launch.Files, signals <-cha
 			log.Warn("launcher: signal not sent", "signal", sig, "err", err)
 		}
 	}
+	// Thread dumps asked before the launch are not the process's to answer.
+	dumpsPath := launch.ThreadDumpsPath(cfg.LaunchDir, cfg.PodUID)
+	dumps := readCount(dumpsPath)
+	poll := time.NewTicker(cfg.Poll)
+	defer poll.Stop()
 	var (
 		killTimer *time.Timer
 		kill      <-chan time.Time
@@ -325,6 +331,14 @@ wait:
 		case <-kill:
 			kill = nil
 			send(syscall.SIGKILL)
+		case <-poll.C:
+			// Asks within one poll get one signal, as the kernel merges
+			// a pending SIGQUIT with the next anyway.
+			if n := readCount(dumpsPath); n > dumps {
+				dumps = n
+				log.Info("launcher: thread dump asked", "count", n)
+				send(syscall.SIGQUIT)
+			}
 		case status = <-exited:
 			break wait
 		}
@@ -401,4 +415,18 @@ func (w fanout) Write(p []byte) (int, error) {
 		_, _ = to.Write(p)
 	}
 	return len(p), nil
+}
+
+// readCount reads a count file knit-node writes; none, or one that does not
+// read, is 0.
+func readCount(path string) uint64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	if err != nil {
+		return 0
+	}
+	return n
 }

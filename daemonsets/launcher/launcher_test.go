@@ -429,3 +429,44 @@ func TestRunAsPID1ReapsTheOrphansOfTheContainer(t *testing.T) {
 		t.Errorf("children left: %d, %v", pid, err)
 	}
 }
+
+func TestRunSendsSIGQUITForEachThreadDumpAskedAfterTheLaunch(t *testing.T) {
+	p := newPod(t)
+	p.cfg.Poll = 10 * time.Millisecond
+	dumps := launch.ThreadDumpsPath(p.cfg.LaunchDir, p.cfg.PodUID)
+	if err := os.MkdirAll(filepath.Dir(dumps), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// One asked before the launch is not replayed.
+	if err := os.WriteFile(dumps, []byte("1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.deliver(t, p.files("trap 'echo dump >> dumps' QUIT; touch ready; while [ ! -e stop ]; do sleep 0.01; done; exit 0"))
+	code := p.run(t.Context(), make(chan os.Signal))
+	p.awaitFile(t, "ready", code)
+	if err := os.WriteFile(dumps, []byte("3"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	work := p.work
+	waitUntil := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(work, "dumps"))
+		if strings.Count(string(b), "dump") >= 1 {
+			break
+		}
+		if time.Now().After(waitUntil) {
+			t.Fatal("no SIGQUIT reached the container")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // a second signal would land by now
+	if err := os.WriteFile(filepath.Join(work, "stop"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.exit(t, code); got != 0 {
+		t.Errorf("exit %d; stderr:\n%s", got, p.stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(work, "dumps")); strings.Count(string(b), "dump") != 1 {
+		t.Errorf("dumps %q: want one SIGQUIT for the count going from 1 to 3 in one step", b)
+	}
+}

@@ -166,6 +166,11 @@ func (c *Controller) sync(ctx context.Context, nn types.NamespacedName) error {
 	if !ok || p.DeletionTimestamp != nil {
 		return nil
 	}
+	if n, ok := p.Annotations[launch.AnnotationThreadDumps]; ok {
+		if err := WriteThreadDumps(c.cfg.LaunchDir, string(p.UID), n); err != nil {
+			c.log.WarnContext(ctx, "thread dump not passed on", "pod", nn.String(), "err", err)
+		}
+	}
 	c.mu.Lock()
 	done := c.done[p.UID]
 	c.mu.Unlock()

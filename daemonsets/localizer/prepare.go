@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -450,14 +451,32 @@ func (l *Localizer) Applications() ([]string, error) {
 // WriteFiles writes f for the pod podUID under launchDir, atomically, at
 // launch.FilesPath: knit-launcher starts once it appears.
 func WriteFiles(launchDir, podUID string, f launch.Files) error {
-	if !safeName(podUID) {
-		return fmt.Errorf("localizer: pod uid %q cannot name a folder", podUID)
-	}
 	b, err := launch.EncodeFiles(f)
 	if err != nil {
 		return fmt.Errorf("localizer: %w", err)
 	}
-	path := launch.FilesPath(launchDir, podUID)
+	return writeLaunchFile(launch.FilesPath(launchDir, podUID), podUID, b)
+}
+
+// WriteThreadDumps hands knit-launcher a pod's thread dump count (the
+// value of launch.AnnotationThreadDumps), unless it has it already.
+func WriteThreadDumps(launchDir, podUID, count string) error {
+	if _, err := strconv.ParseUint(count, 10, 32); err != nil {
+		return fmt.Errorf("localizer: thread dump count %q: %w", count, err)
+	}
+	path := launch.ThreadDumpsPath(launchDir, podUID)
+	if b, err := os.ReadFile(path); err == nil && string(b) == count {
+		return nil
+	}
+	return writeLaunchFile(path, podUID, []byte(count))
+}
+
+// writeLaunchFile writes one file of a pod's launch folder, whole or not
+// at all: knit-launcher polls for it.
+func writeLaunchFile(path, podUID string, b []byte) error {
+	if !safeName(podUID) {
+		return fmt.Errorf("localizer: pod uid %q cannot name a folder", podUID)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("localizer: %w", err)
 	}

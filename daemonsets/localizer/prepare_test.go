@@ -239,3 +239,24 @@ func TestAResourceInTheCacheCountsAsAHit(t *testing.T) {
 		t.Errorf("second container's counters %q, want %q", second.LocalizationCounters, want)
 	}
 }
+
+func TestWriteThreadDumpsHandsOnTheCount(t *testing.T) {
+	dir := t.TempDir()
+	path := launch.ThreadDumpsPath(dir, "uid-1")
+	for _, n := range []string{"1", "1", "2"} {
+		if err := WriteThreadDumps(dir, "uid-1", n); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(path); err != nil || string(b) != n {
+			t.Fatalf("count file %q, %v; want %q", b, err, n)
+		}
+	}
+	for _, bad := range []string{"", "-1", "many"} {
+		if err := WriteThreadDumps(dir, "uid-1", bad); err == nil {
+			t.Errorf("count %q accepted", bad)
+		}
+	}
+	if err := WriteThreadDumps(dir, "..", "1"); err == nil {
+		t.Error("a pod uid of .. accepted")
+	}
+}

@@ -185,6 +185,17 @@ func LocalizationFailure(exitCode int32, message string) (string, bool) {
 // with every pod): knit-node writes there, knit-launcher waits there.
 func Dir(nodeRoot string) string { return filepath.Join(nodeRoot, "launch") }
 
+// AnnotationThreadDumps counts the thread dumps asked of a container
+// (signalToContainer OUTPUT_THREAD_DUMP): knit-node copies it to
+// ThreadDumpsPath, and knit-launcher sends the container SIGQUIT, as the
+// NodeManager does, each time it grows.
+const AnnotationThreadDumps = "knit.io/thread-dumps"
+
+// ThreadDumpsPath is where knit-node writes a pod's thread dump count.
+func ThreadDumpsPath(launchDir, podUID string) string {
+	return filepath.Join(launchDir, podUID, "thread-dumps")
+}
+
 // FilesPath is where knit-node writes, and knit-launcher waits for, the
 // Files of the pod with uid under the launch folder launchDir.
 func FilesPath(launchDir, podUID string) string {

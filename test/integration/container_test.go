@@ -17,12 +17,19 @@ import (
 	"github.com/knitdev/knit/rgs"
 )
 
-// TestContainerResizeGoesThroughThePodResizeSubresource runs an unmanaged AM
-// that starts one container, then grows it (answered once the node took the
-// new size, then brought to the NM with its new token), shrinks it (answered
-// at once) and sends a stale version (refused as YARN refuses it).
-func TestContainerResizeGoesThroughThePodResizeSubresource(t *testing.T) {
-	dumpOnFailure(t)
+// runningContainer is one container of an unmanaged AM, started on its
+// node and running, with the clients that reached it.
+type runningContainer struct {
+	rmc *client.RMClient
+	am  *client.AMRMClient
+	nm  *client.NMClient
+	ctr *yarnpb.ContainerProto
+}
+
+// startOneContainer submits an unmanaged AM, registers it, gets one
+// container of 128 MB and starts command in it, waiting until its pod runs.
+func startOneContainer(t *testing.T, command string) *runningContainer {
+	t.Helper()
 	rmc, err := client.NewRMClient(knitRM(t).addrs.Client, client.RMConfig{User: "dsuser"})
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +42,7 @@ func TestContainerResizeGoesThroughThePodResizeSubresource(t *testing.T) {
 	}
 	app := newApp.GetApplicationId()
 	err = rmc.SubmitApplication(ctx, &yarnpb.ApplicationSubmissionContextProto{
-		ApplicationId: app, ApplicationName: proto.String("resize"), Queue: proto.String("default"),
+		ApplicationId: app, ApplicationName: proto.String("one-container"), Queue: proto.String("default"),
 		UnmanagedAm: proto.Bool(true), AmContainerSpec: &yarnpb.ContainerLaunchContextProto{},
 		Resource: yarnpb.NewResource(128, 1),
 	})
@@ -54,54 +61,73 @@ func TestContainerResizeGoesThroughThePodResizeSubresource(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { am.Close() })
-	if _, err := am.Register(ctx, "resize-am", -1, ""); err != nil {
+	if _, err := am.Register(ctx, "test-am", -1, ""); err != nil {
 		t.Fatal(err)
 	}
 	nm := client.NewNMClient(am.NMTokens(), client.NMConfig{})
 	t.Cleanup(func() { nm.Close() })
 
-	// heartbeat allocates with req first, then empty, until done holds.
-	heartbeat := func(what string, req *yarnpb.AllocateRequestProto, done func(*yarnpb.AllocateResponseProto) bool) {
-		t.Helper()
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-			resp, err := am.Allocate(ctx, req)
-			if err != nil {
-				t.Fatalf("%s: %v", what, err)
+	r := &runningContainer{rmc: rmc, am: am, nm: nm}
+	r.heartbeat(t, "allocation", &yarnpb.AllocateRequestProto{Ask: []*yarnpb.ResourceRequestProto{ask(1, "*", 1, 128, 1, true)}},
+		func(resp *yarnpb.AllocateResponseProto) bool {
+			if got := resp.GetAllocatedContainers(); len(got) > 0 {
+				r.ctr = got[0]
 			}
-			if done(resp) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no answer", what)
-			}
-			req = nil
-		}
-	}
-	var ctr *yarnpb.ContainerProto
-	heartbeat("allocation", &yarnpb.AllocateRequestProto{Ask: []*yarnpb.ResourceRequestProto{ask(1, "*", 1, 128, 1, true)}},
-		func(r *yarnpb.AllocateResponseProto) bool {
-			if got := r.GetAllocatedContainers(); len(got) > 0 {
-				ctr = got[0]
-			}
-			return ctr != nil
+			return r.ctr != nil
 		})
-	if _, err := nm.StartContainer(ctx, ctr, &yarnpb.ContainerLaunchContextProto{Command: []string{"sleep 600"}}); err != nil {
+	if _, err := nm.StartContainer(ctx, r.ctr, &yarnpb.ContainerLaunchContextProto{Command: []string{command}}); err != nil {
 		t.Fatal(err)
 	}
-	pod := func() *corev1.Pod {
-		t.Helper()
-		pods, err := cluster.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
-			LabelSelector: rgs.LabelContainer + "=" + containerName(ctr)})
-		if err != nil || len(pods.Items) != 1 {
-			t.Fatalf("the container's pod: %v (%d pods)", err, len(pods.Items))
-		}
-		return &pods.Items[0]
-	}
-	for deadline := time.Now().Add(time.Minute); pod().Status.Phase != corev1.PodRunning; time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); r.pod(t).Status.Phase != corev1.PodRunning; time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the container's pod never ran")
 		}
 	}
+	return r
+}
+
+// heartbeat allocates with req first, then empty, until done holds.
+func (r *runningContainer) heartbeat(t *testing.T, what string, req *yarnpb.AllocateRequestProto, done func(*yarnpb.AllocateResponseProto) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		resp, err := r.am.Allocate(t.Context(), req)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if done(resp) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no answer", what)
+		}
+		req = nil
+	}
+}
+
+// pod is the container's pod as the API server has it now.
+func (r *runningContainer) pod(t *testing.T) *corev1.Pod {
+	t.Helper()
+	pods, err := cluster.Client.CoreV1().Pods(metav1.NamespaceAll).List(t.Context(), metav1.ListOptions{
+		LabelSelector: rgs.LabelContainer + "=" + containerName(r.ctr)})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("the container's pod: %v", err)
+	}
+	return &pods.Items[0]
+}
+
+// TestContainerResizeGoesThroughThePodResizeSubresource runs an unmanaged AM
+// that starts one container, then grows it (answered once the node took the
+// new size, then brought to the NM with its new token), shrinks it (answered
+// at once) and sends a stale version (refused as YARN refuses it).
+func TestContainerResizeGoesThroughThePodResizeSubresource(t *testing.T) {
+	dumpOnFailure(t)
+	r := startOneContainer(t, "sleep 600")
+	ctx, am, nm, ctr, rmc := t.Context(), r.am, r.nm, r.ctr, r.rmc
+	heartbeat := func(what string, req *yarnpb.AllocateRequestProto, done func(*yarnpb.AllocateResponseProto) bool) {
+		t.Helper()
+		r.heartbeat(t, what, req, done)
+	}
+	pod := func() *corev1.Pod { t.Helper(); return r.pod(t) }
 	memory := func(p *corev1.Pod) (spec, running string) {
 		for i, c := range p.Spec.Containers {
 			if c.Name == rgs.ContainerName {
@@ -145,7 +171,7 @@ func TestContainerResizeGoesThroughThePodResizeSubresource(t *testing.T) {
 	if got := pod().Annotations[rgs.AnnotationNodeVersion]; got != "1" {
 		t.Errorf("node version %q after updateContainer, want 1", got)
 	}
-	err = nm.UpdateContainer(ctx, ctr)
+	err := nm.UpdateContainer(ctx, ctr)
 	if err == nil || !strings.Contains(err.Error(), "has update version [1] >= requested version [0]") {
 		t.Errorf("updateContainer with the old token: %v", err)
 	}
@@ -194,4 +220,26 @@ func TestContainerResizeGoesThroughThePodResizeSubresource(t *testing.T) {
 func containerName(c *yarnpb.ContainerProto) string {
 	id, _ := yarnid.ContainerIDFromProto(c.GetId())
 	return id.String()
+}
+
+// TestAThreadDumpReachesTheContainerAsSIGQUIT signals a running container
+// through the RM's signalToContainer, as `yarn container -signal
+// OUTPUT_THREAD_DUMP` does; the NodeManager sends SIGQUIT, which a JVM
+// answers with a thread dump on its stdout.
+func TestAThreadDumpReachesTheContainerAsSIGQUIT(t *testing.T) {
+	dumpOnFailure(t)
+	r := startOneContainer(t, "trap 'echo thread dump' QUIT; while :; do sleep 0.1; done 1><LOG_DIR>/stdout")
+	req := &yarnpb.SignalContainerRequestProto{ContainerId: r.ctr.GetId(), Command: yarnpb.SignalContainerCommandProto_OUTPUT_THREAD_DUMP.Enum()}
+	if err := knitRM(t).call("dsuser", "signalToContainer", req, &yarnpb.SignalContainerResponseProto{}); err != nil {
+		t.Fatalf("signalToContainer: %v", err)
+	}
+	id, _ := yarnid.ContainerIDFromProto(r.ctr.GetId())
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if strings.Contains(containerLogs(t, id.Attempt.App, "stdout")[id.String()], "thread dump") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no thread dump in the container's stdout: %q", containerLogs(t, id.Attempt.App, "stdout"))
+		}
+	}
 }
