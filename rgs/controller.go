@@ -114,7 +114,7 @@ type Config struct {
 	// PodFactory, from NewPodInformerFactory, shares the informer of Knit's
 	// pods with the rest of the RM; nil means one of RGS's own.
 	PodFactory informers.SharedInformerFactory
-	Logger  *slog.Logger
+	Logger     *slog.Logger
 }
 
 // Controller turns asks into pending pods and bound pods into containers,

@@ -172,7 +172,7 @@ func TestScript(t *testing.T) {
 			want: []string{`export APP_SUBMIT_TIME_ENV="1700000000123"`, `export APPLICATION_WEB_PROXY_BASE="/proxy/application_1700000000000_0001"`},
 		},
 		{
-			name:   "the node's localization counters, over the application's",
+			name: "the node's localization counters, over the application's",
 			change: func(f *launch.Files) {
 				f.LocalizationCounters = "100,20,3,1,42"
 				f.Env = []launch.EnvVar{{Name: "LOCALIZATION_COUNTERS", Value: "mine"}}
