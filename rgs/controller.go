@@ -389,17 +389,8 @@ func (c *Controller) ForgetAttempt(ctx context.Context, attempt yarnid.AttemptID
 // cache (RKS reads container state from it: one watch for all of Knit's
 // pods). The pod is shared: callers must not change it.
 func (c *Controller) ContainerPod(id yarnid.ContainerID) (*corev1.Pod, bool) {
-	c.mu.Lock()
-	nn, ok := c.containers[id]
-	c.mu.Unlock()
-	if !ok {
-		return nil, false
-	}
-	p, err := c.pods.Pods(nn.Namespace).Get(nn.Name)
-	if err != nil {
-		return nil, false
-	}
-	return p, true
+	_, p, err := c.cachedPod(id)
+	return p, err == nil
 }
 
 // ContainerStatus is the NodeManager's view of an allocated container, read

@@ -72,6 +72,21 @@ type UpdateResult struct {
 	Reason string
 }
 
+// cachedPod is an allocated container's pod, from the informer's cache.
+func (c *Controller) cachedPod(id yarnid.ContainerID) (types.NamespacedName, *corev1.Pod, error) {
+	c.mu.Lock()
+	nn, ok := c.containers[id]
+	c.mu.Unlock()
+	if !ok {
+		return nn, nil, fmt.Errorf("%s: no such container", id)
+	}
+	p, err := c.pods.Pods(nn.Namespace).Get(nn.Name)
+	if err != nil {
+		return nn, nil, fmt.Errorf("pod of %s: %w", id, err)
+	}
+	return nn, p, nil
+}
+
 // CurrentContainer reads an allocated, unfinished container's version,
 // resources and execution type from its pod.
 func (c *Controller) CurrentContainer(id yarnid.ContainerID) (Current, bool) {
@@ -96,15 +111,9 @@ func (c *Controller) CurrentContainer(id yarnid.ContainerID) (Current, bool) {
 // version; an increase asks the node to resize the pod and returns nil: the
 // result reaches the Sink's Updated once the node took it or could not.
 func (c *Controller) UpdateContainer(ctx context.Context, u Update) (*yarnpb.ContainerProto, error) {
-	c.mu.Lock()
-	nn, ok := c.containers[u.Container]
-	c.mu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("rgs: update of %s: no such container", u.Container)
-	}
-	p, err := c.pods.Pods(nn.Namespace).Get(nn.Name)
+	nn, p, err := c.cachedPod(u.Container)
 	if err != nil {
-		return nil, fmt.Errorf("rgs: update of %s: %w", u.Container, err)
+		return nil, fmt.Errorf("rgs: update: %w", err)
 	}
 	next := strconv.Itoa(int(versionOf(p, AnnotationVersion)) + 1)
 	switch u.Type {
@@ -143,15 +152,9 @@ func (c *Controller) UpdateContainer(ctx context.Context, u Update) (*yarnpb.Con
 // the container's new token: the pod takes the token's resources and the
 // node side its version.
 func (c *Controller) ApplyNodeUpdate(ctx context.Context, id yarnid.ContainerID, version int32, r *yarnpb.ResourceProto) error {
-	c.mu.Lock()
-	nn, ok := c.containers[id]
-	c.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("rgs: node update of %s: no such container", id)
-	}
-	p, err := c.pods.Pods(nn.Namespace).Get(nn.Name)
+	nn, p, err := c.cachedPod(id)
 	if err != nil {
-		return fmt.Errorf("rgs: node update of %s: %w", id, err)
+		return fmt.Errorf("rgs: node update: %w", err)
 	}
 	want, err := podResources(r, c.cfg.Resources)
 	if err != nil {
@@ -344,15 +347,9 @@ func executionTypeOf(p *corev1.Pod) yarnpb.ExecutionTypeProto {
 // RequestThreadDump asks for one more thread dump of a container: its pod's
 // count goes up, and the node signals the process.
 func (c *Controller) RequestThreadDump(ctx context.Context, id yarnid.ContainerID) error {
-	c.mu.Lock()
-	nn, ok := c.containers[id]
-	c.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("rgs: thread dump of %s: no such container", id)
-	}
-	p, err := c.pods.Pods(nn.Namespace).Get(nn.Name)
+	nn, p, err := c.cachedPod(id)
 	if err != nil {
-		return fmt.Errorf("rgs: thread dump of %s: %w", id, err)
+		return fmt.Errorf("rgs: thread dump: %w", err)
 	}
 	next := strconv.Itoa(int(versionOf(p, launch.AnnotationThreadDumps)) + 1)
 	if _, err := c.patchAnnotations(ctx, nn, map[string]*string{launch.AnnotationThreadDumps: &next}); err != nil {

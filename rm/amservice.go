@@ -814,19 +814,26 @@ func (k schedulerSink) Completed(ctx context.Context, c rgs.Completion) {
 	}
 }
 
-// Preempting implements rgs.Sink.
-func (k schedulerSink) Preempting(_ context.Context, id yarnid.ContainerID) {
-	e := k.rm.lookup(id.Attempt.App)
+// currentAMState is the AM service's state of an application's current
+// attempt, which holds every container the application keeps; nil when
+// there is none.
+func (rm *ResourceManager) currentAMState(app yarnid.ApplicationID) *amState {
+	e := rm.lookup(app)
 	if e == nil {
-		return
+		return nil
 	}
 	e.mu.Lock()
 	t := e.app.CurrentAttempt()
 	e.mu.Unlock()
 	if t == nil {
-		return
+		return nil
 	}
-	if st := k.rm.am.state(t.ID()); st != nil {
+	return rm.am.state(t.ID())
+}
+
+// Preempting implements rgs.Sink.
+func (k schedulerSink) Preempting(_ context.Context, id yarnid.ContainerID) {
+	if st := k.rm.currentAMState(id.Attempt.App); st != nil {
 		st.qmu.Lock()
 		st.preempting = append(st.preempting, id)
 		st.qmu.Unlock()

@@ -161,17 +161,7 @@ func (rm *ResourceManager) takeUpdates(ctx context.Context, e *entry, st *amStat
 
 // Updated implements rgs.Sink: an increase the node took, or could not.
 func (k schedulerSink) Updated(_ context.Context, r rgs.UpdateResult) {
-	e := k.rm.lookup(r.Container.Attempt.App)
-	if e == nil {
-		return
-	}
-	e.mu.Lock()
-	t := e.app.CurrentAttempt()
-	e.mu.Unlock()
-	if t == nil {
-		return
-	}
-	st := k.rm.am.state(t.ID())
+	st := k.rm.currentAMState(r.Container.Attempt.App)
 	if st == nil {
 		return
 	}

@@ -78,15 +78,21 @@ func BenchmarkStartContainersVersusBarePod(b *testing.B) {
 	for range b.N {
 		knit := knitStarts(ctx, b, c, marks)
 		bare := bareStarts(ctx, b, c, marks)
-		p50k, p99k := quantile(knit, 0.5), quantile(knit, 0.99)
-		p50b, p99b := quantile(bare, 0.5), quantile(bare, 0.99)
-		b.ReportMetric(float64(p50k.Milliseconds()), "knit-p50-ms")
-		b.ReportMetric(float64(p99k.Milliseconds()), "knit-p99-ms")
-		b.ReportMetric(float64(p50b.Milliseconds()), "bare-p50-ms")
-		b.ReportMetric(float64(p99b.Milliseconds()), "bare-p99-ms")
-		b.ReportMetric(float64((p99k - p99b).Milliseconds()), "overhead-p99-ms")
-		b.ReportMetric(float64(p99k)/float64(p99b), "knit/bare-p99")
+		reportVersusBare(b, "knit", knit, bare)
 	}
+}
+
+// reportVersusBare reports the p50 and p99 of Knit's side (named name) and
+// of the bare pods, the p99 overhead and the p99 ratio.
+func reportVersusBare(b *testing.B, name string, knit, bare []time.Duration) {
+	p50k, p99k := quantile(knit, 0.5), quantile(knit, 0.99)
+	p50b, p99b := quantile(bare, 0.5), quantile(bare, 0.99)
+	b.ReportMetric(float64(p50k.Milliseconds()), name+"-p50-ms")
+	b.ReportMetric(float64(p99k.Milliseconds()), name+"-p99-ms")
+	b.ReportMetric(float64(p50b.Milliseconds()), "bare-p50-ms")
+	b.ReportMetric(float64(p99b.Milliseconds()), "bare-p99-ms")
+	b.ReportMetric(float64((p99k - p99b).Milliseconds()), "overhead-p99-ms")
+	b.ReportMetric(float64(p99k)/float64(p99b), name+"/bare-p99")
 }
 
 // launchCluster starts a one-node local cluster with knit-rm and knit-node
@@ -122,14 +128,7 @@ func BenchmarkSubmitToAMRegisteredVersusBarePod(b *testing.B) {
 	for range b.N {
 		knit := amRegistrations(ctx, b, c, filepath.Join(bin, "distshell"))
 		bare := bareStarts(ctx, b, c, marks)
-		p50k, p99k := quantile(knit, 0.5), quantile(knit, 0.99)
-		p50b, p99b := quantile(bare, 0.5), quantile(bare, 0.99)
-		b.ReportMetric(float64(p50k.Milliseconds()), "registered-p50-ms")
-		b.ReportMetric(float64(p99k.Milliseconds()), "registered-p99-ms")
-		b.ReportMetric(float64(p50b.Milliseconds()), "bare-p50-ms")
-		b.ReportMetric(float64(p99b.Milliseconds()), "bare-p99-ms")
-		b.ReportMetric(float64((p99k - p99b).Milliseconds()), "overhead-p99-ms")
-		b.ReportMetric(float64(p99k)/float64(p99b), "registered/bare-p99")
+		reportVersusBare(b, "registered", knit, bare)
 	}
 }
 
