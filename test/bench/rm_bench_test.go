@@ -25,6 +25,7 @@ import (
 // Sizes of BenchmarkRMSubmitAndReport.
 const (
 	rmConns      = 32     // concurrent client connections
+	rmFewConns   = 8      // connections of the reads at a load that leaves the CPU room
 	rmApps       = 10_000 // applications submitted before the reads
 	rmReports    = 20_000 // getApplicationReport calls measured
 	rmLists      = 200    // getApplications calls measured, per variant
@@ -217,11 +218,13 @@ func heapInUse() uint64 {
 // BenchmarkRMSubmitAndReport drives a real ResourceManager (in-memory store,
 // Knit's IPC server and client) from rmConns connections: rmApps
 // submissions (getNewApplication then submitApplication), then
-// getApplicationReport on random known ids and getApplications, against a
-// no-op handler answering a report-sized message over the same client and
-// server. One iteration is the whole scenario on a new RM, so ns/op is
-// meaningless and reported as 0; the metrics are those of the last
-// iteration.
+// getApplicationReport on random known ids (from all rmConns connections,
+// and again from rmFewConns, a load at which the load generator, in the
+// same process on this 2-core machine, leaves the server CPU) and
+// getApplications, against a no-op handler answering a report-sized message
+// over the same client and server at both loads. One iteration is the
+// whole scenario on a new RM, so ns/op is meaningless and reported as 0;
+// the metrics are those of the last iteration.
 func BenchmarkRMSubmitAndReport(b *testing.B) {
 	if err := ensureFDs(uint64(4*rmConns + 256)); err != nil {
 		b.Skip(err)
@@ -248,6 +251,7 @@ func runRMScenario(b *testing.B) {
 	}
 	run(b, noopClients, 2000, noopCall) // warm-up
 	noop := run(b, noopClients, rmNoopCalls, noopCall)
+	noopFew := run(b, noopClients[:rmFewConns], rmNoopCalls, noopCall)
 	var noopResp yarnpb.GetApplicationReportResponseProto
 	if err := noopClients[0].Call(context.Background(), "getApplicationReport", reportReq(0), &noopResp); err != nil {
 		b.Fatal(err)
@@ -311,7 +315,7 @@ func runRMScenario(b *testing.B) {
 	if err := clients[0].Call(context.Background(), "getApplicationReport", reportReq(0), &realResp); err != nil {
 		b.Fatal(err)
 	}
-	reports := run(b, clients, rmReports, func(c *ipc.Client, _ int) error {
+	report := func(c *ipc.Client, _ int) error {
 		ctx, cancel := callCtx()
 		defer cancel()
 		var resp yarnpb.GetApplicationReportResponseProto
@@ -322,7 +326,9 @@ func runRMScenario(b *testing.B) {
 			return fmt.Errorf("empty report %v", &resp)
 		}
 		return nil
-	})
+	}
+	reports := run(b, clients, rmReports, report)
+	reportsFew := run(b, clients[:rmFewConns], rmReports, report)
 	listWith := func(req *yarnpb.GetApplicationsRequestProto) latencies {
 		return run(b, clients, rmLists, func(c *ipc.Client, _ int) error {
 			ctx, cancel := callCtx()
@@ -354,6 +360,9 @@ func runRMScenario(b *testing.B) {
 	b.ReportMetric(ms(noop.q(0.99)), "noop-p99-ms")
 	b.ReportMetric(noop.perSec(), "noop-calls/s")
 	b.ReportMetric(float64(reports.q(0.99))/float64(noop.q(0.99)), "report/noop-p99")
+	b.ReportMetric(ms(reportsFew.q(0.99)), "report8-p99-ms")
+	b.ReportMetric(ms(noopFew.q(0.99)), "noop8-p99-ms")
+	b.ReportMetric(float64(reportsFew.q(0.99))/float64(noopFew.q(0.99)), "report8/noop8-p99")
 	b.ReportMetric(subs.perSec()/noop.perSec(), "submits/noop-calls")
 	b.ReportMetric((float64(heapAfter)-float64(heapBefore))/rmApps, "heap-bytes/app")
 	b.ReportMetric(float64(proto.Size(&realResp)), "report-bytes")
