@@ -88,6 +88,9 @@ type amState struct {
 	increasing   map[yarnid.ContainerID]*yarnpb.UpdateContainerRequestProto
 	updated      []*yarnpb.UpdatedContainerProto
 	updateErrors []*yarnpb.UpdateContainerErrorProto
+	// updatedNodes are nodes that became usable or unusable since the
+	// AM's last allocate.
+	updatedNodes []*yarnpb.NodeReportProto
 }
 
 func newAMState(attempt apps.AttemptID) *amState {
@@ -122,6 +125,9 @@ type amService struct {
 	clusterMu   sync.Mutex
 	cluster     clusterView
 	clusterTime time.Time
+	// nodes are the nodes at the last refresh, by name; nil before the
+	// first.
+	nodes map[string]NodeInfo
 }
 
 // clusterView is what allocate answers say about the cluster: node count
@@ -358,6 +364,9 @@ func (rm *ResourceManager) Allocate(ctx context.Context, req *yarnpb.AllocateReq
 		}
 	}
 	view := rm.am.clusterView(ctx)
+	st.qmu.Lock()
+	resp.UpdatedNodes, st.updatedNodes = st.updatedNodes, nil
+	st.qmu.Unlock()
 	resp.NumClusterNodes = proto.Int32(view.nodes)
 	resp.Limit = rm.am.headroom(view, queue, user)
 	resp.ApplicationPriority = &yarnpb.PriorityProto{Priority: proto.Int32(priority)}
@@ -532,6 +541,7 @@ func (s *amService) clusterView(ctx context.Context) clusterView {
 			s.rm.log.WarnContext(ctx, "cluster view", "err", err)
 			return s.cluster
 		}
+		s.noteNodeChanges(nodes)
 		for _, n := range nodes {
 			if n.State != yarnpb.NodeStateProto_NS_RUNNING {
 				continue
@@ -561,6 +571,74 @@ func (s *amService) clusterView(ctx context.Context) clusterView {
 	}
 	s.cluster, s.clusterTime = v, now
 	return v
+}
+
+// noteNodeChanges compares the nodes with the last refresh and queues, for
+// every attempt, a report of each node that became usable, unusable or
+// decommissioning (RMAppImpl's updatedNodes): a node Kubernetes no longer
+// has is LOST.
+// clusterMu is held.
+func (s *amService) noteNodeChanges(nodes []NodeInfo) {
+	now := make(map[string]NodeInfo, len(nodes))
+	for _, n := range nodes {
+		now[n.Name] = n
+	}
+	prev := s.nodes
+	s.nodes = now
+	if prev == nil {
+		return
+	}
+	var changed []*yarnpb.NodeReportProto
+	for name, n := range now {
+		if p, ok := prev[name]; !ok || updateType(p.State) != updateType(n.State) {
+			changed = append(changed, nodeUpdate(n))
+		}
+	}
+	for name, p := range prev {
+		if _, ok := now[name]; !ok && usable(p.State) {
+			p.State = yarnpb.NodeStateProto_NS_LOST
+			changed = append(changed, nodeUpdate(p))
+		}
+	}
+	if len(changed) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.attempts {
+		st.qmu.Lock()
+		st.updatedNodes = append(st.updatedNodes, changed...)
+		st.qmu.Unlock()
+	}
+}
+
+// usable is NodeState.isUnusable's opposite.
+func usable(s yarnpb.NodeStateProto) bool {
+	switch s {
+	case yarnpb.NodeStateProto_NS_UNHEALTHY, yarnpb.NodeStateProto_NS_DECOMMISSIONED, yarnpb.NodeStateProto_NS_LOST,
+		yarnpb.NodeStateProto_NS_SHUTDOWN:
+		return false
+	}
+	return true
+}
+
+// updateType is how an AM hears of a node in a state: usable, unusable,
+// or decommissioning (usable, but going).
+func updateType(s yarnpb.NodeStateProto) yarnpb.NodeUpdateTypeProto {
+	switch {
+	case s == yarnpb.NodeStateProto_NS_DECOMMISSIONING:
+		return yarnpb.NodeUpdateTypeProto_NODE_DECOMMISSIONING
+	case usable(s):
+		return yarnpb.NodeUpdateTypeProto_NODE_USABLE
+	}
+	return yarnpb.NodeUpdateTypeProto_NODE_UNUSABLE
+}
+
+// nodeUpdate is a node's report with its update type.
+func nodeUpdate(n NodeInfo) *yarnpb.NodeReportProto {
+	r := n.Report()
+	r.NodeUpdateType = updateType(n.State).Enum()
+	return r
 }
 
 // headroom is the allocate answer's limit, as the CapacityScheduler

@@ -314,3 +314,67 @@ func TestHeadroomIsTheLeastOfClusterQueueAndUserRoom(t *testing.T) {
 		})
 	}
 }
+
+// changingNodes is a NodeLister whose nodes a test changes.
+type changingNodes struct {
+	mu    sync.Mutex
+	nodes []NodeInfo
+}
+
+func (c *changingNodes) Nodes(context.Context) ([]NodeInfo, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.nodes), nil
+}
+
+func (c *changingNodes) set(nodes ...NodeInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodes = nodes
+}
+
+func TestAllocateReportsNodesThatBecameUsableOrUnusable(t *testing.T) {
+	node := func(name string, state yarnpb.NodeStateProto) NodeInfo {
+		return NodeInfo{Name: name, Host: name, NMPort: 8041, HTTPAddress: name + ":8042", Rack: "/default-rack",
+			State: state, CapabilityMB: 8192, CapabilityVcores: 8}
+	}
+	running, unhealthy := yarnpb.NodeStateProto_NS_RUNNING, yarnpb.NodeStateProto_NS_UNHEALTHY
+	nodes := &changingNodes{}
+	nodes.set(node("a", running), node("b", running), node("c", running))
+	e := newEnv(t, envOptions{nodes: nodes, scheduler: &recordingScheduler{}})
+	_, ctx := unmanagedAM(t, e)
+	responseID := int32(0)
+	heartbeat := func() []string {
+		t.Helper()
+		resp, err := e.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(responseID)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		responseID = resp.GetResponseId()
+		var got []string
+		for _, r := range resp.GetUpdatedNodes() {
+			got = append(got, fmt.Sprintf("%s %s %s", r.GetNodeId().GetHost(), r.GetNodeState(), r.GetNodeUpdateType()))
+		}
+		slices.Sort(got)
+		return got
+	}
+	steps := []struct {
+		name  string
+		nodes []NodeInfo
+		want  []string
+	}{
+		{"the first view reports nothing", []NodeInfo{node("a", running), node("b", running), node("c", running)}, nil},
+		{"a node turns unhealthy and another goes", []NodeInfo{node("a", unhealthy), node("b", running)},
+			[]string{"a NS_UNHEALTHY NODE_UNUSABLE", "c NS_LOST NODE_UNUSABLE"}},
+		{"nothing changed", []NodeInfo{node("a", unhealthy), node("b", running)}, nil},
+		{"a node heals, one decommissions and one joins", []NodeInfo{node("a", running), node("b", yarnpb.NodeStateProto_NS_DECOMMISSIONING), node("d", running)},
+			[]string{"a NS_RUNNING NODE_USABLE", "b NS_DECOMMISSIONING NODE_DECOMMISSIONING", "d NS_RUNNING NODE_USABLE"}},
+	}
+	for _, s := range steps {
+		nodes.set(s.nodes...)
+		e.clock.Add(2 * clusterViewRefresh)
+		if got := heartbeat(); !slices.Equal(got, s.want) {
+			t.Errorf("%s: updated nodes %q, want %q", s.name, got, s.want)
+		}
+	}
+}

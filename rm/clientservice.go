@@ -674,27 +674,32 @@ func (rm *ResourceManager) GetClusterNodes(ctx context.Context, req *yarnpb.GetC
 		if len(want) > 0 && !want[n.State] {
 			continue
 		}
-		r := &yarnpb.NodeReportProto{
-			NodeId:               &yarnpb.NodeIdProto{Host: proto.String(n.Host), Port: proto.Int32(n.NMPort)},
-			HttpAddress:          proto.String(n.HTTPAddress),
-			RackName:             proto.String(n.Rack),
-			Used:                 yarnpb.NewResource(n.UsedMB, n.UsedVcores),
-			Capability:           yarnpb.NewResource(n.CapabilityMB, n.CapabilityVcores),
-			NodeState:            n.State.Enum(),
-			HealthReport:         proto.String(n.HealthReport),
-			LastHealthReportTime: proto.Int64(n.LastHealthUpdate.UnixMilli()),
-			NodeLabels:           n.Labels,
-		}
-		if n.LastHealthUpdate.IsZero() {
-			r.LastHealthReportTime = proto.Int64(0)
-		}
-		if n.Containers != 0 {
-			// A Java RM leaves numContainers out when it is 0 (§40).
-			r.NumContainers = proto.Int32(n.Containers)
-		}
-		resp.NodeReports = append(resp.NodeReports, r)
+		resp.NodeReports = append(resp.NodeReports, n.Report())
 	}
 	return resp, nil
+}
+
+// Report is the node's NodeReport.
+func (n NodeInfo) Report() *yarnpb.NodeReportProto {
+	r := &yarnpb.NodeReportProto{
+		NodeId:               &yarnpb.NodeIdProto{Host: proto.String(n.Host), Port: proto.Int32(n.NMPort)},
+		HttpAddress:          proto.String(n.HTTPAddress),
+		RackName:             proto.String(n.Rack),
+		Used:                 yarnpb.NewResource(n.UsedMB, n.UsedVcores),
+		Capability:           yarnpb.NewResource(n.CapabilityMB, n.CapabilityVcores),
+		NodeState:            n.State.Enum(),
+		HealthReport:         proto.String(n.HealthReport),
+		LastHealthReportTime: proto.Int64(n.LastHealthUpdate.UnixMilli()),
+		NodeLabels:           n.Labels,
+	}
+	if n.LastHealthUpdate.IsZero() {
+		r.LastHealthReportTime = proto.Int64(0)
+	}
+	if n.Containers != 0 {
+		// A Java RM leaves numContainers out when it is 0 (§40).
+		r.NumContainers = proto.Int32(n.Containers)
+	}
+	return r
 }
 
 // inQueue reports whether an application queue path is path or below it.
