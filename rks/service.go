@@ -69,9 +69,11 @@ type Tokens interface {
 }
 
 // Observer hears that a container was started (the RM's container
-// LAUNCHED event, which stops the allocation expiry).
+// LAUNCHED event, which stops the allocation expiry) or took an update the
+// AM brought (which stops an increase's roll back).
 type Observer interface {
 	ContainerStarted(ctx context.Context, id yarnid.ContainerID)
+	ContainerUpdated(ctx context.Context, id yarnid.ContainerID, version int32)
 }
 
 // Config holds what the service needs.
@@ -509,5 +511,8 @@ func (s *Service) update(ctx context.Context, ctID *yarnpb.ContainerTokenIdentif
 		return ipc.Errorf(ClassYarnException, "Unable to update container %s: %v", id, err)
 	}
 	s.log.InfoContext(ctx, "container updated", "container", id.String(), "version", ctID.GetVersion())
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.ContainerUpdated(ctx, id, ctID.GetVersion())
+	}
 	return nil
 }

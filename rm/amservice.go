@@ -102,6 +102,16 @@ type monitors struct {
 	mu          sync.Mutex
 	am          map[apps.AttemptID]amWatch
 	allocations map[apps.ContainerID]time.Time
+	// increases are increases handed to AMs and not yet brought to the
+	// node: rolled back at their deadline (ContainerAllocationExpirer).
+	increases map[apps.ContainerID]increaseWatch
+}
+
+// increaseWatch is an increase waiting for the AM's updateContainer.
+type increaseWatch struct {
+	deadline time.Time
+	version  int32                 // the increased container's
+	from     *yarnpb.ResourceProto // the size to go back to
 }
 
 type amWatch struct {
@@ -165,7 +175,8 @@ func newAMService(rm *ResourceManager, s Scheduler) *amService {
 		scheduler:  s,
 		knownTypes: known,
 		attempts:   map[apps.AttemptID]*amState{},
-		mon:        monitors{am: map[apps.AttemptID]amWatch{}, allocations: map[apps.ContainerID]time.Time{}},
+		mon: monitors{am: map[apps.AttemptID]amWatch{}, allocations: map[apps.ContainerID]time.Time{},
+			increases: map[apps.ContainerID]increaseWatch{}},
 	}
 }
 
@@ -820,7 +831,17 @@ func (s *amService) checkMonitors(ctx context.Context) {
 			delete(s.mon.allocations, c)
 		}
 	}
+	increasesDue := map[apps.ContainerID]increaseWatch{}
+	for c, w := range s.mon.increases {
+		if !now.Before(w.deadline) {
+			increasesDue[c] = w
+			delete(s.mon.increases, c)
+		}
+	}
 	s.mon.mu.Unlock()
+	for c, w := range increasesDue {
+		s.rollBack(ctx, c, w)
+	}
 	for _, a := range amDue {
 		s.rm.log.InfoContext(ctx, "AM expired", "attempt", a.String())
 		if err := s.rm.Handle(ctx, a.App, apps.AttemptExpired{Attempt: a}); err != nil {

@@ -378,3 +378,46 @@ func TestAllocateReportsNodesThatBecameUsableOrUnusable(t *testing.T) {
 		}
 	}
 }
+
+// TestAnIncreaseNotBroughtToTheNodeInTimeIsRolledBack: YARN's RM decreases
+// an increased container back when the AM does not call updateContainer
+// within the allocation expiry; one the AM did bring stays.
+func TestAnIncreaseNotBroughtToTheNodeInTimeIsRolledBack(t *testing.T) {
+	sched := &recordingScheduler{current: map[yarnid.ContainerID]rgs.Current{}}
+	e := newEnv(t, envOptions{scheduler: sched})
+	attempt, ctx := unmanagedAM(t, e)
+	forgotten := yarnid.ContainerID{Attempt: attempt, Epoch: 1, Sequence: 2}
+	confirmed := yarnid.ContainerID{Attempt: attempt, Epoch: 1, Sequence: 3}
+	for _, id := range []yarnid.ContainerID{forgotten, confirmed} {
+		ctr := &yarnpb.ContainerProto{Id: id.Proto(), NodeId: &yarnpb.NodeIdProto{Host: proto.String("node1"), Port: proto.Int32(8041)},
+			Resource: yarnpb.NewResource(1024, 1), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
+		if err := e.rm.SchedulerSink().Allocated(t.Context(), rgs.Allocation{Role: rgs.RoleTask, Container: ctr}); err != nil {
+			t.Fatal(err)
+		}
+		// The node took the increase: the container is at version 1, 2048 MB.
+		sched.current[id] = rgs.Current{Version: 1, Resource: yarnpb.NewResource(2048, 1)}
+		grown := proto.CloneOf(ctr)
+		grown.Version, grown.Resource = proto.Int32(1), yarnpb.NewResource(2048, 1)
+		e.rm.SchedulerSink().Updated(t.Context(), rgs.UpdateResult{Container: id, Updated: grown})
+	}
+	resp, err := e.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0)})
+	if err != nil || len(resp.GetUpdatedContainers()) != 2 {
+		t.Fatalf("allocate: %v, %d updated containers", err, len(resp.GetUpdatedContainers()))
+	}
+	e.rm.ContainerUpdated(t.Context(), confirmed, 1)
+	e.clock.Add(e.cfg.Settings.ContainerAllocationExpiry + time.Second)
+	e.rm.am.seen(attempt)
+	e.rm.am.checkMonitors(t.Context())
+	if len(sched.updates) != 1 || sched.updates[0].Container != forgotten ||
+		sched.updates[0].Type != yarnpb.ContainerUpdateTypeProto_DECREASE_RESOURCE || sched.updates[0].Capability.GetMemory() != 1024 {
+		t.Fatalf("scheduler updates %+v, want one decrease of %s back to 1024 MB", sched.updates, forgotten)
+	}
+	resp, err = e.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := resp.GetUpdatedContainers()
+	if len(u) != 1 || u[0].GetUpdateType() != yarnpb.ContainerUpdateTypeProto_DECREASE_RESOURCE || u[0].GetContainer().GetResource().GetMemory() != 1024 {
+		t.Errorf("the AM heard %v, want the roll back as a DECREASE to 1024 MB", u)
+	}
+}

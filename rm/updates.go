@@ -152,11 +152,61 @@ func (rm *ResourceManager) takeUpdates(ctx context.Context, e *entry, st *amStat
 	st.updated, st.updateErrors = nil, nil
 	st.qmu.Unlock()
 	for _, u := range out.updated {
-		if err := rm.handle(ctx, e, apps.ContainerUpdated{Container: u.GetContainer()}); err != nil {
+		c := u.GetContainer()
+		id, err := yarnid.ContainerIDFromProto(c.GetId())
+		if err != nil {
+			continue
+		}
+		e.mu.Lock()
+		var from *yarnpb.ResourceProto
+		if rc := e.app.Container(id); rc != nil {
+			from = rc.Proto().GetResource()
+		}
+		e.mu.Unlock()
+		if err := rm.handle(ctx, e, apps.ContainerUpdated{Container: c}); err != nil {
 			rm.log.InfoContext(ctx, "updated container not recorded", "err", err)
+		}
+		if u.GetUpdateType() == yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE && from != nil {
+			rm.am.mon.mu.Lock()
+			rm.am.mon.increases[id] = increaseWatch{
+				deadline: rm.now().Add(rm.cfg.Settings.ContainerAllocationExpiry), version: c.GetVersion(), from: from}
+			rm.am.mon.mu.Unlock()
 		}
 	}
 	return out
+}
+
+// ContainerUpdated records that the AM brought a container's update to its
+// node (updateContainer): an increase it confirms is kept.
+func (rm *ResourceManager) ContainerUpdated(_ context.Context, id yarnid.ContainerID, version int32) {
+	rm.am.mon.mu.Lock()
+	defer rm.am.mon.mu.Unlock()
+	if w, ok := rm.am.mon.increases[id]; ok && version >= w.version {
+		delete(rm.am.mon.increases, id)
+	}
+}
+
+// rollBack decreases a container whose increase the AM never brought to its
+// node back to its size before, as YARN's RM does when the allocation
+// expiry passes; the AM hears of it as a DECREASE.
+func (s *amService) rollBack(ctx context.Context, id yarnid.ContainerID, w increaseWatch) {
+	s.rm.log.InfoContext(ctx, "increase not brought to the node in time, rolled back", "container", id.String())
+	cur, ok := s.scheduler.CurrentContainer(id)
+	if !ok || cur.Version != w.version {
+		return // ended, or updated again since
+	}
+	updated, err := s.scheduler.UpdateContainer(ctx, rgs.Update{Container: id,
+		Type: yarnpb.ContainerUpdateTypeProto_DECREASE_RESOURCE, Capability: w.from})
+	if err != nil || updated == nil {
+		s.rm.log.WarnContext(ctx, "increase roll back", "container", id.String(), "err", err)
+		return
+	}
+	if st := s.rm.currentAMState(id.Attempt.App); st != nil {
+		st.qmu.Lock()
+		st.updated = append(st.updated, &yarnpb.UpdatedContainerProto{
+			UpdateType: yarnpb.ContainerUpdateTypeProto_DECREASE_RESOURCE.Enum(), Container: updated})
+		st.qmu.Unlock()
+	}
 }
 
 // Updated implements rgs.Sink: an increase the node took, or could not.

@@ -43,6 +43,13 @@ func (l *liveAttempts) ContainerStarted(ctx context.Context, id yarnid.Container
 	}
 }
 
+// ContainerUpdated implements rks.Observer.
+func (l *liveAttempts) ContainerUpdated(ctx context.Context, id yarnid.ContainerID, version int32) {
+	if r := l.rm.Load(); r != nil {
+		r.ContainerUpdated(ctx, id, version)
+	}
+}
+
 func newLiveAttempts() *liveAttempts { return &liveAttempts{} }
 
 // newScheduler builds RGS with this start's epoch.
