@@ -4,5 +4,6 @@
 // from the ResourceManager it declares as small interfaces of its own.
 //
 // book.go keeps an attempt's asks, podspec.go builds the pod of one ask,
-// controller.go reconciles pods to asks and makes containers of bound pods.
+// controller.go reconciles pods to asks and makes containers of bound pods,
+// update.go resizes them in place and moves their versions on.
 package rgs
