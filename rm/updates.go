@@ -78,13 +78,19 @@ func (s *amService) updates(ctx context.Context, st *amState, attempt apps.Attem
 	for _, g := range todo {
 		id := g.u.Container
 		if g.u.Type == yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE {
-			if g.cur.Increasing {
+			// The pod's mark may not be in the informer's cache yet: the
+			// attempt's own record counts too. The scheduler's refusal
+			// leaves the version unset.
+			st.qmu.Lock()
+			outstanding := g.cur.Increasing || st.increasing[id] != nil
+			if !outstanding {
+				st.increasing[id] = g.req
+			}
+			st.qmu.Unlock()
+			if outstanding {
 				out.errors = append(out.errors, updateError(rgs.ReasonOutstanding, g.req, nil))
 				continue
 			}
-			st.qmu.Lock()
-			st.increasing[id] = g.req
-			st.qmu.Unlock()
 		}
 		updated, err := s.scheduler.UpdateContainer(ctx, g.u)
 		if err != nil {
