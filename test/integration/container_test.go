@@ -228,18 +228,25 @@ func containerName(c *yarnpb.ContainerProto) string {
 // answers with a thread dump on its stdout.
 func TestAThreadDumpReachesTheContainerAsSIGQUIT(t *testing.T) {
 	dumpOnFailure(t)
-	r := startOneContainer(t, "trap 'echo thread dump' QUIT; while :; do sleep 0.1; done 1><LOG_DIR>/stdout")
+	r := startOneContainer(t, "{ trap 'echo thread dump' QUIT; echo started; while :; do sleep 0.1; done; } 1><LOG_DIR>/stdout")
+	id, _ := yarnid.ContainerIDFromProto(r.ctr.GetId())
+	stdoutHas := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			if strings.Contains(containerLogs(t, id.Attempt.App, "stdout")[id.String()], what) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the container's stdout: %q", what, containerLogs(t, id.Attempt.App, "stdout"))
+			}
+		}
+	}
+	// A NodeManager signals only a process that runs: not one still being
+	// localized.
+	stdoutHas("started")
 	req := &yarnpb.SignalContainerRequestProto{ContainerId: r.ctr.GetId(), Command: yarnpb.SignalContainerCommandProto_OUTPUT_THREAD_DUMP.Enum()}
 	if err := knitRM(t).call("dsuser", "signalToContainer", req, &yarnpb.SignalContainerResponseProto{}); err != nil {
 		t.Fatalf("signalToContainer: %v", err)
 	}
-	id, _ := yarnid.ContainerIDFromProto(r.ctr.GetId())
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if strings.Contains(containerLogs(t, id.Attempt.App, "stdout")[id.String()], "thread dump") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no thread dump in the container's stdout: %q", containerLogs(t, id.Attempt.App, "stdout"))
-		}
-	}
+	stdoutHas("thread dump")
 }
