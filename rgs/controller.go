@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 
 	"github.com/cenkalti/backoff/v4"
 	"google.golang.org/protobuf/proto"
@@ -435,15 +436,7 @@ func (c *Controller) StopContainer(ctx context.Context, id yarnid.ContainerID) e
 	if !ok {
 		return nil
 	}
-	patch := []byte(`{"metadata":{"annotations":{"` + AnnotationStoppedBy + `":"appmaster"}}}`)
-	op := func() error {
-		_, err := c.cfg.Client.CoreV1().Pods(nn.Namespace).Patch(ctx, nn.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		if apierrors.IsNotFound(err) {
-			return backoff.Permanent(err)
-		}
-		return err
-	}
-	if err := backoff.Retry(op, backoff.WithContext(retryPolicy(), ctx)); err != nil {
+	if _, err := c.patchAnnotations(ctx, nn, map[string]*string{AnnotationStoppedBy: ptr.To("appmaster")}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -759,16 +752,8 @@ func (c *Controller) allocate(ctx context.Context, p *corev1.Pod, attempt yarnid
 	c.byPod[p.UID] = id
 	c.mu.Unlock()
 
-	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, LabelContainer, id.String())
-	var pod *corev1.Pod
-	err := backoff.Retry(func() error {
-		var err error
-		pod, err = c.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-		if apierrors.IsNotFound(err) {
-			return backoff.Permanent(err)
-		}
-		return err
-	}, backoff.WithContext(retryPolicy(), ctx))
+	nn := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	pod, err := c.patchMetadata(ctx, nn, "labels", map[string]*string{LabelContainer: ptr.To(id.String())})
 	if err != nil {
 		c.mu.Lock()
 		delete(c.byPod, p.UID)
@@ -781,7 +766,7 @@ func (c *Controller) allocate(ctx context.Context, p *corev1.Pod, attempt yarnid
 		return fmt.Errorf("rgs: record container %s on pod: %w", id, err)
 	}
 	c.mu.Lock()
-	c.containers[id] = types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	c.containers[id] = nn
 	c.mu.Unlock()
 	cp, err := c.containerProto(pod, id)
 	if err == nil {
@@ -814,7 +799,7 @@ func (c *Controller) containerProto(p *corev1.Pod, id yarnid.ContainerID) (*yarn
 		Priority:            &yarnpb.PriorityProto{Priority: proto.Int32(int32(prio))},
 		ExecutionType:       exec.Enum(),
 		AllocationRequestId: proto.Int64(allocID),
-		Version:             proto.Int32(versionOf(p, AnnotationVersion)),
+		Version:             proto.Int32(intAnnotation(p, AnnotationVersion)),
 	}
 	tok, err := c.cfg.Signer.Sign(cp, annotationOrLabel(p, LabelUser), p.Spec.NodeSelector[NodeLabelPartition], p.Labels[LabelRole] == RoleAM)
 	if err != nil {

@@ -99,7 +99,7 @@ func (c *Controller) CurrentContainer(id yarnid.ContainerID) (Current, bool) {
 	}
 	_, increasing := p.Annotations[AnnotationIncreaseFrom]
 	return Current{
-		Version:       versionOf(p, AnnotationVersion),
+		Version:       intAnnotation(p, AnnotationVersion),
 		Resource:      resourceOf(p, c.cfg.Resources),
 		ExecutionType: executionTypeOf(p),
 		Increasing:    increasing,
@@ -115,7 +115,7 @@ func (c *Controller) UpdateContainer(ctx context.Context, u Update) (*yarnpb.Con
 	if err != nil {
 		return nil, fmt.Errorf("rgs: update: %w", err)
 	}
-	next := strconv.Itoa(int(versionOf(p, AnnotationVersion)) + 1)
+	next := strconv.Itoa(int(intAnnotation(p, AnnotationVersion)) + 1)
 	switch u.Type {
 	case yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE:
 		from, err := json.Marshal(mainRequests(p))
@@ -198,7 +198,7 @@ func (c *Controller) syncIncrease(ctx context.Context, p *corev1.Pod, id yarnid.
 		c.sink.Updated(ctx, UpdateResult{Container: id, Reason: ReasonOutsideRange})
 		return nil
 	}
-	next := strconv.Itoa(int(versionOf(p, AnnotationVersion)) + 1)
+	next := strconv.Itoa(int(intAnnotation(p, AnnotationVersion)) + 1)
 	p, err := c.patchAnnotations(ctx, nn, map[string]*string{AnnotationVersion: &next, AnnotationIncreaseFrom: nil})
 	if err != nil {
 		return fmt.Errorf("rgs: increase of %s: %w", id, err)
@@ -289,7 +289,14 @@ func (c *Controller) resizeTo(ctx context.Context, nn types.NamespacedName, res 
 // patchAnnotations sets (or, for nil, removes) annotations of a pod and
 // returns the pod as patched.
 func (c *Controller) patchAnnotations(ctx context.Context, nn types.NamespacedName, set map[string]*string) (*corev1.Pod, error) {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": set}})
+	return c.patchMetadata(ctx, nn, "annotations", set)
+}
+
+// patchMetadata sets (or, for nil, removes) labels or annotations of a pod
+// with a merge patch, retried with backoff, and returns the pod as patched;
+// a pod that is gone is not retried and gives NotFound.
+func (c *Controller) patchMetadata(ctx context.Context, nn types.NamespacedName, field string, set map[string]*string) (*corev1.Pod, error) {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{field: set}})
 	if err != nil {
 		return nil, err
 	}
@@ -319,8 +326,9 @@ func sameCPUAndMemory(a, b corev1.ResourceList) bool {
 	return a.Cpu().Cmp(*b.Cpu()) == 0 && a.Memory().Cmp(*b.Memory()) == 0
 }
 
-// versionOf reads a count annotation (a version); none is 0.
-func versionOf(p *corev1.Pod, key string) int32 {
+// intAnnotation reads a count annotation (a version, thread dumps asked);
+// none is 0.
+func intAnnotation(p *corev1.Pod, key string) int32 {
 	v, err := strconv.ParseInt(p.Annotations[key], 10, 32)
 	if err != nil {
 		return 0
@@ -334,7 +342,7 @@ func (c *Controller) NodeVersion(id yarnid.ContainerID) int32 {
 	if !ok {
 		return 0
 	}
-	return versionOf(p, AnnotationNodeVersion)
+	return intAnnotation(p, AnnotationNodeVersion)
 }
 
 func executionTypeOf(p *corev1.Pod) yarnpb.ExecutionTypeProto {
@@ -351,7 +359,7 @@ func (c *Controller) RequestThreadDump(ctx context.Context, id yarnid.ContainerI
 	if err != nil {
 		return fmt.Errorf("rgs: thread dump: %w", err)
 	}
-	next := strconv.Itoa(int(versionOf(p, launch.AnnotationThreadDumps)) + 1)
+	next := strconv.Itoa(int(intAnnotation(p, launch.AnnotationThreadDumps)) + 1)
 	if _, err := c.patchAnnotations(ctx, nn, map[string]*string{launch.AnnotationThreadDumps: &next}); err != nil {
 		return fmt.Errorf("rgs: thread dump of %s: %w", id, err)
 	}

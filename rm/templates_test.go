@@ -39,7 +39,7 @@ func TestDecodePodTemplateTakesAPodTemplateOrAPod(t *testing.T) {
 	}
 }
 
-func TestAQueuesPodTemplateReachesItsPodsAndABadOneRefusesTheRefresh(t *testing.T) {
+func TestAQueuesPodTemplateIsInItsPodMappingAndABadOneRefusesTheRefresh(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "b.yaml")
 	tmpl := "apiVersion: v1\nkind: PodTemplate\nmetadata: {name: b}\ntemplate:\n  metadata: {labels: {team: b}}\n  spec:\n    containers: []\n    tolerations: [{key: dedicated, value: b, effect: NoSchedule}]\n"

@@ -430,7 +430,7 @@ func TestRunAsPID1ReapsTheOrphansOfTheContainer(t *testing.T) {
 	}
 }
 
-func TestRunSendsSIGQUITForEachThreadDumpAskedAfterTheLaunch(t *testing.T) {
+func TestRunSendsSIGQUITWhenThreadDumpsAreAskedAfterTheLaunch(t *testing.T) {
 	p := newPod(t)
 	p.cfg.Poll = 10 * time.Millisecond
 	dumps := launch.ThreadDumpsPath(p.cfg.LaunchDir, p.cfg.PodUID)

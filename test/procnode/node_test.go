@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 )
 
 // These tests run a Node against the fake clientset: narrow checks of the
@@ -251,7 +252,7 @@ func boundPod(name string, policy corev1.RestartPolicy, containers ...corev1.Con
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
 		Spec: corev1.PodSpec{NodeName: "node-1", RestartPolicy: policy, Containers: containers,
-			TerminationGracePeriodSeconds: ptrTo(int64(5))},
+			TerminationGracePeriodSeconds: ptr.To(int64(5))},
 		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
 			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}},
 	}
@@ -378,14 +379,14 @@ func TestPodInitContainersEnvAndVolumes(t *testing.T) {
 		{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "sec",
 			Items: []corev1.KeyToPath{{Key: "pw", Path: "sub/password"}}}}},
 		{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: hostDir,
-			Type: ptrTo(corev1.HostPathDirectoryOrCreate)}}},
+			Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}},
 		{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
 			{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
 		// What the ServiceAccount admission plugin injects.
 		{Name: "kube-api-access-abcde", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			DefaultMode: ptrTo(int32(0o644)),
+			DefaultMode: ptr.To(int32(0o644)),
 			Sources: []corev1.VolumeProjection{
-				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptrTo(int64(3607)), Path: "token"}},
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptr.To(int64(3607)), Path: "token"}},
 				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
 					Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
 				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
@@ -569,7 +570,7 @@ func TestDeletedPodIsStoppedReportedAndRemoved(t *testing.T) {
 	})
 	cur, _ := c.CoreV1().Pods("default").Get(context.Background(), "del", metav1.GetOptions{})
 	now := metav1.Now()
-	cur.DeletionTimestamp, cur.DeletionGracePeriodSeconds = &now, ptrTo(int64(5))
+	cur.DeletionTimestamp, cur.DeletionGracePeriodSeconds = &now, ptr.To(int64(5))
 	if _, err := c.CoreV1().Pods("default").Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -610,7 +611,7 @@ func TestVanishedPodIsStoppedAndRemoved(t *testing.T) {
 	createPod(t, c, p)
 	waitPod(t, c, "gone", "running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 	pids := pidsOfPod(t, tn.Node, p)
-	if err := c.CoreV1().Pods("default").Delete(context.Background(), "gone", metav1.DeleteOptions{GracePeriodSeconds: ptrTo(int64(0))}); err != nil {
+	if err := c.CoreV1().Pods("default").Delete(context.Background(), "gone", metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil {
 		t.Fatal(err)
 	}
 	podRoot := newPodPaths(dir, p.Namespace, p.Name, p.UID).root
@@ -729,7 +730,7 @@ func TestSidecarRunsAlongAndStopsAtTheEnd(t *testing.T) {
 	p := boundPod("side", corev1.RestartPolicyNever, sh("main",
 		"for i in $(seq 200); do [ -e "+flag+" ] && break; sleep 0.05; done; [ -e "+flag+" ] && echo saw-sidecar"))
 	side := sh("side", "touch "+flag+"; exec sleep 1000")
-	side.RestartPolicy = ptrTo(corev1.ContainerRestartPolicyAlways)
+	side.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 	p.Spec.InitContainers = []corev1.Container{side}
 	p.Spec.InitContainers[0].Image = "busybox"
 	createPod(t, c, p)

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestRestartDelay(t *testing.T) {
@@ -86,7 +87,7 @@ func planTestPod(policy corev1.RestartPolicy, inits, mains []string) *corev1.Pod
 	for _, n := range inits {
 		c := corev1.Container{Name: strings.TrimSuffix(n, "+"), Image: "img", Command: []string{"x"}}
 		if strings.HasSuffix(n, "+") { // sidecar
-			c.RestartPolicy = ptrTo(corev1.ContainerRestartPolicyAlways)
+			c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 		}
 		p.Spec.InitContainers = append(p.Spec.InitContainers, c)
 	}

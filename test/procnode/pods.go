@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 )
 
 // exitPollInterval is how often running shims are checked for an exit. A
@@ -346,7 +347,7 @@ func (n *Node) syncTerminating(ctx context.Context, key string, pod *corev1.Pod,
 	}
 	uid := pod.UID
 	err = n.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
-		GracePeriodSeconds: ptrTo(int64(0)),
+		GracePeriodSeconds: ptr.To(int64(0)),
 		Preconditions:      &metav1.Preconditions{UID: &uid},
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {

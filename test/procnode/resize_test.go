@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 )
 
 // res builds a resource list from name/quantity pairs.
@@ -87,7 +88,7 @@ func TestPodRequests(t *testing.T) {
 	t.Parallel()
 	sidecar := func(name string, l corev1.ResourceList) corev1.Container {
 		c := corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Requests: l}}
-		c.RestartPolicy = ptrTo(corev1.ContainerRestartPolicyAlways)
+		c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 		return c
 	}
 	initC := func(name string, l corev1.ResourceList) corev1.Container {
@@ -131,7 +132,7 @@ func TestAllocationApply(t *testing.T) {
 	pod := sized("p", res("cpu", "1"), res("cpu", "2"))
 	pod.Spec.InitContainers = []corev1.Container{
 		{Name: "init", Resources: corev1.ResourceRequirements{Requests: res("cpu", "5")}},
-		{Name: "side", RestartPolicy: ptrTo(corev1.ContainerRestartPolicyAlways), Resources: corev1.ResourceRequirements{Requests: res("cpu", "1")}},
+		{Name: "side", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Resources: corev1.ResourceRequirements{Requests: res("cpu", "1")}},
 	}
 	alloc := allocationFromSpec(pod)
 	if len(alloc) != 3 || alloc["init"].Requests != nil {

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // Limits on termination messages, the kubelet's.
@@ -256,7 +257,7 @@ func statusByName(list []corev1.ContainerStatus) map[string]*corev1.ContainerSta
 // (what it runs with: nothing is enforced, so the same), as the kubelet
 // reports every container the runtime knows of.
 func containerStatus(c *corev1.Container, o containerObs, w *waitingReason, defWaiting string, old *corev1.ContainerStatus, res corev1.ResourceRequirements, init, terminal bool) corev1.ContainerStatus {
-	st := corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: imageID(c.Image), Started: ptrTo(false)}
+	st := corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: imageID(c.Image), Started: ptr.To(false)}
 	l := o.Latest
 	if l == nil {
 		if old != nil && old.State.Terminated != nil {
@@ -282,7 +283,7 @@ func containerStatus(c *corev1.Container, o containerObs, w *waitingReason, defW
 	switch {
 	case l.Running:
 		st.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(apiTime(l.StartedAt))}
-		st.Started, st.Ready = ptrTo(true), true
+		st.Started, st.Ready = ptr.To(true), true
 		st.LastTerminationState = terminatedState(o.Previous)
 	case w != nil && !terminal:
 		st.State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
@@ -572,5 +573,3 @@ func initializedCondition(pod *corev1.Pod, statuses []corev1.ContainerStatus, ph
 	}
 	return corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}
 }
-
-func ptrTo[T any](v T) *T { return &v }

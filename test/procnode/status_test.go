@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestTailLog(t *testing.T) {
@@ -90,7 +91,7 @@ func TestReadFileTail(t *testing.T) {
 // terminated with that exit code, "w" waiting, "w1" waiting after a run
 // that exited 1.
 func cs(name, state string) corev1.ContainerStatus {
-	s := corev1.ContainerStatus{Name: name, Started: ptrTo(state == "r")}
+	s := corev1.ContainerStatus{Name: name, Started: ptr.To(state == "r")}
 	switch state {
 	case "r":
 		s.State.Running = &corev1.ContainerStateRunning{}

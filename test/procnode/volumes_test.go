@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestSetupVolumes(t *testing.T) {
@@ -32,7 +33,7 @@ func TestSetupVolumes(t *testing.T) {
 	pod.Spec.Volumes = []corev1.Volume{
 		{Name: "empty", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
 		{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "sec",
-			DefaultMode: ptrTo(int32(0o600)), Items: []corev1.KeyToPath{{Key: "b", Path: "deep/b", Mode: ptrTo(int32(0o640))}}}}},
+			DefaultMode: ptr.To(int32(0o600)), Items: []corev1.KeyToPath{{Key: "b", Path: "deep/b", Mode: ptr.To(int32(0o640))}}}}},
 		{Name: "allsec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "sec"}}},
 		{Name: "optsec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "absent", Optional: &optional}}},
 		{Name: "cm", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
@@ -43,7 +44,7 @@ func TestSetupVolumes(t *testing.T) {
 		}}}},
 		{Name: "hostnew", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: filepath.Join(host, "new", "dir")}}},
 		{Name: "hostfile", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: filepath.Join(host, "f", "made"),
-			Type: ptrTo(corev1.HostPathFileOrCreate)}}},
+			Type: ptr.To(corev1.HostPathFileOrCreate)}}},
 		{Name: "hostexisting", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: existingFile}}},
 	}
 	paths := newPodPaths(t.TempDir(), pod.Namespace, pod.Name, pod.UID)
@@ -98,7 +99,7 @@ func TestSetupVolumesErrors(t *testing.T) {
 		"missing key":    {Secret: &corev1.SecretVolumeSource{SecretName: "sec", Items: []corev1.KeyToPath{{Key: "nope", Path: "x"}}}},
 		"escaping path":  {Secret: &corev1.SecretVolumeSource{SecretName: "sec", Items: []corev1.KeyToPath{{Key: "a", Path: "../x"}}}},
 		"unsupported":    {PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}},
-		"not a dir":      {HostPath: &corev1.HostPathVolumeSource{Path: "/etc/hostname", Type: ptrTo(corev1.HostPathDirectory)}},
+		"not a dir":      {HostPath: &corev1.HostPathVolumeSource{Path: "/etc/hostname", Type: ptr.To(corev1.HostPathDirectory)}},
 	}
 	for name, src := range cases {
 		pod := testPod()
