@@ -333,7 +333,7 @@ func (c *changingNodes) set(nodes ...NodeInfo) {
 	c.nodes = nodes
 }
 
-func TestAllocateReportsNodesThatBecameUsableOrUnusable(t *testing.T) {
+func TestAllocateReportsNodesThatBecameUsableUnusableOrDecommissioning(t *testing.T) {
 	node := func(name string, state yarnpb.NodeStateProto) NodeInfo {
 		return NodeInfo{Name: name, Host: name, NMPort: 8041, HTTPAddress: name + ":8042", Rack: "/default-rack",
 			State: state, CapabilityMB: 8192, CapabilityVcores: 8}
