@@ -25,11 +25,11 @@
 // doubling up to RestartBackoffMax); a running container whose image is
 // patched is stopped and started again with restartCount+1; phase,
 // conditions and container statuses as the kubelet computes them. A pod
-// being deleted has every process stopped (SIGTERM to its whole process
-// tree, the deletion's grace period, SIGKILL), gets its final status, and
-// is deleted for good (grace period 0, UID precondition); its folder goes
-// when it has left the API. Pods that vanish from the API (force deletion)
-// are stopped and removed too.
+// being deleted has every process stopped (SIGTERM to each container's
+// main process, the deletion's grace period, SIGKILL to all that is left),
+// gets its final status, and is deleted for good (grace period 0, UID
+// precondition); its folder goes when it has left the API. Pods that
+// vanish from the API (force deletion) are stopped and removed too.
 //
 // # In-place resize
 //
@@ -133,10 +133,13 @@
 // SIGQUIT, SIGUSR1 and SIGUSR2 to the process group, and when the process
 // ends kills whatever is left of its tree (as the end of a container's PID
 // 1 ends the container) and records the exit code (128+signal for a
-// signal) and finish time atomically. Stopping a run sends SIGTERM to every
-// process of the run (the shim's session, which holds the container's
-// process group, and every descendant of the shim), waits the grace period,
-// then SIGKILL. Ended shims are reaped by init (PID 1); under an init that
+// signal) and finish time atomically. Stopping a run sends SIGTERM to the
+// container's main process only, as a container runtime signals only a
+// container's PID 1 (knit-launcher, PID 1 of a task container, forwards
+// it to its command; a SIGTERM to every process would reach the command
+// twice), waits the grace period, then sends SIGKILL to every process of
+// the run (the shim's session, which holds the container's process group,
+// and every descendant of the shim). Ended shims are reaped by init (PID 1); under an init that
 // does not reap orphans they stay zombies, which are harmless and are never
 // taken for live shims.
 //

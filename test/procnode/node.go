@@ -200,7 +200,8 @@ func New(cfg Config) (*Node, error) {
 }
 
 // StopAll ends every pod process this node's Dir knows of: SIGTERM to each
-// run's whole process tree, StopAllGracePeriod, then SIGKILL. It is meant
+// run's main process, StopAllGracePeriod, then SIGKILL to its whole
+// process tree. It is meant
 // for `knit local down` and test clean-up, after Run has returned (while
 // Run serves, it would restart what StopAll stops). The files stay; a Node
 // started later on the same Dir restarts the containers by their

@@ -2,7 +2,9 @@ package procnode
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -599,6 +601,108 @@ func TestDeletedPodIsStoppedReportedAndRemoved(t *testing.T) {
 	if del == nil || del.GetDeleteOptions().GracePeriodSeconds == nil || *del.GetDeleteOptions().GracePeriodSeconds != 0 ||
 		del.GetDeleteOptions().Preconditions == nil || *del.GetDeleteOptions().Preconditions.UID != p.UID {
 		t.Errorf("final delete = %+v", del)
+	}
+}
+
+// A deleted pod's containers are signalled as a container runtime signals
+// them: SIGTERM to the main process only, which passes it on as
+// knit-launcher does, and SIGKILL to whatever is left after the grace
+// period.
+func TestDeletedPodSignalsOnlyTheMainProcessThenKillsAll(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	// Each script gets a folder of its own as $1, writes $1/ready once its
+	// traps are set, and has its processes note each SIGTERM in $1/terms.
+	tests := []struct {
+		name   string
+		script string
+		terms  string // $1/terms once the pod has gone
+	}{
+		{
+			// As knit-launcher: the command in a process group of its own,
+			// SIGTERM forwarded to that group. The command notes it and
+			// carries on, so a second SIGTERM would be noted too.
+			"a command below a forwarding main process gets one SIGTERM", `
+set -m
+bash -c 'trap "echo child >> $1/terms" TERM; echo > $1/ready; while :; do sleep 0.05; done' child "$1" &
+child=$!
+set +m
+trap 'kill -TERM -- -$child' TERM
+while :; do wait $child; done`,
+			"child\n",
+		},
+		{
+			// Ignored signals stay ignored across exec, so the sleep
+			// ignores SIGTERM too.
+			"processes that ignore SIGTERM are killed after the grace period", `
+trap '' TERM
+sleep 1000 &
+echo > $1/ready
+while :; do wait; done`,
+			"",
+		},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := fakeClient()
+			dir := t.TempDir()
+			tn := runNode(t, c, dir)
+			marks := t.TempDir()
+			name := fmt.Sprintf("signals-%d", i)
+			p := boundPod(name, corev1.RestartPolicyAlways, corev1.Container{Name: "main", Command: []string{"bash", "-c", tc.script, "main", marks}})
+			createPod(t, c, p)
+			waitFor(t, 20*time.Second, "the container's traps set", func() bool {
+				_, err := os.Stat(filepath.Join(marks, "ready"))
+				return err == nil
+			})
+			pids := pidsOfPod(t, tn.Node, p)
+
+			var final *corev1.Pod
+			c.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if got, err := c.Tracker().Get(a.GetResource(), "default", name); err == nil {
+					final = got.(*corev1.Pod)
+				}
+				return false, nil, nil
+			})
+			// What the API server does on a graceful delete, with a grace
+			// period at the kubelet's floor.
+			cur, err := c.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := metav1.Now()
+			cur.DeletionTimestamp, cur.DeletionGracePeriodSeconds = &now, ptr.To(int64(minGracePeriod/time.Second))
+			deleted := time.Now()
+			if _, err := c.CoreV1().Pods("default").Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 30*time.Second, "the pod deleted", func() bool {
+				_, err := c.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+				return err != nil
+			})
+			if took := time.Since(deleted); took < minGracePeriod {
+				t.Errorf("the pod went %v after its deletion, before the %v grace period", took, minGracePeriod)
+			}
+			if !allGone(pids) {
+				t.Errorf("processes of the deleted pod still run: %v", pids)
+			}
+			if final == nil {
+				t.Fatal("no final status before the delete")
+			}
+			if term := containerStatusOf(final, "main").State.Terminated; term == nil || term.ExitCode != 137 {
+				t.Errorf("final container state = %+v, want killed (137) at the end of the grace period", term)
+			}
+			terms, err := os.ReadFile(filepath.Join(marks, "terms"))
+			if err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			if string(terms) != tc.terms {
+				t.Errorf("SIGTERMs noted: %q, want %q", terms, tc.terms)
+			}
+		})
 	}
 }
 

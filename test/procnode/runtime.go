@@ -273,16 +273,20 @@ func (r *procRuntime) settle(a *attempt) (running bool, err error) {
 	return false, nil
 }
 
-// stop ends a run: SIGTERM to its whole process tree, up to grace for the
-// shim to record the exit, then SIGKILL to the tree. The shim itself is
-// spared so it can record how the process ended; only if it is stuck too is
-// it killed and the exit recorded here. ctx ending abandons the wait and
-// leaves the processes as they are.
+// stop ends a run as a container runtime stops a container: SIGTERM to
+// the main process only (the container's PID 1, which passes it on as it
+// sees fit: knit-launcher forwards it to its command's process group, so a
+// SIGTERM to every process would reach the command twice), up to grace
+// for the shim to record the exit, then SIGKILL to the whole tree. When
+// the main process ends, the shim kills the rest of the tree itself. The
+// shim is spared so it can record how the process ended; only if it is
+// stuck too is it killed and the exit recorded here. ctx ending abandons
+// the wait and leaves the processes as they are.
 func (r *procRuntime) stop(ctx context.Context, a *attempt, grace time.Duration) error {
 	if running, err := r.settle(a); err != nil || !running {
 		return err
 	}
-	signalTree(a.State, syscall.SIGTERM)
+	signalMain(a.State, syscall.SIGTERM)
 	if done, err := r.waitExit(ctx, a, grace); err != nil || done {
 		return err
 	}
@@ -445,6 +449,16 @@ func treeOf(procs map[int]procStat, st *shimState) []int {
 		}
 	}
 	return out
+}
+
+// signalMain sends sig to the run's main process, if that pid is still
+// one of the run's processes (once reaped, it may be anyone's).
+func signalMain(st *shimState, sig syscall.Signal) {
+	for _, pid := range treeOf(listProcs(), st) {
+		if pid == st.PID {
+			_ = syscall.Kill(pid, sig)
+		}
+	}
 }
 
 // signalTree sends sig to every process of the run except the shim, the
