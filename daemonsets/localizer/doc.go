@@ -6,6 +6,10 @@
 // container's work folder with a link per resource and its token file,
 // and returns the launch.Files that knit-launcher runs the container from.
 //
+// hdfs:// resources are read with github.com/colinmarc/hdfs over
+// connections that bound what a namenode or datanode can make the client
+// allocate (hdfsguard.go).
+//
 // The cache index lives in memory and is rebuilt from the cache folders
 // on New: after a restart, calling Prepare again for a container that is
 // still running holds its resources again without downloading them.

@@ -39,9 +39,9 @@ type HDFSConfig struct {
 	// core-site.xml and hdfs-site.xml give fs.defaultFS, the namenodes of
 	// HA nameservices (dfs.ha.namenodes.<ns>,
 	// dfs.namenode.rpc-address.<ns>.<nn>), hadoop.security.authentication,
-	// dfs.client.use.datanode.hostname, the data transfer protection and
-	// the client's timeouts. Empty, or a folder without them, means hdfs
-	// URLs must name their namenode.
+	// dfs.client.use.datanode.hostname, the data transfer protection, the
+	// client's timeouts and ipc.maximum.response.length. Empty, or a
+	// folder without them, means hdfs URLs must name their namenode.
 	ConfDir string
 }
 
@@ -55,6 +55,8 @@ type hdfsSource struct {
 	kerberos       bool
 	connectTimeout time.Duration
 	socketTimeout  time.Duration
+	// maxResponse bounds a namenode's RPC responses (see hdfsguard.go).
+	maxResponse uint64
 }
 
 var _ Source = (*hdfsSource)(nil)
@@ -82,6 +84,9 @@ func newHDFSSource(cfg HDFSConfig) (*hdfsSource, error) {
 	if s.socketTimeout, err = msSetting(conf, "dfs.client.socket-timeout", defaultSocketTimeout); err != nil {
 		return nil, err
 	}
+	if s.maxResponse, err = sizeSetting(conf, "ipc.maximum.response.length", defaultMaxResponseLength); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -99,6 +104,25 @@ func msSetting(conf hadoopconf.HadoopConf, key string, def time.Duration) (time.
 		return def, nil
 	}
 	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// sizeSetting reads a setting in bytes; def if unset or ≤ 0. Hadoop's
+// client takes ipc.maximum.response.length ≤ 0 as no limit; knit-node
+// keeps its default instead, since one node's process localizes for
+// every container on it.
+func sizeSetting(conf hadoopconf.HadoopConf, key string, def uint64) (uint64, error) {
+	v := strings.TrimSpace(conf[key])
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("localizer: hadoop configuration %s: %w", key, err)
+	}
+	if n <= 0 {
+		return def, nil
+	}
+	return uint64(n), nil
 }
 
 // namenodes returns the RPC addresses of the namenodes an hdfs URL names:
@@ -148,8 +172,8 @@ func (s *hdfsSource) Open(ctx context.Context, r Request) (*Object, error) {
 	}
 	opts := s.opts
 	opts.Addresses, opts.User = addrs, r.User
-	opts.NamenodeDialFunc = s.dialer(ctx)
-	opts.DatanodeDialFunc = opts.NamenodeDialFunc
+	opts.NamenodeDialFunc = s.dialer(ctx, func(addr string) guard { return newRPCFrames(addr, s.maxResponse) })
+	opts.DatanodeDialFunc = s.dialer(ctx, func(addr string) guard { return newDataTransfer(addr) })
 	client, err := hdfs.NewClient(opts)
 	if err != nil {
 		return nil, ended(ctx, fmt.Errorf("localizer: namenode of %s: %w", r.URL, err))
@@ -206,11 +230,12 @@ func (b hdfsBody) Close() error {
 	return errors.Join(b.FileReader.Close(), b.client.Close())
 }
 
-// dialer connects to namenodes and datanodes for one Open. The client's
+// dialer connects to namenodes or datanodes for one Open. The client's
 // calls take no context (it dials with context.Background), so ctx is
 // used instead: its end closes the connections, and each read or write
 // that waits longer than the socket timeout fails, as in Hadoop's client.
-func (s *hdfsSource) dialer(ctx context.Context) func(context.Context, string, string) (net.Conn, error) {
+// Each connection's reads pass a new guard of its peer's framing.
+func (s *hdfsSource) dialer(ctx context.Context, newGuard func(addr string) guard) func(context.Context, string, string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: s.connectTimeout}
 	return func(_ context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
@@ -218,7 +243,7 @@ func (s *hdfsSource) dialer(ctx context.Context) func(context.Context, string, s
 			return nil, err
 		}
 		stop := context.AfterFunc(ctx, func() { _ = c.Close() })
-		return &timeoutConn{Conn: c, timeout: s.socketTimeout, stop: stop}, nil
+		return &guardedConn{Conn: &timeoutConn{Conn: c, timeout: s.socketTimeout, stop: stop}, g: newGuard(addr)}, nil
 	}
 }
 

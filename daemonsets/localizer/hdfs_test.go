@@ -10,10 +10,12 @@ import (
 	"hash/crc32"
 	"io"
 	"maps"
+	"math"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +29,7 @@ import (
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/ipc/ipctest"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rks/launch"
 )
 
 // The fake HDFS below serves what github.com/colinmarc/hdfs asks to stat
@@ -51,6 +54,9 @@ type fakeFile struct {
 	data    []byte
 	perm    uint32 // 0644 if zero
 	modTime int64  // ms since the epoch
+	// answer, if set, is what the datanode sends for a READ_BLOCK of
+	// the file instead of its block.
+	answer []byte
 }
 
 // fakeHDFS is one namenode and one datanode holding files, one block each.
@@ -238,7 +244,15 @@ func (f *fakeHDFS) serveRead(c net.Conn) error {
 	if id == 0 || id > uint64(len(f.blocks)) {
 		return fmt.Errorf("no block %d", id)
 	}
-	data := f.files[f.blocks[id-1]].data
+	file := f.files[f.blocks[id-1]]
+	if file.answer != nil {
+		// The client may refuse the answer, and hang up, before it is
+		// all written.
+		_, _ = c.Write(file.answer)
+		_, _ = io.Copy(io.Discard, r)
+		return nil
+	}
+	data := file.data
 	start := op.num[2] - op.num[2]%fakeBytesPerChecksum
 	end := min(op.num[2]+op.num[3], uint64(len(data)))
 
@@ -526,5 +540,138 @@ func TestHDFSSourceEndsWithItsContext(t *testing.T) {
 	}
 	if d := time.Since(started); d > 10*time.Second {
 		t.Errorf("Open returned after %v, long after its context ended", d)
+	}
+}
+
+// lengthNamenode is a broken namenode: it answers every connection with
+// an RPC response length of n, and nothing more.
+func lengthNamenode(t *testing.T, n uint32) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				_, _ = c.Write(binary.BigEndian.AppendUint32(nil, n))
+				_, _ = io.Copy(io.Discard, c)
+			})
+		}
+	})
+	t.Cleanup(func() {
+		_ = l.Close()
+		wg.Wait()
+	})
+	return l.Addr().String()
+}
+
+// measure runs fn and returns how long it took and how many bytes the
+// process allocated meanwhile.
+func measure(fn func()) (time.Duration, uint64) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	fn()
+	took := time.Since(start)
+	runtime.ReadMemStats(&after)
+	return took, after.TotalAlloc - before.TotalAlloc
+}
+
+// Refusals must come at once, without waiting for the bytes a length
+// promises (the socket timeout is 60 s), and without allocating what it
+// asks: a refusal allocates far less than this.
+const (
+	refusalTime  = 10 * time.Second
+	refusalBytes = 64 << 20
+)
+
+func TestHDFSSourceRefusesNamenodeResponsesOverTheLimit(t *testing.T) {
+	tests := []struct {
+		name    string
+		length  uint32 // of the namenode's first response
+		conf    map[string]string
+		failure string // after "namenode <address>: "
+	}{
+		{
+			"a 4 GiB response fails at Hadoop's default limit", math.MaxUint32, nil,
+			"RPC response of 4294967295 bytes is over the 134217728-byte limit",
+		},
+		{
+			"a response over ipc.maximum.response.length fails", 1025, map[string]string{"ipc.maximum.response.length": "1024"},
+			"RPC response of 1025 bytes is over the 1024-byte limit",
+		},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			nn := lengthNamenode(t, tc.length)
+			e := newEnv(t, func(c *Config) { c.HDFS = HDFSConfig{ConfDir: hadoopConfDir(t, tc.conf)} })
+			u := "hdfs://" + nn + "/user/alice/job.jar"
+			var f launch.Files
+			took, allocated := measure(func() {
+				f = e.prepare(i+1, []kv{{"res", lr(t, u, 10, 1, typeFile, visPrivate, "")}}, nil)
+			})
+			want := fmt.Sprintf("Failed to download resource %s: open /user/alice/job.jar: namenode %s: %s", u, nn, tc.failure)
+			if f.Failure != want {
+				t.Errorf("Failure = %q\nwant      %q", f.Failure, want)
+			}
+			if took > refusalTime || allocated > refusalBytes {
+				t.Errorf("the refusal took %v and allocated %d bytes", took, allocated)
+			}
+		})
+	}
+}
+
+func TestHDFSSourceRefusesBrokenDatanodeStreams(t *testing.T) {
+	hl := len(packetHeader(0, true))
+	tests := []struct {
+		name    string
+		answer  []byte // to READ_BLOCK
+		failure string // after "datanode <address>: "
+	}{
+		{
+			"a 32 GiB BlockOpResponseProto fails", []byte{0xff, 0xff, 0xff, 0xff, 0x7f},
+			"BlockOpResponseProto of 34359738367 bytes is over the 1048576-byte limit",
+		},
+		{
+			"a packet over Hadoop's 16 MiB fails", concat(opResponse(0, 2, 512), packet(math.MaxUint32, packetHeader(0, true), nil)),
+			fmt.Sprintf("packet of %d bytes is over the 16777216-byte limit", math.MaxUint32+hl),
+		},
+		{
+			"2 GiB of data in a small packet fails", concat(opResponse(0, 2, 1), packet(9, packetHeader(math.MaxInt32, true), nil)),
+			"sent a packet of 9 payload bytes whose header says 2147483647 data bytes",
+		},
+		{
+			"a negative data length fails", concat(opResponse(0, 2, 512), packet(4, packetHeader(-4096, true), nil)),
+			"sent a packet data length of -4096",
+		},
+	}
+	files := map[string]fakeFile{}
+	for i, tc := range tests {
+		files[fmt.Sprintf("/user/alice/%d.jar", i)] = fakeFile{data: []byte("ten bytes!"), modTime: 1, answer: tc.answer}
+	}
+	fake := newFakeHDFS(t, files)
+	e := newEnv(t)
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u := fmt.Sprintf("hdfs://%s/user/alice/%d.jar", fake.namenode, i)
+			var f launch.Files
+			took, allocated := measure(func() {
+				f = e.prepare(i+1, []kv{{"res", lr(t, u, 10, 1, typeFile, visPrivate, "")}}, nil)
+			})
+			want := fmt.Sprintf("Failed to download resource %s: datanode 127.0.0.1:%d: %s", u, fake.dataPort, tc.failure)
+			if f.Failure != want {
+				t.Errorf("Failure = %q\nwant      %q", f.Failure, want)
+			}
+			if took > refusalTime || allocated > refusalBytes {
+				t.Errorf("the refusal took %v and allocated %d bytes", took, allocated)
+			}
+		})
 	}
 }
