@@ -1,6 +1,7 @@
 // Command distshell is Hadoop's DistributedShell in Go: "distshell
-// -shell_command CMD [-num_containers N] ..." submits a YARN application
-// whose master ("distshell am", this same binary) runs CMD in N containers.
+// -shell_command CMD [-shell_args ARGS] [-num_containers N] ..." (or
+// -shell_script FILE) submits a YARN application whose master
+// ("distshell am", this same binary) runs CMD in N containers.
 // The logic lives in package dshell.
 package main
 

@@ -21,7 +21,8 @@ import (
 var ErrTasksFailed = errors.New("shell containers failed")
 
 // AMOptions are the AM role's settings: the container environment the
-// NodeManager gives it and the flags the client passed.
+// NodeManager gives it, the flags the client passed and the files it
+// staged.
 type AMOptions struct {
 	// SchedulerAddress is the RM's scheduler service
 	// (yarn.resourcemanager.scheduler.address).

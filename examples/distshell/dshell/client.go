@@ -57,6 +57,16 @@ type ClientOptions struct {
 	// Binary is the distshell binary shipped to run the AM; empty means
 	// this process's own executable.
 	Binary string
+	// ShellScript is a script on this machine that the containers run
+	// with bash instead of Task.ShellCommand (-shell_script); the client
+	// stages a copy.
+	ShellScript string
+	// StagingDir is where the client stages the AM's files, in
+	// StagingDir/AppName/<application id>, as DistributedShell stages
+	// them under the filesystem's home folder; empty means this user's
+	// home folder. Nodes read them as file:// resources, as they read
+	// Binary.
+	StagingDir string
 	// Timeout bounds the application's run from the client's start; when it
 	// runs out the client kills the application. Zero means no bound.
 	Timeout time.Duration
@@ -103,7 +113,7 @@ func RunClient(ctx context.Context, opts ClientOptions, stdout io.Writer) (appID
 		log = slog.Default()
 	}
 	opts = opts.withDefaults()
-	if err := opts.Task.validate(); err != nil {
+	if err := opts.validateTask(); err != nil {
 		return "", fmt.Errorf("dshell client: %w", err)
 	}
 	if opts.MasterMemoryMB <= 0 || opts.MasterVcores <= 0 {
@@ -112,6 +122,11 @@ func RunClient(ctx context.Context, opts ClientOptions, stdout io.Writer) (appID
 	binary, err := binaryResource(opts.Binary)
 	if err != nil {
 		return "", err
+	}
+	if opts.StagingDir == "" {
+		if opts.StagingDir, err = os.UserHomeDir(); err != nil {
+			return "", fmt.Errorf("dshell client: staging folder: %w", err)
+		}
 	}
 	rm, err := client.NewRMClient(opts.RMAddress, client.RMConfig{User: opts.User, Logger: log})
 	if err != nil {
@@ -131,12 +146,39 @@ func RunClient(ctx context.Context, opts ClientOptions, stdout io.Writer) (appID
 	log = log.With("app", appID)
 	opts.MasterMemoryMB, opts.MasterVcores = capResources(log, "AM", opts.MasterMemoryMB, opts.MasterVcores, newApp.GetMaximumCapability())
 
-	asc := submissionContext(newApp.GetApplicationId(), opts, binary)
+	files, err := stage(opts.StagingDir, opts.AppName, appID, opts.Task, opts.ShellScript)
+	if err != nil {
+		if files != nil {
+			_ = files.remove() // the error says what went wrong
+		}
+		return appID, err
+	}
+	asc := submissionContext(newApp.GetApplicationId(), opts, binary, files)
 	if err := rm.SubmitApplication(ctx, asc); err != nil {
+		_ = files.remove() // the submission's error says what went wrong
 		return appID, fmt.Errorf("dshell client: %w", err)
 	}
 	fmt.Fprintf(stdout, "Submitted application %s\n", appID)
-	return appID, monitor(ctx, rm, newApp.GetApplicationId(), opts, start, stdout, log)
+	err = monitor(ctx, rm, newApp.GetApplicationId(), opts, start, stdout, log)
+	if err != nil && !errors.Is(err, ErrNotSucceeded) && !errors.Is(err, ErrTimeout) {
+		// The application may still be running, and a new attempt of its
+		// AM would localize the files again.
+		log.Info("application not seen to end, leaving its staged files", "dir", files.dir)
+		return appID, err
+	}
+	return appID, errors.Join(err, files.remove())
+}
+
+// validateTask checks the task as DistributedShell's client does: a shell
+// command or a script, not both, and containers to run it in.
+func (o ClientOptions) validateTask() error {
+	switch {
+	case o.Task.ShellCommand == "" && o.ShellScript == "":
+		return errNoCommand
+	case o.Task.ShellCommand != "" && o.ShellScript != "":
+		return errors.New("Can not specify shell_command option and shell_script option at the same time")
+	}
+	return o.Task.validateContainers()
 }
 
 // monitor polls the report until the application ends or the timeout
@@ -224,10 +266,12 @@ func fileResource(path string, size, modMillis int64) *yarnpb.LocalResourceProto
 // submissionContext is the application's submission: type YARN, the AM's
 // resources as one "*" request in am_container_resource_request (as
 // DistributedShell sends them), and an AM launch context that runs the
-// shipped binary in the am role.
-func submissionContext(app *yarnpb.ApplicationIdProto, opts ClientOptions, binary *yarnpb.LocalResourceProto) *yarnpb.ApplicationSubmissionContextProto {
+// shipped binary in the am role, with the staged files as local resources
+// and the script's location in its environment.
+func submissionContext(app *yarnpb.ApplicationIdProto, opts ClientOptions, binary *yarnpb.LocalResourceProto, files *staged) *yarnpb.ApplicationSubmissionContextProto {
 	clc := &yarnpb.ContainerLaunchContextProto{
-		LocalResources: []*yarnpb.StringLocalResourceMapProto{{Key: proto.String(BinaryKey), Value: binary}},
+		LocalResources: append([]*yarnpb.StringLocalResourceMapProto{{Key: proto.String(BinaryKey), Value: binary}}, files.resources...),
+		Environment:    files.env,
 		Command:        []string{amCommand(opts.Task, opts.SchedulerAddress)},
 	}
 	asc := &yarnpb.ApplicationSubmissionContextProto{

@@ -1,11 +1,14 @@
 package dshell
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+	"testing/fstest"
 	"time"
 )
 
@@ -68,6 +71,32 @@ func TestParseClientFlags(t *testing.T) {
 				}
 			}, false},
 		{"no shell command is an error", []string{}, map[string]string{"USER": "alice"}, nil, true},
+		{"shell_args takes the words up to the next flag, as Commons CLI does", []string{
+			"-shell_command", "echo", "-shell_args", "hello", "big world", "-n", "-num_containers", "2"}, map[string]string{"USER": "alice"},
+			func(t *testing.T, o ClientOptions) {
+				if o.Task.ShellArgs != "hello big world -n" || o.Task.NumContainers != 2 {
+					t.Errorf("shell args %q, %d containers", o.Task.ShellArgs, o.Task.NumContainers)
+				}
+			}, false},
+		{"repeated shell_args join by a space", []string{"-shell_command=echo", "-shell_args=a", "--shell_args", "b c"}, map[string]string{"USER": "alice"},
+			func(t *testing.T, o ClientOptions) {
+				if o.Task.ShellArgs != "a b c" {
+					t.Errorf("shell args %q, want %q", o.Task.ShellArgs, "a b c")
+				}
+			}, false},
+		{"shell_env is trimmed and split at its first =", []string{"-shell_command=env", "-shell_env", " A=x = y ", "-shell_env", "B"}, map[string]string{"USER": "alice"},
+			func(t *testing.T, o ClientOptions) {
+				if want := map[string]string{"A": "x = y", "B": ""}; !reflect.DeepEqual(o.Task.ShellEnv, want) {
+					t.Errorf("environment %q, want %q", o.Task.ShellEnv, want)
+				}
+			}, false},
+		{"a shell script instead of a command", []string{"-shell_script", "job.sh", "-shell_args", "1"}, map[string]string{"USER": "alice"},
+			func(t *testing.T, o ClientOptions) {
+				if o.ShellScript != "job.sh" || o.Task.ShellCommand != "" || o.Task.ShellArgs != "1" {
+					t.Errorf("script %q command %q args %q", o.ShellScript, o.Task.ShellCommand, o.Task.ShellArgs)
+				}
+			}, false},
+		{"a shell script and a command is an error", []string{"-shell_script", "job.sh", "-shell_command", "date"}, map[string]string{"USER": "alice"}, nil, true},
 		{"without $USER the login user submits", []string{"-shell_command=date"}, nil, func(t *testing.T, o ClientOptions) {
 			if o.User == "" {
 				t.Error("no user")
@@ -97,30 +126,74 @@ func TestParseClientFlags(t *testing.T) {
 func TestParseAMFlags(t *testing.T) {
 	env := map[string]string{
 		"CONTAINER_ID":               "container_1700000000000_0001_01_000001",
-		"HADOOP_TOKEN_FILE_LOCATION": "/work/container_tokens",
+		"HADOOP_TOKEN_FILE_LOCATION": "container_tokens",
+	}
+	script := map[string]string{
+		EnvScriptLocation: "file:///staging/DistributedShell/application_1700000000000_0001/ExecScript.sh",
+		EnvScriptLen:      "12", EnvScriptTimestamp: "1700000000123",
+	}
+	staged := func(kv ...string) fstest.MapFS {
+		files := fstest.MapFS{}
+		for i := 0; i < len(kv); i += 2 {
+			b, err := appendJavaUTF(nil, kv[i+1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[kv[i]] = &fstest.MapFile{Data: b}
+		}
+		return files
 	}
 	tests := []struct {
 		name          string
 		args          []string
+		files         fstest.MapFS
+		env           map[string]string
+		wantCommand   string
+		wantArgs      string
+		wantScript    string // the script's file, if any
 		wantScheduler string
-		wantErr       bool
+		wantErr       string
 	}{
-		{"the scheduler address the client passed", []string{"-shell_command=date", "-scheduler_address=rm:8030"}, "rm:8030", false},
-		{"the local default without one", []string{"-shell_command=date"}, "127.0.0.1:8030", false},
-		{"no shell command is an error", []string{}, "", true},
+		{"the staged command and arguments", []string{"-scheduler_address=rm:8030"}, staged(ShellCommandKey, "echo", ShellArgsKey, `"a b" $X`+"\n'c'"), nil,
+			"echo", `"a b" $X` + "\n'c'", "", "rm:8030", ""},
+		{"the local scheduler default without one", nil, staged(ShellCommandKey, "date"), nil, "date", "", "", "127.0.0.1:8030", ""},
+		{"a command given by hand wins over the staged one", []string{"-shell_command", "ls", "-shell_args", "-l", "-a"}, staged(ShellCommandKey, "date", ShellArgsKey, "x"), nil,
+			"ls", "-l -a", "", "127.0.0.1:8030", ""},
+		{"the script the environment locates", nil, staged(ShellArgsKey, "1 2"), script, "", "1 2", "/staging/DistributedShell/application_1700000000000_0001/ExecScript.sh", "127.0.0.1:8030", ""},
+		{"nothing to run is an error", nil, staged(ShellArgsKey, "1"), nil, "", "", "", "", errNoCommand.Error()},
+		{"a script without its length is an error", nil, nil, map[string]string{EnvScriptLocation: script[EnvScriptLocation], EnvScriptTimestamp: "1"}, "", "", "", "",
+			"dshell am: Illegal values in env for shell script path"},
+		{"a command file not in Java's form is an error", nil, fstest.MapFS{ShellCommandKey: &fstest.MapFile{Data: []byte("echo")}}, nil, "", "", "", "",
+			"dshell am: shellCommands: malformed Java modified UTF-8: 2 bytes of 25955"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o, err := parseAMFlags(tt.args, func(k string) string { return env[k] }, io.Discard)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("parse: %v, want error %v", err, tt.wantErr)
+			getenv := func(k string) string {
+				if v, ok := tt.env[k]; ok {
+					return v
+				}
+				return env[k]
 			}
-			if tt.wantErr {
+			o, err := parseAMFlags(tt.args, getenv, tt.files, io.Discard)
+			if fmt.Sprint(err) != fmt.Sprint(errOrNil(tt.wantErr)) {
+				t.Fatalf("parse: %v, want %s", err, tt.wantErr)
+			}
+			if err != nil {
 				return
+			}
+			if o.Task.ShellCommand != tt.wantCommand || o.Task.ShellArgs != tt.wantArgs || o.Task.Script.GetResource().GetFile() != tt.wantScript {
+				t.Errorf("command %q args %q script %v, want %q %q %q", o.Task.ShellCommand, o.Task.ShellArgs, o.Task.Script, tt.wantCommand, tt.wantArgs, tt.wantScript)
 			}
 			if o.SchedulerAddress != tt.wantScheduler || o.ContainerID != env["CONTAINER_ID"] || o.TokenFile != env["HADOOP_TOKEN_FILE_LOCATION"] {
 				t.Errorf("options %+v", o)
 			}
 		})
 	}
+}
+
+func errOrNil(s string) error {
+	if s == "" {
+		return nil
+	}
+	return errors.New(s)
 }

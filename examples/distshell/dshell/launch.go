@@ -1,6 +1,7 @@
 package dshell
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -18,13 +19,37 @@ import (
 // folder) under which the client ships the distshell binary.
 const BinaryKey = "distshell"
 
+// The files DistributedShell's client stages for its AM, by their local
+// resource keys (Client.shellCommandPath, shellArgsPath and SCRIPT_PATH),
+// and the AM environment that locates the script
+// (DSConstants.DISTRIBUTEDSHELLSCRIPT*). The shell command and arguments
+// travel in files rather than on the AM's command line, so that quotes,
+// spaces, $ and newlines reach the AM exactly as given: the NodeManager's
+// launch script runs the command line inside `bash -c "..."`.
+const (
+	ShellCommandKey = "shellCommands"
+	ShellArgsKey    = "shellArgs"
+	// ShellScriptKey is also the script's link name in each shell
+	// container (ApplicationMaster.EXEC_SHELL_STRING_PATH).
+	ShellScriptKey = "ExecScript.sh"
+
+	EnvScriptLocation  = "DISTRIBUTEDSHELLSCRIPTLOCATION"
+	EnvScriptTimestamp = "DISTRIBUTEDSHELLSCRIPTTIMESTAMP"
+	EnvScriptLen       = "DISTRIBUTEDSHELLSCRIPTLEN"
+)
+
 // TaskSpec is what each shell container runs, and with what resources. The
-// client hands it to the AM as flags.
+// client hands the shell command, arguments and script to the AM as staged
+// files (see ShellCommandKey), the rest as flags.
 type TaskSpec struct {
 	// ShellCommand and ShellArgs are joined by a space into the container's
 	// bash command, as DistributedShell does; the shell expands them.
 	ShellCommand string
 	ShellArgs    string
+	// Script, if set, is the staged copy of the client's -shell_script,
+	// which each container runs as "bash ExecScript.sh ShellArgs" instead
+	// of ShellCommand, as DistributedShell's AM does.
+	Script *yarnpb.LocalResourceProto
 	// ShellEnv is the containers' environment.
 	ShellEnv map[string]string
 	// NumContainers is how many containers run the command; zero means 1.
@@ -52,11 +77,22 @@ func (s TaskSpec) withDefaults() TaskSpec {
 	return s
 }
 
-// validate checks what a submission cannot do without.
+// errNoCommand is DistributedShell's words for a run with nothing to run.
+var errNoCommand = errors.New("No shell command or shell script specified to be executed by application master")
+
+// validate checks what the AM cannot do without: something to run, and
+// containers to run it in.
 func (s TaskSpec) validate() error {
+	if s.ShellCommand == "" && s.Script == nil {
+		return errNoCommand
+	}
+	return s.validateContainers()
+}
+
+// validateContainers checks the containers' number, resources and
+// environment.
+func (s TaskSpec) validateContainers() error {
 	switch {
-	case s.ShellCommand == "":
-		return fmt.Errorf("no shell command to run")
 	case s.NumContainers < 1:
 		return fmt.Errorf("invalid number of containers %d", s.NumContainers)
 	case s.MemoryMB <= 0 || s.Vcores <= 0:
@@ -70,17 +106,16 @@ func (s TaskSpec) validate() error {
 	return nil
 }
 
-// amArgs are the AM's flags for spec, each as one -name=value word.
+// amArgs are the AM's flags for spec, each as one -name=value word. The
+// shell command, arguments and script are not among them: they travel as
+// files. The environment does travel as flags, as DistributedShell's
+// client passes it.
 func amArgs(spec TaskSpec, schedulerAddress string) []string {
 	args := []string{
 		"-num_containers=" + strconv.Itoa(spec.NumContainers),
 		"-container_memory=" + strconv.FormatInt(spec.MemoryMB, 10),
 		"-container_vcores=" + strconv.Itoa(int(spec.Vcores)),
 		"-priority=" + strconv.Itoa(int(spec.Priority)),
-		"-shell_command=" + spec.ShellCommand,
-	}
-	if spec.ShellArgs != "" {
-		args = append(args, "-shell_args="+spec.ShellArgs)
 	}
 	for _, k := range slices.Sorted(maps.Keys(spec.ShellEnv)) {
 		args = append(args, "-shell_env="+k+"="+spec.ShellEnv[k])
@@ -93,19 +128,25 @@ func amArgs(spec TaskSpec, schedulerAddress string) []string {
 
 // amCommand is the AM container's command: the shipped binary in the am
 // role, output to the container's log folder (the NodeManager replaces
-// <LOG_DIR>).
+// <LOG_DIR>). Each flag is quoted for the launch script, which runs the
+// command inside `exec /bin/bash -c "..."`, so that an environment value
+// reaches the AM as given.
 func amCommand(spec TaskSpec, schedulerAddress string) string {
 	words := []string{"./" + BinaryKey, "am"}
 	for _, a := range amArgs(spec, schedulerAddress) {
-		words = append(words, shellQuote(a))
+		words = append(words, launchQuote(a))
 	}
 	return strings.Join(words, " ") + " 1><LOG_DIR>/AppMaster.stdout 2><LOG_DIR>/AppMaster.stderr"
 }
 
 // taskCommand is a shell container's command. Command and arguments go in
-// unquoted: like DistributedShell, the user writes shell.
+// unquoted: like DistributedShell, the user writes shell. A script runs
+// with bash from its link in the container's folder.
 func taskCommand(spec TaskSpec) string {
 	cmd := spec.ShellCommand
+	if spec.Script != nil {
+		cmd = "bash " + ShellScriptKey
+	}
 	if spec.ShellArgs != "" {
 		cmd += " " + spec.ShellArgs
 	}
@@ -124,11 +165,15 @@ func environment(env map[string]string) []*yarnpb.StringStringMapProto {
 // taskLaunchContext is the launch context of every shell container.
 // tokens is a Credentials stream (taskCredentials).
 func taskLaunchContext(spec TaskSpec, tokens []byte) *yarnpb.ContainerLaunchContextProto {
-	return &yarnpb.ContainerLaunchContextProto{
+	clc := &yarnpb.ContainerLaunchContextProto{
 		Command:     []string{taskCommand(spec)},
 		Environment: environment(spec.ShellEnv),
 		Tokens:      tokens,
 	}
+	if spec.Script != nil {
+		clc.LocalResources = []*yarnpb.StringLocalResourceMapProto{{Key: proto.String(ShellScriptKey), Value: spec.Script}}
+	}
+	return clc
 }
 
 // taskCredentials are the AM's credentials for its containers, without the
@@ -152,6 +197,22 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// launchQuote quotes s as one bash word of a command that the launch
+// script puts inside double quotes (`exec /bin/bash -c "..."`, as YARN's
+// UnixShellScriptBuilder writes it): a backslash before each \, $, ` and "
+// is what the double quotes take off, leaving the single-quoted word for
+// the inner bash.
+func launchQuote(s string) string {
+	var b strings.Builder
+	for _, r := range shellQuote(s) {
+		if strings.ContainsRune("\\$`\"", r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // askFor is the ask for n containers of spec: anywhere ("*"), with

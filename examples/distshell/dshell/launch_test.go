@@ -2,6 +2,7 @@ package dshell
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,12 +26,12 @@ func TestAMCommand(t *testing.T) {
 		scheduler string
 		want      string
 	}{
-		{"plain flags stay readable",
+		{"plain flags stay readable; the command travels as a file",
 			TaskSpec{ShellCommand: "date", NumContainers: 2, MemoryMB: 256, Vcores: 1, Priority: 3}, "10.0.0.1:8030",
-			"./distshell am -num_containers=2 -container_memory=256 -container_vcores=1 -priority=3 -shell_command=date -scheduler_address=10.0.0.1:8030 1><LOG_DIR>/AppMaster.stdout 2><LOG_DIR>/AppMaster.stderr"},
-		{"shell text is quoted as one word each, environment sorted",
-			TaskSpec{ShellCommand: "echo $HOME", ShellArgs: "it's here", ShellEnv: map[string]string{"B": "2", "A": "x y"}, NumContainers: 1, MemoryMB: 128, Vcores: 1}, "",
-			`./distshell am -num_containers=1 -container_memory=128 -container_vcores=1 -priority=0 '-shell_command=echo $HOME' '-shell_args=it'\''s here' '-shell_env=A=x y' -shell_env=B=2 1><LOG_DIR>/AppMaster.stdout 2><LOG_DIR>/AppMaster.stderr`},
+			"./distshell am -num_containers=2 -container_memory=256 -container_vcores=1 -priority=3 -scheduler_address=10.0.0.1:8030 1><LOG_DIR>/AppMaster.stdout 2><LOG_DIR>/AppMaster.stderr"},
+		{"environment sorted, each quoted as one word for the launch script's double quotes",
+			TaskSpec{ShellCommand: "echo $HOME", ShellArgs: "it's here", ShellEnv: map[string]string{"B": "2", "A": `x "$y"`}, NumContainers: 1, MemoryMB: 128, Vcores: 1}, "",
+			`./distshell am -num_containers=1 -container_memory=128 -container_vcores=1 -priority=0 '-shell_env=A=x \"\$y\"' -shell_env=B=2 1><LOG_DIR>/AppMaster.stdout 2><LOG_DIR>/AppMaster.stderr`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,42 +42,85 @@ func TestAMCommand(t *testing.T) {
 	}
 }
 
-// The AM command goes through bash on the node; the words bash makes of it
-// must parse back into the same spec.
-func TestAMCommandSurvivesTheShell(t *testing.T) {
+// The client stages the shell command and arguments and puts the rest on
+// the AM's command line, which the node's launch script runs inside
+// `exec /bin/bash -c "..."`; what the AM reads back, from its flags, its
+// environment and the staged files, must be what the client was given.
+func TestShellTextSurvivesTheTripToTheAM(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash")
 	}
+	tricky := "say \"hi\" to 'them'\n\t$HOME ${X:-y} `date` \\ $(id) ; * é 😀"
 	tests := []struct {
-		name string
-		spec TaskSpec
+		name   string
+		spec   TaskSpec
+		script string // the -shell_script's text, if any
 	}{
-		{"quotes, dollars and spaces", TaskSpec{ShellCommand: `echo "$X" 'a b'`, ShellArgs: `-n ; ls *`, ShellEnv: map[string]string{"X": "it's $1", "EMPTY": ""}, NumContainers: 3, MemoryMB: 512, Vcores: 2, Priority: 1}},
-		{"arguments that look like flags", TaskSpec{ShellCommand: "ls", ShellArgs: "-l -a", NumContainers: 1, MemoryMB: 128, Vcores: 1}},
+		{"quotes, dollars, spaces and newlines in the command and arguments",
+			TaskSpec{ShellCommand: "echo \"$X\" 'a  b'\necho done", ShellArgs: tricky, NumContainers: 3, MemoryMB: 512, Vcores: 2, Priority: 1}, ""},
+		{"the same in environment values, and an empty one",
+			TaskSpec{ShellCommand: "env", ShellEnv: map[string]string{"X": tricky, "EMPTY": "", "Y": "it's $1"}, NumContainers: 1, MemoryMB: 128, Vcores: 1}, ""},
+		{"arguments that look like flags", TaskSpec{ShellCommand: "ls", ShellArgs: "-l -a --num_containers=9", NumContainers: 1, MemoryMB: 128, Vcores: 1}, ""},
+		{"a script and its arguments", TaskSpec{ShellArgs: tricky, NumContainers: 1, MemoryMB: 128, Vcores: 1}, "#!/bin/bash\necho \"$@\"\n"},
 	}
-	for _, tt := range tests {
+	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			words := amArgs(tt.spec, "rm:8030")
-			quoted := make([]string, len(words))
-			for i, w := range words {
-				quoted[i] = shellQuote(w)
+			scriptPath := ""
+			if tt.script != "" {
+				scriptPath = filepath.Join(t.TempDir(), "job.sh")
+				if err := os.WriteFile(scriptPath, []byte(tt.script), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
-			out, err := exec.Command(bash, "-c", `printf '%s\0' `+strings.Join(quoted, " ")).Output()
+			appID := fmt.Sprintf("application_1700000000000_%04d", i+1)
+			files, err := stage(t.TempDir(), "DistributedShell", appID, tt.spec, scriptPath)
 			if err != nil {
 				t.Fatal(err)
 			}
-			split := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
-			env := map[string]string{"CONTAINER_ID": "container_1700000000000_0001_01_000001"}
-			opts, err := parseAMFlags(split, func(k string) string { return env[k] }, os.Stderr)
+
+			// The AM's working folder: a stand-in distshell that records its
+			// words, run as the launch script runs the AM's command.
+			work := t.TempDir()
+			fake := "#!/bin/bash\nprintf '%s\\0' \"$@\" > args\n"
+			if err := os.WriteFile(filepath.Join(work, BinaryKey), []byte(fake), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			command := strings.ReplaceAll(amCommand(tt.spec, "rm:8030"), "<LOG_DIR>", work)
+			launch := "set -o pipefail -e\nexec /bin/bash -c \"" + command + "\"\n"
+			run := exec.Command(bash, "-c", launch)
+			run.Dir = work
+			if out, err := run.CombinedOutput(); err != nil {
+				t.Fatalf("the launch script: %v\n%s", err, out)
+			}
+			out, err := os.ReadFile(filepath.Join(work, "args"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, want := normalEnv(opts.Task), normalEnv(tt.spec); !reflect.DeepEqual(got, want) {
-				t.Errorf("spec after the shell = %+v, want %+v", opts.Task, tt.spec)
+			words := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+			if words[0] != "am" {
+				t.Fatalf("the AM ran with %q, want the am role first", words)
 			}
-			if opts.SchedulerAddress != "rm:8030" || opts.ContainerID != env["CONTAINER_ID"] {
-				t.Errorf("scheduler %q, container %q", opts.SchedulerAddress, opts.ContainerID)
+
+			amEnv := map[string]string{"CONTAINER_ID": "container_1700000000000_0001_01_000001"}
+			for _, kv := range files.env {
+				amEnv[kv.GetKey()] = kv.GetValue()
+			}
+			opts, err := parseAMFlags(words[1:], func(k string) string { return amEnv[k] }, os.DirFS(files.dir), os.Stderr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := normalEnv(tt.spec)
+			if tt.script != "" {
+				want.Script = fileResource(filepath.Join(files.dir, ShellScriptKey), int64(len(tt.script)), opts.Task.Script.GetTimestamp())
+			}
+			if got := normalEnv(opts.Task); !reflect.DeepEqual(got.ShellEnv, want.ShellEnv) || !proto.Equal(got.Script, want.Script) ||
+				got.ShellCommand != want.ShellCommand || got.ShellArgs != want.ShellArgs || got.NumContainers != want.NumContainers ||
+				got.MemoryMB != want.MemoryMB || got.Vcores != want.Vcores || got.Priority != want.Priority {
+				t.Errorf("the AM read\n%+v\nwant\n%+v", got, want)
+			}
+			if opts.SchedulerAddress != "rm:8030" {
+				t.Errorf("scheduler %q", opts.SchedulerAddress)
 			}
 		})
 	}
@@ -92,6 +136,7 @@ func normalEnv(s TaskSpec) TaskSpec {
 
 func TestTaskLaunchContext(t *testing.T) {
 	tokens := []byte("HDTS\x00\x00\x00")
+	script := fileResource("/staging/ExecScript.sh", 12, 1700000000123)
 	tests := []struct {
 		name    string
 		spec    TaskSpec
@@ -102,6 +147,9 @@ func TestTaskLaunchContext(t *testing.T) {
 		{"command and arguments joined by a space", TaskSpec{ShellCommand: "ls", ShellArgs: "-l /tmp"}, "ls -l /tmp 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr", nil},
 		{"environment sorted by name", TaskSpec{ShellCommand: "env", ShellEnv: map[string]string{"Z": "1", "A": "$HOME/x"}},
 			"env 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr", []string{"A=$HOME/x", "Z=1"}},
+		{"quotes, dollars and newlines go in as the user wrote them", TaskSpec{ShellCommand: "printf '%s\\n'", ShellArgs: "\"a  b\" $HOME\nc"},
+			"printf '%s\\n' \"a  b\" $HOME\nc 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr", nil},
+		{"a script runs with bash from its link", TaskSpec{Script: script, ShellArgs: "1 2"}, "bash ExecScript.sh 1 2 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,8 +167,13 @@ func TestTaskLaunchContext(t *testing.T) {
 			if string(clc.GetTokens()) != string(tokens) {
 				t.Errorf("tokens %q, want %q", clc.GetTokens(), tokens)
 			}
-			if len(clc.GetLocalResources()) != 0 {
-				t.Errorf("shell containers get local resources %v", clc.GetLocalResources())
+			var wantResources []*yarnpb.StringLocalResourceMapProto
+			if tt.spec.Script != nil {
+				wantResources = []*yarnpb.StringLocalResourceMapProto{{Key: proto.String(ShellScriptKey), Value: script}}
+			}
+			if got := clc.GetLocalResources(); len(got) != len(wantResources) ||
+				len(got) == 1 && (got[0].GetKey() != ShellScriptKey || !proto.Equal(got[0].GetValue(), script)) {
+				t.Errorf("local resources %v, want %v", got, wantResources)
 			}
 		})
 	}
@@ -266,6 +319,11 @@ func TestTrackerOutstanding(t *testing.T) {
 func TestSubmissionContext(t *testing.T) {
 	app := yarnid.ApplicationID{ClusterTimestamp: 1700000000000, ID: 7}.Proto()
 	binary := fileResource("/opt/bin/distshell", 1234, 1700000000123)
+	commands := fileResource("/staging/DistributedShell/application_1700000000000_0007/shellCommands", 6, 1700000000456)
+	files := &staged{
+		resources: []*yarnpb.StringLocalResourceMapProto{{Key: proto.String(ShellCommandKey), Value: commands}},
+		env:       []*yarnpb.StringStringMapProto{{Key: proto.String(EnvScriptLocation), Value: proto.String("file:///x/ExecScript.sh")}},
+	}
 	base := ClientOptions{
 		AppName: "DistributedShell", Queue: "default", AppPriority: 2, MaxAMAttempts: 2,
 		AttemptFailuresValidityInterval: -1, MasterMemoryMB: 256, MasterVcores: 1,
@@ -302,7 +360,7 @@ func TestSubmissionContext(t *testing.T) {
 		{"the binary ships as an APPLICATION FILE resource named distshell", func(o ClientOptions) ClientOptions { return o },
 			func(t *testing.T, asc *yarnpb.ApplicationSubmissionContextProto) {
 				lr := asc.GetAmContainerSpec().GetLocalResources()
-				if len(lr) != 1 || lr[0].GetKey() != BinaryKey {
+				if len(lr) != 2 || lr[0].GetKey() != BinaryKey {
 					t.Fatalf("local resources %v", lr)
 				}
 				r := lr[0].GetValue()
@@ -314,6 +372,21 @@ func TestSubmissionContext(t *testing.T) {
 				cmd := asc.GetAmContainerSpec().GetCommand()
 				if len(cmd) != 1 || !strings.HasPrefix(cmd[0], "./distshell am ") {
 					t.Errorf("AM command %q", cmd)
+				}
+			}},
+		{"the staged files ship next to the binary, the script's location in the environment", func(o ClientOptions) ClientOptions { return o },
+			func(t *testing.T, asc *yarnpb.ApplicationSubmissionContextProto) {
+				clc := asc.GetAmContainerSpec()
+				lr := clc.GetLocalResources()
+				if len(lr) != 2 || lr[1].GetKey() != ShellCommandKey || !proto.Equal(lr[1].GetValue(), commands) {
+					t.Errorf("local resources %v", lr)
+				}
+				env := clc.GetEnvironment()
+				if len(env) != 1 || env[0].GetKey() != EnvScriptLocation || env[0].GetValue() != "file:///x/ExecScript.sh" {
+					t.Errorf("environment %v", env)
+				}
+				if strings.Contains(clc.GetCommand()[0], "shell_command") {
+					t.Errorf("AM command %q carries the shell command", clc.GetCommand()[0])
 				}
 			}},
 		{"keep containers and validity interval when asked", func(o ClientOptions) ClientOptions {
@@ -328,7 +401,7 @@ func TestSubmissionContext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.check(t, submissionContext(app, tt.opts(base), binary))
+			tt.check(t, submissionContext(app, tt.opts(base), binary, files))
 		})
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -239,7 +241,10 @@ type fakeRM struct {
 	reports   int
 	kills     int
 	submitted *yarnpb.ApplicationSubmissionContextProto
-	user      string
+	// staged holds the AM's local resources other than the binary, as
+	// read when the application was submitted.
+	staged map[string][]byte
+	user   string
 }
 
 func (f *fakeRM) methods() []ipc.Method {
@@ -254,6 +259,17 @@ func (f *fakeRM) methods() []ipc.Method {
 			c, _ := ipc.CallerFrom(ctx)
 			f.user = c.User
 			f.submitted = req.GetApplicationSubmissionContext()
+			f.staged = map[string][]byte{}
+			for _, r := range f.submitted.GetAmContainerSpec().GetLocalResources() {
+				if r.GetKey() == BinaryKey {
+					continue
+				}
+				b, err := os.ReadFile(r.GetValue().GetResource().GetFile())
+				if err != nil {
+					return nil, err
+				}
+				f.staged[r.GetKey()] = b
+			}
 			return &yarnpb.SubmitApplicationResponseProto{}, nil
 		}),
 		ipc.Handle("getApplicationReport", func(context.Context, *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
@@ -318,7 +334,7 @@ func TestRunClient(t *testing.T) {
 			appID, err := RunClient(ctx, ClientOptions{
 				RMAddress: addr, SchedulerAddress: "rm:8030", User: "alice", AppName: "DistributedShell", Queue: "default",
 				MaxAMAttempts: 2, AttemptFailuresValidityInterval: -1, MasterMemoryMB: 4096, MasterVcores: 1,
-				Binary: binary, Timeout: tt.timeout, PollInterval: 5 * time.Millisecond, Logger: quiet,
+				Binary: binary, StagingDir: t.TempDir(), Timeout: tt.timeout, PollInterval: 5 * time.Millisecond, Logger: quiet,
 				Task: TaskSpec{ShellCommand: "date", NumContainers: 1, MemoryMB: 128, Vcores: 1},
 			}, &out)
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
@@ -346,6 +362,77 @@ func TestRunClient(t *testing.T) {
 			}
 			if cmd := f.submitted.GetAmContainerSpec().GetCommand()[0]; !strings.Contains(cmd, "-scheduler_address=rm:8030") {
 				t.Errorf("AM command %q does not pass the scheduler address", cmd)
+			}
+		})
+	}
+}
+
+func TestRunClientStagesTheShellTextForTheAM(t *testing.T) {
+	binary := filepath.Join(t.TempDir(), "distshell")
+	if err := os.WriteFile(binary, []byte("binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "job.sh")
+	if err := os.WriteFile(script, []byte("echo \"$@\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := "\"a  b\" 'c' $HOME\nline two"
+	tests := []struct {
+		name    string
+		command string
+		script  string
+		final   yarnpb.FinalApplicationStatusProto
+		want    map[string]string // staged file → its text
+		wantEnv bool              // the script's location in the AM's environment
+	}{
+		{"a command and its arguments", "printf '%s\\n'", "", yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED,
+			map[string]string{ShellCommandKey: "printf '%s\\n'", ShellArgsKey: args}, false},
+		{"a script and its arguments", "", script, yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED,
+			map[string]string{ShellArgsKey: args}, true},
+		{"the files go even when the application fails", "false", "", yarnpb.FinalApplicationStatusProto_APP_FAILED,
+			map[string]string{ShellCommandKey: "false", ShellArgsKey: args}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeRM{states: []yarnpb.YarnApplicationStateProto{yarnpb.YarnApplicationStateProto_FINISHED}, final: tt.final}
+			addr := ipctest.Serve(t, ipc.Config{Simple: true}, client.ProtocolApplicationClient, f.methods()...)
+			staging := t.TempDir()
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			_, err := RunClient(ctx, ClientOptions{
+				RMAddress: addr, User: "alice", Binary: binary, StagingDir: staging, ShellScript: tt.script,
+				PollInterval: 5 * time.Millisecond, Logger: quiet,
+				Task: TaskSpec{ShellCommand: tt.command, ShellArgs: args},
+			}, io.Discard)
+			if (err == nil) != (tt.final == yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED) {
+				t.Fatalf("RunClient: %v", err)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			got := map[string]string{}
+			for k, b := range f.staged {
+				if k == ShellScriptKey {
+					t.Errorf("the script shipped to the AM, which only hands it on")
+				}
+				if got[k], err = readJavaUTF(b); err != nil {
+					t.Errorf("%s: %v", k, err)
+				}
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("staged %q, want %q", got, tt.want)
+			}
+			env := map[string]string{}
+			for _, kv := range f.submitted.GetAmContainerSpec().GetEnvironment() {
+				env[kv.GetKey()] = kv.GetValue()
+			}
+			if hasScript := env[EnvScriptLocation] != ""; hasScript != tt.wantEnv || hasScript && (env[EnvScriptLen] != "10" || env[EnvScriptTimestamp] == "") {
+				t.Errorf("AM environment %q", env)
+			}
+			if cmd := f.submitted.GetAmContainerSpec().GetCommand()[0]; strings.Contains(cmd, "shell_") {
+				t.Errorf("AM command %q carries the shell text", cmd)
+			}
+			if left, _ := os.ReadDir(staging); len(left) != 0 {
+				t.Errorf("the staging folder still holds %v after the application ended", left)
 			}
 		})
 	}
