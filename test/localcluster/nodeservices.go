@@ -86,12 +86,16 @@ func (c *Cluster) rmNodeArgs(dir string) []string {
 
 // startNodeServices starts knit-node (found beside knit-rm) for every
 // process node, on that node's address, as the DaemonSet does on a real
-// cluster; without the binary, it starts none.
-func (c *Cluster) startNodeServices(dir, rmBinary string) error {
+// cluster; without the binary, it starts none. An empty kubeconfig means
+// the cluster's admin one.
+func (c *Cluster) startNodeServices(dir, rmBinary, kubeconfig string) error {
 	bin := filepath.Join(filepath.Dir(rmBinary), "knit-node")
 	if _, err := os.Stat(bin); err != nil {
 		c.log.Warn("no knit-node beside knit-rm: containers will not start", "path", bin)
 		return nil
+	}
+	if kubeconfig == "" {
+		kubeconfig = c.ControlPlane.Kubeconfig
 	}
 	for _, n := range c.Nodes {
 		logPath := filepath.Join(dir, "logs", "knit-node-"+n.Name+".log")
@@ -100,7 +104,7 @@ func (c *Cluster) startNodeServices(dir, rmBinary string) error {
 			return fmt.Errorf("localcluster: knit-node log: %w", err)
 		}
 		cmd := exec.Command(bin,
-			"--kubeconfig", c.ControlPlane.Kubeconfig,
+			"--kubeconfig", kubeconfig,
 			"--node-name", n.Name,
 			"--address", n.Address,
 			"--nm-port", strconv.Itoa(c.ports.nm),

@@ -140,10 +140,25 @@ const rmStartTimeout = 2 * time.Minute
 // accept connections, and sets c.RM; Stop ends knit-rm. It is for tests
 // that need knit-rm on the cluster only some of the time.
 func (c *Cluster) StartRM(ctx context.Context, command []string, site ...conf.Property) (RMAddresses, error) {
+	return c.StartRMAs(ctx, Identities{}, command, site...)
+}
+
+// Identities are the kubeconfig files knit-rm and the knit-nodes talk to
+// the API server with; an empty one means the cluster's admin kubeconfig.
+// A test that gives them kubeconfigs impersonating the service accounts of
+// manifests/ runs them with exactly the RBAC a real cluster gives them.
+type Identities struct {
+	RMKubeconfig   string
+	NodeKubeconfig string
+}
+
+// StartRMAs is StartRM with knit-rm and every knit-node using the
+// kubeconfigs of ids.
+func (c *Cluster) StartRMAs(ctx context.Context, ids Identities, command []string, site ...conf.Property) (RMAddresses, error) {
 	if c.rm != nil {
 		return RMAddresses{}, errors.New("localcluster: knit-rm already runs")
 	}
-	addrs, err := c.startRM(ctx, c.ControlPlane.Dir, command, site)
+	addrs, err := c.startRMAs(ctx, c.ControlPlane.Dir, ids, command, site)
 	if err != nil {
 		return RMAddresses{}, err
 	}
@@ -151,10 +166,15 @@ func (c *Cluster) StartRM(ctx context.Context, command []string, site ...conf.Pr
 	return addrs, nil
 }
 
-// startRM creates the RM's namespace, writes its configuration and starts
+// startRM is startRMAs with the admin kubeconfig.
+func (c *Cluster) startRM(ctx context.Context, dir string, command []string, site []conf.Property) (RMAddresses, error) {
+	return c.startRMAs(ctx, dir, Identities{}, command, site)
+}
+
+// startRMAs creates the RM's namespace, writes its configuration and starts
 // command as knit-rm, returning once its client and admin ports accept
 // connections.
-func (c *Cluster) startRM(ctx context.Context, dir string, command []string, site []conf.Property) (RMAddresses, error) {
+func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, command []string, site []conf.Property) (RMAddresses, error) {
 	_, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: RMNamespace}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return RMAddresses{}, fmt.Errorf("localcluster: rm namespace: %w", err)
@@ -186,8 +206,12 @@ func (c *Cluster) startRM(ctx context.Context, dir string, command []string, sit
 			return RMAddresses{}, err
 		}
 	}
+	kubeconfig := ids.RMKubeconfig
+	if kubeconfig == "" {
+		kubeconfig = c.ControlPlane.Kubeconfig
+	}
 	args := append(command[1:len(command):len(command)],
-		"--kubeconfig", c.ControlPlane.Kubeconfig, "--namespace", RMNamespace, "--conf-dir", confDir,
+		"--kubeconfig", kubeconfig, "--namespace", RMNamespace, "--conf-dir", confDir,
 		"--launcher-binary", launcher)
 	args = append(args, c.rmNodeArgs(dir)...)
 	cmd := exec.Command(command[0], args...)
@@ -223,7 +247,7 @@ func (c *Cluster) startRM(ctx context.Context, dir string, command []string, sit
 		return RMAddresses{}, fmt.Errorf("localcluster: waiting for knit-rm: %w; its log:\n%s", err, tailFrom(logPath, offset))
 	}
 	c.log.Info("knit-rm up", "client", addrs.Client, "web", addrs.Web)
-	if err := c.startNodeServices(dir, command[0]); err != nil {
+	if err := c.startNodeServices(dir, command[0], ids.NodeKubeconfig); err != nil {
 		return RMAddresses{}, err
 	}
 	return addrs, nil
