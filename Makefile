@@ -14,7 +14,13 @@ K8S_BIN ?= $(or $(KNIT_K8S_BIN),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/knit/k8s-
 K8S_TOOLS := kube-apiserver kube-scheduler kube-controller-manager kubectl
 export KNIT_K8S_BIN := $(K8S_BIN)
 
-.PHONY: all build test test-short bench proto lint run fuzz clean tools local etcd
+# kwok, which simulates nodes and their pods for the scale benchmarks, built
+# once from the release tools/kwok pins.
+KWOK_VERSION := v0.8.0
+KWOK_BIN ?= $(or $(KNIT_KWOK_BIN),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/knit/kwok-$(KWOK_VERSION)/bin/kwok)
+export KNIT_KWOK_BIN := $(KWOK_BIN)
+
+.PHONY: all build test test-short bench proto lint run fuzz clean tools kwok local etcd
 
 all: lint build test
 
@@ -29,13 +35,13 @@ test: lint tools
 test-short:
 	$(GO) test -short -count=1 ./...
 
-bench: tools
-	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 20m ./test/bench/...
+bench: tools kwok
+	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 90m ./test/bench/...
 
 # Each decoder of network bytes has a fuzz target; FUZZTIME bounds each one.
 FUZZTIME ?= 20s
 fuzz:
-	@for pkg in $$($(GO) list ./protocols/... ./rm/... ./test/procnode/...); do \
+	@for pkg in $$($(GO) list ./protocols/... ./rm/... ./rks/... ./daemonsets/... ./test/procnode/...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
@@ -80,6 +86,11 @@ tools:
 	    mkdir -p "$(K8S_BIN)" && cd tools/k8s && \
 	    $(GO) build -trimpath -ldflags=-s -o "$(K8S_BIN)/" $(addprefix k8s.io/kubernetes/cmd/,$(K8S_TOOLS)); \
 	  fi
+
+kwok:
+	@[ -x "$(KWOK_BIN)" ] || { echo "building kwok $(KWOK_VERSION) into $(dir $(KWOK_BIN)) (a few minutes, once)"; \
+	  mkdir -p "$(dir $(KWOK_BIN))" && cd tools/kwok && \
+	  $(GO) build -trimpath -ldflags=-s -o "$(KWOK_BIN)" sigs.k8s.io/kwok/cmd/kwok; }
 
 clean:
 	rm -rf $(BIN)

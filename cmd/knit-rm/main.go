@@ -50,6 +50,10 @@ type flags struct {
 	// where RKS serves the NM protocol that knit-node relays.
 	nodeRoot   string
 	rksAddress string
+	// The cluster owner's bounds on the RM's load on the API server.
+	kubeQPS, podCreateQPS         float64
+	kubeBurst, podCreateBurst     int
+	podCreateConcurrency, workers int
 }
 
 func main() {
@@ -64,6 +68,12 @@ func main() {
 	flag.IntVar(&f.millicoresPerVcore, "millicores-per-vcore", 1000, "CPU millicores a pod gets per YARN vcore")
 	flag.StringVar(&f.nodeRoot, "node-root", "/var/lib/knit", "folder on every node that knit-node shares with pods (launch files, local and log dirs)")
 	flag.StringVar(&f.rksAddress, "rks-address", ":8048", "address RKS serves ContainerManagementProtocol on, for knit-node's relays")
+	flag.Float64Var(&f.kubeQPS, "kube-api-qps", 200, "requests per second the RM sends the Kubernetes API server, all callers together")
+	flag.IntVar(&f.kubeBurst, "kube-api-burst", 400, "burst above --kube-api-qps")
+	flag.Float64Var(&f.podCreateQPS, "pod-create-qps", 200, "pods per second RGS creates for containers asked for, within --kube-api-qps")
+	flag.IntVar(&f.podCreateBurst, "pod-create-burst", 400, "burst above --pod-create-qps")
+	flag.IntVar(&f.podCreateConcurrency, "pod-create-concurrency", 32, "pod creations RGS has in flight at once")
+	flag.IntVar(&f.workers, "rgs-workers", 16, "RGS workers for bound pods and for asks, each")
 	flag.Parse()
 
 	app := fx.New(
@@ -117,7 +127,7 @@ func newKubernetes(f flags) (kube, error) {
 	if err != nil {
 		return kube{}, fmt.Errorf("kubernetes config: %w", err)
 	}
-	cfg.QPS, cfg.Burst = 200, 400
+	cfg.QPS, cfg.Burst = float32(f.kubeQPS), f.kubeBurst
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return kube{}, fmt.Errorf("kubernetes client: %w", err)

@@ -62,12 +62,16 @@ func newScheduler(f flags, client kubernetes.Interface, podFactory informers.Sha
 	}
 	mount := "/knit"
 	return rgs.New(rgs.Config{
-		Client:     client,
-		Signer:     tm.ContainerTokens(),
-		Nodes:      l,
-		Epoch:      epoch,
-		Resources:  rgs.Resources{MillicoresPerVcore: int64(f.millicoresPerVcore)},
-		PodFactory: podFactory,
+		Client:            client,
+		Signer:            tm.ContainerTokens(),
+		Nodes:             l,
+		Epoch:             epoch,
+		Resources:         rgs.Resources{MillicoresPerVcore: int64(f.millicoresPerVcore)},
+		PodFactory:        podFactory,
+		CreateQPS:         float32(f.podCreateQPS),
+		CreateBurst:       f.podCreateBurst,
+		CreateConcurrency: f.podCreateConcurrency,
+		Workers:           f.workers,
 		Launcher: rgs.Launcher{
 			Image:       f.launcherImage,
 			InitCommand: []string{"cp", f.launcherBinary, path.Join(mount, "knit-launcher")},

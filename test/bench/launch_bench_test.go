@@ -218,33 +218,11 @@ func knitStarts(ctx context.Context, b *testing.B, c *localcluster.Cluster, mark
 		b.Fatal(err)
 	}
 	defer rmc.Close()
-	newApp, err := rmc.GetNewApplication(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	err = rmc.SubmitApplication(ctx, &yarnpb.ApplicationSubmissionContextProto{
-		ApplicationId: newApp.GetApplicationId(), ApplicationName: proto.String("bench"), Queue: proto.String("default"),
-		UnmanagedAm: proto.Bool(true), AmContainerSpec: &yarnpb.ContainerLaunchContextProto{},
-		Resource: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var tok *yarnpb.ApplicationReportProto
-	for tok == nil || tok.GetAmRmToken() == nil {
-		if tok, err = rmc.GetApplicationReport(ctx, newApp.GetApplicationId()); err != nil {
-			b.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	am, err := client.NewAMRMClient(c.RM.Scheduler, client.AMRMConfig{Token: token.FromProto(tok.GetAmRmToken())})
+	am, appID, err := unmanagedAM(ctx, rmc, c.RM.Scheduler)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer am.Close()
-	if _, err := am.Register(ctx, "bench", -1, ""); err != nil {
-		b.Fatal(err)
-	}
 	ask := &yarnpb.ResourceRequestProto{
 		Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, ResourceName: proto.String("*"),
 		Capability:    &yarnpb.ResourceProto{Memory: proto.Int64(128), VirtualCores: proto.Int32(1)},
@@ -280,10 +258,45 @@ func knitStarts(ctx context.Context, b *testing.B, c *localcluster.Cluster, mark
 		}
 		out = append(out, ran.Sub(start))
 	}
-	if err := rmc.KillApplication(ctx, newApp.GetApplicationId(), "bench over"); err != nil {
+	if err := rmc.KillApplication(ctx, appID, "bench over"); err != nil {
 		b.Fatal(err)
 	}
 	return out
+}
+
+// unmanagedAM submits an unmanaged application and registers as its AM
+// with the AMRMToken from the application's report, as an unmanaged AM's
+// launcher does.
+func unmanagedAM(ctx context.Context, rmc *client.RMClient, scheduler string) (*client.AMRMClient, *yarnpb.ApplicationIdProto, error) {
+	newApp, err := rmc.GetNewApplication(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	id := newApp.GetApplicationId()
+	err = rmc.SubmitApplication(ctx, &yarnpb.ApplicationSubmissionContextProto{
+		ApplicationId: id, ApplicationName: proto.String("bench"), Queue: proto.String("default"),
+		UnmanagedAm: proto.Bool(true), AmContainerSpec: &yarnpb.ContainerLaunchContextProto{},
+		Resource: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var report *yarnpb.ApplicationReportProto
+	for report.GetAmRmToken() == nil {
+		if report, err = rmc.GetApplicationReport(ctx, id); err != nil {
+			return nil, nil, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	am, err := client.NewAMRMClient(scheduler, client.AMRMConfig{Token: token.FromProto(report.GetAmRmToken())})
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := am.Register(ctx, "bench", -1, ""); err != nil {
+		am.Close()
+		return nil, nil, err
+	}
+	return am, id, nil
 }
 
 // bareStarts creates launchSamples bare pods bound to the node, one after

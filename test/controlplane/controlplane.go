@@ -150,6 +150,18 @@ func (c *ControlPlane) Kubectl(ctx context.Context, args ...string) *exec.Cmd {
 		append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
 }
 
+// PID is the process id of a running component ("etcd", "kube-apiserver",
+// "kube-scheduler", "kube-controller-manager"), for benchmarks that read
+// its memory.
+func (c *ControlPlane) PID(name string) (int, bool) {
+	for _, p := range c.processes {
+		if p.name == name {
+			return p.cmd.Process.Pid, true
+		}
+	}
+	return 0, false
+}
+
 // Stop ends the processes in the reverse order of their start, each with
 // SIGTERM and, after a grace period, SIGKILL; then removes Dir unless Keep.
 func (c *ControlPlane) Stop() error {

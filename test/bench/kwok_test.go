@@ -1,0 +1,377 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/knitdev/knit/client"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rgs"
+	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/test/localcluster"
+)
+
+const (
+	// kwokPodsEnv overrides how many pods BenchmarkRMMemoryWithKwokPods
+	// runs; the issue's figure is 100,000.
+	kwokPodsEnv = "KNIT_BENCH_KWOK_PODS"
+	// kwokBinEnv is where `make kwok` put the kwok binary; unset means
+	// the user's cache folder under knit/kwok-<kwokVersion>/bin, as there.
+	kwokBinEnv  = "KNIT_KWOK_BIN"
+	kwokVersion = "v0.8.0"
+	// kwokLabel marks the nodes kwok simulates.
+	kwokLabel = "knit.io/bench-kwok"
+	// benchBinder is the schedulerName of the benchmark's queue: its pods
+	// are placed by kwokBinder, not by kube-scheduler.
+	benchBinder = "knit-bench-binder"
+	// podsPerKwokNode is how many containers each simulated node gets (its
+	// capacity, set in testdata/kwok.yaml, is 128 pods).
+	podsPerKwokNode = 100
+	// containersPerApp is each application's ask.
+	containersPerApp = 1000
+)
+
+// BenchmarkRMMemoryWithKwokPods measures knit-rm's memory with 100,000
+// containers' pods known (KNIT_BENCH_KWOK_PODS changes the number), on
+// nodes simulated by kwok against the local control plane: 1,000 nodes,
+// 100 unmanaged AMs each asking for 1,000 containers through the real
+// ApplicationMasterProtocol, RGS creating the pods, a binder placing them
+// on the simulated nodes (kube-scheduler binds at its client's 50 QPS,
+// which would take the benchmark over half an hour), kwok running them.
+// Once every AM holds all its containers and every pod runs, it reads the
+// resident memory of knit-rm and, as the baseline in the same run, of
+// kube-scheduler, which caches the same bound pods and nodes. It reports
+// both, their ratio, and knit-rm's growth per pod from its idle size.
+func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
+	pods := containersPerApp * 100
+	if v := os.Getenv(kwokPodsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < containersPerApp {
+			b.Fatalf("%s=%q: want a number of pods ≥ %d", kwokPodsEnv, v, containersPerApp)
+		}
+		pods = n / containersPerApp * containersPerApp
+	}
+	kwok := os.Getenv(kwokBinEnv)
+	if cache, err := os.UserCacheDir(); kwok == "" && err == nil {
+		kwok = filepath.Join(cache, "knit", "kwok-"+kwokVersion, "bin", "kwok")
+	}
+	if _, err := os.Stat(kwok); err != nil {
+		b.Skipf("kwok is not built (%v): run make kwok", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Minute)
+	defer cancel()
+	bin := buildKnit(b)
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Stop(context.Background()) })
+	cfg := c.ControlPlane.RESTConfig()
+	cfg.QPS, cfg.Burst = kubeQPS, kubeBurst
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	kwokCtx := startKwok(ctx, b, kwok, c.ControlPlane.Kubeconfig)
+	nodes := createKwokNodes(kwokCtx, b, kube, pods/podsPerKwokNode)
+
+	hour := strconv.Itoa(int(time.Hour.Milliseconds()))
+	if _, err := c.StartRM(ctx, []string{filepath.Join(bin, "knit-rm"),
+		"--kube-api-qps", "2000", "--kube-api-burst", "4000", "--pod-create-qps", "1000", "--pod-create-burst", "2000"},
+		// Nothing starts these containers and the AMs stop heartbeating
+		// once served: neither may be taken back while they are measured.
+		conf.Property{Name: conf.KeyAMExpiryInterval, Value: hour},
+		conf.Property{Name: conf.KeyContainerAllocationExpiry, Value: hour},
+		conf.Property{Name: "knit.queue.root.default.scheduler-name", Value: benchBinder},
+	); err != nil {
+		b.Fatal(err)
+	}
+	rmPID, _ := c.RMPID()
+	schedulerPID, _ := c.ControlPlane.PID("kube-scheduler")
+	time.Sleep(5 * time.Second) // knit-rm's start-up garbage is collected
+	idleRM, idleScheduler := residentBytes(b, rmPID), residentBytes(b, schedulerPID)
+
+	bindCtx, stopBinding := context.WithCancel(ctx)
+	defer stopBinding()
+	go kwokBinder(bindCtx, b, kube, nodes)
+	began := time.Now()
+	allocateAll(ctx, b, c.RM, pods/containersPerApp)
+	allocated := time.Since(began)
+	waitAllRunning(ctx, b, kube, pods)
+	running := time.Since(began)
+	stopBinding()
+	// Let knit-rm handle the running pods' events and collect garbage.
+	time.Sleep(30 * time.Second)
+	rm, scheduler := residentBytes(b, rmPID), residentBytes(b, schedulerPID)
+	b.Logf("%d pods on %d kwok nodes: all allocated after %s, all running after %s", pods, len(nodes), allocated.Round(time.Second), running.Round(time.Second))
+	b.Logf("knit-rm resident %d MiB (idle %d MiB); kube-scheduler %d MiB (idle %d MiB)", rm>>20, idleRM>>20, scheduler>>20, idleScheduler>>20)
+	b.ReportMetric(float64(pods), "pods")
+	b.ReportMetric(float64(rm)/(1<<20), "rm-MiB")
+	b.ReportMetric(float64(scheduler)/(1<<20), "scheduler-MiB")
+	b.ReportMetric(float64(rm)/float64(scheduler), "rm/scheduler")
+	b.ReportMetric((float64(rm)-float64(idleRM))/float64(pods), "rm-B/pod")
+	b.ReportMetric((float64(scheduler)-float64(idleScheduler))/float64(pods), "scheduler-B/pod")
+	b.ReportMetric(float64(pods)/running.Seconds(), "pods-running/s")
+	b.ReportMetric(0, "ns/op")
+}
+
+// startKwok runs kwok against the cluster, simulating the nodes labelled
+// kwokLabel with testdata/kwok.yaml's stages, until the benchmark ends. The
+// context it returns ends with ctx or when kwok exits.
+func startKwok(ctx context.Context, b *testing.B, kwok, kubeconfig string) context.Context {
+	b.Helper()
+	config, err := filepath.Abs(filepath.Join("testdata", "kwok.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	logPath := filepath.Join(b.TempDir(), "kwok.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(kwok, "--kubeconfig", kubeconfig, "--config", config,
+		"--manage-nodes-with-label-selector", kwokLabel+"=true")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	kwokCtx, exited := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		exited(fmt.Errorf("kwok exited: %w", cmd.Wait()))
+		close(done)
+	}()
+	b.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+		if b.Failed() {
+			if out, err := os.ReadFile(logPath); err == nil {
+				b.Logf("kwok's log:\n%s", out[max(0, len(out)-4000):])
+			}
+		}
+	})
+	return kwokCtx
+}
+
+// createKwokNodes creates n nodes for kwok to run and waits until all are
+// Ready; it returns their names.
+func createKwokNodes(ctx context.Context, b *testing.B, kube kubernetes.Interface, n int) []string {
+	b.Helper()
+	names := make([]string, n)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for i := range names {
+		names[i] = fmt.Sprintf("kwok-%05d", i)
+		g.Go(func() error {
+			_, err := kube.CoreV1().Nodes().Create(gctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+				Name:        names[i],
+				Labels:      map[string]string{kwokLabel: "true", corev1.LabelHostname: names[i]},
+				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+			}}, metav1.CreateOptions{})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	for {
+		list, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kwokLabel})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ready := 0
+		for _, node := range list.Items {
+			if localcluster.Schedulable(&node) {
+				ready++
+			}
+		}
+		if ready == n {
+			return names
+		}
+		select {
+		case <-ctx.Done():
+			b.Fatalf("%d of %d kwok nodes ready: %v", ready, n, context.Cause(ctx))
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// kwokBinder binds the pods of benchBinder's queue to nodes in turn, as a
+// scheduler with nothing to weigh would, until ctx ends.
+func kwokBinder(ctx context.Context, b *testing.B, kube kubernetes.Interface, nodes []string) {
+	pending := make(chan *corev1.Pod, 4096)
+	selector := fields.AndSelectors(fields.OneTermEqualSelector("spec.schedulerName", benchBinder),
+		fields.OneTermEqualSelector("spec.nodeName", "")).String()
+	lw := cache.NewFilteredListWatchFromClient(kube.CoreV1().RESTClient(), "pods", metav1.NamespaceAll,
+		func(o *metav1.ListOptions) { o.FieldSelector = selector })
+	_, inf := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: lw, ObjectType: &corev1.Pod{},
+		Handler: cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				select {
+				case pending <- p:
+				case <-ctx.Done():
+				}
+			}
+		}},
+	})
+	go inf.Run(ctx.Done())
+	var next, bound atomic.Int64
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for {
+				var p *corev1.Pod
+				select {
+				case p = <-pending:
+				case <-ctx.Done():
+					return
+				}
+				node := nodes[int(next.Add(1))%len(nodes)]
+				err := kube.CoreV1().Pods(p.Namespace).Bind(ctx, &corev1.Binding{
+					ObjectMeta: metav1.ObjectMeta{Name: p.Name, UID: p.UID},
+					Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+				}, metav1.CreateOptions{})
+				if err != nil && ctx.Err() == nil {
+					b.Logf("bind %s/%s: %v", p.Namespace, p.Name, err)
+				}
+				if n := bound.Add(1); n%10000 == 0 {
+					b.Logf("%s bound %d", time.Now().Format("15:04:05.000"), n)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// allocateAll runs apps unmanaged AMs at once; each asks for
+// containersPerApp containers and heartbeats once a second until it holds
+// them all.
+func allocateAll(ctx context.Context, b *testing.B, addrs *localcluster.RMAddresses, apps int) {
+	b.Helper()
+	g, gctx := errgroup.WithContext(ctx)
+	for range apps {
+		g.Go(func() error {
+			rmc, err := client.NewRMClient(addrs.Client, client.RMConfig{User: "bench"})
+			if err != nil {
+				return err
+			}
+			defer rmc.Close()
+			am, _, err := unmanagedAM(gctx, rmc, addrs.Scheduler)
+			if err != nil {
+				return err
+			}
+			defer am.Close()
+			req := &yarnpb.AllocateRequestProto{Ask: []*yarnpb.ResourceRequestProto{{
+				Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, ResourceName: proto.String("*"),
+				Capability:    &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
+				NumContainers: proto.Int32(containersPerApp), RelaxLocality: proto.Bool(true),
+			}}}
+			for got := 0; got < containersPerApp; {
+				resp, err := am.Allocate(gctx, req)
+				if err != nil {
+					return err
+				}
+				got += len(resp.GetAllocatedContainers())
+				req = &yarnpb.AllocateRequestProto{}
+				select {
+				case <-gctx.Done():
+					return fmt.Errorf("%d of %d containers: %w", got, containersPerApp, gctx.Err())
+				case <-time.After(time.Second):
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// waitAllRunning waits until n Knit pods run: no Knit pod is left in any
+// other phase and the count of running ones is n.
+func waitAllRunning(ctx context.Context, b *testing.B, kube kubernetes.Interface, n int) {
+	b.Helper()
+	count := func(selector string, limit int64) (int, error) {
+		total, cont := 0, ""
+		for {
+			list, err := kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+				LabelSelector: rgs.LabelApplication, FieldSelector: selector, Limit: limit, Continue: cont,
+			})
+			if err != nil {
+				return 0, err
+			}
+			total += len(list.Items)
+			if cont = list.Continue; cont == "" || limit == 1 {
+				return total, nil
+			}
+		}
+	}
+	for {
+		other, err := count("status.phase!=Running", 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if other == 0 {
+			running, err := count("status.phase=Running", 5000)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if running == n {
+				return
+			}
+			if running > n {
+				b.Fatalf("%d pods running, want %d", running, n)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			b.Fatalf("waiting for %d running pods: %v", n, ctx.Err())
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// residentBytes is a process's resident memory, from /proc.
+func residentBytes(b *testing.B, pid int) int64 {
+	b.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatal(errors.Join(errors.New("no VmRSS in /proc status"), s.Err()))
+	return 0
+}
