@@ -326,10 +326,11 @@ func TestEveryFlagIsOneTheBinaryDefines(t *testing.T) {
 	})
 }
 
-// container returns the named container of a workload's pod.
-func container(t *testing.T, spec corev1.PodSpec, name string) corev1.Container {
+// container returns the named container among a pod's containers or init
+// containers.
+func container(t *testing.T, containers []corev1.Container, name string) corev1.Container {
 	t.Helper()
-	for _, c := range spec.Containers {
+	for _, c := range containers {
 		if c.Name == name {
 			return c
 		}
@@ -429,10 +430,10 @@ func load(t *testing.T, r *rendered) knit {
 	}
 	k.rm = deployments[0]
 	k.ns = k.rm.Namespace
-	k.rmc = container(t, k.rm.Spec.Template.Spec, "knit-rm")
+	k.rmc = container(t, k.rm.Spec.Template.Spec.Containers, "knit-rm")
 	k.rmArgs = args(t, k.rmc)
 	k.node = one[*appsv1.DaemonSet](t, r, k.ns, "knit-node")
-	k.nodec = container(t, k.node.Spec.Template.Spec, "knit-node")
+	k.nodec = container(t, k.node.Spec.Template.Spec.Containers, "knit-node")
 	k.nodeArgs = args(t, k.nodec)
 	k.rmService = one[*corev1.Service](t, r, k.ns, "knit-rm")
 	cm := mountedConfigMap(t, r, k.ns, k.rm.Spec.Template.Spec, k.rmc, k.rmArgs["conf-dir"])
@@ -565,7 +566,7 @@ func TestRMAndNodesAgree(t *testing.T) {
 func TestContainersFindTheRMThroughItsService(t *testing.T) {
 	each(t, func(t *testing.T, r *rendered) {
 		k := load(t, r)
-		cm := mountedConfigMap(t, r, k.ns, k.node.Spec.Template.Spec, initContainer(t, k.node.Spec.Template.Spec, "hadoop-conf"), "/etc/knit/node-conf")
+		cm := mountedConfigMap(t, r, k.ns, k.node.Spec.Template.Spec, container(t, k.node.Spec.Template.Spec.InitContainers, "hadoop-conf"), "/etc/knit/node-conf")
 		s, err := conf.LoadRMSettings(loadConf(t, cm))
 		if err != nil {
 			t.Fatalf("the containers' yarn-site.xml: %v", err)
@@ -588,17 +589,6 @@ func TestContainersFindTheRMThroughItsService(t *testing.T) {
 			}
 		}
 	})
-}
-
-func initContainer(t *testing.T, spec corev1.PodSpec, name string) corev1.Container {
-	t.Helper()
-	for _, c := range spec.InitContainers {
-		if c.Name == name {
-			return c
-		}
-	}
-	t.Fatalf("no init container %s", name)
-	return corev1.Container{}
 }
 
 // bound says whether a RoleBinding in ns grants ClusterRole role to the

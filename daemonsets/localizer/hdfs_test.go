@@ -72,30 +72,11 @@ type fakeHDFS struct {
 func newFakeHDFS(t *testing.T, files map[string]fakeFile) *fakeHDFS {
 	t.Helper()
 	f := &fakeHDFS{files: files, blocks: slices.Sorted(maps.Keys(files)), users: make(chan string, 64)}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.dataPort = l.Addr().(*net.TCPAddr).Port
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer c.Close()
-				if err := f.serveRead(c); err != nil {
-					t.Errorf("datanode: %v", err)
-				}
-			})
+	f.dataPort = serveTCP(t, func(c net.Conn) {
+		if err := f.serveRead(c); err != nil {
+			t.Errorf("datanode: %v", err)
 		}
-	})
-	t.Cleanup(func() {
-		_ = l.Close()
-		wg.Wait()
-	})
+	}).(*net.TCPAddr).Port
 	f.namenode = ipctest.Serve(t, ipc.Config{Simple: true}, clientProtocol,
 		ipc.Handle("getFileInfo", f.getFileInfo),
 		ipc.Handle("getBlockLocations", f.getBlockLocations),
@@ -547,6 +528,16 @@ func TestHDFSSourceEndsWithItsContext(t *testing.T) {
 // an RPC response length of n, and nothing more.
 func lengthNamenode(t *testing.T, n uint32) string {
 	t.Helper()
+	return serveTCP(t, func(c net.Conn) {
+		_, _ = c.Write(binary.BigEndian.AppendUint32(nil, n))
+		_, _ = io.Copy(io.Discard, c)
+	}).String()
+}
+
+// serveTCP serves each connection of a loopback listener with serve (which
+// need not close it) until the test ends, and returns the address.
+func serveTCP(t *testing.T, serve func(net.Conn)) net.Addr {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -560,8 +551,7 @@ func lengthNamenode(t *testing.T, n uint32) string {
 			}
 			wg.Go(func() {
 				defer c.Close()
-				_, _ = c.Write(binary.BigEndian.AppendUint32(nil, n))
-				_, _ = io.Copy(io.Discard, c)
+				serve(c)
 			})
 		}
 	})
@@ -569,7 +559,7 @@ func lengthNamenode(t *testing.T, n uint32) string {
 		_ = l.Close()
 		wg.Wait()
 	})
-	return l.Addr().String()
+	return l.Addr()
 }
 
 // measure runs fn and returns how long it took and how many bytes the

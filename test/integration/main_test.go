@@ -43,16 +43,22 @@ func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
 
-func runTests(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+// clusterLogger is the local clusters' logger: warnings, and everything
+// under -v.
+func clusterLogger() *slog.Logger {
 	level := slog.LevelWarn
 	if testing.Verbose() {
 		level = slog.LevelInfo
 	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+func runTests(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	c, err := localcluster.Start(ctx, localcluster.Options{
 		Nodes:  clusterNodes,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+		Logger: clusterLogger(),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration: local cluster:", err)

@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,14 +50,10 @@ func TestManifestsRBACIsEnoughForADistributedShellJob(t *testing.T) {
 	base := renderBase(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
-	level := slog.LevelWarn
-	if testing.Verbose() {
-		level = slog.LevelInfo
-	}
 	c, err := localcluster.Start(ctx, localcluster.Options{
 		Dir:    filepath.Join(t.TempDir(), "local"),
 		Nodes:  1,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("cluster", "rbac"),
+		Logger: clusterLogger().With("cluster", "rbac"),
 	})
 	if err != nil {
 		t.Fatal(err)
