@@ -21,8 +21,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -49,6 +51,8 @@ const (
 	podsPerKwokNode = 100
 	// containersPerApp is each application's ask.
 	containersPerApp = 1000
+	// kwokNamespace holds the benchmark's pods.
+	kwokNamespace = "knit-bench"
 )
 
 // BenchmarkRMMemoryWithKwokPods measures knit-rm's memory with 100,000
@@ -103,17 +107,34 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 		conf.Property{Name: conf.KeyAMExpiryInterval, Value: hour},
 		conf.Property{Name: conf.KeyContainerAllocationExpiry, Value: hour},
 		conf.Property{Name: "knit.queue.root.default.scheduler-name", Value: benchBinder},
+		conf.Property{Name: "knit.queue.root.default.namespace", Value: kwokNamespace},
 	); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.CreateNamespace(ctx, kwokNamespace); err != nil {
+		b.Fatal(err)
+	}
+	// The controller manager, needed only for the namespace's service
+	// account, would hold a fourth copy of every pod (with the API server,
+	// kube-scheduler and knit-rm), which 24 GiB cannot hold at 100,000.
+	if err := c.ControlPlane.StopComponent("kube-controller-manager"); err != nil {
 		b.Fatal(err)
 	}
 	rmPID, _ := c.RMPID()
 	schedulerPID, _ := c.ControlPlane.PID("kube-scheduler")
 	time.Sleep(5 * time.Second) // knit-rm's start-up garbage is collected
-	idleRM, idleScheduler := residentBytes(b, rmPID), residentBytes(b, schedulerPID)
+	idleRM, idleScheduler := mustResident(b, rmPID), mustResident(b, schedulerPID)
 
 	bindCtx, stopBinding := context.WithCancel(ctx)
 	defer stopBinding()
-	go kwokBinder(bindCtx, b, kube, nodes)
+	go kwokBinder(bindCtx, kube, nodes, func() string {
+		rm, err1 := residentBytes(rmPID)
+		scheduler, err2 := residentBytes(schedulerPID)
+		if err := errors.Join(err1, err2); err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("knit-rm %d MiB, kube-scheduler %d MiB resident", rm>>20, scheduler>>20)
+	})
 	began := time.Now()
 	allocateAll(ctx, b, c.RM, pods/containersPerApp)
 	allocated := time.Since(began)
@@ -122,7 +143,7 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 	stopBinding()
 	// Let knit-rm handle the running pods' events and collect garbage.
 	time.Sleep(30 * time.Second)
-	rm, scheduler := residentBytes(b, rmPID), residentBytes(b, schedulerPID)
+	rm, scheduler := mustResident(b, rmPID), mustResident(b, schedulerPID)
 	b.Logf("%d pods on %d kwok nodes: all allocated after %s, all running after %s", pods, len(nodes), allocated.Round(time.Second), running.Round(time.Second))
 	b.Logf("knit-rm resident %d MiB (idle %d MiB); kube-scheduler %d MiB (idle %d MiB)", rm>>20, idleRM>>20, scheduler>>20, idleScheduler>>20)
 	b.ReportMetric(float64(pods), "pods")
@@ -219,21 +240,30 @@ func createKwokNodes(ctx context.Context, b *testing.B, kube kubernetes.Interfac
 }
 
 // kwokBinder binds the pods of benchBinder's queue to nodes in turn, as a
-// scheduler with nothing to weigh would, until ctx ends.
-func kwokBinder(ctx context.Context, b *testing.B, kube kubernetes.Interface, nodes []string) {
-	pending := make(chan *corev1.Pod, 4096)
+// scheduler with nothing to weigh would, until ctx ends. Its informer
+// holds only unbound pods, without managed fields, and its handler only
+// queues their keys, so a backlog of pods to bind never stalls the watch.
+func kwokBinder(ctx context.Context, kube kubernetes.Interface, nodes []string, rss func() string) {
+	queue := workqueue.NewTyped[types.NamespacedName]()
+	go func() {
+		<-ctx.Done()
+		queue.ShutDown()
+	}()
 	selector := fields.AndSelectors(fields.OneTermEqualSelector("spec.schedulerName", benchBinder),
 		fields.OneTermEqualSelector("spec.nodeName", "")).String()
 	lw := cache.NewFilteredListWatchFromClient(kube.CoreV1().RESTClient(), "pods", metav1.NamespaceAll,
 		func(o *metav1.ListOptions) { o.FieldSelector = selector })
-	_, inf := cache.NewInformerWithOptions(cache.InformerOptions{
+	store, inf := cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: lw, ObjectType: &corev1.Pod{},
+		Transform: func(obj any) (any, error) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				p.ManagedFields = nil
+			}
+			return obj, nil
+		},
 		Handler: cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
 			if p, ok := obj.(*corev1.Pod); ok {
-				select {
-				case pending <- p:
-				case <-ctx.Done():
-				}
+				queue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 			}
 		}},
 	})
@@ -243,23 +273,27 @@ func kwokBinder(ctx context.Context, b *testing.B, kube kubernetes.Interface, no
 	for range 32 {
 		wg.Go(func() {
 			for {
-				var p *corev1.Pod
-				select {
-				case p = <-pending:
-				case <-ctx.Done():
+				key, quit := queue.Get()
+				if quit {
 					return
 				}
-				node := nodes[int(next.Add(1))%len(nodes)]
-				err := kube.CoreV1().Pods(p.Namespace).Bind(ctx, &corev1.Binding{
-					ObjectMeta: metav1.ObjectMeta{Name: p.Name, UID: p.UID},
-					Target:     corev1.ObjectReference{Kind: "Node", Name: node},
-				}, metav1.CreateOptions{})
-				if err != nil && ctx.Err() == nil {
-					b.Logf("bind %s/%s: %v", p.Namespace, p.Name, err)
+				obj, ok, _ := store.GetByKey(key.String())
+				if p, isPod := obj.(*corev1.Pod); ok && isPod {
+					node := nodes[int(next.Add(1))%len(nodes)]
+					err := kube.CoreV1().Pods(p.Namespace).Bind(ctx, &corev1.Binding{
+						ObjectMeta: metav1.ObjectMeta{Name: p.Name, UID: p.UID},
+						Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+					}, metav1.CreateOptions{})
+					if err != nil && ctx.Err() == nil {
+						fmt.Fprintf(os.Stderr, "bind %s: %v\n", key, err)
+					}
+					// Progress goes straight to stderr: a benchmark's own
+					// log shows only once it ends.
+					if n := bound.Add(1); n%10000 == 0 {
+						fmt.Fprintf(os.Stderr, "%s bound %d; %s\n", time.Now().Format(time.TimeOnly), n, rss())
+					}
 				}
-				if n := bound.Add(1); n%10000 == 0 {
-					b.Logf("%s bound %d", time.Now().Format("15:04:05.000"), n)
-				}
+				queue.Done(key)
 			}
 		})
 	}
@@ -355,23 +389,28 @@ func waitAllRunning(ctx context.Context, b *testing.B, kube kubernetes.Interface
 }
 
 // residentBytes is a process's resident memory, from /proc.
-func residentBytes(b *testing.B, pid int) int64 {
-	b.Helper()
+func residentBytes(pid int) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		b.Fatal(err)
+		return 0, err
 	}
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		if v, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return kb << 10
+			return kb << 10, err
 		}
 	}
-	b.Fatal(errors.Join(errors.New("no VmRSS in /proc status"), s.Err()))
-	return 0
+	return 0, errors.Join(fmt.Errorf("no VmRSS in /proc/%d/status", pid), s.Err())
+}
+
+// mustResident is residentBytes for the benchmark's own goroutine.
+func mustResident(b *testing.B, pid int) int64 {
+	b.Helper()
+	n, err := residentBytes(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
 }

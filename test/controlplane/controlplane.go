@@ -162,6 +162,18 @@ func (c *ControlPlane) PID(name string) (int, bool) {
 	return 0, false
 }
 
+// StopComponent ends one component as Stop would, leaving the others
+// running: a scale benchmark drops kube-controller-manager, whose informers
+// would hold one more copy of every pod.
+func (c *ControlPlane) StopComponent(name string) error {
+	for _, p := range c.processes {
+		if p.name == name {
+			return p.stop(stopGrace)
+		}
+	}
+	return fmt.Errorf("controlplane: no component %s", name)
+}
+
 // Stop ends the processes in the reverse order of their start, each with
 // SIGTERM and, after a grace period, SIGKILL; then removes Dir unless Keep.
 func (c *ControlPlane) Stop() error {
