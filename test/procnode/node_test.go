@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -648,10 +649,20 @@ while :; do wait; done`,
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := fakeClient()
+			name := fmt.Sprintf("signals-%d", i)
+			// The pod as the node last posted it, seen as it is deleted;
+			// the reactor is in place before the node's goroutines call
+			// the client.
+			var final atomic.Pointer[corev1.Pod]
+			c.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if got, err := c.Tracker().Get(a.GetResource(), "default", name); err == nil {
+					final.Store(got.(*corev1.Pod))
+				}
+				return false, nil, nil
+			})
 			dir := t.TempDir()
 			tn := runNode(t, c, dir)
 			marks := t.TempDir()
-			name := fmt.Sprintf("signals-%d", i)
 			p := boundPod(name, corev1.RestartPolicyAlways, corev1.Container{Name: "main", Command: []string{"bash", "-c", tc.script, "main", marks}})
 			createPod(t, c, p)
 			waitFor(t, 20*time.Second, "the container's traps set", func() bool {
@@ -660,13 +671,6 @@ while :; do wait; done`,
 			})
 			pids := pidsOfPod(t, tn.Node, p)
 
-			var final *corev1.Pod
-			c.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-				if got, err := c.Tracker().Get(a.GetResource(), "default", name); err == nil {
-					final = got.(*corev1.Pod)
-				}
-				return false, nil, nil
-			})
 			// What the API server does on a graceful delete, with a grace
 			// period at the kubelet's floor.
 			cur, err := c.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
@@ -689,10 +693,11 @@ while :; do wait; done`,
 			if !allGone(pids) {
 				t.Errorf("processes of the deleted pod still run: %v", pids)
 			}
-			if final == nil {
+			last := final.Load()
+			if last == nil {
 				t.Fatal("no final status before the delete")
 			}
-			if term := containerStatusOf(final, "main").State.Terminated; term == nil || term.ExitCode != 137 {
+			if term := containerStatusOf(last, "main").State.Terminated; term == nil || term.ExitCode != 137 {
 				t.Errorf("final container state = %+v, want killed (137) at the end of the grace period", term)
 			}
 			terms, err := os.ReadFile(filepath.Join(marks, "terms"))
