@@ -92,18 +92,8 @@ func newHDFSSource(cfg HDFSConfig) (*hdfsSource, error) {
 
 // msSetting reads a setting in milliseconds; def if unset or ≤ 0.
 func msSetting(conf hadoopconf.HadoopConf, key string, def time.Duration) (time.Duration, error) {
-	v := strings.TrimSpace(conf[key])
-	if v == "" {
-		return def, nil
-	}
-	ms, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("localizer: hadoop configuration %s: %w", key, err)
-	}
-	if ms <= 0 {
-		return def, nil
-	}
-	return time.Duration(ms) * time.Millisecond, nil
+	ms, err := positiveSetting(conf, key, def.Milliseconds())
+	return time.Duration(ms) * time.Millisecond, err
 }
 
 // sizeSetting reads a setting in bytes; def if unset or ≤ 0. Hadoop's
@@ -111,6 +101,12 @@ func msSetting(conf hadoopconf.HadoopConf, key string, def time.Duration) (time.
 // keeps its default instead, since one node's process localizes for
 // every container on it.
 func sizeSetting(conf hadoopconf.HadoopConf, key string, def uint64) (uint64, error) {
+	n, err := positiveSetting(conf, key, int64(def))
+	return uint64(n), err
+}
+
+// positiveSetting reads an integer setting; def if unset or ≤ 0.
+func positiveSetting(conf hadoopconf.HadoopConf, key string, def int64) (int64, error) {
 	v := strings.TrimSpace(conf[key])
 	if v == "" {
 		return def, nil
@@ -122,7 +118,7 @@ func sizeSetting(conf hadoopconf.HadoopConf, key string, def uint64) (uint64, er
 	if n <= 0 {
 		return def, nil
 	}
-	return uint64(n), nil
+	return n, nil
 }
 
 // namenodes returns the RPC addresses of the namenodes an hdfs URL names:
