@@ -154,24 +154,32 @@ func (c *ControlPlane) Kubectl(ctx context.Context, args ...string) *exec.Cmd {
 // "kube-scheduler", "kube-controller-manager"), for benchmarks that read
 // its memory.
 func (c *ControlPlane) PID(name string) (int, bool) {
-	for _, p := range c.processes {
-		if p.name == name {
-			return p.cmd.Process.Pid, true
-		}
+	p := c.component(name)
+	if p == nil {
+		return 0, false
 	}
-	return 0, false
+	return p.cmd.Process.Pid, true
 }
 
 // StopComponent ends one component as Stop would, leaving the others
 // running: a scale benchmark drops kube-controller-manager, whose informers
 // would hold one more copy of every pod.
 func (c *ControlPlane) StopComponent(name string) error {
+	p := c.component(name)
+	if p == nil {
+		return fmt.Errorf("controlplane: no component %s", name)
+	}
+	return p.stop(stopGrace)
+}
+
+// component is the process of a running component, or nil.
+func (c *ControlPlane) component(name string) *process {
 	for _, p := range c.processes {
 		if p.name == name {
-			return p.stop(stopGrace)
+			return p
 		}
 	}
-	return fmt.Errorf("controlplane: no component %s", name)
+	return nil
 }
 
 // Stop ends the processes in the reverse order of their start, each with
