@@ -2,9 +2,10 @@
 
 GO ?= go
 BIN := bin
-# protoc is Debian's protobuf-compiler; protoc-gen-go is pinned by go.mod.
+# protoc is Debian's protobuf-compiler; protoc-gen-go is pinned by go.mod;
+# protoc-gen-hadooprpc is Knit's own (protocols/protoc-gen-hadooprpc).
 PROTOC_VERSION := libprotoc 3.21.12
-PROTO_FILES := $(wildcard protocols/commonpb/*.proto protocols/yarnpb/*.proto)
+PROTO_FILES := $(wildcard protocols/commonpb/*.proto protocols/hadooprpcpb/*.proto protocols/yarnpb/*.proto)
 
 # The local cluster's Kubernetes binaries, built once from the k8s.io/kubernetes
 # release that tools/k8s pins, into a cache folder that later runs reuse. The
@@ -52,6 +53,12 @@ proto:
 	$(GO) build -o $(BIN)/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go
 	protoc --plugin=protoc-gen-go=$(BIN)/protoc-gen-go -I protocols \
 	  --go_out=protocols --go_opt=paths=source_relative \
+	  $(patsubst protocols/%,%,$(PROTO_FILES))
+	@# The stub generator reads the options through hadooprpcpb, so it is
+	@# built once the messages above are.
+	$(GO) build -o $(BIN)/protoc-gen-hadooprpc ./protocols/protoc-gen-hadooprpc
+	protoc --plugin=protoc-gen-hadooprpc=$(BIN)/protoc-gen-hadooprpc -I protocols \
+	  --hadooprpc_out=protocols --hadooprpc_opt=paths=source_relative \
 	  $(patsubst protocols/%,%,$(PROTO_FILES))
 
 lint:

@@ -19,6 +19,7 @@ package yarnpb
 
 import (
 	commonpb "github.com/knitdev/knit/protocols/commonpb"
+	_ "github.com/knitdev/knit/protocols/hadooprpcpb"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -36,7 +37,7 @@ var File_yarnpb_applicationclient_protocol_proto protoreflect.FileDescriptor
 
 const file_yarnpb_applicationclient_protocol_proto_rawDesc = "" +
 	"\n" +
-	"'yarnpb/applicationclient_protocol.proto\x12\x10knit.hadoop.yarn\x1a\x17commonpb/Security.proto\x1a yarnpb/yarn_service_protos.proto2\xef\"\n" +
+	"'yarnpb/applicationclient_protocol.proto\x12\x10knit.hadoop.yarn\x1a\x17commonpb/Security.proto\x1a\x19hadooprpcpb/options.proto\x1a yarnpb/yarn_service_protos.proto2\xaf#\n" +
 	" ApplicationClientProtocolService\x12v\n" +
 	"\x11getNewApplication\x12/.knit.hadoop.yarn.GetNewApplicationRequestProto\x1a0.knit.hadoop.yarn.GetNewApplicationResponseProto\x12\x7f\n" +
 	"\x14getApplicationReport\x122.knit.hadoop.yarn.GetApplicationReportRequestProto\x1a3.knit.hadoop.yarn.GetApplicationReportResponseProto\x12v\n" +
@@ -72,7 +73,8 @@ const file_yarnpb_applicationclient_protocol_proto_rawDesc = "" +
 	"\x13getResourceTypeInfo\x124.knit.hadoop.yarn.GetAllResourceTypeInfoRequestProto\x1a5.knit.hadoop.yarn.GetAllResourceTypeInfoResponseProto\x12\x8b\x01\n" +
 	"\x18getClusterNodeAttributes\x126.knit.hadoop.yarn.GetClusterNodeAttributesRequestProto\x1a7.knit.hadoop.yarn.GetClusterNodeAttributesResponseProto\x12\x7f\n" +
 	"\x14getAttributesToNodes\x122.knit.hadoop.yarn.GetAttributesToNodesRequestProto\x1a3.knit.hadoop.yarn.GetAttributesToNodesResponseProto\x12\x7f\n" +
-	"\x14getNodesToAttributes\x122.knit.hadoop.yarn.GetNodesToAttributesRequestProto\x1a3.knit.hadoop.yarn.GetNodesToAttributesResponseProtoB*Z(github.com/knitdev/knit/protocols/yarnpb"
+	"\x14getNodesToAttributes\x122.knit.hadoop.yarn.GetNodesToAttributesRequestProto\x1a3.knit.hadoop.yarn.GetNodesToAttributesResponseProto\x1a>\xa2\x86\x19:\n" +
+	"6org.apache.hadoop.yarn.api.ApplicationClientProtocolPB\x10\x01B*Z(github.com/knitdev/knit/protocols/yarnpb"
 
 var file_yarnpb_applicationclient_protocol_proto_goTypes = []any{
 	(*GetNewApplicationRequestProto)(nil),               // 0: knit.hadoop.yarn.GetNewApplicationRequestProto

@@ -18,6 +18,7 @@
 package yarnpb
 
 import (
+	_ "github.com/knitdev/knit/protocols/hadooprpcpb"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -35,11 +36,12 @@ var File_yarnpb_applicationmaster_protocol_proto protoreflect.FileDescriptor
 
 const file_yarnpb_applicationmaster_protocol_proto_rawDesc = "" +
 	"\n" +
-	"'yarnpb/applicationmaster_protocol.proto\x12\x10knit.hadoop.yarn\x1a yarnpb/yarn_service_protos.proto2\x9b\x03\n" +
+	"'yarnpb/applicationmaster_protocol.proto\x12\x10knit.hadoop.yarn\x1a\x19hadooprpcpb/options.proto\x1a yarnpb/yarn_service_protos.proto2\xdb\x03\n" +
 	" ApplicationMasterProtocolService\x12\x8e\x01\n" +
 	"\x19registerApplicationMaster\x127.knit.hadoop.yarn.RegisterApplicationMasterRequestProto\x1a8.knit.hadoop.yarn.RegisterApplicationMasterResponseProto\x12\x88\x01\n" +
 	"\x17finishApplicationMaster\x125.knit.hadoop.yarn.FinishApplicationMasterRequestProto\x1a6.knit.hadoop.yarn.FinishApplicationMasterResponseProto\x12[\n" +
-	"\ballocate\x12&.knit.hadoop.yarn.AllocateRequestProto\x1a'.knit.hadoop.yarn.AllocateResponseProtoB*Z(github.com/knitdev/knit/protocols/yarnpb"
+	"\ballocate\x12&.knit.hadoop.yarn.AllocateRequestProto\x1a'.knit.hadoop.yarn.AllocateResponseProto\x1a>\xa2\x86\x19:\n" +
+	"6org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB\x10\x01B*Z(github.com/knitdev/knit/protocols/yarnpb"
 
 var file_yarnpb_applicationmaster_protocol_proto_goTypes = []any{
 	(*RegisterApplicationMasterRequestProto)(nil),  // 0: knit.hadoop.yarn.RegisterApplicationMasterRequestProto

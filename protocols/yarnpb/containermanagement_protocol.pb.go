@@ -18,6 +18,7 @@
 package yarnpb
 
 import (
+	_ "github.com/knitdev/knit/protocols/hadooprpcpb"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -35,7 +36,7 @@ var File_yarnpb_containermanagement_protocol_proto protoreflect.FileDescriptor
 
 const file_yarnpb_containermanagement_protocol_proto_rawDesc = "" +
 	"\n" +
-	")yarnpb/containermanagement_protocol.proto\x12\x10knit.hadoop.yarn\x1a\x18yarnpb/yarn_protos.proto\x1a yarnpb/yarn_service_protos.proto2\xc4\v\n" +
+	")yarnpb/containermanagement_protocol.proto\x12\x10knit.hadoop.yarn\x1a\x19hadooprpcpb/options.proto\x1a\x18yarnpb/yarn_protos.proto\x1a yarnpb/yarn_service_protos.proto2\x86\f\n" +
 	"\"ContainerManagementProtocolService\x12p\n" +
 	"\x0fstartContainers\x12-.knit.hadoop.yarn.StartContainersRequestProto\x1a..knit.hadoop.yarn.StartContainersResponseProto\x12m\n" +
 	"\x0estopContainers\x12,.knit.hadoop.yarn.StopContainersRequestProto\x1a-.knit.hadoop.yarn.StopContainersResponseProto\x12\x7f\n" +
@@ -48,7 +49,8 @@ const file_yarnpb_containermanagement_protocol_proto_rawDesc = "" +
 	"\x10restartContainer\x12\".knit.hadoop.yarn.ContainerIdProto\x1a/.knit.hadoop.yarn.RestartContainerResponseProto\x12k\n" +
 	"\x1crollbackLastReInitialization\x12\".knit.hadoop.yarn.ContainerIdProto\x1a'.knit.hadoop.yarn.RollbackResponseProto\x12g\n" +
 	"\x1acommitLastReInitialization\x12\".knit.hadoop.yarn.ContainerIdProto\x1a%.knit.hadoop.yarn.CommitResponseProto\x12\x88\x01\n" +
-	"\x17getLocalizationStatuses\x125.knit.hadoop.yarn.GetLocalizationStatusesRequestProto\x1a6.knit.hadoop.yarn.GetLocalizationStatusesResponseProtoB*Z(github.com/knitdev/knit/protocols/yarnpb"
+	"\x17getLocalizationStatuses\x125.knit.hadoop.yarn.GetLocalizationStatusesRequestProto\x1a6.knit.hadoop.yarn.GetLocalizationStatusesResponseProto\x1a@\xa2\x86\x19<\n" +
+	"8org.apache.hadoop.yarn.api.ContainerManagementProtocolPB\x10\x01B*Z(github.com/knitdev/knit/protocols/yarnpb"
 
 var file_yarnpb_containermanagement_protocol_proto_goTypes = []any{
 	(*StartContainersRequestProto)(nil),             // 0: knit.hadoop.yarn.StartContainersRequestProto

@@ -18,6 +18,7 @@
 package yarnpb
 
 import (
+	_ "github.com/knitdev/knit/protocols/hadooprpcpb"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -35,7 +36,7 @@ var File_yarnpb_resourcemanager_administration_protocol_proto protoreflect.FileD
 
 const file_yarnpb_resourcemanager_administration_protocol_proto_rawDesc = "" +
 	"\n" +
-	"4yarnpb/resourcemanager_administration_protocol.proto\x12\x10knit.hadoop.yarn\x1a7yarnpb/yarn_server_resourcemanager_service_protos.proto2\x82\x18\n" +
+	"4yarnpb/resourcemanager_administration_protocol.proto\x12\x10knit.hadoop.yarn\x1a\x19hadooprpcpb/options.proto\x1a7yarnpb/yarn_server_resourcemanager_service_protos.proto2\xd5\x18\n" +
 	",ResourceManagerAdministrationProtocolService\x12j\n" +
 	"\rrefreshQueues\x12+.knit.hadoop.yarn.RefreshQueuesRequestProto\x1a,.knit.hadoop.yarn.RefreshQueuesResponseProto\x12g\n" +
 	"\frefreshNodes\x12*.knit.hadoop.yarn.RefreshNodesRequestProto\x1a+.knit.hadoop.yarn.RefreshNodesResponseProto\x12\xac\x01\n" +
@@ -58,7 +59,8 @@ const file_yarnpb_resourcemanager_administration_protocol_proto_rawDesc = "" +
 	"\x1blistFederationQueuePolicies\x12:.knit.hadoop.yarn.QueryFederationQueuePoliciesRequestProto\x1a;.knit.hadoop.yarn.QueryFederationQueuePoliciesResponseProto\x12\x94\x01\n" +
 	"\x1bdeleteFederationApplication\x129.knit.hadoop.yarn.DeleteFederationApplicationRequestProto\x1a:.knit.hadoop.yarn.DeleteFederationApplicationResponseProto\x12w\n" +
 	"\x18getFederationSubClusters\x12,.knit.hadoop.yarn.GetSubClustersRequestProto\x1a-.knit.hadoop.yarn.GetSubClustersResponseProto\x12\x9d\x01\n" +
-	" deleteFederationPoliciesByQueues\x12;.knit.hadoop.yarn.DeleteFederationQueuePoliciesRequestProto\x1a<.knit.hadoop.yarn.DeleteFederationQueuePoliciesResponseProtoB*Z(github.com/knitdev/knit/protocols/yarnpb"
+	" deleteFederationPoliciesByQueues\x12;.knit.hadoop.yarn.DeleteFederationQueuePoliciesRequestProto\x1a<.knit.hadoop.yarn.DeleteFederationQueuePoliciesResponseProto\x1aQ\xa2\x86\x19M\n" +
+	"Iorg.apache.hadoop.yarn.server.api.ResourceManagerAdministrationProtocolPB\x10\x01B*Z(github.com/knitdev/knit/protocols/yarnpb"
 
 var file_yarnpb_resourcemanager_administration_protocol_proto_goTypes = []any{
 	(*RefreshQueuesRequestProto)(nil),                        // 0: knit.hadoop.yarn.RefreshQueuesRequestProto
