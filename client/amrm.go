@@ -15,6 +15,7 @@ import (
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -122,7 +123,7 @@ func NewAMRMClient(addr string, cfg AMRMConfig) (*AMRMClient, error) {
 		blacklistRemove: map[string]bool{},
 	}
 	c.dial = func(tok *commonpb.TokenProto) (caller, error) {
-		return ipc.NewClient(addr, ipc.ClientConfig{Protocol: ProtocolApplicationMaster, Token: tok, Logger: log})
+		return ipc.NewClient(addr, ipc.ClientConfig{Protocol: ProtocolApplicationMaster, Token: tok, Logger: log, Errors: yarnerr.FromRemote})
 	}
 	return c, nil
 }
@@ -201,7 +202,7 @@ func (c *AMRMClient) Allocate(ctx context.Context, req *yarnpb.AllocateRequestPr
 	}
 	c.merge(req)
 	resp, err := c.allocateLocked(ctx, req)
-	if ipc.IsClass(err, ClassApplicationMasterNotRegistered) {
+	if errors.Is(err, yarnerr.ApplicationMasterNotRegistered) {
 		c.log.Warn("application master out of sync with the ResourceManager, registering again", "err", err)
 		if _, err := c.registerLocked(ctx, c.register); err != nil {
 			return nil, fmt.Errorf("client: allocate: %w", err)
@@ -364,7 +365,7 @@ func (c *AMRMClient) Finish(ctx context.Context, status FinalStatus, diagnostics
 			return rpc.Call(ctx, "finishApplicationMaster", req, resp)
 		})
 		switch {
-		case ipc.IsClass(err, ClassApplicationMasterNotRegistered) && !reregistered:
+		case errors.Is(err, yarnerr.ApplicationMasterNotRegistered) && !reregistered:
 			c.log.Warn("application master out of sync with the ResourceManager, registering again", "err", err)
 			if _, err := c.registerLocked(ctx, c.register); err != nil {
 				return fmt.Errorf("client: finish application master: %w", err)

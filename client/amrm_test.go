@@ -14,6 +14,7 @@ import (
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/ipc/ipctest"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -48,7 +49,7 @@ func (f *fakeScheduler) methods() []ipc.Method {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			if f.registered {
-				return nil, ipc.Errorf(ClassInvalidApplicationMasterRequest, "Application Master is already registered : %s", callerUser(ctx))
+				return nil, yarnerr.InvalidApplicationMasterRequest.Errorf("Application Master is already registered : %s", callerUser(ctx))
 			}
 			f.registered = true
 			f.registers++
@@ -67,7 +68,7 @@ func (f *fakeScheduler) methods() []ipc.Method {
 			f.allocates = append(f.allocates, proto.Clone(req).(*yarnpb.AllocateRequestProto))
 			f.users = append(f.users, callerUser(ctx))
 			if !f.registered {
-				return nil, ipc.Errorf(ClassApplicationMasterNotRegistered, "AM is not registered for known application attempt")
+				return nil, yarnerr.ApplicationMasterNotRegistered.Errorf("AM is not registered for known application attempt")
 			}
 			if err := f.allocateErr; err != nil {
 				f.allocateErr = nil
@@ -78,7 +79,7 @@ func (f *fakeScheduler) methods() []ipc.Method {
 			case req.GetResponseId()+1 == last:
 				return f.last, nil
 			case req.GetResponseId() != last:
-				return nil, ipc.Errorf(ClassInvalidApplicationMasterRequest, "expected %d, got %d", last, req.GetResponseId())
+				return nil, yarnerr.InvalidApplicationMasterRequest.Errorf("expected %d, got %d", last, req.GetResponseId())
 			}
 			resp := &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(last + 1)}
 			if f.answer != nil {
@@ -92,7 +93,7 @@ func (f *fakeScheduler) methods() []ipc.Method {
 			defer f.mu.Unlock()
 			f.finishes++
 			if !f.registered {
-				return nil, ipc.Errorf(ClassApplicationMasterNotRegistered, "Application Master is trying to unregister before registering")
+				return nil, yarnerr.ApplicationMasterNotRegistered.Errorf("Application Master is trying to unregister before registering")
 			}
 			if f.finishFalse > 0 {
 				f.finishFalse--
@@ -248,10 +249,12 @@ func TestAMRMClient(t *testing.T) {
 			ctx := testCtx(t)
 			mustRegister(t, c)
 			f.mu.Lock()
-			f.allocateErr = ipc.Errorf("org.apache.hadoop.yarn.exceptions.InvalidResourceRequestException", "no")
+			f.allocateErr = yarnerr.InvalidResourceRequest.New("no")
 			f.mu.Unlock()
-			if _, err := c.Allocate(ctx, &yarnpb.AllocateRequestProto{Ask: []*yarnpb.ResourceRequestProto{ask(1, 1024, 2)}}); !ipc.IsClass(err, "org.apache.hadoop.yarn.exceptions.InvalidResourceRequestException") {
-				t.Fatalf("allocate: %v, want the RM's exception", err)
+			_, err := c.Allocate(ctx, &yarnpb.AllocateRequestProto{Ask: []*yarnpb.ResourceRequestProto{ask(1, 1024, 2)}})
+			var ye *yarnerr.Error
+			if !errors.Is(err, yarnerr.InvalidResourceRequest) || !errors.As(err, &ye) || ye.Message != "no" {
+				t.Fatalf("allocate: %v, want the RM's exception as a *yarnerr.Error", err)
 			}
 			if _, err := c.Allocate(ctx, &yarnpb.AllocateRequestProto{}); err != nil {
 				t.Fatal(err)

@@ -20,9 +20,10 @@
 //
 // Records and ids are the wire messages of protocols/yarnpb; yarnid turns
 // ids into strings and back. A Java exception thrown by a server comes back
-// as a *ipc.RemoteError (test it with ipc.IsClass and the Class constants
-// here); one a NodeManager reports for a single container as a
-// *SerializedError.
+// as a *yarnerr.Error wrapping the *ipc.RemoteError it came as (test it with
+// errors.Is(err, yarnerr.ApplicationNotFound) and the like); one a
+// NodeManager reports for a single container as a *SerializedError, which
+// errors.Is matches against yarnerr classes too.
 //
 // Behaviour follows docs/hadoop-wire-facts.md §2–§5.
 package client

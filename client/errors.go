@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
@@ -15,14 +16,6 @@ const (
 	ProtocolApplicationClient   = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
 	ProtocolApplicationMaster   = "org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB"
 	ProtocolContainerManagement = "org.apache.hadoop.yarn.api.ContainerManagementProtocolPB"
-)
-
-// Java exception classes the clients act on; compare with ipc.IsClass.
-const (
-	ClassApplicationNotFound             = "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException"
-	ClassApplicationAttemptNotFound      = "org.apache.hadoop.yarn.exceptions.ApplicationAttemptNotFoundException"
-	ClassApplicationMasterNotRegistered  = "org.apache.hadoop.yarn.exceptions.ApplicationMasterNotRegisteredException"
-	ClassInvalidApplicationMasterRequest = "org.apache.hadoop.yarn.exceptions.InvalidApplicationMasterRequestException"
 )
 
 // Token kinds the clients look for (the Kind of a Hadoop token).
@@ -64,10 +57,19 @@ func (e *SerializedError) Unwrap() error {
 	return e.Cause
 }
 
-// Is reports whether target is a *SerializedError of the same class.
+var _ ipc.JavaError = (*SerializedError)(nil)
+
+// JavaClass returns ClassName.
+func (e *SerializedError) JavaClass() string { return e.ClassName }
+
+// JavaMessage returns Message.
+func (e *SerializedError) JavaMessage() string { return e.Message }
+
+// Is reports whether target names the same class: another
+// *SerializedError, a yarnerr class or error, an *ipc.RemoteError.
 func (e *SerializedError) Is(target error) bool {
-	var t *SerializedError
-	return errors.As(target, &t) && t.ClassName == e.ClassName
+	t, ok := target.(interface{ JavaClass() string })
+	return ok && t.JavaClass() == e.ClassName
 }
 
 // serializedError converts the wire form; a missing class reads as
@@ -83,7 +85,7 @@ func serializedError(p *yarnpb.SerializedExceptionProto) *SerializedError {
 		Cause:     serializedError(p.GetCause()),
 	}
 	if e.ClassName == "" {
-		e.ClassName = "org.apache.hadoop.yarn.exceptions.YarnException"
+		e.ClassName = string(yarnerr.YarnException)
 	}
 	return e
 }
@@ -96,7 +98,7 @@ func containerFailure(failed []*yarnpb.ContainerExceptionMapProto, id *yarnpb.Co
 			if se := serializedError(f.GetException()); se != nil {
 				return se
 			}
-			return &SerializedError{ClassName: "org.apache.hadoop.yarn.exceptions.YarnException", Message: "failed without an exception"}
+			return &SerializedError{ClassName: string(yarnerr.YarnException), Message: "failed without an exception"}
 		}
 	}
 	return nil
@@ -123,9 +125,8 @@ func containerString(id *yarnpb.ContainerIdProto) string {
 // transport failures (no answer came) and the answers a failing-over RM
 // gives, not a context's end or an exception the server threw on purpose.
 func retryable(err error) bool {
-	var re *ipc.RemoteError
-	if errors.As(err, &re) {
-		return re.ClassName == ipc.ClassStandby || re.ClassName == ipc.ClassRetriable
+	if e, ok := yarnerr.Find(err); ok {
+		return e.Class == yarnerr.Standby || e.Class == yarnerr.Retriable
 	}
 	return !errors.Is(err, ipc.ErrClientClosed) && !errors.Is(err, context.Canceled) &&
 		!errors.Is(err, context.DeadlineExceeded)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -53,7 +54,7 @@ func NewNMClient(tokens *NMTokenCache, cfg NMConfig) *NMClient {
 		tokens: tokens,
 		log:    log,
 		dial: func(addr string, tok *commonpb.TokenProto) (caller, error) {
-			return ipc.NewClient(addr, ipc.ClientConfig{Protocol: ProtocolContainerManagement, Token: tok, Logger: log})
+			return ipc.NewClient(addr, ipc.ClientConfig{Protocol: ProtocolContainerManagement, Token: tok, Logger: log, Errors: yarnerr.FromRemote})
 		},
 		nodes: map[string]*nodeConn{},
 	}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
@@ -55,7 +57,7 @@ func NewRMClient(addr string, cfg RMConfig) (*RMClient, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	rpc, err := ipc.NewClient(addr, ipc.ClientConfig{Protocol: ProtocolApplicationClient, User: cfg.User, Logger: log})
+	rpc, err := ipc.NewClient(addr, ipc.ClientConfig{Protocol: ProtocolApplicationClient, User: cfg.User, Logger: log, Errors: yarnerr.FromRemote})
 	if err != nil {
 		return nil, fmt.Errorf("client: new RM client: %w", err)
 	}
@@ -95,7 +97,7 @@ func (c *RMClient) SubmitApplication(ctx context.Context, asc *yarnpb.Applicatio
 	for polls := 1; ; polls++ {
 		report, err := c.GetApplicationReport(ctx, asc.GetApplicationId())
 		switch {
-		case ipc.IsClass(err, ClassApplicationNotFound):
+		case errors.Is(err, yarnerr.ApplicationNotFound):
 			c.log.Info("resubmitting application the RM does not know", "app", appID)
 			if err := submit(); err != nil {
 				return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/ipc/ipctest"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -49,7 +50,7 @@ func (f *fakeRM) methods() []ipc.Method {
 			state := f.states[min(f.reports, len(f.states)-1)]
 			f.reports++
 			if state == 0 {
-				return nil, ipc.Errorf(ClassApplicationNotFound, "Application with id '%s' doesn't exist in RM.", testApp)
+				return nil, yarnerr.ApplicationNotFound.Errorf("Application with id '%s' doesn't exist in RM.", testApp)
 			}
 			return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: &yarnpb.ApplicationReportProto{
 				ApplicationId:          req.GetApplicationId(),

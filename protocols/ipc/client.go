@@ -53,6 +53,10 @@ type ClientConfig struct {
 	NewBackOff func() backoff.BackOff
 	// Logger receives connection events; nil means slog.Default().
 	Logger *slog.Logger
+	// Errors, if set, maps each error answer to a call to the error Call
+	// returns (yarnerr.FromRemote gives YARN's typed errors); nil returns
+	// the *RemoteError itself. Failures to connect are not mapped.
+	Errors func(*RemoteError) error
 }
 
 // ErrClientClosed is returned by calls on a closed Client.
@@ -136,6 +140,9 @@ func (c *Client) Call(ctx context.Context, method string, req, resp proto.Messag
 	}
 	id := c.nextID.Add(1) - 1
 	if err := cc.call(ctx, id, method, req, resp); err != nil {
+		if re, ok := err.(*RemoteError); ok && c.cfg.Errors != nil {
+			err = c.cfg.Errors(re)
+		}
 		return fmt.Errorf("ipc: call %s: %w", method, err)
 	}
 	return nil

@@ -45,6 +45,7 @@ type conn struct {
 
 	calls    sync.WaitGroup
 	inflight atomic.Int32
+	slots    chan struct{} // one per call in flight, at most MaxConnInFlight
 	stopping atomic.Bool
 
 	// Owned by the serve goroutine.
@@ -69,6 +70,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		log:    s.log.With("remote", nc.RemoteAddr().String()),
 		ctx:    ctx,
 		cancel: cancel,
+		slots:  make(chan struct{}, s.cfg.MaxConnInFlight),
 	}
 }
 
@@ -364,15 +366,22 @@ func (c *conn) processCall(hdr *commonpb.RpcRequestHeaderProto, rest []byte) *Re
 			ClassFatalRPCServer, "IPC server unable to read call parameters: %v", err)
 	}
 
-	// A full server stops reading here: back-pressure instead of a queue.
+	// A full connection, then a full server, stops reading here:
+	// back-pressure instead of a queue.
+	select {
+	case c.slots <- struct{}{}:
+	case <-c.ctx.Done():
+		return nil
+	}
 	select {
 	case c.srv.inFlight <- struct{}{}:
 	case <-c.ctx.Done():
+		<-c.slots
 		return nil
 	}
 	c.calls.Add(1)
 	c.inflight.Add(1)
-	go c.runCall(reply, m, req)
+	go c.runCall(reply, svc.name, m, req)
 	return nil
 }
 
@@ -383,9 +392,10 @@ type callReply struct {
 	clientID []byte
 }
 
-func (c *conn) runCall(reply callReply, m Method, req proto.Message) {
+func (c *conn) runCall(reply callReply, protocol string, m Method, req proto.Message) {
 	defer func() {
 		<-c.srv.inFlight
+		<-c.slots
 		c.inflight.Add(-1)
 		c.calls.Done()
 	}()
@@ -393,7 +403,7 @@ func (c *conn) runCall(reply callReply, m Method, req proto.Message) {
 	caller.CallID, caller.RetryCount, caller.ClientID = reply.id, reply.retry, reply.clientID
 	ctx := context.WithValue(c.ctx, callerKey{}, &caller)
 
-	resp, err := c.invoke(ctx, m, req)
+	resp, err := c.invoke(ctx, protocol, m, req)
 	if err != nil {
 		c.sendError(reply, remoteErrorFor(err))
 		return
@@ -413,8 +423,9 @@ func (c *conn) runCall(reply callReply, m Method, req proto.Message) {
 	}
 }
 
-// invoke runs a handler, turning a panic into an error for that call alone.
-func (c *conn) invoke(ctx context.Context, m Method, req proto.Message) (resp proto.Message, err error) {
+// invoke admits the call and runs its handler, turning a panic into an
+// error for that call alone.
+func (c *conn) invoke(ctx context.Context, protocol string, m Method, req proto.Message) (resp proto.Message, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error("ipc handler panic", "method", m.name, "panic", r, "stack", string(debug.Stack()))
@@ -422,6 +433,11 @@ func (c *conn) invoke(ctx context.Context, m Method, req proto.Message) (resp pr
 				Message: fmt.Sprintf("internal error in %s", m.name)}
 		}
 	}()
+	if admit := c.srv.cfg.AdmitCall; admit != nil {
+		if err := admit(ctx, protocol, m.name); err != nil {
+			return nil, err
+		}
+	}
 	return m.call(ctx, req)
 }
 

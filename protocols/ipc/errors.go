@@ -8,7 +8,7 @@ import (
 )
 
 // Java exception classes the engine itself answers with. Handlers name their
-// own classes (YARN's live with the YARN code); these are the IPC layer's.
+// own classes (YARN's live in protocols/yarnerr); these are the IPC layer's.
 const (
 	ClassIOException            = "java.io.IOException"
 	ClassIPCException           = "org.apache.hadoop.ipc.IpcException"
@@ -17,10 +17,7 @@ const (
 	ClassNoSuchMethod           = "org.apache.hadoop.ipc.RpcNoSuchMethodException"
 	ClassFatalRPCServer         = "org.apache.hadoop.ipc.Server$FatalRpcServerException"
 	ClassRPCServer              = "org.apache.hadoop.ipc.RpcServerException"
-	ClassStandby                = "org.apache.hadoop.ipc.StandbyException"
-	ClassRetriable              = "org.apache.hadoop.ipc.RetriableException"
 	ClassAccessControl          = "org.apache.hadoop.security.AccessControlException"
-	ClassAuthorization          = "org.apache.hadoop.security.authorize.AuthorizationException"
 	ClassInvalidToken           = "org.apache.hadoop.security.token.SecretManager$InvalidToken"
 	ClassSaslException          = "javax.security.sasl.SaslException"
 	ClassServerDidNotSetClass   = "ServerDidNotSetExceptionClassName"
@@ -29,6 +26,21 @@ const (
 
 // ErrorCode is the errorDetail Hadoop puts in an ERROR or FATAL response.
 type ErrorCode = commonpb.RpcResponseHeaderProto_RpcErrorCodeProto
+
+// JavaError is an error that knows the Java exception a Hadoop client should
+// see: a handler's error, or one in its chain (errors.As), that implements it
+// is answered with its class and message (as ERROR_APPLICATION, unless it is
+// a *RemoteError naming its own code). protocols/yarnerr's errors implement
+// it; so does RemoteError.
+type JavaError interface {
+	error
+	// JavaClass is the fully qualified exception class name.
+	JavaClass() string
+	// JavaMessage is the exception's message, without its class.
+	JavaMessage() string
+}
+
+var _ JavaError = (*RemoteError)(nil)
 
 // RemoteError is an error that travels as a Hadoop RPC error response: the
 // Java class name a client unwraps, its message, the error code and whether it
@@ -50,14 +62,18 @@ func (e *RemoteError) Error() string {
 	return e.ClassName + ": " + e.Message
 }
 
-// Is reports whether target is a *RemoteError of the same Java class, so that
+// JavaClass returns ClassName.
+func (e *RemoteError) JavaClass() string { return e.ClassName }
+
+// JavaMessage returns Message.
+func (e *RemoteError) JavaMessage() string { return e.Message }
+
+// Is reports whether target names the same Java class: another *RemoteError
+// or any error with a JavaClass method (a yarnerr class or error), so that
 // errors.Is(err, &ipc.RemoteError{ClassName: X}) asks "did the server throw X".
 func (e *RemoteError) Is(target error) bool {
-	var t *RemoteError
-	if !errors.As(target, &t) {
-		return false
-	}
-	return t.ClassName == e.ClassName
+	t, ok := target.(interface{ JavaClass() string })
+	return ok && t.JavaClass() == e.ClassName
 }
 
 // Errorf returns an application error of the given Java class, as a handler
@@ -70,22 +86,29 @@ func Errorf(className, format string, args ...any) *RemoteError {
 	}
 }
 
-// IsClass reports whether err is, or wraps, a RemoteError of the Java class.
+// IsClass reports whether the first JavaError in err's chain (a RemoteError,
+// a yarnerr error) is of the Java class.
 func IsClass(err error, className string) bool {
-	var re *RemoteError
-	return errors.As(err, &re) && re.ClassName == className
+	var je JavaError
+	return errors.As(err, &je) && je.JavaClass() == className
 }
 
-// remoteErrorFor maps a handler's error onto what goes on the wire. An error
-// that names no class travels as java.io.IOException: Hadoop's YARN clients
+// remoteErrorFor maps a handler's error onto what goes on the wire: the
+// first JavaError in its chain. An error that names no class travels as
+// java.io.IOException: Hadoop's YARN clients
 // rethrow IOException subclasses as themselves, so the message survives.
 // A handler fails its own call only: a fatal error it passes on (say, one
 // its own client got) is answered as a plain ERROR.
 func remoteErrorFor(err error) *RemoteError {
-	var re *RemoteError
-	if errors.As(err, &re) {
-		cp := *re
-		cp.Fatal = false
+	var je JavaError
+	if errors.As(err, &je) {
+		var cp RemoteError
+		if re, ok := je.(*RemoteError); ok {
+			cp = *re
+			cp.Fatal = false
+		} else {
+			cp = RemoteError{ClassName: je.JavaClass(), Message: je.JavaMessage()}
+		}
 		if cp.Code == 0 {
 			cp.Code = commonpb.RpcResponseHeaderProto_ERROR_APPLICATION
 		}

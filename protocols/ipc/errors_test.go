@@ -381,16 +381,17 @@ func TestTokenUserCannotClaimAnotherUser(t *testing.T) {
 }
 
 func TestAuthorizeConnectionRefusesWithItsOwnClass(t *testing.T) {
+	const classAuthorization = "org.apache.hadoop.security.authorize.AuthorizationException"
 	ts := startServer(t, Config{Simple: true, AuthorizeConnection: func(_ context.Context, c Caller) error {
 		if c.RealUser != "" {
-			return Errorf(ClassAuthorization, "User: %s is not allowed to impersonate %s", c.RealUser, c.User)
+			return Errorf(classAuthorization, "User: %s is not allowed to impersonate %s", c.RealUser, c.User)
 		}
 		return nil
 	}})
 	c := newTestClient(t, ts.addr, ClientConfig{User: "alice", RealUser: "mallory"})
 	_, err := report(t, c, 1)
 	var re *RemoteError
-	if !errors.As(err, &re) || re.ClassName != ClassAuthorization || !re.Fatal {
+	if !errors.As(err, &re) || re.ClassName != classAuthorization || !re.Fatal {
 		t.Fatalf("err = %v", err)
 	}
 	direct := newTestClient(t, ts.addr, ClientConfig{User: "alice"})

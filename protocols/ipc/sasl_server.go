@@ -185,9 +185,9 @@ func (c *conn) evaluateToken(msg *commonpb.RpcSaslProto) *RemoteError {
 	if err != nil {
 		// The lookup's own verdict (InvalidToken, StandbyException, …) is the
 		// true cause Hadoop reports; anything else is a SASL failure.
-		var re *RemoteError
-		if errors.As(err, &re) {
-			return saslFatal(re.ClassName, "%s", re.Message)
+		var je JavaError
+		if errors.As(err, &je) {
+			return saslFatal(je.JavaClass(), "%s", je.JavaMessage())
 		}
 		return saslFatal(ClassSaslException, "%v", err)
 	}

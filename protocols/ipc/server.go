@@ -21,9 +21,9 @@ type Secret struct {
 }
 
 // SecretLookup finds the password of a token identifier presented over SASL.
-// It returns an error naming Hadoop's InvalidToken class (see Errorf) for an
-// unknown, expired or forged identifier; other errors are reported as
-// InvalidToken too.
+// It returns an error naming Hadoop's InvalidToken class (a JavaError) for
+// an unknown, expired or forged identifier; errors that name no class are
+// reported as SaslException.
 type SecretLookup func(ctx context.Context, identifier []byte) (Secret, error)
 
 // Config holds a server's settings. One Server is one Hadoop RPC port, so its
@@ -56,6 +56,21 @@ type Config struct {
 	// connections; a full server stops reading new calls until one ends.
 	// Zero means 4096.
 	MaxInFlight int
+	// MaxConnInFlight bounds the calls of one connection being handled at
+	// once: a connection at its bound is not read until one of its calls
+	// ends, so one client cannot take all of MaxInFlight. Zero means 256.
+	MaxConnInFlight int
+	// MaxConns bounds the open connections (Hadoop's
+	// ipc.server.max.connections): a connection accepted beyond it is
+	// closed at once, unanswered, as Hadoop's ConnectionManager drops it.
+	// Zero means no bound.
+	MaxConns int
+	// AdmitCall, if set, is asked before each call's handler runs, with the
+	// call's context (CallerFrom works) and its protocol and method. An
+	// error answers the call as a handler's error would, and the connection
+	// stays open: a standby ResourceManager answers every call with
+	// StandbyException here. It runs on the call's own goroutine.
+	AdmitCall func(ctx context.Context, protocol, method string) error
 	// Logger receives connection-level events. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -77,7 +92,12 @@ type Server struct {
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
 	closing   atomic.Bool
+	done      chan struct{} // closed once closing is set
 	connsDone sync.WaitGroup
+
+	// acceptBackoff is the first and the largest pause after a temporary
+	// accept error; tests lengthen it.
+	acceptBackoff [2]time.Duration
 
 	// nonce, when set by tests, fixes the DIGEST-MD5 nonce so that recorded
 	// exchanges replay.
@@ -108,19 +128,25 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 4096
 	}
+	if cfg.MaxConnInFlight <= 0 {
+		cfg.MaxConnInFlight = 256
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		cfg:        cfg,
-		log:        log,
-		inFlight:   make(chan struct{}, cfg.MaxInFlight),
-		listeners:  map[net.Listener]struct{}{},
-		conns:      map[*conn]struct{}{},
-		baseCtx:    ctx,
-		cancelBase: cancel,
+		cfg:       cfg,
+		log:       log,
+		inFlight:  make(chan struct{}, cfg.MaxInFlight),
+		listeners: map[net.Listener]struct{}{},
+		conns:     map[*conn]struct{}{},
+		done:      make(chan struct{}),
+		baseCtx:   ctx,
+		// As net/http: 5ms, doubling, at most 1s.
+		acceptBackoff: [2]time.Duration{5 * time.Millisecond, time.Second},
+		cancelBase:    cancel,
 	}
 	empty := map[string]*service{}
 	s.services.Store(&empty)
@@ -176,21 +202,30 @@ func (s *Server) Serve(l net.Listener) error {
 			// back off and keep serving, as net/http does.
 			var te interface{ Temporary() bool }
 			if errors.As(err, &te) && te.Temporary() {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				delay = min(max(2*delay, s.acceptBackoff[0]), s.acceptBackoff[1])
 				s.log.Warn("ipc accept", "err", err, "retry_in", delay)
-				time.Sleep(delay)
+				if !s.pause(delay) {
+					return ErrServerClosed
+				}
 				continue
 			}
 			return fmt.Errorf("ipc: accept: %w", err)
 		}
 		delay = 0
 		c := newConn(s, nc)
-		if !s.trackConn(c, true) {
+		switch err := s.addConn(c); {
+		case errors.Is(err, ErrServerClosed):
+			c.cancel()
 			_ = nc.Close()
 			return ErrServerClosed
+		case err != nil:
+			s.log.Warn("ipc connection dropped", "remote", nc.RemoteAddr().String(), "err", err)
+			c.cancel()
+			_ = nc.Close()
+			continue
 		}
 		go func() {
-			defer s.trackConn(c, false)
+			defer s.removeConn(c)
 			c.serve()
 		}()
 	}
@@ -210,20 +245,43 @@ func (s *Server) trackListener(l net.Listener, add bool) bool {
 	return true
 }
 
-func (s *Server) trackConn(c *conn, add bool) bool {
+// pause waits d, or less if the server closes first; it reports whether
+// the server is still open.
+func (s *Server) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.done:
+		return false
+	}
+}
+
+// errTooManyConns is a connection beyond Config.MaxConns.
+var errTooManyConns = errors.New("connection limit reached")
+
+// addConn tracks a new connection, refusing it once the server closes
+// (ErrServerClosed) or holds MaxConns (errTooManyConns).
+func (s *Server) addConn(c *conn) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if add {
-		if s.closing.Load() {
-			return false
-		}
-		s.conns[c] = struct{}{}
-		s.connsDone.Add(1)
-	} else {
-		delete(s.conns, c)
-		s.connsDone.Done()
+	if s.closing.Load() {
+		return ErrServerClosed
 	}
-	return true
+	if s.cfg.MaxConns > 0 && len(s.conns) >= s.cfg.MaxConns {
+		return fmt.Errorf("%w: %d connections", errTooManyConns, len(s.conns))
+	}
+	s.conns[c] = struct{}{}
+	s.connsDone.Add(1)
+	return nil
+}
+
+func (s *Server) removeConn(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+	s.connsDone.Done()
 }
 
 // Shutdown stops accepting connections and new calls, lets the calls in
@@ -263,7 +321,9 @@ func (s *Server) Close() error {
 func (s *Server) beginClose() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.closing.Store(true)
+	if !s.closing.Swap(true) {
+		close(s.done)
+	}
 	for l := range s.listeners {
 		_ = l.Close()
 	}
