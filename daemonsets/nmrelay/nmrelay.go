@@ -68,18 +68,32 @@ func (r *Relay) Serve(ctx context.Context, l net.Listener) error {
 	})
 	defer stop()
 	defer r.wg.Wait()
+	var delay time.Duration
 	for {
 		c, err := l.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
+			// Out of file descriptors and the like (EMFILE, ECONNABORTED):
+			// back off and keep relaying, as net/http does.
+			var te interface{ Temporary() bool }
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if (errors.As(err, &te) && te.Temporary()) || (errors.As(err, &ne) && ne.Timeout()) {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				r.log.Warn("nmrelay accept", "err", err, "retry_in", delay)
+				t := time.NewTimer(delay)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					return nil
+				}
 				continue
 			}
 			return fmt.Errorf("nmrelay: accept: %w", err)
 		}
+		delay = 0
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()

@@ -4,12 +4,38 @@ import (
 	"context"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 
 	"github.com/knitdev/knit/rks/relay"
 )
 
+// flakyListener fails its first Accepts with a temporary error, as a
+// listener out of file descriptors does.
+type flakyListener struct {
+	net.Listener
+	failures atomic.Int32
+}
+
+type temporaryErr struct{}
+
+func (temporaryErr) Error() string   { return "accept: too many open files" }
+func (temporaryErr) Temporary() bool { return true }
+func (temporaryErr) Timeout() bool   { return false }
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.failures.Add(-1) >= 0 {
+		return nil, temporaryErr{}
+	}
+	return l.Listener.Accept()
+}
+
 func TestRelayCarriesBytesBothWaysAndNamesTheNode(t *testing.T) {
+	t.Run("plain listener", func(t *testing.T) { testRelay(t, 0) })
+	t.Run("after temporary accept errors", func(t *testing.T) { testRelay(t, 3) })
+}
+
+func testRelay(t *testing.T, acceptFailures int32) {
 	upL, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -24,9 +50,11 @@ func TestRelayCarriesBytesBothWaysAndNamesTheNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	flaky := &flakyListener{Listener: downL}
+	flaky.failures.Store(acceptFailures)
 	ctx, cancel := context.WithCancel(t.Context())
 	served := make(chan error, 1)
-	go func() { served <- r.Serve(ctx, downL) }()
+	go func() { served <- r.Serve(ctx, flaky) }()
 
 	c, err := net.Dial("tcp", downL.Addr().String())
 	if err != nil {
