@@ -7,6 +7,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -58,15 +59,15 @@ func (a AMRMTokens) sign(attempt *yarnpb.ApplicationAttemptIdProto, key *MasterK
 func (a AMRMTokens) RetrievePassword(ctx context.Context, identifier []byte) (*yarnpb.AMRMTokenIdentifierProto, []byte, error) {
 	var id yarnpb.AMRMTokenIdentifierProto
 	if err := proto.Unmarshal(identifier, &id); err != nil || id.GetAppAttemptId().GetApplicationId() == nil {
-		return nil, nil, invalidToken(msgCannotDeserialize)
+		return nil, nil, yarnerr.InvalidToken.New(msgCannotDeserialize)
 	}
 	if !a.m.cfg.AttemptValid(ctx, id.GetAppAttemptId()) {
-		return &id, nil, invalidToken("%s not found in AMRMTokenSecretManager.", AttemptString(id.GetAppAttemptId()))
+		return &id, nil, yarnerr.InvalidToken.Errorf("%s not found in AMRMTokenSecretManager.", AttemptString(id.GetAppAttemptId()))
 	}
 	snap := a.m.snap.Load()
 	key := snap.keys.AMRM.find(id.GetKeyId(), a.m.cfg.Clock.Now(), false, nil)
 	if key == nil {
-		return &id, nil, invalidToken("Invalid AMRMToken from %s", AttemptString(id.GetAppAttemptId()))
+		return &id, nil, yarnerr.InvalidToken.Errorf("Invalid AMRMToken from %s", AttemptString(id.GetAppAttemptId()))
 	}
 	return &id, password(key.Secret, identifier), nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -53,10 +54,10 @@ func (c ClientToAMTokens) Create(attempt *yarnpb.ApplicationAttemptIdProto, clie
 func (c ClientToAMTokens) RetrievePassword(ctx context.Context, identifier []byte) (*yarnpb.ClientToAMTokenIdentifierProto, []byte, error) {
 	var id yarnpb.ClientToAMTokenIdentifierProto
 	if err := proto.Unmarshal(identifier, &id); err != nil || id.GetAppAttemptId().GetApplicationId() == nil {
-		return nil, nil, invalidToken(msgCannotDeserialize)
+		return nil, nil, yarnerr.InvalidToken.New(msgCannotDeserialize)
 	}
 	if !c.m.cfg.AttemptValid(ctx, id.GetAppAttemptId()) {
-		return &id, nil, invalidToken("Illegal client-token!")
+		return &id, nil, yarnerr.InvalidToken.Errorf("Illegal client-token!")
 	}
 	return &id, password(c.MasterKey(id.GetAppAttemptId()), identifier), nil
 }

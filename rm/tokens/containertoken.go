@@ -8,8 +8,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/commonpb"
-	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
@@ -128,25 +128,25 @@ func (c ContainerTokens) Create(spec ContainerTokenSpec) (token.Token, *yarnpb.C
 func (c ContainerTokens) Verify(tok token.Token) (*yarnpb.ContainerTokenIdentifierProto, error) {
 	var id yarnpb.ContainerTokenIdentifierProto
 	if err := proto.Unmarshal(tok.Identifier, &id); err != nil || id.GetContainerId().GetAppAttemptId() == nil {
-		return nil, invalidToken(msgCannotDeserialize)
+		return nil, yarnerr.InvalidToken.New(msgCannotDeserialize)
 	}
 	now := c.m.cfg.Clock.Now()
 	key := c.m.snap.Load().keys.ContainerToken.find(id.GetMasterKeyId(), now, true, nil)
 	if key == nil {
-		return &id, invalidToken("Given Container %s seems to have an illegally generated token.",
+		return &id, yarnerr.InvalidToken.Errorf("Given Container %s seems to have an illegally generated token.",
 			containerString(id.GetContainerId()))
 	}
 	if !hmac.Equal(password(key.Secret, tok.Identifier), tok.Password) {
-		return &id, invalidToken("Invalid container token used for starting container on : %s", id.GetNmHostAddr())
+		return &id, yarnerr.InvalidToken.Errorf("Invalid container token used for starting container on : %s", id.GetNmHostAddr())
 	}
 	if nowMs := now.UnixMilli(); id.GetExpiryTimeStamp() < nowMs {
-		return &id, ipc.Errorf(ClassYarnException, "Unauthorized request to start container.\n"+
+		return &id, yarnerr.YarnException.Errorf("Unauthorized request to start container.\n"+
 			"This token is expired. current time is %d found %d\n"+
 			"Note: System times on machines may be out of sync. Check system time and time zones.",
 			nowMs, id.GetExpiryTimeStamp())
 	}
 	if id.GetRmIdentifier() != c.m.cfg.RMIdentifier {
-		return &id, ipc.Errorf(ClassInvalidContainer, "\nContainer %s rejected as it is allocated by a previous RM",
+		return &id, yarnerr.InvalidContainer.Errorf("\nContainer %s rejected as it is allocated by a previous RM",
 			containerString(id.GetContainerId()))
 	}
 	return &id, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -148,34 +149,34 @@ func (d DelegationTokens) Issue(ctx context.Context, owner, renewer, realUser, s
 func (d DelegationTokens) Renew(ctx context.Context, tok token.Token, renewer string) (time.Time, error) {
 	id, err := ParseDelegationTokenIdentifier(tok.Identifier)
 	if err != nil {
-		return time.Time{}, invalidToken(msgCannotDeserialize)
+		return time.Time{}, yarnerr.InvalidToken.New(msgCannotDeserialize)
 	}
 	now := d.m.cfg.Clock.Now()
 	nowMs := now.UnixMilli()
 	var renewed time.Time
 	err = d.m.update(ctx, func(k *Keys) (bool, error) {
 		if id.MaxDate < nowMs {
-			return false, invalidToken("%s tried to renew an expired token %s max expiration date: %s currentTime: %s",
+			return false, yarnerr.InvalidToken.Errorf("%s tried to renew an expired token %s max expiration date: %s currentTime: %s",
 				renewer, formatTokenID(id), formatTime(id.MaxDate), formatTime(nowMs))
 		}
 		if id.Renewer == "" {
-			return false, accessControl("%s tried to renew a token %s without a renewer", renewer, formatTokenID(id))
+			return false, yarnerr.AccessControl.Errorf("%s tried to renew a token %s without a renewer", renewer, formatTokenID(id))
 		}
 		if id.Renewer != renewer {
-			return false, accessControl("%s tries to renew a token %s with non-matching renewer %s",
+			return false, yarnerr.AccessControl.Errorf("%s tries to renew a token %s with non-matching renewer %s",
 				renewer, formatTokenID(id), id.Renewer)
 		}
 		key := k.Delegation.key(id.MasterKeyID)
 		if key == nil {
-			return false, invalidToken("Unable to find master key for keyId=%d from cache. Failed to renew an unexpired token %s with sequenceNumber=%d",
+			return false, yarnerr.InvalidToken.Errorf("Unable to find master key for keyId=%d from cache. Failed to renew an unexpired token %s with sequenceNumber=%d",
 				id.MasterKeyID, formatTokenID(id), id.SequenceNumber)
 		}
 		if !hmac.Equal(password(key.Secret, tok.Identifier), tok.Password) {
-			return false, accessControl("%s is trying to renew a token %s with wrong password", renewer, formatTokenID(id))
+			return false, yarnerr.AccessControl.Errorf("%s is trying to renew a token %s with wrong password", renewer, formatTokenID(id))
 		}
 		i := k.Delegation.tokenIndex(id)
 		if i < 0 {
-			return false, invalidToken("Renewal request for unknown token %s", formatTokenID(id))
+			return false, yarnerr.InvalidToken.Errorf("Renewal request for unknown token %s", formatTokenID(id))
 		}
 		renewed = time.UnixMilli(min(id.MaxDate, now.Add(d.m.cfg.Delegation.RenewInterval).UnixMilli())).UTC()
 		k.Delegation.Tokens[i].RenewDate = renewed
@@ -192,18 +193,18 @@ func (d DelegationTokens) Renew(ctx context.Context, tok token.Token, renewer st
 func (d DelegationTokens) Cancel(ctx context.Context, tok token.Token, canceller string) (DelegationTokenIdentifier, error) {
 	id, err := ParseDelegationTokenIdentifier(tok.Identifier)
 	if err != nil {
-		return DelegationTokenIdentifier{}, invalidToken(msgCannotDeserialize)
+		return DelegationTokenIdentifier{}, yarnerr.InvalidToken.New(msgCannotDeserialize)
 	}
 	err = d.m.update(ctx, func(k *Keys) (bool, error) {
 		if id.Owner == "" {
-			return false, invalidToken("Token with no owner %s", formatTokenID(id))
+			return false, yarnerr.InvalidToken.Errorf("Token with no owner %s", formatTokenID(id))
 		}
 		if canceller != id.Owner && (id.Renewer == "" || d.m.cfg.ShortName(canceller) != id.Renewer) {
-			return false, accessControl("%s is not authorized to cancel the token %s", canceller, formatTokenID(id))
+			return false, yarnerr.AccessControl.Errorf("%s is not authorized to cancel the token %s", canceller, formatTokenID(id))
 		}
 		i := k.Delegation.tokenIndex(id)
 		if i < 0 {
-			return false, invalidToken("Token not found %s", formatTokenID(id))
+			return false, yarnerr.InvalidToken.Errorf("Token not found %s", formatTokenID(id))
 		}
 		k.Delegation.Tokens = slices.Delete(k.Delegation.Tokens, i, i+1)
 		return true, nil
@@ -219,15 +220,15 @@ func (d DelegationTokens) Cancel(ctx context.Context, tok token.Token, canceller
 func (d DelegationTokens) RetrievePassword(identifier []byte) (DelegationTokenIdentifier, []byte, error) {
 	id, err := ParseDelegationTokenIdentifier(identifier)
 	if err != nil {
-		return DelegationTokenIdentifier{}, nil, invalidToken(msgCannotDeserialize)
+		return DelegationTokenIdentifier{}, nil, yarnerr.InvalidToken.New(msgCannotDeserialize)
 	}
 	e, ok := d.m.snap.Load().dt[id.SequenceNumber]
 	if !ok || e.id != id {
-		return id, nil, invalidToken("Token for real user: %s, can't be found in cache", id.RealUser)
+		return id, nil, yarnerr.InvalidToken.Errorf("Token for real user: %s, can't be found in cache", id.RealUser)
 	}
 	now := d.m.cfg.Clock.Now()
 	if e.renewDate.Before(now) {
-		return id, nil, invalidToken("Token %s has expired, current time: %s expected renewal time: %s",
+		return id, nil, yarnerr.InvalidToken.Errorf("Token %s has expired, current time: %s expected renewal time: %s",
 			id.RealUser, formatTime(now.UnixMilli()), formatTime(e.renewDate.UnixMilli()))
 	}
 	return id, bytes.Clone(e.password), nil
@@ -240,7 +241,7 @@ func (d DelegationTokens) Verify(tok token.Token) (DelegationTokenIdentifier, er
 		return id, err
 	}
 	if !hmac.Equal(pw, tok.Password) {
-		return id, invalidToken("token %s is invalid, password doesn't match", formatTokenID(id))
+		return id, yarnerr.InvalidToken.Errorf("token %s is invalid, password doesn't match", formatTokenID(id))
 	}
 	return id, nil
 }

@@ -10,8 +10,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnerr"
 )
 
 // javaDelegationBytes builds, field by field, what
@@ -150,22 +150,22 @@ func TestDelegationTokenLifecycle(t *testing.T) {
 		op   func() error
 		want want
 	}{
-		{"renew by another user", renew(tok1, "mallory"), want{ipc.ClassAccessControl,
+		{"renew by another user", renew(tok1, "mallory"), want{yarnerr.AccessControl,
 			"mallory tries to renew a token " + id1s + " with non-matching renewer yarn"}},
-		{"renew a token without renewer", renew(tok2, "yarn"), want{ipc.ClassAccessControl,
+		{"renew a token without renewer", renew(tok2, "yarn"), want{yarnerr.AccessControl,
 			"yarn tried to renew a token " + formatTokenID(id2) + " without a renewer"}},
-		{"renew with a wrong password", renew(forged, "yarn"), want{ipc.ClassAccessControl,
+		{"renew with a wrong password", renew(forged, "yarn"), want{yarnerr.AccessControl,
 			"yarn is trying to renew a token " + id1s + " with wrong password"}},
-		{"renew under an unknown key", renew(sign(unknownKey), "yarn"), want{ipc.ClassInvalidToken,
+		{"renew under an unknown key", renew(sign(unknownKey), "yarn"), want{yarnerr.InvalidToken,
 			"Unable to find master key for keyId=99 from cache. Failed to renew an unexpired token " +
 				formatTokenID(unknownKey) + " with sequenceNumber=1"}},
-		{"renew a token never issued", renew(sign(notIssued), "yarn"), want{ipc.ClassInvalidToken,
+		{"renew a token never issued", renew(sign(notIssued), "yarn"), want{yarnerr.InvalidToken,
 			"Renewal request for unknown token " + formatTokenID(notIssued)}},
-		{"cancel by another user", cancel(tok1, "mallory"), want{ipc.ClassAccessControl,
+		{"cancel by another user", cancel(tok1, "mallory"), want{yarnerr.AccessControl,
 			"mallory is not authorized to cancel the token " + id1s}},
-		{"cancel a token with no owner", cancel(sign(noOwner), "alice"), want{ipc.ClassInvalidToken,
+		{"cancel a token with no owner", cancel(sign(noOwner), "alice"), want{yarnerr.InvalidToken,
 			"Token with no owner " + formatTokenID(noOwner)}},
-		{"verify a forged password", func() error { _, err := dt.Verify(forged); return err }, want{ipc.ClassInvalidToken,
+		{"verify a forged password", func() error { _, err := dt.Verify(forged); return err }, want{yarnerr.InvalidToken,
 			"token " + id1s + " is invalid, password doesn't match"}},
 	}
 	saves := store.saves
@@ -185,11 +185,11 @@ func TestDelegationTokenLifecycle(t *testing.T) {
 	// Bob's was not renewed: expired a millisecond after its renew date.
 	at(day+time.Millisecond, false)
 	wantError(t, lookup(tok1), "", "")
-	wantError(t, lookup(tok2), ipc.ClassInvalidToken,
+	wantError(t, lookup(tok2), yarnerr.InvalidToken,
 		"Token oozie has expired, current time: 2026-11-23 08:00:00,001+0000 expected renewal time: 2026-11-23 08:00:00,000+0000")
 	// The daily roll: a new key, and the expired token dropped.
 	at(day+time.Millisecond, true)
-	wantError(t, lookup(tok2), ipc.ClassInvalidToken, "Token for real user: oozie, can't be found in cache")
+	wantError(t, lookup(tok2), yarnerr.InvalidToken, "Token for real user: oozie, can't be found in cache")
 	if ids := keyIDs(m); !slices.Equal(ids, []int32{1, 2}) || m.Keys().Delegation.CurrentKeyID != 2 {
 		t.Fatalf("delegation keys %v (current %d), want [1 2] (2)", ids, m.Keys().Delegation.CurrentKeyID)
 	}
@@ -211,8 +211,8 @@ func TestDelegationTokenLifecycle(t *testing.T) {
 	if got, err := dt.Cancel(ctx, tok1, "yarn/other.example.com@EXAMPLE.COM"); err != nil || got != id1 {
 		t.Fatalf("Cancel by renewer = %+v, %v", got, err)
 	}
-	wantError(t, cancel(tok1, "alice")(), ipc.ClassInvalidToken, "Token not found "+id1s)
-	wantError(t, lookup(tok1), ipc.ClassInvalidToken, "Token for real user: , can't be found in cache")
+	wantError(t, cancel(tok1, "alice")(), yarnerr.InvalidToken, "Token not found "+id1s)
+	wantError(t, lookup(tok1), yarnerr.InvalidToken, "Token for real user: , can't be found in cache")
 	if _, err := dt.Cancel(ctx, tok3, "alice"); err != nil {
 		t.Fatalf("Cancel by owner: %v", err)
 	}
@@ -235,7 +235,7 @@ func TestDelegationTokenLifecycle(t *testing.T) {
 	}
 	end := start.Add(7*day + time.Millisecond)
 	at(end.Sub(t0), false)
-	wantError(t, renew(tok5, "yarn")(), ipc.ClassInvalidToken, fmt.Sprintf(
+	wantError(t, renew(tok5, "yarn")(), yarnerr.InvalidToken, fmt.Sprintf(
 		"yarn tried to renew an expired token %s max expiration date: %s currentTime: %s",
 		formatTokenID(id5), formatTime(id5.MaxDate), formatTime(end.UnixMilli())))
 	// Keys outlive their last token's maximum date, then go: key 1 was

@@ -58,12 +58,13 @@
 //
 // # Errors
 //
-// Errors a client should see are *ipc.RemoteError values naming Hadoop's
+// Errors a client should see are *yarnerr.Error values of Hadoop's
 // exception class (SecretManager$InvalidToken, AccessControlException,
-// YarnException, InvalidContainerException) with Hadoop's message, so they
-// can be returned to the wire unchanged. Store failures are wrapped with %w.
+// YarnException, InvalidContainerException) with Hadoop's message; the RPC
+// server answers with them as they are. Store failures are wrapped with %w.
 //
 // Imports: stdlib, google.golang.org/protobuf, protocols/commonpb,
-// protocols/yarnpb, protocols/token and protocols/ipc. See
+// protocols/yarnpb, protocols/token, protocols/yarnerr and protocols/ipc
+// (only for the SecretLookup adapters). See
 // docs/hadoop-wire-facts.md §2.4, §2.6 and §3.
 package tokens

@@ -18,8 +18,8 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -155,7 +155,7 @@ func unhex(t testing.TB, s string) []byte {
 
 // wantError checks err against a wanted Java class and message; an empty
 // class means no error.
-func wantError(t *testing.T, err error, class, msg string) {
+func wantError(t *testing.T, err error, class yarnerr.Class, msg string) {
 	t.Helper()
 	if class == "" {
 		if err != nil {
@@ -163,12 +163,12 @@ func wantError(t *testing.T, err error, class, msg string) {
 		}
 		return
 	}
-	var re *ipc.RemoteError
-	if !errors.As(err, &re) {
+	var ye *yarnerr.Error
+	if !errors.As(err, &ye) {
 		t.Fatalf("err = %v, want %s: %q", err, class, msg)
 	}
-	if re.ClassName != class || re.Message != msg {
-		t.Fatalf("err = %s: %q\nwant  %s: %q", re.ClassName, re.Message, class, msg)
+	if ye.Class != class || ye.Message != msg {
+		t.Fatalf("err = %s: %q\nwant  %s: %q", ye.Class, ye.Message, class, msg)
 	}
 }
 

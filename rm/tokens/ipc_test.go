@@ -14,6 +14,7 @@ import (
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -126,25 +127,25 @@ func TestSecretLookupsAuthenticateRealSASLClients(t *testing.T) {
 		{"NMToken", nil, nmPort, amProtocol, &nm, attemptStr, ok},
 		{"RM delegation token", nil, clientPort, clientProtocol, &dt, "alice", ok},
 		{"ClientToAM token", nil, amService, mrProtocol, &clientToAM, "alice", ok},
-		{"forged password", nil, scheduler, amProtocol, &forged, "", want{class: ipc.ClassSaslException}},
-		{"tampered identifier", nil, scheduler, amProtocol, &tampered, "", want{class: ipc.ClassSaslException}},
+		{"forged password", nil, scheduler, amProtocol, &forged, "", want{class: yarnerr.Class(ipc.ClassSaslException)}},
+		{"tampered identifier", nil, scheduler, amProtocol, &tampered, "", want{class: yarnerr.Class(ipc.ClassSaslException)}},
 		// Java's parser, like protobuf-go, keeps the NMToken's nodeId as an
 		// unknown field and reads keyId as its default, -1.
 		{"NMToken on the scheduler port", nil, scheduler, amProtocol, &nm, "",
-			want{ipc.ClassInvalidToken, "Invalid AMRMToken from " + attemptStr}},
+			want{yarnerr.InvalidToken, "Invalid AMRMToken from " + attemptStr}},
 		{"delegation token cancelled", func() {
 			if _, err := m.Delegation().Cancel(ctx, dt, "alice"); err != nil {
 				t.Fatal(err)
 			}
-		}, clientPort, clientProtocol, &dt, "", want{ipc.ClassInvalidToken, "Token for real user: , can't be found in cache"}},
+		}, clientPort, clientProtocol, &dt, "", want{yarnerr.InvalidToken, "Token for real user: , can't be found in cache"}},
 		{"AMRMToken during a roll", func() { roll(t, m, clock, 24*time.Hour) }, scheduler, amProtocol, &amrm, attemptStr, ok},
 		{"AMRMToken after activation", func() { roll(t, m, clock, 24*time.Hour+15*time.Minute) }, scheduler, amProtocol, &amrm, "",
-			want{ipc.ClassInvalidToken, "Invalid AMRMToken from " + attemptStr}},
+			want{yarnerr.InvalidToken, "Invalid AMRMToken from " + attemptStr}},
 		{"refreshed AMRMToken", func() { amrm = m.AMRM().Create(testAttempt) }, scheduler, amProtocol, &amrm, attemptStr, ok},
 		{"attempt finished", func() { dead.Store(true) }, scheduler, amProtocol, &amrm, "",
-			want{ipc.ClassInvalidToken, attemptStr + " not found in AMRMTokenSecretManager."}},
+			want{yarnerr.InvalidToken, attemptStr + " not found in AMRMTokenSecretManager."}},
 		{"ClientToAM token of a finished attempt", nil, amService, mrProtocol, &clientToAM, "",
-			want{ipc.ClassInvalidToken, "Illegal client-token!"}},
+			want{yarnerr.InvalidToken, "Illegal client-token!"}},
 	}
 	for _, s := range steps {
 		if s.before != nil {
@@ -160,7 +161,7 @@ func TestSecretLookupsAuthenticateRealSASLClients(t *testing.T) {
 				return
 			}
 			var re *ipc.RemoteError
-			if !errors.As(err, &re) || re.ClassName != s.want.class || (s.want.msg != "" && re.Message != s.want.msg) {
+			if !errors.As(err, &re) || re.ClassName != string(s.want.class) || (s.want.msg != "" && re.Message != s.want.msg) {
 				t.Fatalf("err = %v, want %s: %q", err, s.want.class, s.want.msg)
 			}
 		})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
@@ -123,7 +124,7 @@ func (n NMTokens) RetrievePassword(identifier []byte, node *yarnpb.NodeIdProto) 
 	var id yarnpb.NMTokenIdentifierProto
 	if err := proto.Unmarshal(identifier, &id); err != nil ||
 		id.GetAppAttemptId().GetApplicationId() == nil || id.GetNodeId() == nil {
-		return nil, nil, invalidToken(msgCannotDeserialize)
+		return nil, nil, yarnerr.InvalidToken.New(msgCannotDeserialize)
 	}
 	attempt := AttemptString(id.GetAppAttemptId())
 	snap := n.m.snap.Load()
@@ -131,11 +132,11 @@ func (n NMTokens) RetrievePassword(identifier []byte, node *yarnpb.NodeIdProto) 
 	key := snap.keys.NMToken.find(id.GetKeyId(), n.m.cfg.Clock.Now(), true, func(k int32) bool { return pinned && k == pin })
 	if node != nil && keyOfNode(node) != keyOfNode(id.GetNodeId()) {
 		// Hadoop's message lacks the space before "expected".
-		return &id, nil, invalidToken("Given NMToken for application : %s is not valid for current node manager.expected : %s found : %s",
+		return &id, nil, yarnerr.InvalidToken.Errorf("Given NMToken for application : %s is not valid for current node manager.expected : %s found : %s",
 			attempt, yarnid.NodeString(node), yarnid.NodeString(id.GetNodeId()))
 	}
 	if key == nil {
-		return &id, nil, invalidToken("Given NMToken for application : %s seems to have been generated illegally.", attempt)
+		return &id, nil, yarnerr.InvalidToken.Errorf("Given NMToken for application : %s seems to have been generated illegally.", attempt)
 	}
 	return &id, password(key.Secret, identifier), nil
 }
@@ -173,7 +174,7 @@ func (n NMTokens) PinAttempt(ctx context.Context, id *yarnpb.NMTokenIdentifierPr
 	}
 	return n.m.update(ctx, func(k *Keys) (bool, error) {
 		if k.NMToken.find(id.GetKeyId(), n.m.cfg.Clock.Now(), true, nil) == nil {
-			return false, invalidToken("Older NMToken should not be used while starting the container.")
+			return false, yarnerr.InvalidToken.Errorf("Older NMToken should not be used while starting the container.")
 		}
 		i := slices.IndexFunc(k.NMTokenPins, func(p NMTokenPin) bool {
 			return p.ClusterTimestamp == ak.clusterTimestamp && p.AppID == ak.app && p.AttemptID == ak.attempt

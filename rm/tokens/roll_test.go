@@ -9,8 +9,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
@@ -85,7 +85,10 @@ var (
 )
 
 // want is an expected check result: no class means success.
-type want struct{ class, msg string }
+type want struct {
+	class yarnerr.Class
+	msg   string
+}
 
 var ok = want{}
 
@@ -104,11 +107,11 @@ func ms(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
 // container tokens valid 10m).
 func TestRollingKeepsTokensUntilTheyExpire(t *testing.T) {
 	const h, m = time.Hour, time.Minute
-	amrmGone := want{ipc.ClassInvalidToken, "Invalid AMRMToken from " + attemptStr}
-	nmGone := want{ipc.ClassInvalidToken, "Given NMToken for application : " + attemptStr + " seems to have been generated illegally."}
-	containerGone := want{ipc.ClassInvalidToken, "Given Container " + containerID + " seems to have an illegally generated token."}
+	amrmGone := want{yarnerr.InvalidToken, "Invalid AMRMToken from " + attemptStr}
+	nmGone := want{yarnerr.InvalidToken, "Given NMToken for application : " + attemptStr + " seems to have been generated illegally."}
+	containerGone := want{yarnerr.InvalidToken, "Given Container " + containerID + " seems to have an illegally generated token."}
 	expired := func(now, expiry time.Duration) want {
-		return want{ClassYarnException, fmt.Sprintf("Unauthorized request to start container.\n"+
+		return want{yarnerr.YarnException, fmt.Sprintf("Unauthorized request to start container.\n"+
 			"This token is expired. current time is %d found %d\n"+
 			"Note: System times on machines may be out of sync. Check system time and time zones.", ms(now), ms(expiry))}
 	}
@@ -289,29 +292,29 @@ func TestBadTokensAreRefusedWithHadoopsMessages(t *testing.T) {
 	}{
 		{"AMRM: valid", amrmCheck, amrm, false, ok, false},
 		{"AMRM: unknown key id", amrmCheck, withKeyID(amrm, KindAMRM), false,
-			want{ipc.ClassInvalidToken, "Invalid AMRMToken from " + attemptStr}, false},
+			want{yarnerr.InvalidToken, "Invalid AMRMToken from " + attemptStr}, false},
 		{"AMRM: attempt no longer live", amrmCheck, amrm, true,
-			want{ipc.ClassInvalidToken, attemptStr + " not found in AMRMTokenSecretManager."}, false},
-		{"AMRM: not an identifier", amrmCheck, garbage, false, want{ipc.ClassInvalidToken, "Can't de-serialize tokenIdentifier"}, false},
+			want{yarnerr.InvalidToken, attemptStr + " not found in AMRMTokenSecretManager."}, false},
+		{"AMRM: not an identifier", amrmCheck, garbage, false, want{yarnerr.InvalidToken, "Can't de-serialize tokenIdentifier"}, false},
 		{"NM: valid", nmCheck, nm, false, ok, false},
 		{"NM: unknown key id", nmCheck, withKeyID(nm, KindNM), false,
-			want{ipc.ClassInvalidToken, "Given NMToken for application : " + attemptStr + " seems to have been generated illegally."}, false},
+			want{yarnerr.InvalidToken, "Given NMToken for application : " + attemptStr + " seems to have been generated illegally."}, false},
 		{"NM: token of another node", nmOnOtherNode, nm, false,
-			want{ipc.ClassInvalidToken, "Given NMToken for application : " + attemptStr +
+			want{yarnerr.InvalidToken, "Given NMToken for application : " + attemptStr +
 				" is not valid for current node manager.expected : 10.0.0.7:45454 found : 127.0.0.1:45454"}, false},
-		{"NM: not an identifier", nmCheck, garbage, false, want{ipc.ClassInvalidToken, "Can't de-serialize tokenIdentifier"}, false},
+		{"NM: not an identifier", nmCheck, garbage, false, want{yarnerr.InvalidToken, "Can't de-serialize tokenIdentifier"}, false},
 		{"container: valid", containerCheck, ctok, false, ok, false},
 		{"container: unknown key id", containerCheck, withKeyID(ctok, KindContainer), false,
-			want{ipc.ClassInvalidToken, "Given Container " + containerID + " seems to have an illegally generated token."}, false},
+			want{yarnerr.InvalidToken, "Given Container " + containerID + " seems to have an illegally generated token."}, false},
 		{"container: tampered identifier", containerCheck, tampered, false,
-			want{ipc.ClassInvalidToken, "Invalid container token used for starting container on : 127.0.0.1:45454"}, false},
+			want{yarnerr.InvalidToken, "Invalid container token used for starting container on : 127.0.0.1:45454"}, false},
 		{"container: signed for another RM", containerCheck, resign(otherRM, *keys.ContainerToken.Current, KindContainer), false,
-			want{ClassInvalidContainer, "\nContainer " + containerID + " rejected as it is allocated by a previous RM"}, false},
-		{"container: not an identifier", containerCheck, garbage, false, want{ipc.ClassInvalidToken, "Can't de-serialize tokenIdentifier"}, false},
+			want{yarnerr.InvalidContainer, "\nContainer " + containerID + " rejected as it is allocated by a previous RM"}, false},
+		{"container: not an identifier", containerCheck, garbage, false, want{yarnerr.InvalidToken, "Can't de-serialize tokenIdentifier"}, false},
 		{"client-to-AM: valid", clientToAM, m.ClientToAM().Create(testAttempt, "alice"), false, ok, false},
 		{"client-to-AM: attempt no longer live", clientToAM, m.ClientToAM().Create(testAttempt, "alice"), true,
-			want{ipc.ClassInvalidToken, "Illegal client-token!"}, false},
-		{"delegation: not an identifier", delegation, garbage, false, want{ipc.ClassInvalidToken, "Can't de-serialize tokenIdentifier"}, false},
+			want{yarnerr.InvalidToken, "Illegal client-token!"}, false},
+		{"delegation: not an identifier", delegation, garbage, false, want{yarnerr.InvalidToken, "Can't de-serialize tokenIdentifier"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -383,14 +386,14 @@ func TestNMTokenPinKeepsAnAttemptsKeyWhileItLives(t *testing.T) {
 	other := resign(&yarnpb.NMTokenIdentifierProto{
 		AppAttemptId: attempt(1, clusterTS, 2), NodeId: testNode, AppSubmitter: proto.String("root"), KeyId: id.KeyId,
 	}, firstRetired(t, m), KindNM)
-	wantError(t, nmFamily.check(m, other), ipc.ClassInvalidToken,
+	wantError(t, nmFamily.check(m, other), yarnerr.InvalidToken,
 		"Given NMToken for application : appattempt_1732230000000_0001_000002 seems to have been generated illegally.")
 	// An old key cannot become a new pin.
 	var otherID yarnpb.NMTokenIdentifierProto
 	if err := proto.Unmarshal(other.Identifier, &otherID); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, m.NMTokens().PinAttempt(ctx, &otherID), ipc.ClassInvalidToken,
+	wantError(t, m.NMTokens().PinAttempt(ctx, &otherID), yarnerr.InvalidToken,
 		"Older NMToken should not be used while starting the container.")
 	// Once the attempt ends, Roll drops the pin and the key with it.
 	live = false
@@ -398,7 +401,7 @@ func TestNMTokenPinKeepsAnAttemptsKeyWhileItLives(t *testing.T) {
 	if len(m.Keys().NMTokenPins) != 0 || len(m.Keys().NMToken.Retired) != 1 {
 		t.Errorf("after the attempt ended: pins %v, %d retired keys, want none and 1", m.Keys().NMTokenPins, len(m.Keys().NMToken.Retired))
 	}
-	wantError(t, nmFamily.check(m, tok), ipc.ClassInvalidToken,
+	wantError(t, nmFamily.check(m, tok), yarnerr.InvalidToken,
 		"Given NMToken for application : "+attemptStr+" seems to have been generated illegally.")
 }
 
