@@ -1,19 +1,3 @@
-// Package launcher is knit-launcher, PID 1 of every YARN container's pod.
-// It does for one container what a NodeManager's ContainerLaunch does.
-//
-// The pod starts before the AM calls startContainers (a pod's spec cannot
-// change after creation), so the launcher first waits for the launch files
-// knit-node writes once the container's work folder is ready
-// (launch.FilesPath, see package rks/launch). It then writes the
-// NodeManager's launch_container.sh into the work folder (Script: the
-// NodeManager's environment, the application's, expanded as YARN expands
-// it, and the commands in one `exec /bin/bash -c`), runs it in a process
-// group of its own with its output going to the pod's log and, as the
-// NodeManager's script sends it, to prelaunch.out and prelaunch.err in the
-// log folder, forwards signals to that group (SIGTERM followed by SIGKILL
-// after a delay, as the NodeManager stops a container), reaps orphans when
-// it is PID 1, and exits with the container's exit code, leaving YARN's
-// diagnostics as the termination message when the container failed.
 package launcher
 
 import (
@@ -212,7 +196,14 @@ func readFiles(path string) (f launch.Files, ok bool, err error) {
 // stderr.
 func runContainer(ctx context.Context, cfg Config, f launch.Files, signals <-chan os.Signal) (int, []byte, error) {
 	log := cfg.Logger.With("container", f.ContainerID)
-	script := Script(f, adminEnv(cfg.Environ))
+	admin := adminEnv(cfg.Environ)
+	addOpens := ""
+	if usesAddOpens(f) {
+		var why string
+		addOpens, why = AddOpens(f, admin, cfg.Environ)
+		log.Info("launcher: <ADD_OPENS> expanded", "flags", addOpens, "because", why)
+	}
+	script := Script(f, admin, addOpens)
 	if err := os.WriteFile(filepath.Join(f.WorkDir, ScriptName), []byte(script), 0o700); err != nil {
 		return 0, nil, fmt.Errorf("launcher: write launch script: %w", err)
 	}
@@ -257,9 +248,10 @@ func runContainer(ctx context.Context, cfg Config, f launch.Files, signals <-cha
 		Dir:   f.WorkDir,
 		Env:   cfg.Environ,
 		Files: []*os.File{devNull, outW, errW},
-		// A group of its own, so that signals reach every process of the
-		// container, as the NodeManager signals the container's session.
-		Sys: &syscall.SysProcAttr{Setpgid: true},
+		// A session, and so a process group, of its own, as both of the
+		// NodeManager's executors start the script (`exec setsid`,
+		// setsid()), so that signals reach every process of the container.
+		Sys: &syscall.SysProcAttr{Setsid: true},
 	})
 	outW.Close()
 	errW.Close()

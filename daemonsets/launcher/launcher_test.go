@@ -470,3 +470,74 @@ func TestRunSendsSIGQUITWhenThreadDumpsAreAskedAfterTheLaunch(t *testing.T) {
 		t.Errorf("dumps %q: want one SIGQUIT for the count going from 1 to 3 in one step", b)
 	}
 }
+
+func TestRunLaunchesAsTheNodeManagerDoes(t *testing.T) {
+	jdk := filepath.Join(t.TempDir(), "jdk")
+	if err := os.MkdirAll(jdk, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(jdk, "release"), []byte("JAVA_VERSION=\"17.0.15\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		environ  []string
+		commands []string
+		check    func(t *testing.T, p *pod)
+	}{
+		{
+			name:     "<ADD_OPENS> follows the JVM of the container's JAVA_HOME",
+			environ:  []string{"JAVA_HOME=" + jdk},
+			commands: []string{"echo <ADD_OPENS> > opens"},
+			check: func(t *testing.T, p *pod) {
+				if got := readFile(t, filepath.Join(p.work, "opens")); got != AddOpensJDK17+"\n" {
+					t.Errorf("<ADD_OPENS> became %q, want %q", got, AddOpensJDK17)
+				}
+			},
+		},
+		{
+			name:     "the script leads a session of its own",
+			commands: []string{"echo $$ > pid; cut -d' ' -f6 /proc/$$/stat > sid"},
+			check: func(t *testing.T, p *pod) {
+				if pid, sid := readFile(t, filepath.Join(p.work, "pid")), readFile(t, filepath.Join(p.work, "sid")); pid != sid {
+					t.Errorf("the container's shell %s is in session %s, want its own", pid, sid)
+				}
+			},
+		},
+		{
+			name:     "the log folder gets a copy of the script and the work folder's contents",
+			commands: []string{"true"},
+			check: func(t *testing.T, p *pod) {
+				if got, want := readFile(t, filepath.Join(p.logs, ScriptName)), readFile(t, filepath.Join(p.work, ScriptName)); got != want {
+					t.Errorf("the log folder's %s differs from the work folder's", ScriptName)
+				}
+				if st, err := os.Stat(filepath.Join(p.logs, ScriptName)); err != nil || st.Mode().Perm() != 0o640 {
+					t.Errorf("the copy's mode: %v, %v; want 0640", st, err)
+				}
+				if got := readFile(t, filepath.Join(p.logs, directoryContents)); !strings.Contains(got, "ls -l:\n") || !strings.Contains(got, ScriptName) {
+					t.Errorf("%s:\n%s", directoryContents, got)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPod(t)
+			p.cfg.Environ = append(os.Environ(), tt.environ...)
+			p.deliverLater(t, p.files(tt.commands...))
+			if got := p.exit(t, p.run(t.Context(), nil)); got != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", got, p.stderr)
+			}
+			tt.check(t, p)
+		})
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

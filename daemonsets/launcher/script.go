@@ -26,19 +26,38 @@ const (
 	markRight    = "}}"
 )
 
-// expand is ContainerLaunch.expandEnvironment for a Linux node.
-// <ADD_OPENS> (Hadoop 3.4 clients put it in AM and task commands) becomes
-// nothing: the NodeManager puts --add-opens=java.base/java.lang=ALL-UNNAMED
-// there only when its own JVM is 17 or newer, and here there is no JVM to
-// ask; the flag would stop a JDK 8 container from starting at all, while
-// its absence only matters to code that needs it on JDK 17+.
-func expand(s, logDir string) string {
+// expand is ContainerLaunch.expandEnvironment for a Linux node; addOpens
+// is what <ADD_OPENS> becomes (AddOpens).
+func expand(s, logDir, addOpens string) string {
 	s = strings.ReplaceAll(s, markLogDir, logDir)
 	s = strings.ReplaceAll(s, markCPS, ":")
-	s = strings.ReplaceAll(s, markAddOpens, "")
+	s = strings.ReplaceAll(s, markAddOpens, addOpens)
 	s = strings.ReplaceAll(s, markLeft, "$")
 	return strings.ReplaceAll(s, markRight, "")
 }
+
+// usesAddOpens reports whether <ADD_OPENS> appears in f's commands or
+// environment, so that the JVM need only be looked at then.
+func usesAddOpens(f launch.Files) bool {
+	for _, c := range f.Commands {
+		if strings.Contains(c, markAddOpens) {
+			return true
+		}
+	}
+	for _, v := range f.Env {
+		if strings.Contains(v.Value, markAddOpens) {
+			return true
+		}
+	}
+	return false
+}
+
+// directoryContents is the file in the container's first log folder
+// where the launch script lists what the work folder holds
+// (ContainerExecutor.DIRECTORY_CONTENTS), beside a copy of itself, as the
+// NodeManager's does with yarn.nodemanager.log-container-debug-info.enabled,
+// true by default since Hadoop 3.0 (YARN-7381).
+const directoryContents = "directory.info"
 
 // Script returns the launch script of a container, launch_container.sh as
 // the NodeManager writes it (ContainerExecutor.writeLaunchEnv with
@@ -46,13 +65,72 @@ func expand(s, logDir string) string {
 // already done (resource links) and the prelaunch redirections, which the
 // launcher does itself so the output also reaches the pod's log. admin is
 // yarn.nodemanager.admin-env: variables forced over the application's.
+// addOpens is what <ADD_OPENS> becomes (AddOpens).
 //
 // Values are written inside double quotes exactly as given, as YARN does:
 // bash expands $VAR in them, and a value holding a double quote or a
 // backquote is shell syntax, in YARN and here. Commands are expanded,
 // joined by a space and handed to one `exec /bin/bash -c "..."`, again as
 // YARN does.
-func Script(f launch.Files, admin []launch.EnvVar) string {
+func Script(f launch.Files, admin []launch.EnvVar, addOpens string) string {
+	logDir := ""
+	if len(f.LogDirs) > 0 {
+		logDir = f.LogDirs[0]
+	}
+	var b strings.Builder
+	b.WriteString("#!/bin/bash\n\n")
+	b.WriteString("set -o pipefail -e\n")
+	b.WriteString("echo \"Setting up env variables\"\n")
+	for _, e := range exports(f, admin, addOpens) {
+		if e.whitelisted {
+			b.WriteString("export " + e.name + "=${" + e.name + ":-\"" + e.value + "\"}\n")
+		} else {
+			b.WriteString("export " + e.name + "=\"" + e.value + "\"\n")
+		}
+	}
+	if logDir != "" {
+		// UnixShellScriptBuilder's copyDebugInformation and
+		// listDebugInformation. ls and find may fail on what the work
+		// folder holds (a link loop), or be missing from the image: that
+		// must not keep the container from starting, and with set -e it
+		// would, so those four lines are told to carry on.
+		script := logDir + "/" + ScriptName
+		info := logDir + "/" + directoryContents
+		b.WriteString("echo \"Copying debugging information\"\n")
+		b.WriteString("# Creating copy of launch script\n")
+		b.WriteString("cp \"" + ScriptName + "\" \"" + script + "\"\n")
+		b.WriteString("chmod 640 \"" + script + "\"\n")
+		b.WriteString("# Determining directory contents\n")
+		b.WriteString("echo \"ls -l:\" 1>\"" + info + "\"\n")
+		b.WriteString("ls -l 1>>\"" + info + "\" || true\n")
+		b.WriteString("echo \"find -L . -maxdepth 5 -ls:\" 1>>\"" + info + "\"\n")
+		b.WriteString("find -L . -maxdepth 5 -ls 1>>\"" + info + "\" || true\n")
+		b.WriteString("echo \"broken symlinks(find -L . -maxdepth 5 -type l -ls):\" 1>>\"" + info + "\"\n")
+		b.WriteString("find -L . -maxdepth 5 -type l -ls 1>>\"" + info + "\" || true\n")
+	}
+	b.WriteString("echo \"Launching container\"\n")
+	cmds := make([]string, len(f.Commands))
+	for i, c := range f.Commands {
+		cmds[i] = expand(c, logDir, addOpens)
+	}
+	b.WriteString("exec /bin/bash -c \"" + strings.Join(cmds, " ") + "\"\n")
+	return b.String()
+}
+
+// export is one variable the launch script exports, its value expanded.
+// A whitelisted one is the node's value of a variable of
+// yarn.nodemanager.env-whitelist, exported only where the image set none.
+type export struct {
+	name, value string
+	whitelisted bool
+}
+
+// exports is every variable the launch script exports, in its order:
+// the node's whitelisted values first, in a form that lets a value the
+// image set win, so that the variables after them expand to the right
+// one; then the NodeManager's; then the application's and admin's,
+// ordered by their references.
+func exports(f launch.Files, admin []launch.EnvVar, addOpens string) []export {
 	logDir := ""
 	if len(f.LogDirs) > 0 {
 		logDir = f.LogDirs[0]
@@ -65,36 +143,25 @@ func Script(f launch.Files, admin []launch.EnvVar) string {
 	rest := appEnv(f, admin, nmNames)
 	set := make(map[string]bool, len(rest))
 	for i := range rest {
-		rest[i].Value = expand(rest[i].Value, logDir)
+		rest[i].Value = expand(rest[i].Value, logDir, addOpens)
 		set[rest[i].Name] = true
 	}
 	rest = orderEnvByDependencies(rest)
 
-	var b strings.Builder
-	b.WriteString("#!/bin/bash\n\n")
-	b.WriteString("set -o pipefail -e\n")
-	b.WriteString("echo \"Setting up env variables\"\n")
-	// The node's whitelisted values go first, in a form that lets a value
-	// the image set win, so the variables after them expand to the right one.
+	out := make([]export, 0, len(f.Whitelist)+len(nm)+len(rest))
 	for _, v := range f.Whitelist {
 		if nmNames[v.Name] || set[v.Name] {
 			continue
 		}
-		b.WriteString("export " + v.Name + "=${" + v.Name + ":-\"" + v.Value + "\"}\n")
+		out = append(out, export{name: v.Name, value: v.Value, whitelisted: true})
 	}
 	for _, v := range nm {
-		b.WriteString("export " + v.Name + "=\"" + expand(v.Value, logDir) + "\"\n")
+		out = append(out, export{name: v.Name, value: expand(v.Value, logDir, addOpens)})
 	}
 	for _, v := range rest {
-		b.WriteString("export " + v.Name + "=\"" + v.Value + "\"\n")
+		out = append(out, export{name: v.Name, value: v.Value})
 	}
-	b.WriteString("echo \"Launching container\"\n")
-	cmds := make([]string, len(f.Commands))
-	for i, c := range f.Commands {
-		cmds[i] = expand(c, logDir)
-	}
-	b.WriteString("exec /bin/bash -c \"" + strings.Join(cmds, " ") + "\"\n")
-	return b.String()
+	return out
 }
 
 // nmEnv is the variables the NodeManager sets and the application cannot
@@ -120,10 +187,10 @@ func nmEnv(f launch.Files) []launch.EnvVar {
 	}
 	add("HOME", home)
 	add("PWD", f.WorkDir)
-	add("JVM_PID", "$$")
 	if f.LocalizationCounters != "" {
 		add("LOCALIZATION_COUNTERS", f.LocalizationCounters)
 	}
+	add("JVM_PID", "$$")
 	// A Java HashMap gives the NodeManager's aux services no stable order;
 	// sorted names give the script one.
 	names := make([]string, 0, len(f.AuxServices))

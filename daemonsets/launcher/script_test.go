@@ -56,10 +56,21 @@ export JVM_PID="$$"
 export NM_AUX_SERVICE_mapreduce_shuffle="AAA0Sg=="
 export CLASSPATH="$PWD:$HADOOP_CONF_DIR:job.jar/*"
 export PATH="$PATH:./bin"
+echo "Copying debugging information"
+# Creating copy of launch script
+cp "launch_container.sh" "/logs/application_1700000000000_0001/container_1700000000000_0001_01_000002/launch_container.sh"
+chmod 640 "/logs/application_1700000000000_0001/container_1700000000000_0001_01_000002/launch_container.sh"
+# Determining directory contents
+echo "ls -l:" 1>"/logs/application_1700000000000_0001/container_1700000000000_0001_01_000002/directory.info"
+ls -l 1>>"/logs/application_1700000000000_0001/container_1700000000000_0001_01_000002/directory.info" || true
+echo "find -L . -maxdepth 5 -ls:" 1>>"/logs/application_1700000000000_0001/container_1700000000000_0001_01_000002/directory.info"
+find -L . -maxdepth 5 -ls 1>>"/logs/application_1700000000000_0001/container_1700000000000_0001_01_000002/directory.info" || true
+echo "broken symlinks(find -L . -maxdepth 5 -type l -ls):" 1>>"/logs/application_1700000000000_0001/container_1700000000000_0001_01_000002/directory.info"
+find -L . -maxdepth 5 -type l -ls 1>>"/logs/application_1700000000000_0001/container_1700000000000_0001_01_000002/directory.info" || true
 echo "Launching container"
 exec /bin/bash -c "$JAVA_HOME/bin/java -Dlog.dir=/logs/application_1700000000000_0001/container_1700000000000_0001_01_000002 Main 1>/logs/application_1700000000000_0001/container_1700000000000_0001_01_000002/stdout 2>/logs/application_1700000000000_0001/container_1700000000000_0001_01_000002/stderr"
 `
-	if got := Script(f, nil); got != want {
+	if got := Script(f, nil, ""); got != want {
 		t.Errorf("script:\n%s\nwant:\n%s", got, want)
 	}
 }
@@ -67,11 +78,12 @@ exec /bin/bash -c "$JAVA_HOME/bin/java -Dlog.dir=/logs/application_1700000000000
 func TestScript(t *testing.T) {
 	const logDir = "/logs/application_1700000000000_0001/container_1700000000000_0001_01_000002"
 	tests := []struct {
-		name   string
-		change func(*launch.Files)
-		admin  []launch.EnvVar
-		want   []string // lines, in this order
-		absent []string // text found nowhere
+		name     string
+		change   func(*launch.Files)
+		admin    []launch.EnvVar
+		addOpens string
+		want     []string // lines, in this order
+		absent   []string // text found nowhere
 	}{
 		{
 			name: "commands are expanded and joined by a space into one bash -c",
@@ -81,12 +93,60 @@ func TestScript(t *testing.T) {
 			want: []string{`exec /bin/bash -c "$JAVA_HOME/bin/java -cp a:b  Main 1>` + logDir + `/stdout 2>` + logDir + `/stderr"`},
 		},
 		{
-			name: "the DistributedShell AM's <ADD_OPENS> becomes nothing",
+			name: "<ADD_OPENS> becomes nothing for a JVM older than 17",
 			change: func(f *launch.Files) {
 				f.Commands = []string{"{{JAVA_HOME}}/bin/java <ADD_OPENS> -Xmx100m AM"}
 			},
 			want:   []string{`exec /bin/bash -c "$JAVA_HOME/bin/java  -Xmx100m AM"`},
+			absent: []string{"ADD_OPENS", "add-opens"},
+		},
+		{
+			name: "<ADD_OPENS> becomes Hadoop's JDK 17 flags in commands and environment values",
+			change: func(f *launch.Files) {
+				f.Commands = []string{"{{JAVA_HOME}}/bin/java <ADD_OPENS> -Xmx100m AM"}
+				f.Env = []launch.EnvVar{{Name: "OPTS", Value: "-Xss1m <ADD_OPENS>"}}
+			},
+			addOpens: AddOpensJDK17,
+			want: []string{
+				`export OPTS="-Xss1m --add-opens=java.base/java.lang=ALL-UNNAMED --add-exports=java.base/sun.net.dns=ALL-UNNAMED --add-exports=java.base/sun.net.util=ALL-UNNAMED"`,
+				`exec /bin/bash -c "$JAVA_HOME/bin/java --add-opens=java.base/java.lang=ALL-UNNAMED --add-exports=java.base/sun.net.dns=ALL-UNNAMED --add-exports=java.base/sun.net.util=ALL-UNNAMED -Xmx100m AM"`,
+			},
 			absent: []string{"ADD_OPENS"},
+		},
+		{
+			name: "the NodeManager's variables come in sanitizeEnv's order",
+			change: func(f *launch.Files) {
+				f.LocalizationCounters = "1,2,3,4,5"
+				f.AuxServices = map[string][]byte{"mapreduce_shuffle": {0, 0, 0x34, 0x4a}}
+			},
+			want: []string{
+				`export HADOOP_TOKEN_FILE_LOCATION="` + files().TokenFile + `"`,
+				`export CONTAINER_ID="container_1700000000000_0001_01_000002"`,
+				`export NM_PORT="8041"`, `export NM_HOST="node1"`, `export NM_HTTP_PORT="8042"`,
+				`export LOCAL_DIRS="` + strings.Join(files().LocalDirs, ",") + `"`,
+				`export LOCAL_USER_DIRS="/l1/usercache/alice/,/l2/usercache/alice/"`,
+				`export LOG_DIRS="` + strings.Join(files().LogDirs, ",") + `"`,
+				`export USER="alice"`, `export LOGNAME="alice"`, `export HOME="/home/"`,
+				`export PWD="` + files().WorkDir + `"`,
+				`export LOCALIZATION_COUNTERS="1,2,3,4,5"`,
+				`export JVM_PID="$$"`,
+				`export NM_AUX_SERVICE_mapreduce_shuffle="AAA0Sg=="`,
+			},
+		},
+		{
+			name: "the script copies itself and lists the work folder into the first log folder before the command",
+			want: []string{
+				`cp "launch_container.sh" "` + logDir + `/launch_container.sh"`,
+				`chmod 640 "` + logDir + `/launch_container.sh"`,
+				`echo "ls -l:" 1>"` + logDir + `/directory.info"`,
+				`find -L . -maxdepth 5 -type l -ls 1>>"` + logDir + `/directory.info" || true`,
+				`echo "Launching container"`,
+			},
+		},
+		{
+			name:   "without a log folder there is no debugging information",
+			change: func(f *launch.Files) { f.LogDirs = nil },
+			absent: []string{"directory.info", "cp "},
 		},
 		{
 			name: "env values are expanded",
@@ -220,7 +280,7 @@ func TestScript(t *testing.T) {
 			if tt.change != nil {
 				tt.change(&f)
 			}
-			script := Script(f, tt.admin)
+			script := Script(f, tt.admin, tt.addOpens)
 			lines := strings.Split(script, "\n")
 			at := 0
 			for _, w := range tt.want {
