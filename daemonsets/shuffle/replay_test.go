@@ -172,4 +172,3 @@ func TestMetadataIsTheRecordedPortBytes(t *testing.T) {
 		t.Errorf("Name() = %q", s.Name())
 	}
 }
-

@@ -703,4 +703,3 @@ func testTLS(t *testing.T) (server, client *tls.Config) {
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}},
 		&tls.Config{RootCAs: pool}
 }
-
