@@ -21,7 +21,7 @@ KWOK_VERSION := v0.8.0
 KWOK_BIN ?= $(or $(KNIT_KWOK_BIN),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/knit/kwok-$(KWOK_VERSION)/bin/kwok)
 export KNIT_KWOK_BIN := $(KWOK_BIN)
 
-.PHONY: all build test test-short bench proto lint run fuzz clean tools kwok local etcd
+.PHONY: all build test test-short bench proto lint run fuzz clean tools kwok local local-mr etcd
 
 all: lint build test
 
@@ -73,13 +73,25 @@ run:
 # DistributedShell job on it and its containers' output.
 LOCAL_DIR ?= $(HOME)/.knit/local
 local: tools etcd
-	$(GO) build -o $(BIN)/ ./cmd/knit ./cmd/knit-rm ./cmd/knit-launcher ./cmd/knit-node ./examples/distshell
+	$(GO) build -o $(BIN)/ ./cmd/knit ./cmd/knit-rm ./cmd/knit-launcher ./cmd/knit-node ./examples/distshell ./examples/mrjob
 	$(BIN)/knit local up --nodes 2 --dir $(LOCAL_DIR)
 	HADOOP_CONF_DIR=$(LOCAL_DIR)/hadoop-conf $(BIN)/distshell -shell_command echo -shell_args 'hello from a YARN container on Knit' \
 	  -num_containers 2 >$(LOCAL_DIR)/distshell.out 2>&1 || { cat $(LOCAL_DIR)/distshell.out; exit 1; }
 	@grep -v ' level=' $(LOCAL_DIR)/distshell.out
 	@app=$$(sed -n 's/.*Submitted application \(application_[0-9_]*\).*/\1/p' $(LOCAL_DIR)/distshell.out); \
 	  for f in $(LOCAL_DIR)/node-root/*/logs/$$app/*/stdout; do echo "== $$f"; cat "$$f"; done
+
+# A MapReduce-shaped job on the cluster `make local` brings up: WordCount
+# (examples/mrjob) over README.md, Makefile and go.mod, one map each and two
+# reducers that fetch every map's output from its node's mapreduce_shuffle
+# service; then its most frequent words.
+local-mr: local
+	rm -rf $(LOCAL_DIR)/mrjob-out
+	HADOOP_CONF_DIR=$(LOCAL_DIR)/hadoop-conf $(BIN)/mrjob -input README.md,Makefile,go.mod -output $(LOCAL_DIR)/mrjob-out -reduces 2 \
+	  >$(LOCAL_DIR)/mrjob.out 2>&1 || { cat $(LOCAL_DIR)/mrjob.out; exit 1; }
+	@grep -E '^(Submitted|Running job|Job |Diagnostics)' $(LOCAL_DIR)/mrjob.out
+	@echo "== the 15 most frequent words ($(LOCAL_DIR)/mrjob-out/part-r-*)"
+	@sort -t '	' -k2,2nr -k1,1 $(LOCAL_DIR)/mrjob-out/part-r-* | head -15
 
 etcd:
 	@command -v etcd >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq etcd-server; } || \
