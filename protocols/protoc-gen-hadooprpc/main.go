@@ -14,8 +14,9 @@
 //   - XxxMethods(impl), the ipc.Method table of impl, and
 //     RegisterXxxServer(srv, impl), which registers it on an ipc.Server;
 //   - XxxFuncs, a struct of one function per rpc for servers that answer
-//     only some methods (fakes in tests): an unset function is not
-//     registered, so the server answers it as a method it does not have;
+//     only some methods (fakes in tests, a protocol served in part): an
+//     unset function is not registered, so the server answers it as a
+//     method it does not have;
 //   - XxxClient and NewXxxClient(ipc.Invoker), a typed client with the
 //     same method set as XxxServer.
 //
@@ -180,7 +181,8 @@ func generateProtocol(g *protogen.GeneratedFile, p protocol) {
 
 	funcs := p.goName + "Funcs"
 	g.P("// ", funcs, " serves some methods of ", p.goName, ",")
-	g.P("// one function each, for servers that answer only a few (fakes in tests).")
+	g.P("// one function each, for servers that answer only some (fakes in tests, a")
+	g.P("// protocol served in part).")
 	g.P("// Methods leaves out the functions that are nil, so the server answers those")
 	g.P("// calls as it answers a method the protocol does not have.")
 	g.P("type ", funcs, " struct {")
@@ -198,6 +200,11 @@ func generateProtocol(g *protogen.GeneratedFile, p protocol) {
 		g.P("}")
 	}
 	g.P("return out")
+	g.P("}")
+	g.P()
+	g.P("// Register serves the functions that are set as ", p.goName, " on srv.")
+	g.P("func (f ", funcs, ") Register(srv *", g.QualifiedGoIdent(ipcPackage.Ident("Server")), ") error {")
+	g.P("return srv.Register(", name, ", f.Methods()...)")
 	g.P("}")
 	g.P()
 

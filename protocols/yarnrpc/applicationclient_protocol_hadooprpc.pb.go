@@ -106,7 +106,8 @@ func RegisterApplicationClientProtocolServer(srv *ipc.Server, impl ApplicationCl
 }
 
 // ApplicationClientProtocolFuncs serves some methods of ApplicationClientProtocol,
-// one function each, for servers that answer only a few (fakes in tests).
+// one function each, for servers that answer only some (fakes in tests, a
+// protocol served in part).
 // Methods leaves out the functions that are nil, so the server answers those
 // calls as it answers a method the protocol does not have.
 type ApplicationClientProtocolFuncs struct {
@@ -256,6 +257,11 @@ func (f ApplicationClientProtocolFuncs) Methods() []ipc.Method {
 		out = append(out, ipc.Handle("getNodesToAttributes", f.GetNodesToAttributes))
 	}
 	return out
+}
+
+// Register serves the functions that are set as ApplicationClientProtocol on srv.
+func (f ApplicationClientProtocolFuncs) Register(srv *ipc.Server) error {
+	return srv.Register(ApplicationClientProtocolName, f.Methods()...)
 }
 
 // ApplicationClientProtocolClient calls ApplicationClientProtocol through an

@@ -39,7 +39,8 @@ func RegisterApplicationMasterProtocolServer(srv *ipc.Server, impl ApplicationMa
 }
 
 // ApplicationMasterProtocolFuncs serves some methods of ApplicationMasterProtocol,
-// one function each, for servers that answer only a few (fakes in tests).
+// one function each, for servers that answer only some (fakes in tests, a
+// protocol served in part).
 // Methods leaves out the functions that are nil, so the server answers those
 // calls as it answers a method the protocol does not have.
 type ApplicationMasterProtocolFuncs struct {
@@ -61,6 +62,11 @@ func (f ApplicationMasterProtocolFuncs) Methods() []ipc.Method {
 		out = append(out, ipc.Handle("allocate", f.Allocate))
 	}
 	return out
+}
+
+// Register serves the functions that are set as ApplicationMasterProtocol on srv.
+func (f ApplicationMasterProtocolFuncs) Register(srv *ipc.Server) error {
+	return srv.Register(ApplicationMasterProtocolName, f.Methods()...)
 }
 
 // ApplicationMasterProtocolClient calls ApplicationMasterProtocol through an

@@ -58,7 +58,8 @@ func RegisterContainerManagementProtocolServer(srv *ipc.Server, impl ContainerMa
 }
 
 // ContainerManagementProtocolFuncs serves some methods of ContainerManagementProtocol,
-// one function each, for servers that answer only a few (fakes in tests).
+// one function each, for servers that answer only some (fakes in tests, a
+// protocol served in part).
 // Methods leaves out the functions that are nil, so the server answers those
 // calls as it answers a method the protocol does not have.
 type ContainerManagementProtocolFuncs struct {
@@ -116,6 +117,11 @@ func (f ContainerManagementProtocolFuncs) Methods() []ipc.Method {
 		out = append(out, ipc.Handle("getLocalizationStatuses", f.GetLocalizationStatuses))
 	}
 	return out
+}
+
+// Register serves the functions that are set as ContainerManagementProtocol on srv.
+func (f ContainerManagementProtocolFuncs) Register(srv *ipc.Server) error {
+	return srv.Register(ContainerManagementProtocolName, f.Methods()...)
 }
 
 // ContainerManagementProtocolClient calls ContainerManagementProtocol through an

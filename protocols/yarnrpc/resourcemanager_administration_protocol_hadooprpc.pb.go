@@ -77,7 +77,8 @@ func RegisterResourceManagerAdministrationProtocolServer(srv *ipc.Server, impl R
 }
 
 // ResourceManagerAdministrationProtocolFuncs serves some methods of ResourceManagerAdministrationProtocol,
-// one function each, for servers that answer only a few (fakes in tests).
+// one function each, for servers that answer only some (fakes in tests, a
+// protocol served in part).
 // Methods leaves out the functions that are nil, so the server answers those
 // calls as it answers a method the protocol does not have.
 type ResourceManagerAdministrationProtocolFuncs struct {
@@ -175,6 +176,11 @@ func (f ResourceManagerAdministrationProtocolFuncs) Methods() []ipc.Method {
 		out = append(out, ipc.Handle("deleteFederationPoliciesByQueues", f.DeleteFederationPoliciesByQueues))
 	}
 	return out
+}
+
+// Register serves the functions that are set as ResourceManagerAdministrationProtocol on srv.
+func (f ResourceManagerAdministrationProtocolFuncs) Register(srv *ipc.Server) error {
+	return srv.Register(ResourceManagerAdministrationProtocolName, f.Methods()...)
 }
 
 // ResourceManagerAdministrationProtocolClient calls ResourceManagerAdministrationProtocol through an
