@@ -210,7 +210,7 @@ func (s *Service) answer(ctx context.Context, conn net.Conn, bw *bufio.Writer, r
 		o := &outs[i]
 		bw.Write(o.header)
 		if o.f == nil {
-			f, err := s.roots.openIn(o.dir, o.rel)
+			f, err := s.roots.openIn(o.dir, mapOutputBase(j), o.rel)
 			if err != nil {
 				return false, fmt.Errorf("reopen %s: %w", o.rel, err)
 			}
@@ -238,7 +238,7 @@ type mapOutput struct {
 	rec    indexRecord
 	header []byte // the ShuffleHeader Writable
 	dir    int    // the local dir holding file.out
-	rel    string // file.out relative to the local dir
+	rel    string // file.out relative to the job's output folder
 	f      *os.File
 }
 
@@ -249,23 +249,22 @@ func (s *Service) prepare(ctx context.Context, j job, jobName string, reduce int
 	base := mapOutputBase(j)
 	outs := make([]mapOutput, 0, len(mapIDs))
 	for i, m := range mapIDs {
-		dir := base + "/" + m
-		indexRel := dir + "/" + indexFileName
+		indexRel := m + "/" + indexFileName
 		if !isPathElement(m) {
-			return outs, &answerError{500, (&errNotFound{rel: indexRel}).Error()}
+			return outs, &answerError{500, (&errNotFound{rel: base + "/" + indexRel}).Error()}
 		}
 		recs, err := s.index.get(ctx, jobName, m, func() ([]indexRecord, error) {
-			return s.roots.readIndexFile(indexRel)
+			return s.roots.readIndexFile(base, indexRel)
 		})
 		if err != nil {
-			return outs, indexAnswer(err, indexRel)
+			return outs, indexAnswer(err, base+"/"+indexRel)
 		}
 		if reduce < 0 || int(reduce) >= len(recs) {
 			return outs, &answerError{500, fmt.Sprintf("Invalid request  Map Id = %s Reducer = %d Index Info Length = %d", m, reduce, len(recs))}
 		}
-		o := mapOutput{mapID: m, rec: recs[reduce], rel: dir + "/" + dataFileName}
+		o := mapOutput{mapID: m, rec: recs[reduce], rel: m + "/" + dataFileName}
 		o.header = appendShuffleHeader(nil, m, o.rec.part, o.rec.raw, reduce)
-		f, d, err := s.roots.open(o.rel)
+		f, d, err := s.roots.open(base, o.rel)
 		if err != nil {
 			return outs, &answerError{500, err.Error()}
 		}
@@ -273,7 +272,7 @@ func (s *Service) prepare(ctx context.Context, j job, jobName string, reduce int
 		o.dir = d
 		st, err := f.Stat()
 		if err == nil && (!st.Mode().IsRegular() || o.rec.start > st.Size() || o.rec.part > st.Size()-o.rec.start) {
-			err = fmt.Errorf("map output %s is shorter than its index says", o.rel)
+			err = fmt.Errorf("map output %s/%s is shorter than its index says", base, o.rel)
 		}
 		if err != nil || i >= s.cfg.MaxSessionOpenFiles-1 {
 			f.Close()

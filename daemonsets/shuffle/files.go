@@ -1,10 +1,8 @@
 package shuffle
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
 	"sync"
@@ -24,39 +22,75 @@ func (e *errNotFound) Error() string {
 	return "Could not find " + e.rel + " in any of the directories"
 }
 
-// rootSet opens each local dir as an os.Root once it exists, so that map
-// output paths resolve inside it: no "..", absolute path or symlink leads
-// out of a local dir.
+// rootSet opens each local dir as an os.Root once it exists, and each
+// job's output folder in it (usercache/<user>/appcache/<app>/output) as a
+// Root of its own, kept until the job stops: a map output path resolves
+// inside that folder, so no id, ".." or symlink leads out of it, and an
+// open walks two path elements rather than eight.
 type rootSet struct {
 	dirs []string
 
 	mu    sync.Mutex
-	roots []*os.Root // nil until opened
+	roots []*os.Root            // nil until opened
+	jobs  map[string][]*os.Root // by output folder
 }
 
 func newRootSet(dirs []string) *rootSet {
-	return &rootSet{dirs: dirs, roots: make([]*os.Root, len(dirs))}
+	return &rootSet{dirs: dirs, roots: make([]*os.Root, len(dirs)), jobs: map[string][]*os.Root{}}
 }
 
-// root returns local dir i as a Root, opening it on first use.
-func (r *rootSet) root(i int) (*os.Root, error) {
+// outputDir returns a job's output folder base in local dir i, opening it
+// (and the local dir) on first use. A folder that is not there yet is
+// looked for again next time.
+func (r *rootSet) outputDir(i int, base string) (*os.Root, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.roots[i] != nil {
-		return r.roots[i], nil
+	if js := r.jobs[base]; js != nil && js[i] != nil {
+		return js[i], nil
 	}
-	rt, err := os.OpenRoot(r.dirs[i])
+	if r.roots[i] == nil {
+		rt, err := os.OpenRoot(r.dirs[i])
+		if err != nil {
+			return nil, err
+		}
+		r.roots[i] = rt
+	}
+	od, err := r.roots[i].OpenRoot(base)
 	if err != nil {
 		return nil, err
 	}
-	r.roots[i] = rt
-	return rt, nil
+	if r.jobs[base] == nil {
+		r.jobs[base] = make([]*os.Root, len(r.dirs))
+	}
+	r.jobs[base][i] = od
+	return od, nil
+}
+
+// forget closes a job's output folders base. Opens in progress on them
+// fail.
+func (r *rootSet) forget(base string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, od := range r.jobs[base] {
+		if od != nil {
+			od.Close()
+		}
+	}
+	delete(r.jobs, base)
 }
 
 // close closes every opened root.
 func (r *rootSet) close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for base, ods := range r.jobs {
+		for _, od := range ods {
+			if od != nil {
+				od.Close()
+			}
+		}
+		delete(r.jobs, base)
+	}
 	for i, rt := range r.roots {
 		if rt != nil {
 			rt.Close()
@@ -65,48 +99,44 @@ func (r *rootSet) close() {
 	}
 }
 
-// open opens rel in the first local dir that holds it, as
-// LocalDirAllocator.getLocalPathToRead searches them, and says which dir.
-func (r *rootSet) open(rel string) (*os.File, int, error) {
+// open opens rel, relative to a job's output folder base, in the first
+// local dir that holds it, as LocalDirAllocator.getLocalPathToRead
+// searches them, and says which dir.
+func (r *rootSet) open(base, rel string) (*os.File, int, error) {
 	for i := range r.dirs {
-		rt, err := r.root(i)
+		od, err := r.outputDir(i, base)
 		if err != nil {
 			continue
 		}
-		f, err := rt.Open(rel)
-		if err == nil {
+		if f, err := od.Open(rel); err == nil {
 			return f, i, nil
 		}
 	}
-	return nil, -1, &errNotFound{rel: rel}
+	return nil, -1, &errNotFound{rel: base + "/" + rel}
 }
 
-// openIn opens rel in local dir i.
-func (r *rootSet) openIn(i int, rel string) (*os.File, error) {
-	rt, err := r.root(i)
+// openIn opens rel of a job's output folder base in local dir i.
+func (r *rootSet) openIn(i int, base, rel string) (*os.File, error) {
+	od, err := r.outputDir(i, base)
 	if err != nil {
 		return nil, err
 	}
-	return rt.Open(rel)
+	return od.Open(rel)
 }
 
-// readIndexFile reads rel from the first local dir holding it, within
-// maxIndexFileBytes.
-func (r *rootSet) readIndexFile(rel string) ([]indexRecord, error) {
-	f, _, err := r.open(rel)
+// readIndexFile reads rel of a job's output folder base from the first
+// local dir holding it, within maxIndexFileBytes.
+func (r *rootSet) readIndexFile(base, rel string) ([]indexRecord, error) {
+	f, _, err := r.open(base, rel)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxIndexFileBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", rel, err)
+		return nil, fmt.Errorf("read %s/%s: %w", base, rel, err)
 	}
-	recs, err := parseIndex(b)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s", err, rel)
-	}
-	return recs, nil
+	return parseIndex(b)
 }
 
 // isPathElement reports whether s can name one folder under a local dir:
@@ -119,10 +149,4 @@ func isPathElement(s string) bool {
 // ShuffleHandler's getBaseLocation: usercache/<user>/appcache/<app>/output.
 func mapOutputBase(j job) string {
 	return "usercache/" + j.user + "/appcache/" + j.app.String() + "/output"
-}
-
-// isNotExist reports a file that is not there.
-func isNotExist(err error) bool {
-	var nf *errNotFound
-	return errors.As(err, &nf) || errors.Is(err, fs.ErrNotExist)
 }

@@ -268,8 +268,12 @@ func (s *Service) InitializeApplication(ctx context.Context, app auxservice.Appl
 	}
 	id := jobID(app.ID)
 	s.mu.Lock()
+	old, known := s.jobs[id]
 	s.jobs[id] = job{app: app.ID, user: app.User, secret: secret}
 	s.mu.Unlock()
+	if known && old.user != app.User {
+		s.roots.forget(mapOutputBase(old))
+	}
 	s.log.InfoContext(ctx, "job registered", "job", id, "user", app.User)
 	return nil
 }
@@ -279,10 +283,13 @@ func (s *Service) InitializeApplication(ctx context.Context, app auxservice.Appl
 func (s *Service) StopApplication(ctx context.Context, id yarnid.ApplicationID) error {
 	j := jobID(id)
 	s.mu.Lock()
-	_, known := s.jobs[j]
+	old, known := s.jobs[j]
 	delete(s.jobs, j)
 	s.mu.Unlock()
 	s.index.removeJob(j)
+	if known {
+		s.roots.forget(mapOutputBase(old))
+	}
 	s.log.InfoContext(ctx, "job stopped", "job", j, "known", known)
 	return nil
 }
