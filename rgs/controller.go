@@ -36,7 +36,7 @@ import (
 // AttemptSpec says whose asks a book holds and how their pods look.
 type AttemptSpec struct {
 	Attempt yarnid.AttemptID
-	// Role is RoleAM for the AM container's ask, RoleTask for the AM's asks.
+	// Role is launch.RoleAM for the AM container's ask, launch.RoleTask for the AM's asks.
 	Role  string
 	Queue string
 	User  string
@@ -225,7 +225,7 @@ func New(cfg Config) (*Controller, error) {
 // and the RM keeps every pod in memory.
 func NewPodInformerFactory(client kubernetes.Interface) informers.SharedInformerFactory {
 	return informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelApplication }),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = launch.LabelApplication }),
 		informers.WithTransform(func(obj any) (any, error) {
 			if m, err := meta.Accessor(obj); err == nil {
 				m.SetManagedFields(nil)
@@ -286,7 +286,7 @@ func (c *Controller) Start(ctx context.Context, sink Sink) ([]Allocation, error)
 			c.books[k] = b
 		}
 		b.created++
-		b.pending[p.Name] = &pendingPod{namespace: p.Namespace, name: p.Name, hash: p.Labels[LabelAsk], order: b.created}
+		b.pending[p.Name] = &pendingPod{namespace: p.Namespace, name: p.Name, hash: p.Labels[launch.LabelAsk], order: b.created}
 	}
 	return running, nil
 }
@@ -369,7 +369,7 @@ func (c *Controller) Blacklist(spec AttemptSpec, add, remove []string) {
 func (c *Controller) ForgetAttempt(ctx context.Context, attempt yarnid.AttemptID) error {
 	var doomed []*pendingPod
 	c.mu.Lock()
-	for _, role := range []string{RoleAM, RoleTask} {
+	for _, role := range []string{launch.RoleAM, launch.RoleTask} {
 		k := bookKey{attempt, role}
 		if b := c.books[k]; b != nil {
 			for _, p := range b.pending {
@@ -419,7 +419,7 @@ func (c *Controller) ContainerStatus(id yarnid.ContainerID) (*yarnpb.ContainerSt
 	st.ContainerSubState = yarnpb.ContainerSubStateProto_CSS_SCHEDULED.Enum()
 	st.Diagnostics = proto.String("")
 	for _, s := range p.Status.ContainerStatuses {
-		if s.Name == ContainerName && s.State.Running != nil {
+		if s.Name == launch.ContainerName && s.State.Running != nil {
 			st.ContainerSubState = yarnpb.ContainerSubStateProto_CSS_RUNNING.Enum()
 		}
 	}
@@ -436,7 +436,7 @@ func (c *Controller) StopContainer(ctx context.Context, id yarnid.ContainerID) e
 	if !ok {
 		return nil
 	}
-	if _, err := c.patchAnnotations(ctx, nn, map[string]*string{AnnotationStoppedBy: ptr.To("appmaster")}); err != nil {
+	if _, err := c.patchAnnotations(ctx, nn, map[string]*string{launch.AnnotationStoppedBy: ptr.To("appmaster")}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -458,7 +458,7 @@ func (c *Controller) DeleteContainer(ctx context.Context, id yarnid.ContainerID)
 
 // RemoveApplication deletes every pod of an application that has ended.
 func (c *Controller) RemoveApplication(ctx context.Context, app yarnid.ApplicationID) error {
-	sel := labels.SelectorFromSet(labels.Set{LabelApplication: app.String()})
+	sel := labels.SelectorFromSet(labels.Set{launch.LabelApplication: app.String()})
 	pods, err := c.pods.List(sel)
 	if err != nil {
 		return fmt.Errorf("rgs: pods of %s: %w", app, err)
@@ -738,11 +738,11 @@ func (c *Controller) allocate(ctx context.Context, p *corev1.Pod, attempt yarnid
 	if b != nil {
 		if _, ok := b.pending[p.Name]; ok {
 			delete(b.pending, p.Name)
-			b.allocated(p.Labels[LabelAsk])
+			b.allocated(p.Labels[launch.LabelAsk])
 		}
 	}
 	var seq int64
-	if role == RoleAM {
+	if role == launch.RoleAM {
 		seq = 1
 	} else {
 		c.seq[attempt] = max(c.seq[attempt], 1) + 1
@@ -753,7 +753,7 @@ func (c *Controller) allocate(ctx context.Context, p *corev1.Pod, attempt yarnid
 	c.mu.Unlock()
 
 	nn := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-	pod, err := c.patchMetadata(ctx, nn, "labels", map[string]*string{LabelContainer: ptr.To(id.String())})
+	pod, err := c.patchMetadata(ctx, nn, "labels", map[string]*string{launch.LabelContainer: ptr.To(id.String())})
 	if err != nil {
 		c.mu.Lock()
 		delete(c.byPod, p.UID)
@@ -788,8 +788,8 @@ func (c *Controller) containerProto(p *corev1.Pod, id yarnid.ContainerID) (*yarn
 	if !ok {
 		return nil, fmt.Errorf("rgs: node %q of pod %s/%s unknown", p.Spec.NodeName, p.Namespace, p.Name)
 	}
-	prio, _ := strconv.ParseInt(p.Labels[LabelPriority], 10, 32)
-	allocID := parseIntLabelValue(p.Labels[LabelAllocationRequestID])
+	prio, _ := strconv.ParseInt(p.Labels[launch.LabelPriority], 10, 32)
+	allocID := launch.ParseIntLabelValue(p.Labels[launch.LabelAllocationRequestID])
 	exec := executionTypeOf(p)
 	cp := &yarnpb.ContainerProto{
 		Id:                  id.Proto(),
@@ -799,9 +799,9 @@ func (c *Controller) containerProto(p *corev1.Pod, id yarnid.ContainerID) (*yarn
 		Priority:            &yarnpb.PriorityProto{Priority: proto.Int32(int32(prio))},
 		ExecutionType:       exec.Enum(),
 		AllocationRequestId: proto.Int64(allocID),
-		Version:             proto.Int32(intAnnotation(p, AnnotationVersion)),
+		Version:             proto.Int32(intAnnotation(p, launch.AnnotationVersion)),
 	}
-	tok, err := c.cfg.Signer.Sign(cp, annotationOrLabel(p, LabelUser), p.Spec.NodeSelector[NodeLabelPartition], p.Labels[LabelRole] == RoleAM)
+	tok, err := c.cfg.Signer.Sign(cp, annotationOrLabel(p, launch.LabelUser), p.Spec.NodeSelector[launch.NodeLabelPartition], p.Labels[launch.LabelRole] == launch.RoleAM)
 	if err != nil {
 		return nil, fmt.Errorf("rgs: container token of %s: %w", id, err)
 	}
@@ -822,7 +822,7 @@ func annotationOrLabel(p *corev1.Pod, key string) string {
 // container's requests.
 func resourceOf(p *corev1.Pod, r Resources) *yarnpb.ResourceProto {
 	for _, ctr := range p.Spec.Containers {
-		if ctr.Name != ContainerName {
+		if ctr.Name != launch.ContainerName {
 			continue
 		}
 		mem := ctr.Resources.Requests.Memory().Value() >> 20
@@ -838,23 +838,23 @@ func resourceOf(p *corev1.Pod, r Resources) *yarnpb.ResourceProto {
 
 // attemptOf reads a Knit pod's attempt and role from its labels.
 func attemptOf(p *corev1.Pod) (yarnid.AttemptID, string, bool) {
-	app, err := yarnid.ParseApplicationID(annotationOrLabel(p, LabelApplication))
+	app, err := yarnid.ParseApplicationID(annotationOrLabel(p, launch.LabelApplication))
 	if err != nil {
 		return yarnid.AttemptID{}, "", false
 	}
-	n, err := strconv.ParseInt(p.Labels[LabelAttempt], 10, 32)
+	n, err := strconv.ParseInt(p.Labels[launch.LabelAttempt], 10, 32)
 	if err != nil {
 		return yarnid.AttemptID{}, "", false
 	}
-	role := p.Labels[LabelRole]
-	if role != RoleAM {
-		role = RoleTask
+	role := p.Labels[launch.LabelRole]
+	if role != launch.RoleAM {
+		role = launch.RoleTask
 	}
 	return yarnid.AttemptID{App: app, ID: int32(n)}, role, true
 }
 
 func containerOf(p *corev1.Pod) (yarnid.ContainerID, bool) {
-	v, ok := p.Labels[LabelContainer]
+	v, ok := p.Labels[launch.LabelContainer]
 	if !ok {
 		return yarnid.ContainerID{}, false
 	}
@@ -872,7 +872,7 @@ func ended(p *corev1.Pod) (done bool, exit int32, diag string, preempted bool) {
 		return true, ExitPreempted, preemptedDiagnostics(p), true
 	}
 	for _, s := range p.Status.ContainerStatuses {
-		if s.Name == ContainerName && s.State.Terminated != nil {
+		if s.Name == launch.ContainerName && s.State.Terminated != nil {
 			t := s.State.Terminated
 			if stoppedByAM(p) {
 				return true, ExitKilledByAppMaster, killedByAMDiagnostics(t.ExitCode), false
@@ -893,7 +893,7 @@ func ended(p *corev1.Pod) (done bool, exit int32, diag string, preempted bool) {
 
 // stoppedByAM reports whether the AM stopped the pod's container.
 func stoppedByAM(p *corev1.Pod) bool {
-	_, ok := p.Annotations[AnnotationStoppedBy]
+	_, ok := p.Annotations[launch.AnnotationStoppedBy]
 	return ok
 }
 

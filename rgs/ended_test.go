@@ -12,11 +12,11 @@ import (
 func TestEndedReadsYARNExitStatusFromThePod(t *testing.T) {
 	terminated := func(code int32, msg string) *corev1.Pod {
 		return &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{
-			Name: ContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: msg}},
+			Name: launch.ContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: msg}},
 		}}}}
 	}
 	stopped := terminated(143, "")
-	stopped.Annotations = map[string]string{AnnotationStoppedBy: "appmaster"}
+	stopped.Annotations = map[string]string{launch.AnnotationStoppedBy: "appmaster"}
 	evicted := terminated(137, "")
 	evicted.Status.Reason, evicted.Status.Message = "Evicted", "The node was low on resource: memory."
 	tests := []struct {

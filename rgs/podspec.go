@@ -15,13 +15,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rks/launch"
 )
 
 // Names inside every Knit pod, which RKS and the controller refer to.
 const (
-	// ContainerName is the main container: knit-launcher, then the YARN
-	// launch command it runs.
-	ContainerName = "container"
 	// LauncherInitContainerName is the init container that copies
 	// knit-launcher into the LauncherVolume.
 	LauncherInitContainerName = "knit-launcher-install"
@@ -129,7 +127,7 @@ type PodRequest struct {
 	App string
 	// Attempt is the application attempt number.
 	Attempt int32
-	// Role is RoleAM or RoleTask.
+	// Role is launch.RoleAM or launch.RoleTask.
 	Role string
 	// Queue is the queue path and User the submitting user.
 	Queue, User string
@@ -170,7 +168,7 @@ type PodRequest struct {
 	Mapping Mapping
 	// Launcher is the launcher's image and commands.
 	Launcher Launcher
-	// AskHash is the ask key hash for LabelAsk.
+	// AskHash is the ask key hash for launch.LabelAsk.
 	AskHash string
 	// Owner, if set, becomes the pod's only owner reference.
 	Owner *metav1.OwnerReference
@@ -179,7 +177,7 @@ type PodRequest struct {
 // BuildPod builds the pending pod for one container ask. It does no I/O and
 // keeps no reference to r: the pod shares no memory with the request.
 //
-// The pod carries the Knit labels (see LabelApplication) and annotations,
+// The pod carries the Knit labels (see launch.LabelApplication) and annotations,
 // resources with requests equal to limits (in both containers, so the pod
 // is Guaranteed), node affinity from the resolved locality and blacklist, a
 // node selector from the node label expression, pod (anti-)affinity from
@@ -247,8 +245,8 @@ func checkPodRequest(r *PodRequest) error {
 	switch {
 	case r.App == "":
 		return errors.New("no application id")
-	case r.Role != RoleAM && r.Role != RoleTask:
-		return fmt.Errorf("role %q is neither %q nor %q", r.Role, RoleAM, RoleTask)
+	case r.Role != launch.RoleAM && r.Role != launch.RoleTask:
+		return fmt.Errorf("role %q is neither %q nor %q", r.Role, launch.RoleAM, launch.RoleTask)
 	case r.Ask == nil && r.SchedulingRequest == nil:
 		return errors.New("neither a resource request nor a scheduling request")
 	case r.Launcher.Image == "":
@@ -343,32 +341,32 @@ func newPod(r *PodRequest) (*corev1.Pod, error) {
 	// A string that is no valid label value is sanitised; the annotation of
 	// the same key keeps it exactly.
 	setString := func(key, v string) {
-		lv := LabelValue(v)
+		lv := launch.LabelValue(v)
 		labels[key] = lv
 		if lv != v {
 			annotations[key] = v
 		}
 	}
-	setString(LabelApplication, r.App)
-	labels[LabelAttempt] = IntLabelValue(int64(r.Attempt))
-	labels[LabelRole] = r.Role
-	labels[LabelPriority] = IntLabelValue(int64(ask.priority))
-	labels[LabelAllocationRequestID] = IntLabelValue(ask.allocationRequestID)
-	setString(LabelQueue, r.Queue)
-	setString(LabelUser, r.User)
-	setString(LabelAsk, r.AskHash)
+	setString(launch.LabelApplication, r.App)
+	labels[launch.LabelAttempt] = launch.IntLabelValue(int64(r.Attempt))
+	labels[launch.LabelRole] = r.Role
+	labels[launch.LabelPriority] = launch.IntLabelValue(int64(ask.priority))
+	labels[launch.LabelAllocationRequestID] = launch.IntLabelValue(ask.allocationRequestID)
+	setString(launch.LabelQueue, r.Queue)
+	setString(launch.LabelUser, r.User)
+	setString(launch.LabelAsk, r.AskHash)
 	for _, t := range tags {
 		labels[t] = "true"
 	}
-	annotations[AnnotationResourceName] = ask.resourceName
-	annotations[AnnotationExecutionType] = ask.executionType.String()
+	annotations[launch.AnnotationResourceName] = ask.resourceName
+	annotations[launch.AnnotationExecutionType] = ask.executionType.String()
 
 	nodeSelector := tmpl.Spec.NodeSelector
 	if partition != "" {
 		if nodeSelector == nil {
 			nodeSelector = map[string]string{}
 		}
-		nodeSelector[NodeLabelPartition] = partition
+		nodeSelector[launch.NodeLabelPartition] = partition
 	}
 
 	knitAffinity := &corev1.Affinity{NodeAffinity: podNodeAffinity(r.Hosts, r.Rack, r.Strict, r.Blacklist)}
@@ -422,7 +420,7 @@ func newPod(r *PodRequest) (*corev1.Pod, error) {
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			}},
 			Containers: []corev1.Container{{
-				Name:                     ContainerName,
+				Name:                     launch.ContainerName,
 				Image:                    r.Launcher.Image,
 				Command:                  slices.Clone(r.Launcher.Command),
 				Env:                      env,
@@ -586,7 +584,7 @@ func yarnQuantity(key string, value int64, units string) (resource.Quantity, err
 }
 
 // NodePartition turns a node label expression into the partition name for
-// the NodeLabelPartition node selector, or "" for the default partition,
+// the launch.NodeLabelPartition node selector, or "" for the default partition,
 // and refuses what one partition cannot express. YARN trims the
 // expression; so does Knit.
 func NodePartition(expr string) (string, error) {
@@ -618,7 +616,7 @@ func CheckSchedulingRequest(sr *yarnpb.SchedulingRequestProto) error {
 
 // tagLabel is the label key of an allocation tag.
 func tagLabel(tag string) (string, error) {
-	key := TagLabelPrefix + tag
+	key := launch.TagLabelPrefix + tag
 	if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
 		return "", fmt.Errorf("allocation tag %q cannot be part of a Kubernetes label name: %s", tag, strings.Join(msgs, "; "))
 	}
@@ -905,24 +903,24 @@ func (p *podPlacement) addTags(t *yarnpb.PlacementConstraintTargetProto, topolog
 }
 
 // tagNamespace turns an allocation tag namespace into the requirement on
-// LabelApplication that selects its applications' pods, and says whether
+// launch.LabelApplication that selects its applications' pods, and says whether
 // those pods may be in any namespace (another application's may be in
 // another queue's namespace; this application's are all in one).
 func tagNamespace(key, app string) ([]metav1.LabelSelectorRequirement, bool, error) {
 	switch {
 	case key == "" || key == yarnTagsSelf:
 		return []metav1.LabelSelectorRequirement{{
-			Key: LabelApplication, Operator: metav1.LabelSelectorOpIn, Values: []string{LabelValue(app)},
+			Key: launch.LabelApplication, Operator: metav1.LabelSelectorOpIn, Values: []string{launch.LabelValue(app)},
 		}}, false, nil
 	case key == yarnTagsNotSelf:
 		return []metav1.LabelSelectorRequirement{{
-			Key: LabelApplication, Operator: metav1.LabelSelectorOpNotIn, Values: []string{LabelValue(app)},
+			Key: launch.LabelApplication, Operator: metav1.LabelSelectorOpNotIn, Values: []string{launch.LabelValue(app)},
 		}}, true, nil
 	case key == yarnTagsAll:
 		return nil, true, nil
 	case strings.HasPrefix(key, yarnTagsAppID) && len(key) > len(yarnTagsAppID):
 		return []metav1.LabelSelectorRequirement{{
-			Key: LabelApplication, Operator: metav1.LabelSelectorOpIn, Values: []string{LabelValue(strings.TrimPrefix(key, yarnTagsAppID))},
+			Key: launch.LabelApplication, Operator: metav1.LabelSelectorOpIn, Values: []string{launch.LabelValue(strings.TrimPrefix(key, yarnTagsAppID))},
 		}}, true, nil
 	}
 	return nil, false, fmt.Errorf("placement constraint: allocation tag namespace %q: Knit supports %s, %s, %s and %s<application id>",

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rks/launch"
 )
 
 const (
@@ -47,7 +48,7 @@ func testRequest() PodRequest {
 		Name:    testPodName,
 		App:     testApp,
 		Attempt: 1,
-		Role:    RoleTask,
+		Role:    launch.RoleTask,
 		Queue:   "root.default",
 		User:    "alice",
 		Ask: &yarnpb.ResourceRequestProto{
@@ -228,8 +229,8 @@ func TestBuildPod(t *testing.T) {
 		},
 		{
 			name:    "an AM ask is labelled role am",
-			request: func(r *PodRequest) { r.Role = RoleAM },
-			want:    func(p *corev1.Pod) { p.Labels[LabelRole] = "am" },
+			request: func(r *PodRequest) { r.Role = launch.RoleAM },
+			want:    func(p *corev1.Pod) { p.Labels[launch.LabelRole] = "am" },
 		},
 		{
 			name: "memory and vcores come from fields 1 and 2 even when the resource map disagrees",
@@ -295,7 +296,7 @@ func TestBuildPod(t *testing.T) {
 				r.Hosts = []string{"n2", "n1", "n2"}
 			},
 			want: func(p *corev1.Pod) {
-				p.Annotations[AnnotationResourceName] = "n2.example.com"
+				p.Annotations[launch.AnnotationResourceName] = "n2.example.com"
 				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 					PreferredDuringSchedulingIgnoredDuringExecution: preferred(hostTerm("n1"), hostTerm("n2")),
 				}}
@@ -308,7 +309,7 @@ func TestBuildPod(t *testing.T) {
 				r.Hosts, r.Strict = []string{"n1", "n2"}, true
 			},
 			want: func(p *corev1.Pod) {
-				p.Annotations[AnnotationResourceName] = "n1.example.com"
+				p.Annotations[launch.AnnotationResourceName] = "n1.example.com"
 				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 					RequiredDuringSchedulingIgnoredDuringExecution: required(hostTerm("n1"), hostTerm("n2")),
 				}}
@@ -318,7 +319,7 @@ func TestBuildPod(t *testing.T) {
 			name:    "a rack becomes preferred node affinity on the zone label",
 			request: func(r *PodRequest) { r.Ask.ResourceName = proto.String("/zone-a"); r.Rack = "zone-a" },
 			want: func(p *corev1.Pod) {
-				p.Annotations[AnnotationResourceName] = "/zone-a"
+				p.Annotations[launch.AnnotationResourceName] = "/zone-a"
 				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 					PreferredDuringSchedulingIgnoredDuringExecution: preferred(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{zoneIs("zone-a")}}),
 				}}
@@ -331,7 +332,7 @@ func TestBuildPod(t *testing.T) {
 				r.Rack, r.Strict = "zone-a", true
 			},
 			want: func(p *corev1.Pod) {
-				p.Annotations[AnnotationResourceName] = "/zone-a"
+				p.Annotations[launch.AnnotationResourceName] = "/zone-a"
 				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 					RequiredDuringSchedulingIgnoredDuringExecution: required(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{zoneIs("zone-a")}}),
 				}}
@@ -349,7 +350,7 @@ func TestBuildPod(t *testing.T) {
 				r.Hosts, r.Strict, r.Blacklist = []string{"n1", "n2"}, true, []string{"b2", "b1"}
 			},
 			want: func(p *corev1.Pod) {
-				p.Annotations[AnnotationResourceName] = "n1.example.com"
+				p.Annotations[launch.AnnotationResourceName] = "n1.example.com"
 				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 					RequiredDuringSchedulingIgnoredDuringExecution: required(
 						corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{nodeIs("n1"), nodeIsNot("b1"), nodeIsNot("b2")}},
@@ -365,7 +366,7 @@ func TestBuildPod(t *testing.T) {
 				r.Rack, r.Blacklist = "zone-a", []string{"b1"}
 			},
 			want: func(p *corev1.Pod) {
-				p.Annotations[AnnotationResourceName] = "/zone-a"
+				p.Annotations[launch.AnnotationResourceName] = "/zone-a"
 				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 					RequiredDuringSchedulingIgnoredDuringExecution:  required(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{nodeIsNot("b1")}}),
 					PreferredDuringSchedulingIgnoredDuringExecution: preferred(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{zoneIs("zone-a")}}),
@@ -519,9 +520,9 @@ func TestBuildPod(t *testing.T) {
 				}
 			},
 			want: func(p *corev1.Pod) {
-				p.Labels[LabelPriority] = "5"
-				p.Labels[LabelAllocationRequestID] = "3"
-				p.Annotations[AnnotationExecutionType] = "OPPORTUNISTIC"
+				p.Labels[launch.LabelPriority] = "5"
+				p.Labels[launch.LabelAllocationRequestID] = "3"
+				p.Annotations[launch.AnnotationExecutionType] = "OPPORTUNISTIC"
 				bothContainers(p, resources("1Gi", "1"))
 			},
 		},
@@ -530,7 +531,7 @@ func TestBuildPod(t *testing.T) {
 			request: func(r *PodRequest) {
 				r.Ask.ExecutionTypeRequest = &yarnpb.ExecutionTypeRequestProto{ExecutionType: yarnpb.ExecutionTypeProto_OPPORTUNISTIC.Enum()}
 			},
-			want: func(p *corev1.Pod) { p.Annotations[AnnotationExecutionType] = "OPPORTUNISTIC" },
+			want: func(p *corev1.Pod) { p.Annotations[launch.AnnotationExecutionType] = "OPPORTUNISTIC" },
 		},
 		{
 			name: "negative numbers are labelled with neg, as an unset allocation request id reads -1",
@@ -539,8 +540,8 @@ func TestBuildPod(t *testing.T) {
 				r.Ask.Priority.Priority = proto.Int32(-2)
 			},
 			want: func(p *corev1.Pod) {
-				p.Labels[LabelAllocationRequestID] = "neg1"
-				p.Labels[LabelPriority] = "neg2"
+				p.Labels[launch.LabelAllocationRequestID] = "neg1"
+				p.Labels[launch.LabelPriority] = "neg2"
 			},
 		},
 		{
@@ -552,10 +553,10 @@ func TestBuildPod(t *testing.T) {
 			name:    "a queue and a user that are no label values are sanitised, and kept exactly in annotations",
 			request: func(r *PodRequest) { r.Queue, r.User = "root.data science", "hdfs/nn1.example.com@EXAMPLE.COM" },
 			want: func(p *corev1.Pod) {
-				p.Labels[LabelQueue] = "root.data_science"
-				p.Labels[LabelUser] = "hdfs_nn1.example.com_EXAMPLE.COM"
-				p.Annotations[LabelQueue] = "root.data science"
-				p.Annotations[LabelUser] = "hdfs/nn1.example.com@EXAMPLE.COM"
+				p.Labels[launch.LabelQueue] = "root.data_science"
+				p.Labels[launch.LabelUser] = "hdfs_nn1.example.com_EXAMPLE.COM"
+				p.Annotations[launch.LabelQueue] = "root.data science"
+				p.Annotations[launch.LabelUser] = "hdfs/nn1.example.com@EXAMPLE.COM"
 			},
 		},
 		{
@@ -587,13 +588,13 @@ func TestBuildPod(t *testing.T) {
 				r.SchedulingRequest = constrained(targetNotIn("node", tags(nil, "zk")))
 				r.Mapping.Template = &corev1.PodTemplateSpec{
 					ObjectMeta: metav1.ObjectMeta{
-						Labels:      map[string]string{"team": "data", LabelRole: "not-knit's"},
+						Labels:      map[string]string{"team": "data", launch.LabelRole: "not-knit's"},
 						Annotations: map[string]string{"koordinator.sh/qos": "BE"},
 					},
 					Spec: corev1.PodSpec{
 						Volumes:            []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "hadoop-conf"}}}}},
 						Containers:         []corev1.Container{{Name: "ignored", Image: "ignored", Env: []corev1.EnvVar{{Name: "JAVA_HOME", Value: "/usr/lib/jvm"}}, VolumeMounts: []corev1.VolumeMount{{Name: "conf", MountPath: "/etc/hadoop"}}}},
-						NodeSelector:       map[string]string{"disk": "ssd", NodeLabelPartition: "cpu"},
+						NodeSelector:       map[string]string{"disk": "ssd", launch.NodeLabelPartition: "cpu"},
 						Tolerations:        []corev1.Toleration{{Key: "yarn", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
 						ImagePullSecrets:   []corev1.LocalObjectReference{{Name: "registry"}},
 						ServiceAccountName: "yarn-tasks",
@@ -654,7 +655,7 @@ func TestBuildPod(t *testing.T) {
 				poolIs := func(v string) []corev1.NodeSelectorRequirement {
 					return []corev1.NodeSelectorRequirement{{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{v}}}
 				}
-				p.Annotations[AnnotationResourceName] = "n1.example.com"
+				p.Annotations[launch.AnnotationResourceName] = "n1.example.com"
 				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 					RequiredDuringSchedulingIgnoredDuringExecution: required(
 						corev1.NodeSelectorTerm{MatchExpressions: poolIs("a"), MatchFields: []corev1.NodeSelectorRequirement{nodeIs("n1"), nodeIsNot("b1")}},
@@ -1012,12 +1013,12 @@ func TestLabelValueIsAlwaysAValidLabelValue(t *testing.T) {
 		{strings.Repeat("q", 62) + ".x", strings.Repeat("q", 62)},
 	}
 	for _, tt := range tests {
-		got := LabelValue(tt.in)
+		got := launch.LabelValue(tt.in)
 		if got != tt.want {
-			t.Errorf("LabelValue(%q) = %q, want %q", tt.in, got, tt.want)
+			t.Errorf("launch.LabelValue(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 		if msgs := validation.IsValidLabelValue(got); len(msgs) > 0 {
-			t.Errorf("LabelValue(%q) = %q, not a label value: %v", tt.in, got, msgs)
+			t.Errorf("launch.LabelValue(%q) = %q, not a label value: %v", tt.in, got, msgs)
 		}
 	}
 }
@@ -1034,15 +1035,15 @@ func TestIntLabelValueWritesNegativesWithNegAndReadsBack(t *testing.T) {
 		{math.MinInt64, "neg9223372036854775808"},
 	}
 	for _, tt := range tests {
-		got := IntLabelValue(tt.in)
+		got := launch.IntLabelValue(tt.in)
 		if got != tt.want {
-			t.Errorf("IntLabelValue(%d) = %q, want %q", tt.in, got, tt.want)
+			t.Errorf("launch.IntLabelValue(%d) = %q, want %q", tt.in, got, tt.want)
 		}
 		if msgs := validation.IsValidLabelValue(got); len(msgs) > 0 {
-			t.Errorf("IntLabelValue(%d) = %q, not a label value: %v", tt.in, got, msgs)
+			t.Errorf("launch.IntLabelValue(%d) = %q, not a label value: %v", tt.in, got, msgs)
 		}
-		if back := parseIntLabelValue(got); back != tt.in {
-			t.Errorf("parseIntLabelValue(%q) = %d, want %d", got, back, tt.in)
+		if back := launch.ParseIntLabelValue(got); back != tt.in {
+			t.Errorf("launch.ParseIntLabelValue(%q) = %d, want %d", got, back, tt.in)
 		}
 	}
 }

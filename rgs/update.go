@@ -18,21 +18,6 @@ import (
 	"github.com/knitdev/knit/rks/launch"
 )
 
-// Annotations of container updates (YARN's container versions).
-const (
-	// AnnotationVersion holds the container's version: 0 when allocated,
-	// one more at each update the RM grants.
-	AnnotationVersion = "knit.io/container-version"
-	// AnnotationNodeVersion holds the version the NodeManager side holds:
-	// the RM pushes decreases there itself; increases and execution type
-	// changes arrive when the AM calls updateContainer with their token.
-	AnnotationNodeVersion = "knit.io/node-container-version"
-	// AnnotationIncreaseFrom marks a pod whose resize for an increase the
-	// node has not accepted yet, holding the requests to go back to (JSON)
-	// if it never can.
-	AnnotationIncreaseFrom = "knit.io/increase-from"
-)
-
 // Update reasons, as YARN's UpdateContainerError carries them.
 const (
 	// ReasonOutstanding is UPDATE_OUTSTANDING_ERROR: an increase of the
@@ -97,9 +82,9 @@ func (c *Controller) CurrentContainer(id yarnid.ContainerID) (Current, bool) {
 	if done, _, _, _ := ended(p); done {
 		return Current{}, false
 	}
-	_, increasing := p.Annotations[AnnotationIncreaseFrom]
+	_, increasing := p.Annotations[launch.AnnotationIncreaseFrom]
 	return Current{
-		Version:       intAnnotation(p, AnnotationVersion),
+		Version:       intAnnotation(p, launch.AnnotationVersion),
 		Resource:      resourceOf(p, c.cfg.Resources),
 		ExecutionType: executionTypeOf(p),
 		Increasing:    increasing,
@@ -115,7 +100,7 @@ func (c *Controller) UpdateContainer(ctx context.Context, u Update) (*yarnpb.Con
 	if err != nil {
 		return nil, fmt.Errorf("rgs: update: %w", err)
 	}
-	next := strconv.Itoa(int(intAnnotation(p, AnnotationVersion)) + 1)
+	next := strconv.Itoa(int(intAnnotation(p, launch.AnnotationVersion)) + 1)
 	switch u.Type {
 	case yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE:
 		from, err := json.Marshal(mainRequests(p))
@@ -127,7 +112,7 @@ func (c *Controller) UpdateContainer(ctx context.Context, u Update) (*yarnpb.Con
 		if err := c.resize(ctx, nn, u.Capability); err != nil {
 			return nil, fmt.Errorf("rgs: increase of %s: %w", u.Container, err)
 		}
-		if _, err := c.patchAnnotations(ctx, nn, map[string]*string{AnnotationIncreaseFrom: ptr.To(string(from))}); err != nil {
+		if _, err := c.patchAnnotations(ctx, nn, map[string]*string{launch.AnnotationIncreaseFrom: ptr.To(string(from))}); err != nil {
 			return nil, fmt.Errorf("rgs: increase of %s: %w", u.Container, err)
 		}
 		return nil, nil
@@ -137,10 +122,10 @@ func (c *Controller) UpdateContainer(ctx context.Context, u Update) (*yarnpb.Con
 		}
 		// The RM pushes a decrease to the node itself (YARN's NM heartbeat
 		// carries it): the node side holds the new version at once.
-		p, err = c.patchAnnotations(ctx, nn, map[string]*string{AnnotationVersion: &next, AnnotationNodeVersion: &next})
+		p, err = c.patchAnnotations(ctx, nn, map[string]*string{launch.AnnotationVersion: &next, launch.AnnotationNodeVersion: &next})
 	default:
 		exec := u.ExecutionType.String()
-		p, err = c.patchAnnotations(ctx, nn, map[string]*string{AnnotationVersion: &next, AnnotationExecutionType: &exec})
+		p, err = c.patchAnnotations(ctx, nn, map[string]*string{launch.AnnotationVersion: &next, launch.AnnotationExecutionType: &exec})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("rgs: update of %s: %w", u.Container, err)
@@ -166,7 +151,7 @@ func (c *Controller) ApplyNodeUpdate(ctx context.Context, id yarnid.ContainerID,
 		}
 	}
 	v := strconv.Itoa(int(version))
-	if _, err := c.patchAnnotations(ctx, nn, map[string]*string{AnnotationNodeVersion: &v}); err != nil {
+	if _, err := c.patchAnnotations(ctx, nn, map[string]*string{launch.AnnotationNodeVersion: &v}); err != nil {
 		return fmt.Errorf("rgs: node update of %s: %w", id, err)
 	}
 	return nil
@@ -176,7 +161,7 @@ func (c *Controller) ApplyNodeUpdate(ctx context.Context, id yarnid.ContainerID,
 // version and a new token when it took the new size, the old size back when
 // it never can. A deferred resize waits for room on the node.
 func (c *Controller) syncIncrease(ctx context.Context, p *corev1.Pod, id yarnid.ContainerID) error {
-	from, pending := p.Annotations[AnnotationIncreaseFrom]
+	from, pending := p.Annotations[launch.AnnotationIncreaseFrom]
 	if !pending {
 		return nil
 	}
@@ -192,14 +177,14 @@ func (c *Controller) syncIncrease(ctx context.Context, p *corev1.Pod, id yarnid.
 		if err := c.resizeTo(ctx, nn, old); err != nil {
 			return fmt.Errorf("rgs: undo increase of %s: %w", id, err)
 		}
-		if _, err := c.patchAnnotations(ctx, nn, map[string]*string{AnnotationIncreaseFrom: nil}); err != nil {
+		if _, err := c.patchAnnotations(ctx, nn, map[string]*string{launch.AnnotationIncreaseFrom: nil}); err != nil {
 			return fmt.Errorf("rgs: undo increase of %s: %w", id, err)
 		}
 		c.sink.Updated(ctx, UpdateResult{Container: id, Reason: ReasonOutsideRange})
 		return nil
 	}
-	next := strconv.Itoa(int(intAnnotation(p, AnnotationVersion)) + 1)
-	p, err := c.patchAnnotations(ctx, nn, map[string]*string{AnnotationVersion: &next, AnnotationIncreaseFrom: nil})
+	next := strconv.Itoa(int(intAnnotation(p, launch.AnnotationVersion)) + 1)
+	p, err := c.patchAnnotations(ctx, nn, map[string]*string{launch.AnnotationVersion: &next, launch.AnnotationIncreaseFrom: nil})
 	if err != nil {
 		return fmt.Errorf("rgs: increase of %s: %w", id, err)
 	}
@@ -244,7 +229,7 @@ func resizeOutcome(p *corev1.Pod) resizeState {
 		}
 	}
 	for _, s := range p.Status.ContainerStatuses {
-		if s.Name == ContainerName && s.Resources != nil && sameCPUAndMemory(s.Resources.Requests, mainRequests(p)) {
+		if s.Name == launch.ContainerName && s.Resources != nil && sameCPUAndMemory(s.Resources.Requests, mainRequests(p)) {
 			return resizeDone
 		}
 	}
@@ -272,7 +257,7 @@ func (c *Controller) resizeTo(ctx context.Context, nn types.NamespacedName, res 
 		}
 	}
 	body, err := json.Marshal(map[string]any{"spec": map[string]any{"containers": []any{map[string]any{
-		"name": ContainerName, "resources": map[string]any{"requests": keep, "limits": keep},
+		"name": launch.ContainerName, "resources": map[string]any{"requests": keep, "limits": keep},
 	}}}})
 	if err != nil {
 		return err
@@ -315,7 +300,7 @@ func (c *Controller) patchMetadata(ctx context.Context, nn types.NamespacedName,
 // mainRequests are the main container's requests in the pod's spec.
 func mainRequests(p *corev1.Pod) corev1.ResourceList {
 	for _, ctr := range p.Spec.Containers {
-		if ctr.Name == ContainerName {
+		if ctr.Name == launch.ContainerName {
 			return ctr.Resources.Requests
 		}
 	}
@@ -342,11 +327,11 @@ func (c *Controller) NodeVersion(id yarnid.ContainerID) int32 {
 	if !ok {
 		return 0
 	}
-	return intAnnotation(p, AnnotationNodeVersion)
+	return intAnnotation(p, launch.AnnotationNodeVersion)
 }
 
 func executionTypeOf(p *corev1.Pod) yarnpb.ExecutionTypeProto {
-	if p.Annotations[AnnotationExecutionType] == yarnpb.ExecutionTypeProto_OPPORTUNISTIC.String() {
+	if p.Annotations[launch.AnnotationExecutionType] == yarnpb.ExecutionTypeProto_OPPORTUNISTIC.String() {
 		return yarnpb.ExecutionTypeProto_OPPORTUNISTIC
 	}
 	return yarnpb.ExecutionTypeProto_GUARANTEED

@@ -3,6 +3,7 @@ package rgs
 import (
 	"testing"
 
+	"github.com/knitdev/knit/rks/launch"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,9 +16,9 @@ func TestResizeOutcomeReadsTheNodesAnswer(t *testing.T) {
 	pod := func(generation, observed int64, running string, conds ...corev1.PodCondition) *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Generation: generation},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: ContainerName, Resources: corev1.ResourceRequirements{Requests: res("512Mi"), Limits: res("512Mi")}}}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: launch.ContainerName, Resources: corev1.ResourceRequirements{Requests: res("512Mi"), Limits: res("512Mi")}}}},
 			Status: corev1.PodStatus{ObservedGeneration: observed, Conditions: conds, ContainerStatuses: []corev1.ContainerStatus{{
-				Name: ContainerName, Resources: &corev1.ResourceRequirements{Requests: res(running), Limits: res(running)},
+				Name: launch.ContainerName, Resources: &corev1.ResourceRequirements{Requests: res(running), Limits: res(running)},
 			}}},
 		}
 	}

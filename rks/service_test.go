@@ -16,6 +16,7 @@ import (
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rks/launch"
@@ -81,7 +82,7 @@ func (fakeTokens) VerifyContainerToken(tok token.Token) (*yarnpb.ContainerTokenI
 		return nil, err
 	}
 	if string(tok.Password) != "ok" {
-		return &id, ipc.Errorf(ipc.ClassInvalidToken, "Invalid container token used for starting container on : %s", id.GetNmHostAddr())
+		return &id, yarnerr.InvalidToken.Errorf("Invalid container token used for starting container on : %s", id.GetNmHostAddr())
 	}
 	return &id, nil
 }
@@ -108,7 +109,7 @@ func nmCaller(ctx context.Context, app yarnid.ApplicationID) context.Context {
 func newTestService(t *testing.T) (*Service, *fakePods, *fake.Clientset) {
 	t.Helper()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p1", Namespace: "ns", UID: "uid-1"},
-		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: containerName, Image: "launcher"}}}}
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: launch.ContainerName, Image: "launcher"}}}}
 	client := fake.NewClientset(pod)
 	pods := &fakePods{pods: map[yarnid.ContainerID]*corev1.Pod{task: pod}, status: map[yarnid.ContainerID]yarnpb.ContainerStateProto{task: yarnpb.ContainerStateProto_C_RUNNING}}
 	s, err := New(Config{Client: client, Pods: pods, Tokens: fakeTokens{}, NMHTTPPort: 8042})
@@ -139,7 +140,7 @@ func TestStartContainersPutsTheLaunchContextOnThePod(t *testing.T) {
 		ServiceData: []*yarnpb.StringBytesMapProto{{Key: proto.String(shuffleService), Value: []byte("secret")}},
 	}
 	ctx := relay.WithNode(nmCaller(t.Context(), app1), node)
-	resp, err := s.startContainers(ctx, &yarnpb.StartContainersRequestProto{StartContainerRequest: []*yarnpb.StartContainerRequestProto{
+	resp, err := s.StartContainers(ctx, &yarnpb.StartContainersRequestProto{StartContainerRequest: []*yarnpb.StartContainerRequestProto{
 		{ContainerLaunchContext: clc, ContainerToken: containerToken(task, node, "ok", false)},
 	}})
 	if err != nil {
@@ -199,21 +200,21 @@ func TestStartContainersRefusesPerContainerAsTheNodeManagerDoes(t *testing.T) {
 		token     *commonpb.TokenProto
 		service   string
 		twice     bool
-		wantClass string
+		wantClass yarnerr.Class
 		wantMsg   string
 	}{
 		{name: "forged container token", caller: app1, token: containerToken(task, node, "forged", false),
-			wantClass: ipc.ClassInvalidToken, wantMsg: "Invalid container token"},
+			wantClass: yarnerr.InvalidToken, wantMsg: "Invalid container token"},
 		{name: "NMToken of another application", caller: app2, token: containerToken(task, node, "ok", false),
-			wantClass: ClassYarnException, wantMsg: "was used for starting container with container token issued for application attempt : appattempt_1700000000000_0001_000001"},
+			wantClass: yarnerr.YarnException, wantMsg: "was used for starting container with container token issued for application attempt : appattempt_1700000000000_0001_000001"},
 		{name: "container token for another node", caller: app1, token: containerToken(task, "127.0.1.9:8041", "ok", false),
-			wantClass: ipc.ClassInvalidToken, wantMsg: "issued for NodeManager 127.0.1.9:8041"},
+			wantClass: yarnerr.InvalidToken, wantMsg: "issued for NodeManager 127.0.1.9:8041"},
 		{name: "relayed through another node", caller: app1, relayed: "127.0.1.2:8041", token: containerToken(task, node, "ok", false),
-			wantClass: ipc.ClassInvalidToken, wantMsg: "not for 127.0.1.2:8041"},
+			wantClass: yarnerr.InvalidToken, wantMsg: "not for 127.0.1.2:8041"},
 		{name: "unknown aux service", caller: app1, service: "no_such_service", token: containerToken(task, node, "ok", false),
-			wantClass: ClassInvalidAuxService, wantMsg: "The auxService:no_such_service does not exist"},
+			wantClass: yarnerr.InvalidAuxService, wantMsg: "The auxService:no_such_service does not exist"},
 		{name: "second start", caller: app1, twice: true, token: containerToken(task, node, "ok", false),
-			wantClass: ClassYarnException, wantMsg: "Attempt to relaunch the same container with id " + task.String()},
+			wantClass: yarnerr.YarnException, wantMsg: "Attempt to relaunch the same container with id " + task.String()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -228,11 +229,11 @@ func TestStartContainersRefusesPerContainerAsTheNodeManagerDoes(t *testing.T) {
 			}
 			req := &yarnpb.StartContainersRequestProto{StartContainerRequest: []*yarnpb.StartContainerRequestProto{{ContainerLaunchContext: clc, ContainerToken: tt.token}}}
 			if tt.twice {
-				if _, err := s.startContainers(ctx, req); err != nil {
+				if _, err := s.StartContainers(ctx, req); err != nil {
 					t.Fatal(err)
 				}
 			}
-			resp, err := s.startContainers(ctx, req)
+			resp, err := s.StartContainers(ctx, req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -240,7 +241,7 @@ func TestStartContainersRefusesPerContainerAsTheNodeManagerDoes(t *testing.T) {
 				t.Fatalf("answer %v, want one failure", resp)
 			}
 			ex := resp.GetFailedRequests()[0].GetException()
-			if ex.GetClassName() != tt.wantClass || !strings.Contains(ex.GetMessage(), tt.wantMsg) {
+			if ex.GetClassName() != string(tt.wantClass) || !strings.Contains(ex.GetMessage(), tt.wantMsg) {
 				t.Errorf("failure %s: %q, want %s containing %q", ex.GetClassName(), ex.GetMessage(), tt.wantClass, tt.wantMsg)
 			}
 		})
@@ -264,7 +265,7 @@ func TestStopAnswersForTheCallersApplicationOnly(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, pods, _ := newTestService(t)
 			pods.status[task] = tt.state
-			resp, err := s.stopContainers(nmCaller(t.Context(), tt.caller), &yarnpb.StopContainersRequestProto{ContainerId: []*yarnpb.ContainerIdProto{task.Proto()}})
+			resp, err := s.StopContainers(nmCaller(t.Context(), tt.caller), &yarnpb.StopContainersRequestProto{ContainerId: []*yarnpb.ContainerIdProto{task.Proto()}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -283,7 +284,7 @@ func TestStopAnswersForTheCallersApplicationOnly(t *testing.T) {
 
 func TestStatusOfAContainerNotStartedIsNotHandled(t *testing.T) {
 	s, _, _ := newTestService(t)
-	resp, err := s.getContainerStatuses(nmCaller(t.Context(), app1), &yarnpb.GetContainerStatusesRequestProto{ContainerId: []*yarnpb.ContainerIdProto{task.Proto()}})
+	resp, err := s.GetContainerStatuses(nmCaller(t.Context(), app1), &yarnpb.GetContainerStatusesRequestProto{ContainerId: []*yarnpb.ContainerIdProto{task.Proto()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,9 +296,9 @@ func TestStatusOfAContainerNotStartedIsNotHandled(t *testing.T) {
 func TestCallsWithoutAnNMTokenAreRefused(t *testing.T) {
 	s, _, _ := newTestService(t)
 	ctx := ipc.WithCaller(t.Context(), ipc.Caller{Auth: ipc.AuthSimple, User: "mallory"})
-	_, err := s.startContainers(ctx, &yarnpb.StartContainersRequestProto{})
-	var re *ipc.RemoteError
-	if !errors.As(err, &re) || re.Message != msgInvalidNMToken {
+	_, err := s.StartContainers(ctx, &yarnpb.StartContainersRequestProto{})
+	var e *yarnerr.Error
+	if !errors.As(err, &e) || e.Class != yarnerr.YarnException || e.Message != msgInvalidNMToken {
 		t.Errorf("err %v, want %q", err, msgInvalidNMToken)
 	}
 }
@@ -319,25 +320,25 @@ func TestUpdateContainerTakesOnlyNewerVersionsOfStartedContainers(t *testing.T) 
 		name    string
 		caller  context.Context
 		tok     *commonpb.TokenProto
-		class   string
+		class   yarnerr.Class
 		message string
 		version int32 // the node's version after
 	}{
 		{"a first update", ctx, updateToken(task, 1, "ok"), "", "", 1},
-		{"the same version again", ctx, updateToken(task, 1, "ok"), ClassYarnException,
+		{"the same version again", ctx, updateToken(task, 1, "ok"), yarnerr.YarnException,
 			"Container " + task.String() + " has update version [1] >= requested version [1]", 1},
-		{"an older version", ctx, updateToken(task, 0, "ok"), ClassYarnException,
+		{"an older version", ctx, updateToken(task, 0, "ok"), yarnerr.YarnException,
 			"Container " + task.String() + " has update version [1] >= requested version [0]", 1},
-		{"a forged token", ctx, updateToken(task, 2, "forged"), ipc.ClassInvalidToken, "Invalid container token", 1},
-		{"another application's NMToken", relay.WithNode(nmCaller(t.Context(), app2), node), updateToken(task, 2, "ok"), ClassYarnException,
+		{"a forged token", ctx, updateToken(task, 2, "forged"), yarnerr.InvalidToken, "Invalid container token", 1},
+		{"another application's NMToken", relay.WithNode(nmCaller(t.Context(), app2), node), updateToken(task, 2, "ok"), yarnerr.YarnException,
 			"Unauthorized request to increase container resource.\nNMToken for application attempt : appattempt_1700000000000_0002_000001 was used for increasing resource of container", 1},
-		{"a container never started", ctx, updateToken(unstarted, 1, "ok"), ClassYarnException,
+		{"a container never started", ctx, updateToken(unstarted, 1, "ok"), yarnerr.YarnException,
 			"Container " + unstarted.String() + " is not handled by this NodeManager", 1},
 		{"a newer version", ctx, updateToken(task, 3, "ok"), "", "", 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, err := s.updateContainer(tt.caller, &yarnpb.ContainerUpdateRequestProto{UpdateContainerToken: []*commonpb.TokenProto{tt.tok}})
+			resp, err := s.UpdateContainer(tt.caller, &yarnpb.ContainerUpdateRequestProto{UpdateContainerToken: []*commonpb.TokenProto{tt.tok}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -347,7 +348,7 @@ func TestUpdateContainerTakesOnlyNewerVersionsOfStartedContainers(t *testing.T) 
 				}
 			} else {
 				f := resp.GetFailedRequests()
-				if len(f) != 1 || f[0].GetException().GetClassName() != tt.class || !strings.Contains(f[0].GetException().GetMessage(), tt.message) {
+				if len(f) != 1 || f[0].GetException().GetClassName() != string(tt.class) || !strings.Contains(f[0].GetException().GetMessage(), tt.message) {
 					t.Errorf("answer %v, want %s: %q", resp, tt.class, tt.message)
 				}
 			}
@@ -365,14 +366,14 @@ func TestRunAsReadsTheMainContainerThenThePod(t *testing.T) {
 		pod      corev1.PodSpec
 		uid, gid *int64
 	}{
-		{"nothing set: the image decides", corev1.PodSpec{Containers: []corev1.Container{{Name: containerName}}}, nil, nil},
+		{"nothing set: the image decides", corev1.PodSpec{Containers: []corev1.Container{{Name: launch.ContainerName}}}, nil, nil},
 		{"the pod's user, its fsGroup as group", corev1.PodSpec{
 			SecurityContext: &corev1.PodSecurityContext{RunAsUser: id(1000), FSGroup: id(2000)},
-			Containers:      []corev1.Container{{Name: containerName}}}, id(1000), id(2000)},
+			Containers:      []corev1.Container{{Name: launch.ContainerName}}}, id(1000), id(2000)},
 		{"the main container wins", corev1.PodSpec{
 			SecurityContext: &corev1.PodSecurityContext{RunAsUser: id(1000), RunAsGroup: id(1000)},
 			Containers: []corev1.Container{{Name: "sidecar", SecurityContext: &corev1.SecurityContext{RunAsUser: id(7)}},
-				{Name: containerName, SecurityContext: &corev1.SecurityContext{RunAsUser: id(3000), RunAsGroup: id(3001)}}}}, id(3000), id(3001)},
+				{Name: launch.ContainerName, SecurityContext: &corev1.SecurityContext{RunAsUser: id(3000), RunAsGroup: id(3001)}}}}, id(3000), id(3001)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -26,13 +26,6 @@ import (
 	"github.com/knitdev/knit/rks/launch"
 )
 
-// The labels of Knit's pods this controller reads (rgs.LabelApplication
-// and rgs.LabelContainer; daemonsets do not import rgs).
-const (
-	applicationLabel = "knit.io/application"
-	containerLabel   = "knit.io/container"
-)
-
 // Preparer readies a started container's work folder (a *Localizer).
 type Preparer interface {
 	Prepare(ctx context.Context, c launch.Context, credentials []byte) (launch.Files, error)
@@ -83,7 +76,7 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
-			o.LabelSelector = applicationLabel
+			o.LabelSelector = launch.LabelApplication
 		}))
 	inf := factory.Core().V1().Pods()
 	c := &Controller{
@@ -185,7 +178,7 @@ func (c *Controller) sync(ctx context.Context, nn types.NamespacedName) error {
 	lc, err := launch.DecodeContext(value)
 	if err != nil {
 		// Not ours to retry: the container fails with the reason.
-		return c.write(p, launch.Files{ContainerID: p.Labels[containerLabel], Failure: err.Error()})
+		return c.write(p, launch.Files{ContainerID: p.Labels[launch.LabelContainer], Failure: err.Error()})
 	}
 	var creds []byte
 	if lc.TokensSecret != "" {
@@ -231,7 +224,7 @@ func (c *Controller) cleanLeftovers(ctx context.Context) {
 		return
 	}
 	for _, app := range apps {
-		left, err := c.pods.List(labels.SelectorFromSet(labels.Set{applicationLabel: app}))
+		left, err := c.pods.List(labels.SelectorFromSet(labels.Set{launch.LabelApplication: app}))
 		if err == nil && len(left) == 0 {
 			if err := c.cfg.Preparer.CleanApplication(app); err != nil {
 				c.log.WarnContext(ctx, "clean application cache", "app", app, "err", err)
@@ -253,18 +246,18 @@ func (c *Controller) podGone(obj any) {
 	c.mu.Lock()
 	delete(c.done, p.UID)
 	c.mu.Unlock()
-	if id := p.Labels[containerLabel]; id != "" {
+	if id := p.Labels[launch.LabelContainer]; id != "" {
 		c.cfg.Preparer.Release(id)
 	}
 	_ = os.RemoveAll(filepath.Dir(launch.FilesPath(c.cfg.LaunchDir, string(p.UID))))
-	app := p.Annotations[applicationLabel]
+	app := p.Annotations[launch.LabelApplication]
 	if app == "" {
-		app = p.Labels[applicationLabel]
+		app = p.Labels[launch.LabelApplication]
 	}
 	if _, err := yarnid.ParseApplicationID(app); err != nil {
 		return
 	}
-	left, err := c.pods.List(labels.SelectorFromSet(labels.Set{applicationLabel: p.Labels[applicationLabel]}))
+	left, err := c.pods.List(labels.SelectorFromSet(labels.Set{launch.LabelApplication: p.Labels[launch.LabelApplication]}))
 	if err == nil && len(left) == 0 {
 		if err := c.cfg.Preparer.CleanApplication(app); err != nil {
 			c.log.Warn("clean application cache", "app", app, "err", err)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knitdev/knit/rks/launch"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -109,7 +110,7 @@ func TestPutCreatesUpdatesAndOverwritesStaleRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := obj.GetLabels(); got[LabelUser] != "bob_EXAMPLE.COM" || got[LabelState] != "RUNNING" || got[LabelQueue] != "root.a" {
+	if got := obj.GetLabels(); got[launch.LabelUser] != "bob_EXAMPLE.COM" || got[launch.LabelState] != "RUNNING" || got[launch.LabelQueue] != "root.a" {
 		t.Errorf("labels %v", got)
 	}
 }

@@ -8,15 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// Labels on every YarnApplication, so that kubectl and label selectors can
-// find applications by state, user and queue. Their values are sanitised
-// (see Put); the spec holds the exact values.
-const (
-	LabelState = "knit.io/state"
-	LabelUser  = "knit.io/user"
-	LabelQueue = "knit.io/queue"
-)
-
 // ObjectName is the name of the YarnApplication holding application id:
 // the id in lower case with '_' turned into '-', so that
 // application_1700000000000_0001 is application-1700000000000-0001. It

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/knitdev/knit/rks/launch"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-
-	"github.com/knitdev/knit/rgs"
 )
 
 // Record is one application as stored: the RM's own encoding in Data, and
@@ -196,9 +195,9 @@ func (s *Store) toObject(rec Record) (*unstructured.Unstructured, error) {
 	obj.SetNamespace(s.ns)
 	obj.SetLabels(map[string]string{
 		// The pods' rule, so one selector finds an application and its pods.
-		LabelState: rgs.LabelValue(rec.State),
-		LabelUser:  rgs.LabelValue(rec.User),
-		LabelQueue: rgs.LabelValue(rec.Queue),
+		launch.LabelState: launch.LabelValue(rec.State),
+		launch.LabelUser:  launch.LabelValue(rec.User),
+		launch.LabelQueue: launch.LabelValue(rec.Queue),
 	})
 	obj.SetResourceVersion(rec.ResourceVersion)
 	return obj, nil

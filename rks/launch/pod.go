@@ -1,0 +1,170 @@
+package launch
+
+import (
+	"encoding/binary"
+	"strconv"
+	"strings"
+)
+
+// The pod contract: what the RM, RGS, RKS, knit-node and knit-launcher agree
+// on about a container's pod, declared here once.
+//
+// Label keys on every Knit pod. They let the RM's informers, kubectl users,
+// the RGS controller and knit-node find a container's pod without reading
+// its spec. String values (application, queue, user, ask) go through
+// LabelValue: a value Kubernetes would refuse is sanitised, and the exact
+// original is kept in an annotation under the same key. Number values
+// (attempt, priority, allocation request id) go through IntLabelValue.
+const (
+	// LabelApplication holds the application id string.
+	LabelApplication = "knit.io/application"
+	// LabelAttempt holds the attempt number in decimal ("1").
+	LabelAttempt = "knit.io/attempt"
+	// LabelRole holds RoleAM or RoleTask.
+	LabelRole = "knit.io/role"
+	// LabelPriority holds the ask's priority (IntLabelValue).
+	LabelPriority = "knit.io/priority"
+	// LabelAllocationRequestID holds the ask's allocation request id
+	// (IntLabelValue); asks from clients that never set one carry -1, so
+	// this is usually "neg1".
+	LabelAllocationRequestID = "knit.io/allocation-request-id"
+	// LabelContainer holds the container id string. RGS adds it once the
+	// pod is bound and the id is assigned.
+	LabelContainer = "knit.io/container"
+	// LabelQueue holds the queue path ("root.default"); the RM's
+	// YarnApplication objects carry it too.
+	LabelQueue = "knit.io/queue"
+	// LabelUser holds the submitting user; the RM's YarnApplication
+	// objects carry it too.
+	LabelUser = "knit.io/user"
+	// LabelAsk holds the ask key hash, so that the pending pods of one key
+	// can be counted with a selector.
+	LabelAsk = "knit.io/ask"
+	// LabelState holds a YarnApplication's state (FINISHED, KILLED, ...):
+	// knit-node ends an application on its node when it reads a final one.
+	LabelState = "knit.io/state"
+	// LabelSecret marks the Secret RKS writes for a started container.
+	LabelSecret = "knit.io/secret"
+)
+
+// Roles, the values of LabelRole.
+const (
+	// RoleAM marks the pod of an application master container.
+	RoleAM = "am"
+	// RoleTask marks the pod of any other container.
+	RoleTask = "task"
+)
+
+// Annotations on Knit pods: facts of the ask that a selector never needs,
+// or that no label value could hold, and the state of a container's updates.
+const (
+	// AnnotationResourceName holds the ask's resource name: a host, a rack
+	// ("/zone") or "*".
+	AnnotationResourceName = "knit.io/resource-name"
+	// AnnotationExecutionType holds the ask's execution type, GUARANTEED or
+	// OPPORTUNISTIC.
+	AnnotationExecutionType = "knit.io/execution-type"
+	// AnnotationStoppedBy marks a pod whose container the AM stopped
+	// (stopContainers), so its end reads as KILLED_BY_APPMASTER.
+	AnnotationStoppedBy = "knit.io/stopped-by"
+	// AnnotationVersion holds the container's version: 0 when allocated,
+	// one more at each update the RM grants.
+	AnnotationVersion = "knit.io/container-version"
+	// AnnotationNodeVersion holds the version the NodeManager side holds.
+	AnnotationNodeVersion = "knit.io/node-container-version"
+	// AnnotationIncreaseFrom marks a pod whose resize for an increase the
+	// node has not accepted yet, holding the requests to go back to (JSON).
+	AnnotationIncreaseFrom = "knit.io/increase-from"
+)
+
+// NodeLabelPartition is the node label that places a node in a YARN node
+// partition (node label).
+const NodeLabelPartition = "knit.io/node-label"
+
+// TagLabelPrefix prefixes the label that marks a pod with a YARN allocation
+// tag: tag "hbase-m" is the label "tags.knit.io/hbase-m": "true".
+const TagLabelPrefix = "tags.knit.io/"
+
+// ContainerName is the main container of every Knit pod: knit-launcher,
+// then the YARN launch command it runs.
+const ContainerName = "container"
+
+// labelValueMaxLength is Kubernetes' limit on a label value
+// (validation.LabelValueMaxLength), repeated so knit-launcher stays free of
+// apimachinery.
+const labelValueMaxLength = 63
+
+// LabelValue turns s into a valid label value: characters a label value may
+// not hold become '_', the result is cut to 63 characters, and anything but
+// letters and digits is trimmed from both ends. Different values can map to
+// the same label value (alice@A and alice@B both become alice_A...), so a
+// selector on a sanitised label is a hint to check against the annotation,
+// never a key.
+func LabelValue(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !isLabelAlnum(c) && c != '-' && c != '_' && c != '.' {
+			b[i] = '_'
+		}
+	}
+	if len(b) > labelValueMaxLength {
+		b = b[:labelValueMaxLength]
+	}
+	start, end := 0, len(b)
+	for start < end && !isLabelAlnum(b[start]) {
+		start++
+	}
+	for end > start && !isLabelAlnum(b[end-1]) {
+		end--
+	}
+	return string(b[start:end])
+}
+
+// IntLabelValue writes n in decimal as a label value. A label value may not
+// begin with '-', and dropping the sign would make -1 and 1 the same label,
+// so a negative number is written with "neg" in place of its sign: -1 is
+// "neg1".
+func IntLabelValue(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	if rest, ok := strings.CutPrefix(s, "-"); ok {
+		return "neg" + rest
+	}
+	return s
+}
+
+// ParseIntLabelValue reads back what IntLabelValue wrote; anything else is 0.
+func ParseIntLabelValue(v string) int64 {
+	if rest, ok := strings.CutPrefix(v, "neg"); ok {
+		v = "-" + rest
+	}
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n
+}
+
+func isLabelAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// The aux-service contract between knit-node and RKS. knit-node publishes
+// the services that really run on its node, and their metadata, on its Node
+// object; startContainers answers with exactly those. Service data from the
+// AM travels in the container's Secret, never in an annotation (MapReduce
+// puts its job token there).
+const (
+	// AnnotationAuxServices, on a Node, holds the JSON object of the aux
+	// services knit-node runs there: name → metadata (base64 in JSON).
+	AnnotationAuxServices = "knit.io/aux-services"
+	// SecretKeyServiceDataPrefix prefixes the key of each service_data
+	// entry in a container's Secret: "service-data.mapreduce_shuffle".
+	SecretKeyServiceDataPrefix = "service-data."
+	// ShuffleService is MapReduce's shuffle (ShuffleHandler's name).
+	ShuffleService = "mapreduce_shuffle"
+	// SparkShuffleService is Spark's external shuffle service.
+	SparkShuffleService = "spark_shuffle"
+)
+
+// PortMetadata is the metadata of a service that publishes its port, as
+// ShuffleHandler does: the port as a 4-byte big-endian int.
+func PortMetadata(port int) []byte {
+	return binary.BigEndian.AppendUint32(nil, uint32(port))
+}
