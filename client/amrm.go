@@ -17,6 +17,7 @@ import (
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 )
 
 // DefaultFinishInterval is how often Finish repeats finishApplicationMaster
@@ -123,7 +124,7 @@ func NewAMRMClient(addr string, cfg AMRMConfig) (*AMRMClient, error) {
 		blacklistRemove: map[string]bool{},
 	}
 	c.dial = func(tok *commonpb.TokenProto) (caller, error) {
-		return ipc.NewClient(addr, ipc.ClientConfig{Protocol: ProtocolApplicationMaster, Token: tok, Logger: log, Errors: yarnerr.FromRemote})
+		return ipc.NewClient(addr, ipc.ClientConfig{Protocol: yarnrpc.ApplicationMasterProtocolName, Token: tok, Logger: log, Errors: yarnerr.FromRemote})
 	}
 	return c, nil
 }
@@ -163,10 +164,10 @@ func (c *AMRMClient) registerLocked(ctx context.Context, req *yarnpb.RegisterApp
 	if err != nil {
 		return nil, err
 	}
-	var resp yarnpb.RegisterApplicationMasterResponseProto
 	// Not resent after a transport failure: a register the RM did take
 	// would be refused the second time.
-	if err := rpc.Call(ctx, "registerApplicationMaster", req, &resp); err != nil {
+	resp, err := yarnrpc.NewApplicationMasterProtocolClient(rpc).RegisterApplicationMaster(ctx, req)
+	if err != nil {
 		return nil, fmt.Errorf("client: register application master: %w", err)
 	}
 	c.register = req
@@ -174,7 +175,7 @@ func (c *AMRMClient) registerLocked(ctx context.Context, req *yarnpb.RegisterApp
 	c.nmTokens.addAll(resp.GetNmTokensFromPreviousAttempts())
 	c.log.Info("registered application master", "queue", resp.GetQueue(),
 		"containers_from_previous_attempts", len(resp.GetContainersFromPreviousAttempts()))
-	return &resp, nil
+	return resp, nil
 }
 
 // Allocate sends one heartbeat (allocate). Asks in req are absolute: each
@@ -287,11 +288,11 @@ func (c *AMRMClient) allocateLocked(ctx context.Context, req *yarnpb.AllocateReq
 		send.Release = append(send.Release, c.release[k])
 	}
 	var resp *yarnpb.AllocateResponseProto
-	err := c.callRetrying(ctx, func(rpc caller) error {
+	err := c.callRetrying(ctx, func(am *yarnrpc.ApplicationMasterProtocolClient) (err error) {
 		// The same request, response id included, goes again: an RM that did
 		// process it answers the repeat with its previous answer.
-		resp = &yarnpb.AllocateResponseProto{}
-		return rpc.Call(ctx, "allocate", send, resp)
+		resp, err = am.Allocate(ctx, send)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -360,9 +361,9 @@ func (c *AMRMClient) Finish(ctx context.Context, status FinalStatus, diagnostics
 	reregistered := false
 	for {
 		var resp *yarnpb.FinishApplicationMasterResponseProto
-		err := c.callRetrying(ctx, func(rpc caller) error {
-			resp = &yarnpb.FinishApplicationMasterResponseProto{}
-			return rpc.Call(ctx, "finishApplicationMaster", req, resp)
+		err := c.callRetrying(ctx, func(am *yarnrpc.ApplicationMasterProtocolClient) (err error) {
+			resp, err = am.FinishApplicationMaster(ctx, req)
+			return err
 		})
 		switch {
 		case errors.Is(err, yarnerr.ApplicationMasterNotRegistered) && !reregistered:
@@ -386,13 +387,13 @@ func (c *AMRMClient) Finish(ctx context.Context, status FinalStatus, diagnostics
 
 // callRetrying runs call on the current connection, again after transport
 // failures and standby answers, under the configured backoff.
-func (c *AMRMClient) callRetrying(ctx context.Context, call func(rpc caller) error) error {
+func (c *AMRMClient) callRetrying(ctx context.Context, call func(am *yarnrpc.ApplicationMasterProtocolClient) error) error {
 	op := func() error {
 		rpc, err := c.conn()
 		if err != nil {
 			return backoff.Permanent(err)
 		}
-		err = call(rpc)
+		err = call(yarnrpc.NewApplicationMasterProtocolClient(rpc))
 		if err != nil && !retryable(err) {
 			return backoff.Permanent(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/knitdev/knit/protocols/ipc/ipctest"
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 )
 
 // fakeScheduler plays the RM's ApplicationMasterService with the response
@@ -44,8 +45,8 @@ func (f *fakeScheduler) forget() {
 }
 
 func (f *fakeScheduler) methods() []ipc.Method {
-	return []ipc.Method{
-		ipc.Handle("registerApplicationMaster", func(ctx context.Context, _ *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
+	return yarnrpc.ApplicationMasterProtocolFuncs{
+		RegisterApplicationMaster: func(ctx context.Context, _ *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			if f.registered {
@@ -61,8 +62,8 @@ func (f *fakeScheduler) methods() []ipc.Method {
 					Token:  testToken(KindNMToken, "nm-old").Proto(),
 				}},
 			}, nil
-		}),
-		ipc.Handle("allocate", func(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
+		},
+		Allocate: func(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.allocates = append(f.allocates, proto.Clone(req).(*yarnpb.AllocateRequestProto))
@@ -87,8 +88,8 @@ func (f *fakeScheduler) methods() []ipc.Method {
 			}
 			f.last = resp
 			return resp, nil
-		}),
-		ipc.Handle("finishApplicationMaster", func(_ context.Context, _ *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {
+		},
+		FinishApplicationMaster: func(_ context.Context, _ *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.finishes++
@@ -100,8 +101,8 @@ func (f *fakeScheduler) methods() []ipc.Method {
 				return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(false)}, nil
 			}
 			return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(true)}, nil
-		}),
-	}
+		},
+	}.Methods()
 }
 
 // received returns what the scheduler has seen so far.
@@ -140,7 +141,7 @@ func (d *dropFirstAnswer) Call(ctx context.Context, method string, req, resp pro
 
 func newTestAMRM(t *testing.T, f *fakeScheduler) *AMRMClient {
 	t.Helper()
-	addr := ipctest.Serve(t, ipc.Config{Tokens: ipctest.TokenLookup}, ProtocolApplicationMaster, f.methods()...)
+	addr := ipctest.Serve(t, ipc.Config{Tokens: ipctest.TokenLookup}, yarnrpc.ApplicationMasterProtocolName, f.methods()...)
 	c, err := NewAMRMClient(addr, AMRMConfig{
 		Token:          testToken(KindAMRMToken, "appattempt_1700000000000_0001_000001"),
 		FinishInterval: 5 * time.Millisecond,

@@ -11,13 +11,6 @@ import (
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
-// Hadoop protocol names, as every call of a protocol names it.
-const (
-	ProtocolApplicationClient   = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
-	ProtocolApplicationMaster   = "org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB"
-	ProtocolContainerManagement = "org.apache.hadoop.yarn.api.ContainerManagementProtocolPB"
-)
-
 // Token kinds the clients look for (the Kind of a Hadoop token).
 const (
 	KindAMRMToken = "YARN_AM_RM_TOKEN"

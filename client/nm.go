@@ -14,6 +14,7 @@ import (
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 )
 
 // NMConfig configures an NMClient.
@@ -22,10 +23,11 @@ type NMConfig struct {
 	Logger *slog.Logger
 }
 
-// nodeConn is the connection to one node and the NMToken it authenticates
-// with.
+// nodeConn is the connection to one node, its protocol client, and the
+// NMToken it authenticates with.
 type nodeConn struct {
 	rpc   caller
+	nm    *yarnrpc.ContainerManagementProtocolClient
 	token *commonpb.TokenProto
 }
 
@@ -54,7 +56,7 @@ func NewNMClient(tokens *NMTokenCache, cfg NMConfig) *NMClient {
 		tokens: tokens,
 		log:    log,
 		dial: func(addr string, tok *commonpb.TokenProto) (caller, error) {
-			return ipc.NewClient(addr, ipc.ClientConfig{Protocol: ProtocolContainerManagement, Token: tok, Logger: log, Errors: yarnerr.FromRemote})
+			return ipc.NewClient(addr, ipc.ClientConfig{Protocol: yarnrpc.ContainerManagementProtocolName, Token: tok, Logger: log, Errors: yarnerr.FromRemote})
 		},
 		nodes: map[string]*nodeConn{},
 	}
@@ -78,7 +80,7 @@ func (c *NMClient) Close() error {
 // as an error wrapping a *SerializedError.
 func (c *NMClient) StartContainer(ctx context.Context, container *yarnpb.ContainerProto, clc *yarnpb.ContainerLaunchContextProto) (map[string][]byte, error) {
 	id := container.GetId()
-	rpc, err := c.node(container.GetNodeId())
+	nm, err := c.node(container.GetNodeId())
 	if err != nil {
 		return nil, fmt.Errorf("client: start container %s: %w", containerString(id), err)
 	}
@@ -86,8 +88,8 @@ func (c *NMClient) StartContainer(ctx context.Context, container *yarnpb.Contain
 		ContainerLaunchContext: clc,
 		ContainerToken:         container.GetContainerToken(),
 	}}}
-	var resp yarnpb.StartContainersResponseProto
-	if err := rpc.Call(ctx, "startContainers", req, &resp); err != nil {
+	resp, err := nm.StartContainers(ctx, req)
+	if err != nil {
 		return nil, fmt.Errorf("client: start container %s: %w", containerString(id), err)
 	}
 	if err := containerFailure(resp.GetFailedRequests(), id); err != nil {
@@ -102,13 +104,13 @@ func (c *NMClient) StartContainer(ctx context.Context, container *yarnpb.Contain
 
 // StopContainer stops a container on its node (stopContainers).
 func (c *NMClient) StopContainer(ctx context.Context, id *yarnpb.ContainerIdProto, node *yarnpb.NodeIdProto) error {
-	rpc, err := c.node(node)
+	nm, err := c.node(node)
 	if err != nil {
 		return fmt.Errorf("client: stop container %s: %w", containerString(id), err)
 	}
 	req := &yarnpb.StopContainersRequestProto{ContainerId: []*yarnpb.ContainerIdProto{id}}
-	var resp yarnpb.StopContainersResponseProto
-	if err := rpc.Call(ctx, "stopContainers", req, &resp); err != nil {
+	resp, err := nm.StopContainers(ctx, req)
+	if err != nil {
 		return fmt.Errorf("client: stop container %s: %w", containerString(id), err)
 	}
 	if err := containerFailure(resp.GetFailedRequests(), id); err != nil {
@@ -122,13 +124,13 @@ func (c *NMClient) StopContainer(ctx context.Context, id *yarnpb.ContainerIdProt
 // INCREASE, PROMOTE or DEMOTE UpdatedContainer carried, with its new token.
 func (c *NMClient) UpdateContainer(ctx context.Context, container *yarnpb.ContainerProto) error {
 	id := container.GetId()
-	rpc, err := c.node(container.GetNodeId())
+	nm, err := c.node(container.GetNodeId())
 	if err != nil {
 		return fmt.Errorf("client: update container %s: %w", containerString(id), err)
 	}
 	req := &yarnpb.ContainerUpdateRequestProto{UpdateContainerToken: []*commonpb.TokenProto{container.GetContainerToken()}}
-	var resp yarnpb.ContainerUpdateResponseProto
-	if err := rpc.Call(ctx, "updateContainer", req, &resp); err != nil {
+	resp, err := nm.UpdateContainer(ctx, req)
+	if err != nil {
 		return fmt.Errorf("client: update container %s: %w", containerString(id), err)
 	}
 	if err := containerFailure(resp.GetFailedRequests(), id); err != nil {
@@ -140,13 +142,13 @@ func (c *NMClient) UpdateContainer(ctx context.Context, container *yarnpb.Contai
 // GetContainerStatus returns a container's status from its node
 // (getContainerStatuses).
 func (c *NMClient) GetContainerStatus(ctx context.Context, id *yarnpb.ContainerIdProto, node *yarnpb.NodeIdProto) (*yarnpb.ContainerStatusProto, error) {
-	rpc, err := c.node(node)
+	nm, err := c.node(node)
 	if err != nil {
 		return nil, fmt.Errorf("client: get status of container %s: %w", containerString(id), err)
 	}
 	req := &yarnpb.GetContainerStatusesRequestProto{ContainerId: []*yarnpb.ContainerIdProto{id}}
-	var resp yarnpb.GetContainerStatusesResponseProto
-	if err := rpc.Call(ctx, "getContainerStatuses", req, &resp); err != nil {
+	resp, err := nm.GetContainerStatuses(ctx, req)
+	if err != nil {
 		return nil, fmt.Errorf("client: get status of container %s: %w", containerString(id), err)
 	}
 	if err := containerFailure(resp.GetFailedRequests(), id); err != nil {
@@ -160,9 +162,9 @@ func (c *NMClient) GetContainerStatus(ctx context.Context, id *yarnpb.ContainerI
 	return nil, fmt.Errorf("client: get status of container %s: node answered without it", containerString(id))
 }
 
-// node returns the connection to a node, made with the node's current
+// node returns the client of a node, connected with the node's current
 // NMToken.
-func (c *NMClient) node(n *yarnpb.NodeIdProto) (caller, error) {
+func (c *NMClient) node(n *yarnpb.NodeIdProto) (*yarnrpc.ContainerManagementProtocolClient, error) {
 	key := NodeAddress(n)
 	tok, ok := c.tokens.Get(key)
 	if !ok {
@@ -172,7 +174,7 @@ func (c *NMClient) node(n *yarnpb.NodeIdProto) (caller, error) {
 	defer c.mu.Unlock()
 	if nc, ok := c.nodes[key]; ok {
 		if proto.Equal(nc.token, tok) {
-			return nc.rpc, nil
+			return nc.nm, nil
 		}
 		// A new token (the RM rolled its key): new calls prove the token
 		// that stays valid. The old client is left to calls still running on
@@ -183,6 +185,7 @@ func (c *NMClient) node(n *yarnpb.NodeIdProto) (caller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: new node client for %s: %w", key, err)
 	}
-	c.nodes[key] = &nodeConn{rpc: rpc, token: tok}
-	return rpc, nil
+	nc := &nodeConn{rpc: rpc, nm: yarnrpc.NewContainerManagementProtocolClient(rpc), token: tok}
+	c.nodes[key] = nc
+	return nc.nm, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/ipc/ipctest"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 )
 
 const classInvalidContainer = "org.apache.hadoop.yarn.exceptions.InvalidContainerException"
@@ -37,8 +38,8 @@ func (f *fakeNM) methods() []ipc.Method {
 			Message:   proto.String("container token expired"),
 		}}
 	}
-	return []ipc.Method{
-		ipc.Handle("startContainers", func(ctx context.Context, req *yarnpb.StartContainersRequestProto) (*yarnpb.StartContainersResponseProto, error) {
+	return yarnrpc.ContainerManagementProtocolFuncs{
+		StartContainers: func(ctx context.Context, req *yarnpb.StartContainersRequestProto) (*yarnpb.StartContainersResponseProto, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.users = append(f.users, callerUser(ctx))
@@ -59,8 +60,8 @@ func (f *fakeNM) methods() []ipc.Method {
 				resp.SucceededRequests = append(resp.SucceededRequests, id)
 			}
 			return resp, nil
-		}),
-		ipc.Handle("stopContainers", func(ctx context.Context, req *yarnpb.StopContainersRequestProto) (*yarnpb.StopContainersResponseProto, error) {
+		},
+		StopContainers: func(ctx context.Context, req *yarnpb.StopContainersRequestProto) (*yarnpb.StopContainersResponseProto, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.users = append(f.users, callerUser(ctx))
@@ -74,8 +75,8 @@ func (f *fakeNM) methods() []ipc.Method {
 				resp.SucceededRequests = append(resp.SucceededRequests, id)
 			}
 			return resp, nil
-		}),
-		ipc.Handle("getContainerStatuses", func(ctx context.Context, req *yarnpb.GetContainerStatusesRequestProto) (*yarnpb.GetContainerStatusesResponseProto, error) {
+		},
+		GetContainerStatuses: func(ctx context.Context, req *yarnpb.GetContainerStatusesRequestProto) (*yarnpb.GetContainerStatusesResponseProto, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.users = append(f.users, callerUser(ctx))
@@ -90,14 +91,14 @@ func (f *fakeNM) methods() []ipc.Method {
 				})
 			}
 			return resp, nil
-		}),
-	}
+		},
+	}.Methods()
 }
 
 // testNode serves a fake NM and returns its NodeId.
 func testNode(t *testing.T, f *fakeNM) *yarnpb.NodeIdProto {
 	t.Helper()
-	addr := ipctest.Serve(t, ipc.Config{Tokens: ipctest.TokenLookup}, ProtocolContainerManagement, f.methods()...)
+	addr := ipctest.Serve(t, ipc.Config{Tokens: ipctest.TokenLookup}, yarnrpc.ContainerManagementProtocolName, f.methods()...)
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		t.Fatal(err)

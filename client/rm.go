@@ -13,6 +13,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 )
 
 // caller is the part of *ipc.Client the clients use, so tests can step in
@@ -41,7 +42,8 @@ type RMConfig struct {
 // Hadoop's YarnClient that submits, watches and kills applications. It is
 // safe for concurrent use.
 type RMClient struct {
-	rpc  caller
+	conn caller
+	rpc  *yarnrpc.ApplicationClientProtocolClient
 	cfg  RMConfig
 	log  *slog.Logger
 	addr string
@@ -57,24 +59,24 @@ func NewRMClient(addr string, cfg RMConfig) (*RMClient, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	rpc, err := ipc.NewClient(addr, ipc.ClientConfig{Protocol: ProtocolApplicationClient, User: cfg.User, Logger: log, Errors: yarnerr.FromRemote})
+	rpc, err := ipc.NewClient(addr, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: cfg.User, Logger: log, Errors: yarnerr.FromRemote})
 	if err != nil {
 		return nil, fmt.Errorf("client: new RM client: %w", err)
 	}
-	return &RMClient{rpc: rpc, cfg: cfg, log: log.With("rm", addr), addr: addr}, nil
+	return &RMClient{conn: rpc, rpc: yarnrpc.NewApplicationClientProtocolClient(rpc), cfg: cfg, log: log.With("rm", addr), addr: addr}, nil
 }
 
 // Close closes the connection.
-func (c *RMClient) Close() error { return c.rpc.Close() }
+func (c *RMClient) Close() error { return c.conn.Close() }
 
 // GetNewApplication asks the RM for a new application id and the largest
 // container it grants.
 func (c *RMClient) GetNewApplication(ctx context.Context) (*yarnpb.GetNewApplicationResponseProto, error) {
-	var resp yarnpb.GetNewApplicationResponseProto
-	if err := c.rpc.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &resp); err != nil {
+	resp, err := c.rpc.GetNewApplication(ctx, &yarnpb.GetNewApplicationRequestProto{})
+	if err != nil {
 		return nil, fmt.Errorf("client: get new application: %w", err)
 	}
-	return &resp, nil
+	return resp, nil
 }
 
 // SubmitApplication submits asc and waits until the RM has accepted it,
@@ -86,7 +88,7 @@ func (c *RMClient) SubmitApplication(ctx context.Context, asc *yarnpb.Applicatio
 	appID := appString(asc.GetApplicationId())
 	req := &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: asc}
 	submit := func() error {
-		if err := c.rpc.Call(ctx, "submitApplication", req, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+		if _, err := c.rpc.SubmitApplication(ctx, req); err != nil {
 			return fmt.Errorf("client: submit application %s: %w", appID, err)
 		}
 		return nil
@@ -126,9 +128,9 @@ func (c *RMClient) SubmitApplication(ctx context.Context, asc *yarnpb.Applicatio
 
 // GetApplicationReport returns the RM's report of an application.
 func (c *RMClient) GetApplicationReport(ctx context.Context, appID *yarnpb.ApplicationIdProto) (*yarnpb.ApplicationReportProto, error) {
-	var resp yarnpb.GetApplicationReportResponseProto
 	req := &yarnpb.GetApplicationReportRequestProto{ApplicationId: appID}
-	if err := c.rpc.Call(ctx, "getApplicationReport", req, &resp); err != nil {
+	resp, err := c.rpc.GetApplicationReport(ctx, req)
+	if err != nil {
 		return nil, fmt.Errorf("client: get report of %s: %w", appString(appID), err)
 	}
 	return resp.GetApplicationReport(), nil
@@ -143,8 +145,8 @@ func (c *RMClient) KillApplication(ctx context.Context, appID *yarnpb.Applicatio
 		req.Diagnostics = proto.String(diagnostics)
 	}
 	for polls := 1; ; polls++ {
-		var resp yarnpb.KillApplicationResponseProto
-		if err := c.rpc.Call(ctx, "forceKillApplication", req, &resp); err != nil {
+		resp, err := c.rpc.ForceKillApplication(ctx, req)
+		if err != nil {
 			return fmt.Errorf("client: kill %s: %w", appString(appID), err)
 		}
 		if resp.GetIsKillCompleted() {
@@ -162,9 +164,9 @@ func (c *RMClient) KillApplication(ctx context.Context, appID *yarnpb.Applicatio
 
 // GetApplicationAttempts returns the reports of an application's attempts.
 func (c *RMClient) GetApplicationAttempts(ctx context.Context, appID *yarnpb.ApplicationIdProto) ([]*yarnpb.ApplicationAttemptReportProto, error) {
-	var resp yarnpb.GetApplicationAttemptsResponseProto
 	req := &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: appID}
-	if err := c.rpc.Call(ctx, "getApplicationAttempts", req, &resp); err != nil {
+	resp, err := c.rpc.GetApplicationAttempts(ctx, req)
+	if err != nil {
 		return nil, fmt.Errorf("client: get attempts of %s: %w", appString(appID), err)
 	}
 	return resp.GetApplicationAttempts(), nil
@@ -172,9 +174,9 @@ func (c *RMClient) GetApplicationAttempts(ctx context.Context, appID *yarnpb.App
 
 // GetContainers returns the reports of an attempt's containers.
 func (c *RMClient) GetContainers(ctx context.Context, attemptID *yarnpb.ApplicationAttemptIdProto) ([]*yarnpb.ContainerReportProto, error) {
-	var resp yarnpb.GetContainersResponseProto
 	req := &yarnpb.GetContainersRequestProto{ApplicationAttemptId: attemptID}
-	if err := c.rpc.Call(ctx, "getContainers", req, &resp); err != nil {
+	resp, err := c.rpc.GetContainers(ctx, req)
+	if err != nil {
 		return nil, fmt.Errorf("client: get containers of %s: %w", attemptString(attemptID), err)
 	}
 	return resp.GetContainers(), nil
@@ -183,8 +185,8 @@ func (c *RMClient) GetContainers(ctx context.Context, attemptID *yarnpb.Applicat
 // GetResourceTypeInfo returns the resource types the cluster knows
 // (memory-mb, vcores and any others).
 func (c *RMClient) GetResourceTypeInfo(ctx context.Context) ([]*yarnpb.ResourceTypeInfoProto, error) {
-	var resp yarnpb.GetAllResourceTypeInfoResponseProto
-	if err := c.rpc.Call(ctx, "getResourceTypeInfo", &yarnpb.GetAllResourceTypeInfoRequestProto{}, &resp); err != nil {
+	resp, err := c.rpc.GetResourceTypeInfo(ctx, &yarnpb.GetAllResourceTypeInfoRequestProto{})
+	if err != nil {
 		return nil, fmt.Errorf("client: get resource types: %w", err)
 	}
 	return resp.GetResourceTypeInfo(), nil

@@ -13,6 +13,7 @@ import (
 	"github.com/knitdev/knit/protocols/ipc/ipctest"
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 )
 
 // fakeRM plays the RM's ClientRMService: reports walk through states, kills
@@ -31,19 +32,19 @@ type fakeRM struct {
 }
 
 func (f *fakeRM) methods() []ipc.Method {
-	return []ipc.Method{
-		ipc.Handle("getNewApplication", func(ctx context.Context, _ *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
+	return yarnrpc.ApplicationClientProtocolFuncs{
+		GetNewApplication: func(ctx context.Context, _ *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
 			f.record(ctx)
 			return &yarnpb.GetNewApplicationResponseProto{ApplicationId: testApp.Proto(), MaximumCapability: yarnpb.NewResource(8192, 4)}, nil
-		}),
-		ipc.Handle("submitApplication", func(ctx context.Context, _ *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
+		},
+		SubmitApplication: func(ctx context.Context, _ *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
 			f.record(ctx)
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.submissions++
 			return &yarnpb.SubmitApplicationResponseProto{}, nil
-		}),
-		ipc.Handle("getApplicationReport", func(ctx context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
+		},
+		GetApplicationReport: func(ctx context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
 			f.record(ctx)
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -58,31 +59,31 @@ func (f *fakeRM) methods() []ipc.Method {
 				FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_UNDEFINED.Enum(),
 				Diagnostics:            proto.String("queue is stopped"),
 			}}, nil
-		}),
-		ipc.Handle("forceKillApplication", func(ctx context.Context, _ *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
+		},
+		ForceKillApplication: func(ctx context.Context, _ *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
 			f.record(ctx)
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.kills++
 			return &yarnpb.KillApplicationResponseProto{IsKillCompleted: proto.Bool(f.kills >= f.killsNeeded)}, nil
-		}),
-		ipc.Handle("getApplicationAttempts", func(ctx context.Context, req *yarnpb.GetApplicationAttemptsRequestProto) (*yarnpb.GetApplicationAttemptsResponseProto, error) {
+		},
+		GetApplicationAttempts: func(ctx context.Context, req *yarnpb.GetApplicationAttemptsRequestProto) (*yarnpb.GetApplicationAttemptsResponseProto, error) {
 			f.record(ctx)
 			return &yarnpb.GetApplicationAttemptsResponseProto{ApplicationAttempts: []*yarnpb.ApplicationAttemptReportProto{{
 				ApplicationAttemptId: &yarnpb.ApplicationAttemptIdProto{ApplicationId: req.GetApplicationId(), AttemptId: proto.Int32(1)},
 			}}}, nil
-		}),
-		ipc.Handle("getContainers", func(ctx context.Context, req *yarnpb.GetContainersRequestProto) (*yarnpb.GetContainersResponseProto, error) {
+		},
+		GetContainers: func(ctx context.Context, req *yarnpb.GetContainersRequestProto) (*yarnpb.GetContainersResponseProto, error) {
 			f.record(ctx)
 			return &yarnpb.GetContainersResponseProto{Containers: []*yarnpb.ContainerReportProto{{ContainerId: testContainerID(1)}}}, nil
-		}),
-		ipc.Handle("getResourceTypeInfo", func(ctx context.Context, _ *yarnpb.GetAllResourceTypeInfoRequestProto) (*yarnpb.GetAllResourceTypeInfoResponseProto, error) {
+		},
+		GetResourceTypeInfo: func(ctx context.Context, _ *yarnpb.GetAllResourceTypeInfoRequestProto) (*yarnpb.GetAllResourceTypeInfoResponseProto, error) {
 			f.record(ctx)
 			return &yarnpb.GetAllResourceTypeInfoResponseProto{ResourceTypeInfo: []*yarnpb.ResourceTypeInfoProto{
 				{Name: proto.String("memory-mb"), Units: proto.String("Mi")}, {Name: proto.String("vcores")},
 			}}, nil
-		}),
-	}
+		},
+	}.Methods()
 }
 
 func (f *fakeRM) record(ctx context.Context) {
@@ -93,7 +94,7 @@ func (f *fakeRM) record(ctx context.Context) {
 
 func newTestRM(t *testing.T, f *fakeRM) *RMClient {
 	t.Helper()
-	addr := ipctest.Serve(t, ipc.Config{Simple: true}, ProtocolApplicationClient, f.methods()...)
+	addr := ipctest.Serve(t, ipc.Config{Simple: true}, yarnrpc.ApplicationClientProtocolName, f.methods()...)
 	c, err := NewRMClient(addr, RMConfig{User: "alice", PollInterval: time.Millisecond, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

@@ -16,12 +16,10 @@ import (
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rks/relay"
 )
-
-// Protocol is ContainerManagementProtocol's name on the wire.
-const Protocol = "org.apache.hadoop.yarn.api.ContainerManagementProtocolPB"
 
 // Java exception classes the NodeManager answers with.
 const (
@@ -135,33 +133,40 @@ func DefaultAuxServices(shufflePort int) map[string][]byte {
 // Register adds ContainerManagementProtocol to srv, whose SecretLookup must
 // be the NMToken check (tokens.NMTokens.SecretLookup).
 func (s *Service) Register(srv *ipc.Server) error {
-	unsupported := func(what string) error {
-		return ipc.Errorf(ClassUnsupportedOperation, "%s is not supported by Knit yet: the container keeps its launch context", what)
-	}
-	return srv.Register(Protocol,
-		ipc.Handle("startContainers", s.startContainers),
-		ipc.Handle("stopContainers", s.stopContainers),
-		ipc.Handle("getContainerStatuses", s.getContainerStatuses),
-		ipc.Handle("signalToContainer", s.signalToContainer),
-		ipc.Handle("increaseContainersResource", s.increaseContainersResource),
-		ipc.Handle("updateContainer", s.updateContainer),
-		ipc.Handle("localize", func(ctx context.Context, _ *yarnpb.ResourceLocalizationRequestProto) (*yarnpb.ResourceLocalizationResponseProto, error) {
-			return nil, unsupported("Localizing resources into a running container")
-		}),
-		ipc.Handle("reInitializeContainer", func(ctx context.Context, _ *yarnpb.ReInitializeContainerRequestProto) (*yarnpb.ReInitializeContainerResponseProto, error) {
-			return nil, unsupported("Re-initializing a container")
-		}),
-		ipc.Handle("restartContainer", func(ctx context.Context, _ *yarnpb.ContainerIdProto) (*yarnpb.RestartContainerResponseProto, error) {
-			return nil, unsupported("Restarting a container")
-		}),
-		ipc.Handle("rollbackLastReInitialization", func(ctx context.Context, _ *yarnpb.ContainerIdProto) (*yarnpb.RollbackResponseProto, error) {
-			return nil, unsupported("Rolling back a container's re-initialization")
-		}),
-		ipc.Handle("commitLastReInitialization", func(ctx context.Context, _ *yarnpb.ContainerIdProto) (*yarnpb.CommitResponseProto, error) {
-			return nil, unsupported("Committing a container's re-initialization")
-		}),
-		ipc.Handle("getLocalizationStatuses", s.getLocalizationStatuses),
-	)
+	return yarnrpc.RegisterContainerManagementProtocolServer(srv, s)
+}
+
+var _ yarnrpc.ContainerManagementProtocolServer = (*Service)(nil)
+
+// unsupported refuses the calls that change a running container's launch
+// context, which Knit keeps as it was started.
+func unsupported(what string) error {
+	return ipc.Errorf(ClassUnsupportedOperation, "%s is not supported by Knit yet: the container keeps its launch context", what)
+}
+
+// Localize refuses (unsupported).
+func (s *Service) Localize(context.Context, *yarnpb.ResourceLocalizationRequestProto) (*yarnpb.ResourceLocalizationResponseProto, error) {
+	return nil, unsupported("Localizing resources into a running container")
+}
+
+// ReInitializeContainer refuses (unsupported).
+func (s *Service) ReInitializeContainer(context.Context, *yarnpb.ReInitializeContainerRequestProto) (*yarnpb.ReInitializeContainerResponseProto, error) {
+	return nil, unsupported("Re-initializing a container")
+}
+
+// RestartContainer refuses (unsupported).
+func (s *Service) RestartContainer(context.Context, *yarnpb.ContainerIdProto) (*yarnpb.RestartContainerResponseProto, error) {
+	return nil, unsupported("Restarting a container")
+}
+
+// RollbackLastReInitialization refuses (unsupported).
+func (s *Service) RollbackLastReInitialization(context.Context, *yarnpb.ContainerIdProto) (*yarnpb.RollbackResponseProto, error) {
+	return nil, unsupported("Rolling back a container's re-initialization")
+}
+
+// CommitLastReInitialization refuses (unsupported).
+func (s *Service) CommitLastReInitialization(context.Context, *yarnpb.ContainerIdProto) (*yarnpb.CommitResponseProto, error) {
+	return nil, unsupported("Committing a container's re-initialization")
 }
 
 // nmToken returns the caller's NMToken identifier: every call on an NM
@@ -191,7 +196,7 @@ func failure(id *yarnpb.ContainerIdProto, err error) *yarnpb.ContainerExceptionM
 	return &yarnpb.ContainerExceptionMapProto{ContainerId: id, Exception: serialized(err)}
 }
 
-func (s *Service) startContainers(ctx context.Context, req *yarnpb.StartContainersRequestProto) (*yarnpb.StartContainersResponseProto, error) {
+func (s *Service) StartContainers(ctx context.Context, req *yarnpb.StartContainersRequestProto) (*yarnpb.StartContainersResponseProto, error) {
 	nmID, err := nmToken(ctx)
 	if err != nil {
 		return nil, err
@@ -331,7 +336,7 @@ func notHandled(id yarnid.ContainerID) error {
 	return ipc.Errorf(ClassYarnException, "Container %s is not handled by this NodeManager", id)
 }
 
-func (s *Service) stopContainers(ctx context.Context, req *yarnpb.StopContainersRequestProto) (*yarnpb.StopContainersResponseProto, error) {
+func (s *Service) StopContainers(ctx context.Context, req *yarnpb.StopContainersRequestProto) (*yarnpb.StopContainersResponseProto, error) {
 	nmID, err := nmToken(ctx)
 	if err != nil {
 		return nil, err
@@ -368,7 +373,7 @@ func (s *Service) stop(ctx context.Context, nmID *yarnpb.NMTokenIdentifierProto,
 	return nil
 }
 
-func (s *Service) getContainerStatuses(ctx context.Context, req *yarnpb.GetContainerStatusesRequestProto) (*yarnpb.GetContainerStatusesResponseProto, error) {
+func (s *Service) GetContainerStatuses(ctx context.Context, req *yarnpb.GetContainerStatusesRequestProto) (*yarnpb.GetContainerStatusesResponseProto, error) {
 	nmID, err := nmToken(ctx)
 	if err != nil {
 		return nil, err
@@ -398,7 +403,7 @@ func (s *Service) getContainerStatuses(ctx context.Context, req *yarnpb.GetConta
 	return resp, nil
 }
 
-func (s *Service) getLocalizationStatuses(ctx context.Context, req *yarnpb.GetLocalizationStatusesRequestProto) (*yarnpb.GetLocalizationStatusesResponseProto, error) {
+func (s *Service) GetLocalizationStatuses(ctx context.Context, req *yarnpb.GetLocalizationStatusesRequestProto) (*yarnpb.GetLocalizationStatusesResponseProto, error) {
 	nmID, err := nmToken(ctx)
 	if err != nil {
 		return nil, err
@@ -417,7 +422,7 @@ func (s *Service) getLocalizationStatuses(ctx context.Context, req *yarnpb.GetLo
 	return resp, nil
 }
 
-func (s *Service) signalToContainer(ctx context.Context, req *yarnpb.SignalContainerRequestProto) (*yarnpb.SignalContainerResponseProto, error) {
+func (s *Service) SignalToContainer(ctx context.Context, req *yarnpb.SignalContainerRequestProto) (*yarnpb.SignalContainerResponseProto, error) {
 	nmID, err := nmToken(ctx)
 	if err != nil {
 		return nil, err
@@ -459,19 +464,19 @@ func (s *Service) SignalContainer(ctx context.Context, id yarnid.ContainerID, _ 
 	return ipc.Errorf(ClassUnsupportedOperation, "signal %s is not supported by Knit yet", cmd)
 }
 
-func (s *Service) increaseContainersResource(ctx context.Context, req *yarnpb.IncreaseContainersResourceRequestProto) (*yarnpb.IncreaseContainersResourceResponseProto, error) {
-	resp, err := s.updateContainer(ctx, &yarnpb.ContainerUpdateRequestProto{UpdateContainerToken: req.GetIncreaseContainers()})
+func (s *Service) IncreaseContainersResource(ctx context.Context, req *yarnpb.IncreaseContainersResourceRequestProto) (*yarnpb.IncreaseContainersResourceResponseProto, error) {
+	resp, err := s.UpdateContainer(ctx, &yarnpb.ContainerUpdateRequestProto{UpdateContainerToken: req.GetIncreaseContainers()})
 	if err != nil {
 		return nil, err
 	}
 	return &yarnpb.IncreaseContainersResourceResponseProto{SucceededRequests: resp.GetSucceededRequests(), FailedRequests: resp.GetFailedRequests()}, nil
 }
 
-// updateContainer is the NodeManager's updateContainer: each token checked
+// UpdateContainer is the NodeManager's updateContainer: each token checked
 // as for a start, then its version against the one the node holds; the pod
 // takes the token's resources (RGS resized it already when the RM granted
 // an increase, so this mostly records the version).
-func (s *Service) updateContainer(ctx context.Context, req *yarnpb.ContainerUpdateRequestProto) (*yarnpb.ContainerUpdateResponseProto, error) {
+func (s *Service) UpdateContainer(ctx context.Context, req *yarnpb.ContainerUpdateRequestProto) (*yarnpb.ContainerUpdateResponseProto, error) {
 	nmID, err := nmToken(ctx)
 	if err != nil {
 		return nil, err

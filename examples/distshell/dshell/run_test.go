@@ -26,6 +26,7 @@ import (
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -52,11 +53,11 @@ type fakeCluster struct {
 }
 
 func (f *fakeCluster) schedulerMethods() []ipc.Method {
-	return []ipc.Method{
-		ipc.Handle("registerApplicationMaster", func(context.Context, *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
+	return yarnrpc.ApplicationMasterProtocolFuncs{
+		RegisterApplicationMaster: func(context.Context, *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
 			return &yarnpb.RegisterApplicationMasterResponseProto{MaximumCapability: yarnpb.NewResource(8192, 8)}, nil
-		}),
-		ipc.Handle("allocate", func(_ context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
+		},
+		Allocate: func(_ context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			resp := &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(req.GetResponseId() + 1)}
@@ -83,14 +84,14 @@ func (f *fakeCluster) schedulerMethods() []ipc.Method {
 			f.outstanding = max(0, f.outstanding-int32(n))
 			resp.CompletedContainerStatuses, f.completed = f.completed, nil
 			return resp, nil
-		}),
-		ipc.Handle("finishApplicationMaster", func(_ context.Context, req *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {
+		},
+		FinishApplicationMaster: func(_ context.Context, req *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.finish = req
 			return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(true)}, nil
-		}),
-	}
+		},
+	}.Methods()
 }
 
 func (f *fakeCluster) container(seq int64) *yarnpb.ContainerProto {
@@ -105,8 +106,8 @@ func (f *fakeCluster) container(seq int64) *yarnpb.ContainerProto {
 }
 
 func (f *fakeCluster) nmMethods() []ipc.Method {
-	return []ipc.Method{
-		ipc.Handle("startContainers", func(ctx context.Context, req *yarnpb.StartContainersRequestProto) (*yarnpb.StartContainersResponseProto, error) {
+	return yarnrpc.ContainerManagementProtocolFuncs{
+		StartContainers: func(ctx context.Context, req *yarnpb.StartContainersRequestProto) (*yarnpb.StartContainersResponseProto, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			c, _ := ipc.CallerFrom(ctx)
@@ -125,8 +126,8 @@ func (f *fakeCluster) nmMethods() []ipc.Method {
 				})
 			}
 			return resp, nil
-		}),
-	}
+		},
+	}.Methods()
 }
 
 func testToken(kind, user string) token.Token {
@@ -137,11 +138,11 @@ func testToken(kind, user string) token.Token {
 // credentials file.
 func startCluster(t *testing.T, f *fakeCluster) (schedulerAddr, tokenFile string) {
 	t.Helper()
-	nmAddr := ipctest.Serve(t, ipc.Config{Tokens: ipctest.TokenLookup}, client.ProtocolContainerManagement, f.nmMethods()...)
+	nmAddr := ipctest.Serve(t, ipc.Config{Tokens: ipctest.TokenLookup}, yarnrpc.ContainerManagementProtocolName, f.nmMethods()...)
 	host, port, _ := net.SplitHostPort(nmAddr)
 	p, _ := strconv.Atoi(port)
 	f.node = &yarnpb.NodeIdProto{Host: proto.String(host), Port: proto.Int32(int32(p))}
-	schedulerAddr = ipctest.Serve(t, ipc.Config{Tokens: ipctest.TokenLookup}, client.ProtocolApplicationMaster, f.schedulerMethods()...)
+	schedulerAddr = ipctest.Serve(t, ipc.Config{Tokens: ipctest.TokenLookup}, yarnrpc.ApplicationMasterProtocolName, f.schedulerMethods()...)
 
 	var creds token.Credentials
 	creds.AddToken("", testToken(client.KindAMRMToken, amAttempt))
@@ -249,11 +250,11 @@ type fakeRM struct {
 
 func (f *fakeRM) methods() []ipc.Method {
 	app := yarnid.ApplicationID{ClusterTimestamp: 1700000000000, ID: 1}.Proto()
-	return []ipc.Method{
-		ipc.Handle("getNewApplication", func(context.Context, *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
+	return yarnrpc.ApplicationClientProtocolFuncs{
+		GetNewApplication: func(context.Context, *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
 			return &yarnpb.GetNewApplicationResponseProto{ApplicationId: app, MaximumCapability: yarnpb.NewResource(1024, 2)}, nil
-		}),
-		ipc.Handle("submitApplication", func(ctx context.Context, req *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
+		},
+		SubmitApplication: func(ctx context.Context, req *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			c, _ := ipc.CallerFrom(ctx)
@@ -271,8 +272,8 @@ func (f *fakeRM) methods() []ipc.Method {
 				f.staged[r.GetKey()] = b
 			}
 			return &yarnpb.SubmitApplicationResponseProto{}, nil
-		}),
-		ipc.Handle("getApplicationReport", func(context.Context, *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
+		},
+		GetApplicationReport: func(context.Context, *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			state := f.states[min(f.reports, len(f.states)-1)]
@@ -285,14 +286,14 @@ func (f *fakeRM) methods() []ipc.Method {
 				ApplicationId: app, YarnApplicationState: state.Enum(), FinalApplicationStatus: final.Enum(),
 				Diagnostics: proto.String("the diagnostics"),
 			}}, nil
-		}),
-		ipc.Handle("forceKillApplication", func(context.Context, *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
+		},
+		ForceKillApplication: func(context.Context, *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.kills++
 			return &yarnpb.KillApplicationResponseProto{IsKillCompleted: proto.Bool(true)}, nil
-		}),
-	}
+		},
+	}.Methods()
 }
 
 func TestRunClient(t *testing.T) {
@@ -327,7 +328,7 @@ func TestRunClient(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeRM{states: tt.states, final: tt.final}
-			addr := ipctest.Serve(t, ipc.Config{Simple: true}, client.ProtocolApplicationClient, f.methods()...)
+			addr := ipctest.Serve(t, ipc.Config{Simple: true}, yarnrpc.ApplicationClientProtocolName, f.methods()...)
 			var out bytes.Buffer
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
@@ -395,7 +396,7 @@ func TestRunClientStagesTheShellTextForTheAM(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeRM{states: []yarnpb.YarnApplicationStateProto{yarnpb.YarnApplicationStateProto_FINISHED}, final: tt.final}
-			addr := ipctest.Serve(t, ipc.Config{Simple: true}, client.ProtocolApplicationClient, f.methods()...)
+			addr := ipctest.Serve(t, ipc.Config{Simple: true}, yarnrpc.ApplicationClientProtocolName, f.methods()...)
 			staging := t.TempDir()
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
