@@ -29,8 +29,19 @@
 //
 // Map outputs are read from
 // <local dir>/usercache/<user>/appcache/<application>/output/<attempt>/file.out(.index),
-// the first local dir holding each file winning, through os.Root so that no
-// id and no symlink leads outside a local dir.
+// the first local dir holding each file winning. Map ids must be one path
+// element, and files are opened through an os.Root of the job's output
+// folder (kept open until the job stops), so no id, ".." or symlink leads
+// outside it.
+//
+// Where Hadoop's answer is an accident of Netty or of an uncaught Java
+// exception, the service answers alike but plainly: a request head beyond
+// its bounds or not HTTP/1.x gets 400 with an empty body, a body beyond
+// 64 KiB 413, a chunked request 400, a bad %-escape 500 with an empty body,
+// a negative reduce the "Invalid request" 500 of an out-of-range one, and a
+// map id that is not one path element the "Could not find" 500 of a missing
+// map. A corrupt index is answered 500 "Checksum error reading spill
+// index: <path relative to the local dir>".
 //
 // # Resources
 //

@@ -82,8 +82,9 @@ type reducerKey struct {
 }
 
 // New returns a service that listens on cfg.Listener, or on cfg.Address
-// when that is nil. The service owns the listener from here on: Serve
-// closes it when it returns, Close when Serve never ran.
+// when that is nil. The service owns the listener once New succeeds: Serve
+// closes it when it returns, Close when Serve never ran. When New fails, a
+// listener given in cfg is left open for the caller.
 func New(cfg Config) (*Service, error) {
 	cfg = cfg.withDefaults()
 	if len(cfg.LocalDirs) == 0 {
@@ -95,21 +96,23 @@ func New(cfg Config) (*Service, error) {
 	if cfg.AdvertisedPort < 0 || cfg.AdvertisedPort > 65535 {
 		return nil, fmt.Errorf("shuffle: advertised port %d out of range", cfg.AdvertisedPort)
 	}
+	port := cfg.AdvertisedPort
+	if port == 0 && cfg.Listener != nil {
+		tcp, ok := cfg.Listener.Addr().(*net.TCPAddr)
+		if !ok {
+			return nil, fmt.Errorf("shuffle: listener address %v has no port; set AdvertisedPort", cfg.Listener.Addr())
+		}
+		port = tcp.Port
+	}
 	ln := cfg.Listener
 	if ln == nil {
 		var err error
 		if ln, err = net.Listen("tcp", cfg.Address); err != nil {
 			return nil, fmt.Errorf("shuffle: listen: %w", err)
 		}
-	}
-	port := cfg.AdvertisedPort
-	if port == 0 {
-		tcp, ok := ln.Addr().(*net.TCPAddr)
-		if !ok {
-			ln.Close()
-			return nil, fmt.Errorf("shuffle: listener address %v has no port; set AdvertisedPort", ln.Addr())
+		if port == 0 {
+			port = ln.Addr().(*net.TCPAddr).Port
 		}
-		port = tcp.Port
 	}
 	cfg.Listener = nil
 	return &Service{

@@ -703,3 +703,31 @@ func testTLS(t *testing.T) (server, client *tls.Config) {
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}},
 		&tls.Config{RootCAs: pool}
 }
+
+func TestFailedNewLeavesTheCallersListenerOpen(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if _, err := New(Config{Listener: ln}); err == nil {
+		t.Fatal("New without local dirs succeeded")
+	}
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatalf("the listener was closed: %v", err)
+	}
+	c.Close()
+}
+
+func TestRegisteringAgainReplacesTheSecret(t *testing.T) {
+	s := testService(t, Config{}, 1, 1, 10)
+	register(t, s, testApp, testUser, []byte("rolled"))
+	uri := mapURI(0, false, attempt(0))
+	if got, _ := exchange(t, s.Addr().String(), nil, fetchRequest(uri, testSecret, port(s)), 0); statusOf(got) != "HTTP/1.1 401 Unauthorized" {
+		t.Errorf("old secret: %q", statusOf(got))
+	}
+	if got, _ := exchange(t, s.Addr().String(), nil, fetchRequest(uri, []byte("rolled"), port(s)), 0); statusOf(got) != "HTTP/1.1 200 OK" {
+		t.Errorf("new secret: %q", statusOf(got))
+	}
+}
