@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rks/launch"
@@ -68,7 +68,7 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) error {
 
 	pod, ok := s.cfg.Pods.ContainerPod(id)
 	if !ok || pod.DeletionTimestamp != nil {
-		return ipc.Errorf(ClassYarnException, "Container %s was released, expired or has ended before it was started", id)
+		return yarnerr.YarnException.Errorf("Container %s was released, expired or has ended before it was started", id)
 	}
 	if started(pod) {
 		return relaunch(id)
@@ -102,7 +102,7 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) error {
 	}
 	value, err := launch.EncodeContext(lc)
 	if err != nil {
-		return ipc.Errorf(ClassYarnException, "%v", err)
+		return yarnerr.YarnException.Errorf("%v", err)
 	}
 	if err := s.patchPod(ctx, pod, value, lc.Image); err != nil {
 		return err
@@ -133,7 +133,7 @@ func (s *Service) forgetGone() {
 }
 
 func relaunch(id yarnid.ContainerID) error {
-	return ipc.Errorf(ClassYarnException, "Unauthorized request to start container. \n Attempt to relaunch the same container with id %s.", id)
+	return yarnerr.YarnException.Errorf("Unauthorized request to start container. \n Attempt to relaunch the same container with id %s.", id)
 }
 
 // started reports whether a pod's container was given its launch context.
@@ -191,7 +191,7 @@ func (s *Service) writeSecret(ctx context.Context, p *corev1.Pod, name string, c
 		return err
 	}
 	if err := backoff.Retry(op, retryPolicy(ctx)); err != nil {
-		return ipc.Errorf(ClassYarnException, "storing the credentials of %s/%s: %v", p.Namespace, name, err)
+		return yarnerr.YarnException.Errorf("storing the credentials of %s/%s: %v", p.Namespace, name, err)
 	}
 	return nil
 }
@@ -221,9 +221,9 @@ func (s *Service) patchPod(ctx context.Context, p *corev1.Pod, value, image stri
 	}
 	if err := backoff.Retry(op, retryPolicy(ctx)); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ipc.Errorf(ClassYarnException, "Container's pod %s/%s is gone", p.Namespace, p.Name)
+			return yarnerr.YarnException.Errorf("Container's pod %s/%s is gone", p.Namespace, p.Name)
 		}
-		return ipc.Errorf(ClassYarnException, "launching on pod %s/%s: %v", p.Namespace, p.Name, err)
+		return yarnerr.YarnException.Errorf("launching on pod %s/%s: %v", p.Namespace, p.Name, err)
 	}
 	return nil
 }

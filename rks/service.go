@@ -14,6 +14,7 @@ import (
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnrpc"
@@ -21,19 +22,11 @@ import (
 	"github.com/knitdev/knit/rks/relay"
 )
 
-// Java exception classes the NodeManager answers with.
 const (
-	ClassYarnException        = "org.apache.hadoop.yarn.exceptions.YarnException"
-	ClassInvalidAuxService    = "org.apache.hadoop.yarn.exceptions.InvalidAuxServiceException"
-	ClassInvalidContainer     = "org.apache.hadoop.yarn.exceptions.InvalidContainerException"
-	ClassUnsupportedOperation = "java.lang.UnsupportedOperationException"
-	classInvalidToken         = ipc.ClassInvalidToken
-	dockerImageEnv            = "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"
-	kindAMRM                  = "YARN_AM_RM_TOKEN"
-	msgInvalidNMToken         = "Invalid NMToken"
-	shuffleService            = "mapreduce_shuffle"
-	defaultShufflePort        = 13562
-	maxContainersPerRequest   = 10000
+	dockerImageEnv          = "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"
+	kindAMRM                = "YARN_AM_RM_TOKEN"
+	msgInvalidNMToken       = "Invalid NMToken"
+	maxContainersPerRequest = 10000
 )
 
 // Pods is RKS's view of container pods: RGS owns them (it created them and
@@ -81,10 +74,9 @@ type Config struct {
 	Tokens Tokens
 	// Observer may be nil.
 	Observer Observer
-	// AuxServices are the node's aux services and their metadata, returned
-	// by every startContainers; nil means mapreduce_shuffle on its default
-	// port and spark_shuffle.
-	AuxServices map[string][]byte
+	// AuxServices tells which aux services run on each node; nil means
+	// none anywhere.
+	AuxServices AuxServices
 	// NMHTTPPort is the NodeManager web port of every node.
 	NMHTTPPort int32
 	// Now is the clock; nil means time.Now.
@@ -107,9 +99,6 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Client == nil || cfg.Pods == nil || cfg.Tokens == nil {
 		return nil, fmt.Errorf("rks: Client, Pods and Tokens are required")
 	}
-	if cfg.AuxServices == nil {
-		cfg.AuxServices = DefaultAuxServices(defaultShufflePort)
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -119,15 +108,12 @@ func New(cfg Config) (*Service, error) {
 	return &Service{cfg: cfg, log: cfg.Logger, starting: map[yarnid.ContainerID]bool{}}, nil
 }
 
-// DefaultAuxServices are the aux services MapReduce and Spark ask for:
-// mapreduce_shuffle's metadata is its port as a 4-byte big-endian int (the
-// MR AM fails a launch without it); spark_shuffle has none.
-func DefaultAuxServices(shufflePort int) map[string][]byte {
-	p := uint32(shufflePort)
-	return map[string][]byte{
-		shuffleService:  {byte(p >> 24), byte(p >> 16), byte(p >> 8), byte(p)},
-		"spark_shuffle": {},
-	}
+// AuxServices is where RKS reads the aux services that really run on a
+// node: knit-node publishes them on its Node (launch.AnnotationAuxServices).
+type AuxServices interface {
+	// AuxServices returns the services of the Kubernetes node and their
+	// metadata; nil when it runs none.
+	AuxServices(nodeName string) map[string][]byte
 }
 
 // Register adds ContainerManagementProtocol to srv, whose SecretLookup must
@@ -141,7 +127,7 @@ var _ yarnrpc.ContainerManagementProtocolServer = (*Service)(nil)
 // unsupported refuses the calls that change a running container's launch
 // context, which Knit keeps as it was started.
 func unsupported(what string) error {
-	return ipc.Errorf(ClassUnsupportedOperation, "%s is not supported by Knit yet: the container keeps its launch context", what)
+	return yarnerr.UnsupportedOperation.Errorf("%s is not supported by Knit yet: the container keeps its launch context", what)
 }
 
 // Localize refuses (unsupported).
@@ -174,22 +160,22 @@ func (s *Service) CommitLastReInitialization(context.Context, *yarnpb.ContainerI
 func nmToken(ctx context.Context) (*yarnpb.NMTokenIdentifierProto, error) {
 	c, ok := ipc.CallerFrom(ctx)
 	if !ok || c.Auth != ipc.AuthToken {
-		return nil, ipc.Errorf(ClassYarnException, "%s", msgInvalidNMToken)
+		return nil, yarnerr.YarnException.Errorf("%s", msgInvalidNMToken)
 	}
 	id, ok := c.TokenIdentity.(*yarnpb.NMTokenIdentifierProto)
 	if !ok {
-		return nil, ipc.Errorf(ClassYarnException, "%s", msgInvalidNMToken)
+		return nil, yarnerr.YarnException.Errorf("%s", msgInvalidNMToken)
 	}
 	return id, nil
 }
 
 // serialized is a per-container failure as SerializedException carries it.
 func serialized(err error) *yarnpb.SerializedExceptionProto {
-	class, msg := ClassYarnException, err.Error()
-	if re, ok := err.(*ipc.RemoteError); ok {
-		class, msg = re.ClassName, re.Message
+	class, msg := yarnerr.YarnException, err.Error()
+	if e, ok := err.(*yarnerr.Error); ok {
+		class, msg = e.Class, e.Message
 	}
-	return &yarnpb.SerializedExceptionProto{Message: proto.String(msg), ClassName: proto.String(class)}
+	return &yarnpb.SerializedExceptionProto{Message: proto.String(msg), ClassName: proto.String(string(class))}
 }
 
 func failure(id *yarnpb.ContainerIdProto, err error) *yarnpb.ContainerExceptionMapProto {
@@ -202,9 +188,13 @@ func (s *Service) StartContainers(ctx context.Context, req *yarnpb.StartContaine
 		return nil, err
 	}
 	if len(req.GetStartContainerRequest()) > maxContainersPerRequest {
-		return nil, ipc.Errorf(ClassYarnException, "startContainers with %d requests, more than %d", len(req.GetStartContainerRequest()), maxContainersPerRequest)
+		return nil, yarnerr.YarnException.Errorf("startContainers with %d requests, more than %d", len(req.GetStartContainerRequest()), maxContainersPerRequest)
 	}
-	resp := &yarnpb.StartContainersResponseProto{ServicesMetaData: s.servicesMetaData()}
+	resp := &yarnpb.StartContainersResponseProto{}
+	// Every container of one request is for the NodeManager the AM called,
+	// so the first one's pod names the node whose services answer.
+	var services map[string][]byte
+	servicesRead := false
 	pinned := false
 	for _, r := range req.GetStartContainerRequest() {
 		ctID, err := s.authorize(ctx, nmID, r.GetContainerToken(), forStart)
@@ -220,12 +210,16 @@ func (s *Service) StartContainers(ctx context.Context, req *yarnpb.StartContaine
 			}
 			pinned = true
 		}
-		if err := s.start(ctx, ctID, r.GetContainerLaunchContext()); err != nil {
+		if !servicesRead {
+			services, servicesRead = s.nodeServices(ctID), true
+		}
+		if err := s.start(ctx, ctID, r.GetContainerLaunchContext(), services); err != nil {
 			resp.FailedRequests = append(resp.FailedRequests, failure(ctID.GetContainerId(), err))
 			continue
 		}
 		resp.SucceededRequests = append(resp.SucceededRequests, ctID.GetContainerId())
 	}
+	resp.ServicesMetaData = servicesMetaData(services)
 	return resp, nil
 }
 
@@ -253,7 +247,7 @@ var (
 // with the token checks of verifyAndGetContainerTokenIdentifier.
 func (s *Service) authorize(ctx context.Context, nmID *yarnpb.NMTokenIdentifierProto, tp *commonpb.TokenProto, r request) (*yarnpb.ContainerTokenIdentifierProto, error) {
 	if tp == nil {
-		return nil, ipc.Errorf(ClassYarnException, "%s", r.noToken)
+		return nil, yarnerr.YarnException.Errorf("%s", r.noToken)
 	}
 	ctID, err := s.cfg.Tokens.VerifyContainerToken(token.FromProto(tp))
 	if err != nil {
@@ -262,14 +256,14 @@ func (s *Service) authorize(ctx context.Context, nmID *yarnpb.NMTokenIdentifierP
 	tokenApp := nmID.GetAppAttemptId().GetApplicationId()
 	ctrApp := ctID.GetContainerId().GetAppAttemptId().GetApplicationId()
 	if !proto.Equal(tokenApp, ctrApp) {
-		return ctID, ipc.Errorf(ClassYarnException, "%s\nNMToken for application attempt : %s was used for %s with container token issued for application attempt : %s",
+		return ctID, yarnerr.YarnException.Errorf("%s\nNMToken for application attempt : %s was used for %s with container token issued for application attempt : %s",
 			r.unauthorized, attemptString(nmID.GetAppAttemptId()), r.using, attemptString(ctID.GetContainerId().GetAppAttemptId()))
 	}
 	if node, ok := relay.NodeFrom(ctx); ok && node != ctID.GetNmHostAddr() {
-		return ctID, ipc.Errorf(classInvalidToken, "%s\nThe container token was issued for NodeManager %s, not for %s", r.unauthorized, ctID.GetNmHostAddr(), node)
+		return ctID, yarnerr.InvalidToken.Errorf("%s\nThe container token was issued for NodeManager %s, not for %s", r.unauthorized, ctID.GetNmHostAddr(), node)
 	}
 	if want := yarnid.NodeString(nmID.GetNodeId()); want != ctID.GetNmHostAddr() {
-		return ctID, ipc.Errorf(classInvalidToken, "%s\nThe container token was issued for NodeManager %s, the NMToken for %s", r.unauthorized, ctID.GetNmHostAddr(), want)
+		return ctID, yarnerr.InvalidToken.Errorf("%s\nThe container token was issued for NodeManager %s, the NMToken for %s", r.unauthorized, ctID.GetNmHostAddr(), want)
 	}
 	return ctID, nil
 }
@@ -283,21 +277,21 @@ func attemptString(a *yarnpb.ApplicationAttemptIdProto) string {
 }
 
 // start launches one container whose token was checked.
-func (s *Service) start(ctx context.Context, ctID *yarnpb.ContainerTokenIdentifierProto, clc *yarnpb.ContainerLaunchContextProto) error {
+func (s *Service) start(ctx context.Context, ctID *yarnpb.ContainerTokenIdentifierProto, clc *yarnpb.ContainerLaunchContextProto, services map[string][]byte) error {
 	id, err := yarnid.ContainerIDFromProto(ctID.GetContainerId())
 	if err != nil {
-		return ipc.Errorf(ClassInvalidContainer, "bad container id: %v", err)
+		return yarnerr.InvalidContainer.Errorf("bad container id: %v", err)
 	}
 	for _, sd := range clc.GetServiceData() {
-		if _, ok := s.cfg.AuxServices[sd.GetKey()]; !ok {
-			return ipc.Errorf(ClassInvalidAuxService, "The auxService:%s does not exist", sd.GetKey())
+		if _, ok := services[sd.GetKey()]; !ok {
+			return yarnerr.InvalidAuxService.Errorf("The auxService:%s does not exist", sd.GetKey())
 		}
 	}
 	var creds *token.Credentials
 	if len(clc.GetTokens()) > 0 {
 		creds, err = token.ParseCredentials(clc.GetTokens())
 		if err != nil {
-			return ipc.Errorf(ClassYarnException, "Failed to parse credentials of container %s: %v", id, err)
+			return yarnerr.YarnException.Errorf("Failed to parse credentials of container %s: %v", id, err)
 		}
 		// An unset type reads as the enum's first value, APPLICATION_MASTER:
 		// only an explicit one counts.
@@ -308,15 +302,33 @@ func (s *Service) start(ctx context.Context, ctID *yarnpb.ContainerTokenIdentifi
 	}
 	node, err := yarnid.ParseNodeID(ctID.GetNmHostAddr())
 	if err != nil {
-		return ipc.Errorf(ClassInvalidContainer, "container token of %s: %v", id, err)
+		return yarnerr.InvalidContainer.Errorf("container token of %s: %v", id, err)
 	}
 	return s.Launch(ctx, LaunchRequest{Container: id, User: ctID.GetAppSubmitter(), Node: node, Context: clc, Credentials: creds})
 }
 
-func (s *Service) servicesMetaData() []*yarnpb.StringBytesMapProto {
-	out := make([]*yarnpb.StringBytesMapProto, 0, len(s.cfg.AuxServices))
-	for _, name := range sortedKeys(s.cfg.AuxServices) {
-		out = append(out, &yarnpb.StringBytesMapProto{Key: proto.String(name), Value: s.cfg.AuxServices[name]})
+// nodeServices are the aux services of the node a container's pod is on.
+func (s *Service) nodeServices(ctID *yarnpb.ContainerTokenIdentifierProto) map[string][]byte {
+	if s.cfg.AuxServices == nil {
+		return nil
+	}
+	id, err := yarnid.ContainerIDFromProto(ctID.GetContainerId())
+	if err != nil {
+		return nil
+	}
+	pod, ok := s.cfg.Pods.ContainerPod(id)
+	if !ok || pod.Spec.NodeName == "" {
+		return nil
+	}
+	return s.cfg.AuxServices.AuxServices(pod.Spec.NodeName)
+}
+
+// servicesMetaData is what startContainers answers of the node's services
+// (ContainerManagerImpl.getAuxServiceMetaData), in name order.
+func servicesMetaData(services map[string][]byte) []*yarnpb.StringBytesMapProto {
+	out := make([]*yarnpb.StringBytesMapProto, 0, len(services))
+	for _, name := range sortedKeys(services) {
+		out = append(out, &yarnpb.StringBytesMapProto{Key: proto.String(name), Value: services[name]})
 	}
 	return out
 }
@@ -326,14 +338,14 @@ func (s *Service) servicesMetaData() []*yarnpb.StringBytesMapProto {
 func authorizeAccess(nmID *yarnpb.NMTokenIdentifierProto, id yarnid.ContainerID, what string) error {
 	app, err := yarnid.ApplicationIDFromProto(nmID.GetAppAttemptId().GetApplicationId())
 	if err != nil || app != id.Attempt.App {
-		return ipc.Errorf(ClassYarnException, "%s attempted to %s non-application container : %s", attemptString(nmID.GetAppAttemptId()), what, id)
+		return yarnerr.YarnException.Errorf("%s attempted to %s non-application container : %s", attemptString(nmID.GetAppAttemptId()), what, id)
 	}
 	return nil
 }
 
 // notHandled is the NodeManager's answer for a container it does not know.
 func notHandled(id yarnid.ContainerID) error {
-	return ipc.Errorf(ClassYarnException, "Container %s is not handled by this NodeManager", id)
+	return yarnerr.YarnException.Errorf("Container %s is not handled by this NodeManager", id)
 }
 
 func (s *Service) StopContainers(ctx context.Context, req *yarnpb.StopContainersRequestProto) (*yarnpb.StopContainersResponseProto, error) {
@@ -355,7 +367,7 @@ func (s *Service) StopContainers(ctx context.Context, req *yarnpb.StopContainers
 func (s *Service) stop(ctx context.Context, nmID *yarnpb.NMTokenIdentifierProto, p *yarnpb.ContainerIdProto) error {
 	id, err := yarnid.ContainerIDFromProto(p)
 	if err != nil {
-		return ipc.Errorf(ClassInvalidContainer, "bad container id: %v", err)
+		return yarnerr.InvalidContainer.Errorf("bad container id: %v", err)
 	}
 	if err := authorizeAccess(nmID, id, "stop"); err != nil {
 		return err
@@ -368,7 +380,7 @@ func (s *Service) stop(ctx context.Context, nmID *yarnpb.NMTokenIdentifierProto,
 		return nil // stopping a finished container is a no-op, as in the NM
 	}
 	if err := s.cfg.Pods.StopContainer(ctx, id); err != nil {
-		return ipc.Errorf(ClassYarnException, "stopping %s: %v", id, err)
+		return yarnerr.YarnException.Errorf("stopping %s: %v", id, err)
 	}
 	return nil
 }
@@ -382,7 +394,7 @@ func (s *Service) GetContainerStatuses(ctx context.Context, req *yarnpb.GetConta
 	for _, p := range req.GetContainerId() {
 		id, err := yarnid.ContainerIDFromProto(p)
 		if err != nil {
-			resp.FailedRequests = append(resp.FailedRequests, failure(p, ipc.Errorf(ClassInvalidContainer, "bad container id: %v", err)))
+			resp.FailedRequests = append(resp.FailedRequests, failure(p, yarnerr.InvalidContainer.Errorf("bad container id: %v", err)))
 			continue
 		}
 		if err := authorizeAccess(nmID, id, "get status for"); err != nil {
@@ -415,7 +427,7 @@ func (s *Service) GetLocalizationStatuses(ctx context.Context, req *yarnpb.GetLo
 			err = authorizeAccess(nmID, id, "get localization statuses of")
 		}
 		if err == nil {
-			err = ipc.Errorf(ClassYarnException, "Localization statuses of %s are not tracked by Knit", id)
+			err = yarnerr.YarnException.Errorf("Localization statuses of %s are not tracked by Knit", id)
 		}
 		resp.FailedRequests = append(resp.FailedRequests, failure(p, err))
 	}
@@ -429,7 +441,7 @@ func (s *Service) SignalToContainer(ctx context.Context, req *yarnpb.SignalConta
 	}
 	id, err := yarnid.ContainerIDFromProto(req.GetContainerId())
 	if err != nil {
-		return nil, ipc.Errorf(ClassInvalidContainer, "bad container id: %v", err)
+		return nil, yarnerr.InvalidContainer.Errorf("bad container id: %v", err)
 	}
 	if err := authorizeAccess(nmID, id, "signal"); err != nil {
 		return nil, err
@@ -452,16 +464,16 @@ func (s *Service) SignalContainer(ctx context.Context, id yarnid.ContainerID, _ 
 	switch cmd {
 	case yarnpb.SignalContainerCommandProto_GRACEFUL_SHUTDOWN, yarnpb.SignalContainerCommandProto_FORCEFUL_SHUTDOWN:
 		if err := s.cfg.Pods.StopContainer(ctx, id); err != nil {
-			return ipc.Errorf(ClassYarnException, "signalling %s: %v", id, err)
+			return yarnerr.YarnException.Errorf("signalling %s: %v", id, err)
 		}
 		return nil
 	case yarnpb.SignalContainerCommandProto_OUTPUT_THREAD_DUMP:
 		if err := s.cfg.Pods.RequestThreadDump(ctx, id); err != nil {
-			return ipc.Errorf(ClassYarnException, "signalling %s: %v", id, err)
+			return yarnerr.YarnException.Errorf("signalling %s: %v", id, err)
 		}
 		return nil
 	}
-	return ipc.Errorf(ClassUnsupportedOperation, "signal %s is not supported by Knit yet", cmd)
+	return yarnerr.UnsupportedOperation.Errorf("signal %s is not supported by Knit yet", cmd)
 }
 
 func (s *Service) IncreaseContainersResource(ctx context.Context, req *yarnpb.IncreaseContainersResourceRequestProto) (*yarnpb.IncreaseContainersResourceResponseProto, error) {
@@ -482,7 +494,7 @@ func (s *Service) UpdateContainer(ctx context.Context, req *yarnpb.ContainerUpda
 		return nil, err
 	}
 	if len(req.GetUpdateContainerToken()) > maxContainersPerRequest {
-		return nil, ipc.Errorf(ClassYarnException, "updateContainer with %d tokens, more than %d", len(req.GetUpdateContainerToken()), maxContainersPerRequest)
+		return nil, yarnerr.YarnException.Errorf("updateContainer with %d tokens, more than %d", len(req.GetUpdateContainerToken()), maxContainersPerRequest)
 	}
 	resp := &yarnpb.ContainerUpdateResponseProto{}
 	for _, tp := range req.GetUpdateContainerToken() {
@@ -503,17 +515,17 @@ func (s *Service) UpdateContainer(ctx context.Context, req *yarnpb.ContainerUpda
 func (s *Service) update(ctx context.Context, ctID *yarnpb.ContainerTokenIdentifierProto) error {
 	id, err := yarnid.ContainerIDFromProto(ctID.GetContainerId())
 	if err != nil {
-		return ipc.Errorf(ClassInvalidContainer, "bad container id: %v", err)
+		return yarnerr.InvalidContainer.Errorf("bad container id: %v", err)
 	}
 	p, ok := s.cfg.Pods.ContainerPod(id)
 	if !ok || p.Annotations[launch.AnnotationContext] == "" {
 		return notHandled(id) // never started on a node
 	}
 	if cur := s.cfg.Pods.NodeVersion(id); cur >= ctID.GetVersion() {
-		return ipc.Errorf(ClassYarnException, "Container %s has update version [%d] >= requested version [%d]", id, cur, ctID.GetVersion())
+		return yarnerr.YarnException.Errorf("Container %s has update version [%d] >= requested version [%d]", id, cur, ctID.GetVersion())
 	}
 	if err := s.cfg.Pods.ApplyNodeUpdate(ctx, id, ctID.GetVersion(), ctID.GetResource()); err != nil {
-		return ipc.Errorf(ClassYarnException, "Unable to update container %s: %v", id, err)
+		return yarnerr.YarnException.Errorf("Unable to update container %s: %v", id, err)
 	}
 	s.log.InfoContext(ctx, "container updated", "container", id.String(), "version", ctID.GetVersion())
 	if s.cfg.Observer != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -106,13 +107,22 @@ func nmCaller(ctx context.Context, app yarnid.ApplicationID) context.Context {
 	return ipc.WithCaller(ctx, ipc.Caller{Auth: ipc.AuthToken, TokenIdentity: id})
 }
 
+// fakeAuxServices is what knit-node publishes: node-1 runs the shuffle.
+type fakeAuxServices map[string]map[string][]byte
+
+func (f fakeAuxServices) AuxServices(node string) map[string][]byte { return f[node] }
+
+// shufflePort is node-1's shuffle port.
+const shufflePort = 13562
+
 func newTestService(t *testing.T) (*Service, *fakePods, *fake.Clientset) {
 	t.Helper()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p1", Namespace: "ns", UID: "uid-1"},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: launch.ContainerName, Image: "launcher"}}}}
 	client := fake.NewClientset(pod)
 	pods := &fakePods{pods: map[yarnid.ContainerID]*corev1.Pod{task: pod}, status: map[yarnid.ContainerID]yarnpb.ContainerStateProto{task: yarnpb.ContainerStateProto_C_RUNNING}}
-	s, err := New(Config{Client: client, Pods: pods, Tokens: fakeTokens{}, NMHTTPPort: 8042})
+	aux := fakeAuxServices{"node-1": {launch.ShuffleService: launch.PortMetadata(shufflePort)}}
+	s, err := New(Config{Client: client, Pods: pods, Tokens: fakeTokens{}, AuxServices: aux, NMHTTPPort: 8042})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +147,7 @@ func TestStartContainersPutsTheLaunchContextOnThePod(t *testing.T) {
 		Command:     []string{"echo hi 1><LOG_DIR>/stdout"},
 		Environment: []*yarnpb.StringStringMapProto{{Key: proto.String(dockerImageEnv), Value: proto.String("busybox:1")}},
 		Tokens:      credentialsWithAMRMToken(t),
-		ServiceData: []*yarnpb.StringBytesMapProto{{Key: proto.String(shuffleService), Value: []byte("secret")}},
+		ServiceData: []*yarnpb.StringBytesMapProto{{Key: proto.String(launch.ShuffleService), Value: []byte("secret")}},
 	}
 	ctx := relay.WithNode(nmCaller(t.Context(), app1), node)
 	resp, err := s.StartContainers(ctx, &yarnpb.StartContainersRequestProto{StartContainerRequest: []*yarnpb.StartContainerRequestProto{
@@ -151,12 +161,12 @@ func TestStartContainersPutsTheLaunchContextOnThePod(t *testing.T) {
 	}
 	var shuffle []byte
 	for _, m := range resp.GetServicesMetaData() {
-		if m.GetKey() == shuffleService {
+		if m.GetKey() == launch.ShuffleService {
 			shuffle = m.GetValue()
 		}
 	}
-	if len(shuffle) != 4 || int(shuffle[2])<<8|int(shuffle[3]) != defaultShufflePort {
-		t.Errorf("mapreduce_shuffle metadata %v, want the 4-byte port %d", shuffle, defaultShufflePort)
+	if len(shuffle) != 4 || int(shuffle[2])<<8|int(shuffle[3]) != shufflePort {
+		t.Errorf("mapreduce_shuffle metadata %v, want the 4-byte port %d", shuffle, shufflePort)
 	}
 	pod, err := client.CoreV1().Pods("ns").Get(t.Context(), "p1", metav1.GetOptions{})
 	if err != nil {
@@ -176,6 +186,9 @@ func TestStartContainersPutsTheLaunchContextOnThePod(t *testing.T) {
 	if err := proto.Unmarshal(lc.LaunchContext, &got); err != nil || len(got.GetTokens()) != 0 || got.GetCommand()[0] != clc.GetCommand()[0] {
 		t.Errorf("launch context %v (%v): tokens must stay off the pod", &got, err)
 	}
+	if len(got.GetServiceData()) != 0 {
+		t.Errorf("launch context on the pod carries service data %v: it may hold secrets and belongs in the Secret", got.GetServiceData())
+	}
 	secret, err := client.CoreV1().Secrets("ns").Get(t.Context(), lc.TokensSecret, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -189,6 +202,41 @@ func TestStartContainersPutsTheLaunchContextOnThePod(t *testing.T) {
 	}
 	if _, ok := creds.Token(""); ok || creds.NumTokens() != 1 {
 		t.Errorf("task credentials keep %d tokens; the AMRMToken must be stripped", creds.NumTokens())
+	}
+	if got := string(secret.Data[launch.ServiceDataSecretKey(launch.ShuffleService)]); got != "secret" {
+		t.Errorf("secret's mapreduce_shuffle service data %q, want the AM's bytes", got)
+	}
+}
+
+func TestStartContainersAnswersWithTheServicesOfTheContainersNode(t *testing.T) {
+	tests := []struct {
+		name string
+		aux  fakeAuxServices
+		want []string
+	}{
+		{name: "the node publishes the shuffle", aux: fakeAuxServices{"node-1": {launch.ShuffleService: launch.PortMetadata(shufflePort)}}, want: []string{launch.ShuffleService}},
+		{name: "another node's services are not this node's", aux: fakeAuxServices{"node-2": {launch.ShuffleService: launch.PortMetadata(shufflePort)}}},
+		{name: "a node that publishes nothing advertises nothing", aux: fakeAuxServices{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _, _ := newTestService(t)
+			s.cfg.AuxServices = tt.aux
+			ctx := relay.WithNode(nmCaller(t.Context(), app1), node)
+			resp, err := s.StartContainers(ctx, &yarnpb.StartContainersRequestProto{StartContainerRequest: []*yarnpb.StartContainerRequestProto{
+				{ContainerLaunchContext: &yarnpb.ContainerLaunchContextProto{Command: []string{"true"}}, ContainerToken: containerToken(task, node, "ok", false)},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, m := range resp.GetServicesMetaData() {
+				got = append(got, m.GetKey())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("services %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 
