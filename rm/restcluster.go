@@ -12,8 +12,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/queues"
 	"github.com/knitdev/knit/rm/rest"
@@ -50,7 +52,7 @@ type restCluster struct {
 
 // as is the context an RPC from user would carry.
 func as(ctx context.Context, user string) context.Context {
-	return ipc.WithCaller(ctx, ipc.Caller{User: user, Protocol: ProtocolClient})
+	return ipc.WithCaller(ctx, ipc.Caller{User: user, Protocol: yarnrpc.ApplicationClientProtocolName})
 }
 
 // internal is the caller for cluster-wide figures no ACL guards; only the
@@ -142,7 +144,7 @@ func (c *restCluster) Metrics(ctx context.Context) (rest.ClusterMetrics, error) 
 func parseAppID(id string) (*yarnpb.ApplicationIdProto, error) {
 	a, err := yarnid.ParseApplicationID(id)
 	if err != nil {
-		return nil, ipc.Errorf("java.lang.IllegalArgumentException", "Invalid ApplicationId: %s", id)
+		return nil, yarnerr.IllegalArgument.Errorf("Invalid ApplicationId: %s", id)
 	}
 	return a.Proto(), nil
 }
@@ -178,7 +180,7 @@ func filterRequest(f apps.Filter) *yarnpb.GetApplicationsRequestProto {
 
 func (c *restCluster) Applications(ctx context.Context, user string, f apps.Filter) ([]rest.App, error) {
 	if err := f.Validate(); err != nil {
-		return nil, ipc.Errorf("org.apache.hadoop.yarn.webapp.BadRequestException", "%s", err)
+		return nil, yarnerr.BadRequest.New(err.Error())
 	}
 	resp, err := c.rm.GetApplications(as(ctx, user), filterRequest(f))
 	if err != nil {
@@ -283,7 +285,7 @@ func (c *restCluster) Nodes(ctx context.Context, states []string) ([]rest.Node, 
 	for _, s := range states {
 		v, ok := yarnpb.NodeStateProto_value["NS_"+strings.ToUpper(s)]
 		if !ok {
-			return nil, ipc.Errorf("java.lang.IllegalArgumentException",
+			return nil, yarnerr.IllegalArgument.Errorf(
 				"No enum constant org.apache.hadoop.yarn.api.records.NodeState.%s", strings.ToUpper(s))
 		}
 		req.NodeStates = append(req.NodeStates, yarnpb.NodeStateProto(v))

@@ -97,11 +97,8 @@ func TestConnectionsBeyondMaxConnsAreClosedUnanswered(t *testing.T) {
 	if err := <-held; err != nil {
 		t.Fatalf("call on the first connection: %v", err)
 	}
-	first.Close()
-	// Once the first connection is gone, a new one is served (the client
-	// redials a connection closed before its handshake).
-	if _, err := report(t, newTestClient(t, ts.addr, ClientConfig{User: "bob"}), 1); err != nil {
-		t.Errorf("call once the first connection closed: %v", err)
+	if _, err := report(t, first, 1); err != nil {
+		t.Errorf("the first connection after the refusal: %v", err)
 	}
 }
 

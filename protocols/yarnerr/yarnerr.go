@@ -52,11 +52,13 @@ const (
 	NumberFormat         Class = "java.lang.NumberFormatException"
 	UnsupportedOperation Class = "java.lang.UnsupportedOperationException"
 	FileNotFound         Class = "java.io.FileNotFoundException"
-	WebApplication       Class = "javax.ws.rs.WebApplicationException"
-	webappPackage              = "org.apache.hadoop.yarn.webapp."
-	BadRequest           Class = webappPackage + "BadRequestException"
-	NotFound             Class = webappPackage + "NotFoundException"
-	Forbidden            Class = webappPackage + "ForbiddenException"
+	// UnrecognizedOption is commons-cli's, which the yarn commands print.
+	UnrecognizedOption Class = "org.apache.commons.cli.UnrecognizedOptionException"
+	WebApplication     Class = "javax.ws.rs.WebApplicationException"
+	webappPackage            = "org.apache.hadoop.yarn.webapp."
+	BadRequest         Class = webappPackage + "BadRequestException"
+	NotFound           Class = webappPackage + "NotFoundException"
+	Forbidden          Class = webappPackage + "ForbiddenException"
 )
 
 // Error returns the class name, so a Class can stand as the target of

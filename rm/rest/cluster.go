@@ -12,7 +12,8 @@ import (
 // takes the calling user ("" never: anonymous callers arrive as
 // Config.AnonymousUser) where YARN checks ACLs for it.
 //
-// Errors: a *ipc.RemoteError with a Hadoop class name chooses the answer —
+// Errors: the Java exception an error carries (a *yarnerr.Error, found with
+// yarnerr.Find) chooses the answer —
 // ApplicationNotFoundException → 404, AccessControlException → 403,
 // InvalidResourceRequestException, InvalidApplicationSubmissionContext…,
 // IllegalArgumentException, BadRequestException → 400 — and ErrNodeNotFound

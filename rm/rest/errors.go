@@ -7,18 +7,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 )
 
 // ErrNodeNotFound is what Cluster.Node returns for an unknown node.
 var ErrNodeNotFound = errors.New("node not found")
-
-// Hadoop class names the RM's errors carry.
-const (
-	classAppNotFound   = "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException"
-	classAccessControl = "org.apache.hadoop.security.AccessControlException"
-	classYarnAccess    = "org.apache.hadoop.yarn.exceptions.YarnException" // with an AccessControlException message
-)
 
 // remoteException is Hadoop's RemoteExceptionData with the HTTP status
 // GenericExceptionHandler gives it.
@@ -31,39 +24,49 @@ type remoteException struct {
 
 func (e *remoteException) Error() string { return e.Exception + ": " + e.Message }
 
-func webAppError(status int, simple, msg string) *remoteException {
-	return &remoteException{status: status, Exception: simple, Message: "java.lang.Exception: " + msg,
-		JavaClass: "org.apache.hadoop.yarn.webapp." + simple}
+// exception is an answer of the given status carrying e as it is.
+func exception(status int, e *yarnerr.Error) *remoteException {
+	return &remoteException{status: status, Exception: e.Class.Simple(), Message: e.Message, JavaClass: string(e.Class)}
 }
 
-// badRequest, notFound and forbidden are YARN's webapp exceptions, whose
-// message is that of the java.lang.Exception they wrap.
+// webAppError is one of YARN's webapp exceptions, whose message is that of
+// the java.lang.Exception it wraps.
+func webAppError(status int, class yarnerr.Class, msg string) *remoteException {
+	return exception(status, class.Wrap(yarnerr.Exception.New(msg)))
+}
+
+// badRequest, notFound and forbidden are YARN's webapp exceptions.
 func badRequest(msg string) *remoteException {
-	return webAppError(http.StatusBadRequest, "BadRequestException", msg)
+	return webAppError(http.StatusBadRequest, yarnerr.BadRequest, msg)
 }
 func notFound(msg string) *remoteException {
-	return webAppError(http.StatusNotFound, "NotFoundException", msg)
+	return webAppError(http.StatusNotFound, yarnerr.NotFound, msg)
 }
 func forbidden(msg string) *remoteException {
-	return webAppError(http.StatusForbidden, "ForbiddenException", msg)
+	return webAppError(http.StatusForbidden, yarnerr.Forbidden, msg)
 }
 
 // illegalArgument is a java.lang.IllegalArgumentException (400), e.g. an
 // unknown enum constant.
 func illegalArgument(msg string) *remoteException {
-	return &remoteException{status: http.StatusBadRequest, Exception: "IllegalArgumentException", Message: msg,
-		JavaClass: "java.lang.IllegalArgumentException"}
+	return exception(http.StatusBadRequest, yarnerr.IllegalArgument.New(msg))
 }
 
 // notAuthenticated is the AuthorizationException writes get without a user.
 func notAuthenticated() *remoteException {
-	return &remoteException{status: http.StatusUnauthorized, Exception: "AuthorizationException",
-		Message:   "Unable to obtain user name, user not authenticated",
-		JavaClass: "org.apache.hadoop.security.authorize.AuthorizationException"}
+	return exception(http.StatusUnauthorized, yarnerr.Authorization.New("Unable to obtain user name, user not authenticated"))
 }
 
-// fromCluster maps an error of the Cluster onto the answer. appID names the
-// application for the NotFound message, when there is one.
+// webApplicationError is JAX-RS's own answer for a request no resource
+// takes (405 and the like).
+func webApplicationError(status int, msg string) *remoteException {
+	return exception(status, yarnerr.WebApplication.New(msg))
+}
+
+// fromCluster maps an error of the Cluster onto the answer, as YARN's
+// RMWebServices and GenericExceptionHandler do: the exception the error
+// carries (yarnerr.Find) chooses the status. appID names the application
+// for the NotFound message, when there is one.
 func fromCluster(err error, appID string) *remoteException {
 	var re *remoteException
 	if errors.As(err, &re) {
@@ -72,29 +75,28 @@ func fromCluster(err error, appID string) *remoteException {
 	if errors.Is(err, ErrNodeNotFound) {
 		return notFound(err.Error())
 	}
-	var ie *ipc.RemoteError
-	if !errors.As(err, &ie) {
+	e, ok := yarnerr.Find(err)
+	if !ok {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return &remoteException{status: http.StatusServiceUnavailable, Exception: "IOException", Message: err.Error(), JavaClass: "java.io.IOException"}
+			return exception(http.StatusServiceUnavailable, yarnerr.IOException.New(err.Error()))
 		}
-		return &remoteException{status: http.StatusInternalServerError, Exception: "WebApplicationException",
-			Message: err.Error(), JavaClass: "javax.ws.rs.WebApplicationException"}
+		return webApplicationError(http.StatusInternalServerError, err.Error())
 	}
-	simple := ie.ClassName[strings.LastIndexByte(ie.ClassName, '.')+1:]
-	switch {
-	case ie.ClassName == classAppNotFound:
+	switch simple := e.Class.Simple(); {
+	case e.Class == yarnerr.ApplicationNotFound:
 		if appID != "" {
 			return notFound("app with id: " + appID + " not found")
 		}
-		return notFound(ie.Message)
-	case ie.ClassName == classAccessControl || simple == "AccessControlException" ||
-		(ie.ClassName == classYarnAccess && strings.Contains(ie.Message, "AccessControlException")):
-		return forbidden(ie.Message)
-	case strings.HasPrefix(simple, "Invalid") || simple == "IllegalArgumentException" ||
-		simple == "BadRequestException" || simple == "NumberFormatException":
-		return badRequest(ie.Message)
+		return notFound(e.Message)
+	case simple == yarnerr.AccessControl.Simple() ||
+		// ClientRMService's YarnException wrapping one.
+		(e.Class == yarnerr.YarnException && strings.Contains(e.Message, yarnerr.AccessControl.Simple())):
+		return forbidden(e.Message)
+	case strings.HasPrefix(simple, "Invalid") || e.Class == yarnerr.IllegalArgument ||
+		e.Class == yarnerr.BadRequest || e.Class == yarnerr.NumberFormat:
+		return badRequest(e.Message)
 	}
-	return &remoteException{status: http.StatusInternalServerError, Exception: simple, Message: ie.Message, JavaClass: ie.ClassName}
+	return exception(http.StatusInternalServerError, e)
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }

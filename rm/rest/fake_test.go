@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/apps"
 )
@@ -214,7 +214,7 @@ func (f *fakeCluster) Applications(_ context.Context, _ string, fl apps.Filter) 
 }
 
 func notFoundErr(id string) error {
-	return ipc.Errorf(classAppNotFound, "Application with id '%s' doesn't exist in RM.", id)
+	return yarnerr.ApplicationNotFound.Errorf("Application with id '%s' doesn't exist in RM.", id)
 }
 
 func (f *fakeCluster) Application(_ context.Context, _, id string) (App, error) {
@@ -236,7 +236,7 @@ func (f *fakeCluster) Kill(_ context.Context, user, id, _ string) (bool, error) 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.owner[id] != user {
-		return false, ipc.Errorf(classAccessControl, "User %s cannot perform operation MODIFY_APP on %s", user, id)
+		return false, yarnerr.AccessControl.Errorf("User %s cannot perform operation MODIFY_APP on %s", user, id)
 	}
 	f.killed = append(f.killed, id)
 	if f.killNow {
@@ -260,7 +260,7 @@ func (f *fakeCluster) Submit(_ context.Context, _ string, sc *yarnpb.Application
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if sc.GetResource().GetMemory() > 8192 {
-		return ipc.Errorf("org.apache.hadoop.yarn.exceptions.InvalidResourceRequestException", "Invalid resource request, requested memory > max")
+		return yarnerr.InvalidResourceRequest.New("Invalid resource request, requested memory > max")
 	}
 	f.submitted = append(f.submitted, sc)
 	return nil

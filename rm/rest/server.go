@@ -107,13 +107,11 @@ func (s *server) handleError(err error, c echo.Context) {
 		case http.StatusNotFound:
 			re = notFound("Resource not found: " + c.Request().URL.Path)
 		case http.StatusMethodNotAllowed:
-			re = &remoteException{status: he.Code, Exception: "WebApplicationException",
-				Message: "HTTP 405 Method Not Allowed", JavaClass: "javax.ws.rs.WebApplicationException"}
+			re = webApplicationError(he.Code, "HTTP 405 Method Not Allowed")
 		case http.StatusRequestEntityTooLarge:
 			re = badRequest("request body too large")
 		default:
-			re = &remoteException{status: he.Code, Exception: "WebApplicationException",
-				Message: http.StatusText(he.Code), JavaClass: "javax.ws.rs.WebApplicationException"}
+			re = webApplicationError(he.Code, http.StatusText(he.Code))
 		}
 	default:
 		re = fromCluster(err, "")
