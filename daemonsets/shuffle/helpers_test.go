@@ -22,6 +22,7 @@ import (
 	"github.com/knitdev/knit/daemonsets/auxservice"
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/test/recordings"
 )
 
 func TestMain(m *testing.M) {
@@ -32,37 +33,10 @@ func TestMain(m *testing.M) {
 // port every recorded UrlHash covers.
 const recordedPort = 13562
 
-// sharedDir returns ../shared beside the module root. Without it the test
-// fails under CI (CI=true) and is skipped elsewhere.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's folder")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared")
-	if _, err := os.Stat(filepath.Join(shared, "testdata", "hadoop-shuffle")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("../shared/testdata/hadoop-shuffle is missing beside the checkout (CI=true): %v", err)
-		}
-		t.Skipf("../shared/testdata/hadoop-shuffle not found beside this checkout: %v", err)
-	}
-	return shared
-}
-
 // shuffleData returns a path under ../shared/testdata/hadoop-shuffle.
 func shuffleData(t testing.TB, parts ...string) string {
-	return filepath.Join(append([]string{sharedDir(t), "testdata", "hadoop-shuffle"}, parts...)...)
+	t.Helper()
+	return recordings.Path(t, append([]string{"hadoop-shuffle"}, parts...)...)
 }
 
 func readFile(t testing.TB, path string) []byte {
