@@ -39,9 +39,6 @@ type LaunchRequest struct {
 	WebProxyBase  string
 }
 
-// containerName is the pod's main container (rgs.ContainerName).
-const containerName = "container"
-
 // Launch hands a container its launch context: the credentials into a
 // Secret owned by the pod, the rest onto the pod as an annotation, which
 // the node's knit-node picks up. A container starts once: a second launch
@@ -78,6 +75,10 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) error {
 		clc = &yarnpb.ContainerLaunchContextProto{}
 	}
 	clc.Tokens = nil
+	// Service data may hold secrets (MapReduce's job token): it travels
+	// with the credentials, never in the readable annotation.
+	serviceData := clc.ServiceData
+	clc.ServiceData = nil
 	raw, err := proto.Marshal(clc)
 	if err != nil {
 		return fmt.Errorf("rks: launch context of %s: %w", id, err)
@@ -94,9 +95,9 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) error {
 		Image:         envValue(clc, dockerImageEnv),
 	}
 	lc.RunAsUser, lc.RunAsGroup = runAs(pod)
-	if req.Credentials != nil {
+	if req.Credentials != nil || len(serviceData) > 0 {
 		lc.TokensSecret = pod.Name + "-tokens"
-		if err := s.writeSecret(ctx, pod, lc.TokensSecret, req.Credentials); err != nil {
+		if err := s.writeSecret(ctx, pod, lc.TokensSecret, req.Credentials, serviceData); err != nil {
 			return err
 		}
 	}
@@ -159,24 +160,31 @@ func retryPolicy(ctx context.Context) backoff.BackOff {
 	return backoff.WithContext(b, ctx)
 }
 
-// writeSecret stores the credentials in a Secret the pod owns, so it goes
-// with the pod.
-func (s *Service) writeSecret(ctx context.Context, p *corev1.Pod, name string, creds *token.Credentials) error {
-	data, err := creds.Marshal(token.FormatWritable)
-	if err != nil {
-		return fmt.Errorf("rks: credentials of %s: %w", name, err)
+// writeSecret stores the credentials and the service data in a Secret the
+// pod owns, so it goes with the pod.
+func (s *Service) writeSecret(ctx context.Context, p *corev1.Pod, name string, creds *token.Credentials, serviceData []*yarnpb.StringBytesMapProto) error {
+	data := make(map[string][]byte, 1+len(serviceData))
+	if creds != nil {
+		b, err := creds.Marshal(token.FormatWritable)
+		if err != nil {
+			return fmt.Errorf("rks: credentials of %s: %w", name, err)
+		}
+		data[launch.SecretKeyTokens] = b
+	}
+	for _, sd := range serviceData {
+		data[launch.ServiceDataSecretKey(sd.GetKey())] = sd.GetValue()
 	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
 			Namespace: p.Namespace,
-			Labels:    map[string]string{"knit.io/secret": "container-tokens"},
+			Labels:    map[string]string{launch.LabelSecret: "container-tokens"},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr.To(true),
 			}},
 		},
 		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{launch.SecretKeyTokens: data},
+		Data: data,
 	}
 	secrets := s.cfg.Client.CoreV1().Secrets(p.Namespace)
 	op := func() error {
@@ -205,7 +213,7 @@ func (s *Service) patchPod(ctx context.Context, p *corev1.Pod, value, image stri
 		"metadata": map[string]any{"annotations": map[string]string{launch.AnnotationContext: value}},
 	}
 	if image != "" {
-		patch["spec"] = map[string]any{"containers": []map[string]string{{"name": containerName, "image": image}}}
+		patch["spec"] = map[string]any{"containers": []map[string]string{{"name": launch.ContainerName, "image": image}}}
 	}
 	body, err := json.Marshal(patch)
 	if err != nil {
@@ -241,7 +249,7 @@ func runAs(p *corev1.Pod) (uid, gid *int64) {
 		}
 	}
 	for _, c := range p.Spec.Containers {
-		if c.Name == containerName && c.SecurityContext != nil {
+		if c.Name == launch.ContainerName && c.SecurityContext != nil {
 			if c.SecurityContext.RunAsUser != nil {
 				uid = c.SecurityContext.RunAsUser
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rgs"
+	"github.com/knitdev/knit/rgs/nodes"
 	"github.com/knitdev/knit/rks"
 	"github.com/knitdev/knit/rks/relay"
 	"github.com/knitdev/knit/rm/tokens"
@@ -31,14 +32,15 @@ func (t rksTokens) PinAttempt(ctx context.Context, id *yarnpb.NMTokenIdentifierP
 	return t.m.NMTokens().PinAttempt(ctx, id)
 }
 
-func newRKS(f flags, client kubernetes.Interface, sched *rgs.Controller, tm *tokens.Manager, live *liveAttempts, log *slog.Logger) (*rks.Service, error) {
+func newRKS(f flags, client kubernetes.Interface, sched *rgs.Controller, tm *tokens.Manager, live *liveAttempts, nodeList *nodes.Lister, log *slog.Logger) (*rks.Service, error) {
 	return rks.New(rks.Config{
-		Client:     client,
-		Pods:       sched,
-		Tokens:     rksTokens{tm},
-		Observer:   live,
-		NMHTTPPort: int32(f.nmWebPort),
-		Logger:     log.With("component", "rks"),
+		Client:      client,
+		Pods:        sched,
+		Tokens:      rksTokens{tm},
+		Observer:    live,
+		AuxServices: nodeList,
+		NMHTTPPort:  int32(f.nmWebPort),
+		Logger:      log.With("component", "rks"),
 	})
 }
 

@@ -2,6 +2,8 @@ package launch
 
 import (
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -168,3 +170,49 @@ const (
 func PortMetadata(port int) []byte {
 	return binary.BigEndian.AppendUint32(nil, uint32(port))
 }
+
+// MaxAuxServicesBytes bounds the aux-service annotation a node publishes.
+const MaxAuxServicesBytes = 16 << 10
+
+// EncodeAuxServices is the AnnotationAuxServices value of a node's services.
+func EncodeAuxServices(services map[string][]byte) (string, error) {
+	b, err := json.Marshal(services)
+	if err != nil {
+		return "", fmt.Errorf("launch: encode aux services: %w", err)
+	}
+	if len(b) > MaxAuxServicesBytes {
+		return "", fmt.Errorf("launch: aux services of %d bytes are over the limit of %d", len(b), MaxAuxServicesBytes)
+	}
+	return string(b), nil
+}
+
+// DecodeAuxServices reads an AnnotationAuxServices value.
+func DecodeAuxServices(s string) (map[string][]byte, error) {
+	if len(s) > MaxAuxServicesBytes {
+		return nil, fmt.Errorf("launch: aux services of %d bytes are over the limit of %d", len(s), MaxAuxServicesBytes)
+	}
+	services := map[string][]byte{}
+	if err := json.Unmarshal([]byte(s), &services); err != nil {
+		return nil, fmt.Errorf("launch: decode aux services: %w", err)
+	}
+	return services, nil
+}
+
+// The RM's record of each application, a YarnApplication object (CRD
+// yarnapplications.knit.io): the RM writes it, knit-node watches it to learn
+// that an application ended, as a NodeManager learns it from the RM's
+// heartbeat answer.
+const (
+	ApplicationGroup    = "knit.io"
+	ApplicationVersion  = "v1alpha1"
+	ApplicationKind     = "YarnApplication"
+	ApplicationResource = "yarnapplications"
+)
+
+// FinalStates are the LabelState values of an application that has ended
+// (RMAppState FINISHED, FAILED, KILLED).
+func FinalStates() []string { return []string{"FINISHED", "FAILED", "KILLED"} }
+
+// ServiceDataSecretKey is the key of service's service_data in a
+// container's Secret.
+func ServiceDataSecretKey(service string) string { return SecretKeyServiceDataPrefix + service }

@@ -5,18 +5,20 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/knitdev/knit/rks/launch"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// The YarnApplication custom resource.
+// The YarnApplication custom resource, as the pod contract names it for
+// knit-node too.
 const (
-	Group    = "knit.io"
-	Version  = "v1alpha1"
-	Kind     = "YarnApplication"
-	Resource = "yarnapplications"
+	Group    = launch.ApplicationGroup
+	Version  = launch.ApplicationVersion
+	Kind     = launch.ApplicationKind
+	Resource = launch.ApplicationResource
 	// CRDName is the name of the CustomResourceDefinition.
 	CRDName = Resource + "." + Group
 )

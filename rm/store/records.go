@@ -195,9 +195,10 @@ func (s *Store) toObject(rec Record) (*unstructured.Unstructured, error) {
 	obj.SetNamespace(s.ns)
 	obj.SetLabels(map[string]string{
 		// The pods' rule, so one selector finds an application and its pods.
-		launch.LabelState: launch.LabelValue(rec.State),
-		launch.LabelUser:  launch.LabelValue(rec.User),
-		launch.LabelQueue: launch.LabelValue(rec.Queue),
+		launch.LabelState:       launch.LabelValue(rec.State),
+		launch.LabelApplication: launch.LabelValue(rec.ID),
+		launch.LabelUser:        launch.LabelValue(rec.User),
+		launch.LabelQueue:       launch.LabelValue(rec.Queue),
 	})
 	obj.SetResourceVersion(rec.ResourceVersion)
 	return obj, nil

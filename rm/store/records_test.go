@@ -60,7 +60,7 @@ func TestObjectsCarrySanitisedLabelsAndTheDerivedName(t *testing.T) {
 	if obj.GetName() != "application-1-0007" || obj.GetNamespace() != "knit" || obj.GetKind() != Kind || obj.GetAPIVersion() != "knit.io/v1alpha1" {
 		t.Errorf("object %s/%s %s %s", obj.GetNamespace(), obj.GetName(), obj.GetAPIVersion(), obj.GetKind())
 	}
-	want := map[string]string{launch.LabelState: "RUNNING", launch.LabelUser: "bob_EXAMPLE.COM", launch.LabelQueue: "root.q"}
+	want := map[string]string{launch.LabelState: "RUNNING", launch.LabelUser: "bob_EXAMPLE.COM", launch.LabelQueue: "root.q", launch.LabelApplication: "application_1_0007"}
 	if got := obj.GetLabels(); !maps.Equal(got, want) {
 		t.Errorf("labels %v, want %v", got, want)
 	}

@@ -1,0 +1,271 @@
+// Package nodes shows Kubernetes nodes to YARN clients: each node becomes a
+// NodeReport whose capability is the node's allocatable, whose use is the sum
+// of the requests of Knit's pods bound to it, and whose rack is its topology
+// zone.
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rks/launch"
+)
+
+// zoneLabel is where Kubernetes keeps the failure domain YARN calls a rack.
+const zoneLabel = "topology.kubernetes.io/zone"
+
+// defaultRack is YARN's rack for a node the topology script knows nothing of.
+const defaultRack = "/default-rack"
+
+// Config says how node ids are formed.
+type Config struct {
+	// NMPort and NMWebPort are the ports knit-node serves on every node; a
+	// NodeId is <host>:<NMPort>.
+	NMPort, NMWebPort int32
+	// UseHostname takes the node's Hostname address as its NodeId host
+	// instead of its InternalIP.
+	UseHostname bool
+}
+
+// Info is one node as YARN's NodeReport shows it: what the ResourceManager's
+// NodeLister returns (Info is this type).
+type Info struct {
+	Name             string
+	Host             string
+	NMPort           int32
+	HTTPAddress      string
+	Rack             string
+	State            yarnpb.NodeStateProto
+	CapabilityMB     int64
+	CapabilityVcores int32
+	UsedMB           int64
+	UsedVcores       int32
+	Containers       int32
+	Labels           []string
+	HealthReport     string
+	LastHealthUpdate time.Time
+}
+
+// Report is the node's NodeReport.
+func (n Info) Report() *yarnpb.NodeReportProto {
+	r := &yarnpb.NodeReportProto{
+		NodeId:               &yarnpb.NodeIdProto{Host: proto.String(n.Host), Port: proto.Int32(n.NMPort)},
+		HttpAddress:          proto.String(n.HTTPAddress),
+		RackName:             proto.String(n.Rack),
+		Used:                 yarnpb.NewResource(n.UsedMB, n.UsedVcores),
+		Capability:           yarnpb.NewResource(n.CapabilityMB, n.CapabilityVcores),
+		NodeState:            n.State.Enum(),
+		HealthReport:         proto.String(n.HealthReport),
+		LastHealthReportTime: proto.Int64(n.LastHealthUpdate.UnixMilli()),
+		NodeLabels:           n.Labels,
+	}
+	if n.LastHealthUpdate.IsZero() {
+		r.LastHealthReportTime = proto.Int64(0)
+	}
+	if n.Containers != 0 {
+		// A Java RM leaves numContainers out when it is 0 (§40).
+		r.NumContainers = proto.Int32(n.Containers)
+	}
+	return r
+}
+
+// Lister answers the ResourceManager's node listing (rm.NodeLister) from
+// informer caches.
+type Lister struct {
+	cfg   Config
+	nodes corelisters.NodeLister
+	pods  corelisters.PodLister
+	sync  []cache.InformerSynced
+}
+
+// New makes a Lister of the nodes, and of Knit's pods from podFactory (one
+// watching pods labelled launch.LabelApplication, shared with RGS), whose
+// informers start with the factories' Start; call WaitForSync before
+// serving.
+func New(client kubernetes.Interface, podFactory informers.SharedInformerFactory, cfg Config) (*Lister, informers.SharedInformerFactory) {
+	nodeFactory := informers.NewSharedInformerFactory(client, 0)
+	nodeInformer := nodeFactory.Core().V1().Nodes()
+	podInformer := podFactory.Core().V1().Pods()
+	l := &Lister{
+		cfg:   cfg,
+		nodes: nodeInformer.Lister(),
+		pods:  podInformer.Lister(),
+		sync:  []cache.InformerSynced{nodeInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
+	}
+	return l, nodeFactory
+}
+
+// WaitForSync blocks until both caches are filled.
+func (l *Lister) WaitForSync(ctx context.Context) error {
+	if !cache.WaitForCacheSync(ctx.Done(), l.sync...) {
+		return fmt.Errorf("nodes: caches not synced: %w", ctx.Err())
+	}
+	return nil
+}
+
+// Nodes lists every node with the use of Knit's pods bound to it.
+func (l *Lister) Nodes(context.Context) ([]Info, error) {
+	nodes, err := l.nodes.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("nodes: list: %w", err)
+	}
+	req, err := labels.NewRequirement(launch.LabelApplication, selection.Exists, nil)
+	if err != nil {
+		return nil, fmt.Errorf("nodes: selector: %w", err)
+	}
+	pods, err := l.pods.List(labels.NewSelector().Add(*req))
+	if err != nil {
+		return nil, fmt.Errorf("nodes: pods: %w", err)
+	}
+	usage := map[string]*Info{}
+	for _, p := range pods {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		u := usage[p.Spec.NodeName]
+		if u == nil {
+			u = &Info{}
+			usage[p.Spec.NodeName] = u
+		}
+		for _, c := range p.Spec.Containers {
+			u.UsedMB += c.Resources.Requests.Memory().Value() >> 20
+			u.UsedVcores += int32(c.Resources.Requests.Cpu().Value())
+		}
+		u.Containers++
+	}
+	out := make([]Info, 0, len(nodes))
+	for _, n := range nodes {
+		info := l.report(n)
+		if u := usage[n.Name]; u != nil {
+			info.UsedMB, info.UsedVcores, info.Containers = u.UsedMB, u.UsedVcores, u.Containers
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+func (l *Lister) report(n *corev1.Node) Info {
+	host := address(n, corev1.NodeInternalIP)
+	if l.cfg.UseHostname || host == "" {
+		if h := address(n, corev1.NodeHostName); h != "" {
+			host = h
+		}
+	}
+	rack := defaultRack
+	if zone := n.Labels[zoneLabel]; zone != "" {
+		rack = "/" + zone
+	}
+	info := Info{
+		Name:             n.Name,
+		Host:             host,
+		NMPort:           l.cfg.NMPort,
+		HTTPAddress:      host + ":" + strconv.Itoa(int(l.cfg.NMWebPort)),
+		Rack:             rack,
+		State:            State(n),
+		CapabilityMB:     n.Status.Allocatable.Memory().Value() >> 20,
+		CapabilityVcores: int32(n.Status.Allocatable.Cpu().Value()),
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			info.HealthReport = c.Message
+			info.LastHealthUpdate = c.LastHeartbeatTime.Time
+		}
+	}
+	return info
+}
+
+// State maps a node's conditions to YARN's node state: Ready is RUNNING, a
+// cordoned node is DECOMMISSIONING (it finishes what it runs and takes
+// nothing new, like a YARN node being decommissioned gracefully), a node
+// whose kubelet is silent is LOST, and one that says it is not ready is
+// UNHEALTHY.
+func State(n *corev1.Node) yarnpb.NodeStateProto {
+	for _, c := range n.Status.Conditions {
+		if c.Type != corev1.NodeReady {
+			continue
+		}
+		switch {
+		case c.Status == corev1.ConditionUnknown:
+			return yarnpb.NodeStateProto_NS_LOST
+		case c.Status == corev1.ConditionFalse:
+			return yarnpb.NodeStateProto_NS_UNHEALTHY
+		case n.Spec.Unschedulable:
+			return yarnpb.NodeStateProto_NS_DECOMMISSIONING
+		default:
+			return yarnpb.NodeStateProto_NS_RUNNING
+		}
+	}
+	return yarnpb.NodeStateProto_NS_NEW
+}
+
+func address(n *corev1.Node, kind corev1.NodeAddressType) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == kind {
+			return a.Address
+		}
+	}
+	return ""
+}
+
+// NodeID is the YARN NodeId and HTTP address of a Kubernetes node, for
+// the containers RGS makes from pods bound to it.
+func (l *Lister) NodeID(nodeName string) (*yarnpb.NodeIdProto, string, bool) {
+	n, err := l.nodes.Get(nodeName)
+	if err != nil {
+		return nil, "", false
+	}
+	info := l.report(n)
+	return &yarnpb.NodeIdProto{Host: proto.String(info.Host), Port: proto.Int32(info.NMPort)}, info.HTTPAddress, true
+}
+
+// NodeName finds the Kubernetes node an AM means by a host in its asks or
+// blacklist: a node name, or any of a node's addresses (NodeIds carry the
+// InternalIP or the hostname).
+func (l *Lister) NodeName(host string) (string, bool) {
+	if _, err := l.nodes.Get(host); err == nil {
+		return host, true
+	}
+	nodes, err := l.nodes.List(labels.Everything())
+	if err != nil {
+		return "", false
+	}
+	for _, n := range nodes {
+		for _, a := range n.Status.Addresses {
+			if a.Address == host {
+				return n.Name, true
+			}
+		}
+	}
+	return "", false
+}
+
+// AuxServices returns the aux services knit-node runs on the node and their
+// metadata, as it publishes them on its Node; none when it publishes none.
+func (l *Lister) AuxServices(nodeName string) map[string][]byte {
+	n, err := l.nodes.Get(nodeName)
+	if err != nil {
+		return nil
+	}
+	v, ok := n.Annotations[launch.AnnotationAuxServices]
+	if !ok {
+		return nil
+	}
+	services, err := launch.DecodeAuxServices(v)
+	if err != nil {
+		return nil
+	}
+	return services
+}
