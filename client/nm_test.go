@@ -15,11 +15,12 @@ import (
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/ipc/ipctest"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnrpc"
 )
 
-const classInvalidContainer = "org.apache.hadoop.yarn.exceptions.InvalidContainerException"
+const classInvalidContainer = string(yarnerr.InvalidContainer)
 
 // fakeNM plays a NodeManager: it reads the container id from the
 // ContainerToken's identifier and refuses the containers in refuse.

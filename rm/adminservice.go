@@ -9,28 +9,26 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/rm/queues"
 )
-
-// ProtocolAdmin is the name `yarn rmadmin` gives
-// ResourceManagerAdministrationProtocol on the wire (port 8033).
-const ProtocolAdmin = "org.apache.hadoop.yarn.server.api.ResourceManagerAdministrationProtocolPB"
 
 // Messages of the admin refusals: YARN's own wording where a YARN RM
 // refuses the same call, Knit's (node attributes, node resources) where
 // YARN would carry it out and Knit cannot.
 const (
-	adminDeniedFormat            = javaAccessControlException + ": User %s doesn't have permission to call '%s'"
+	adminDeniedFormat            = string(yarnerr.AccessControl) + ": User %s doesn't have permission to call '%s'"
 	msgNodeLabelsDisabled        = "Node-label-based scheduling is disabled. Please check yarn.node-labels.enabled"
 	msgServiceAuthorizationOff   = "Service Authorization (hadoop.security.authorization) not enabled."
 	msgNodeAttributesUnsupported = "Knit keeps no centralized node attributes; label the Kubernetes nodes instead"
 	unrecognizedNodeFormat       = "Resource update get failed on all nodes due to change resource on an unrecognized node: %s"
 	nodeResourceFromKubeFormat   = "Knit takes a node's resources from its Kubernetes allocatable; change that to resize %s"
-	unknownNodesForLabelsFormat  = javaIOException + ": Failed to replace labels as there are unknown nodes:[%s]"
+	unknownNodesForLabelsFormat  = string(yarnerr.IOException) + ": Failed to replace labels as there are unknown nodes:[%s]"
 	// operationReplaceLabelsOnNode is the Java method behind rpc
 	// replaceLabelsOnNodes, which the refusal names.
 	operationReplaceLabelsOnNode = "replaceLabelsOnNode"
@@ -41,7 +39,7 @@ type AdminConfig struct {
 	// LoadConf reads the RM's configuration files afresh (yarn-site.xml
 	// with capacity-scheduler.xml over it, as at start): the refresh calls
 	// take their new values from it. Required.
-	LoadConf func(ctx context.Context) (*conf.Configuration, error)
+	LoadConf func(ctx context.Context) (*hadoopconf.Configuration, error)
 	// DaemonUser is the user knit-rm runs as. It may always administer the
 	// RM, as YARN adds the RM's own user to yarn.admin.acl; empty adds
 	// nobody.
@@ -72,46 +70,42 @@ func NewAdminService(rm *ResourceManager, cfg AdminConfig) (*AdminService, error
 	return &AdminService{rm: rm, cfg: cfg, log: log}, nil
 }
 
-// Register adds ResourceManagerAdministrationProtocol to srv.
+// Register adds ResourceManagerAdministrationProtocol to srv: the admin
+// methods of Hadoop 3.4's rmadmin except the federation ones (sub-clusters,
+// federation queue policies). Knit has no federation, and a client calling
+// them gets RpcNoSuchMethodException, as from an RM older than 3.4.
 func (a *AdminService) Register(srv *ipc.Server) error {
-	return srv.Register(ProtocolAdmin, a.Methods()...)
-}
-
-// Methods returns the admin methods of Hadoop 3.4's rmadmin except the
-// federation ones (sub-clusters, federation queue policies): Knit has no
-// federation, and a client calling them gets RpcNoSuchMethodException, as
-// from an RM older than 3.4.
-func (a *AdminService) Methods() []ipc.Method {
-	return []ipc.Method{
-		adminOnly(a, "refreshQueues", a.RefreshQueues),
+	return yarnrpc.ResourceManagerAdministrationProtocolFuncs{
+		RefreshQueues: adminOnly(a, "refreshQueues", a.RefreshQueues),
 		// Nodes are the Kubernetes nodes, listed live: there is no
 		// include/exclude file to re-read and nothing to decommission.
-		adminOnly(a, "refreshNodes", answerEmpty[*yarnpb.RefreshNodesRequestProto, yarnpb.RefreshNodesResponseProto]),
+		RefreshNodes: adminOnly(a, "refreshNodes", answerEmpty[*yarnpb.RefreshNodesRequestProto, yarnpb.RefreshNodesResponseProto]),
 		// Knit has no proxy-user rules and no cached group mapping, so
 		// these refreshes have nothing to reload.
-		adminOnly(a, "refreshSuperUserGroupsConfiguration", answerEmpty[*yarnpb.RefreshSuperUserGroupsConfigurationRequestProto, yarnpb.RefreshSuperUserGroupsConfigurationResponseProto]),
-		adminOnly(a, "refreshUserToGroupsMappings", answerEmpty[*yarnpb.RefreshUserToGroupsMappingsRequestProto, yarnpb.RefreshUserToGroupsMappingsResponseProto]),
-		adminOnly(a, "refreshAdminAcls", a.RefreshAdminAcls),
+		RefreshSuperUserGroupsConfiguration: adminOnly(a, "refreshSuperUserGroupsConfiguration", answerEmpty[*yarnpb.RefreshSuperUserGroupsConfigurationRequestProto, yarnpb.RefreshSuperUserGroupsConfigurationResponseProto]),
+		RefreshUserToGroupsMappings:         adminOnly(a, "refreshUserToGroupsMappings", answerEmpty[*yarnpb.RefreshUserToGroupsMappingsRequestProto, yarnpb.RefreshUserToGroupsMappingsResponseProto]),
+		RefreshAdminAcls:                    adminOnly(a, "refreshAdminAcls", a.RefreshAdminAcls),
 		// AdminService checks hadoop.security.authorization before the
 		// caller; Knit has no service-level authorization.
-		ipc.Handle("refreshServiceAcls", refuse[*yarnpb.RefreshServiceAclsRequestProto, *yarnpb.RefreshServiceAclsResponseProto](errServiceAuthorization)),
-		ipc.Handle("getGroupsForUser", a.GetGroupsForUser),
-		adminOnly(a, "updateNodeResource", a.UpdateNodeResource),
+		RefreshServiceAcls: refuse[*yarnpb.RefreshServiceAclsRequestProto, *yarnpb.RefreshServiceAclsResponseProto](errServiceAuthorization),
+		GetGroupsForUser:   a.GetGroupsForUser,
+		UpdateNodeResource: adminOnly(a, "updateNodeResource", a.UpdateNodeResource),
 		// A YARN RM without dynamic-resources.xml updates nothing.
-		adminOnly(a, "refreshNodesResources", answerEmpty[*yarnpb.RefreshNodesResourcesRequestProto, yarnpb.RefreshNodesResourcesResponseProto]),
-		adminOnly(a, "addToClusterNodeLabels", refuse[*yarnpb.AddToClusterNodeLabelsRequestProto, *yarnpb.AddToClusterNodeLabelsResponseProto](errNodeLabelsDisabled)),
-		adminOnly(a, "removeFromClusterNodeLabels", refuse[*yarnpb.RemoveFromClusterNodeLabelsRequestProto, *yarnpb.RemoveFromClusterNodeLabelsResponseProto](errNodeLabelsDisabled)),
-		ipc.Handle("replaceLabelsOnNodes", a.ReplaceLabelsOnNodes),
-		adminOnly(a, "checkForDecommissioningNodes", a.CheckForDecommissioningNodes),
-		adminOnly(a, "refreshClusterMaxPriority", a.RefreshClusterMaxPriority),
-		adminOnly(a, "mapAttributesToNodes", refuse[*yarnpb.NodesToAttributesMappingRequestProto, *yarnpb.NodesToAttributesMappingResponseProto](errNodeAttributes)),
-	}
+		RefreshNodesResources:        adminOnly(a, "refreshNodesResources", answerEmpty[*yarnpb.RefreshNodesResourcesRequestProto, yarnpb.RefreshNodesResourcesResponseProto]),
+		AddToClusterNodeLabels:       adminOnly(a, "addToClusterNodeLabels", refuse[*yarnpb.AddToClusterNodeLabelsRequestProto, *yarnpb.AddToClusterNodeLabelsResponseProto](errNodeLabelsDisabled)),
+		RemoveFromClusterNodeLabels:  adminOnly(a, "removeFromClusterNodeLabels", refuse[*yarnpb.RemoveFromClusterNodeLabelsRequestProto, *yarnpb.RemoveFromClusterNodeLabelsResponseProto](errNodeLabelsDisabled)),
+		ReplaceLabelsOnNodes:         a.ReplaceLabelsOnNodes,
+		CheckForDecommissioningNodes: adminOnly(a, "checkForDecommissioningNodes", a.CheckForDecommissioningNodes),
+		RefreshClusterMaxPriority:    adminOnly(a, "refreshClusterMaxPriority", a.RefreshClusterMaxPriority),
+		MapAttributesToNodes:         adminOnly(a, "mapAttributesToNodes", refuse[*yarnpb.NodesToAttributesMappingRequestProto, *yarnpb.NodesToAttributesMappingResponseProto](errNodeAttributes)),
+	}.Register(srv)
 }
 
 // adminOnly answers fn for callers on yarn.admin.acl only, and writes the
-// audit line RMAuditLogger writes for an admin call.
-func adminOnly[Req, Resp proto.Message](a *AdminService, method string, fn func(context.Context, Req) (Resp, error)) ipc.Method {
-	return ipc.Handle(method, func(ctx context.Context, req Req) (Resp, error) {
+// audit line RMAuditLogger writes for an admin call. method is the rpc's
+// name, which the refusal and the audit line give as the operation.
+func adminOnly[Req, Resp proto.Message](a *AdminService, method string, fn func(context.Context, Req) (Resp, error)) func(context.Context, Req) (Resp, error) {
+	return func(ctx context.Context, req Req) (Resp, error) {
 		user, err := a.checkAcls(ctx, method)
 		if err != nil {
 			var none Resp
@@ -122,7 +116,7 @@ func adminOnly[Req, Resp proto.Message](a *AdminService, method string, fn func(
 			a.log.InfoContext(ctx, "admin call", "user", user, "operation", method, "result", "SUCCESS")
 		}
 		return resp, err
-	})
+	}
 }
 
 // checkAcls is AdminService.checkAcls: the caller's short name, or the
@@ -131,7 +125,7 @@ func adminOnly[Req, Resp proto.Message](a *AdminService, method string, fn func(
 func (a *AdminService) checkAcls(ctx context.Context, method string) (string, error) {
 	user, ok := a.admitted(ctx, method)
 	if !ok {
-		return user, ipc.Errorf(ClassYarnException, adminDeniedFormat, user, method)
+		return user, yarnerr.YarnException.Errorf(adminDeniedFormat, user, method)
 	}
 	return user, nil
 }
@@ -149,26 +143,26 @@ func (a *AdminService) admitted(ctx context.Context, method string) (string, boo
 
 // ioError is an IOException as RPCUtil.getRemoteException wraps it.
 func ioError(err error) error {
-	return ipc.Errorf(ClassYarnException, "%s: %s", javaIOException, err)
+	return yarnerr.YarnException.Wrap(err)
 }
 
 // errNodeLabelsDisabled is what the node-label manager throws while
 // yarn.node-labels.enabled is off, as it always is in Knit: node labels are
 // Kubernetes node labels, matched by node selectors.
 func errNodeLabelsDisabled() error {
-	return ipc.Errorf(ClassYarnException, "%s: %s", javaIOException, msgNodeLabelsDisabled)
+	return yarnerr.YarnException.Wrap(yarnerr.IOException.New(msgNodeLabelsDisabled))
 }
 
 // errServiceAuthorization is refreshServiceAcls' answer while
 // hadoop.security.authorization is off.
 func errServiceAuthorization() error {
-	return ipc.Errorf(ClassYarnException, "%s: %s", javaIOException, msgServiceAuthorizationOff)
+	return yarnerr.YarnException.Wrap(yarnerr.IOException.New(msgServiceAuthorizationOff))
 }
 
 // errNodeAttributes refuses centralized node attributes, which Knit does not
 // keep.
 func errNodeAttributes() error {
-	return ipc.Errorf(ClassYarnException, "%s: %s", javaIOException, msgNodeAttributesUnsupported)
+	return yarnerr.YarnException.Wrap(yarnerr.IOException.New(msgNodeAttributesUnsupported))
 }
 
 // RefreshQueues re-reads the queue configuration and swaps the new
@@ -183,7 +177,7 @@ func (a *AdminService) RefreshQueues(ctx context.Context, _ *yarnpb.RefreshQueue
 	if err := a.rm.RefreshQueues(ctx, c); err != nil {
 		var qe *queues.Error
 		if errors.As(err, &qe) && !qe.Rejected() {
-			return nil, qe.RemoteError()
+			return nil, qe.Exception()
 		}
 		return nil, ioError(err)
 	}
@@ -221,7 +215,7 @@ func (a *AdminService) RefreshClusterMaxPriority(ctx context.Context, _ *yarnpb.
 func (a *AdminService) GetGroupsForUser(ctx context.Context, req *yarnpb.GetGroupsForUserRequestProto) (*yarnpb.GetGroupsForUserResponseProto, error) {
 	const method = "getGroupsForUser"
 	if user, ok := a.admitted(ctx, method); !ok {
-		return nil, ipc.Errorf(javaIOException, "%s: "+adminDeniedFormat, ClassYarnException, user, method)
+		return nil, yarnerr.IOException.Wrap(yarnerr.YarnException.Errorf(adminDeniedFormat, user, method))
 	}
 	return &yarnpb.GetGroupsForUserResponseProto{Groups: a.rm.queueTree().UserGroups(req.GetUser())}, nil
 }
@@ -245,10 +239,10 @@ func (a *AdminService) UpdateNodeResource(ctx context.Context, req *yarnpb.Updat
 	}
 	for _, m := range asked {
 		if id := yarnid.NodeString(m.GetNodeId()); !known[id] {
-			return nil, ipc.Errorf(ClassYarnException, unrecognizedNodeFormat, id)
+			return nil, yarnerr.YarnException.Errorf(unrecognizedNodeFormat, id)
 		}
 	}
-	return nil, ipc.Errorf(ClassYarnException, nodeResourceFromKubeFormat, yarnid.NodeString(asked[0].GetNodeId()))
+	return nil, yarnerr.YarnException.Errorf(nodeResourceFromKubeFormat, yarnid.NodeString(asked[0].GetNodeId()))
 }
 
 // ReplaceLabelsOnNodes answers as a YARN RM with node labels disabled: the
@@ -279,14 +273,14 @@ func (a *AdminService) ReplaceLabelsOnNodes(ctx context.Context, req *yarnpb.Rep
 			}
 		}
 		if len(unknown) > 0 {
-			return nil, ipc.Errorf(ClassYarnException, unknownNodesForLabelsFormat, strings.Join(unknown, ", "))
+			return nil, yarnerr.YarnException.Errorf(unknownNodesForLabelsFormat, strings.Join(unknown, ", "))
 		}
 	}
 	return nil, errNodeLabelsDisabled()
 }
 
 // CheckForDecommissioningNodes lists the nodes being decommissioned: in
-// Knit, the cordoned Kubernetes nodes (see rm/nodes.State).
+// Knit, the cordoned Kubernetes nodes (see rgs/nodes.State).
 func (a *AdminService) CheckForDecommissioningNodes(ctx context.Context, _ *yarnpb.CheckForDecommissioningNodesRequestProto) (*yarnpb.CheckForDecommissioningNodesResponseProto, error) {
 	nodes, err := a.rm.nodes(ctx)
 	if err != nil {

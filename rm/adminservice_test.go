@@ -13,10 +13,12 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/rm/queues"
 )
 
@@ -40,13 +42,13 @@ func (f *siteFiles) breakWith(err error) {
 	f.mu.Unlock()
 }
 
-func (f *siteFiles) load(context.Context) (*conf.Configuration, error) {
+func (f *siteFiles) load(context.Context) (*hadoopconf.Configuration, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
 		return nil, f.err
 	}
-	c := conf.New(conf.Options{})
+	c := hadoopconf.New(hadoopconf.Options{})
 	for k, v := range f.props {
 		c.Set(k, v)
 	}
@@ -86,7 +88,7 @@ func (e *env) serveAdmin(queueProps map[string]string) (string, *siteFiles) {
 // admin dials the admin port as user, as `yarn rmadmin` does.
 func (e *env) admin(addr, user string) *ipc.Client {
 	e.t.Helper()
-	c, err := ipc.Dial(context.Background(), addr, ipc.ClientConfig{Protocol: ProtocolAdmin, User: user})
+	c, err := ipc.Dial(context.Background(), addr, ipc.ClientConfig{Protocol: yarnrpc.ResourceManagerAdministrationProtocolName, User: user})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -100,7 +102,7 @@ func deniedAdmin(user, method string) string {
 
 func TestEveryAdminCallAnswersAsAYARNRMWithTheSameFeatures(t *testing.T) {
 	e := newEnv(t, envOptions{adminACL: "admin"})
-	addr, _ := e.serveAdmin(baseQueues(map[string]string{conf.KeyAdminACL: "admin"}))
+	addr, _ := e.serveAdmin(baseQueues(map[string]string{hadoopconf.KeyAdminACL: "admin"}))
 	admin, bob := e.admin(addr, "admin"), e.admin(addr, "bob")
 	const (
 		labelsOff  = "java.io.IOException: Node-label-based scheduling is disabled. Please check yarn.node-labels.enabled"
@@ -111,42 +113,44 @@ func TestEveryAdminCallAnswersAsAYARNRMWithTheSameFeatures(t *testing.T) {
 		method    string
 		req, resp proto.Message
 		// The admin's answer: success when adminClass is empty.
-		adminClass, adminMsg string
+		adminClass yarnerr.Class
+		adminMsg   string
 		// The answer to bob, who is not on yarn.admin.acl.
-		bobClass, bobMsg string
+		bobClass yarnerr.Class
+		bobMsg   string
 	}{
 		{method: "refreshQueues", req: &yarnpb.RefreshQueuesRequestProto{}, resp: &yarnpb.RefreshQueuesResponseProto{},
-			bobClass: ClassYarnException, bobMsg: deniedAdmin("bob", "refreshQueues")},
+			bobClass: yarnerr.YarnException, bobMsg: deniedAdmin("bob", "refreshQueues")},
 		{method: "refreshNodes", req: &yarnpb.RefreshNodesRequestProto{DecommissionType: yarnpb.DecommissionTypeProto_GRACEFUL.Enum()}, resp: &yarnpb.RefreshNodesResponseProto{},
-			bobClass: ClassYarnException, bobMsg: deniedAdmin("bob", "refreshNodes")},
+			bobClass: yarnerr.YarnException, bobMsg: deniedAdmin("bob", "refreshNodes")},
 		{method: "refreshSuperUserGroupsConfiguration", req: &yarnpb.RefreshSuperUserGroupsConfigurationRequestProto{}, resp: &yarnpb.RefreshSuperUserGroupsConfigurationResponseProto{},
-			bobClass: ClassYarnException, bobMsg: deniedAdmin("bob", "refreshSuperUserGroupsConfiguration")},
+			bobClass: yarnerr.YarnException, bobMsg: deniedAdmin("bob", "refreshSuperUserGroupsConfiguration")},
 		{method: "refreshUserToGroupsMappings", req: &yarnpb.RefreshUserToGroupsMappingsRequestProto{}, resp: &yarnpb.RefreshUserToGroupsMappingsResponseProto{},
-			bobClass: ClassYarnException, bobMsg: deniedAdmin("bob", "refreshUserToGroupsMappings")},
+			bobClass: yarnerr.YarnException, bobMsg: deniedAdmin("bob", "refreshUserToGroupsMappings")},
 		{method: "refreshAdminAcls", req: &yarnpb.RefreshAdminAclsRequestProto{}, resp: &yarnpb.RefreshAdminAclsResponseProto{},
-			bobClass: ClassYarnException, bobMsg: deniedAdmin("bob", "refreshAdminAcls")},
+			bobClass: yarnerr.YarnException, bobMsg: deniedAdmin("bob", "refreshAdminAcls")},
 		{method: "refreshServiceAcls", req: &yarnpb.RefreshServiceAclsRequestProto{}, resp: &yarnpb.RefreshServiceAclsResponseProto{},
-			adminClass: ClassYarnException, adminMsg: serviceOff, bobClass: ClassYarnException, bobMsg: serviceOff},
+			adminClass: yarnerr.YarnException, adminMsg: serviceOff, bobClass: yarnerr.YarnException, bobMsg: serviceOff},
 		{method: "getGroupsForUser", req: &yarnpb.GetGroupsForUserRequestProto{User: proto.String("carol")}, resp: &yarnpb.GetGroupsForUserResponseProto{},
-			bobClass: javaIOException, bobMsg: ClassYarnException + ": " + deniedAdmin("bob", "getGroupsForUser")},
+			bobClass: yarnerr.IOException, bobMsg: string(yarnerr.YarnException) + ": " + deniedAdmin("bob", "getGroupsForUser")},
 		{method: "updateNodeResource", req: &yarnpb.UpdateNodeResourceRequestProto{}, resp: &yarnpb.UpdateNodeResourceResponseProto{},
-			bobClass: ClassYarnException, bobMsg: deniedAdmin("bob", "updateNodeResource")},
+			bobClass: yarnerr.YarnException, bobMsg: deniedAdmin("bob", "updateNodeResource")},
 		{method: "refreshNodesResources", req: &yarnpb.RefreshNodesResourcesRequestProto{}, resp: &yarnpb.RefreshNodesResourcesResponseProto{},
-			bobClass: ClassYarnException, bobMsg: deniedAdmin("bob", "refreshNodesResources")},
+			bobClass: yarnerr.YarnException, bobMsg: deniedAdmin("bob", "refreshNodesResources")},
 		{method: "addToClusterNodeLabels", req: &yarnpb.AddToClusterNodeLabelsRequestProto{NodeLabels: []*yarnpb.NodeLabelProto{{Name: proto.String("gpu")}}}, resp: &yarnpb.AddToClusterNodeLabelsResponseProto{},
-			adminClass: ClassYarnException, adminMsg: labelsOff, bobClass: ClassYarnException, bobMsg: deniedAdmin("bob", "addToClusterNodeLabels")},
+			adminClass: yarnerr.YarnException, adminMsg: labelsOff, bobClass: yarnerr.YarnException, bobMsg: deniedAdmin("bob", "addToClusterNodeLabels")},
 		{method: "removeFromClusterNodeLabels", req: &yarnpb.RemoveFromClusterNodeLabelsRequestProto{NodeLabels: []string{"gpu"}}, resp: &yarnpb.RemoveFromClusterNodeLabelsResponseProto{},
-			adminClass: ClassYarnException, adminMsg: labelsOff, bobClass: ClassYarnException, bobMsg: deniedAdmin("bob", "removeFromClusterNodeLabels")},
+			adminClass: yarnerr.YarnException, adminMsg: labelsOff, bobClass: yarnerr.YarnException, bobMsg: deniedAdmin("bob", "removeFromClusterNodeLabels")},
 		{method: "replaceLabelsOnNodes", req: &yarnpb.ReplaceLabelsOnNodeRequestProto{NodeToLabels: []*yarnpb.NodeIdToLabelsProto{{NodeId: node, NodeLabels: []string{"gpu"}}}}, resp: &yarnpb.ReplaceLabelsOnNodeResponseProto{},
-			adminClass: ClassYarnException, adminMsg: labelsOff, bobClass: ClassYarnException, bobMsg: deniedAdmin("bob", "replaceLabelsOnNode")},
+			adminClass: yarnerr.YarnException, adminMsg: labelsOff, bobClass: yarnerr.YarnException, bobMsg: deniedAdmin("bob", "replaceLabelsOnNode")},
 		{method: "checkForDecommissioningNodes", req: &yarnpb.CheckForDecommissioningNodesRequestProto{}, resp: &yarnpb.CheckForDecommissioningNodesResponseProto{},
-			bobClass: ClassYarnException, bobMsg: deniedAdmin("bob", "checkForDecommissioningNodes")},
+			bobClass: yarnerr.YarnException, bobMsg: deniedAdmin("bob", "checkForDecommissioningNodes")},
 		{method: "refreshClusterMaxPriority", req: &yarnpb.RefreshClusterMaxPriorityRequestProto{}, resp: &yarnpb.RefreshClusterMaxPriorityResponseProto{},
-			bobClass: ClassYarnException, bobMsg: deniedAdmin("bob", "refreshClusterMaxPriority")},
+			bobClass: yarnerr.YarnException, bobMsg: deniedAdmin("bob", "refreshClusterMaxPriority")},
 		{method: "mapAttributesToNodes", req: &yarnpb.NodesToAttributesMappingRequestProto{}, resp: &yarnpb.NodesToAttributesMappingResponseProto{},
-			adminClass: ClassYarnException, adminMsg: "java.io.IOException: " + msgNodeAttributesUnsupported, bobClass: ClassYarnException, bobMsg: deniedAdmin("bob", "mapAttributesToNodes")},
+			adminClass: yarnerr.YarnException, adminMsg: "java.io.IOException: " + msgNodeAttributesUnsupported, bobClass: yarnerr.YarnException, bobMsg: deniedAdmin("bob", "mapAttributesToNodes")},
 		{method: "deregisterSubCluster", req: &yarnpb.DeregisterSubClusterRequestProto{}, resp: &yarnpb.DeregisterSubClusterResponseProto{},
-			adminClass: ipc.ClassNoSuchMethod, bobClass: ipc.ClassNoSuchMethod},
+			adminClass: yarnerr.Class(ipc.ClassNoSuchMethod), bobClass: yarnerr.Class(ipc.ClassNoSuchMethod)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method, func(t *testing.T) {
@@ -219,7 +223,7 @@ func TestRefreshQueuesReloadsTheHierarchyWithoutARestart(t *testing.T) {
 			files.write(s.files)
 			_, err := call(t, admin, "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{})
 			if s.msg != "" {
-				wantRemote(t, err, ClassYarnException, s.msg)
+				wantRemote(t, err, yarnerr.YarnException, s.msg)
 			} else if err != nil {
 				t.Fatalf("refreshQueues: %v", err)
 			}
@@ -235,7 +239,7 @@ func TestRefreshQueuesReloadsTheHierarchyWithoutARestart(t *testing.T) {
 	t.Run("unreadable files answer an IOException", func(t *testing.T) {
 		files.breakWith(errors.New("capacity-scheduler.xml: unexpected EOF"))
 		_, err := call(t, admin, "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{})
-		wantRemote(t, err, ClassYarnException, "java.io.IOException: capacity-scheduler.xml: unexpected EOF")
+		wantRemote(t, err, yarnerr.YarnException, "java.io.IOException: capacity-scheduler.xml: unexpected EOF")
 	})
 }
 
@@ -251,11 +255,11 @@ func TestRefreshAdminAclsChangesWhoAdministersTheRMAndItsApplications(t *testing
 		t.Fatal("carol killed alice's application before she was an admin")
 	}
 
-	files.write(baseQueues(map[string]string{conf.KeyAdminACL: "carol"}))
+	files.write(baseQueues(map[string]string{hadoopconf.KeyAdminACL: "carol"}))
 	mustCall(t, e.admin(addr, "admin"), "refreshAdminAcls", &yarnpb.RefreshAdminAclsRequestProto{}, &yarnpb.RefreshAdminAclsResponseProto{})
 
 	_, err := call(t, e.admin(addr, "admin"), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{})
-	wantRemote(t, err, ClassYarnException, deniedAdmin("admin", "refreshQueues"))
+	wantRemote(t, err, yarnerr.YarnException, deniedAdmin("admin", "refreshQueues"))
 	mustCall(t, e.admin(addr, "carol"), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{})
 	// refreshQueues keeps the refreshed admin ACL.
 	if err := kill("carol"); err != nil {
@@ -275,7 +279,7 @@ func TestRefreshClusterMaxPriorityCapsLaterUpdates(t *testing.T) {
 	if p := update(); p != 0 {
 		t.Fatalf("priority before the refresh = %d, want YARN's default maximum 0", p)
 	}
-	files.write(baseQueues(map[string]string{conf.KeyClusterMaxApplicationPriority: "7"}))
+	files.write(baseQueues(map[string]string{hadoopconf.KeyClusterMaxApplicationPriority: "7"}))
 	mustCall(t, e.admin(addr, "admin"), "refreshClusterMaxPriority", &yarnpb.RefreshClusterMaxPriorityRequestProto{}, &yarnpb.RefreshClusterMaxPriorityResponseProto{})
 	if p := update(); p != 7 {
 		t.Errorf("priority after the refresh = %d, want 7", p)
@@ -283,7 +287,7 @@ func TestRefreshClusterMaxPriorityCapsLaterUpdates(t *testing.T) {
 }
 
 func TestNodeAdminCallsAnswerForTheKubernetesNodes(t *testing.T) {
-	nodes := NodeList{
+	nodes := fixedNodes{
 		{Name: "n1", Host: "node1", NMPort: 8041, State: yarnpb.NodeStateProto_NS_RUNNING},
 		{Name: "n2", Host: "node2", NMPort: 8041, State: yarnpb.NodeStateProto_NS_DECOMMISSIONING},
 	}
@@ -325,7 +329,7 @@ func TestNodeAdminCallsAnswerForTheKubernetesNodes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := call(t, admin, tt.method, tt.req, tt.resp)
-			wantRemote(t, err, ClassYarnException, tt.msg)
+			wantRemote(t, err, yarnerr.YarnException, tt.msg)
 		})
 	}
 	t.Run("a cordoned node is decommissioning", func(t *testing.T) {
@@ -338,7 +342,7 @@ func TestNodeAdminCallsAnswerForTheKubernetesNodes(t *testing.T) {
 
 func TestGetGroupsForUserAnswersTheRMsGroupMapping(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	c := conf.New(conf.Options{})
+	c := hadoopconf.New(hadoopconf.Options{})
 	for k, v := range baseQueues(nil) {
 		c.Set(k, v)
 	}

@@ -11,32 +11,29 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/rgs"
+	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rm/apps"
 )
 
-// ProtocolAM is ApplicationMasterProtocol's name on the wire.
-const ProtocolAM = "org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB"
-
-// Java exception classes ApplicationMasterService throws; AMRMClient and the
-// MapReduce and Spark AMs branch on them (hadoop-wire-facts §9 item 13).
+// ApplicationMasterService's messages. Its exception classes
+// (protocols/yarnerr), which AMRMClient and the MapReduce and Spark AMs
+// branch on, are those of hadoop-wire-facts §9 item 13.
 const (
-	ClassApplicationMasterNotRegistered  = "org.apache.hadoop.yarn.exceptions.ApplicationMasterNotRegisteredException"
-	ClassInvalidApplicationMasterRequest = "org.apache.hadoop.yarn.exceptions.InvalidApplicationMasterRequestException"
-	ClassInvalidContainerRelease         = "org.apache.hadoop.yarn.exceptions.InvalidContainerReleaseException"
-	ClassInvalidLabelResourceRequest     = "org.apache.hadoop.yarn.exceptions.InvalidLabelResourceRequestException"
-	msgAlreadyRegistered                 = "Application Master is already registered : "
-	msgNotInAMServiceFormat              = "Application attempt %s doesn't exist in ApplicationMasterService cache."
-	msgNotRegisteredFormat               = "AM is not registered for known application attempt: %s or RM had restarted after AM registered. AM should re-register."
-	msgUnregisterBeforeRegisterFormat    = "Application Master is trying to unregister before registering for: %s"
-	msgInvalidResponseIDFormat           = "Invalid responseId in AllocateRequest from application attempt: %s, expect responseId to be %d, but get %d"
-	msgReleaseNotOwnedFormat             = "Cannot release container : %s not belonging to this application attempt : %s"
-	msgNegativeResourceFormat            = "Invalid resource request! Cannot allocate containers as requested resource is less than 0! Requested resource type=[%s], Requested resource=%s"
-	msgAboveMaximumFormat                = "Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[%s], Requested resource=%s, maximum allowed allocation=%s, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=%s"
-	msgUnknownResourceFormat             = "Invalid resource request! Cannot allocate containers as requested resource type=[%s] is not known to the scheduler."
-	msgNegativeContainersFormat          = "Invalid resource request, number of containers requested is negative: %d"
+	msgAlreadyRegistered              = "Application Master is already registered : "
+	msgNotInAMServiceFormat           = "Application attempt %s doesn't exist in ApplicationMasterService cache."
+	msgNotRegisteredFormat            = "AM is not registered for known application attempt: %s or RM had restarted after AM registered. AM should re-register."
+	msgUnregisterBeforeRegisterFormat = "Application Master is trying to unregister before registering for: %s"
+	msgInvalidResponseIDFormat        = "Invalid responseId in AllocateRequest from application attempt: %s, expect responseId to be %d, but get %d"
+	msgReleaseNotOwnedFormat          = "Cannot release container : %s not belonging to this application attempt : %s"
+	msgNegativeResourceFormat         = "Invalid resource request! Cannot allocate containers as requested resource is less than 0! Requested resource type=[%s], Requested resource=%s"
+	msgAboveMaximumFormat             = "Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[%s], Requested resource=%s, maximum allowed allocation=%s, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=%s"
+	msgUnknownResourceFormat          = "Invalid resource request! Cannot allocate containers as requested resource type=[%s] is not known to the scheduler."
+	msgNegativeContainersFormat       = "Invalid resource request, number of containers requested is negative: %d"
 )
 
 // clusterViewRefresh is how old the node count and free resources in
@@ -183,12 +180,10 @@ func newAMService(rm *ResourceManager, s Scheduler) *amService {
 // RegisterAM adds ApplicationMasterProtocol to srv, which must
 // authenticate AMs with their AMRMTokens (tokens.AMRMTokens.SecretLookup).
 func (rm *ResourceManager) RegisterAM(srv *ipc.Server) error {
-	return srv.Register(ProtocolAM,
-		ipc.Handle("registerApplicationMaster", rm.RegisterApplicationMaster),
-		ipc.Handle("allocate", rm.Allocate),
-		ipc.Handle("finishApplicationMaster", rm.FinishApplicationMaster),
-	)
+	return yarnrpc.RegisterApplicationMasterProtocolServer(srv, rm)
 }
+
+var _ yarnrpc.ApplicationMasterProtocolServer = (*ResourceManager)(nil)
 
 // callerAttempt is the attempt whose AMRMToken authenticated the caller.
 func callerAttempt(ctx context.Context) (apps.AttemptID, error) {
@@ -198,7 +193,7 @@ func callerAttempt(ctx context.Context) (apps.AttemptID, error) {
 			return a, nil
 		}
 	}
-	return apps.AttemptID{}, ipc.Errorf(javaAccessControlException, "SIMPLE authentication is not enabled.  Available:[TOKEN]")
+	return apps.AttemptID{}, yarnerr.AccessControl.Errorf("SIMPLE authentication is not enabled.  Available:[TOKEN]")
 }
 
 func (s *amService) state(a apps.AttemptID) *amState {
@@ -218,7 +213,7 @@ func (rm *ResourceManager) amCaller(ctx context.Context) (apps.AttemptID, *amSta
 	st := rm.am.state(attempt)
 	e := rm.lookup(attempt.App)
 	if st == nil || e == nil {
-		return attempt, nil, nil, ipc.Errorf(ClassApplicationAttemptNotFound, msgNotInAMServiceFormat, attempt)
+		return attempt, nil, nil, yarnerr.ApplicationAttemptNotFound.Errorf(msgNotInAMServiceFormat, attempt)
 	}
 	return attempt, st, e, nil
 }
@@ -236,14 +231,14 @@ func (rm *ResourceManager) RegisterApplicationMaster(ctx context.Context, req *y
 		rereg := e.app.Unmanaged() && e.app.KeepContainersAcrossAttempts()
 		e.mu.Unlock()
 		if !rereg {
-			return nil, ipc.Errorf(ClassInvalidApplicationMasterRequest, "%s%s", msgAlreadyRegistered, attempt.App)
+			return nil, yarnerr.InvalidApplicationMasterRequest.Errorf("%s%s", msgAlreadyRegistered, attempt.App)
 		}
 	}
 	err = rm.handle(ctx, e, apps.AttemptRegistered{
 		Attempt: attempt, Host: req.GetHost(), RPCPort: req.GetRpcPort(), TrackingURL: req.GetTrackingUrl(),
 	})
 	if err != nil {
-		return nil, ipc.Errorf(ClassInvalidApplicationMasterRequest, "%s", err)
+		return nil, yarnerr.InvalidApplicationMasterRequest.Errorf("%s", err)
 	}
 	st.registered = true
 	// The next allocate must carry response id 0.
@@ -293,14 +288,14 @@ func (rm *ResourceManager) Allocate(ctx context.Context, req *yarnpb.AllocateReq
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.registered {
-		return nil, ipc.Errorf(ClassApplicationMasterNotRegistered, msgNotRegisteredFormat, attempt)
+		return nil, yarnerr.ApplicationMasterNotRegistered.Errorf(msgNotRegisteredFormat, attempt)
 	}
 	lastID := st.last.GetResponseId()
 	switch {
 	case nextResponseID(req.GetResponseId()) == lastID:
 		return st.last, nil // a retry of a request already answered
 	case req.GetResponseId() != lastID:
-		return nil, ipc.Errorf(ClassInvalidApplicationMasterRequest, msgInvalidResponseIDFormat, attempt, lastID, req.GetResponseId())
+		return nil, yarnerr.InvalidApplicationMasterRequest.Errorf(msgInvalidResponseIDFormat, attempt, lastID, req.GetResponseId())
 	}
 
 	spec, asks, err := rm.am.checkAsks(e, attempt, req)
@@ -394,7 +389,7 @@ func nextResponseID(id int32) int32 { return (id + 1) & math.MaxInt32 }
 func (s *amService) checkAsks(e *entry, attempt apps.AttemptID, req *yarnpb.AllocateRequestProto) (rgs.AttemptSpec, []*yarnpb.ResourceRequestProto, error) {
 	e.mu.Lock()
 	app := e.app
-	spec := rgs.AttemptSpec{Attempt: attempt, Role: rgs.RoleTask, Queue: app.Queue(), User: app.User(), NodeLabel: app.Submission().GetNodeLabelExpression()}
+	spec := rgs.AttemptSpec{Attempt: attempt, Role: launch.RoleTask, Queue: app.Queue(), User: app.User(), NodeLabel: app.Submission().GetNodeLabelExpression()}
 	e.mu.Unlock()
 	spec.Mapping = s.rm.mapping(spec.Queue)
 	var asks []*yarnpb.ResourceRequestProto
@@ -424,28 +419,28 @@ func (s *amService) normalize(r *yarnpb.ResourceRequestProto) (*yarnpb.ResourceR
 	shown := fmt.Sprintf("<memory:%d, vCores:%d>", mem, vc)
 	maxShown := fmt.Sprintf("<memory:%d, vCores:%d>", set.MaxAllocationMB, set.MaxAllocationVcores)
 	if r.GetNumContainers() < 0 {
-		return nil, ipc.Errorf(ClassInvalidResourceRequest, msgNegativeContainersFormat, r.GetNumContainers())
+		return nil, yarnerr.InvalidResourceRequest.Errorf(msgNegativeContainersFormat, r.GetNumContainers())
 	}
 	switch {
 	case mem < 0:
-		return nil, ipc.Errorf(ClassInvalidResourceRequest, msgNegativeResourceFormat, "memory-mb", shown)
+		return nil, yarnerr.InvalidResourceRequest.Errorf(msgNegativeResourceFormat, "memory-mb", shown)
 	case vc < 0:
-		return nil, ipc.Errorf(ClassInvalidResourceRequest, msgNegativeResourceFormat, "vcores", shown)
+		return nil, yarnerr.InvalidResourceRequest.Errorf(msgNegativeResourceFormat, "vcores", shown)
 	case mem > int64(set.MaxAllocationMB):
-		return nil, ipc.Errorf(ClassInvalidResourceRequest, msgAboveMaximumFormat, "memory-mb", shown, maxShown, maxShown)
+		return nil, yarnerr.InvalidResourceRequest.Errorf(msgAboveMaximumFormat, "memory-mb", shown, maxShown, maxShown)
 	case vc > int32(set.MaxAllocationVcores):
-		return nil, ipc.Errorf(ClassInvalidResourceRequest, msgAboveMaximumFormat, "vcores", shown, maxShown, maxShown)
+		return nil, yarnerr.InvalidResourceRequest.Errorf(msgAboveMaximumFormat, "vcores", shown, maxShown, maxShown)
 	}
 	for _, v := range r.GetCapability().GetResourceValueMap() {
 		if !s.knownTypes[v.GetKey()] {
-			return nil, ipc.Errorf(ClassInvalidResourceRequest, msgUnknownResourceFormat, v.GetKey())
+			return nil, yarnerr.InvalidResourceRequest.Errorf(msgUnknownResourceFormat, v.GetKey())
 		}
 		if v.GetValue() < 0 {
-			return nil, ipc.Errorf(ClassInvalidResourceRequest, msgNegativeResourceFormat, v.GetKey(), shown)
+			return nil, yarnerr.InvalidResourceRequest.Errorf(msgNegativeResourceFormat, v.GetKey(), shown)
 		}
 	}
 	if _, err := rgs.NodePartition(r.GetNodeLabelExpression()); err != nil {
-		return nil, ipc.Errorf(ClassInvalidLabelResourceRequest, "Invalid resource request, %s", err)
+		return nil, yarnerr.InvalidLabelResourceRequest.Errorf("Invalid resource request, %s", err)
 	}
 	out := proto.CloneOf(r)
 	cap := yarnpb.NewResource(s.normalizeMemoryAndVcores(mem, vc))
@@ -474,7 +469,7 @@ func (s *amService) normalizeMemoryAndVcores(mem int64, vc int32) (int64, int32)
 // tags are refused here when Kubernetes cannot express them.
 func (s *amService) fromSchedulingRequest(sr *yarnpb.SchedulingRequestProto) (*yarnpb.ResourceRequestProto, error) {
 	if err := rgs.CheckSchedulingRequest(sr); err != nil {
-		return nil, ipc.Errorf(ClassInvalidResourceRequest, "Invalid scheduling request: %s", err)
+		return nil, yarnerr.InvalidResourceRequest.Errorf("Invalid scheduling request: %s", err)
 	}
 	r := &yarnpb.ResourceRequestProto{
 		Priority:             sr.GetPriority(),
@@ -495,7 +490,7 @@ func checkReleases(attempt apps.AttemptID, ids []*yarnpb.ContainerIdProto) ([]ap
 	for _, p := range ids {
 		id, err := yarnid.ContainerIDFromProto(p)
 		if err != nil || id.Attempt.App != attempt.App {
-			return nil, ipc.Errorf(ClassInvalidContainerRelease, msgReleaseNotOwnedFormat, id, attempt)
+			return nil, yarnerr.InvalidContainerRelease.Errorf(msgReleaseNotOwnedFormat, id, attempt)
 		}
 		out = append(out, id)
 	}
@@ -513,14 +508,14 @@ func (rm *ResourceManager) FinishApplicationMaster(ctx context.Context, req *yar
 	registered := st.registered
 	st.mu.Unlock()
 	if !registered {
-		return nil, ipc.Errorf(ClassApplicationMasterNotRegistered, msgUnregisterBeforeRegisterFormat, attempt)
+		return nil, yarnerr.ApplicationMasterNotRegistered.Errorf(msgUnregisterBeforeRegisterFormat, attempt)
 	}
 	err = rm.handle(ctx, e, apps.AttemptUnregistered{
 		Attempt: attempt, FinalStatus: req.GetFinalApplicationStatus(),
 		Diagnostics: req.GetDiagnostics(), TrackingURL: req.GetTrackingUrl(),
 	})
 	if err != nil {
-		return nil, ipc.Errorf(ClassInvalidApplicationMasterRequest, "%s", err)
+		return nil, yarnerr.InvalidApplicationMasterRequest.Errorf("%s", err)
 	}
 	// The final state is stored before Handle returns, so the AM may go.
 	return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(true)}, nil
@@ -722,7 +717,7 @@ func (s *amService) execute(ctx context.Context, e *entry, eff apps.Effect) (app
 		}
 		app := e.app
 		spec := rgs.AttemptSpec{
-			Attempt: x.Attempt, Role: rgs.RoleAM, Queue: app.Queue(), User: app.User(),
+			Attempt: x.Attempt, Role: launch.RoleAM, Queue: app.Queue(), User: app.User(),
 			NodeLabel: app.Submission().GetNodeLabelExpression(), Mapping: s.rm.mapping(app.Queue()),
 		}
 		var asks []*yarnpb.ResourceRequestProto
@@ -876,7 +871,7 @@ func (k schedulerSink) Allocated(ctx context.Context, a rgs.Allocation) error {
 	if e == nil {
 		return fmt.Errorf("allocated %s: %w", id, errUnknownApp)
 	}
-	if a.Role == rgs.RoleAM {
+	if a.Role == launch.RoleAM {
 		return rm.handle(ctx, e, apps.AMContainerAllocated{Attempt: id.Attempt, Container: a.Container})
 	}
 	st := rm.am.state(id.Attempt)

@@ -12,9 +12,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rgs"
+	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rm/apps"
 )
 
@@ -125,7 +127,7 @@ func TestAMSilentPastTheLivenessExpiryFailsItsAttempt(t *testing.T) {
 		t.Errorf("scheduler not told to forget %s: %v", attempt, sched.forgotten)
 	}
 	_, err := e.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(1)})
-	wantRemote(t, err, ClassApplicationAttemptNotFound, "Application attempt "+attempt.String()+" doesn't exist in ApplicationMasterService cache.")
+	wantRemote(t, err, yarnerr.ApplicationAttemptNotFound, "Application attempt "+attempt.String()+" doesn't exist in ApplicationMasterService cache.")
 }
 
 func TestAContainerNotStartedInTimeIsTakenBackAndReportedOnce(t *testing.T) {
@@ -135,7 +137,7 @@ func TestAContainerNotStartedInTimeIsTakenBackAndReportedOnce(t *testing.T) {
 	id := yarnid.ContainerID{Attempt: attempt, Epoch: 1, Sequence: 2}
 	ctr := &yarnpb.ContainerProto{Id: id.Proto(), NodeId: &yarnpb.NodeIdProto{Host: proto.String("node1"), Port: proto.Int32(8041)},
 		Resource: yarnpb.NewResource(1024, 1), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
-	if err := e.rm.SchedulerSink().Allocated(t.Context(), rgs.Allocation{Role: rgs.RoleTask, Container: ctr}); err != nil {
+	if err := e.rm.SchedulerSink().Allocated(t.Context(), rgs.Allocation{Role: launch.RoleTask, Container: ctr}); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := e.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0)})
@@ -178,7 +180,7 @@ func TestUpdateRequestsAreCheckedAsYARNChecksThem(t *testing.T) {
 		sched.current[id] = rgs.Current{Version: 0, Resource: yarnpb.NewResource(2048, 2), ExecutionType: yarnpb.ExecutionTypeProto_OPPORTUNISTIC}
 		ctr := &yarnpb.ContainerProto{Id: id.Proto(), NodeId: &yarnpb.NodeIdProto{Host: proto.String("node1"), Port: proto.Int32(8041)},
 			Resource: yarnpb.NewResource(2048, 2), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
-		if err := e.rm.SchedulerSink().Allocated(t.Context(), rgs.Allocation{Role: rgs.RoleTask, Container: ctr}); err != nil {
+		if err := e.rm.SchedulerSink().Allocated(t.Context(), rgs.Allocation{Role: launch.RoleTask, Container: ctr}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -391,7 +393,7 @@ func TestAnIncreaseNotBroughtToTheNodeInTimeIsRolledBack(t *testing.T) {
 	for _, id := range []yarnid.ContainerID{forgotten, confirmed} {
 		ctr := &yarnpb.ContainerProto{Id: id.Proto(), NodeId: &yarnpb.NodeIdProto{Host: proto.String("node1"), Port: proto.Int32(8041)},
 			Resource: yarnpb.NewResource(1024, 1), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
-		if err := e.rm.SchedulerSink().Allocated(t.Context(), rgs.Allocation{Role: rgs.RoleTask, Container: ctr}); err != nil {
+		if err := e.rm.SchedulerSink().Allocated(t.Context(), rgs.Allocation{Role: launch.RoleTask, Container: ctr}); err != nil {
 			t.Fatal(err)
 		}
 		// The node took the increase: the container is at version 1, 2048 MB.

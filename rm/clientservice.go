@@ -13,24 +13,17 @@ import (
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/queues"
 )
 
-// Java exception classes ClientRMService throws; clients branch on them
-// (docs/hadoop-wire-facts.md §1.7).
+// ClientRMService's messages; its exception classes (protocols/yarnerr)
+// are those of docs/hadoop-wire-facts.md §1.7.
 const (
-	ClassYarnException                 = "org.apache.hadoop.yarn.exceptions.YarnException"
-	ClassApplicationNotFound           = "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException"
-	ClassApplicationAttemptNotFound    = "org.apache.hadoop.yarn.exceptions.ApplicationAttemptNotFoundException"
-	ClassContainerNotFound             = "org.apache.hadoop.yarn.exceptions.ContainerNotFoundException"
-	ClassInvalidResourceRequest        = "org.apache.hadoop.yarn.exceptions.InvalidResourceRequestException"
-	ClassApplicationIDNotProvided      = "org.apache.hadoop.yarn.exceptions.ApplicationIdNotProvidedException"
-	ClassYARNFeatureNotEnabled         = "org.apache.hadoop.yarn.exceptions.YARNFeatureNotEnabledException"
-	javaAccessControlException         = "org.apache.hadoop.security.AccessControlException"
-	javaIOException                    = "java.io.IOException"
 	msgResourceProfilesDisabled        = "Resource profile is not enabled, please enable resource profile feature before using its functions. (by setting yarn.resourcemanager.resource-profiles.enabled to true)"
 	msgReservationDisabled             = "Reservation is not enabled. Please enable & try again"
 	iso8601Layout                      = "2006-01-02T15:04:05.000-0700"
@@ -38,56 +31,14 @@ const (
 	appNotFoundFormat                  = "Application with id '%s' doesn't exist in RM. Please check that the job submission was successful."
 	attemptNotFoundFormat              = "ApplicationAttempt with id '%s' doesn't exist in RM."
 	containerNotFoundFormat            = "Container with id '%s' doesn't exist in RM."
-	userCannotFormat                   = javaAccessControlException + ": User %s cannot perform operation %s on %s"
-	delegationNeedsKerberosIssueFormat = javaIOException + ": Delegation Token can be %s only with kerberos authentication"
+	userCannotFormat                   = string(yarnerr.AccessControl) + ": User %s cannot perform operation %s on %s"
+	delegationNeedsKerberosIssueFormat = string(yarnerr.IOException) + ": Delegation Token can be %s only with kerberos authentication"
 )
 
-// Register adds ApplicationClientProtocol to srv.
+// Register adds ApplicationClientProtocol to srv: every method a Hadoop 3
+// client can call (clientprotocol.go has the features Knit leaves off).
 func (rm *ResourceManager) Register(srv *ipc.Server) error {
-	return srv.Register(ProtocolClient, rm.Methods()...)
-}
-
-// Methods returns every ApplicationClientProtocol method a Hadoop 3 client
-// can call.
-func (rm *ResourceManager) Methods() []ipc.Method {
-	rt := ResourceTypeInfo{Types: rm.cfg.ResourceTypes}
-	return []ipc.Method{
-		ipc.Handle("getNewApplication", rm.GetNewApplication),
-		ipc.Handle("submitApplication", rm.SubmitApplication),
-		ipc.Handle("getApplicationReport", rm.GetApplicationReport),
-		ipc.Handle("getApplications", rm.GetApplications),
-		ipc.Handle("forceKillApplication", rm.ForceKillApplication),
-		ipc.Handle("failApplicationAttempt", rm.FailApplicationAttempt),
-		ipc.Handle("getApplicationAttemptReport", rm.GetApplicationAttemptReport),
-		ipc.Handle("getApplicationAttempts", rm.GetApplicationAttempts),
-		ipc.Handle("getContainerReport", rm.GetContainerReport),
-		ipc.Handle("getContainers", rm.GetContainers),
-		ipc.Handle("getClusterMetrics", rm.GetClusterMetrics),
-		ipc.Handle("getClusterNodes", rm.GetClusterNodes),
-		ipc.Handle("getQueueInfo", rm.GetQueueInfo),
-		ipc.Handle("getQueueUserAcls", rm.GetQueueUserAcls),
-		ipc.Handle("moveApplicationAcrossQueues", rm.MoveApplicationAcrossQueues),
-		ipc.Handle("updateApplicationPriority", rm.UpdateApplicationPriority),
-		ipc.Handle("updateApplicationTimeouts", rm.UpdateApplicationTimeouts),
-		ipc.Handle("signalToContainer", rm.SignalToContainer),
-		ipc.Handle("getDelegationToken", rm.GetDelegationToken),
-		ipc.Handle("renewDelegationToken", rm.RenewDelegationToken),
-		ipc.Handle("cancelDelegationToken", rm.CancelDelegationToken),
-		ipc.Handle("getNodeToLabels", answerEmpty[*yarnpb.GetNodesToLabelsRequestProto, yarnpb.GetNodesToLabelsResponseProto]),
-		ipc.Handle("getLabelsToNodes", answerEmpty[*yarnpb.GetLabelsToNodesRequestProto, yarnpb.GetLabelsToNodesResponseProto]),
-		ipc.Handle("getClusterNodeLabels", answerEmpty[*yarnpb.GetClusterNodeLabelsRequestProto, yarnpb.GetClusterNodeLabelsResponseProto]),
-		ipc.Handle("getClusterNodeAttributes", answerEmpty[*yarnpb.GetClusterNodeAttributesRequestProto, yarnpb.GetClusterNodeAttributesResponseProto]),
-		ipc.Handle("getAttributesToNodes", answerEmpty[*yarnpb.GetAttributesToNodesRequestProto, yarnpb.GetAttributesToNodesResponseProto]),
-		ipc.Handle("getNodesToAttributes", answerEmpty[*yarnpb.GetNodesToAttributesRequestProto, yarnpb.GetNodesToAttributesResponseProto]),
-		ipc.Handle("getResourceProfiles", refuse[*yarnpb.GetAllResourceProfilesRequestProto, *yarnpb.GetAllResourceProfilesResponseProto](errResourceProfiles)),
-		ipc.Handle("getResourceProfile", refuse[*yarnpb.GetResourceProfileRequestProto, *yarnpb.GetResourceProfileResponseProto](errResourceProfiles)),
-		ipc.Handle("getResourceTypeInfo", rt.GetResourceTypeInfo),
-		ipc.Handle("getNewReservation", refuse[*yarnpb.GetNewReservationRequestProto, *yarnpb.GetNewReservationResponseProto](errReservation)),
-		ipc.Handle("submitReservation", refuse[*yarnpb.ReservationSubmissionRequestProto, *yarnpb.ReservationSubmissionResponseProto](errReservation)),
-		ipc.Handle("updateReservation", refuse[*yarnpb.ReservationUpdateRequestProto, *yarnpb.ReservationUpdateResponseProto](errReservation)),
-		ipc.Handle("deleteReservation", refuse[*yarnpb.ReservationDeleteRequestProto, *yarnpb.ReservationDeleteResponseProto](errReservation)),
-		ipc.Handle("listReservations", refuse[*yarnpb.ReservationListRequestProto, *yarnpb.ReservationListResponseProto](errReservation)),
-	}
+	return yarnrpc.RegisterApplicationClientProtocolServer(srv, rm)
 }
 
 // answerEmpty answers with an empty response, as YARN does for the node-label
@@ -109,13 +60,13 @@ func refuse[Req, Resp proto.Message](errOff func() error) func(context.Context, 
 
 // errResourceProfiles is what YARN answers while resource profiles are off.
 func errResourceProfiles() error {
-	return ipc.Errorf(ClassYARNFeatureNotEnabled, "%s", msgResourceProfilesDisabled)
+	return yarnerr.YARNFeatureNotEnabled.Errorf("%s", msgResourceProfilesDisabled)
 }
 
 // errReservation is checkReservationSystem's answer: Knit has no
 // reservation system.
 func errReservation() error {
-	return ipc.Errorf(ClassYarnException, "%s", msgReservationDisabled)
+	return yarnerr.YarnException.Errorf("%s", msgReservationDisabled)
 }
 
 func callerOf(ctx context.Context) ipc.Caller {
@@ -133,11 +84,11 @@ func shortName(user string) string {
 }
 
 func notFound(id string) error {
-	return ipc.Errorf(ClassApplicationNotFound, appNotFoundFormat, id)
+	return yarnerr.ApplicationNotFound.Errorf(appNotFoundFormat, id)
 }
 
 func denied(user string, t yarnpb.ApplicationAccessTypeProto, id apps.ApplicationID) error {
-	return ipc.Errorf(ClassYarnException, userCannotFormat, shortName(user), accessName(t), id)
+	return yarnerr.YarnException.Errorf(userCannotFormat, shortName(user), accessName(t), id)
 }
 
 func accessName(t yarnpb.ApplicationAccessTypeProto) string {
@@ -201,7 +152,7 @@ func (rm *ResourceManager) GetNewApplication(ctx context.Context, _ *yarnpb.GetN
 	ts, seq, err := rm.cfg.IDs.Next(ctx)
 	if err != nil {
 		rm.log.ErrorContext(ctx, "allocating application id", "err", err)
-		return nil, ipc.Errorf(ClassYarnException, "%s: %s", javaIOException, err)
+		return nil, yarnerr.YarnException.Wrap(err)
 	}
 	id := apps.ApplicationID{ClusterTimestamp: ts, ID: seq}
 	rm.log.InfoContext(ctx, "allocated new application id", "app", id.String())
@@ -217,11 +168,11 @@ func (rm *ResourceManager) SubmitApplication(ctx context.Context, req *yarnpb.Su
 	user := shortName(caller.User)
 	sc := req.GetApplicationSubmissionContext()
 	if sc == nil || sc.ApplicationId == nil {
-		return nil, ipc.Errorf(ClassApplicationIDNotProvided, "ApplicationId is not provided in ApplicationSubmissionContext")
+		return nil, yarnerr.ApplicationIDNotProvided.Errorf("ApplicationId is not provided in ApplicationSubmissionContext")
 	}
 	id, err := yarnid.ApplicationIDFromProto(sc.ApplicationId)
 	if err != nil {
-		return nil, ipc.Errorf(ClassYarnException, "%s", err)
+		return nil, yarnerr.YarnException.Errorf("%s", err)
 	}
 	if rm.lookup(id) != nil {
 		// A client resubmits after ApplicationNotFoundException or a lost
@@ -251,10 +202,10 @@ func (rm *ResourceManager) SubmitApplication(ctx context.Context, req *yarnpb.Su
 		case qe != nil:
 			rm.admitMu.Unlock()
 			rm.log.InfoContext(ctx, "submission refused", "app", id.String(), "user", user, "err", err)
-			return nil, qe.RemoteError()
+			return nil, qe.Exception()
 		default:
 			rm.admitMu.Unlock()
-			return nil, ipc.Errorf(ClassYarnException, "%s", err)
+			return nil, yarnerr.YarnException.Errorf("%s", err)
 		}
 	} else {
 		// The scheduler names the queue by its full path and gives the
@@ -270,7 +221,7 @@ func (rm *ResourceManager) SubmitApplication(ctx context.Context, req *yarnpb.Su
 		sub.AMRequests = app.AMRequests()
 		if app, err = apps.NewApplication(rm.appsCfg, sub); err != nil {
 			rm.admitMu.Unlock()
-			return nil, ipc.Errorf(ClassYarnException, "%s", err)
+			return nil, yarnerr.YarnException.Errorf("%s", err)
 		}
 	}
 	e := &entry{app: app, attempts: map[apps.AttemptID]apps.AttemptRecord{}, rejection: rejection,
@@ -288,7 +239,7 @@ func (rm *ResourceManager) SubmitApplication(ctx context.Context, req *yarnpb.Su
 
 	if err := rm.handle(ctx, e, apps.Start{}); err != nil {
 		rm.log.ErrorContext(ctx, "submitting application", "app", id.String(), "err", err)
-		return nil, ipc.Errorf(ClassYarnException, "%s: %s", javaIOException, err)
+		return nil, yarnerr.YarnException.Wrap(err)
 	}
 	rm.log.InfoContext(ctx, "application submitted", "app", id.String(), "user", user, "queue", app.Queue(), "rejected", rejection != "")
 	return &yarnpb.SubmitApplicationResponseProto{}, nil
@@ -305,9 +256,9 @@ func (rm *ResourceManager) newApp(sub apps.Submission) (*apps.Application, error
 			if i := strings.Index(msg, apps.ErrInvalidResourceRequest.Error()+": "); i >= 0 {
 				msg = "Invalid resource request, " + msg[i+len(apps.ErrInvalidResourceRequest.Error())+2:]
 			}
-			return nil, ipc.Errorf(ClassInvalidResourceRequest, "%s", msg)
+			return nil, yarnerr.InvalidResourceRequest.Errorf("%s", msg)
 		}
-		return nil, ipc.Errorf(ClassYarnException, "%s", err)
+		return nil, yarnerr.YarnException.Errorf("%s", err)
 	}
 	reqs := app.AMRequests()
 	if len(reqs) == 0 {
@@ -327,13 +278,11 @@ func (rm *ResourceManager) newApp(sub apps.Submission) (*apps.Application, error
 		{"vcores", vc < 0, vc > int32(s.MaxAllocationVcores)},
 	} {
 		if bad.neg {
-			return nil, ipc.Errorf(ClassInvalidResourceRequest,
-				"Invalid resource request! Cannot allocate containers as requested resource is less than 0! Requested resource type=[%s], Requested resource=%s",
+			return nil, yarnerr.InvalidResourceRequest.Errorf("Invalid resource request! Cannot allocate containers as requested resource is less than 0! Requested resource type=[%s], Requested resource=%s",
 				bad.name, show(mb, vc))
 		}
 		if bad.over {
-			return nil, ipc.Errorf(ClassInvalidResourceRequest,
-				"Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[%s], Requested resource=%s, maximum allowed allocation=%s, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=%s",
+			return nil, yarnerr.InvalidResourceRequest.Errorf("Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[%s], Requested resource=%s, maximum allowed allocation=%s, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=%s",
 				bad.name, show(mb, vc), maxShow, maxShow)
 		}
 	}
@@ -356,7 +305,7 @@ func (rm *ResourceManager) newApp(sub apps.Submission) (*apps.Application, error
 // gets the report with the private fields hidden.
 func (rm *ResourceManager) GetApplicationReport(ctx context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
 	if req.GetApplicationId() == nil {
-		return nil, ipc.Errorf(ClassApplicationNotFound, "Invalid application id: null")
+		return nil, yarnerr.ApplicationNotFound.Errorf("Invalid application id: null")
 	}
 	id, s, ok := appIDString(req.GetApplicationId())
 	var e *entry
@@ -440,7 +389,7 @@ func (rm *ResourceManager) ForceKillApplication(ctx context.Context, req *yarnpb
 		e = rm.lookup(id)
 	}
 	if e == nil {
-		return nil, ipc.Errorf(ClassApplicationNotFound, "Trying to kill an absent application %s", s)
+		return nil, yarnerr.ApplicationNotFound.Errorf("Trying to kill an absent application %s", s)
 	}
 	e.mu.Lock()
 	allowed := rm.canAccess(e, caller.User, yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP)
@@ -478,11 +427,11 @@ func (rm *ResourceManager) FailApplicationAttempt(ctx context.Context, req *yarn
 	user := callerOf(ctx).User
 	aid, err := yarnid.AttemptIDFromProto(req.GetApplicationAttemptId())
 	if err != nil {
-		return nil, ipc.Errorf(ClassApplicationNotFound, "Trying to fail an attempt null of an absent application null")
+		return nil, yarnerr.ApplicationNotFound.Errorf("Trying to fail an attempt null of an absent application null")
 	}
 	e := rm.lookup(aid.App)
 	if e == nil {
-		return nil, ipc.Errorf(ClassApplicationNotFound, "Trying to fail an attempt %s of an absent application %s", aid, aid.App)
+		return nil, yarnerr.ApplicationNotFound.Errorf("Trying to fail an attempt %s of an absent application %s", aid, aid.App)
 	}
 	e.mu.Lock()
 	known := e.app.Attempt(aid) != nil
@@ -490,7 +439,7 @@ func (rm *ResourceManager) FailApplicationAttempt(ctx context.Context, req *yarn
 	completed := completedState(e.app.State())
 	e.mu.Unlock()
 	if !known {
-		return nil, ipc.Errorf(ClassApplicationAttemptNotFound, attemptNotFoundFormat, aid)
+		return nil, yarnerr.ApplicationAttemptNotFound.Errorf(attemptNotFoundFormat, aid)
 	}
 	if !allowed {
 		return nil, denied(user, yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP, aid.App)
@@ -512,12 +461,12 @@ func (rm *ResourceManager) viewable(ctx context.Context, id apps.ApplicationID, 
 	user := callerOf(ctx).User
 	e := rm.lookup(id)
 	if e == nil {
-		return nil, ipc.Errorf(ClassApplicationNotFound, "Application with id '%s' doesn't exist in RM.", id)
+		return nil, yarnerr.ApplicationNotFound.Errorf("Application with id '%s' doesn't exist in RM.", id)
 	}
 	e.mu.Lock()
 	if !rm.canAccess(e, user, yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP) {
 		e.mu.Unlock()
-		return nil, ipc.Errorf(ClassYarnException, "User %s does not have privilage to see this %s", shortName(user), what)
+		return nil, yarnerr.YarnException.Errorf("User %s does not have privilage to see this %s", shortName(user), what)
 	}
 	return e, nil // locked
 }
@@ -526,7 +475,7 @@ func (rm *ResourceManager) viewable(ctx context.Context, id apps.ApplicationID, 
 func (rm *ResourceManager) GetApplicationAttemptReport(ctx context.Context, req *yarnpb.GetApplicationAttemptReportRequestProto) (*yarnpb.GetApplicationAttemptReportResponseProto, error) {
 	aid, err := yarnid.AttemptIDFromProto(req.GetApplicationAttemptId())
 	if err != nil {
-		return nil, ipc.Errorf(ClassApplicationNotFound, "Application with id 'null' doesn't exist in RM.")
+		return nil, yarnerr.ApplicationNotFound.Errorf("Application with id 'null' doesn't exist in RM.")
 	}
 	e, err := rm.viewable(ctx, aid.App, "attempt "+aid.String())
 	if err != nil {
@@ -535,7 +484,7 @@ func (rm *ResourceManager) GetApplicationAttemptReport(ctx context.Context, req 
 	defer e.mu.Unlock()
 	t := e.app.Attempt(aid)
 	if t == nil {
-		return nil, ipc.Errorf(ClassApplicationAttemptNotFound, attemptNotFoundFormat, aid)
+		return nil, yarnerr.ApplicationAttemptNotFound.Errorf(attemptNotFoundFormat, aid)
 	}
 	return &yarnpb.GetApplicationAttemptReportResponseProto{ApplicationAttemptReport: t.Report()}, nil
 }
@@ -544,7 +493,7 @@ func (rm *ResourceManager) GetApplicationAttemptReport(ctx context.Context, req 
 func (rm *ResourceManager) GetApplicationAttempts(ctx context.Context, req *yarnpb.GetApplicationAttemptsRequestProto) (*yarnpb.GetApplicationAttemptsResponseProto, error) {
 	id, s, ok := appIDString(req.GetApplicationId())
 	if !ok {
-		return nil, ipc.Errorf(ClassApplicationNotFound, "Application with id '%s' doesn't exist in RM.", s)
+		return nil, yarnerr.ApplicationNotFound.Errorf("Application with id '%s' doesn't exist in RM.", s)
 	}
 	e, err := rm.viewable(ctx, id, "application "+s)
 	if err != nil {
@@ -563,7 +512,7 @@ func (rm *ResourceManager) GetApplicationAttempts(ctx context.Context, req *yarn
 func (rm *ResourceManager) GetContainerReport(ctx context.Context, req *yarnpb.GetContainerReportRequestProto) (*yarnpb.GetContainerReportResponseProto, error) {
 	cid, err := yarnid.ContainerIDFromProto(req.GetContainerId())
 	if err != nil {
-		return nil, ipc.Errorf(ClassApplicationNotFound, "Application with id 'null' doesn't exist in RM.")
+		return nil, yarnerr.ApplicationNotFound.Errorf("Application with id 'null' doesn't exist in RM.")
 	}
 	e, err := rm.viewable(ctx, cid.Attempt.App, "application "+cid.Attempt.App.String())
 	if err != nil {
@@ -571,11 +520,11 @@ func (rm *ResourceManager) GetContainerReport(ctx context.Context, req *yarnpb.G
 	}
 	defer e.mu.Unlock()
 	if e.app.Attempt(cid.Attempt) == nil {
-		return nil, ipc.Errorf(ClassApplicationAttemptNotFound, attemptNotFoundFormat, cid.Attempt)
+		return nil, yarnerr.ApplicationAttemptNotFound.Errorf(attemptNotFoundFormat, cid.Attempt)
 	}
 	c := e.app.Container(cid)
 	if c == nil || c.State().Final() {
-		return nil, ipc.Errorf(ClassContainerNotFound, containerNotFoundFormat, cid)
+		return nil, yarnerr.ContainerNotFound.Errorf(containerNotFoundFormat, cid)
 	}
 	return &yarnpb.GetContainerReportResponseProto{ContainerReport: c.Report()}, nil
 }
@@ -584,7 +533,7 @@ func (rm *ResourceManager) GetContainerReport(ctx context.Context, req *yarnpb.G
 func (rm *ResourceManager) GetContainers(ctx context.Context, req *yarnpb.GetContainersRequestProto) (*yarnpb.GetContainersResponseProto, error) {
 	aid, err := yarnid.AttemptIDFromProto(req.GetApplicationAttemptId())
 	if err != nil {
-		return nil, ipc.Errorf(ClassApplicationNotFound, "Application with id 'null' doesn't exist in RM.")
+		return nil, yarnerr.ApplicationNotFound.Errorf("Application with id 'null' doesn't exist in RM.")
 	}
 	e, err := rm.viewable(ctx, aid.App, "application "+aid.App.String())
 	if err != nil {
@@ -593,7 +542,7 @@ func (rm *ResourceManager) GetContainers(ctx context.Context, req *yarnpb.GetCon
 	defer e.mu.Unlock()
 	t := e.app.Attempt(aid)
 	if t == nil {
-		return nil, ipc.Errorf(ClassApplicationAttemptNotFound, attemptNotFoundFormat, aid)
+		return nil, yarnerr.ApplicationAttemptNotFound.Errorf(attemptNotFoundFormat, aid)
 	}
 	resp := &yarnpb.GetContainersResponseProto{}
 	if t.State().Final() {
@@ -613,7 +562,7 @@ func (rm *ResourceManager) nodes(ctx context.Context) ([]NodeInfo, error) {
 	}
 	n, err := rm.cfg.Nodes.Nodes(ctx)
 	if err != nil {
-		return nil, ipc.Errorf(ClassYarnException, "%s: listing nodes: %s", javaIOException, err)
+		return nil, yarnerr.YarnException.Wrap(fmt.Errorf("listing nodes: %w", err))
 	}
 	return n, nil
 }
@@ -677,29 +626,6 @@ func (rm *ResourceManager) GetClusterNodes(ctx context.Context, req *yarnpb.GetC
 		resp.NodeReports = append(resp.NodeReports, n.Report())
 	}
 	return resp, nil
-}
-
-// Report is the node's NodeReport.
-func (n NodeInfo) Report() *yarnpb.NodeReportProto {
-	r := &yarnpb.NodeReportProto{
-		NodeId:               &yarnpb.NodeIdProto{Host: proto.String(n.Host), Port: proto.Int32(n.NMPort)},
-		HttpAddress:          proto.String(n.HTTPAddress),
-		RackName:             proto.String(n.Rack),
-		Used:                 yarnpb.NewResource(n.UsedMB, n.UsedVcores),
-		Capability:           yarnpb.NewResource(n.CapabilityMB, n.CapabilityVcores),
-		NodeState:            n.State.Enum(),
-		HealthReport:         proto.String(n.HealthReport),
-		LastHealthReportTime: proto.Int64(n.LastHealthUpdate.UnixMilli()),
-		NodeLabels:           n.Labels,
-	}
-	if n.LastHealthUpdate.IsZero() {
-		r.LastHealthReportTime = proto.Int64(0)
-	}
-	if n.Containers != 0 {
-		// A Java RM leaves numContainers out when it is 0 (§40).
-		r.NumContainers = proto.Int32(n.Containers)
-	}
-	return r
 }
 
 // inQueue reports whether an application queue path is path or below it.
@@ -794,32 +720,31 @@ func (rm *ResourceManager) MoveApplicationAcrossQueues(ctx context.Context, req 
 	short := shortName(user)
 	if !tree.HasAccess(target, queues.SubmitApplications, short, nil) &&
 		!tree.HasAccess(target, queues.AdministerQueue, short, nil) {
-		return nil, ipc.Errorf(ClassYarnException,
-			"%s: User %s cannot submit applications to target queue or the target queue doesn't exist: %s while moving %s",
-			javaAccessControlException, short, target, id)
+		return nil, yarnerr.YarnException.Errorf("%s: User %s cannot submit applications to target queue or the target queue doesn't exist: %s while moving %s",
+			yarnerr.AccessControl, short, target, id)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := e.app.State()
 	if !activeState(st) {
-		return nil, ipc.Errorf(ClassYarnException, "App in %s state cannot be moved.", st)
+		return nil, yarnerr.YarnException.Errorf("App in %s state cannot be moved.", st)
 	}
 	q, err := tree.Lookup(target)
 	if err != nil {
-		return nil, ipc.Errorf(ClassYarnException, "%s: %s", javaIOException, err)
+		return nil, yarnerr.YarnException.Wrap(err)
 	}
 	if !q.IsLeaf() {
-		return nil, ipc.Errorf(ClassYarnException, "%s: Target queue %s is not a leaf queue", javaIOException, target)
+		return nil, yarnerr.YarnException.Wrap(yarnerr.IOException.Errorf("Target queue %s is not a leaf queue", target))
 	}
 	if q.Path == e.app.Queue() {
-		return nil, ipc.Errorf(ClassYarnException, "App %s is already present in queue %s", id, q.Path)
+		return nil, yarnerr.YarnException.Errorf("App %s is already present in queue %s", id, q.Path)
 	}
 	if q.EffectiveState(0) != queues.Running {
-		return nil, ipc.Errorf(ClassYarnException, "%s: Queue %s is STOPPED. Cannot accept submission of application: %s",
-			javaAccessControlException, q.Path, id)
+		return nil, yarnerr.YarnException.Errorf("%s: Queue %s is STOPPED. Cannot accept submission of application: %s",
+			yarnerr.AccessControl, q.Path, id)
 	}
 	if err := rm.handleLocked(ctx, e, apps.Move{Queue: q.Path}); err != nil {
-		return nil, ipc.Errorf(ClassYarnException, "%s", err)
+		return nil, yarnerr.YarnException.Errorf("%s", err)
 	}
 	rm.mu.Lock()
 	rm.countLocked(e, -1)
@@ -844,12 +769,12 @@ func (rm *ResourceManager) UpdateApplicationPriority(ctx context.Context, req *y
 		if completedState(st) {
 			return &yarnpb.UpdateApplicationPriorityResponseProto{ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(e.app.Priority())}}, nil
 		}
-		return nil, ipc.Errorf(ClassYarnException, "Application in %s state cannot update priority.", st)
+		return nil, yarnerr.YarnException.Errorf("Application in %s state cannot update priority.", st)
 	}
 	p := min(req.GetApplicationPriority().GetPriority(), rm.maxPriority())
 	if p != e.app.Priority() {
 		if err := rm.handleLocked(ctx, e, apps.UpdatePriority{Priority: p}); err != nil {
-			return nil, ipc.Errorf(ClassYarnException, "%s", err)
+			return nil, yarnerr.YarnException.Errorf("%s", err)
 		}
 	}
 	return &yarnpb.UpdateApplicationPriorityResponseProto{ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(e.app.Priority())}}, nil
@@ -863,7 +788,7 @@ func (rm *ResourceManager) UpdateApplicationTimeouts(ctx context.Context, req *y
 	}
 	timeouts := req.GetApplicationTimeouts()
 	if len(timeouts) == 0 {
-		return nil, ipc.Errorf(ClassYarnException, "At least one ApplicationTimeoutType should be configured for updating timeouts.")
+		return nil, yarnerr.YarnException.Errorf("At least one ApplicationTimeoutType should be configured for updating timeouts.")
 	}
 	resp := &yarnpb.UpdateApplicationTimeoutsResponseProto{ApplicationTimeouts: timeouts}
 	e.mu.Lock()
@@ -873,7 +798,7 @@ func (rm *ResourceManager) UpdateApplicationTimeouts(ctx context.Context, req *y
 		if completedState(st) {
 			return resp, nil
 		}
-		return nil, ipc.Errorf(ClassYarnException, "Application is in %s state can not update timeout.", st)
+		return nil, yarnerr.YarnException.Errorf("Application is in %s state can not update timeout.", st)
 	}
 	for _, t := range timeouts {
 		if t.GetApplicationTimeoutType() != yarnpb.ApplicationTimeoutTypeProto_APP_TIMEOUT_LIFETIME {
@@ -881,7 +806,7 @@ func (rm *ResourceManager) UpdateApplicationTimeouts(ctx context.Context, req *y
 		}
 		expiry, err := time.Parse(iso8601Layout, t.GetExpireTime())
 		if err != nil {
-			return nil, ipc.Errorf(ClassYarnException, "Expire time is not in ISO8601 format. ISO8601 supported format is %s", iso8601Java)
+			return nil, yarnerr.YarnException.Errorf("Expire time is not in ISO8601 format. ISO8601 supported format is %s", iso8601Java)
 		}
 		if err := rm.handleLocked(ctx, e, apps.UpdateTimeout{Expiry: expiry}); err != nil {
 			msg := err.Error()
@@ -889,7 +814,7 @@ func (rm *ResourceManager) UpdateApplicationTimeouts(ctx context.Context, req *y
 				msg = fmt.Sprintf("Expire time is less than current time, current-time=%s expire-time=%s",
 					rm.now().Format(iso8601Layout), t.GetExpireTime())
 			}
-			return nil, ipc.Errorf(ClassYarnException, "%s", msg)
+			return nil, yarnerr.YarnException.Errorf("%s", msg)
 		}
 	}
 	return resp, nil
@@ -899,12 +824,12 @@ func (rm *ResourceManager) UpdateApplicationTimeouts(ctx context.Context, req *y
 func (rm *ResourceManager) SignalToContainer(ctx context.Context, req *yarnpb.SignalContainerRequestProto) (*yarnpb.SignalContainerResponseProto, error) {
 	cid, err := yarnid.ContainerIDFromProto(req.GetContainerId())
 	if err != nil {
-		return nil, ipc.Errorf(ClassYarnException, "Trying to signal an absent container null")
+		return nil, yarnerr.YarnException.Errorf("Trying to signal an absent container null")
 	}
 	user := callerOf(ctx).User
 	e := rm.lookup(cid.Attempt.App)
 	if e == nil {
-		return nil, ipc.Errorf(ClassYarnException, "Trying to signal an absent container %s", cid)
+		return nil, yarnerr.YarnException.Errorf("Trying to signal an absent container %s", cid)
 	}
 	e.mu.Lock()
 	allowed := rm.canAccess(e, user, yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP)
@@ -919,14 +844,14 @@ func (rm *ResourceManager) SignalToContainer(ctx context.Context, req *yarnpb.Si
 		return nil, denied(user, yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP, cid.Attempt.App)
 	}
 	if !live {
-		return nil, ipc.Errorf(ClassYarnException, "Trying to signal an absent container %s", cid)
+		return nil, yarnerr.YarnException.Errorf("Trying to signal an absent container %s", cid)
 	}
 	if rm.cfg.Signaler == nil {
 		rm.log.WarnContext(ctx, "no container signaler: signal dropped", "container", cid.String(), "command", req.GetCommand().String())
 		return &yarnpb.SignalContainerResponseProto{}, nil
 	}
 	if err := rm.cfg.Signaler.SignalContainer(ctx, cid, node, req.GetCommand()); err != nil {
-		return nil, ipc.Errorf(ClassYarnException, "%s: %s", javaIOException, err)
+		return nil, yarnerr.YarnException.Wrap(err)
 	}
 	return &yarnpb.SignalContainerResponseProto{}, nil
 }
@@ -946,7 +871,7 @@ func (rm *ResourceManager) delegationAllowed(ctx context.Context) bool {
 // GetDelegationToken issues an RM delegation token to the caller.
 func (rm *ResourceManager) GetDelegationToken(ctx context.Context, req *commonpb.GetDelegationTokenRequestProto) (*commonpb.GetDelegationTokenResponseProto, error) {
 	if !rm.delegationAllowed(ctx) {
-		return nil, ipc.Errorf(ClassYarnException, delegationNeedsKerberosIssueFormat, "issued")
+		return nil, yarnerr.YarnException.Errorf(delegationNeedsKerberosIssueFormat, "issued")
 	}
 	c := callerOf(ctx)
 	tok, _, err := rm.cfg.Tokens.Delegation().Issue(ctx, c.User, req.GetRenewer(), c.RealUser, rm.cfg.Settings.Address)
@@ -959,10 +884,10 @@ func (rm *ResourceManager) GetDelegationToken(ctx context.Context, req *commonpb
 // RenewDelegationToken extends a token for the caller, its renewer.
 func (rm *ResourceManager) RenewDelegationToken(ctx context.Context, req *commonpb.RenewDelegationTokenRequestProto) (*commonpb.RenewDelegationTokenResponseProto, error) {
 	if !rm.delegationAllowed(ctx) {
-		return nil, ipc.Errorf(ClassYarnException, delegationNeedsKerberosIssueFormat, "renewed")
+		return nil, yarnerr.YarnException.Errorf(delegationNeedsKerberosIssueFormat, "renewed")
 	}
 	if req.GetToken() == nil {
-		return nil, ipc.Errorf(ClassYarnException, "%s: no token given", javaIOException)
+		return nil, yarnerr.YarnException.Wrap(yarnerr.IOException.New("no token given"))
 	}
 	exp, err := rm.cfg.Tokens.Delegation().Renew(ctx, token.FromProto(req.GetToken()), shortName(callerOf(ctx).User))
 	if err != nil {
@@ -975,10 +900,10 @@ func (rm *ResourceManager) RenewDelegationToken(ctx context.Context, req *common
 // renewer.
 func (rm *ResourceManager) CancelDelegationToken(ctx context.Context, req *commonpb.CancelDelegationTokenRequestProto) (*commonpb.CancelDelegationTokenResponseProto, error) {
 	if !rm.delegationAllowed(ctx) {
-		return nil, ipc.Errorf(ClassYarnException, delegationNeedsKerberosIssueFormat, "cancelled")
+		return nil, yarnerr.YarnException.Errorf(delegationNeedsKerberosIssueFormat, "cancelled")
 	}
 	if req.GetToken() == nil {
-		return nil, ipc.Errorf(ClassYarnException, "%s: no token given", javaIOException)
+		return nil, yarnerr.YarnException.Wrap(yarnerr.IOException.New("no token given"))
 	}
 	if _, err := rm.cfg.Tokens.Delegation().Cancel(ctx, token.FromProto(req.GetToken()), callerOf(ctx).User); err != nil {
 		return nil, tokenError(err)
@@ -989,12 +914,8 @@ func (rm *ResourceManager) CancelDelegationToken(ctx context.Context, req *commo
 // tokenError passes the token manager's Hadoop exceptions through, wrapped
 // in YarnException as RPCUtil.getRemoteException does with an IOException.
 func tokenError(err error) error {
-	var re *ipc.RemoteError
-	if errors.As(err, &re) {
-		if re.ClassName == ClassYarnException {
-			return re
-		}
-		return ipc.Errorf(ClassYarnException, "%s: %s", re.ClassName, re.Message)
+	if e, ok := yarnerr.Find(err); ok && e.Class == yarnerr.YarnException {
+		return e
 	}
-	return ipc.Errorf(ClassYarnException, "%s: %s", javaIOException, err)
+	return yarnerr.YarnException.Wrap(err)
 }

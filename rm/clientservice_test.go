@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/commonpb"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/apps"
 )
@@ -60,13 +61,14 @@ func TestSubmissionRefusals(t *testing.T) {
 		sub       subOpts
 		preSubmit int
 		// class set: the call fails; else the application FAILs with diag.
-		class, msg, diag string
+		class     yarnerr.Class
+		msg, diag string
 	}{
 		{name: "AM memory above maximum", sub: subOpts{memory: 100000}, user: "alice",
-			class: ClassInvalidResourceRequest, msg: "Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[memory-mb], Requested resource=<memory:100000, vCores:1>, maximum allowed allocation=<memory:8192, vCores:4>, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=<memory:8192, vCores:4>"},
+			class: yarnerr.InvalidResourceRequest, msg: "Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[memory-mb], Requested resource=<memory:100000, vCores:1>, maximum allowed allocation=<memory:8192, vCores:4>, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=<memory:8192, vCores:4>"},
 		{name: "queue ACL refuses", acl: true, user: "mallory", sub: subOpts{queue: "b"},
 			queues: baseQueues(map[string]string{"yarn.scheduler.capacity.root.b.acl_submit_applications": "alice"}),
-			class:  ClassYarnException, msg: "org.apache.hadoop.security.AccessControlException: User mallory does not have permission to submit application_1700000000000_0001 to queue b"},
+			class:  yarnerr.YarnException, msg: "org.apache.hadoop.security.AccessControlException: User mallory does not have permission to submit application_1700000000000_0001 to queue b"},
 		{name: "unknown queue", user: "alice", sub: subOpts{queue: "nosuch"},
 			diag: "Application application_1700000000000_0001 submitted by user alice to unknown queue: nosuch"},
 		{name: "stopped queue", user: "alice", sub: subOpts{queue: "b"},
@@ -141,25 +143,26 @@ func TestUnknownApplicationIDs(t *testing.T) {
 	container := (apps.ContainerID{Attempt: apps.AttemptID{App: apps.ApplicationID{ClusterTimestamp: 1700000000000, ID: 99}, ID: 1}, Sequence: 1}).Proto()
 	const notFound = "Application with id 'application_1700000000000_0099' doesn't exist in RM. Please check that the job submission was successful."
 	tests := []struct {
-		method     string
-		req, resp  proto.Message
-		class, msg string
+		method    string
+		req, resp proto.Message
+		class     yarnerr.Class
+		msg       string
 	}{
-		{"getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: absent}, &yarnpb.GetApplicationReportResponseProto{}, ClassApplicationNotFound, notFound},
-		{"getApplicationReport", &yarnpb.GetApplicationReportRequestProto{}, &yarnpb.GetApplicationReportResponseProto{}, ClassApplicationNotFound, "Invalid application id: null"},
-		{"forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: absent}, &yarnpb.KillApplicationResponseProto{}, ClassApplicationNotFound, "Trying to kill an absent application application_1700000000000_0099"},
-		{"forceKillApplication", &yarnpb.KillApplicationRequestProto{}, &yarnpb.KillApplicationResponseProto{}, ClassApplicationNotFound, "Trying to kill an absent application null"},
-		{"moveApplicationAcrossQueues", &yarnpb.MoveApplicationAcrossQueuesRequestProto{ApplicationId: absent, TargetQueue: proto.String("b")}, &yarnpb.MoveApplicationAcrossQueuesResponseProto{}, ClassApplicationNotFound, notFound},
-		{"updateApplicationPriority", &yarnpb.UpdateApplicationPriorityRequestProto{ApplicationId: absent, ApplicationPriority: &yarnpb.PriorityProto{}}, &yarnpb.UpdateApplicationPriorityResponseProto{}, ClassApplicationNotFound, notFound},
-		{"updateApplicationTimeouts", &yarnpb.UpdateApplicationTimeoutsRequestProto{ApplicationId: absent}, &yarnpb.UpdateApplicationTimeoutsResponseProto{}, ClassApplicationNotFound, notFound},
-		{"failApplicationAttempt", &yarnpb.FailApplicationAttemptRequestProto{ApplicationAttemptId: attempt}, &yarnpb.FailApplicationAttemptResponseProto{}, ClassApplicationNotFound, "Trying to fail an attempt appattempt_1700000000000_0099_000001 of an absent application application_1700000000000_0099"},
-		{"getApplicationAttemptReport", &yarnpb.GetApplicationAttemptReportRequestProto{ApplicationAttemptId: attempt}, &yarnpb.GetApplicationAttemptReportResponseProto{}, ClassApplicationNotFound, "Application with id 'application_1700000000000_0099' doesn't exist in RM."},
-		{"getApplicationAttempts", &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: absent}, &yarnpb.GetApplicationAttemptsResponseProto{}, ClassApplicationNotFound, "Application with id 'application_1700000000000_0099' doesn't exist in RM."},
-		{"getContainerReport", &yarnpb.GetContainerReportRequestProto{ContainerId: container}, &yarnpb.GetContainerReportResponseProto{}, ClassApplicationNotFound, "Application with id 'application_1700000000000_0099' doesn't exist in RM."},
-		{"getContainers", &yarnpb.GetContainersRequestProto{ApplicationAttemptId: attempt}, &yarnpb.GetContainersResponseProto{}, ClassApplicationNotFound, ""},
-		{"getContainers", &yarnpb.GetContainersRequestProto{}, &yarnpb.GetContainersResponseProto{}, ClassApplicationNotFound, ""},
-		{"signalToContainer", &yarnpb.SignalContainerRequestProto{ContainerId: container, Command: yarnpb.SignalContainerCommandProto_OUTPUT_THREAD_DUMP.Enum()}, &yarnpb.SignalContainerResponseProto{}, ClassYarnException, "Trying to signal an absent container container_1700000000000_0099_01_000001"},
-		{"submitApplication", &yarnpb.SubmitApplicationRequestProto{}, &yarnpb.SubmitApplicationResponseProto{}, ClassApplicationIDNotProvided, ""},
+		{"getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: absent}, &yarnpb.GetApplicationReportResponseProto{}, yarnerr.ApplicationNotFound, notFound},
+		{"getApplicationReport", &yarnpb.GetApplicationReportRequestProto{}, &yarnpb.GetApplicationReportResponseProto{}, yarnerr.ApplicationNotFound, "Invalid application id: null"},
+		{"forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: absent}, &yarnpb.KillApplicationResponseProto{}, yarnerr.ApplicationNotFound, "Trying to kill an absent application application_1700000000000_0099"},
+		{"forceKillApplication", &yarnpb.KillApplicationRequestProto{}, &yarnpb.KillApplicationResponseProto{}, yarnerr.ApplicationNotFound, "Trying to kill an absent application null"},
+		{"moveApplicationAcrossQueues", &yarnpb.MoveApplicationAcrossQueuesRequestProto{ApplicationId: absent, TargetQueue: proto.String("b")}, &yarnpb.MoveApplicationAcrossQueuesResponseProto{}, yarnerr.ApplicationNotFound, notFound},
+		{"updateApplicationPriority", &yarnpb.UpdateApplicationPriorityRequestProto{ApplicationId: absent, ApplicationPriority: &yarnpb.PriorityProto{}}, &yarnpb.UpdateApplicationPriorityResponseProto{}, yarnerr.ApplicationNotFound, notFound},
+		{"updateApplicationTimeouts", &yarnpb.UpdateApplicationTimeoutsRequestProto{ApplicationId: absent}, &yarnpb.UpdateApplicationTimeoutsResponseProto{}, yarnerr.ApplicationNotFound, notFound},
+		{"failApplicationAttempt", &yarnpb.FailApplicationAttemptRequestProto{ApplicationAttemptId: attempt}, &yarnpb.FailApplicationAttemptResponseProto{}, yarnerr.ApplicationNotFound, "Trying to fail an attempt appattempt_1700000000000_0099_000001 of an absent application application_1700000000000_0099"},
+		{"getApplicationAttemptReport", &yarnpb.GetApplicationAttemptReportRequestProto{ApplicationAttemptId: attempt}, &yarnpb.GetApplicationAttemptReportResponseProto{}, yarnerr.ApplicationNotFound, "Application with id 'application_1700000000000_0099' doesn't exist in RM."},
+		{"getApplicationAttempts", &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: absent}, &yarnpb.GetApplicationAttemptsResponseProto{}, yarnerr.ApplicationNotFound, "Application with id 'application_1700000000000_0099' doesn't exist in RM."},
+		{"getContainerReport", &yarnpb.GetContainerReportRequestProto{ContainerId: container}, &yarnpb.GetContainerReportResponseProto{}, yarnerr.ApplicationNotFound, "Application with id 'application_1700000000000_0099' doesn't exist in RM."},
+		{"getContainers", &yarnpb.GetContainersRequestProto{ApplicationAttemptId: attempt}, &yarnpb.GetContainersResponseProto{}, yarnerr.ApplicationNotFound, ""},
+		{"getContainers", &yarnpb.GetContainersRequestProto{}, &yarnpb.GetContainersResponseProto{}, yarnerr.ApplicationNotFound, ""},
+		{"signalToContainer", &yarnpb.SignalContainerRequestProto{ContainerId: container, Command: yarnpb.SignalContainerCommandProto_OUTPUT_THREAD_DUMP.Enum()}, &yarnpb.SignalContainerResponseProto{}, yarnerr.YarnException, "Trying to signal an absent container container_1700000000000_0099_01_000001"},
+		{"submitApplication", &yarnpb.SubmitApplicationRequestProto{}, &yarnpb.SubmitApplicationResponseProto{}, yarnerr.ApplicationIDNotProvided, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method, func(t *testing.T) {
@@ -171,7 +174,7 @@ func TestUnknownApplicationIDs(t *testing.T) {
 	id := e.mustSubmit(c, subOpts{})
 	a := apps.AttemptID{App: appIDOf(t, id), ID: 7}
 	_, err := call(t, c, "getApplicationAttemptReport", &yarnpb.GetApplicationAttemptReportRequestProto{ApplicationAttemptId: a.Proto()}, &yarnpb.GetApplicationAttemptReportResponseProto{})
-	wantRemote(t, err, ClassApplicationAttemptNotFound, "ApplicationAttempt with id '"+a.String()+"' doesn't exist in RM.")
+	wantRemote(t, err, yarnerr.ApplicationAttemptNotFound, "ApplicationAttempt with id '"+a.String()+"' doesn't exist in RM.")
 }
 
 func TestGetApplicationsFilters(t *testing.T) {
@@ -228,13 +231,13 @@ func TestACLsEnabled(t *testing.T) {
 
 	t.Run("another user's kill is refused", func(t *testing.T) {
 		_, err := call(t, bob, "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{})
-		wantRemote(t, err, ClassYarnException, "org.apache.hadoop.security.AccessControlException: User bob cannot perform operation MODIFY_APP on "+appID.String())
+		wantRemote(t, err, yarnerr.YarnException, "org.apache.hadoop.security.AccessControlException: User bob cannot perform operation MODIFY_APP on "+appID.String())
 	})
 	t.Run("another user's move and priority are refused", func(t *testing.T) {
 		_, err := call(t, bob, "moveApplicationAcrossQueues", &yarnpb.MoveApplicationAcrossQueuesRequestProto{ApplicationId: id, TargetQueue: proto.String("b")}, &yarnpb.MoveApplicationAcrossQueuesResponseProto{})
-		wantRemote(t, err, ClassYarnException, "org.apache.hadoop.security.AccessControlException: User bob cannot perform operation MODIFY_APP on "+appID.String())
+		wantRemote(t, err, yarnerr.YarnException, "org.apache.hadoop.security.AccessControlException: User bob cannot perform operation MODIFY_APP on "+appID.String())
 		_, err = call(t, bob, "updateApplicationPriority", &yarnpb.UpdateApplicationPriorityRequestProto{ApplicationId: id, ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(0)}}, &yarnpb.UpdateApplicationPriorityResponseProto{})
-		wantRemote(t, err, ClassYarnException, "org.apache.hadoop.security.AccessControlException: User bob cannot perform operation MODIFY_APP on "+appID.String())
+		wantRemote(t, err, yarnerr.YarnException, "org.apache.hadoop.security.AccessControlException: User bob cannot perform operation MODIFY_APP on "+appID.String())
 	})
 	t.Run("report without VIEW_APP hides private fields", func(t *testing.T) {
 		mine := e.report(alice, id)
@@ -250,7 +253,7 @@ func TestACLsEnabled(t *testing.T) {
 		carol := e.client("carol")
 		mustCall(t, carol, "getApplicationAttempts", &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: id}, &yarnpb.GetApplicationAttemptsResponseProto{})
 		_, err := call(t, bob, "getApplicationAttempts", &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: id}, &yarnpb.GetApplicationAttemptsResponseProto{})
-		wantRemote(t, err, ClassYarnException, "User bob does not have privilage to see this application "+appID.String())
+		wantRemote(t, err, yarnerr.YarnException, "User bob does not have privilage to see this application "+appID.String())
 	})
 	t.Run("viewable scope skips what the caller cannot see", func(t *testing.T) {
 		resp := mustCall(t, bob, "getApplications", &yarnpb.GetApplicationsRequestProto{Scope: yarnpb.ApplicationsRequestScopeProto_VIEWABLE.Enum()}, &yarnpb.GetApplicationsResponseProto{})
@@ -273,11 +276,13 @@ func TestMoveAndPriority(t *testing.T) {
 	id := e.mustSubmit(c, subOpts{})
 
 	tests := []struct {
-		name, target, class, msg string
+		name, target string
+		class        yarnerr.Class
+		msg          string
 	}{
-		{"unknown target", "nosuch", ClassYarnException, ""},
-		{"parent target", "p", ClassYarnException, ""},
-		{"same queue", "default", ClassYarnException, ""},
+		{"unknown target", "nosuch", yarnerr.YarnException, ""},
+		{"parent target", "p", yarnerr.YarnException, ""},
+		{"same queue", "default", yarnerr.YarnException, ""},
 		{"leaf by short name", "b", "", ""},
 	}
 	for _, tt := range tests {
@@ -307,7 +312,7 @@ func TestMoveAndPriority(t *testing.T) {
 	t.Run("finished application cannot be moved", func(t *testing.T) {
 		mustCall(t, c, "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{})
 		_, err := call(t, c, "moveApplicationAcrossQueues", &yarnpb.MoveApplicationAcrossQueuesRequestProto{ApplicationId: id, TargetQueue: proto.String("default")}, &yarnpb.MoveApplicationAcrossQueuesResponseProto{})
-		wantRemote(t, err, ClassYarnException, "App in KILLED state cannot be moved.")
+		wantRemote(t, err, yarnerr.YarnException, "App in KILLED state cannot be moved.")
 		resp := mustCall(t, c, "updateApplicationPriority", &yarnpb.UpdateApplicationPriorityRequestProto{ApplicationId: id, ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}, &yarnpb.UpdateApplicationPriorityResponseProto{})
 		if resp.GetApplicationPriority().GetPriority() != 5 {
 			t.Errorf("priority of a killed application changed to %v", resp.GetApplicationPriority())
@@ -365,16 +370,17 @@ func TestClusterQueriesAndDisabledFeatures(t *testing.T) {
 		t.Run(tt.method, func(t *testing.T) { mustCall(t, c, tt.method, tt.req, tt.resp) })
 	}
 	refusals := []struct {
-		method     string
-		req, resp  proto.Message
-		class, msg string
+		method    string
+		req, resp proto.Message
+		class     yarnerr.Class
+		msg       string
 	}{
-		{"getResourceProfiles", &yarnpb.GetAllResourceProfilesRequestProto{}, &yarnpb.GetAllResourceProfilesResponseProto{}, ClassYARNFeatureNotEnabled, msgResourceProfilesDisabled},
-		{"getResourceProfile", &yarnpb.GetResourceProfileRequestProto{Profile: proto.String("small")}, &yarnpb.GetResourceProfileResponseProto{}, ClassYARNFeatureNotEnabled, msgResourceProfilesDisabled},
-		{"getNewReservation", &yarnpb.GetNewReservationRequestProto{}, &yarnpb.GetNewReservationResponseProto{}, ClassYarnException, "Reservation is not enabled. Please enable & try again"},
-		{"listReservations", &yarnpb.ReservationListRequestProto{}, &yarnpb.ReservationListResponseProto{}, ClassYarnException, "Reservation is not enabled. Please enable & try again"},
-		{"getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("yarn")}, &commonpb.GetDelegationTokenResponseProto{}, ClassYarnException, "java.io.IOException: Delegation Token can be issued only with kerberos authentication"},
-		{"renewDelegationToken", &commonpb.RenewDelegationTokenRequestProto{Token: &commonpb.TokenProto{Identifier: []byte{}, Password: []byte{}, Kind: proto.String(""), Service: proto.String("")}}, &commonpb.RenewDelegationTokenResponseProto{}, ClassYarnException, "java.io.IOException: Delegation Token can be renewed only with kerberos authentication"},
+		{"getResourceProfiles", &yarnpb.GetAllResourceProfilesRequestProto{}, &yarnpb.GetAllResourceProfilesResponseProto{}, yarnerr.YARNFeatureNotEnabled, msgResourceProfilesDisabled},
+		{"getResourceProfile", &yarnpb.GetResourceProfileRequestProto{Profile: proto.String("small")}, &yarnpb.GetResourceProfileResponseProto{}, yarnerr.YARNFeatureNotEnabled, msgResourceProfilesDisabled},
+		{"getNewReservation", &yarnpb.GetNewReservationRequestProto{}, &yarnpb.GetNewReservationResponseProto{}, yarnerr.YarnException, "Reservation is not enabled. Please enable & try again"},
+		{"listReservations", &yarnpb.ReservationListRequestProto{}, &yarnpb.ReservationListResponseProto{}, yarnerr.YarnException, "Reservation is not enabled. Please enable & try again"},
+		{"getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("yarn")}, &commonpb.GetDelegationTokenResponseProto{}, yarnerr.YarnException, "java.io.IOException: Delegation Token can be issued only with kerberos authentication"},
+		{"renewDelegationToken", &commonpb.RenewDelegationTokenRequestProto{Token: &commonpb.TokenProto{Identifier: []byte{}, Password: []byte{}, Kind: proto.String(""), Service: proto.String("")}}, &commonpb.RenewDelegationTokenResponseProto{}, yarnerr.YarnException, "java.io.IOException: Delegation Token can be renewed only with kerberos authentication"},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.method, func(t *testing.T) {
@@ -395,9 +401,9 @@ func TestUpdateApplicationTimeouts(t *testing.T) {
 	}
 	mustCall(t, c, "updateApplicationTimeouts", req(future), &yarnpb.UpdateApplicationTimeoutsResponseProto{})
 	_, err := call(t, c, "updateApplicationTimeouts", req("tomorrow"), &yarnpb.UpdateApplicationTimeoutsResponseProto{})
-	wantRemote(t, err, ClassYarnException, "Expire time is not in ISO8601 format. ISO8601 supported format is yyyy-MM-dd'T'HH:mm:ss.SSSZ")
+	wantRemote(t, err, yarnerr.YarnException, "Expire time is not in ISO8601 format. ISO8601 supported format is yyyy-MM-dd'T'HH:mm:ss.SSSZ")
 	_, err = call(t, c, "updateApplicationTimeouts", &yarnpb.UpdateApplicationTimeoutsRequestProto{ApplicationId: id}, &yarnpb.UpdateApplicationTimeoutsResponseProto{})
-	wantRemote(t, err, ClassYarnException, "At least one ApplicationTimeoutType should be configured for updating timeouts.")
+	wantRemote(t, err, yarnerr.YarnException, "At least one ApplicationTimeoutType should be configured for updating timeouts.")
 
 	// The lifetime timer kills the application once it expires.
 	e.clock.Add(2 * time.Hour)
@@ -409,7 +415,7 @@ func TestUpdateApplicationTimeouts(t *testing.T) {
 }
 
 func TestRestartAnswersTheSameReportsAndNeverRepeatsIDs(t *testing.T) {
-	store, ids := newMemStore(), &MemoryIDs{ClusterTimestamp: 1700000000000}
+	store, ids := newMemStore(), &testIDs{clusterTimestamp: 1700000000000}
 	clock := &testClock{now: time.UnixMilli(1700000100000)}
 	e := newEnv(t, envOptions{store: store, ids: ids, clock: clock})
 	c := e.client("alice")
@@ -463,7 +469,7 @@ func TestCompletedApplicationsBeyondTheLimitAreForgotten(t *testing.T) {
 		e.clock.Add(time.Second)
 	}
 	_, err := call(t, c, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: ids[0]}, &yarnpb.GetApplicationReportResponseProto{})
-	wantRemote(t, err, ClassApplicationNotFound, "")
+	wantRemote(t, err, yarnerr.ApplicationNotFound, "")
 	if _, ok := e.store.Get(appIDOf(t, ids[0]).String()); ok {
 		t.Error("oldest completed application still stored")
 	}

@@ -4,41 +4,85 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/queues"
 )
 
-// memStore is a MemoryStore whose next writes can be made to fail, to show
-// that the RM retries them.
+// memStore is an AppStore in memory whose next writes can be made to fail,
+// to show that the RM retries them. (Other packages' tests use
+// rmtest.MemoryStore, which this package's tests cannot import.)
 type memStore struct {
-	*MemoryStore
 	mu       sync.Mutex
+	apps     map[string]StoredApp
 	failPuts int
 }
 
-func newMemStore() *memStore { return &memStore{MemoryStore: NewMemoryStore()} }
+func newMemStore() *memStore { return &memStore{apps: map[string]StoredApp{}} }
 
-func (s *memStore) Put(ctx context.Context, id, state, user, queue string, finish time.Time, data []byte) error {
+func (s *memStore) Put(_ context.Context, id, state, user, queue string, finish time.Time, data []byte) error {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.failPuts > 0 {
 		s.failPuts--
-		s.mu.Unlock()
 		return errors.New("store unavailable")
 	}
-	s.mu.Unlock()
-	return s.MemoryStore.Put(ctx, id, state, user, queue, finish, data)
+	s.apps[id] = StoredApp{ID: id, State: state, User: user, Queue: queue, FinishTime: finish, Data: slices.Clone(data)}
+	return nil
 }
+
+func (s *memStore) Delete(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.apps, id)
+	return nil
+}
+
+func (s *memStore) List(context.Context) ([]StoredApp, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Values(s.apps)), nil
+}
+
+// Get returns the record of application id, if there is one.
+func (s *memStore) Get(id string) (StoredApp, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.apps[id]
+	return a, ok
+}
+
+// testIDs is an IDSource counting from 1 under a fixed cluster timestamp;
+// its counter outlives the RMs that share it, as a persisted one does.
+type testIDs struct {
+	clusterTimestamp int64
+	seq              atomic.Int32
+}
+
+func (m *testIDs) Next(context.Context) (int64, int32, error) {
+	return m.clusterTimestamp, m.seq.Add(1), nil
+}
+
+// fixedNodes is a NodeLister with a fixed set of nodes.
+type fixedNodes []NodeInfo
+
+func (n fixedNodes) Nodes(context.Context) ([]NodeInfo, error) { return n, nil }
 
 // failNextPuts makes the next n writes fail.
 func (s *memStore) failNextPuts(n int) {
@@ -71,7 +115,7 @@ type env struct {
 	rm    *ResourceManager
 	addr  string
 	store *memStore
-	ids   *MemoryIDs
+	ids   *testIDs
 	clock *testClock
 	cfg   Config
 }
@@ -99,7 +143,7 @@ type envOptions struct {
 	adminACL  string
 	maxDone   int
 	store     *memStore
-	ids       *MemoryIDs
+	ids       *testIDs
 	clock     *testClock
 	nodes     NodeLister
 	scheduler Scheduler
@@ -107,7 +151,7 @@ type envOptions struct {
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
-	c := conf.New(conf.Options{})
+	c := hadoopconf.New(hadoopconf.Options{})
 	qp := o.queues
 	if qp == nil {
 		qp = baseQueues(nil)
@@ -134,13 +178,13 @@ func newEnv(t *testing.T, o envOptions) *env {
 		o.store = newMemStore()
 	}
 	if o.ids == nil {
-		o.ids = &MemoryIDs{ClusterTimestamp: 1700000000000}
+		o.ids = &testIDs{clusterTimestamp: 1700000000000}
 	}
 	if o.clock == nil {
 		o.clock = &testClock{now: time.UnixMilli(1700000100000)}
 	}
 	if o.nodes == nil {
-		o.nodes = NodeList{
+		o.nodes = fixedNodes{
 			{Name: "n1", Host: "node1", NMPort: 8041, HTTPAddress: "node1:8042", Rack: "/default-rack", State: yarnpb.NodeStateProto_NS_RUNNING,
 				CapabilityMB: 8192, CapabilityVcores: 8, UsedMB: 1024, UsedVcores: 1, Containers: 1},
 			{Name: "n2", Host: "node2", NMPort: 8041, HTTPAddress: "node2:8042", Rack: "/default-rack", State: yarnpb.NodeStateProto_NS_UNHEALTHY,
@@ -177,7 +221,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 // client dials the RM as user, as a YarnClient does.
 func (e *env) client(user string) *ipc.Client {
 	e.t.Helper()
-	c, err := ipc.Dial(context.Background(), e.addr, ipc.ClientConfig{Protocol: ProtocolClient, User: user})
+	c, err := ipc.Dial(context.Background(), e.addr, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: user})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -204,17 +248,17 @@ func mustCall[Resp proto.Message](t *testing.T, c *ipc.Client, method string, re
 
 // wantRemote checks the exception class and, when msg is not empty, the
 // message.
-func wantRemote(t *testing.T, err error, class, msg string) {
+func wantRemote(t *testing.T, err error, class yarnerr.Class, msg string) {
 	t.Helper()
-	var re *ipc.RemoteError
-	if !errors.As(err, &re) {
+	e, ok := yarnerr.Find(err)
+	if !ok {
 		t.Fatalf("error = %v, want %s", err, class)
 	}
-	if re.ClassName != class {
-		t.Errorf("class = %s, want %s (message %q)", re.ClassName, class, re.Message)
+	if e.Class != class {
+		t.Errorf("class = %s, want %s (message %q)", e.Class, class, e.Message)
 	}
-	if msg != "" && re.Message != msg {
-		t.Errorf("message = %q\nwant      %q", re.Message, msg)
+	if msg != "" && e.Message != msg {
+		t.Errorf("message = %q\nwant      %q", e.Message, msg)
 	}
 }
 

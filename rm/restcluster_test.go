@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/rest"
 )
@@ -182,7 +183,7 @@ func TestRESTRefusesWhatRPCRefusesWith403(t *testing.T) {
 			e := newEnv(t, envOptions{queues: queues, aclEnable: true})
 			srv := restServer(t, e)
 			victim := e.mustSubmit(e.client("alice"), subOpts{})
-			wantRemote(t, tt.rpc(t, e, victim), ClassYarnException, "")
+			wantRemote(t, tt.rpc(t, e, victim), yarnerr.YarnException, "")
 
 			id := appIDOf(t, victim).String()
 			body := tt.body(id)

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 )
 
 // Sentinels for errors.Is; every error this package returns wraps one.
@@ -31,26 +31,13 @@ var (
 	ErrAccessDenied = errors.New("access denied")
 )
 
-// Java exception classes a YARN client sees from these checks.
-const (
-	// ClassYarnException is what ClientRMService and AdminService throw,
-	// wrapping the cause's toString() as the message.
-	ClassYarnException = "org.apache.hadoop.yarn.exceptions.YarnException"
-	// ClassAccessControl is what the CapacityScheduler's queues throw when
-	// refusing an application; it ends up in the application's diagnostics.
-	ClassAccessControl = ipc.ClassAccessControl
-	// classIOException is the cause of getQueueInfo's and refreshQueues'
-	// errors.
-	classIOException = ipc.ClassIOException
-)
-
 // ConfigError is a configuration the CapacityScheduler refuses. Its message
 // is the CapacityScheduler's own (for example "Illegal capacity of 120.0 for
 // queue root.a"); values that do not parse name their property instead of
 // repeating Java's NumberFormatException.
 type ConfigError struct {
 	Message string
-	// Err is the underlying cause, such as a conf.ErrInvalidValue; may be
+	// Err is the underlying cause, such as a hadoopconf.ErrInvalidValue; may be
 	// nil.
 	Err error
 }
@@ -94,12 +81,12 @@ func quote(s string) string { return `"` + s + `"` }
 //   - Class set: the RPC itself fails with that Java exception class and
 //     Message (submitApplication refused by the queue ACLs, getQueueInfo of
 //     an unknown queue, refreshQueues of an invalid configuration).
-//     RemoteError gives the ipc error to answer with.
+//     Exception gives the exception to answer with.
 //   - Class empty: YARN accepts the RPC, then rejects the application
 //     (APP_REJECTED); Message is the application's diagnostics, which the
 //     client prints when the application fails.
 type Error struct {
-	Class   string
+	Class   yarnerr.Class
 	Message string
 	// Err is the sentinel or cause (a ConfigError, a LookupError).
 	Err error
@@ -110,7 +97,7 @@ func (e *Error) Error() string {
 	if e.Class == "" {
 		return e.Message
 	}
-	return e.Class + ": " + e.Message
+	return string(e.Class) + ": " + e.Message
 }
 
 // Unwrap returns the sentinel or cause.
@@ -120,11 +107,11 @@ func (e *Error) Unwrap() error { return e.Err }
 // with Message as diagnostics, rather than refused by the RPC.
 func (e *Error) Rejected() bool { return e.Class == "" }
 
-// RemoteError returns the error the RPC answers with, or nil for a
-// rejection, which the RPC does not report.
-func (e *Error) RemoteError() *ipc.RemoteError {
+// Exception returns the exception the RPC answers with (its cause is e),
+// or nil for a rejection, which the RPC does not report.
+func (e *Error) Exception() *yarnerr.Error {
 	if e.Rejected() {
 		return nil
 	}
-	return ipc.Errorf(e.Class, "%s", e.Message)
+	return &yarnerr.Error{Class: e.Class, Message: e.Message, Err: e}
 }

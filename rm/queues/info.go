@@ -3,6 +3,7 @@ package queues
 import (
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -45,7 +46,7 @@ type Stats struct {
 func (t *Tree) QueueInfo(name string, includeChildren, recursive bool, stats func(*Queue) Stats) (*yarnpb.QueueInfoProto, error) {
 	q, err := t.Lookup(name)
 	if err != nil {
-		return nil, &Error{Class: ClassYarnException, Message: classIOException + ": Unknown queue: " + name, Err: err}
+		return nil, &Error{Class: yarnerr.YarnException, Message: string(yarnerr.IOException) + ": Unknown queue: " + name, Err: err}
 	}
 	if stats == nil {
 		stats = func(*Queue) Stats { return Stats{} }

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -150,7 +151,7 @@ func TestQueueInfoOfAnUnknownQueue(t *testing.T) {
 	for _, name := range []string{"nope", "reports"} {
 		_, err := tree.QueueInfo(name, false, false, nil)
 		var e *Error
-		if !errors.As(err, &e) || e.Class != ClassYarnException || e.Message != "java.io.IOException: Unknown queue: "+name {
+		if !errors.As(err, &e) || e.Class != yarnerr.YarnException || e.Message != "java.io.IOException: Unknown queue: "+name {
 			t.Errorf("QueueInfo(%s) = %v", name, err)
 		}
 	}

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/hadoopconf"
+	"github.com/knitdev/knit/protocols/yarnerr"
 )
 
 // Reload builds the Tree for a new configuration, as refreshQueues does: the
@@ -21,7 +22,7 @@ import (
 // Unlike the CapacityScheduler, which lets a running queue go when the new
 // configuration marks it STOPPED, Reload refuses to drop any queue that
 // still has applications: Knit would lose track of their pods.
-func (t *Tree) Reload(c *conf.Configuration, apps AppCounts) (*Tree, error) {
+func (t *Tree) Reload(c *hadoopconf.Configuration, apps AppCounts) (*Tree, error) {
 	next, err := Build(c, t.opts)
 	if err != nil {
 		return nil, reinitError(err)
@@ -54,7 +55,7 @@ func (t *Tree) Reload(c *conf.Configuration, apps AppCounts) (*Tree, error) {
 
 // configuredStopped reports whether c still sets the removed queue's state
 // to STOPPED, which lets the CapacityScheduler drop a running queue.
-func configuredStopped(c *conf.Configuration, path string) bool {
+func configuredStopped(c *hadoopconf.Configuration, path string) bool {
 	v, ok, err := c.Lookup(Prefix + path + ".state")
 	return err == nil && ok && v == "STOPPED"
 }
@@ -66,8 +67,8 @@ func reinitError(err error) *Error {
 		msg = ce.Message
 	}
 	return &Error{
-		Class:   ClassYarnException,
-		Message: classIOException + ": Failed to re-init queues : " + strings.TrimSpace(msg),
+		Class:   yarnerr.YarnException,
+		Message: string(yarnerr.IOException) + ": Failed to re-init queues : " + strings.TrimSpace(msg),
 		Err:     err,
 	}
 }

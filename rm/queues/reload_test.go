@@ -3,6 +3,8 @@ package queues
 import (
 	"errors"
 	"testing"
+
+	"github.com/knitdev/knit/protocols/yarnerr"
 )
 
 // base is a hierarchy to refresh from:
@@ -148,7 +150,7 @@ func TestReload(t *testing.T) {
 			if !errors.As(err, &e) || !errors.Is(err, tt.wantErr) || !errors.Is(err, ErrInvalidConfig) {
 				t.Fatalf("Reload = %v, want an *Error wrapping %v", err, tt.wantErr)
 			}
-			if e.Class != ClassYarnException || e.Message != tt.wantMsg {
+			if e.Class != yarnerr.YarnException || e.Message != tt.wantMsg {
 				t.Errorf("class %q message\n%s\nwant\n%s", e.Class, e.Message, tt.wantMsg)
 			}
 			// A refused refresh leaves the old tree as it was.

@@ -3,6 +3,8 @@ package queues
 import (
 	"errors"
 	"fmt"
+
+	"github.com/knitdev/knit/protocols/yarnerr"
 )
 
 // Submission is an application being submitted.
@@ -39,9 +41,9 @@ func (t *Tree) CheckSubmit(s Submission, apps AppCounts) (*Queue, error) {
 		groups := t.groups(s.User, s.Groups)
 		if !t.hasAccess(q, SubmitApplications, s.User, groups) && !t.hasAccess(q, AdministerQueue, s.User, groups) {
 			return nil, &Error{
-				Class: ClassYarnException,
+				Class: yarnerr.YarnException,
 				Message: fmt.Sprintf("%s: User %s does not have permission to submit %s to queue %s",
-					ClassAccessControl, s.User, s.AppID, s.Queue),
+					yarnerr.AccessControl, s.User, s.AppID, s.Queue),
 				Err: ErrAccessDenied,
 			}
 		}
@@ -97,5 +99,5 @@ func rejected(err error, format string, args ...any) *Error {
 // refusedByQueue is an APP_REJECTED whose diagnostics are the toString() of
 // the AccessControlException a queue threw.
 func refusedByQueue(err error, format string, args ...any) *Error {
-	return &Error{Message: ClassAccessControl + ": " + fmt.Sprintf(format, args...), Err: err}
+	return &Error{Message: yarnerr.AccessControl.Errorf(format, args...).Error(), Err: err}
 }

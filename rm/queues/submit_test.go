@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 )
 
 // counts is an AppCounts over fixed numbers.
@@ -32,7 +32,7 @@ func TestCheckSubmitAnswersAsYARN(t *testing.T) {
 		wantPath string
 		// wantClass is the exception submitApplication throws; empty for
 		// a rejected application.
-		wantClass string
+		wantClass yarnerr.Class
 		wantMsg   string
 		wantErr   error
 	}{
@@ -46,7 +46,7 @@ func TestCheckSubmitAnswersAsYARN(t *testing.T) {
 			wantPath: "root.prod.etl"},
 		{
 			name: "the ACLs refuse a stranger synchronously", tree: secure, user: "mallory", queue: "etl",
-			wantClass: ClassYarnException,
+			wantClass: yarnerr.YarnException,
 			wantMsg:   "org.apache.hadoop.security.AccessControlException: User mallory does not have permission to submit application_1700000000000_0001 to queue etl",
 			wantErr:   ErrAccessDenied,
 		},
@@ -54,7 +54,7 @@ func TestCheckSubmitAnswersAsYARN(t *testing.T) {
 			// RMAppManager checks ACLs before the scheduler counts.
 			name: "the ACL check comes before the system limit", tree: secure, user: "mallory", queue: "etl",
 			apps:      counts{total: 10000},
-			wantClass: ClassYarnException,
+			wantClass: yarnerr.YarnException,
 			wantMsg:   "org.apache.hadoop.security.AccessControlException: User mallory does not have permission to submit application_1700000000000_0001 to queue etl",
 			wantErr:   ErrAccessDenied,
 		},
@@ -133,21 +133,22 @@ func TestCheckSubmitAnswersAsYARN(t *testing.T) {
 	}
 }
 
-// A synchronous refusal becomes the ipc error a Java client unwraps into
-// the same YarnException; a rejection has no RPC error.
-func TestSubmitErrorsMapToTheWire(t *testing.T) {
+// A synchronous refusal is the YarnException a Java client unwraps; a
+// rejection has no exception.
+func TestSubmitErrorsMapToExceptions(t *testing.T) {
 	tree := fixtureTree(t, Options{ACLsEnabled: true, Groups: groupsOf})
 	_, err := tree.CheckSubmit(Submission{AppID: appID, User: "mallory", Queue: "etl"}, counts{})
 	var e *Error
 	if !errors.As(err, &e) {
 		t.Fatal(err)
 	}
-	re := e.RemoteError()
-	if re == nil || re.ClassName != ClassYarnException || re.Message != e.Message || !ipc.IsClass(re, ClassYarnException) {
-		t.Errorf("RemoteError() = %+v", re)
+	ex := e.Exception()
+	if ex == nil || ex.Class != yarnerr.YarnException || ex.Message != e.Message || !errors.Is(ex, ErrAccessDenied) ||
+		!errors.Is(ex, yarnerr.YarnException) {
+		t.Errorf("Exception() = %+v", ex)
 	}
 	_, err = tree.CheckSubmit(Submission{AppID: appID, User: "alice", Queue: "alpha"}, counts{})
-	if !errors.As(err, &e) || e.RemoteError() != nil || e.Error() != e.Message {
-		t.Errorf("a rejection: %v, RemoteError %v", err, e.RemoteError())
+	if !errors.As(err, &e) || e.Exception() != nil || e.Error() != e.Message {
+		t.Errorf("a rejection: %v, Exception %v", err, e.Exception())
 	}
 }

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -22,10 +21,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/rgs"
-	"github.com/knitdev/knit/rm"
+	"github.com/knitdev/knit/protocols/yarnrpc"
+	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/test/localcluster"
 )
 
@@ -169,12 +169,11 @@ func tail(s string, n int) string {
 	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
 
-func remoteClass(err error) string {
-	var re *ipc.RemoteError
-	if errors.As(err, &re) {
-		return re.ClassName
+func remoteClass(err error) yarnerr.Class {
+	if e, ok := yarnerr.Find(err); ok {
+		return e.Class
 	}
-	return fmt.Sprint(err)
+	return yarnerr.Class(fmt.Sprint(err))
 }
 
 // TestAMGetsContainersAsPodsBind runs an unmanaged AM against knit-rm on a
@@ -209,7 +208,7 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 	}
 	kube := kubernetes.NewForConfigOrDie(restCfg)
 
-	yarn, err := ipc.NewClient(settings.Address, ipc.ClientConfig{Protocol: rm.ProtocolClient, User: "alice"})
+	yarn, err := ipc.NewClient(settings.Address, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +250,7 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	dialAM := func() *testAM {
-		cl, err := ipc.NewClient(settings.SchedulerAddress, ipc.ClientConfig{Protocol: rm.ProtocolAM, Token: token})
+		cl, err := ipc.NewClient(settings.SchedulerAddress, ipc.ClientConfig{Protocol: yarnrpc.ApplicationMasterProtocolName, Token: token})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,14 +259,14 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 	}
 	am := dialAM()
 
-	if _, err := am.allocate(nil); remoteClass(err) != rm.ClassApplicationMasterNotRegistered {
-		t.Fatalf("allocate before register: %v, want %s", err, rm.ClassApplicationMasterNotRegistered)
+	if _, err := am.allocate(nil); remoteClass(err) != yarnerr.ApplicationMasterNotRegistered {
+		t.Fatalf("allocate before register: %v, want %s", err, yarnerr.ApplicationMasterNotRegistered)
 	}
 	reg := am.register()
 	if mem, vc := yarnpb.MemoryAndVcores(reg.GetMaximumCapability()); mem != 8192 || vc != 4 || reg.GetQueue() != "root.default" || len(reg.GetResourceTypes()) < 2 {
 		t.Fatalf("register answer: max %d MB %d vcores, queue %q, %d resource types", mem, vc, reg.GetQueue(), len(reg.GetResourceTypes()))
 	}
-	if err := am.call("registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{}, &yarnpb.RegisterApplicationMasterResponseProto{}); remoteClass(err) != rm.ClassInvalidApplicationMasterRequest {
+	if err := am.call("registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{}, &yarnpb.RegisterApplicationMasterResponseProto{}); remoteClass(err) != yarnerr.InvalidApplicationMasterRequest {
 		t.Fatalf("second register: %v", err)
 	}
 
@@ -317,7 +316,7 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 		if ctr.GetPriority().GetPriority() == 2 && ctr.GetNodeId().GetHost() != hosts[1] {
 			t.Errorf("%s: strict ask for %s placed on %s", id, hosts[1], ctr.GetNodeId().GetHost())
 		}
-		pods, err := kube.CoreV1().Pods("knit").List(t.Context(), metav1.ListOptions{LabelSelector: rgs.LabelContainer + "=" + id.String()})
+		pods, err := kube.CoreV1().Pods("knit").List(t.Context(), metav1.ListOptions{LabelSelector: launch.LabelContainer + "=" + id.String()})
 		if err != nil || len(pods.Items) != 1 || pods.Items[0].Spec.NodeName != hostOf[ctr.GetNodeId().GetHost()] {
 			t.Errorf("%s: pod %v (%v)", id, pods, err)
 		}
@@ -335,7 +334,7 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 	// Asks Kubernetes cannot place stay pending pods; lowering the ask
 	// deletes the pods no longer asked for.
 	pending := func() int {
-		pods, err := kube.CoreV1().Pods("knit").List(t.Context(), metav1.ListOptions{LabelSelector: rgs.LabelApplication + "=" + appID.String() + "," + rgs.LabelPriority + "=3"})
+		pods, err := kube.CoreV1().Pods("knit").List(t.Context(), metav1.ListOptions{LabelSelector: launch.LabelApplication + "=" + appID.String() + "," + launch.LabelPriority + "=3"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -384,7 +383,7 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 	} {
 		before := am.responseID
 		_, err := am.allocate(&yarnpb.AllocateRequestProto{Ask: []*yarnpb.ResourceRequestProto{gpu, bad}})
-		if cls := remoteClass(err); cls != rm.ClassInvalidResourceRequest && cls != rm.ClassInvalidLabelResourceRequest {
+		if cls := remoteClass(err); cls != yarnerr.InvalidResourceRequest && cls != yarnerr.InvalidLabelResourceRequest {
 			t.Errorf("ask %v: %v, want an invalid resource request", bad, err)
 		}
 		am.responseID = before
@@ -400,7 +399,7 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 	if err := am.call("allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(last.GetResponseId() - 1), BlacklistRequest: &yarnpb.ResourceBlacklistRequestProto{}}, &again); err != nil || again.GetResponseId() != last.GetResponseId() {
 		t.Errorf("repeated request: %v, response id %d, want %d", err, again.GetResponseId(), last.GetResponseId())
 	}
-	if err := am.call("allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(last.GetResponseId() + 5)}, &again); remoteClass(err) != rm.ClassInvalidApplicationMasterRequest {
+	if err := am.call("allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(last.GetResponseId() + 5)}, &again); remoteClass(err) != yarnerr.InvalidApplicationMasterRequest {
 		t.Errorf("out-of-order request: %v", err)
 	}
 
@@ -423,7 +422,7 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 		t.Errorf("completed after release: %v", done)
 	}
 	for deadline := time.Now().Add(time.Minute); ; {
-		pods, _ := kube.CoreV1().Pods("knit").List(t.Context(), metav1.ListOptions{LabelSelector: rgs.LabelContainer + "=" + releasedID.String()})
+		pods, _ := kube.CoreV1().Pods("knit").List(t.Context(), metav1.ListOptions{LabelSelector: launch.LabelContainer + "=" + releasedID.String()})
 		if len(pods.Items) == 0 {
 			break
 		}
@@ -451,8 +450,8 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 	// again and keeps its containers.
 	restartRM(t, dir, settings.SchedulerAddress)
 	am = dialAM()
-	if _, err := am.allocate(nil); remoteClass(err) != rm.ClassApplicationMasterNotRegistered {
-		t.Fatalf("allocate after RM restart: %v, want %s", err, rm.ClassApplicationMasterNotRegistered)
+	if _, err := am.allocate(nil); remoteClass(err) != yarnerr.ApplicationMasterNotRegistered {
+		t.Fatalf("allocate after RM restart: %v, want %s", err, yarnerr.ApplicationMasterNotRegistered)
 	}
 	am.register()
 	if _, err := am.allocate(&yarnpb.AllocateRequestProto{Ask: []*yarnpb.ResourceRequestProto{gpu}}); err != nil {
@@ -478,7 +477,7 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 	}
 	for deadline := time.Now().Add(time.Minute); ; {
 		r := report()
-		pods, _ := kube.CoreV1().Pods("knit").List(t.Context(), metav1.ListOptions{LabelSelector: rgs.LabelApplication + "=" + appID.String()})
+		pods, _ := kube.CoreV1().Pods("knit").List(t.Context(), metav1.ListOptions{LabelSelector: launch.LabelApplication + "=" + appID.String()})
 		if r.GetYarnApplicationState() == yarnpb.YarnApplicationStateProto_FINISHED && len(pods.Items) == 0 {
 			if r.GetFinalApplicationStatus() != yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED || !strings.Contains(r.GetDiagnostics(), "done") {
 				t.Errorf("final report: %v %q", r.GetFinalApplicationStatus(), r.GetDiagnostics())

@@ -17,11 +17,12 @@ import (
 	"github.com/google/renameio/v2"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/rm"
-	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/test/localcluster"
 )
 
@@ -33,10 +34,10 @@ import (
 // to end.
 const (
 	knitAdmin = "knitadmin"
-	yarnError = "org.apache.hadoop.yarn.exceptions.YarnException"
+	yarnError = string(yarnerr.YarnException)
 	// aclError starts the message of every ACL refusal: YARN wraps the
 	// AccessControlException in a YarnException (RPCUtil.getRemoteException).
-	aclError = "org.apache.hadoop.security.AccessControlException: "
+	aclError = string(yarnerr.AccessControl) + ": "
 )
 
 // queueLayout is the capacity-scheduler.xml the tests share:
@@ -79,10 +80,10 @@ var sharedRM = sync.OnceValues(func() (*rmClient, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	addrs, err := cluster.StartRM(ctx, []string{filepath.Join(binDir, "knit-rm")},
-		conf.Property{Name: conf.KeyACLEnable, Value: "true"},
-		conf.Property{Name: conf.KeyAdminACL, Value: knitAdmin},
+		hadoopconf.Property{Name: hadoopconf.KeyACLEnable, Value: "true"},
+		hadoopconf.Property{Name: hadoopconf.KeyAdminACL, Value: knitAdmin},
 		// Small containers, so that twenty distshell containers fit at once.
-		conf.Property{Name: "yarn.scheduler.minimum-allocation-mb", Value: "128"})
+		hadoopconf.Property{Name: "yarn.scheduler.minimum-allocation-mb", Value: "128"})
 	if err != nil {
 		return nil, err
 	}
@@ -125,22 +126,22 @@ func (c *rmClient) rpc(addr, protocol, user, method string, req, resp proto.Mess
 
 // call makes an ApplicationClientProtocol call.
 func (c *rmClient) call(user, method string, req, resp proto.Message) error {
-	return c.rpc(c.addrs.Client, rm.ProtocolClient, user, method, req, resp)
+	return c.rpc(c.addrs.Client, yarnrpc.ApplicationClientProtocolName, user, method, req, resp)
 }
 
 // admin makes a ResourceManagerAdministrationProtocol call.
 func (c *rmClient) admin(user, method string, req, resp proto.Message) error {
-	return c.rpc(c.addrs.Admin, rm.ProtocolAdmin, user, method, req, resp)
+	return c.rpc(c.addrs.Admin, yarnrpc.ResourceManagerAdministrationProtocolName, user, method, req, resp)
 }
 
 // writeQueues replaces knit-rm's capacity-scheduler.xml.
 func (c *rmClient) writeQueues(props map[string]string) error {
-	var list []conf.Property
+	var list []hadoopconf.Property
 	for _, k := range slices.Sorted(maps.Keys(props)) {
-		list = append(list, conf.Property{Name: k, Value: props[k]})
+		list = append(list, hadoopconf.Property{Name: k, Value: props[k]})
 	}
 	var buf bytes.Buffer
-	if err := conf.Write(&buf, list); err != nil {
+	if err := hadoopconf.Write(&buf, list); err != nil {
 		return err
 	}
 	path := filepath.Join(localcluster.RMConfDir(cluster.ControlPlane.Dir), "capacity-scheduler.xml")
@@ -452,7 +453,7 @@ func TestACLsRefuseUsersWithoutTheRightOnTheApplicationOrQueue(t *testing.T) {
 		wantRemote(t, err, yarnError, aclError+"User bob does not have permission to submit "+idString(t, id)+" to queue locked")
 		var r yarnpb.GetApplicationReportResponseProto
 		err = c.call(knitAdmin, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: id}, &r)
-		if !ipc.IsClass(err, rm.ClassApplicationNotFound) {
+		if !errors.Is(err, yarnerr.ApplicationNotFound) {
 			t.Errorf("the refused application is known to the RM: %v %v", err, r.GetApplicationReport())
 		}
 	})
