@@ -21,7 +21,7 @@ KWOK_VERSION := v0.8.0
 KWOK_BIN ?= $(or $(KNIT_KWOK_BIN),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/knit/kwok-$(KWOK_VERSION)/bin/kwok)
 export KNIT_KWOK_BIN := $(KWOK_BIN)
 
-.PHONY: all build test test-short bench proto lint run fuzz clean tools kwok local local-mr etcd
+.PHONY: all build test test-short bench proto lint fuzz clean tools kwok local local-mr etcd
 
 all: lint build test
 
@@ -42,7 +42,7 @@ bench: tools kwok
 # Each decoder of network bytes has a fuzz target; FUZZTIME bounds each one.
 FUZZTIME ?= 20s
 fuzz:
-	@for pkg in $$($(GO) list ./protocols/... ./rm/... ./rks/... ./daemonsets/... ./test/procnode/...); do \
+	@for pkg in $$($(GO) list ./protocols/... ./hadoopconf/... ./rm/... ./rks/... ./daemonsets/... ./test/procnode/...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
@@ -65,9 +65,6 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-
-run:
-	$(GO) run ./cmd/knit demo
 
 # The README's first command: the local cluster up in the background, then a
 # DistributedShell job on it and its containers' output.

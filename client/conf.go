@@ -9,16 +9,16 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/token"
-	"github.com/knitdev/knit/rm/conf"
 )
 
 // Configuration keys of the RM addresses and their default ports
 // (yarn-default.xml).
 const (
-	KeyRMAddress         = conf.KeyRMAddress
-	KeySchedulerAddress  = conf.KeyRMSchedulerAddress
-	KeyRMHostname        = conf.KeyRMHostname
+	KeyRMAddress         = hadoopconf.KeyRMAddress
+	KeySchedulerAddress  = hadoopconf.KeyRMSchedulerAddress
+	KeyRMHostname        = hadoopconf.KeyRMHostname
 	DefaultRMPort        = 8032
 	DefaultSchedulerPort = 8030
 )
@@ -32,7 +32,7 @@ const (
 
 // ConfAddress returns the host:port to dial for an RM address key (such as
 // KeyRMAddress) from confDir/yarn-site.xml over yarn-default.xml's values,
-// as a YarnConfiguration reads it (rm/conf: ${name} and ${env.NAME}
+// as a YarnConfiguration reads it (hadoopconf: ${name} and ${env.NAME}
 // substitution, final properties): the key's value, else
 // yarn.resourcemanager.hostname with the key's default port. A bare host
 // takes defaultPort, and the wildcard host 0.0.0.0 becomes 127.0.0.1. ok
@@ -42,7 +42,7 @@ const (
 // It reads only what an application needs; RM HA (rm-ids) and files other
 // than yarn-site.xml are not looked at.
 func ConfAddress(confDir, key string, defaultPort int) (addr string, ok bool, err error) {
-	c := conf.New(conf.Options{})
+	c := hadoopconf.New(hadoopconf.Options{})
 	if confDir != "" {
 		path := filepath.Join(confDir, "yarn-site.xml")
 		if err := c.AddFile(path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -50,7 +50,7 @@ func ConfAddress(confDir, key string, defaultPort int) (addr string, ok bool, er
 		}
 	}
 	ok = c.Has(key) || c.Has(KeyRMHostname)
-	for _, p := range conf.YarnDefaults() {
+	for _, p := range hadoopconf.YarnDefaults() {
 		c.SetDefault(p.Name, p.Value)
 	}
 	value, err := c.GetTrimmed(key, "${"+KeyRMHostname+"}:"+strconv.Itoa(defaultPort))

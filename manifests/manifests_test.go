@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/queues"
 	"github.com/knitdev/knit/rm/store"
@@ -367,9 +368,9 @@ func mountedConfigMap(t *testing.T, r *rendered, ns string, spec corev1.PodSpec,
 
 // loadConf reads a ConfigMap's Hadoop files in order, as knit-rm's
 // readConf reads its --conf-dir, with the same queue defaults.
-func loadConf(t *testing.T, cm *corev1.ConfigMap) *conf.Configuration {
+func loadConf(t *testing.T, cm *corev1.ConfigMap) *hadoopconf.Configuration {
 	t.Helper()
-	c := conf.New(conf.Options{})
+	c := hadoopconf.New(hadoopconf.Options{})
 	for _, name := range []string{"core-site.xml", "yarn-site.xml", "capacity-scheduler.xml"} {
 		if data, ok := cm.Data[name]; ok {
 			if err := c.AddResource(strings.NewReader(data), name); err != nil {
@@ -418,7 +419,7 @@ type knit struct {
 	nodeArgs   commandLine
 	rmService  *corev1.Service
 	rmSettings conf.RMSettings
-	rmConf     *conf.Configuration
+	rmConf     *hadoopconf.Configuration
 }
 
 func load(t *testing.T, r *rendered) knit {

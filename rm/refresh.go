@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/rm/queues"
 )
 
@@ -48,7 +48,7 @@ func (rm *ResourceManager) maxPriority() int32 { return rm.live.maxPriority.Load
 // the error is then the *queues.Error AdminService answers with. ACL
 // settings and yarn.admin.acl carry over (refreshAdminAcls changes the
 // latter).
-func (rm *ResourceManager) RefreshQueues(ctx context.Context, c *conf.Configuration) error {
+func (rm *ResourceManager) RefreshQueues(ctx context.Context, c *hadoopconf.Configuration) error {
 	rm.live.mu.Lock()
 	defer rm.live.mu.Unlock()
 	rm.admitMu.Lock()
@@ -73,8 +73,8 @@ func (rm *ResourceManager) RefreshQueues(ctx context.Context, c *conf.Configurat
 // RefreshAdminACL replaces yarn.admin.acl with c's value (YARN's default
 // "*"), as refreshAdminAcls does. Knit keeps one admin ACL: it decides both
 // who may call the admin protocol and who may access every application.
-func (rm *ResourceManager) RefreshAdminACL(ctx context.Context, c *conf.Configuration) error {
-	v, err := c.Get(conf.KeyAdminACL, "*")
+func (rm *ResourceManager) RefreshAdminACL(ctx context.Context, c *hadoopconf.Configuration) error {
+	v, err := c.Get(hadoopconf.KeyAdminACL, "*")
 	if err != nil {
 		return fmt.Errorf("refresh admin ACL: %w", err)
 	}
@@ -90,8 +90,8 @@ func (rm *ResourceManager) RefreshAdminACL(ctx context.Context, c *conf.Configur
 // with c's value (YARN's default 0), as refreshClusterMaxPriority does.
 // Applications keep the priorities they have; later submissions and
 // priority updates are capped at the new maximum.
-func (rm *ResourceManager) RefreshClusterMaxPriority(ctx context.Context, c *conf.Configuration) error {
-	p, err := c.GetInt(conf.KeyClusterMaxApplicationPriority, 0)
+func (rm *ResourceManager) RefreshClusterMaxPriority(ctx context.Context, c *hadoopconf.Configuration) error {
+	p, err := c.GetInt(hadoopconf.KeyClusterMaxApplicationPriority, 0)
 	if err != nil {
 		return fmt.Errorf("refresh cluster max priority: %w", err)
 	}

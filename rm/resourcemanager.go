@@ -16,6 +16,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rgs/nodes"
 	"github.com/knitdev/knit/rks"
 	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/conf"
@@ -54,23 +55,9 @@ type IDSource interface {
 	Next(ctx context.Context) (clusterTimestamp int64, seq int32, err error)
 }
 
-// NodeInfo is one node as YARN's NodeReport shows it.
-type NodeInfo struct {
-	Name             string
-	Host             string
-	NMPort           int32
-	HTTPAddress      string
-	Rack             string
-	State            yarnpb.NodeStateProto
-	CapabilityMB     int64
-	CapabilityVcores int32
-	UsedMB           int64
-	UsedVcores       int32
-	Containers       int32
-	Labels           []string
-	HealthReport     string
-	LastHealthUpdate time.Time
-}
+// NodeInfo is one node as YARN's NodeReport shows it. The Kubernetes-facing
+// package rgs/nodes builds it; the RM only lists nodes through NodeLister.
+type NodeInfo = nodes.Info
 
 // NodeLister lists the cluster's nodes (Kubernetes nodes, in Knit).
 type NodeLister interface {

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/rm/conf"
@@ -22,8 +23,8 @@ import (
 // capacity-scheduler.xml over them. Missing files are skipped, and an empty
 // dir reads none. The start (loadConf) and every admin refresh read through
 // it, so a refresh sees exactly what a restart would.
-func readConf(dir string) (*conf.Configuration, error) {
-	c := conf.New(conf.Options{})
+func readConf(dir string) (*hadoopconf.Configuration, error) {
+	c := hadoopconf.New(hadoopconf.Options{})
 	for _, name := range []string{"core-site.xml", "yarn-site.xml", "capacity-scheduler.xml"} {
 		if dir == "" {
 			break
@@ -59,7 +60,7 @@ func daemonUser() string {
 // the configuration folder.
 func serveAdminProtocol(lc fx.Lifecycle, r *rm.ResourceManager, settings conf.RMSettings, f flags, log *slog.Logger) error {
 	admin, err := rm.NewAdminService(r, rm.AdminConfig{
-		LoadConf: func(ctx context.Context) (*conf.Configuration, error) {
+		LoadConf: func(ctx context.Context) (*hadoopconf.Configuration, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}

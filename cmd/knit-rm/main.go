@@ -23,12 +23,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/rgs"
+	"github.com/knitdev/knit/rgs/nodes"
 	"github.com/knitdev/knit/rks"
 	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/rm/conf"
-	"github.com/knitdev/knit/rm/nodes"
 	"github.com/knitdev/knit/rm/queues"
 	rmrest "github.com/knitdev/knit/rm/rest"
 	"github.com/knitdev/knit/rm/store"
@@ -97,7 +98,7 @@ func newLogger() *slog.Logger {
 // capacity-scheduler.xml over it, as the CapacityScheduler reads them.
 type loaded struct {
 	fx.Out
-	Conf     *conf.Configuration
+	Conf     *hadoopconf.Configuration
 	Settings conf.RMSettings
 }
 
@@ -148,7 +149,7 @@ func newStore(lc fx.Lifecycle, f flags, client kubernetes.Interface, dyn dynamic
 	return s, nil
 }
 
-func newQueues(c *conf.Configuration, settings conf.RMSettings, f flags) (*queues.Tree, error) {
+func newQueues(c *hadoopconf.Configuration, settings conf.RMSettings, f flags) (*queues.Tree, error) {
 	return queues.Build(c, queues.Options{DefaultNamespace: f.namespace, ACLsEnabled: settings.ACLEnable, AdminACL: queues.ParseACL(settings.AdminACL)})
 }
 

@@ -17,10 +17,10 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rgs"
+	"github.com/knitdev/knit/rgs/nodes"
 	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/rm/conf"
-	"github.com/knitdev/knit/rm/nodes"
 	"github.com/knitdev/knit/rm/store"
 	"github.com/knitdev/knit/rm/tokens"
 )

@@ -1,6 +1,6 @@
 // Command knit is Knit's command-line tool: yarn's application, attempt,
-// container, node, queue and rmadmin commands, `knit local` for the embedded
-// single-machine cluster, and `knit demo`, Knit's Hadoop RPC engine end to end.
+// container, node, queue and rmadmin commands, and `knit local` for the
+// embedded single-machine cluster.
 package main
 
 import (
@@ -17,8 +17,7 @@ const usage = `usage:
   knit local up [--nodes N] [--dir DIR]   start the local cluster in the background
   knit local status [--dir DIR]           show it
   knit local down [--dir DIR]             stop it
-  knit local run [--nodes N] [--dir DIR]  run it in the foreground
-  knit demo [-listen ADDR] [-serve]       the Hadoop RPC engine end to end`
+  knit local run [--nodes N] [--dir DIR]  run it in the foreground`
 
 func main() {
 	// Pods on process nodes run under a shim that is this same binary.
@@ -39,8 +38,6 @@ func run(args []string, out io.Writer) error {
 			os.Exit(code)
 		}
 		return nil
-	case "demo":
-		return runDemo(args[1:], out)
 	case "local":
 		return runLocal(args[1:], out)
 	default:

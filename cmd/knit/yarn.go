@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/knitdev/knit/cli"
 	"github.com/knitdev/knit/client"
-	"github.com/knitdev/knit/rm/cli"
 )
 
 // runYarn is the yarn-style commands (`knit application -list`, `knit

@@ -4,41 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/knitdev/knit/hadoopconf"
 )
 
 // ErrInvalidSettings means the ResourceManager settings are inconsistent in a
 // way Hadoop's ResourceManager refuses to start with.
 var ErrInvalidSettings = errors.New("invalid ResourceManager settings")
-
-// Property names of the settings in RMSettings, as in yarn-default.xml.
-const (
-	KeyRMHostname                        = "yarn.resourcemanager.hostname"
-	KeyRMAddress                         = "yarn.resourcemanager.address"
-	KeyRMSchedulerAddress                = "yarn.resourcemanager.scheduler.address"
-	KeyRMAdminAddress                    = "yarn.resourcemanager.admin.address"
-	KeyRMWebappAddress                   = "yarn.resourcemanager.webapp.address"
-	KeyRMClusterID                       = "yarn.resourcemanager.cluster-id"
-	KeyRMMaxCompletedApplications        = "yarn.resourcemanager.max-completed-applications"
-	KeyRMAMMaxAttempts                   = "yarn.resourcemanager.am.max-attempts"
-	KeyACLEnable                         = "yarn.acl.enable"
-	KeyAdminACL                          = "yarn.admin.acl"
-	KeyClusterMaxApplicationPriority     = "yarn.cluster.max-application-priority"
-	KeySchedulerMinAllocationMB          = "yarn.scheduler.minimum-allocation-mb"
-	KeySchedulerMaxAllocationMB          = "yarn.scheduler.maximum-allocation-mb"
-	KeySchedulerMinAllocationVcores      = "yarn.scheduler.minimum-allocation-vcores"
-	KeySchedulerMaxAllocationVcores      = "yarn.scheduler.maximum-allocation-vcores"
-	KeyAMExpiryInterval                  = "yarn.am.liveness-monitor.expiry-interval-ms"
-	KeyNMExpiryInterval                  = "yarn.nm.liveness-monitor.expiry-interval-ms"
-	KeyContainerAllocationExpiry         = "yarn.resourcemanager.rm.container-allocation.expiry-interval-ms"
-	KeyAppTimeoutsMonitorInterval        = "yarn.resourcemanager.application-timeouts.monitor.interval-ms"
-	KeyDelegationKeyUpdateInterval       = "yarn.resourcemanager.delegation.key.update-interval"
-	KeyDelegationTokenRenewInterval      = "yarn.resourcemanager.delegation.token.renew-interval"
-	KeyDelegationTokenMaxLifetime        = "yarn.resourcemanager.delegation.token.max-lifetime"
-	KeyDelegationTokenRemoveScanInterval = "yarn.resourcemanager.delegation.token.remove-scan-interval"
-	KeyAMRMTokenRollingInterval          = "yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs"
-	KeyContainerTokenRollingInterval     = "yarn.resourcemanager.container-tokens.master-key-rolling-interval-secs"
-	KeyNMTokenRollingInterval            = "yarn.resourcemanager.nm-tokens.master-key-rolling-interval-secs"
-)
 
 // RMSettings are the yarn-site.xml settings Knit's ResourceManager reads.
 type RMSettings struct {
@@ -98,43 +70,9 @@ type RMSettings struct {
 	NMTokenRollingInterval time.Duration
 }
 
-// YarnDefaults returns the yarn-default.xml properties behind RMSettings, to
-// layer under a configuration (SetDefault) or to write out. The addresses
-// are written as YARN writes them, so that a yarn-site.xml setting only the
-// hostname moves all four. The caller owns the returned slice.
-func YarnDefaults() []Property {
-	return []Property{
-		{Name: KeyRMHostname, Value: "0.0.0.0"},
-		{Name: KeyRMAddress, Value: "${yarn.resourcemanager.hostname}:8032"},
-		{Name: KeyRMSchedulerAddress, Value: "${yarn.resourcemanager.hostname}:8030"},
-		{Name: KeyRMAdminAddress, Value: "${yarn.resourcemanager.hostname}:8033"},
-		{Name: KeyRMWebappAddress, Value: "${yarn.resourcemanager.hostname}:8088"},
-		{Name: KeyRMMaxCompletedApplications, Value: "1000"},
-		{Name: KeyRMAMMaxAttempts, Value: "2"},
-		{Name: KeyACLEnable, Value: "false"},
-		{Name: KeyAdminACL, Value: "*"},
-		{Name: KeyClusterMaxApplicationPriority, Value: "0"},
-		{Name: KeySchedulerMinAllocationMB, Value: "1024"},
-		{Name: KeySchedulerMaxAllocationMB, Value: "8192"},
-		{Name: KeySchedulerMinAllocationVcores, Value: "1"},
-		{Name: KeySchedulerMaxAllocationVcores, Value: "4"},
-		{Name: KeyAMExpiryInterval, Value: "600000"},
-		{Name: KeyNMExpiryInterval, Value: "600000"},
-		{Name: KeyContainerAllocationExpiry, Value: "600000"},
-		{Name: KeyAppTimeoutsMonitorInterval, Value: "3000"},
-		{Name: KeyDelegationKeyUpdateInterval, Value: "86400000"},
-		{Name: KeyDelegationTokenRenewInterval, Value: "86400000"},
-		{Name: KeyDelegationTokenMaxLifetime, Value: "604800000"},
-		{Name: KeyDelegationTokenRemoveScanInterval, Value: "3600000"},
-		{Name: KeyAMRMTokenRollingInterval, Value: "86400"},
-		{Name: KeyContainerTokenRollingInterval, Value: "86400"},
-		{Name: KeyNMTokenRollingInterval, Value: "86400"},
-	}
-}
-
 // DefaultRMSettings returns YARN's defaults.
 func DefaultRMSettings() RMSettings {
-	s, err := LoadRMSettings(New(Options{LookupEnv: func(string) (string, bool) { return "", false }}))
+	s, err := LoadRMSettings(hadoopconf.New(hadoopconf.Options{LookupEnv: func(string) (string, bool) { return "", false }}))
 	if err != nil {
 		panic(fmt.Sprintf("conf: YARN's defaults do not load: %v", err)) // a bug in YarnDefaults
 	}
@@ -143,9 +81,9 @@ func DefaultRMSettings() RMSettings {
 
 // LoadRMSettings reads RMSettings from c, with YARN's defaults under it, and
 // checks them as Hadoop's ResourceManager does at start. c is not modified.
-func LoadRMSettings(c *Configuration) (RMSettings, error) {
+func LoadRMSettings(c *hadoopconf.Configuration) (RMSettings, error) {
 	d := c.Clone()
-	for _, p := range YarnDefaults() {
+	for _, p := range hadoopconf.YarnDefaults() {
 		d.SetDefault(p.Name, p.Value)
 	}
 	var (
@@ -167,36 +105,36 @@ func LoadRMSettings(c *Configuration) (RMSettings, error) {
 		*dst = v
 		errs = append(errs, err)
 	}
-	str(&s.Hostname, KeyRMHostname)
-	str(&s.Address, KeyRMAddress)
-	str(&s.SchedulerAddress, KeyRMSchedulerAddress)
-	str(&s.AdminAddress, KeyRMAdminAddress)
-	str(&s.WebappAddress, KeyRMWebappAddress)
-	str(&s.ClusterID, KeyRMClusterID)
-	num(&s.MaxCompletedApplications, KeyRMMaxCompletedApplications)
-	num(&s.AMMaxAttempts, KeyRMAMMaxAttempts)
-	acl, err := d.GetBool(KeyACLEnable, false)
+	str(&s.Hostname, hadoopconf.KeyRMHostname)
+	str(&s.Address, hadoopconf.KeyRMAddress)
+	str(&s.SchedulerAddress, hadoopconf.KeyRMSchedulerAddress)
+	str(&s.AdminAddress, hadoopconf.KeyRMAdminAddress)
+	str(&s.WebappAddress, hadoopconf.KeyRMWebappAddress)
+	str(&s.ClusterID, hadoopconf.KeyRMClusterID)
+	num(&s.MaxCompletedApplications, hadoopconf.KeyRMMaxCompletedApplications)
+	num(&s.AMMaxAttempts, hadoopconf.KeyRMAMMaxAttempts)
+	acl, err := d.GetBool(hadoopconf.KeyACLEnable, false)
 	s.ACLEnable = acl
 	errs = append(errs, err)
 	// ACL strings are not trimmed: " " (nobody) differs from "" (unset).
-	s.AdminACL, err = d.Get(KeyAdminACL, "*")
+	s.AdminACL, err = d.Get(hadoopconf.KeyAdminACL, "*")
 	errs = append(errs, err)
-	num(&s.MaxApplicationPriority, KeyClusterMaxApplicationPriority)
-	num(&s.MinAllocationMB, KeySchedulerMinAllocationMB)
-	num(&s.MaxAllocationMB, KeySchedulerMaxAllocationMB)
-	num(&s.MinAllocationVcores, KeySchedulerMinAllocationVcores)
-	num(&s.MaxAllocationVcores, KeySchedulerMaxAllocationVcores)
-	dur(&s.AMExpiry, KeyAMExpiryInterval, time.Millisecond)
-	dur(&s.NMExpiry, KeyNMExpiryInterval, time.Millisecond)
-	dur(&s.ContainerAllocationExpiry, KeyContainerAllocationExpiry, time.Millisecond)
-	dur(&s.AppTimeoutsMonitorInterval, KeyAppTimeoutsMonitorInterval, time.Millisecond)
-	dur(&s.DelegationKeyUpdateInterval, KeyDelegationKeyUpdateInterval, time.Millisecond)
-	dur(&s.DelegationTokenRenewInterval, KeyDelegationTokenRenewInterval, time.Millisecond)
-	dur(&s.DelegationTokenMaxLifetime, KeyDelegationTokenMaxLifetime, time.Millisecond)
-	dur(&s.DelegationTokenRemoveScanInterval, KeyDelegationTokenRemoveScanInterval, time.Millisecond)
-	dur(&s.AMRMTokenRollingInterval, KeyAMRMTokenRollingInterval, time.Second)
-	dur(&s.ContainerTokenRollingInterval, KeyContainerTokenRollingInterval, time.Second)
-	dur(&s.NMTokenRollingInterval, KeyNMTokenRollingInterval, time.Second)
+	num(&s.MaxApplicationPriority, hadoopconf.KeyClusterMaxApplicationPriority)
+	num(&s.MinAllocationMB, hadoopconf.KeySchedulerMinAllocationMB)
+	num(&s.MaxAllocationMB, hadoopconf.KeySchedulerMaxAllocationMB)
+	num(&s.MinAllocationVcores, hadoopconf.KeySchedulerMinAllocationVcores)
+	num(&s.MaxAllocationVcores, hadoopconf.KeySchedulerMaxAllocationVcores)
+	dur(&s.AMExpiry, hadoopconf.KeyAMExpiryInterval, time.Millisecond)
+	dur(&s.NMExpiry, hadoopconf.KeyNMExpiryInterval, time.Millisecond)
+	dur(&s.ContainerAllocationExpiry, hadoopconf.KeyContainerAllocationExpiry, time.Millisecond)
+	dur(&s.AppTimeoutsMonitorInterval, hadoopconf.KeyAppTimeoutsMonitorInterval, time.Millisecond)
+	dur(&s.DelegationKeyUpdateInterval, hadoopconf.KeyDelegationKeyUpdateInterval, time.Millisecond)
+	dur(&s.DelegationTokenRenewInterval, hadoopconf.KeyDelegationTokenRenewInterval, time.Millisecond)
+	dur(&s.DelegationTokenMaxLifetime, hadoopconf.KeyDelegationTokenMaxLifetime, time.Millisecond)
+	dur(&s.DelegationTokenRemoveScanInterval, hadoopconf.KeyDelegationTokenRemoveScanInterval, time.Millisecond)
+	dur(&s.AMRMTokenRollingInterval, hadoopconf.KeyAMRMTokenRollingInterval, time.Second)
+	dur(&s.ContainerTokenRollingInterval, hadoopconf.KeyContainerTokenRollingInterval, time.Second)
+	dur(&s.NMTokenRollingInterval, hadoopconf.KeyNMTokenRollingInterval, time.Second)
 	if err := errors.Join(errs...); err != nil {
 		return RMSettings{}, fmt.Errorf("ResourceManager settings: %w", err)
 	}
@@ -216,15 +154,15 @@ func (s RMSettings) Validate() error {
 	}
 	if s.AMMaxAttempts <= 0 {
 		bad("Invalid global max attempts configuration, %s=%d, it should be a positive integer.",
-			KeyRMAMMaxAttempts, s.AMMaxAttempts)
+			hadoopconf.KeyRMAMMaxAttempts, s.AMMaxAttempts)
 	}
 	if s.MinAllocationMB <= 0 || s.MinAllocationMB > s.MaxAllocationMB {
 		bad("Invalid resource scheduler memory allocation configuration, %s=%d, %s=%d, min and max should be greater than 0, max should be no smaller than min.",
-			KeySchedulerMinAllocationMB, s.MinAllocationMB, KeySchedulerMaxAllocationMB, s.MaxAllocationMB)
+			hadoopconf.KeySchedulerMinAllocationMB, s.MinAllocationMB, hadoopconf.KeySchedulerMaxAllocationMB, s.MaxAllocationMB)
 	}
 	if s.MinAllocationVcores <= 0 || s.MinAllocationVcores > s.MaxAllocationVcores {
 		bad("Invalid resource scheduler vcores allocation configuration, %s=%d, %s=%d, min and max should be greater than 0, max should be no smaller than min.",
-			KeySchedulerMinAllocationVcores, s.MinAllocationVcores, KeySchedulerMaxAllocationVcores, s.MaxAllocationVcores)
+			hadoopconf.KeySchedulerMinAllocationVcores, s.MinAllocationVcores, hadoopconf.KeySchedulerMaxAllocationVcores, s.MaxAllocationVcores)
 	}
 	// A key must outlive its activation delay (1.5 x the liveness timeout)
 	// twice over, or holders of the old key are cut off.
@@ -232,9 +170,9 @@ func (s RMSettings) Validate() error {
 		key, expiryKey   string
 		interval, expiry time.Duration
 	}{
-		{KeyAMRMTokenRollingInterval, KeyAMExpiryInterval, s.AMRMTokenRollingInterval, s.AMExpiry},
-		{KeyContainerTokenRollingInterval, KeyNMExpiryInterval, s.ContainerTokenRollingInterval, s.NMExpiry},
-		{KeyNMTokenRollingInterval, KeyNMExpiryInterval, s.NMTokenRollingInterval, s.NMExpiry},
+		{hadoopconf.KeyAMRMTokenRollingInterval, hadoopconf.KeyAMExpiryInterval, s.AMRMTokenRollingInterval, s.AMExpiry},
+		{hadoopconf.KeyContainerTokenRollingInterval, hadoopconf.KeyNMExpiryInterval, s.ContainerTokenRollingInterval, s.NMExpiry},
+		{hadoopconf.KeyNMTokenRollingInterval, hadoopconf.KeyNMExpiryInterval, s.NMTokenRollingInterval, s.NMExpiry},
 	}
 	for _, r := range rolling {
 		activation := time.Duration(float64(r.expiry.Milliseconds())*1.5) * time.Millisecond

@@ -5,7 +5,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/knitdev/knit/hadoopconf"
 )
+
+// noEnv is an empty environment, so that tests never depend on the machine's.
+func noEnv(string) (string, bool) { return "", false }
+
+// siteFiles are the site files package hadoopconf's tests read too.
+var siteFiles = []string{"../../hadoopconf/testdata/core-site.xml", "../../hadoopconf/testdata/yarn-site.xml"}
 
 func TestDefaultRMSettingsAreYarns(t *testing.T) {
 	want := RMSettings{
@@ -42,8 +50,8 @@ func TestDefaultRMSettingsAreYarns(t *testing.T) {
 // A yarn-site.xml that sets only the hostname moves every RM address, as
 // yarn-default.xml's ${yarn.resourcemanager.hostname} defaults do.
 func TestRMSettingsFromSiteFiles(t *testing.T) {
-	c := New(Options{LookupEnv: noEnv})
-	for _, f := range []string{"testdata/core-site.xml", "testdata/yarn-site.xml"} {
+	c := hadoopconf.New(hadoopconf.Options{LookupEnv: noEnv})
+	for _, f := range siteFiles {
 		if err := c.AddFile(f); err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +78,7 @@ func TestRMSettingsFromSiteFiles(t *testing.T) {
 	if s != want {
 		t.Errorf("LoadRMSettings =\n%+v\nwant\n%+v", s, want)
 	}
-	if c.Has(KeyRMAddress) {
+	if c.Has(hadoopconf.KeyRMAddress) {
 		t.Error("LoadRMSettings added YARN's defaults to the caller's Configuration")
 	}
 }
@@ -78,8 +86,8 @@ func TestRMSettingsFromSiteFiles(t *testing.T) {
 // The admin ACL is kept as written: a single space means nobody, which
 // trimming would turn into "unset".
 func TestAdminACLIsNotTrimmed(t *testing.T) {
-	c := New(Options{LookupEnv: noEnv})
-	c.Set(KeyAdminACL, " ")
+	c := hadoopconf.New(hadoopconf.Options{LookupEnv: noEnv})
+	c.Set(hadoopconf.KeyAdminACL, " ")
 	s, err := LoadRMSettings(c)
 	if err != nil || s.AdminACL != " " {
 		t.Fatalf("AdminACL = %q, %v", s.AdminACL, err)
@@ -87,8 +95,8 @@ func TestAdminACLIsNotTrimmed(t *testing.T) {
 }
 
 func TestClusterMaxApplicationPriorityIsRead(t *testing.T) {
-	c := New(Options{LookupEnv: noEnv})
-	c.Set(KeyClusterMaxApplicationPriority, "10")
+	c := hadoopconf.New(hadoopconf.Options{LookupEnv: noEnv})
+	c.Set(hadoopconf.KeyClusterMaxApplicationPriority, "10")
 	s, err := LoadRMSettings(c)
 	if err != nil || s.MaxApplicationPriority != 10 {
 		t.Fatalf("MaxApplicationPriority = %d, %v", s.MaxApplicationPriority, err)
@@ -103,34 +111,34 @@ func TestRMSettingsAreValidatedAsHadoopDoes(t *testing.T) {
 	}{
 		{
 			name: "max attempts must be positive",
-			set:  map[string]string{KeyRMAMMaxAttempts: "0"},
+			set:  map[string]string{hadoopconf.KeyRMAMMaxAttempts: "0"},
 			want: "Invalid global max attempts configuration, yarn.resourcemanager.am.max-attempts=0, it should be a positive integer.",
 		},
 		{
 			name: "minimum memory above maximum",
-			set:  map[string]string{KeySchedulerMinAllocationMB: "16384"},
+			set:  map[string]string{hadoopconf.KeySchedulerMinAllocationMB: "16384"},
 			want: "Invalid resource scheduler memory allocation configuration, yarn.scheduler.minimum-allocation-mb=16384, yarn.scheduler.maximum-allocation-mb=8192, min and max should be greater than 0, max should be no smaller than min.",
 		},
 		{
 			name: "zero minimum vcores",
-			set:  map[string]string{KeySchedulerMinAllocationVcores: "0"},
+			set:  map[string]string{hadoopconf.KeySchedulerMinAllocationVcores: "0"},
 			want: "Invalid resource scheduler vcores allocation configuration, yarn.scheduler.minimum-allocation-vcores=0, yarn.scheduler.maximum-allocation-vcores=4, min and max should be greater than 0, max should be no smaller than min.",
 		},
 		{
 			// 1800 s is exactly 3 x 10 minutes: not more than.
 			name: "AMRMToken key rolled too often for the AM expiry",
-			set:  map[string]string{KeyAMRMTokenRollingInterval: "1800"},
+			set:  map[string]string{hadoopconf.KeyAMRMTokenRollingInterval: "1800"},
 			want: "yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs should be more than 3 X yarn.am.liveness-monitor.expiry-interval-ms",
 		},
 		{
 			name: "NMToken key rolled too often for the NM expiry",
-			set:  map[string]string{KeyNMExpiryInterval: "10h"},
+			set:  map[string]string{hadoopconf.KeyNMExpiryInterval: "10h"},
 			want: "yarn.resourcemanager.nm-tokens.master-key-rolling-interval-secs should be more than 3 X yarn.nm.liveness-monitor.expiry-interval-ms",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := New(Options{LookupEnv: noEnv})
+			c := hadoopconf.New(hadoopconf.Options{LookupEnv: noEnv})
 			for k, v := range tt.set {
 				c.Set(k, v)
 			}
@@ -143,14 +151,14 @@ func TestRMSettingsAreValidatedAsHadoopDoes(t *testing.T) {
 }
 
 func TestRMSettingsReportUnparsableValues(t *testing.T) {
-	c := New(Options{LookupEnv: noEnv})
-	c.Set(KeyRMAMMaxAttempts, "two")
-	c.Set(KeyAMExpiryInterval, "ten minutes")
+	c := hadoopconf.New(hadoopconf.Options{LookupEnv: noEnv})
+	c.Set(hadoopconf.KeyRMAMMaxAttempts, "two")
+	c.Set(hadoopconf.KeyAMExpiryInterval, "ten minutes")
 	_, err := LoadRMSettings(c)
-	if !errors.Is(err, ErrInvalidValue) {
-		t.Fatalf("LoadRMSettings = %v, want ErrInvalidValue", err)
+	if !errors.Is(err, hadoopconf.ErrInvalidValue) {
+		t.Fatalf("LoadRMSettings = %v, want hadoopconf.ErrInvalidValue", err)
 	}
-	for _, key := range []string{KeyRMAMMaxAttempts, KeyAMExpiryInterval} {
+	for _, key := range []string{hadoopconf.KeyRMAMMaxAttempts, hadoopconf.KeyAMExpiryInterval} {
 		if !strings.Contains(err.Error(), key) {
 			t.Errorf("error %q does not name %s", err, key)
 		}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/hadoopconf"
 )
 
 // Property names and defaults, as CapacitySchedulerConfiguration has them.
@@ -67,7 +67,7 @@ type Options struct {
 
 // builder carries one Build's state.
 type builder struct {
-	c      *conf.Configuration
+	c      *hadoopconf.Configuration
 	opts   Options
 	queues []*Queue
 
@@ -83,7 +83,7 @@ type builder struct {
 // merged over yarn-site.xml as the CapacityScheduler does) and checks it as
 // the CapacityScheduler does when it starts. A refusal is a *ConfigError
 // with the CapacityScheduler's message.
-func Build(c *conf.Configuration, opts Options) (*Tree, error) {
+func Build(c *hadoopconf.Configuration, opts Options) (*Tree, error) {
 	b := &builder{c: c, opts: opts}
 	var err error
 	if b.maxSystemApps, err = c.GetInt(keyMaxSystemApps, defaultMaxSystemApps); err != nil {
@@ -258,7 +258,7 @@ func (b *builder) percent(q *Queue, suffix string) (float32, bool, error) {
 	if strings.HasPrefix(s, "[") || strings.HasSuffix(s, "w") {
 		return 0, false, invalid("%s=%s: absolute resource and weight capacities are not supported; use a percentage", key, v)
 	}
-	f, err := conf.ParseJavaFloat(s)
+	f, err := hadoopconf.ParseJavaFloat(s)
 	if err != nil {
 		return 0, false, &ConfigError{Message: fmt.Sprintf("%s: %v", key, err), Err: err}
 	}

@@ -8,16 +8,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/hadoopconf"
 )
 
 func noEnv(string) (string, bool) { return "", false }
 
 // fixture loads testdata/capacity-scheduler.xml, the hierarchy drawn at its
 // top.
-func fixture(t *testing.T) *conf.Configuration {
+func fixture(t *testing.T) *hadoopconf.Configuration {
 	t.Helper()
-	c := conf.New(conf.Options{LookupEnv: noEnv})
+	c := hadoopconf.New(hadoopconf.Options{LookupEnv: noEnv})
 	if err := c.AddFile("testdata/capacity-scheduler.xml"); err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +36,8 @@ func fixtureTree(t *testing.T, opts Options) *Tree {
 
 // csConf is a configuration of the given property names and values, for
 // small hierarchies written inline.
-func csConf(kv ...string) *conf.Configuration {
-	c := conf.New(conf.Options{LookupEnv: noEnv})
+func csConf(kv ...string) *hadoopconf.Configuration {
+	c := hadoopconf.New(hadoopconf.Options{LookupEnv: noEnv})
 	for i := 0; i+1 < len(kv); i += 2 {
 		c.Set(kv[i], kv[i+1])
 	}
@@ -164,7 +164,7 @@ func TestKubeMappingInheritance(t *testing.T) {
 
 // Application limits follow AbstractLeafQueue.updateMaximumApplications.
 func TestMaximumApplications(t *testing.T) {
-	two := func(extra ...string) *conf.Configuration {
+	two := func(extra ...string) *hadoopconf.Configuration {
 		return csConf(append([]string{
 			cs("root.queues"), "a,b",
 			cs("root.a.capacity"), "25",
@@ -173,7 +173,7 @@ func TestMaximumApplications(t *testing.T) {
 	}
 	tests := []struct {
 		name           string
-		c              *conf.Configuration
+		c              *hadoopconf.Configuration
 		apps, appsUser int
 	}{
 		{"system maximum split by absolute capacity", two(cs("maximum-applications"), "400"), 100, 100},

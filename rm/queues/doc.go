@@ -13,7 +13,7 @@
 //	knit.queue.root.a.namespace                     team-a    (also scheduler-name,
 //	                                                           priority-class, pod-template)
 //
-// Build reads a conf.Configuration into an immutable Tree. Children's
+// Build reads a hadoopconf.Configuration into an immutable Tree. Children's
 // capacities must add up to 100% (0.05% slack), absolute capacity must not
 // exceed absolute maximum capacity, a running queue cannot sit under a
 // stopped one; a refusal carries the CapacityScheduler's message. Leaf names
@@ -38,6 +38,6 @@
 // the Tree atomically, so a refused refresh changes nothing. WithAdminACL
 // gives refreshAdminAcls a Tree with a new yarn.admin.acl (IsAdmin).
 //
-// Package queues imports rm/conf, protocols/ipc (exception classes) and
+// Package queues imports hadoopconf, protocols/ipc (exception classes) and
 // protocols/yarnpb; it does no I/O.
 package queues

@@ -6,8 +6,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/rm/conf"
 )
 
 // FuzzBuild reads arbitrary capacity-scheduler.xml documents. Build must
@@ -34,7 +34,7 @@ func FuzzBuild(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c := conf.New(conf.Options{Limits: conf.Limits{MaxBytes: 1 << 16}, LookupEnv: noEnv})
+		c := hadoopconf.New(hadoopconf.Options{Limits: hadoopconf.Limits{MaxBytes: 1 << 16}, LookupEnv: noEnv})
 		if err := c.AddResource(bytes.NewReader(data), "fuzz.xml"); err != nil {
 			return
 		}

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/hadoopconf"
 )
 
 // Tree is a validated queue hierarchy. It is immutable, so any number of
@@ -183,7 +183,7 @@ func knownSuffixes() []string {
 
 // unknownQueueWarnings lists properties whose queue path is not in t, and
 // Knit settings that do not exist.
-func unknownQueueWarnings(c *conf.Configuration, t *Tree) []string {
+func unknownQueueWarnings(c *hadoopconf.Configuration, t *Tree) []string {
 	var out []string
 	knit := []string{knitNamespace, knitSchedulerName, knitPriorityClass, knitPodTemplate}
 	for _, name := range c.Names() {

@@ -27,9 +27,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/knitdev/knit/client"
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rgs"
-	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/test/localcluster"
 )
 
@@ -104,10 +104,10 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 		"--kube-api-qps", "2000", "--kube-api-burst", "4000", "--pod-create-qps", "1000", "--pod-create-burst", "2000"},
 		// Nothing starts these containers and the AMs stop heartbeating
 		// once served: neither may be taken back while they are measured.
-		conf.Property{Name: conf.KeyAMExpiryInterval, Value: hour},
-		conf.Property{Name: conf.KeyContainerAllocationExpiry, Value: hour},
-		conf.Property{Name: "knit.queue.root.default.scheduler-name", Value: benchBinder},
-		conf.Property{Name: "knit.queue.root.default.namespace", Value: kwokNamespace},
+		hadoopconf.Property{Name: hadoopconf.KeyAMExpiryInterval, Value: hour},
+		hadoopconf.Property{Name: hadoopconf.KeyContainerAllocationExpiry, Value: hour},
+		hadoopconf.Property{Name: "knit.queue.root.default.scheduler-name", Value: benchBinder},
+		hadoopconf.Property{Name: "knit.queue.root.default.namespace", Value: kwokNamespace},
 	); err != nil {
 		b.Fatal(err)
 	}

@@ -17,9 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/knitdev/knit/client"
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/test/localcluster"
 )
 
@@ -107,7 +107,7 @@ func launchCluster(ctx context.Context, b *testing.B) (*localcluster.Cluster, st
 	b.Cleanup(func() { c.Stop(context.Background()) })
 	// Small containers, so that all of them fit on the node at once.
 	if _, err := c.StartRM(ctx, []string{filepath.Join(bin, "knit-rm"), "--millicores-per-vcore", "10"},
-		conf.Property{Name: "yarn.scheduler.minimum-allocation-mb", Value: "128"}); err != nil {
+		hadoopconf.Property{Name: "yarn.scheduler.minimum-allocation-mb", Value: "128"}); err != nil {
 		b.Fatal(err)
 	}
 	return c, bin

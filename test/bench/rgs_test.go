@@ -21,15 +21,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rgs"
+	"github.com/knitdev/knit/rgs/nodes"
 	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/rm/conf"
-	"github.com/knitdev/knit/rm/nodes"
 	"github.com/knitdev/knit/rm/queues"
+	"github.com/knitdev/knit/rm/rmtest"
 	"github.com/knitdev/knit/rm/tokens"
 	"github.com/knitdev/knit/test/controlplane"
 )
@@ -447,7 +449,7 @@ type boundLatencies struct {
 
 // BenchmarkRGSBoundToContainer measures how long RGS takes to turn a bound
 // pod into a YARN container. RGS (signing with rm/tokens' ContainerTokens,
-// mapping nodes with rm/nodes' Lister, as knit-rm does) makes
+// mapping nodes with rgs/nodes' Lister, as knit-rm does) makes
 // burstPods+pacedPods pending pods from one ask; once all exist, the
 // benchmark binds them itself through the pods/binding subresource to
 // boundNodes Node objects (no kubelets; the pods name a scheduler that does
@@ -632,7 +634,7 @@ func createNode(b *testing.B, client kubernetes.Interface, name, ip string) {
 	}
 }
 
-// nodeLister is rm/nodes' Lister with its informers running, as knit-rm
+// nodeLister is rgs/nodes' Lister with its informers running, as knit-rm
 // starts it.
 type nodeLister struct {
 	l     *nodes.Lister
@@ -731,7 +733,7 @@ func (a *allocRM) stop() {
 func startAllocRM(b *testing.B, ns string, lister *nodes.Lister, sched rm.Scheduler, tm *tokens.Manager) *allocRM {
 	b.Helper()
 	ctx := context.Background()
-	c := conf.New(conf.Options{})
+	c := hadoopconf.New(hadoopconf.Options{})
 	for k, v := range map[string]string{
 		"yarn.scheduler.capacity.root.queues":           "default",
 		"yarn.scheduler.capacity.root.default.capacity": "100",
@@ -748,7 +750,7 @@ func startAllocRM(b *testing.B, ns string, lister *nodes.Lister, sched rm.Schedu
 	}
 	r, err := rm.New(rm.Config{
 		Settings: settings, Queues: tree, Tokens: tm,
-		Store: rm.NewMemoryStore(), IDs: &rm.MemoryIDs{ClusterTimestamp: clusterTimestamp},
+		Store: rmtest.NewMemoryStore(), IDs: &rmtest.MemoryIDs{ClusterTimestamp: clusterTimestamp},
 		Nodes: lister, Scheduler: sched, Logger: quiet,
 	})
 	if err != nil {
@@ -884,7 +886,7 @@ func (a *allocRM) measure(b *testing.B, asks []*yarnpb.ResourceRequestProto) all
 // handling with 10,000 outstanding asks (allocAsks: 100 priorities × 100
 // resource names), end to end over Knit's Hadoop RPC: an unmanaged AM
 // authenticated with its AMRMToken (SASL DIGEST-MD5) calls allocate on a
-// real ResourceManager (in-memory store, rm/tokens, rm/nodes' Lister) whose
+// real ResourceManager (in-memory store, rm/tokens, rgs/nodes' Lister) whose
 // Scheduler is the real RGS controller over a real control plane (it keeps
 // the 100 pending pods the asks resolve to), against the same RM with a
 // Scheduler that does nothing. Per RM, after one allocate stating all the
@@ -1021,7 +1023,7 @@ const (
 // baseline: the pods' cache alone, with RGS's label selector), the RGS
 // controller (its informer, without managed fields, and the books and
 // pending-pod entries Start rebuilds from the pods; Run then handles every
-// pod's event), and rm/nodes' Lister on the same pod informer, as knit-rm
+// pod's event), and rgs/nodes' Lister on the same pod informer, as knit-rm
 // shares it. The plain informer is stopped before RGS starts. It reports bytes per
 // pod of each, rgs/informer, and the MiB RGS and the Lister together would
 // hold at heapScale pods if memory grows linearly.

@@ -15,11 +15,13 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/queues"
+	"github.com/knitdev/knit/rm/rmtest"
 )
 
 // Sizes of BenchmarkRMSubmitAndReport.
@@ -37,7 +39,7 @@ const (
 // port and returns its address and a function that stops it.
 func startRM(b *testing.B) (string, func()) {
 	b.Helper()
-	c := conf.New(conf.Options{})
+	c := hadoopconf.New(hadoopconf.Options{})
 	for k, v := range map[string]string{
 		"yarn.scheduler.capacity.root.queues":           "default",
 		"yarn.scheduler.capacity.root.default.capacity": "100",
@@ -53,7 +55,7 @@ func startRM(b *testing.B) (string, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var nodes rm.NodeList
+	var nodes rmtest.NodeList
 	for i := range 8 {
 		nodes = append(nodes, rm.NodeInfo{
 			Name: fmt.Sprintf("n%d", i), Host: fmt.Sprintf("node%d", i), NMPort: 8041,
@@ -64,7 +66,7 @@ func startRM(b *testing.B) (string, func()) {
 	}
 	r, err := rm.New(rm.Config{
 		Settings: settings, Queues: tree,
-		Store: rm.NewMemoryStore(), IDs: &rm.MemoryIDs{ClusterTimestamp: clusterTimestamp}, Nodes: nodes,
+		Store: rmtest.NewMemoryStore(), IDs: &rmtest.MemoryIDs{ClusterTimestamp: clusterTimestamp}, Nodes: nodes,
 		Logger: quiet,
 	})
 	if err != nil {

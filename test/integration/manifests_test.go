@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/test/localcluster"
 )
 
@@ -231,20 +231,20 @@ func renderBase(t *testing.T) resmap.ResMap {
 
 // baseRMConf returns the properties of the base's knit-rm yarn-site.xml
 // and the text of its capacity-scheduler.xml.
-func baseRMConf(t *testing.T, base resmap.ResMap) (site []conf.Property, queues string) {
+func baseRMConf(t *testing.T, base resmap.ResMap) (site []hadoopconf.Property, queues string) {
 	t.Helper()
 	for _, r := range base.Resources() {
 		if r.GetKind() != "ConfigMap" || r.GetName() != "knit-rm-conf" {
 			continue
 		}
 		data := r.GetDataMap()
-		c := conf.New(conf.Options{})
+		c := hadoopconf.New(hadoopconf.Options{})
 		if err := c.AddResource(strings.NewReader(data["yarn-site.xml"]), "yarn-site.xml"); err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range slices.Sorted(slices.Values(c.Names())) {
 			v, _ := c.Raw(name)
-			site = append(site, conf.Property{Name: name, Value: v})
+			site = append(site, hadoopconf.Property{Name: name, Value: v})
 		}
 		return site, data["capacity-scheduler.xml"]
 	}

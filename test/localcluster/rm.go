@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/rm/conf"
 )
 
@@ -76,7 +77,7 @@ func pickRMAddresses(dir string) (RMAddresses, error) {
 // Hadoop client pointed at it (HadoopConfDir) or knit-rm (RMConfDir) sees
 // them.
 func RMSettings(confDir string) (conf.RMSettings, error) {
-	c := conf.New(conf.Options{})
+	c := hadoopconf.New(hadoopconf.Options{})
 	if err := c.AddFile(filepath.Join(confDir, "yarn-site.xml")); err != nil {
 		return conf.RMSettings{}, err
 	}
@@ -101,8 +102,8 @@ func RMConfDir(dir string) string { return filepath.Join(dir, "rm-conf") }
 // binds) and in hadoop-conf/ for clients (where they connect), plus a
 // core-site.xml with the local file system as the default one. site is
 // written after the local settings, so it wins where both set a property.
-func writeRMConf(dir string, a RMAddresses, site []conf.Property) (rmConfDir string, err error) {
-	yarn := []conf.Property{
+func writeRMConf(dir string, a RMAddresses, site []hadoopconf.Property) (rmConfDir string, err error) {
+	yarn := []hadoopconf.Property{
 		{Name: "yarn.resourcemanager.hostname", Value: "127.0.0.1"},
 		{Name: "yarn.resourcemanager.address", Value: a.Client},
 		{Name: "yarn.resourcemanager.scheduler.address", Value: a.Scheduler},
@@ -112,15 +113,15 @@ func writeRMConf(dir string, a RMAddresses, site []conf.Property) (rmConfDir str
 		{Name: "yarn.timeline-service.enabled", Value: "false"},
 	}
 	yarn = append(yarn, site...)
-	core := []conf.Property{{Name: "fs.defaultFS", Value: "file:///"}}
+	core := []hadoopconf.Property{{Name: "fs.defaultFS", Value: "file:///"}}
 	rmConfDir = RMConfDir(dir)
 	for _, d := range []string{rmConfDir, HadoopConfDir(dir)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return "", fmt.Errorf("localcluster: %w", err)
 		}
-		for name, props := range map[string][]conf.Property{"yarn-site.xml": yarn, "core-site.xml": core} {
+		for name, props := range map[string][]hadoopconf.Property{"yarn-site.xml": yarn, "core-site.xml": core} {
 			var buf bytes.Buffer
-			if err := conf.Write(&buf, props); err != nil {
+			if err := hadoopconf.Write(&buf, props); err != nil {
 				return "", fmt.Errorf("localcluster: %s: %w", name, err)
 			}
 			if err := renameio.WriteFile(filepath.Join(d, name), buf.Bytes(), 0o644); err != nil {
@@ -139,7 +140,7 @@ const rmStartTimeout = 2 * time.Minute
 // yarn-site.xml it writes. It returns once knit-rm's client and admin ports
 // accept connections, and sets c.RM; Stop ends knit-rm. It is for tests
 // that need knit-rm on the cluster only some of the time.
-func (c *Cluster) StartRM(ctx context.Context, command []string, site ...conf.Property) (RMAddresses, error) {
+func (c *Cluster) StartRM(ctx context.Context, command []string, site ...hadoopconf.Property) (RMAddresses, error) {
 	return c.StartRMAs(ctx, Identities{}, command, site...)
 }
 
@@ -154,7 +155,7 @@ type Identities struct {
 
 // StartRMAs is StartRM with knit-rm and every knit-node using the
 // kubeconfigs of ids.
-func (c *Cluster) StartRMAs(ctx context.Context, ids Identities, command []string, site ...conf.Property) (RMAddresses, error) {
+func (c *Cluster) StartRMAs(ctx context.Context, ids Identities, command []string, site ...hadoopconf.Property) (RMAddresses, error) {
 	if c.rm != nil {
 		return RMAddresses{}, errors.New("localcluster: knit-rm already runs")
 	}
@@ -167,14 +168,14 @@ func (c *Cluster) StartRMAs(ctx context.Context, ids Identities, command []strin
 }
 
 // startRM is startRMAs with the admin kubeconfig.
-func (c *Cluster) startRM(ctx context.Context, dir string, command []string, site []conf.Property) (RMAddresses, error) {
+func (c *Cluster) startRM(ctx context.Context, dir string, command []string, site []hadoopconf.Property) (RMAddresses, error) {
 	return c.startRMAs(ctx, dir, Identities{}, command, site)
 }
 
 // startRMAs creates the RM's namespace, writes its configuration and starts
 // command as knit-rm, returning once its client and admin ports accept
 // connections.
-func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, command []string, site []conf.Property) (RMAddresses, error) {
+func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, command []string, site []hadoopconf.Property) (RMAddresses, error) {
 	_, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: RMNamespace}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return RMAddresses{}, fmt.Errorf("localcluster: rm namespace: %w", err)

@@ -13,11 +13,13 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/queues"
+	"github.com/knitdev/knit/rm/rmtest"
 )
 
 // testRM is a real ResourceManager serving its client and admin protocols
@@ -31,7 +33,7 @@ type testRM struct {
 
 func newTestRM(t *testing.T) *testRM {
 	t.Helper()
-	c := conf.New(conf.Options{})
+	c := hadoopconf.New(hadoopconf.Options{})
 	for k, v := range map[string]string{
 		"yarn.scheduler.capacity.root.queues":                          "default,b",
 		"yarn.scheduler.capacity.root.default.capacity":                "60",
@@ -49,14 +51,14 @@ func newTestRM(t *testing.T) *testRM {
 	settings := conf.DefaultRMSettings()
 	settings.Address = "127.0.0.1:8032"
 	settings.WebappAddress = "rm.example:8088"
-	nodes := rm.NodeList{
+	nodes := rmtest.NodeList{
 		{Name: "n1", Host: "node1", NMPort: 8041, HTTPAddress: "node1:8042", Rack: "/default-rack", State: yarnpb.NodeStateProto_NS_RUNNING,
 			CapabilityMB: 8192, CapabilityVcores: 8, UsedMB: 1024, UsedVcores: 1, Containers: 1},
 		{Name: "n2", Host: "node2", NMPort: 8041, HTTPAddress: "node2:8042", Rack: "/default-rack", State: yarnpb.NodeStateProto_NS_UNHEALTHY,
 			CapabilityMB: 8192, CapabilityVcores: 8, HealthReport: "disk full"},
 	}
 	rmgr, err := rm.New(rm.Config{
-		Settings: settings, Queues: tree, Store: rm.NewMemoryStore(), IDs: &rm.MemoryIDs{ClusterTimestamp: 1700000000000}, Nodes: nodes,
+		Settings: settings, Queues: tree, Store: rmtest.NewMemoryStore(), IDs: &rmtest.MemoryIDs{ClusterTimestamp: 1700000000000}, Nodes: nodes,
 		MaxApplicationPriority: 10, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
@@ -73,7 +75,7 @@ func newTestRM(t *testing.T) *testRM {
 		t.Fatal(err)
 	}
 	admin, err := rm.NewAdminService(rmgr, rm.AdminConfig{
-		LoadConf: func(context.Context) (*conf.Configuration, error) { return c, nil },
+		LoadConf: func(context.Context) (*hadoopconf.Configuration, error) { return c, nil },
 		Logger:   slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/knitdev/knit/rgs"
+	"github.com/knitdev/knit/rks/launch"
 
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
@@ -60,7 +61,7 @@ func TestStateFollowsTheReadyConditionAndCordon(t *testing.T) {
 func TestNodesReportCapabilityUseAndRack(t *testing.T) {
 	knitPod := func(name, nodeName string, phase corev1.PodPhase, mem, cpu string) *corev1.Pod {
 		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{ApplicationLabel: "application_1_0001"}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{launch.LabelApplication: "application_1_0001"}},
 			Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{
 				Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 					corev1.ResourceMemory: resource.MustParse(mem), corev1.ResourceCPU: resource.MustParse(cpu)}},
@@ -69,7 +70,7 @@ func TestNodesReportCapabilityUseAndRack(t *testing.T) {
 		}
 	}
 	other := knitPod("other", "a", corev1.PodRunning, "4Gi", "4")
-	delete(other.Labels, ApplicationLabel)
+	delete(other.Labels, launch.LabelApplication)
 	client := fake.NewClientset(
 		node("a", corev1.ConditionTrue, false, "zone-1"),
 		node("b", corev1.ConditionTrue, false, ""),

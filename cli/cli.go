@@ -19,8 +19,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/client"
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
-	"github.com/knitdev/knit/rm/conf"
 )
 
 // ProtocolClient is the protocol every call but rmadmin's names.
@@ -202,13 +202,13 @@ const (
 // host 0.0.0.0 replaced by 127.0.0.1. A missing directory or file means the
 // defaults, as for a YarnConfiguration without yarn-site.xml.
 func ResolveRMAddress(hadoopConfDir string) (string, error) {
-	return resolveAddress(hadoopConfDir, conf.KeyRMAddress, DefaultRMAddress)
+	return resolveAddress(hadoopConfDir, hadoopconf.KeyRMAddress, DefaultRMAddress)
 }
 
 // ResolveRMAdminAddress is ResolveRMAddress for the RM's admin service:
 // yarn.resourcemanager.admin.address, port 8033 by default.
 func ResolveRMAdminAddress(hadoopConfDir string) (string, error) {
-	return resolveAddress(hadoopConfDir, conf.KeyRMAdminAddress, DefaultRMAdminAddress)
+	return resolveAddress(hadoopConfDir, hadoopconf.KeyRMAdminAddress, DefaultRMAdminAddress)
 }
 
 // resolveAddress reads key from hadoopConfDir/yarn-site.xml over YARN's
