@@ -1,6 +1,7 @@
 // Command knit-node is the node-side services a NodeManager used to host,
 // one per node (a DaemonSet with the host network): the NM port relayed to
-// RKS, and the localizer that prepares every container started on the node.
+// RKS, the localizer that prepares every container started on the node, and
+// the aux services (the MapReduce shuffle).
 // This file wires them together with fx; what they do lives in daemonsets/.
 package main
 
@@ -19,12 +20,16 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/knitdev/knit/daemonsets/auxservice"
 	"github.com/knitdev/knit/daemonsets/localizer"
 	"github.com/knitdev/knit/daemonsets/nmrelay"
-	"github.com/knitdev/knit/rks"
+	"github.com/knitdev/knit/daemonsets/shuffle"
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/rks/launch"
+	"k8s.io/client-go/rest"
 )
 
 // flags are knit-node's command line.
@@ -42,6 +47,11 @@ type flags struct {
 	homeDir    string
 	cacheMB    int64
 	shuffle    int
+	// auxServices is yarn.nodemanager.aux-services: the services to run.
+	auxServices string
+	// appsNamespace is where the RM keeps its YarnApplications (knit-rm's
+	// --namespace).
+	appsNamespace string
 }
 
 func main() {
@@ -58,14 +68,16 @@ func main() {
 	flag.StringVar(&f.hadoopConf, "hadoop-conf-dir", os.Getenv("HADOOP_CONF_DIR"), "HADOOP_CONF_DIR given to containers that set none, and read by the localizer for hdfs:// resources")
 	flag.StringVar(&f.homeDir, "user-home-dir", "/home/", "yarn.nodemanager.user-home-dir: HOME of containers")
 	flag.Int64Var(&f.cacheMB, "cache-target-mb", 10240, "yarn.nodemanager.localizer.cache.target-size-mb")
-	flag.IntVar(&f.shuffle, "shuffle-port", 13562, "mapreduce.shuffle.port advertised to AMs")
+	flag.IntVar(&f.shuffle, "shuffle-port", 13562, "mapreduce.shuffle.port: where the MapReduce shuffle listens on the node's address; overrides the Hadoop configuration's")
+	flag.StringVar(&f.auxServices, "aux-services", launch.ShuffleService, "yarn.nodemanager.aux-services: the aux services to run, comma separated (mapreduce_shuffle); empty for none")
+	flag.StringVar(&f.appsNamespace, "applications-namespace", "knit", "namespace of the RM's YarnApplications (knit-rm's --namespace), watched to end applications on the node")
 	flag.Parse()
 
 	app := fx.New(
 		fx.Supply(f),
-		fx.Provide(newLogger, newKubernetes, newLocalizer),
+		fx.Provide(newLogger, newRESTConfig, newKubernetes, newMetadata, newNodeDirs, newHadoopConf, newAuxServices, newAuxHost, newLocalizer),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
-		fx.Invoke(runRelay, runLocalizer),
+		fx.Invoke(runRelay, runAuxHost, runLocalizer),
 	)
 	app.Run()
 	if err := app.Err(); err != nil {
@@ -78,13 +90,93 @@ func newLogger(f flags) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", f.nodeName)
 }
 
-func newKubernetes(f flags) (kubernetes.Interface, error) {
+func newRESTConfig(f flags) (*rest.Config, error) {
 	// With no kubeconfig this is the in-cluster service account.
 	cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes config: %w", err)
 	}
+	return cfg, nil
+}
+
+func newKubernetes(cfg *rest.Config) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
+}
+
+func newMetadata(cfg *rest.Config) (metadata.Interface, error) { return metadata.NewForConfig(cfg) }
+
+// nodeDirs are the node's YARN local and log dirs.
+type nodeDirs struct{ local, logs []string }
+
+func newNodeDirs(f flags) (nodeDirs, error) {
+	local, err := dirs(f.localDirs, f.nodeRoot, "local")
+	if err != nil {
+		return nodeDirs{}, err
+	}
+	logs, err := dirs(f.logDirs, f.nodeRoot, "logs")
+	if err != nil {
+		return nodeDirs{}, err
+	}
+	return nodeDirs{local: local, logs: logs}, nil
+}
+
+// newHadoopConf reads the node's Hadoop configuration, as a NodeManager
+// reads yarn-site.xml and its ShuffleHandler mapred-site.xml; files that
+// are not there are skipped.
+func newHadoopConf(f flags) (*hadoopconf.Configuration, error) {
+	c := hadoopconf.New(hadoopconf.Options{})
+	if f.hadoopConf == "" {
+		return c, nil
+	}
+	for _, name := range []string{"core-site.xml", "yarn-site.xml", "mapred-site.xml"} {
+		path := filepath.Join(f.hadoopConf, name)
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		if err := c.AddFile(path); err != nil {
+			return nil, fmt.Errorf("hadoop configuration: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// newAuxServices starts listening for each aux service named.
+func newAuxServices(lc fx.Lifecycle, f flags, d nodeDirs, conf *hadoopconf.Configuration, log *slog.Logger) ([]auxservice.Service, error) {
+	var out []auxservice.Service
+	for _, name := range strings.Split(f.auxServices, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case "":
+		case launch.ShuffleService:
+			cfg, err := shuffle.ConfigFromHadoop(func(key string) (string, bool) {
+				v, ok, err := conf.Lookup(key)
+				return v, ok && err == nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			cfg.Address = net.JoinHostPort(f.address, strconv.Itoa(f.shuffle))
+			cfg.LocalDirs = d.local
+			cfg.Logger = log.With("component", "shuffle")
+			svc, err := shuffle.New(cfg)
+			if err != nil {
+				return nil, fmt.Errorf("shuffle port: %w", err)
+			}
+			lc.Append(fx.StopHook(svc.Close))
+			log.Info("serving", "service", name, "address", svc.Addr().String())
+			out = append(out, svc)
+		default:
+			return nil, fmt.Errorf("aux service %q is not one knit-node runs (it runs %s)", name, launch.ShuffleService)
+		}
+	}
+	return out, nil
+}
+
+func newAuxHost(f flags, client kubernetes.Interface, services []auxservice.Service, log *slog.Logger) (*auxservice.Host, error) {
+	return auxservice.NewHost(auxservice.HostConfig{Client: client, NodeName: f.nodeName, Services: services, Logger: log.With("component", "auxservices")})
+}
+
+func runAuxHost(lc fx.Lifecycle, h *auxservice.Host, log *slog.Logger) {
+	background(lc, log, "auxservices", h.Run)
 }
 
 // dirs splits a folder list, defaulting to one folder under the node root,
@@ -105,15 +197,7 @@ func dirs(list, root, def string) ([]string, error) {
 	return out, nil
 }
 
-func newLocalizer(lc fx.Lifecycle, f flags, log *slog.Logger) (*localizer.Localizer, error) {
-	local, err := dirs(f.localDirs, f.nodeRoot, "local")
-	if err != nil {
-		return nil, err
-	}
-	logs, err := dirs(f.logDirs, f.nodeRoot, "logs")
-	if err != nil {
-		return nil, err
-	}
+func newLocalizer(lc fx.Lifecycle, f flags, d nodeDirs, aux *auxservice.Host, log *slog.Logger) (*localizer.Localizer, error) {
 	var whitelist []launch.EnvVar
 	if f.hadoopConf != "" {
 		whitelist = append(whitelist, launch.EnvVar{Name: "HADOOP_CONF_DIR", Value: f.hadoopConf})
@@ -124,11 +208,11 @@ func newLocalizer(lc fx.Lifecycle, f flags, log *slog.Logger) (*localizer.Locali
 		}
 	}
 	l, err := localizer.New(localizer.Config{
-		LocalDirs:        local,
-		LogDirs:          logs,
+		LocalDirs:        d.local,
+		LogDirs:          d.logs,
 		HomeDir:          f.homeDir,
 		Whitelist:        whitelist,
-		AuxServices:      rks.DefaultAuxServices(f.shuffle),
+		AuxServices:      aux.Metadata(),
 		HDFS:             localizer.HDFSConfig{ConfDir: f.hadoopConf},
 		CacheTargetBytes: f.cacheMB << 20,
 		Logger:           log.With("component", "localizer"),
@@ -181,13 +265,16 @@ func runRelay(lc fx.Lifecycle, f flags, log *slog.Logger) error {
 	return nil
 }
 
-func runLocalizer(lc fx.Lifecycle, f flags, client kubernetes.Interface, l *localizer.Localizer, log *slog.Logger) error {
+func runLocalizer(lc fx.Lifecycle, f flags, client kubernetes.Interface, meta metadata.Interface, aux *auxservice.Host, l *localizer.Localizer, log *slog.Logger) error {
 	c, err := localizer.NewController(localizer.ControllerConfig{
-		Client:    client,
-		NodeName:  f.nodeName,
-		LaunchDir: launch.Dir(f.nodeRoot),
-		Preparer:  l,
-		Logger:    log.With("component", "localizer"),
+		Client:                client,
+		Metadata:              meta,
+		ApplicationsNamespace: f.appsNamespace,
+		Services:              aux,
+		NodeName:              f.nodeName,
+		LaunchDir:             launch.Dir(f.nodeRoot),
+		Preparer:              l,
+		Logger:                log.With("component", "localizer"),
 	})
 	if err != nil {
 		return err

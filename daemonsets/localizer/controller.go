@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,10 +17,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -34,9 +39,22 @@ type Preparer interface {
 	Applications() ([]string, error)
 }
 
+// ApplicationServices hears of an application's containers starting on the
+// node and of its end (the node's aux services, an *auxservice.Host).
+type ApplicationServices interface {
+	InitializeApplication(ctx context.Context, user string, app yarnid.ApplicationID, serviceData map[string][]byte) error
+	StopApplication(ctx context.Context, app yarnid.ApplicationID) error
+}
+
 // ControllerConfig holds what the node's localizer controller needs.
 type ControllerConfig struct {
-	Client   kubernetes.Interface
+	Client kubernetes.Interface
+	// Metadata watches the RM's YarnApplications in ApplicationsNamespace,
+	// to end an application on the node when it ends in the RM.
+	Metadata              metadata.Interface
+	ApplicationsNamespace string
+	// Services, if set, hears of application starts and ends.
+	Services ApplicationServices
 	NodeName string
 	// LaunchDir is the folder knit-launcher waits in (<node root>/launch).
 	LaunchDir string
@@ -58,14 +76,21 @@ type Controller struct {
 	synced  toolscache.InformerSynced
 	queue   workqueue.TypedRateLimitingInterface[types.NamespacedName]
 
+	// The RM's applications, read for their state: an application ends on
+	// the node when its YarnApplication reaches a final state or goes.
+	appFactory metadatainformer.SharedInformerFactory
+	appLister  toolscache.GenericLister
+	appSynced  toolscache.InformerSynced
+	ended      workqueue.TypedRateLimitingInterface[string]
+
 	mu   sync.Mutex
 	done map[types.UID]bool // launch files written
 }
 
 // NewController returns the controller; Run starts it.
 func NewController(cfg ControllerConfig) (*Controller, error) {
-	if cfg.Client == nil || cfg.NodeName == "" || cfg.LaunchDir == "" || cfg.Preparer == nil {
-		return nil, errors.New("localizer: Client, NodeName, LaunchDir and Preparer are required")
+	if cfg.Client == nil || cfg.Metadata == nil || cfg.ApplicationsNamespace == "" || cfg.NodeName == "" || cfg.LaunchDir == "" || cfg.Preparer == nil {
+		return nil, errors.New("localizer: Client, Metadata, ApplicationsNamespace, NodeName, LaunchDir and Preparer are required")
 	}
 	if cfg.Workers == 0 {
 		cfg.Workers = 4
@@ -89,6 +114,21 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 			workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](100*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "localizer"}),
 		done: map[types.UID]bool{},
+		ended: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "localizer-applications"}),
+	}
+	c.appFactory = metadatainformer.NewFilteredSharedInformerFactory(cfg.Metadata, 0, cfg.ApplicationsNamespace, nil)
+	apps := c.appFactory.ForResource(schema.GroupVersionResource{
+		Group: launch.ApplicationGroup, Version: launch.ApplicationVersion, Resource: launch.ApplicationResource,
+	})
+	c.appLister, c.appSynced = apps.Lister(), apps.Informer().HasSynced
+	if _, err := apps.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    c.applicationChanged,
+		UpdateFunc: func(_, obj any) { c.applicationChanged(obj) },
+		DeleteFunc: c.applicationGone,
+	}); err != nil {
+		return nil, fmt.Errorf("localizer: application handler: %w", err)
 	}
 	enqueue := func(obj any) {
 		if p, ok := obj.(*corev1.Pod); ok {
@@ -109,13 +149,27 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 // Run serves until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
+	defer c.ended.ShutDown()
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
+	c.appFactory.Start(ctx.Done())
+	defer c.appFactory.Shutdown()
 	if !toolscache.WaitForCacheSync(ctx.Done(), c.synced) {
 		return fmt.Errorf("localizer: pod cache: %w", ctx.Err())
 	}
-	c.cleanLeftovers(ctx)
 	var wg sync.WaitGroup
+	// Containers do not wait for the application cache: until the RM has
+	// created its resource, there is no application to end anyway.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if !toolscache.WaitForCacheSync(ctx.Done(), c.appSynced) {
+			return
+		}
+		c.cleanLeftovers(ctx)
+		for c.processEnded(ctx) {
+		}
+	}()
 	for range c.cfg.Workers {
 		wg.Add(1)
 		go func() {
@@ -126,6 +180,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	c.queue.ShutDown()
+	c.ended.ShutDown()
 	wg.Wait()
 	return nil
 }
@@ -181,12 +236,24 @@ func (c *Controller) sync(ctx context.Context, nn types.NamespacedName) error {
 		return c.write(p, launch.Files{ContainerID: p.Labels[launch.LabelContainer], Failure: err.Error()})
 	}
 	var creds []byte
+	serviceData := map[string][]byte{}
 	if lc.TokensSecret != "" {
 		s, err := c.cfg.Client.CoreV1().Secrets(p.Namespace).Get(ctx, lc.TokensSecret, metav1.GetOptions{})
 		if err != nil {
 			return fmt.Errorf("localizer: credentials of %s: %w", lc.ContainerID, err)
 		}
 		creds = s.Data[launch.SecretKeyTokens]
+		for key, v := range s.Data {
+			if name, ok := strings.CutPrefix(key, launch.SecretKeyServiceDataPrefix); ok {
+				serviceData[name] = v
+			}
+		}
+	}
+	// The services learn of the application before its container runs, as
+	// the NodeManager's APPLICATION_INIT comes before the launch: a map's
+	// output is servable the moment it is written.
+	if err := c.initializeApplication(ctx, lc, serviceData); err != nil {
+		return err
 	}
 	start := time.Now()
 	files, err := c.cfg.Preparer.Prepare(ctx, lc, creds)
@@ -215,8 +282,21 @@ func (c *Controller) markDone(uid types.UID) {
 	c.mu.Unlock()
 }
 
-// cleanLeftovers removes the caches of applications whose pods went while
-// knit-node was down.
+// initializeApplication tells the node's services of a starting
+// container's application and its service data.
+func (c *Controller) initializeApplication(ctx context.Context, lc launch.Context, serviceData map[string][]byte) error {
+	if c.cfg.Services == nil || len(serviceData) == 0 {
+		return nil
+	}
+	ctr, err := yarnid.ParseContainerID(lc.ContainerID)
+	if err != nil {
+		return fmt.Errorf("localizer: container %q: %w", lc.ContainerID, err)
+	}
+	return c.cfg.Services.InitializeApplication(ctx, lc.User, ctr.Attempt.App, serviceData)
+}
+
+// cleanLeftovers ends the applications whose folders are on the node but
+// which ended while knit-node was down.
 func (c *Controller) cleanLeftovers(ctx context.Context) {
 	apps, err := c.cfg.Preparer.Applications()
 	if err != nil {
@@ -224,17 +304,114 @@ func (c *Controller) cleanLeftovers(ctx context.Context) {
 		return
 	}
 	for _, app := range apps {
-		left, err := c.pods.List(labels.SelectorFromSet(labels.Set{launch.LabelApplication: app}))
-		if err == nil && len(left) == 0 {
-			if err := c.cfg.Preparer.CleanApplication(app); err != nil {
-				c.log.WarnContext(ctx, "clean application cache", "app", app, "err", err)
-			}
+		if !c.running(app) {
+			c.ended.Add(app)
 		}
 	}
 }
 
-// podGone releases a deleted pod's resources and launch folder, and the
-// application's cache once its last pod on this node is gone.
+// running reports whether the RM holds app in a state that is not final.
+func (c *Controller) running(app string) bool {
+	objs, err := c.appLister.List(labels.SelectorFromSet(labels.Set{launch.LabelApplication: launch.LabelValue(app)}))
+	if err == nil {
+		for _, o := range objs {
+			if m, ok := o.(metav1.Object); ok && applicationID(m) == app {
+				return !slices.Contains(launch.FinalStates(), m.GetLabels()[launch.LabelState])
+			}
+		}
+	}
+	// Objects written before they carried the application label.
+	obj, err := c.appLister.ByNamespace(c.cfg.ApplicationsNamespace).Get(objectName(app))
+	if err != nil {
+		return false
+	}
+	m, ok := obj.(metav1.Object)
+	return ok && !slices.Contains(launch.FinalStates(), m.GetLabels()[launch.LabelState])
+}
+
+func (c *Controller) applicationChanged(obj any) {
+	m, ok := obj.(metav1.Object)
+	if !ok || !slices.Contains(launch.FinalStates(), m.GetLabels()[launch.LabelState]) {
+		return
+	}
+	if app := applicationID(m); app != "" && c.onNode(app) {
+		c.ended.Add(app)
+	}
+}
+
+func (c *Controller) applicationGone(obj any) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if m, ok := obj.(metav1.Object); ok {
+		if app := applicationID(m); app != "" && c.onNode(app) {
+			c.ended.Add(app)
+		}
+	}
+}
+
+// onNode reports whether the application has folders on this node; the
+// RM's other applications are none of this node's business.
+func (c *Controller) onNode(app string) bool {
+	apps, err := c.cfg.Preparer.Applications()
+	return err == nil && slices.Contains(apps, app)
+}
+
+func (c *Controller) processEnded(ctx context.Context) bool {
+	app, quit := c.ended.Get()
+	if quit {
+		return false
+	}
+	defer c.ended.Done(app)
+	if err := c.endApplication(ctx, app); err != nil {
+		c.log.WarnContext(ctx, "end application", "app", app, "err", err)
+		c.ended.AddRateLimited(app)
+		return true
+	}
+	c.ended.Forget(app)
+	return true
+}
+
+// endApplication is the NodeManager's application cleanup: the services
+// forget the application (the shuffle its job token), then its folders go,
+// map outputs with them.
+func (c *Controller) endApplication(ctx context.Context, app string) error {
+	id, err := yarnid.ParseApplicationID(app)
+	if err != nil {
+		return nil // not an application: nothing to retry
+	}
+	if c.cfg.Services != nil {
+		if err := c.cfg.Services.StopApplication(ctx, id); err != nil {
+			return err
+		}
+	}
+	if err := c.cfg.Preparer.CleanApplication(app); err != nil {
+		return err
+	}
+	c.log.InfoContext(ctx, "application ended on the node", "app", app)
+	return nil
+}
+
+// applicationID is the id of the application a YarnApplication holds: its
+// label, or, on objects written before it, its name read back (the RM names
+// application_1_0001 application-1-0001).
+func applicationID(m metav1.Object) string {
+	if id, ok := m.GetLabels()[launch.LabelApplication]; ok {
+		return id
+	}
+	id := strings.ReplaceAll(m.GetName(), "-", "_")
+	if _, err := yarnid.ParseApplicationID(id); err != nil {
+		return ""
+	}
+	return id
+}
+
+// objectName is the YarnApplication name of an application id.
+func objectName(app string) string { return strings.ReplaceAll(strings.ToLower(app), "_", "-") }
+
+// podGone releases a deleted pod's resources and launch folder. The
+// application's folders stay until the application ends: a finished map's
+// output is served from them after its pod is gone.
 func (c *Controller) podGone(obj any) {
 	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
@@ -250,17 +427,4 @@ func (c *Controller) podGone(obj any) {
 		c.cfg.Preparer.Release(id)
 	}
 	_ = os.RemoveAll(filepath.Dir(launch.FilesPath(c.cfg.LaunchDir, string(p.UID))))
-	app := p.Annotations[launch.LabelApplication]
-	if app == "" {
-		app = p.Labels[launch.LabelApplication]
-	}
-	if _, err := yarnid.ParseApplicationID(app); err != nil {
-		return
-	}
-	left, err := c.pods.List(labels.SelectorFromSet(labels.Set{launch.LabelApplication: p.Labels[launch.LabelApplication]}))
-	if err == nil && len(left) == 0 {
-		if err := c.cfg.Preparer.CleanApplication(app); err != nil {
-			c.log.Warn("clean application cache", "app", app, "err", err)
-		}
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -27,12 +28,13 @@ func NodeLocalDir(dir, name string) string { return filepath.Join(NodeRoot(dir),
 // nodePorts are the NodeManager ports the process nodes serve on their
 // addresses, and where knit-rm's RKS listens for the relays.
 type nodePorts struct {
-	nm, web int
-	rks     string
+	nm, web, shuffle int
+	rks              string
 }
 
-// pickNodePorts prefers YARN's NM ports (8041, 8042) where they are free on
-// every node's address, else ports free on all of them.
+// pickNodePorts prefers YARN's NM ports (8041, 8042) and the MapReduce
+// shuffle's (13562) where they are free on every node's address, else ports
+// free on all of them.
 func pickNodePorts(addrs []string) (nodePorts, error) {
 	free := func(port int) bool {
 		for _, a := range addrs {
@@ -44,8 +46,8 @@ func pickNodePorts(addrs []string) (nodePorts, error) {
 		}
 		return true
 	}
-	pick := func(preferred int, not int) (int, error) {
-		if preferred != not && free(preferred) {
+	pick := func(preferred int, taken ...int) (int, error) {
+		if !slices.Contains(taken, preferred) && free(preferred) {
 			return preferred, nil
 		}
 		for range 50 {
@@ -55,7 +57,7 @@ func pickNodePorts(addrs []string) (nodePorts, error) {
 			}
 			p := l.Addr().(*net.TCPAddr).Port
 			l.Close()
-			if p != not && free(p) {
+			if !slices.Contains(taken, p) && free(p) {
 				return p, nil
 			}
 		}
@@ -63,11 +65,14 @@ func pickNodePorts(addrs []string) (nodePorts, error) {
 	}
 	var ports nodePorts
 	var err error
-	if ports.nm, err = pick(8041, 0); err != nil {
+	if ports.nm, err = pick(8041); err != nil {
 		return ports, fmt.Errorf("localcluster: nm port: %w", err)
 	}
 	if ports.web, err = pick(8042, ports.nm); err != nil {
 		return ports, fmt.Errorf("localcluster: nm web port: %w", err)
+	}
+	if ports.shuffle, err = pick(13562, ports.nm, ports.web); err != nil {
+		return ports, fmt.Errorf("localcluster: shuffle port: %w", err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -114,6 +119,8 @@ func (c *Cluster) startNodeServices(dir, rmBinary, kubeconfig string) error {
 			"--local-dirs", NodeLocalDir(dir, n.Name),
 			"--log-dirs", NodeLogDir(dir, n.Name),
 			"--hadoop-conf-dir", HadoopConfDir(dir),
+			"--shuffle-port", strconv.Itoa(c.ports.shuffle),
+			"--applications-namespace", RMNamespace,
 		)
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
