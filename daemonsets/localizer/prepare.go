@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rks/launch"
@@ -36,6 +37,21 @@ const (
 	DefaultMaxArchiveEntries = 1 << 20
 	// DefaultHomeDir is yarn.nodemanager.user-home-dir's default.
 	DefaultHomeDir = "/home/"
+)
+
+// The container's own folders, as the DefaultContainerExecutor makes them
+// before the launch (launchContainer): its work folder and the tmp folder
+// in it with APPDIR_PERM, its log folders with
+// yarn.nodemanager.default-container-executor.log-dirs.permissions' 710.
+// The container's user owns them (chownContainer), so it has them whole;
+// its group may only pass through. knit-node reads them as root.
+const (
+	workDirPerm = 0o710
+	logDirPerm  = 0o710
+	// TmpDirName is the folder in the work folder that MapReduce's and
+	// Spark's JVMs take as java.io.tmpdir ($PWD/tmp,
+	// YarnConfiguration.DEFAULT_CONTAINER_TEMP_DIR).
+	TmpDirName = "tmp"
 )
 
 // Config is the node's localizer configuration.
@@ -198,7 +214,16 @@ func (l *Localizer) Prepare(ctx context.Context, c launch.Context, credentials [
 	if err == nil {
 		err = linkAll(files.WorkDir, res)
 	}
-	if err == nil && len(credentials) > 0 {
+	if err == nil {
+		err = makeTmpDir(files.WorkDir)
+	}
+	if err == nil {
+		// The NodeManager writes the token file, and sets
+		// HADOOP_TOKEN_FILE_LOCATION, for every container: a launch
+		// context without tokens gets an empty Credentials file.
+		if len(credentials) == 0 {
+			credentials, _ = (&token.Credentials{}).Marshal(token.FormatWritable)
+		}
 		files.TokenFile = filepath.Join(files.WorkDir, launch.TokenFileName)
 		if werr := renameio.WriteFile(files.TokenFile, credentials, 0o600); werr != nil {
 			err = fmt.Errorf("localizer: write the token file: %w", werr)
@@ -252,8 +277,9 @@ func (l *Localizer) files(c launch.Context, app string, clc *yarnpb.ContainerLau
 }
 
 // chownContainer gives the container's user what it must write or read
-// alone: its work folder, log folders, application folders and token
-// file. Localized resources stay readable by all, as in YARN's caches.
+// alone: its work folder and the tmp folder in it, log folders,
+// application folders and token file. Localized resources stay readable
+// by all, as in YARN's caches.
 func chownContainer(f launch.Files, uid, gid *int64) error {
 	if uid == nil && gid == nil {
 		return nil
@@ -265,7 +291,7 @@ func chownContainer(f launch.Files, uid, gid *int64) error {
 	if gid != nil {
 		g = int(*gid)
 	}
-	paths := slices.Concat(f.LocalDirs, []string{f.WorkDir}, f.LogDirs)
+	paths := slices.Concat(f.LocalDirs, []string{f.WorkDir, filepath.Join(f.WorkDir, TmpDirName)}, f.LogDirs)
 	if f.TokenFile != "" {
 		paths = append(paths, f.TokenFile)
 	}
@@ -277,13 +303,51 @@ func chownContainer(f launch.Files, uid, gid *int64) error {
 	return nil
 }
 
+// makeDirs makes the container's application, work and log folders. The
+// application folders stay open to all (0755): other node services read
+// what the container leaves there, such as map outputs.
 func (l *Localizer) makeDirs(f launch.Files) error {
-	for _, d := range slices.Concat(f.LocalDirs, []string{f.WorkDir}, f.LogDirs) {
+	for _, d := range f.LocalDirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("localizer: %w", err)
 		}
 	}
+	if err := makeDir(f.WorkDir, workDirPerm); err != nil {
+		return err
+	}
+	for _, d := range f.LogDirs {
+		if err := makeDir(d, logDirPerm); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// makeDir makes the folder dir, its parents 0755, and gives it perm,
+// whatever the umask and whatever an earlier Prepare left.
+func makeDir(dir string, perm os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("localizer: %w", err)
+	}
+	if err := os.Mkdir(dir, perm); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("localizer: %w", err)
+	}
+	if err := os.Chmod(dir, perm); err != nil {
+		return fmt.Errorf("localizer: %w", err)
+	}
+	return nil
+}
+
+// makeTmpDir makes the work folder's tmp folder, which the NodeManager's
+// container executors always make. It comes after the resource links: a
+// resource named tmp keeps its link (in YARN the launch script's
+// `ln -sf` would put the link inside the tmp folder instead).
+func makeTmpDir(workDir string) error {
+	tmp := filepath.Join(workDir, TmpDirName)
+	if st, err := os.Lstat(tmp); err == nil && !st.IsDir() {
+		return nil
+	}
+	return makeDir(tmp, workDirPerm)
 }
 
 // resources reads and checks the launch context's local resources; a key

@@ -76,12 +76,99 @@ func TestPrepareBuildsTheWorkFolder(t *testing.T) {
 		t.Errorf("token file holds %q, want the credentials", b)
 	}
 
-	g := e.prepare(2, nil, nil)
-	if g.TokenFile != "" {
-		t.Errorf("TokenFile = %q for a container without credentials", g.TokenFile)
+}
+
+func TestPrepareMakesTheFoldersAndFilesTheNodeManagerDoes(t *testing.T) {
+	e := newEnv(t)
+	u, size, ts := e.file("tmp.jar", []byte("jar"))
+	tests := []struct {
+		name  string
+		res   []kv
+		creds []byte
+		check func(t *testing.T, f launch.Files)
+	}{
+		{
+			name:  "the work folder and the tmp folder in it are 0710, as DefaultContainerExecutor.APPDIR_PERM",
+			creds: []byte("HDTS\x00\x00\x00"),
+			check: func(t *testing.T, f launch.Files) {
+				for _, d := range []string{f.WorkDir, filepath.Join(f.WorkDir, "tmp")} {
+					if st, err := os.Lstat(d); err != nil || !st.IsDir() || st.Mode().Perm() != 0o710 {
+						t.Errorf("%s: %v, %v; want a folder with mode 0710", d, st, err)
+					}
+				}
+			},
+		},
+		{
+			name: "the log folders are 0710, as yarn.nodemanager.default-container-executor.log-dirs.permissions",
+			check: func(t *testing.T, f launch.Files) {
+				for _, d := range f.LogDirs {
+					if st, err := os.Stat(d); err != nil || st.Mode().Perm() != 0o710 {
+						t.Errorf("%s: %v, %v; want mode 0710", d, st, err)
+					}
+				}
+			},
+		},
+		{
+			name: "the application folders stay open for the node's other services",
+			check: func(t *testing.T, f launch.Files) {
+				for _, d := range f.LocalDirs {
+					if st, err := os.Stat(d); err != nil || st.Mode().Perm() != 0o755 {
+						t.Errorf("%s: %v, %v; want mode 0755", d, st, err)
+					}
+				}
+			},
+		},
+		{
+			name: "a container without credentials gets an empty Credentials file, as the NodeManager writes",
+			check: func(t *testing.T, f launch.Files) {
+				if f.TokenFile != filepath.Join(f.WorkDir, launch.TokenFileName) {
+					t.Fatalf("TokenFile = %q", f.TokenFile)
+				}
+				if b, err := os.ReadFile(f.TokenFile); err != nil || string(b) != "HDTS\x00\x00\x00" {
+					t.Errorf("token file %q, %v; want empty WRITABLE Credentials", b, err)
+				}
+			},
+		},
+		{
+			name: "a resource named tmp keeps its link",
+			res:  []kv{{"tmp", lr(t, u, size, ts, typeFile, visApp, "")}},
+			check: func(t *testing.T, f launch.Files) {
+				if got := readLink(t, f, "tmp"); got != "jar" {
+					t.Errorf("tmp holds %q", got)
+				}
+			},
+		},
 	}
-	if _, err := os.Stat(filepath.Join(g.WorkDir, launch.TokenFileName)); !os.IsNotExist(err) {
-		t.Errorf("a token file was written without credentials (%v)", err)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := e.prepare(i+1, tt.res, tt.creds)
+			if f.Failure != "" {
+				t.Fatalf("Failure: %s", f.Failure)
+			}
+			tt.check(t, f)
+		})
+	}
+}
+
+func TestPrepareAgainRestoresTheFolders(t *testing.T) {
+	e := newEnv(t)
+	f := e.prepare(1, nil, nil)
+	for _, d := range []string{f.WorkDir, filepath.Join(f.WorkDir, "tmp")} {
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(f.TokenFile); err != nil {
+		t.Fatal(err)
+	}
+	f = e.prepare(1, nil, nil)
+	for _, d := range []string{f.WorkDir, filepath.Join(f.WorkDir, "tmp")} {
+		if st, err := os.Stat(d); err != nil || st.Mode().Perm() != 0o710 {
+			t.Errorf("%s: %v, %v; want mode 0710 again", d, st, err)
+		}
+	}
+	if _, err := os.Stat(f.TokenFile); err != nil {
+		t.Errorf("token file not written again: %v", err)
 	}
 }
 
@@ -209,7 +296,7 @@ func TestPrepareHandsTheContainersFoldersToItsUser(t *testing.T) {
 	if err != nil || f.Failure != "" {
 		t.Fatalf("Prepare: %v %s", err, f.Failure)
 	}
-	for _, p := range append(slicesOf(f.LocalDirs, f.LogDirs), f.WorkDir, f.TokenFile) {
+	for _, p := range append(slicesOf(f.LocalDirs, f.LogDirs), f.WorkDir, filepath.Join(f.WorkDir, "tmp"), f.TokenFile) {
 		var st syscall.Stat_t
 		if err := syscall.Lstat(p, &st); err != nil {
 			t.Fatal(err)

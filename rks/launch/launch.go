@@ -129,10 +129,12 @@ type Files struct {
 	// LogDirs are <log-dir>/<appId>/<containerId>, created.
 	LogDirs []string `json:"logDirs"`
 	// WorkDir is the container's work folder, PWD, holding the resource
-	// links and the token file.
+	// links, the token file and the tmp folder.
 	WorkDir string `json:"workDir"`
-	// TokenFile is HADOOP_TOKEN_FILE_LOCATION; empty if the container has
-	// no credentials.
+	// TokenFile is HADOOP_TOKEN_FILE_LOCATION. knit-node writes one for
+	// every container, as the NodeManager does (empty Credentials when
+	// the launch context has no tokens); knit-launcher leaves the
+	// variable out when this is empty.
 	TokenFile string `json:"tokenFile,omitempty"`
 	// HomeDir is HOME (yarn.nodemanager.user-home-dir).
 	HomeDir string `json:"homeDir"`
