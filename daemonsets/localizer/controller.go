@@ -226,12 +226,14 @@ func (c *Controller) sync(ctx context.Context, nn types.NamespacedName) error {
 	if done {
 		return nil
 	}
-	if _, err := os.Stat(path); err == nil {
-		c.markDone(p.UID)
-		return nil
-	}
+	_, statErr := os.Stat(path)
+	prepared := statErr == nil
 	lc, err := launch.DecodeContext(value)
 	if err != nil {
+		if prepared {
+			c.markDone(p.UID)
+			return nil
+		}
 		// Not ours to retry: the container fails with the reason.
 		return c.write(p, launch.Files{ContainerID: p.Labels[launch.LabelContainer], Failure: err.Error()})
 	}
@@ -251,9 +253,15 @@ func (c *Controller) sync(ctx context.Context, nn types.NamespacedName) error {
 	}
 	// The services learn of the application before its container runs, as
 	// the NodeManager's APPLICATION_INIT comes before the launch: a map's
-	// output is servable the moment it is written.
+	// output is servable the moment it is written. A container prepared
+	// before knit-node restarted tells them again, since they keep nothing
+	// across a restart.
 	if err := c.initializeApplication(ctx, lc, serviceData); err != nil {
 		return err
+	}
+	if prepared {
+		c.markDone(p.UID)
+		return nil
 	}
 	start := time.Now()
 	files, err := c.cfg.Preparer.Prepare(ctx, lc, creds)

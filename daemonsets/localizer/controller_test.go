@@ -124,9 +124,14 @@ func startedPod(t *testing.T) (*corev1.Pod, *corev1.Secret) {
 
 func runController(t *testing.T, client *fake.Clientset, meta *metadatafake.FakeMetadataClient, prep *fakePreparer, svc *fakeServices) {
 	t.Helper()
+	runControllerIn(t, t.TempDir(), client, meta, prep, svc)
+}
+
+func runControllerIn(t *testing.T, launchDir string, client *fake.Clientset, meta *metadatafake.FakeMetadataClient, prep *fakePreparer, svc *fakeServices) {
+	t.Helper()
 	c, err := NewController(ControllerConfig{
 		Client: client, Metadata: meta, ApplicationsNamespace: rmNamespace, Services: svc,
-		NodeName: "node-1", LaunchDir: t.TempDir(), Preparer: prep,
+		NodeName: "node-1", LaunchDir: launchDir, Preparer: prep,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +171,20 @@ func TestAStartedContainersServiceDataReachesTheServicesBeforeItIsPrepared(t *te
 	}
 	if string(prep.creds[0]) != "HDTS" {
 		t.Errorf("credentials %q, want the Secret's tokens", prep.creds[0])
+	}
+}
+
+func TestAContainerPreparedBeforeARestartTellsTheServicesAgainWithoutBeingPreparedAgain(t *testing.T) {
+	pod, secret := startedPod(t)
+	launchDir := t.TempDir()
+	if err := WriteFiles(launchDir, string(pod.UID), launch.Files{ContainerID: testContainer(2), WorkDir: "/work"}); err != nil {
+		t.Fatal(err)
+	}
+	prep, svc := &fakePreparer{}, &fakeServices{}
+	runControllerIn(t, launchDir, fake.NewClientset(pod, secret), newMetadataClient(applicationObject("RUNNING")), prep, svc)
+	waitFor(t, "the services told", func() bool { inits, _ := svc.snapshot(); return len(inits) == 1 })
+	if n, _ := prep.snapshot(); n != 0 {
+		t.Errorf("prepared %d times; its launch files were already written", n)
 	}
 }
 
