@@ -155,8 +155,8 @@ func parseAppID(s string) (apps.ApplicationID, error) {
 }
 
 func (r *runner) report(id apps.ApplicationID) (*yarnpb.ApplicationReportProto, error) {
-	resp := &yarnpb.GetApplicationReportResponseProto{}
-	if err := r.call("getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: id.Proto()}, resp); err != nil {
+	resp, err := r.rm().GetApplicationReport(r.ctx, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id.Proto()})
+	if err != nil {
 		return nil, err
 	}
 	return resp.GetApplicationReport(), nil
@@ -283,8 +283,8 @@ func (r *runner) listApplications(p *parsed) (int, error) {
 		// GetApplicationsRequestPBImpl.setApplicationTags lowercases.
 		req.ApplicationTags = append(req.ApplicationTags, strings.ToLower(t))
 	}
-	resp := &yarnpb.GetApplicationsResponseProto{}
-	if err := r.call("getApplications", req, resp); err != nil {
+	resp, err := r.rm().GetApplications(r.ctx, req)
+	if err != nil {
 		return 0, err
 	}
 	list := resp.GetApplications()
@@ -342,8 +342,8 @@ func (r *runner) kill(ids []string) (int, error) {
 // YarnClientImpl.killApplication does.
 func (r *runner) forceKill(id apps.ApplicationID) error {
 	for {
-		resp := &yarnpb.KillApplicationResponseProto{}
-		if err := r.call("forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id.Proto()}, resp); err != nil {
+		resp, err := r.rm().ForceKillApplication(r.ctx, &yarnpb.KillApplicationRequestProto{ApplicationId: id.Proto()})
+		if err != nil {
 			return err
 		}
 		if resp.GetIsKillCompleted() {
@@ -372,7 +372,7 @@ func (r *runner) move(s, queue string) (int, error) {
 	}
 	fmt.Fprintf(r.out, "Moving application %s to queue %s\n", s, queue)
 	req := &yarnpb.MoveApplicationAcrossQueuesRequestProto{ApplicationId: id.Proto(), TargetQueue: proto.String(queue)}
-	if err := r.call("moveApplicationAcrossQueues", req, &yarnpb.MoveApplicationAcrossQueuesResponseProto{}); err != nil {
+	if _, err := r.rm().MoveApplicationAcrossQueues(r.ctx, req); err != nil {
 		return 0, err
 	}
 	fmt.Fprintln(r.out, "Successfully completed move.")
@@ -390,8 +390,8 @@ func (r *runner) updatePriority(s, priority string) (int, error) {
 	}
 	fmt.Fprintf(r.out, "Updating priority of an application %s\n", s)
 	req := &yarnpb.UpdateApplicationPriorityRequestProto{ApplicationId: id.Proto(), ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(int32(n))}}
-	resp := &yarnpb.UpdateApplicationPriorityResponseProto{}
-	if err := r.call("updateApplicationPriority", req, resp); err != nil {
+	resp, err := r.rm().UpdateApplicationPriority(r.ctx, req)
+	if err != nil {
 		return 0, err
 	}
 	if resp.ApplicationPriority != nil && resp.ApplicationPriority.GetPriority() == int32(n) {

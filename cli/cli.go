@@ -21,13 +21,8 @@ import (
 	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 )
-
-// ProtocolClient is the protocol every call but rmadmin's names.
-const ProtocolClient = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
-
-// ProtocolAdmin is the protocol rmadmin's calls name.
-const ProtocolAdmin = "org.apache.hadoop.yarn.server.api.ResourceManagerAdministrationProtocolPB"
 
 // DefaultRMAddress is yarn-default.xml's yarn.resourcemanager.address
 // (0.0.0.0 is the RM's bind address; clients dial the local host).
@@ -52,8 +47,9 @@ type Config struct {
 	AdminAddress string
 	// User is the SIMPLE-auth user the calls run as.
 	User string
-	// Dial opens a connection for protocol (ProtocolClient or
-	// ProtocolAdmin); nil means ipc.Dial.
+	// Dial opens a connection for protocol
+	// (yarnrpc.ApplicationClientProtocolName or
+	// yarnrpc.ResourceManagerAdministrationProtocolName); nil means ipc.Dial.
 	Dial func(ctx context.Context, addr, protocol, user string) (Caller, error)
 }
 
@@ -123,18 +119,30 @@ func (r *runner) close() {
 	}
 }
 
-// call makes an ApplicationClientProtocol call.
-func (r *runner) call(method string, req, resp proto.Message) error {
-	return r.callOn(&r.client, r.cfg.RMAddress, ProtocolClient, method, req, resp)
+// rm is the RM's ApplicationClientProtocol.
+func (r *runner) rm() *yarnrpc.ApplicationClientProtocolClient {
+	return yarnrpc.NewApplicationClientProtocolClient(lazyConn{r: r, conn: &r.client, addr: r.cfg.RMAddress,
+		protocol: yarnrpc.ApplicationClientProtocolName})
 }
 
-// adminCall makes a ResourceManagerAdministrationProtocol call.
-func (r *runner) adminCall(method string, req, resp proto.Message) error {
-	return r.callOn(&r.admin, r.cfg.AdminAddress, ProtocolAdmin, method, req, resp)
+// rmAdmin is the RM's ResourceManagerAdministrationProtocol.
+func (r *runner) rmAdmin() *yarnrpc.ResourceManagerAdministrationProtocolClient {
+	return yarnrpc.NewResourceManagerAdministrationProtocolClient(lazyConn{r: r, conn: &r.admin, addr: r.cfg.AdminAddress,
+		protocol: yarnrpc.ResourceManagerAdministrationProtocolName})
 }
 
-// callOn makes a call on *conn, dialing addr for protocol first if needed.
-func (r *runner) callOn(conn *Caller, addr, protocol, method string, req, resp proto.Message) error {
+// lazyConn makes the calls of one protocol on *conn, dialing addr first if
+// needed, and names the method in the error of a failed call (callError).
+type lazyConn struct {
+	r              *runner
+	conn           *Caller
+	addr, protocol string
+}
+
+var _ ipc.Invoker = lazyConn{}
+
+func (l lazyConn) Call(ctx context.Context, method string, req, resp proto.Message) error {
+	r, conn, addr, protocol := l.r, l.conn, l.addr, l.protocol
 	if *conn == nil {
 		dial := r.cfg.Dial
 		if dial == nil {
@@ -142,17 +150,26 @@ func (r *runner) callOn(conn *Caller, addr, protocol, method string, req, resp p
 				return ipc.Dial(ctx, addr, ipc.ClientConfig{Protocol: protocol, User: user})
 			}
 		}
-		c, err := dial(r.ctx, addr, protocol, r.cfg.User)
+		c, err := dial(ctx, addr, protocol, r.cfg.User)
 		if err != nil {
 			return fmt.Errorf("connecting to ResourceManager at %s: %w", addr, err)
 		}
 		*conn = c
 	}
-	if err := (*conn).Call(r.ctx, method, req, resp); err != nil {
-		return fmt.Errorf("%s: %w", method, err)
+	if err := (*conn).Call(ctx, method, req, resp); err != nil {
+		return &callError{method: method, err: err}
 	}
 	return nil
 }
+
+// callError is a failed call, named by its method as the commands print it.
+type callError struct {
+	method string
+	err    error
+}
+
+func (e *callError) Error() string { return e.method + ": " + e.err.Error() }
+func (e *callError) Unwrap() error { return e.err }
 
 // javaError is an exception the CLI itself raises where yarn's Java code
 // throws (IllegalArgumentException for a malformed id, for example).

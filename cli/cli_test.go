@@ -16,6 +16,7 @@ import (
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/queues"
@@ -91,7 +92,7 @@ func newTestRM(t *testing.T) *testRM {
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	e := &testRM{t: t, addr: l.Addr().String()}
-	e.client, err = ipc.Dial(context.Background(), e.addr, ipc.ClientConfig{Protocol: ProtocolClient, User: "alice"})
+	e.client, err = ipc.Dial(context.Background(), e.addr, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +105,9 @@ func newTestRM(t *testing.T) *testRM {
 func (e *testRM) submit(name, appType, queue string, tags ...string) string {
 	e.t.Helper()
 	ctx := context.Background()
-	newApp := &yarnpb.GetNewApplicationResponseProto{}
-	if err := e.client.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, newApp); err != nil {
+	rm := yarnrpc.NewApplicationClientProtocolClient(e.client)
+	newApp, err := rm.GetNewApplication(ctx, &yarnpb.GetNewApplicationRequestProto{})
+	if err != nil {
 		e.t.Fatal(err)
 	}
 	sc := &yarnpb.ApplicationSubmissionContextProto{
@@ -117,7 +119,7 @@ func (e *testRM) submit(name, appType, queue string, tags ...string) string {
 		AmContainerSpec: &yarnpb.ContainerLaunchContextProto{Command: []string{"sleep 100"}},
 		Resource:        &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
 	}
-	if err := e.client.Call(ctx, "submitApplication", &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: sc}, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+	if _, err := rm.SubmitApplication(ctx, &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: sc}); err != nil {
 		e.t.Fatal(err)
 	}
 	return fmt.Sprintf("application_1700000000000_%04d", newApp.GetApplicationId().GetId())

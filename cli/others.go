@@ -63,8 +63,8 @@ func (r *runner) listAttempts(s string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	resp := &yarnpb.GetApplicationAttemptsResponseProto{}
-	if err := r.call("getApplicationAttempts", &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: id.Proto()}, resp); err != nil {
+	resp, err := r.rm().GetApplicationAttempts(r.ctx, &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: id.Proto()})
+	if err != nil {
 		return 0, err
 	}
 	list := resp.GetApplicationAttempts()
@@ -85,8 +85,7 @@ func (r *runner) attemptStatus(s string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	resp := &yarnpb.GetApplicationAttemptReportResponseProto{}
-	err = r.call("getApplicationAttemptReport", &yarnpb.GetApplicationAttemptReportRequestProto{ApplicationAttemptId: id.Proto()}, resp)
+	resp, err := r.rm().GetApplicationAttemptReport(r.ctx, &yarnpb.GetApplicationAttemptReportRequestProto{ApplicationAttemptId: id.Proto()})
 	switch {
 	case isRemote(err, classAppNotFound):
 		fmt.Fprintf(r.out, "Application for AppAttempt with id '%s' doesn't exist in RM or Timeline Server.\n", s)
@@ -122,7 +121,7 @@ func (r *runner) failAttempt(s string) (int, error) {
 	}
 	fmt.Fprintf(r.out, "Failing attempt %s of application %s\n", id, id.App)
 	req := &yarnpb.FailApplicationAttemptRequestProto{ApplicationAttemptId: id.Proto()}
-	if err := r.call("failApplicationAttempt", req, &yarnpb.FailApplicationAttemptResponseProto{}); err != nil {
+	if _, err := r.rm().FailApplicationAttempt(r.ctx, req); err != nil {
 		return 0, err
 	}
 	return exitOK, nil
@@ -139,8 +138,8 @@ func (r *runner) listContainers(s string) (int, error) {
 		fmt.Fprintf(r.errOut, "Application with name '%s' doesn't exist in RM or Timeline Server.\n", s)
 		return exitFailure, nil
 	}
-	resp := &yarnpb.GetContainersResponseProto{}
-	if err := r.call("getContainers", &yarnpb.GetContainersRequestProto{ApplicationAttemptId: id.Proto()}, resp); err != nil {
+	resp, err := r.rm().GetContainers(r.ctx, &yarnpb.GetContainersRequestProto{ApplicationAttemptId: id.Proto()})
+	if err != nil {
 		return 0, err
 	}
 	list := resp.GetContainers()
@@ -162,8 +161,7 @@ func (r *runner) containerStatus(s string) (int, error) {
 	if err != nil {
 		return 0, &javaError{class: "java.lang.IllegalArgumentException", msg: "Invalid ContainerId: " + s}
 	}
-	resp := &yarnpb.GetContainerReportResponseProto{}
-	err = r.call("getContainerReport", &yarnpb.GetContainerReportRequestProto{ContainerId: id.Proto()}, resp)
+	resp, err := r.rm().GetContainerReport(r.ctx, &yarnpb.GetContainerReportRequestProto{ContainerId: id.Proto()})
 	switch {
 	case isRemote(err, classAppNotFound):
 		fmt.Fprintf(r.out, "Application for Container with id '%s' doesn't exist in RM or Timeline Server.\n", s)
@@ -272,8 +270,8 @@ func (r *runner) node(args []string) (int, error) {
 			// none.
 			states = allNodeStates()
 		}
-		resp := &yarnpb.GetClusterNodesResponseProto{}
-		if err := r.call("getClusterNodes", &yarnpb.GetClusterNodesRequestProto{NodeStates: states}, resp); err != nil {
+		resp, err := r.rm().GetClusterNodes(r.ctx, &yarnpb.GetClusterNodesRequestProto{NodeStates: states})
+		if err != nil {
 			return 0, err
 		}
 		nodes := resp.GetNodeReports()
@@ -332,8 +330,8 @@ func (r *runner) queue(args []string) (int, error) {
 func (r *runner) queueStatus(name string) (int, error) {
 	req := &yarnpb.GetQueueInfoRequestProto{QueueName: proto.String(name), IncludeApplications: proto.Bool(false),
 		IncludeChildQueues: proto.Bool(false), Recursive: proto.Bool(false)}
-	resp := &yarnpb.GetQueueInfoResponseProto{}
-	if err := r.call("getQueueInfo", req, resp); err != nil {
+	resp, err := r.rm().GetQueueInfo(r.ctx, req)
+	if err != nil {
 		return 0, err
 	}
 	q := resp.GetQueueInfo()

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,42 +10,50 @@ import (
 
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 )
 
 // adminRefresh is one argument-less `yarn rmadmin` command: the RPC it
-// makes, with fresh request and response messages.
+// makes.
 type adminRefresh struct {
-	method    string
-	messages  func() (req, resp proto.Message)
+	call      func(context.Context, *yarnrpc.ResourceManagerAdministrationProtocolClient) error
 	usageLine string
 }
 
 // adminRefreshes are RMAdminCLI's commands that take no argument, by flag.
 func adminRefreshes() map[string]adminRefresh {
 	return map[string]adminRefresh{
-		"-refreshQueues": {"refreshQueues", func() (proto.Message, proto.Message) {
-			return &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{}
+		"-refreshQueues": {func(ctx context.Context, c *yarnrpc.ResourceManagerAdministrationProtocolClient) error {
+			_, err := c.RefreshQueues(ctx, &yarnpb.RefreshQueuesRequestProto{})
+			return err
 		}, "Reload the queues' acls, states and scheduler specific properties."},
-		"-refreshNodes": {"refreshNodes", func() (proto.Message, proto.Message) {
-			return &yarnpb.RefreshNodesRequestProto{}, &yarnpb.RefreshNodesResponseProto{}
+		"-refreshNodes": {func(ctx context.Context, c *yarnrpc.ResourceManagerAdministrationProtocolClient) error {
+			_, err := c.RefreshNodes(ctx, &yarnpb.RefreshNodesRequestProto{})
+			return err
 		}, "Refresh the hosts information at the ResourceManager."},
-		"-refreshNodesResources": {"refreshNodesResources", func() (proto.Message, proto.Message) {
-			return &yarnpb.RefreshNodesResourcesRequestProto{}, &yarnpb.RefreshNodesResourcesResponseProto{}
+		"-refreshNodesResources": {func(ctx context.Context, c *yarnrpc.ResourceManagerAdministrationProtocolClient) error {
+			_, err := c.RefreshNodesResources(ctx, &yarnpb.RefreshNodesResourcesRequestProto{})
+			return err
 		}, "Refresh resources of NodeManagers at the ResourceManager."},
-		"-refreshSuperUserGroupsConfiguration": {"refreshSuperUserGroupsConfiguration", func() (proto.Message, proto.Message) {
-			return &yarnpb.RefreshSuperUserGroupsConfigurationRequestProto{}, &yarnpb.RefreshSuperUserGroupsConfigurationResponseProto{}
+		"-refreshSuperUserGroupsConfiguration": {func(ctx context.Context, c *yarnrpc.ResourceManagerAdministrationProtocolClient) error {
+			_, err := c.RefreshSuperUserGroupsConfiguration(ctx, &yarnpb.RefreshSuperUserGroupsConfigurationRequestProto{})
+			return err
 		}, "Refresh superuser proxy groups mappings"},
-		"-refreshUserToGroupsMappings": {"refreshUserToGroupsMappings", func() (proto.Message, proto.Message) {
-			return &yarnpb.RefreshUserToGroupsMappingsRequestProto{}, &yarnpb.RefreshUserToGroupsMappingsResponseProto{}
+		"-refreshUserToGroupsMappings": {func(ctx context.Context, c *yarnrpc.ResourceManagerAdministrationProtocolClient) error {
+			_, err := c.RefreshUserToGroupsMappings(ctx, &yarnpb.RefreshUserToGroupsMappingsRequestProto{})
+			return err
 		}, "Refresh user-to-groups mappings"},
-		"-refreshAdminAcls": {"refreshAdminAcls", func() (proto.Message, proto.Message) {
-			return &yarnpb.RefreshAdminAclsRequestProto{}, &yarnpb.RefreshAdminAclsResponseProto{}
+		"-refreshAdminAcls": {func(ctx context.Context, c *yarnrpc.ResourceManagerAdministrationProtocolClient) error {
+			_, err := c.RefreshAdminAcls(ctx, &yarnpb.RefreshAdminAclsRequestProto{})
+			return err
 		}, "Refresh acls for administration of ResourceManager"},
-		"-refreshServiceAcl": {"refreshServiceAcls", func() (proto.Message, proto.Message) {
-			return &yarnpb.RefreshServiceAclsRequestProto{}, &yarnpb.RefreshServiceAclsResponseProto{}
+		"-refreshServiceAcl": {func(ctx context.Context, c *yarnrpc.ResourceManagerAdministrationProtocolClient) error {
+			_, err := c.RefreshServiceAcls(ctx, &yarnpb.RefreshServiceAclsRequestProto{})
+			return err
 		}, "Reload the service-level authorization policy file."},
-		"-refreshClusterMaxPriority": {"refreshClusterMaxPriority", func() (proto.Message, proto.Message) {
-			return &yarnpb.RefreshClusterMaxPriorityRequestProto{}, &yarnpb.RefreshClusterMaxPriorityResponseProto{}
+		"-refreshClusterMaxPriority": {func(ctx context.Context, c *yarnrpc.ResourceManagerAdministrationProtocolClient) error {
+			_, err := c.RefreshClusterMaxPriority(ctx, &yarnpb.RefreshClusterMaxPriorityRequestProto{})
+			return err
 		}, "Refresh cluster max priority"},
 	}
 }
@@ -61,7 +70,7 @@ func (r *runner) rmadmin(args []string) int {
 	cmd := args[0]
 	refreshes := adminRefreshes()
 	if cmd == "-getGroups" {
-		return r.reportAdmin(cmd, "getGroupsForUser", r.getGroups(args[1:]))
+		return r.reportAdmin(cmd, r.getGroups(args[1:]))
 	}
 	if cmd == "-help" {
 		r.rmadminUsage("")
@@ -77,17 +86,19 @@ func (r *runner) rmadmin(args []string) int {
 		r.rmadminUsage(cmd)
 		return exitFailure
 	}
-	req, resp := ref.messages()
-	return r.reportAdmin(cmd, ref.method, r.adminCall(ref.method, req, resp))
+	return r.reportAdmin(cmd, ref.call(r.ctx, r.rmAdmin()))
 }
 
 // reportAdmin is RMAdminCLI.run's catch: the first line of the error's
 // message after the command's name.
-func (r *runner) reportAdmin(cmd, method string, err error) int {
+func (r *runner) reportAdmin(cmd string, err error) int {
 	if err == nil {
 		return exitOK
 	}
-	msg := strings.TrimPrefix(err.Error(), method+": ")
+	msg := err.Error()
+	if ce := (*callError)(nil); errors.As(err, &ce) {
+		msg = ce.err.Error()
+	}
 	var re *ipc.RemoteError
 	if errors.As(err, &re) {
 		msg = re.Message
@@ -104,8 +115,8 @@ func (r *runner) getGroups(users []string) error {
 		users = []string{r.cfg.User}
 	}
 	for _, u := range users {
-		resp := &yarnpb.GetGroupsForUserResponseProto{}
-		if err := r.adminCall("getGroupsForUser", &yarnpb.GetGroupsForUserRequestProto{User: proto.String(u)}, resp); err != nil {
+		resp, err := r.rmAdmin().GetGroupsForUser(r.ctx, &yarnpb.GetGroupsForUserRequestProto{User: proto.String(u)})
+		if err != nil {
 			return err
 		}
 		var b strings.Builder

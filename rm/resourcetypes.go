@@ -5,13 +5,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
-
-// ProtocolClient is the name Hadoop clients give ApplicationClientProtocol on
-// the wire, in the connection context and in every call header.
-const ProtocolClient = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
 
 // ResourceType is one resource the cluster schedules, as YARN's
 // ResourceInformation describes it.
@@ -58,10 +53,4 @@ func (r ResourceTypeInfo) infos() []*yarnpb.ResourceTypeInfoProto {
 		})
 	}
 	return out
-}
-
-// Methods returns the ApplicationClientProtocol methods this package answers
-// so far; a client calling any other gets Hadoop's RpcNoSuchMethodException.
-func (r ResourceTypeInfo) Methods() []ipc.Method {
-	return []ipc.Method{ipc.Handle("getResourceTypeInfo", r.GetResourceTypeInfo)}
 }

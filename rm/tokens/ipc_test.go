@@ -16,11 +16,10 @@ import (
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 )
 
 const (
-	amProtocol     = "org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB"
-	clientProtocol = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
 	// mrProtocol stands for any protocol an AM serves its clients.
 	mrProtocol = "org.apache.hadoop.mapreduce.v2.api.MRClientProtocolPB"
 )
@@ -95,9 +94,9 @@ func TestSecretLookupsAuthenticateRealSASLClients(t *testing.T) {
 	cfg.AttemptValid = func(context.Context, *yarnpb.ApplicationAttemptIdProto) bool { return !dead.Load() }
 	m := newManager(t, cfg)
 
-	scheduler := serve(t, ipc.Config{Tokens: m.AMRM().SecretLookup()}, amProtocol)
-	nmPort := serve(t, ipc.Config{Tokens: m.NMTokens().SecretLookup(nil)}, amProtocol)
-	clientPort := serve(t, ipc.Config{Simple: true, Tokens: m.Delegation().SecretLookup()}, clientProtocol)
+	scheduler := serve(t, ipc.Config{Tokens: m.AMRM().SecretLookup()}, yarnrpc.ApplicationMasterProtocolName)
+	nmPort := serve(t, ipc.Config{Tokens: m.NMTokens().SecretLookup(nil)}, yarnrpc.ApplicationMasterProtocolName)
+	clientPort := serve(t, ipc.Config{Simple: true, Tokens: m.Delegation().SecretLookup()}, yarnrpc.ApplicationClientProtocolName)
 	amService := serve(t, ipc.Config{Tokens: m.ClientToAM().SecretLookup()}, mrProtocol)
 
 	amrm := m.AMRM().Create(testAttempt)
@@ -123,26 +122,26 @@ func TestSecretLookupsAuthenticateRealSASLClients(t *testing.T) {
 		wantUser string
 		want     want
 	}{
-		{"AMRMToken", nil, scheduler, amProtocol, &amrm, attemptStr, ok},
-		{"NMToken", nil, nmPort, amProtocol, &nm, attemptStr, ok},
-		{"RM delegation token", nil, clientPort, clientProtocol, &dt, "alice", ok},
+		{"AMRMToken", nil, scheduler, yarnrpc.ApplicationMasterProtocolName, &amrm, attemptStr, ok},
+		{"NMToken", nil, nmPort, yarnrpc.ApplicationMasterProtocolName, &nm, attemptStr, ok},
+		{"RM delegation token", nil, clientPort, yarnrpc.ApplicationClientProtocolName, &dt, "alice", ok},
 		{"ClientToAM token", nil, amService, mrProtocol, &clientToAM, "alice", ok},
-		{"forged password", nil, scheduler, amProtocol, &forged, "", want{class: yarnerr.Class(ipc.ClassSaslException)}},
-		{"tampered identifier", nil, scheduler, amProtocol, &tampered, "", want{class: yarnerr.Class(ipc.ClassSaslException)}},
+		{"forged password", nil, scheduler, yarnrpc.ApplicationMasterProtocolName, &forged, "", want{class: yarnerr.Class(ipc.ClassSaslException)}},
+		{"tampered identifier", nil, scheduler, yarnrpc.ApplicationMasterProtocolName, &tampered, "", want{class: yarnerr.Class(ipc.ClassSaslException)}},
 		// Java's parser, like protobuf-go, keeps the NMToken's nodeId as an
 		// unknown field and reads keyId as its default, -1.
-		{"NMToken on the scheduler port", nil, scheduler, amProtocol, &nm, "",
+		{"NMToken on the scheduler port", nil, scheduler, yarnrpc.ApplicationMasterProtocolName, &nm, "",
 			want{yarnerr.InvalidToken, "Invalid AMRMToken from " + attemptStr}},
 		{"delegation token cancelled", func() {
 			if _, err := m.Delegation().Cancel(ctx, dt, "alice"); err != nil {
 				t.Fatal(err)
 			}
-		}, clientPort, clientProtocol, &dt, "", want{yarnerr.InvalidToken, "Token for real user: , can't be found in cache"}},
-		{"AMRMToken during a roll", func() { roll(t, m, clock, 24*time.Hour) }, scheduler, amProtocol, &amrm, attemptStr, ok},
-		{"AMRMToken after activation", func() { roll(t, m, clock, 24*time.Hour+15*time.Minute) }, scheduler, amProtocol, &amrm, "",
+		}, clientPort, yarnrpc.ApplicationClientProtocolName, &dt, "", want{yarnerr.InvalidToken, "Token for real user: , can't be found in cache"}},
+		{"AMRMToken during a roll", func() { roll(t, m, clock, 24*time.Hour) }, scheduler, yarnrpc.ApplicationMasterProtocolName, &amrm, attemptStr, ok},
+		{"AMRMToken after activation", func() { roll(t, m, clock, 24*time.Hour+15*time.Minute) }, scheduler, yarnrpc.ApplicationMasterProtocolName, &amrm, "",
 			want{yarnerr.InvalidToken, "Invalid AMRMToken from " + attemptStr}},
-		{"refreshed AMRMToken", func() { amrm = m.AMRM().Create(testAttempt) }, scheduler, amProtocol, &amrm, attemptStr, ok},
-		{"attempt finished", func() { dead.Store(true) }, scheduler, amProtocol, &amrm, "",
+		{"refreshed AMRMToken", func() { amrm = m.AMRM().Create(testAttempt) }, scheduler, yarnrpc.ApplicationMasterProtocolName, &amrm, attemptStr, ok},
+		{"attempt finished", func() { dead.Store(true) }, scheduler, yarnrpc.ApplicationMasterProtocolName, &amrm, "",
 			want{yarnerr.InvalidToken, attemptStr + " not found in AMRMTokenSecretManager."}},
 		{"ClientToAM token of a finished attempt", nil, amService, mrProtocol, &clientToAM, "",
 			want{yarnerr.InvalidToken, "Illegal client-token!"}},

@@ -16,11 +16,10 @@ import (
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 )
 
 const (
-	// hadoopProtocol is the protocol name a Hadoop client puts on the wire.
-	hadoopProtocol = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
 	// grpcService is the service of the same protocol in
 	// applicationclient_protocol.proto, the name a gRPC stub would use.
 	grpcService = "knit.hadoop.yarn.ApplicationClientProtocolService"
@@ -172,10 +171,11 @@ func startHadoop(ctx context.Context, w workload, conns int) (_ *fixture, err er
 	if err != nil {
 		return nil, err
 	}
-	if err := srv.Register(hadoopProtocol,
-		ipc.Handle("getNewApplication", svc.getNewApplication),
-		ipc.Handle("getApplicationReport", svc.getApplicationReport),
-	); err != nil {
+	funcs := yarnrpc.ApplicationClientProtocolFuncs{
+		GetNewApplication:    svc.getNewApplication,
+		GetApplicationReport: svc.getApplicationReport,
+	}
+	if err := funcs.Register(srv); err != nil {
 		return nil, err
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -205,7 +205,7 @@ func startHadoop(ctx context.Context, w workload, conns int) (_ *fixture, err er
 	}()
 	for i := range conns {
 		c, err := ipc.Dial(ctx, l.Addr().String(), ipc.ClientConfig{
-			Protocol: hadoopProtocol, User: "bench", MaxIdleTime: benchIdle, Logger: quiet,
+			Protocol: yarnrpc.ApplicationClientProtocolName, User: "bench", MaxIdleTime: benchIdle, Logger: quiet,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("dial %d: %w", i, err)

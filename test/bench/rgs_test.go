@@ -26,6 +26,7 @@ import (
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rgs/nodes"
 	"github.com/knitdev/knit/rm"
@@ -779,7 +780,7 @@ func startAllocRM(b *testing.B, ns string, lister *nodes.Lister, sched rm.Schedu
 	amAddr, stopAM := serveIPC(b, amSrv)
 	a.stops = append(a.stops, stopAM)
 
-	yc, err := ipc.NewClient(clientAddr, ipc.ClientConfig{Protocol: rm.ProtocolClient, User: "bench", MaxIdleTime: benchIdle, Logger: quiet})
+	yc, err := ipc.NewClient(clientAddr, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: "bench", MaxIdleTime: benchIdle, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -810,7 +811,7 @@ func startAllocRM(b *testing.B, ns string, lister *nodes.Lister, sched rm.Schedu
 	if err != nil {
 		b.Fatalf("AMRMToken of the unmanaged AM: %v", err)
 	}
-	a.am, err = ipc.NewClient(amAddr, ipc.ClientConfig{Protocol: rm.ProtocolAM, Token: token, MaxIdleTime: benchIdle, Logger: quiet})
+	a.am, err = ipc.NewClient(amAddr, ipc.ClientConfig{Protocol: yarnrpc.ApplicationMasterProtocolName, Token: token, MaxIdleTime: benchIdle, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/queues"
@@ -94,7 +95,7 @@ func startNoop(b *testing.B) (string, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := srv.Register(rm.ProtocolClient, ipc.Handle("getApplicationReport", svc.getApplicationReport)); err != nil {
+	if err := (yarnrpc.ApplicationClientProtocolFuncs{GetApplicationReport: svc.getApplicationReport}).Register(srv); err != nil {
 		b.Fatal(err)
 	}
 	return serveIPC(b, srv)
@@ -122,7 +123,7 @@ func dialRM(b *testing.B, addr string) []*ipc.Client {
 	var cs []*ipc.Client
 	for i := range rmConns {
 		c, err := ipc.Dial(context.Background(), addr, ipc.ClientConfig{
-			Protocol: rm.ProtocolClient, User: "bench", MaxIdleTime: benchIdle, Logger: quiet,
+			Protocol: yarnrpc.ApplicationClientProtocolName, User: "bench", MaxIdleTime: benchIdle, Logger: quiet,
 		})
 		if err != nil {
 			b.Fatalf("dial %d: %v", i, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/test/localcluster"
 )
@@ -50,7 +51,7 @@ func TestKnitRMAnswersClientsAndKeepsApplicationsAcrossARestart(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		client, err := ipc.Dial(ctx, settings.Address, ipc.ClientConfig{Protocol: rm.ProtocolClient, User: "alice"})
+		client, err := ipc.Dial(ctx, settings.Address, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: "alice"})
 		if err != nil {
 			t.Fatalf("dial %s: %v", settings.Address, err)
 		}
