@@ -6,8 +6,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -23,6 +21,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/knitdev/knit/cmd/internal/lifecycle"
 	"github.com/knitdev/knit/daemonsets/auxservice"
 	"github.com/knitdev/knit/daemonsets/localizer"
 	"github.com/knitdev/knit/daemonsets/nmrelay"
@@ -175,8 +174,8 @@ func newAuxHost(f flags, client kubernetes.Interface, services []auxservice.Serv
 	return auxservice.NewHost(auxservice.HostConfig{Client: client, NodeName: f.nodeName, Services: services, Logger: log.With("component", "auxservices")})
 }
 
-func runAuxHost(lc fx.Lifecycle, h *auxservice.Host, log *slog.Logger) {
-	background(lc, log, "auxservices", h.Run)
+func runAuxHost(run lifecycle.Runner, h *auxservice.Host) {
+	run.Background("aux services", h.Run)
 }
 
 // dirs splits a folder list, defaulting to one folder under the node root,
@@ -224,48 +223,17 @@ func newLocalizer(lc fx.Lifecycle, f flags, d nodeDirs, aux *auxservice.Host, lo
 	return l, nil
 }
 
-// background runs fn until the app stops.
-func background(lc fx.Lifecycle, log *slog.Logger, name string, fn func(context.Context) error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			go func() {
-				defer close(done)
-				if err := fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
-					log.Error("stopped", "loop", name, "err", err)
-				}
-			}()
-			return nil
-		},
-		OnStop: func(stop context.Context) error {
-			cancel()
-			select {
-			case <-done:
-				return nil
-			case <-stop.Done():
-				return stop.Err()
-			}
-		},
-	})
-}
-
-func runRelay(lc fx.Lifecycle, f flags, log *slog.Logger) error {
+func runRelay(run lifecycle.Runner, f flags) error {
 	node := net.JoinHostPort(f.address, strconv.Itoa(f.nmPort))
-	r, err := nmrelay.New(nmrelay.Config{Node: node, Upstream: f.rksAddress, Logger: log.With("component", "nmrelay")})
+	r, err := nmrelay.New(nmrelay.Config{Node: node, Upstream: f.rksAddress, Logger: run.Logger.With("component", "nmrelay")})
 	if err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", node)
-	if err != nil {
-		return fmt.Errorf("nm port: %w", err)
-	}
-	log.Info("serving", "service", "nmrelay", "address", node, "upstream", f.rksAddress)
-	background(lc, log, "nmrelay", func(ctx context.Context) error { return r.Serve(ctx, l) })
+	run.ServeContext("nm port (relayed to "+f.rksAddress+")", node, r.Serve)
 	return nil
 }
 
-func runLocalizer(lc fx.Lifecycle, f flags, client kubernetes.Interface, meta metadata.Interface, aux *auxservice.Host, l *localizer.Localizer, log *slog.Logger) error {
+func runLocalizer(run lifecycle.Runner, f flags, client kubernetes.Interface, meta metadata.Interface, aux *auxservice.Host, l *localizer.Localizer) error {
 	c, err := localizer.NewController(localizer.ControllerConfig{
 		Client:                client,
 		Metadata:              meta,
@@ -274,11 +242,11 @@ func runLocalizer(lc fx.Lifecycle, f flags, client kubernetes.Interface, meta me
 		NodeName:              f.nodeName,
 		LaunchDir:             launch.Dir(f.nodeRoot),
 		Preparer:              l,
-		Logger:                log.With("component", "localizer"),
+		Logger:                run.Logger.With("component", "localizer"),
 	})
 	if err != nil {
 		return err
 	}
-	background(lc, log, "localizer", c.Run)
+	run.Background("localizer", c.Run)
 	return nil
 }

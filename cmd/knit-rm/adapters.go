@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -51,41 +49,6 @@ func (k keyStore) Save(ctx context.Context, keys tokens.Keys) error {
 		return err
 	}
 	return k.blob.Save(ctx, data)
-}
-
-// loop runs a function in the background between fx's start and stop; the
-// function runs until its context ends.
-type loop struct {
-	log    *slog.Logger
-	fn     func(context.Context) error
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func background(log *slog.Logger, fn func(context.Context) error) *loop {
-	return &loop{log: log, fn: fn}
-}
-
-func (l *loop) start(context.Context) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	l.cancel, l.done = cancel, make(chan struct{})
-	go func() {
-		defer close(l.done)
-		if err := l.fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			l.log.Error("background loop ended", "err", err)
-		}
-	}()
-	return nil
-}
-
-func (l *loop) stop(ctx context.Context) error {
-	l.cancel()
-	select {
-	case <-l.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("background loop: %w", ctx.Err())
-	}
 }
 
 // rollKeys rolls the token master keys every interval until ctx ends; a

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
 	"os"
 	"os/user"
 	"path/filepath"
 
-	"go.uber.org/fx"
-
+	"github.com/knitdev/knit/cmd/internal/lifecycle"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/rm"
@@ -58,7 +55,8 @@ func daemonUser() string {
 // serveAdminProtocol serves ResourceManagerAdministrationProtocol (`yarn
 // rmadmin`) on yarn.resourcemanager.admin.address. Its refreshes re-read
 // the configuration folder.
-func serveAdminProtocol(lc fx.Lifecycle, r *rm.ResourceManager, settings conf.RMSettings, f flags, log *slog.Logger) error {
+func serveAdminProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, f flags) error {
+	log := run.Logger
 	admin, err := rm.NewAdminService(r, rm.AdminConfig{
 		LoadConf: func(ctx context.Context) (*hadoopconf.Configuration, error) {
 			if err := ctx.Err(); err != nil {
@@ -79,21 +77,6 @@ func serveAdminProtocol(lc fx.Lifecycle, r *rm.ResourceManager, settings conf.RM
 	if err := admin.Register(srv); err != nil {
 		return err
 	}
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			l, err := net.Listen("tcp", settings.AdminAddress)
-			if err != nil {
-				return fmt.Errorf("admin port: %w", err)
-			}
-			log.Info("serving", "protocol", "ResourceManagerAdministrationProtocol", "address", l.Addr().String())
-			go func() {
-				if err := srv.Serve(l); err != nil && !errors.Is(err, ipc.ErrServerClosed) {
-					log.Error("admin port", "err", err)
-				}
-			}()
-			return nil
-		},
-		OnStop: srv.Shutdown,
-	})
+	run.Serve(lifecycle.Endpoint{Name: "admin port (ResourceManagerAdministrationProtocol)", Address: settings.AdminAddress, Server: srv})
 	return nil
 }

@@ -6,11 +6,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"time"
@@ -23,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/knitdev/knit/cmd/internal/lifecycle"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/rgs"
@@ -158,7 +157,7 @@ func newQueues(c *hadoopconf.Configuration, settings conf.RMSettings, f flags) (
 // server outage, and past this the RM exits for its Deployment to restart it.
 const constructTimeout = 2 * time.Minute
 
-func newTokens(lc fx.Lifecycle, s *store.Store, settings conf.RMSettings, live *liveAttempts, log *slog.Logger) (*tokens.Manager, error) {
+func newTokens(run lifecycle.Runner, s *store.Store, settings conf.RMSettings, live *liveAttempts) (*tokens.Manager, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), constructTimeout)
 	defer cancel()
 	ts, err := s.ClusterTimestamp(ctx)
@@ -174,9 +173,7 @@ func newTokens(lc fx.Lifecycle, s *store.Store, settings conf.RMSettings, live *
 	if err != nil {
 		return nil, err
 	}
-	log = log.With("loop", "token-keys")
-	roll := background(log, rollKeys(log, m, time.Minute))
-	lc.Append(fx.StartStopHook(roll.start, roll.stop))
+	run.Background("token key rolling", rollKeys(run.Logger.With("loop", "token-keys"), m, time.Minute))
 	return m, nil
 }
 
@@ -201,7 +198,7 @@ func newNodes(lc fx.Lifecycle, client kubernetes.Interface, podFactory informers
 	return l
 }
 
-func newRM(lc fx.Lifecycle, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, sched *rgs.Controller, containers *rks.Service, live *liveAttempts, log *slog.Logger) (*rm.ResourceManager, error) {
+func newRM(run lifecycle.Runner, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, sched *rgs.Controller, containers *rks.Service, live *liveAttempts) (*rm.ResourceManager, error) {
 	r, err := rm.New(rm.Config{
 		Settings:  settings,
 		Queues:    q,
@@ -212,80 +209,45 @@ func newRM(lc fx.Lifecycle, settings conf.RMSettings, q *queues.Tree, tm *tokens
 		Scheduler: sched,
 		Launcher:  containers,
 		Signaler:  containers,
-		Logger:    log.With("component", "rm"),
+		Logger:    run.Logger.With("component", "rm"),
 	})
 	if err != nil {
 		return nil, err
 	}
 	live.rm.Store(r)
-	run := background(log.With("loop", "app-timeouts"), r.Run)
-	place := background(log.With("loop", "rgs"), sched.Run)
-	lc.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error {
-			if err := r.Recover(ctx); err != nil {
-				return err
-			}
-			// Pods outlive the RM: the containers they hold come back
-			// before any AM can resync.
-			running, err := sched.Start(ctx, r.SchedulerSink())
-			if err != nil {
-				return err
-			}
-			r.Recovered(ctx, running)
-			if err := place.start(ctx); err != nil {
-				return err
-			}
-			return run.start(ctx)
-		},
-		OnStop: func(ctx context.Context) error {
-			return errors.Join(run.stop(ctx), place.stop(ctx))
-		},
-	})
+	run.Lifecycle.Append(fx.StartHook(func(ctx context.Context) error {
+		if err := r.Recover(ctx); err != nil {
+			return err
+		}
+		// Pods outlive the RM: the containers they hold come back
+		// before any AM can resync.
+		running, err := sched.Start(ctx, r.SchedulerSink())
+		if err != nil {
+			return err
+		}
+		r.Recovered(ctx, running)
+		return nil
+	}))
+	// Appended after recovery, so they start once it is done.
+	run.Background("RGS", sched.Run)
+	run.Background("application timeouts", r.Run)
 	return r, nil
 }
 
-func serveClientProtocol(lc fx.Lifecycle, r *rm.ResourceManager, settings conf.RMSettings, log *slog.Logger) error {
-	srv, err := ipc.NewServer(ipc.Config{Simple: true, Logger: log.With("component", "client-rpc")})
+func serveClientProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings) error {
+	srv, err := ipc.NewServer(ipc.Config{Simple: true, Logger: run.Logger.With("component", "client-rpc")})
 	if err != nil {
 		return err
 	}
-	r.Register(srv)
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			l, err := net.Listen("tcp", settings.Address)
-			if err != nil {
-				return fmt.Errorf("client port: %w", err)
-			}
-			log.Info("serving", "protocol", "ApplicationClientProtocol", "address", l.Addr().String())
-			go func() {
-				if err := srv.Serve(l); err != nil && !errors.Is(err, ipc.ErrServerClosed) {
-					log.Error("client port", "err", err)
-				}
-			}()
-			return nil
-		},
-		OnStop: srv.Shutdown,
-	})
+	if err := r.Register(srv); err != nil {
+		return err
+	}
+	run.Serve(lifecycle.Endpoint{Name: "client port (ApplicationClientProtocol)", Address: settings.Address, Server: srv})
 	return nil
 }
 
-func serveREST(lc fx.Lifecycle, r *rm.ResourceManager, settings conf.RMSettings, log *slog.Logger) {
-	e := rmrest.New(rmrest.Config{Cluster: r.REST(), Logger: log.With("component", "rest")})
+func serveREST(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings) {
+	e := rmrest.New(rmrest.Config{Cluster: r.REST(), Logger: run.Logger.With("component", "rest")})
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			l, err := net.Listen("tcp", settings.WebappAddress)
-			if err != nil {
-				return fmt.Errorf("web port: %w", err)
-			}
-			log.Info("serving", "protocol", "REST", "address", l.Addr().String())
-			go func() {
-				if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					log.Error("web port", "err", err)
-				}
-			}()
-			return nil
-		},
-		OnStop: srv.Shutdown,
-	})
+	run.Serve(lifecycle.Endpoint{Name: "web port (REST)", Address: settings.WebappAddress, Server: srv})
 }

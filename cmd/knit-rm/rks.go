@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 
-	"go.uber.org/fx"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/knitdev/knit/cmd/internal/lifecycle"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnid"
@@ -60,7 +58,8 @@ func relayedNode(ctx context.Context) *yarnpb.NodeIdProto {
 
 // serveRKS serves ContainerManagementProtocol for knit-node's relays, with
 // NMTokens only.
-func serveRKS(lc fx.Lifecycle, svc *rks.Service, tm *tokens.Manager, f flags, log *slog.Logger) error {
+func serveRKS(run lifecycle.Runner, svc *rks.Service, tm *tokens.Manager, f flags) error {
+	log := run.Logger
 	srv, err := ipc.NewServer(ipc.Config{
 		Tokens:      tm.NMTokens().SecretLookup(relayedNode),
 		ConnContext: relay.ConnContext,
@@ -72,21 +71,6 @@ func serveRKS(lc fx.Lifecycle, svc *rks.Service, tm *tokens.Manager, f flags, lo
 	if err := svc.Register(srv); err != nil {
 		return err
 	}
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			l, err := net.Listen("tcp", f.rksAddress)
-			if err != nil {
-				return fmt.Errorf("rks port: %w", err)
-			}
-			log.Info("serving", "protocol", "ContainerManagementProtocol", "address", l.Addr().String())
-			go func() {
-				if err := srv.Serve(relay.NewListener(l)); err != nil && !errors.Is(err, ipc.ErrServerClosed) {
-					log.Error("rks port", "err", err)
-				}
-			}()
-			return nil
-		},
-		OnStop: srv.Shutdown,
-	})
+	run.Serve(lifecycle.Endpoint{Name: "RKS port (ContainerManagementProtocol)", Address: f.rksAddress, Server: srv, Wrap: func(l net.Listener) net.Listener { return relay.NewListener(l) }})
 	return nil
 }

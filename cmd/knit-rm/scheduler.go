@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 	"path"
 	"sync/atomic"
 
-	"go.uber.org/fx"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/knitdev/knit/cmd/internal/lifecycle"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -87,7 +84,8 @@ func newScheduler(f flags, client kubernetes.Interface, podFactory informers.Sha
 
 // serveAMProtocol serves ApplicationMasterProtocol on the scheduler port,
 // where AMs authenticate with their AMRMTokens only.
-func serveAMProtocol(lc fx.Lifecycle, r *rm.ResourceManager, tm *tokens.Manager, settings conf.RMSettings, log *slog.Logger) error {
+func serveAMProtocol(run lifecycle.Runner, r *rm.ResourceManager, tm *tokens.Manager, settings conf.RMSettings) error {
+	log := run.Logger
 	srv, err := ipc.NewServer(ipc.Config{Tokens: tm.AMRM().SecretLookup(), Logger: log.With("component", "scheduler-rpc")})
 	if err != nil {
 		return err
@@ -95,21 +93,6 @@ func serveAMProtocol(lc fx.Lifecycle, r *rm.ResourceManager, tm *tokens.Manager,
 	if err := r.RegisterAM(srv); err != nil {
 		return err
 	}
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			l, err := net.Listen("tcp", settings.SchedulerAddress)
-			if err != nil {
-				return fmt.Errorf("scheduler port: %w", err)
-			}
-			log.Info("serving", "protocol", "ApplicationMasterProtocol", "address", l.Addr().String())
-			go func() {
-				if err := srv.Serve(l); err != nil && !errors.Is(err, ipc.ErrServerClosed) {
-					log.Error("scheduler port", "err", err)
-				}
-			}()
-			return nil
-		},
-		OnStop: srv.Shutdown,
-	})
+	run.Serve(lifecycle.Endpoint{Name: "scheduler port (ApplicationMasterProtocol)", Address: settings.SchedulerAddress, Server: srv})
 	return nil
 }
