@@ -285,6 +285,14 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 		}
 	}
 	slices.Sort(hosts)
+	// The NM port is the one the local cluster picked: YARN's 8041 where
+	// free, another where something (a cluster from make local) holds it.
+	var clusterNodes yarnpb.GetClusterNodesResponseProto
+	clientCall("getClusterNodes", &yarnpb.GetClusterNodesRequestProto{}, &clusterNodes)
+	nmPort := map[string]int32{}
+	for _, r := range clusterNodes.GetNodeReports() {
+		nmPort[r.GetNodeId().GetHost()] = r.GetNodeId().GetPort()
+	}
 
 	// Two anywhere at priority 1; one on the second node only at priority 2
 	// (10 MB, normalised up to the minimum allocation).
@@ -310,7 +318,7 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 		if mem, _ := yarnpb.MemoryAndVcores(ctr.GetResource()); mem != 1024 {
 			t.Errorf("%s: %d MB, want the normalised 1024", id, mem)
 		}
-		if ctr.GetContainerToken() == nil || ctr.GetNodeId().GetPort() != 8041 || hostOf[ctr.GetNodeId().GetHost()] == "" {
+		if ctr.GetContainerToken() == nil || ctr.GetNodeId().GetPort() == 0 || ctr.GetNodeId().GetPort() != nmPort[ctr.GetNodeId().GetHost()] || hostOf[ctr.GetNodeId().GetHost()] == "" {
 			t.Errorf("%s: node %v token %v", id, ctr.GetNodeId(), ctr.GetContainerToken() != nil)
 		}
 		if ctr.GetPriority().GetPriority() == 2 && ctr.GetNodeId().GetHost() != hosts[1] {
