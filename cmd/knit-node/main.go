@@ -6,6 +6,8 @@
 package main
 
 import (
+	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -51,6 +53,9 @@ type flags struct {
 	// appsNamespace is where the RM keeps its YarnApplications (knit-rm's
 	// --namespace).
 	appsNamespace string
+	// shuffleCert and shuffleKey are the PEM key pair the shuffle serves
+	// HTTPS with when mapreduce.shuffle.ssl.enabled is set.
+	shuffleCert, shuffleKey string
 }
 
 func main() {
@@ -70,6 +75,8 @@ func main() {
 	flag.IntVar(&f.shuffle, "shuffle-port", 13562, "mapreduce.shuffle.port: where the MapReduce shuffle listens on the node's address; overrides the Hadoop configuration's")
 	flag.StringVar(&f.auxServices, "aux-services", launch.ShuffleService, "yarn.nodemanager.aux-services: the aux services to run, comma separated (mapreduce_shuffle); empty for none")
 	flag.StringVar(&f.appsNamespace, "applications-namespace", "knit", "namespace of the RM's YarnApplications (knit-rm's --namespace), watched to end applications on the node")
+	flag.StringVar(&f.shuffleCert, "shuffle-tls-cert", "", "PEM certificate (chain) of the shuffle's HTTPS, used when mapreduce.shuffle.ssl.enabled is true")
+	flag.StringVar(&f.shuffleKey, "shuffle-tls-key", "", "PEM private key of --shuffle-tls-cert")
 	flag.Parse()
 
 	app := fx.New(
@@ -152,6 +159,16 @@ func newAuxServices(lc fx.Lifecycle, f flags, d nodeDirs, conf *hadoopconf.Confi
 			})
 			if err != nil {
 				return nil, err
+			}
+			if cfg.SSLEnabled {
+				if f.shuffleCert == "" || f.shuffleKey == "" {
+					return nil, errors.New("mapreduce.shuffle.ssl.enabled is true: --shuffle-tls-cert and --shuffle-tls-key are required")
+				}
+				pair, err := tls.LoadX509KeyPair(f.shuffleCert, f.shuffleKey)
+				if err != nil {
+					return nil, fmt.Errorf("shuffle TLS: %w", err)
+				}
+				cfg.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 			}
 			cfg.Address = net.JoinHostPort(f.address, strconv.Itoa(f.shuffle))
 			cfg.LocalDirs = d.local
