@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -19,10 +18,8 @@ import (
 	// Registering Knit's definitions is the point of these imports.
 	_ "github.com/knitdev/knit/protocols/commonpb"
 	_ "github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/test/recordings"
 )
-
-// oracleFile is Hadoop 3.4.1's own schema, compiled from its .proto files.
-var oracleFile = filepath.Join("..", "..", "shared", "testdata", "hadoop-schema", "hadoop-3.4.1.protoset")
 
 // hadoopPackages maps each of Knit's proto packages to the Hadoop package it
 // mirrors. Knit's carry a prefix so that they do not collide with Hadoop's
@@ -50,10 +47,8 @@ var deliberateOmissions = map[protoreflect.FullName]string{}
 
 func loadOracle(t *testing.T) *protoregistry.Files {
 	t.Helper()
-	raw, err := os.ReadFile(oracleFile)
-	if os.IsNotExist(err) {
-		t.Skipf("schema oracle not found at %s (../shared is not beside this checkout)", oracleFile)
-	}
+	// Hadoop 3.4.1's own schema, compiled from its .proto files.
+	raw, err := os.ReadFile(recordings.Path(t, "hadoop-schema", "hadoop-3.4.1.protoset"))
 	if err != nil {
 		t.Fatalf("read oracle: %v", err)
 	}

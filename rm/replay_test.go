@@ -15,14 +15,16 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/commonpb"
+	"github.com/knitdev/knit/test/recordings"
 )
 
 // Recorded Java client streams on the client port, all without SASL
 // (authProtocol NONE), so their bytes can be sent to the RM unchanged.
-var clientRecordings = []string{
-	"../../shared/testdata/hadoop-wire/yarn-client/1-8032",
-	"../../shared/testdata/hadoop-wire-real/yarn-client/1-8032",
-	"../../shared/testdata/hadoop-wire-real/ds-client/1-8032",
+// Each is a folder under ../shared/testdata and a recording's name in it.
+var clientRecordings = [][2]string{
+	{"hadoop-wire/yarn-client", "1-8032"},
+	{"hadoop-wire-real/yarn-client", "1-8032"},
+	{"hadoop-wire-real/ds-client", "1-8032"},
 }
 
 // splitFrames cuts a stream into 4-byte length-prefixed frames (bodies only).
@@ -69,11 +71,9 @@ func kindOf(body []byte) (uint32, answerKind, error) {
 // success where the recorded RM answered one, or the same exception class.
 func TestRecordedClientsGetAnswersOfTheRecordedKind(t *testing.T) {
 	for _, rec := range clientRecordings {
-		t.Run(filepath.Base(filepath.Dir(filepath.Dir(rec)))+"/"+filepath.Base(filepath.Dir(rec)), func(t *testing.T) {
+		t.Run(rec[0], func(t *testing.T) {
+			rec := filepath.Join(recordings.Path(t, rec[0]), rec[1])
 			c2s, err := os.ReadFile(rec + "-c2s.bin")
-			if os.IsNotExist(err) {
-				t.Skip("recording not found: ../shared is not beside this checkout")
-			}
 			if err != nil {
 				t.Fatal(err)
 			}

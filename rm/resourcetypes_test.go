@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/test/recordings"
 )
 
 func TestResourceTypeInfoAnswersWhatARealRMAnswers(t *testing.T) {
@@ -33,10 +34,7 @@ func TestResourceTypeInfoAnswersWhatARealRMAnswers(t *testing.T) {
 }
 
 func TestResourceTypeInfoBytesEqualTheRealRMsAnswer(t *testing.T) {
-	s2c, err := os.ReadFile("../../shared/testdata/hadoop-wire-real/ds-client/1-8032-s2c.bin")
-	if os.IsNotExist(err) {
-		t.Skip("recordings not found: ../shared is not beside this checkout")
-	}
+	s2c, err := os.ReadFile(recordings.Path(t, "hadoop-wire-real", "ds-client", "1-8032-s2c.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/rest"
+	"github.com/knitdev/knit/test/recordings"
 )
 
 // restServer mounts the REST API on the env's RM, as the RM binary does, so
@@ -257,9 +258,9 @@ func firstLeaf(t *testing.T, info json.RawMessage) json.RawMessage {
 }
 
 func TestRESTSchedulerHasHadoopsShape(t *testing.T) {
-	fixture, err := os.ReadFile("/work/shared/testdata/hadoop-rest/cluster_scheduler.json")
+	fixture, err := os.ReadFile(recordings.Path(t, "hadoop-rest", "cluster_scheduler.json"))
 	if err != nil {
-		t.Skipf("Hadoop fixture not available: %v", err)
+		t.Fatalf("Hadoop fixture: %v", err)
 	}
 	var want schedulerDoc
 	if err := json.Unmarshal(fixture, &want); err != nil {

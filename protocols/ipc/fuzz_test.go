@@ -29,6 +29,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/test/recordings"
 )
 
 // fuzzDeadline bounds anything a fuzz iteration waits for. Nothing should
@@ -36,13 +37,13 @@ import (
 const fuzzDeadline = 5 * time.Second
 
 // recordedStreams returns every recorded stream of one direction ("c2s" or
-// "s2c") under both recording folders, by file name; none when shared/ is
-// not beside this checkout.
+// "s2c") under both recording folders, by file name. Without ../shared the
+// target skips (fails under CI), as the replay tests do.
 func recordedStreams(f *testing.F, direction string) map[string][]byte {
 	f.Helper()
 	streams := map[string][]byte{}
 	for _, dir := range []string{replayWireDir, replayWireRealDir} {
-		files, err := filepath.Glob(filepath.Join(dir, "*", "*-"+direction+".bin"))
+		files, err := filepath.Glob(filepath.Join(recordings.Path(f, dir), "*", "*-"+direction+".bin"))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -146,12 +147,12 @@ type fuzzSecrets struct {
 	realID, realPW []byte
 }
 
-func loadFuzzSecrets() fuzzSecrets {
+func loadFuzzSecrets(f *testing.F) fuzzSecrets {
 	// The real AMRMToken of ../shared/testdata/hadoop-wire-real/ds-am/container_tokens.
 	realID, _ := hex.DecodeString("0a0d0a09080210cffdbe91a034100110928895be02")
 	realPW, _ := hex.DecodeString("28dc66180ae392d239488c4b8604adfa2ddf9198")
 	s := fuzzSecrets{realID: realID, realPW: realPW, amrmKey: []byte("none"), nmKey: []byte("none")}
-	if b, err := os.ReadFile(replayWireDir + "/keys.json"); err == nil {
+	if b, err := os.ReadFile(recordings.Path(f, replayWireDir, "keys.json")); err == nil {
 		var k recordedKeys
 		if json.Unmarshal(b, &k) == nil {
 			s.amrmKey, _ = hex.DecodeString(k.AMRMToken.KeyHex)
@@ -283,7 +284,7 @@ func FuzzServerConnection(f *testing.F) {
 	for _, b := range handMadeClientStreams() {
 		f.Add(b)
 	}
-	secrets := loadFuzzSecrets()
+	secrets := loadFuzzSecrets(f)
 	discard := slog.New(slog.DiscardHandler)
 
 	f.Fuzz(func(t *testing.T, in []byte) {

@@ -35,11 +35,13 @@ import (
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/test/recordings"
 )
 
 const (
-	replayWireDir     = "../../../shared/testdata/hadoop-wire"
-	replayWireRealDir = "../../../shared/testdata/hadoop-wire-real"
+	// The recording folders under ../shared/testdata (test/recordings).
+	replayWireDir     = "hadoop-wire"
+	replayWireRealDir = "hadoop-wire-real"
 
 	replayClientProtocol    = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
 	replayMasterProtocol    = "org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB"
@@ -55,14 +57,12 @@ const (
 	replayTimeout = 10 * time.Second
 )
 
-// readRecording returns a file of the shared recordings, skipping the test
+// readRecording returns a file of the shared recordings (path is under
+// ../shared/testdata); recordings.Path skips the test, or fails it under CI,
 // when the shared folder is not beside this checkout.
 func readRecording(t testing.TB, path string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		t.Skipf("recording %s not found: ../shared/testdata is not beside this checkout", path)
-	}
+	b, err := os.ReadFile(recordings.Path(t, path))
 	if err != nil {
 		t.Fatalf("read recording: %v", err)
 	}
@@ -723,7 +723,7 @@ func TestReplayYarnClientsWithoutSASL(t *testing.T) {
 		replayWireRealDir + "/yarn-client",
 		replayWireRealDir + "/ds-client",
 	} {
-		t.Run(strings.TrimPrefix(dir, "../../../shared/testdata/"), func(t *testing.T) {
+		t.Run(dir, func(t *testing.T) {
 			runReplay(t, replaySpec{
 				c2s:      readRecording(t, dir+"/1-8032-c2s.bin"),
 				s2c:      readRecording(t, dir+"/1-8032-s2c.bin"),

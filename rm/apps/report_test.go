@@ -13,18 +13,14 @@ import (
 
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/test/recordings"
 )
-
-const realRM = "../../../shared/testdata/hadoop-wire-real/"
 
 // recorded reads one message from a decoded recording of a real Hadoop 3.4.1
 // RM: the first "<name> {" block after the line containing marker.
 func recorded(t *testing.T, dir, marker, name string, into proto.Message) {
 	t.Helper()
-	f, err := os.Open(realRM + dir + "/decoded.txt")
-	if os.IsNotExist(err) {
-		t.Skip("recordings not found: ../shared is not beside this checkout")
-	}
+	f, err := os.Open(recordings.Path(t, "hadoop-wire-real", dir, "decoded.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

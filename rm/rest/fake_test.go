@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,17 +12,16 @@ import (
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/apps"
+	"github.com/knitdev/knit/test/recordings"
 )
-
-const fixtures = "../../../shared/testdata/hadoop-rest"
 
 const clusterTS = 1795333013199
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(fixtures, name))
+	b, err := os.ReadFile(recordings.Path(t, "hadoop-rest", name))
 	if err != nil {
-		t.Skipf("fixture: %v", err)
+		t.Fatalf("fixture: %v", err)
 	}
 	return b
 }

@@ -27,9 +27,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// shared is ../shared beside this checkout.
-var shared = filepath.Join("..", "..", "..", "shared")
-
 // t0 is the start of every scripted scenario.
 var t0 = time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
 
@@ -184,7 +181,7 @@ func decodedTokens(t *testing.T, path string) []recordedToken {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
-		t.Skipf("recording not found (../shared is not beside this checkout): %v", err)
+		t.Fatalf("recording: %v", err)
 	}
 	defer f.Close()
 	var out []recordedToken
@@ -274,7 +271,7 @@ func credentialsToken(t *testing.T, path string) token.Token {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		t.Skipf("recording not found (../shared is not beside this checkout): %v", err)
+		t.Fatalf("recording: %v", err)
 	}
 	creds, err := token.ParseCredentials(b)
 	if err != nil {

@@ -18,13 +18,20 @@ import (
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/test/recordings"
 )
 
-var (
-	scriptedDir = filepath.Join(shared, "testdata", "hadoop-wire")
-	realDir     = filepath.Join(shared, "testdata", "hadoop-wire-real")
-	ellyFile    = filepath.Join(shared, "docs", "fixtures", "container_tokens.elly.bin")
-)
+// scriptedDir holds the scripted responder's recordings and realDir a real
+// 3.4.1 RM's; test/recordings skips the test without ../shared and fails
+// it under CI.
+func scriptedDir(t testing.TB) string { return recordings.Path(t, "hadoop-wire") }
+
+func realDir(t testing.TB) string { return recordings.Path(t, "hadoop-wire-real") }
+
+// ellyFile is the Elly.jl fixture's real AMRMToken.
+func ellyFile(t testing.TB) string {
+	return recordings.Docs(t, "fixtures", "container_tokens.elly.bin")
+}
 
 // recordedKeys are the master keys of hadoop-wire/keys.json, the ones the
 // scripted responder signed its tokens with.
@@ -42,9 +49,9 @@ type keyJSON struct {
 
 func loadRecordedKeys(t *testing.T) (recordedKeys, map[string]*MasterKey) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(scriptedDir, "keys.json"))
+	b, err := os.ReadFile(filepath.Join(scriptedDir(t), "keys.json"))
 	if err != nil {
-		t.Skipf("recording not found (../shared is not beside this checkout): %v", err)
+		t.Fatalf("recording: %v", err)
 	}
 	var raw struct {
 		ClusterTimestamp int64   `json:"cluster_timestamp"`
@@ -66,14 +73,14 @@ func loadRecordedKeys(t *testing.T) (recordedKeys, map[string]*MasterKey) {
 func allRecordedTokens(t *testing.T) []recordedToken {
 	t.Helper()
 	var out []recordedToken
-	for _, dir := range []string{scriptedDir, realDir} {
+	for _, dir := range []string{scriptedDir(t), realDir(t)} {
 		out = append(out, decodedTokens(t, filepath.Join(dir, "ds-am", "decoded.txt"))...)
 		out = append(out, recordedToken{
 			where: filepath.Base(dir) + "/ds-am/container_tokens",
 			tok:   credentialsToken(t, filepath.Join(dir, "ds-am", "container_tokens")),
 		})
 	}
-	out = append(out, recordedToken{where: "container_tokens.elly.bin", tok: credentialsToken(t, ellyFile)})
+	out = append(out, recordedToken{where: "container_tokens.elly.bin", tok: credentialsToken(t, ellyFile(t))})
 	return out
 }
 
@@ -228,8 +235,8 @@ func splitHostPort(t *testing.T, addr string) (string, int32) {
 // successfully (its SASL exchanges and container starts went through).
 func TestRecordedPasswordsRecompute(t *testing.T) {
 	rk, keys := loadRecordedKeys(t)
-	toks := decodedTokens(t, filepath.Join(scriptedDir, "ds-am", "decoded.txt"))
-	toks = append(toks, recordedToken{where: "container_tokens", tok: credentialsToken(t, filepath.Join(scriptedDir, "ds-am", "container_tokens"))})
+	toks := decodedTokens(t, filepath.Join(scriptedDir(t), "ds-am", "decoded.txt"))
+	toks = append(toks, recordedToken{where: "container_tokens", tok: credentialsToken(t, filepath.Join(scriptedDir(t), "ds-am", "container_tokens"))})
 	if len(toks) != 4 {
 		t.Fatalf("%d scripted tokens, want 4 (2 container, 1 NM, 1 AMRM)", len(toks))
 	}

@@ -17,11 +17,23 @@ import (
 // the checkout is.
 func Path(t testing.TB, elem ...string) string {
 	t.Helper()
+	return shared(t, append([]string{"testdata"}, elem...)...)
+}
+
+// Docs returns the file at elem under ../shared/docs (the fixtures the
+// design notes cite), failing or skipping as Path does.
+func Docs(t testing.TB, elem ...string) string {
+	t.Helper()
+	return shared(t, append([]string{"docs"}, elem...)...)
+}
+
+func shared(t testing.TB, elem ...string) string {
+	t.Helper()
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatalf("recordings: %v", err)
 	}
-	p := filepath.Join(append([]string{root, "..", "shared", "testdata"}, elem...)...)
+	p := filepath.Join(append([]string{root, "..", "shared"}, elem...)...)
 	if _, err := os.Stat(p); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("recording %s is missing under CI: ../shared must be beside the checkout (%v)", filepath.Join(elem...), err)
