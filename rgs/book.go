@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/scheduling"
 )
 
 // anyName is ResourceRequest.ANY: the ask's total, wherever it lands.
@@ -81,7 +82,7 @@ func (k askKey) hash() string {
 // outstanding asks as the AM last stated them (less what was allocated
 // since), its blacklist, and its pending pods.
 type book struct {
-	spec AttemptSpec
+	spec scheduling.AttemptSpec
 	// table holds the latest ask per key; hashes and byHash name each key
 	// in pod labels both ways, so a bound pod finds its ask at once.
 	table  map[askKey]*yarnpb.ResourceRequestProto
@@ -104,7 +105,7 @@ type pendingPod struct {
 	order           uint64
 }
 
-func newBook(spec AttemptSpec) *book {
+func newBook(spec scheduling.AttemptSpec) *book {
 	return &book{
 		spec:      spec,
 		table:     map[askKey]*yarnpb.ResourceRequestProto{},

@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/scheduling"
 )
 
 func req(priority int32, name string, n int32, relax bool) *yarnpb.ResourceRequestProto {
@@ -48,7 +49,7 @@ func TestDesiredSpreadsAGroupsTotalOverHostsRacksAndAnywhere(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := newBook(AttemptSpec{})
+			b := newBook(scheduling.AttemptSpec{})
 			b.update(tt.asks)
 			got := counts(b)
 			if len(got) != len(tt.want) {
@@ -64,7 +65,7 @@ func TestDesiredSpreadsAGroupsTotalOverHostsRacksAndAnywhere(t *testing.T) {
 }
 
 func TestStrictLocalityComesFromTheAnyAsk(t *testing.T) {
-	b := newBook(AttemptSpec{})
+	b := newBook(scheduling.AttemptSpec{})
 	b.update([]*yarnpb.ResourceRequestProto{req(1, "h1", 1, true), req(1, "*", 1, false)})
 	if n := len(b.desired()); n != 1 {
 		t.Fatalf("%d keys desired, want the one host pod", n)
@@ -77,7 +78,7 @@ func TestStrictLocalityComesFromTheAnyAsk(t *testing.T) {
 }
 
 func TestAsksAreAbsoluteAndAllocationsLowerThem(t *testing.T) {
-	b := newBook(AttemptSpec{})
+	b := newBook(scheduling.AttemptSpec{})
 	b.update([]*yarnpb.ResourceRequestProto{req(1, "h1", 2, true), req(1, "*", 3, true)})
 	b.update([]*yarnpb.ResourceRequestProto{req(1, "*", 4, true)}) // a new total replaces the old
 	total := keyOf(req(1, "*", 0, true))

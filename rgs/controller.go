@@ -31,55 +31,8 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rks/launch"
+	"github.com/knitdev/knit/scheduling"
 )
-
-// AttemptSpec says whose asks a book holds and how their pods look.
-type AttemptSpec struct {
-	Attempt yarnid.AttemptID
-	// Role is launch.RoleAM for the AM container's ask, launch.RoleTask for the AM's asks.
-	Role  string
-	Queue string
-	User  string
-	// NodeLabel is the application's node label expression, used by asks
-	// that carry none.
-	NodeLabel string
-	Mapping   Mapping
-}
-
-// Allocation is a container RGS made from a bound pod.
-type Allocation struct {
-	Role      string
-	Container *yarnpb.ContainerProto
-	// Pod is the container's pod; its labels carry the container id.
-	Pod *corev1.Pod
-}
-
-// Completion is a container whose pod ended or went away.
-type Completion struct {
-	Container   yarnid.ContainerID
-	ExitStatus  int32
-	Diagnostics string
-	// Preempted is set when Kubernetes evicted or preempted the pod.
-	Preempted bool
-	// Vanished is set when the pod was deleted before it ended: by RGS
-	// (a release, a stop) or by someone else.
-	Vanished bool
-}
-
-// Sink is told what happens to pods; the ResourceManager implements it.
-// Calls come from RGS's workers, one at a time per pod.
-type Sink interface {
-	// Allocated hands over a new container. An error makes RGS delete the
-	// pod: nobody will use it.
-	Allocated(ctx context.Context, a Allocation) error
-	// Completed reports a container whose pod ended, once.
-	Completed(ctx context.Context, c Completion)
-	// Preempting warns that Kubernetes is about to take a container back
-	// (the pod has a DisruptionTarget condition and still runs).
-	Preempting(ctx context.Context, id yarnid.ContainerID)
-	// Updated reports how an increase ended, once.
-	Updated(ctx context.Context, r UpdateResult)
-}
 
 // Signer signs the ContainerToken of a new container.
 type Signer interface {
@@ -122,8 +75,10 @@ type Config struct {
 // as client-go's ReplicaSet controller keeps pods at a count: informer,
 // work queues, idempotent syncs.
 type Controller struct {
-	cfg     Config
-	sink    Sink
+	cfg  Config
+	sink scheduling.Sink
+	// mapping is the Kubernetes side of a queue, given at Start.
+	mapping func(queue string) Mapping
 	log     *slog.Logger
 	pods    corelisters.PodLister
 	synced  cache.InformerSynced
@@ -135,7 +90,7 @@ type Controller struct {
 	bookQueue workqueue.TypedRateLimitingInterface[bookKey]
 	// goneQueue carries the ends of deleted pods out of the informer's
 	// handler, which must not wait on the Sink.
-	goneQueue workqueue.TypedInterface[Completion]
+	goneQueue workqueue.TypedInterface[scheduling.Completion]
 
 	mu    sync.Mutex
 	books map[bookKey]*book
@@ -192,7 +147,7 @@ func New(cfg Config) (*Controller, error) {
 		bookQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[bookKey](),
 			workqueue.TypedRateLimitingQueueConfig[bookKey]{Name: "rgs-asks"}),
-		goneQueue:  workqueue.NewTyped[Completion](),
+		goneQueue:  workqueue.NewTyped[scheduling.Completion](),
 		books:      map[bookKey]*book{},
 		seq:        map[yarnid.AttemptID]int64{},
 		containers: map[yarnid.ContainerID]types.NamespacedName{},
@@ -246,9 +201,10 @@ func podOf(obj any) (*corev1.Pod, bool) {
 // and container sequences from the pods that exist: after a restart, the
 // pending pods are kept for the AM's resync and the running containers are
 // returned, for the RM to recover. Everything that happens to pods from then
-// on goes to sink.
-func (c *Controller) Start(ctx context.Context, sink Sink) ([]Allocation, error) {
-	c.sink = sink
+// on goes to sink. mapping gives the Kubernetes side of a queue (namespace,
+// scheduler, pod template) at the time a pod is built.
+func (c *Controller) Start(ctx context.Context, sink scheduling.Sink, mapping func(queue string) Mapping) ([]scheduling.Allocation, error) {
+	c.sink, c.mapping = sink, mapping
 	// The informer lives as long as the controller, not as long as ctx,
 	// which bounds only the start-up.
 	c.factory.Start(c.stop)
@@ -261,7 +217,7 @@ func (c *Controller) Start(ctx context.Context, sink Sink) ([]Allocation, error)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var running []Allocation
+	var running []scheduling.Allocation
 	for _, p := range pods {
 		attempt, role, ok := attemptOf(p)
 		if !ok {
@@ -272,7 +228,7 @@ func (c *Controller) Start(ctx context.Context, sink Sink) ([]Allocation, error)
 			c.byPod[p.UID] = id
 			c.seq[attempt] = max(c.seq[attempt], id.Sequence)
 			if cp, err := c.containerProto(p, id); err == nil {
-				running = append(running, Allocation{Role: role, Container: cp, Pod: p})
+				running = append(running, scheduling.Allocation{Role: role, Container: cp, Created: p.CreationTimestamp.Time})
 			}
 			continue
 		}
@@ -282,7 +238,7 @@ func (c *Controller) Start(ctx context.Context, sink Sink) ([]Allocation, error)
 		k := bookKey{attempt, role}
 		b := c.books[k]
 		if b == nil {
-			b = newBook(AttemptSpec{Attempt: attempt, Role: role})
+			b = newBook(scheduling.AttemptSpec{Attempt: attempt, Role: role})
 			c.books[k] = b
 		}
 		b.created++
@@ -330,7 +286,7 @@ func (c *Controller) Run(ctx context.Context) error {
 
 // Ask records the AM's asks (absolute totals per key, as allocate carries
 // them) and reconciles the pending pods to them in the background.
-func (c *Controller) Ask(spec AttemptSpec, asks []*yarnpb.ResourceRequestProto) {
+func (c *Controller) Ask(spec scheduling.AttemptSpec, asks []*yarnpb.ResourceRequestProto) {
 	k := bookKey{spec.Attempt, spec.Role}
 	c.mu.Lock()
 	b := c.books[k]
@@ -345,7 +301,7 @@ func (c *Controller) Ask(spec AttemptSpec, asks []*yarnpb.ResourceRequestProto) 
 }
 
 // Blacklist adds and removes hosts the attempt's new pods must avoid.
-func (c *Controller) Blacklist(spec AttemptSpec, add, remove []string) {
+func (c *Controller) Blacklist(spec scheduling.AttemptSpec, add, remove []string) {
 	if len(add) == 0 && len(remove) == 0 {
 		return
 	}
@@ -640,7 +596,7 @@ func (c *Controller) buildPod(b *book, w want) (*corev1.Pod, error) {
 		Ask:       w.ask,
 		Strict:    w.strict,
 		Resources: c.cfg.Resources,
-		Mapping:   s.Mapping,
+		Mapping:   c.mapping(s.Queue),
 		Launcher:  c.cfg.Launcher,
 		AskHash:   w.hash,
 	}
@@ -712,7 +668,7 @@ func (c *Controller) syncPod(ctx context.Context, nn types.NamespacedName) error
 		return c.allocate(ctx, p, attempt, role)
 	}
 	if done, exit, diag, preempted := ended(p); done {
-		c.complete(ctx, Completion{Container: id, ExitStatus: exit, Diagnostics: diag, Preempted: preempted})
+		c.complete(ctx, scheduling.Completion{Container: id, ExitStatus: exit, Diagnostics: diag, Preempted: preempted})
 		return nil
 	}
 	if err := c.syncIncrease(ctx, p, id); err != nil {
@@ -770,7 +726,7 @@ func (c *Controller) allocate(ctx context.Context, p *corev1.Pod, attempt yarnid
 	c.mu.Unlock()
 	cp, err := c.containerProto(pod, id)
 	if err == nil {
-		err = c.sink.Allocated(ctx, Allocation{Role: role, Container: cp, Pod: pod})
+		err = c.sink.Allocated(ctx, scheduling.Allocation{Role: role, Container: cp, Created: pod.CreationTimestamp.Time})
 	}
 	if err != nil {
 		c.log.InfoContext(ctx, "allocated container not taken, deleting its pod", "container", id.String(), "err", err)
@@ -937,7 +893,7 @@ const (
 )
 
 // complete reports a container's end to the Sink once.
-func (c *Controller) complete(ctx context.Context, done Completion) {
+func (c *Controller) complete(ctx context.Context, done scheduling.Completion) {
 	c.mu.Lock()
 	first := !c.reported[done.Container]
 	c.reported[done.Container] = true
@@ -975,7 +931,7 @@ func (c *Controller) podGone(p *corev1.Pod) {
 		return
 	}
 	if done, exit, diag, preempted := ended(p); done {
-		c.goneQueue.Add(Completion{Container: id, ExitStatus: exit, Diagnostics: diag, Preempted: preempted})
+		c.goneQueue.Add(scheduling.Completion{Container: id, ExitStatus: exit, Diagnostics: diag, Preempted: preempted})
 		return
 	}
 	preempted := disrupted(p) || p.Status.Reason == "Evicted"
@@ -986,5 +942,5 @@ func (c *Controller) podGone(p *corev1.Pod) {
 	if preempted {
 		exit, diag = ExitPreempted, preemptedDiagnostics(p)
 	}
-	c.goneQueue.Add(Completion{Container: id, ExitStatus: exit, Diagnostics: diag, Preempted: preempted, Vanished: true})
+	c.goneQueue.Add(scheduling.Completion{Container: id, ExitStatus: exit, Diagnostics: diag, Preempted: preempted, Vanished: true})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rks/launch"
+	"github.com/knitdev/knit/scheduling"
 )
 
 // Update reasons, as YARN's UpdateContainerError carries them.
@@ -27,35 +28,6 @@ const (
 	// cannot hold the container at the size asked.
 	ReasonOutsideRange = "RESOURCE_OUTSIDE_ALLOWED_RANGE"
 )
-
-// Current is what the RM checks an update against.
-type Current struct {
-	Version       int32
-	Resource      *yarnpb.ResourceProto
-	ExecutionType yarnpb.ExecutionTypeProto
-	// Increasing is set while an increase is outstanding.
-	Increasing bool
-}
-
-// Update is a granted change to a running container.
-type Update struct {
-	Container yarnid.ContainerID
-	Type      yarnpb.ContainerUpdateTypeProto
-	// Capability is the target of an increase or decrease, normalised.
-	Capability *yarnpb.ResourceProto
-	// ExecutionType is the target of a promotion or demotion.
-	ExecutionType yarnpb.ExecutionTypeProto
-}
-
-// UpdateResult is the end of an increase, told to the Sink: the updated
-// container, or why the node could not take it.
-type UpdateResult struct {
-	Container yarnid.ContainerID
-	// Updated is the container at its new version, with a new token.
-	Updated *yarnpb.ContainerProto
-	// Reason is set instead when the increase failed.
-	Reason string
-}
 
 // cachedPod is an allocated container's pod, from the informer's cache.
 func (c *Controller) cachedPod(id yarnid.ContainerID) (types.NamespacedName, *corev1.Pod, error) {
@@ -74,16 +46,16 @@ func (c *Controller) cachedPod(id yarnid.ContainerID) (types.NamespacedName, *co
 
 // CurrentContainer reads an allocated, unfinished container's version,
 // resources and execution type from its pod.
-func (c *Controller) CurrentContainer(id yarnid.ContainerID) (Current, bool) {
+func (c *Controller) CurrentContainer(id yarnid.ContainerID) (scheduling.Current, bool) {
 	p, ok := c.ContainerPod(id)
 	if !ok || p.DeletionTimestamp != nil {
-		return Current{}, false
+		return scheduling.Current{}, false
 	}
 	if done, _, _, _ := ended(p); done {
-		return Current{}, false
+		return scheduling.Current{}, false
 	}
 	_, increasing := p.Annotations[launch.AnnotationIncreaseFrom]
-	return Current{
+	return scheduling.Current{
 		Version:       intAnnotation(p, launch.AnnotationVersion),
 		Resource:      resourceOf(p, c.cfg.Resources),
 		ExecutionType: executionTypeOf(p),
@@ -95,7 +67,7 @@ func (c *Controller) CurrentContainer(id yarnid.ContainerID) (Current, bool) {
 // type change take effect at once and return the container at its next
 // version; an increase asks the node to resize the pod and returns nil: the
 // result reaches the Sink's Updated once the node took it or could not.
-func (c *Controller) UpdateContainer(ctx context.Context, u Update) (*yarnpb.ContainerProto, error) {
+func (c *Controller) UpdateContainer(ctx context.Context, u scheduling.Update) (*yarnpb.ContainerProto, error) {
 	nn, p, err := c.cachedPod(u.Container)
 	if err != nil {
 		return nil, fmt.Errorf("rgs: update: %w", err)
@@ -180,7 +152,7 @@ func (c *Controller) syncIncrease(ctx context.Context, p *corev1.Pod, id yarnid.
 		if _, err := c.patchAnnotations(ctx, nn, map[string]*string{launch.AnnotationIncreaseFrom: nil}); err != nil {
 			return fmt.Errorf("rgs: undo increase of %s: %w", id, err)
 		}
-		c.sink.Updated(ctx, UpdateResult{Container: id, Reason: ReasonOutsideRange})
+		c.sink.Updated(ctx, scheduling.UpdateResult{Container: id, Reason: ReasonOutsideRange})
 		return nil
 	}
 	next := strconv.Itoa(int(intAnnotation(p, launch.AnnotationVersion)) + 1)
@@ -192,7 +164,7 @@ func (c *Controller) syncIncrease(ctx context.Context, p *corev1.Pod, id yarnid.
 	if err != nil {
 		return err
 	}
-	c.sink.Updated(ctx, UpdateResult{Container: id, Updated: cp})
+	c.sink.Updated(ctx, scheduling.UpdateResult{Container: id, Updated: cp})
 	return nil
 }
 

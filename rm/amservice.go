@@ -18,6 +18,7 @@ import (
 	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rm/apps"
+	"github.com/knitdev/knit/scheduling"
 )
 
 // ApplicationMasterService's messages. Its exception classes
@@ -44,9 +45,9 @@ const clusterViewRefresh = time.Second
 // asks into pending pods and bound pods into containers.
 type Scheduler interface {
 	// Ask records an attempt's asks, absolute totals per key.
-	Ask(spec rgs.AttemptSpec, asks []*yarnpb.ResourceRequestProto)
+	Ask(spec scheduling.AttemptSpec, asks []*yarnpb.ResourceRequestProto)
 	// Blacklist changes the hosts the attempt's new pods avoid.
-	Blacklist(spec rgs.AttemptSpec, add, remove []string)
+	Blacklist(spec scheduling.AttemptSpec, add, remove []string)
 	// ForgetAttempt drops the attempt's asks and pending pods.
 	ForgetAttempt(ctx context.Context, attempt yarnid.AttemptID) error
 	// DeleteContainer removes a container's pod.
@@ -55,10 +56,10 @@ type Scheduler interface {
 	RemoveApplication(ctx context.Context, app yarnid.ApplicationID) error
 	// CurrentContainer reads a running container's version, size and
 	// execution type.
-	CurrentContainer(id yarnid.ContainerID) (rgs.Current, bool)
+	CurrentContainer(id yarnid.ContainerID) (scheduling.Current, bool)
 	// UpdateContainer carries out a granted update: at once (the updated
 	// container returned) or, for an increase, through Sink.Updated.
-	UpdateContainer(ctx context.Context, u rgs.Update) (*yarnpb.ContainerProto, error)
+	UpdateContainer(ctx context.Context, u scheduling.Update) (*yarnpb.ContainerProto, error)
 }
 
 // amState is the ApplicationMasterService's view of one attempt, from the
@@ -386,12 +387,11 @@ func nextResponseID(id int32) int32 { return (id + 1) & math.MaxInt32 }
 // checkAsks validates and normalises an allocate request's asks as YARN's
 // SchedulerUtils does, before anything changes: a bad ask refuses the whole
 // request with InvalidResourceRequestException.
-func (s *amService) checkAsks(e *entry, attempt apps.AttemptID, req *yarnpb.AllocateRequestProto) (rgs.AttemptSpec, []*yarnpb.ResourceRequestProto, error) {
+func (s *amService) checkAsks(e *entry, attempt apps.AttemptID, req *yarnpb.AllocateRequestProto) (scheduling.AttemptSpec, []*yarnpb.ResourceRequestProto, error) {
 	e.mu.Lock()
 	app := e.app
-	spec := rgs.AttemptSpec{Attempt: attempt, Role: launch.RoleTask, Queue: app.Queue(), User: app.User(), NodeLabel: app.Submission().GetNodeLabelExpression()}
+	spec := scheduling.AttemptSpec{Attempt: attempt, Role: launch.RoleTask, Queue: app.Queue(), User: app.User(), NodeLabel: app.Submission().GetNodeLabelExpression()}
 	e.mu.Unlock()
-	spec.Mapping = s.rm.mapping(spec.Queue)
 	var asks []*yarnpb.ResourceRequestProto
 	for _, r := range req.GetAsk() {
 		n, err := s.normalize(r)
@@ -684,8 +684,9 @@ func (s *amService) headroom(v clusterView, queue, user string) *yarnpb.Resource
 	return yarnpb.NewResource(max(mem, 0), max(vc, 0))
 }
 
-// mapping is the Kubernetes side of a queue.
-func (rm *ResourceManager) mapping(queue string) rgs.Mapping {
+// QueueMapping is the Kubernetes side of a queue, from its configuration
+// and pod template, as RGS builds its pods.
+func (rm *ResourceManager) QueueMapping(queue string) rgs.Mapping {
 	m := rgs.Mapping{HostNetwork: true}
 	if q, err := rm.queueTree().Lookup(queue); err == nil {
 		m.Namespace, m.SchedulerName, m.PriorityClass = q.Kube.Namespace, q.Kube.SchedulerName, q.Kube.PriorityClass
@@ -716,9 +717,9 @@ func (s *amService) execute(ctx context.Context, e *entry, eff apps.Effect) (app
 			return nil, errNoScheduler
 		}
 		app := e.app
-		spec := rgs.AttemptSpec{
+		spec := scheduling.AttemptSpec{
 			Attempt: x.Attempt, Role: launch.RoleAM, Queue: app.Queue(), User: app.User(),
-			NodeLabel: app.Submission().GetNodeLabelExpression(), Mapping: s.rm.mapping(app.Queue()),
+			NodeLabel: app.Submission().GetNodeLabelExpression(),
 		}
 		var asks []*yarnpb.ResourceRequestProto
 		for _, r := range x.Requests {
@@ -851,17 +852,17 @@ func (s *amService) checkMonitors(ctx context.Context) {
 	}
 }
 
-// --- what RGS reports (rgs.Sink) ---
+// --- what RGS reports (scheduling.Sink) ---
 
 // schedulerSink receives RGS's reports for the ResourceManager.
 type schedulerSink struct{ rm *ResourceManager }
 
 // SchedulerSink is where the Scheduler (RGS) reports allocated, completed
 // and preempted containers.
-func (rm *ResourceManager) SchedulerSink() rgs.Sink { return schedulerSink{rm} }
+func (rm *ResourceManager) SchedulerSink() scheduling.Sink { return schedulerSink{rm} }
 
-// Allocated implements rgs.Sink.
-func (k schedulerSink) Allocated(ctx context.Context, a rgs.Allocation) error {
+// Allocated implements scheduling.Sink.
+func (k schedulerSink) Allocated(ctx context.Context, a scheduling.Allocation) error {
 	rm := k.rm
 	id, err := yarnid.ContainerIDFromProto(a.Container.GetId())
 	if err != nil {
@@ -887,8 +888,8 @@ func (k schedulerSink) Allocated(ctx context.Context, a rgs.Allocation) error {
 	return nil
 }
 
-// Completed implements rgs.Sink.
-func (k schedulerSink) Completed(ctx context.Context, c rgs.Completion) {
+// Completed implements scheduling.Sink.
+func (k schedulerSink) Completed(ctx context.Context, c scheduling.Completion) {
 	rm := k.rm
 	e := rm.lookup(c.Container.Attempt.App)
 	if e == nil {
@@ -925,7 +926,7 @@ func (rm *ResourceManager) currentAMState(app yarnid.ApplicationID) *amState {
 	return rm.am.state(t.ID())
 }
 
-// Preempting implements rgs.Sink.
+// Preempting implements scheduling.Sink.
 func (k schedulerSink) Preempting(_ context.Context, id yarnid.ContainerID) {
 	if st := k.rm.currentAMState(id.Attempt.App); st != nil {
 		st.qmu.Lock()
@@ -935,7 +936,7 @@ func (k schedulerSink) Preempting(_ context.Context, id yarnid.ContainerID) {
 }
 
 // Recovered rebuilds the containers RGS found running after a restart.
-func (rm *ResourceManager) Recovered(ctx context.Context, running []rgs.Allocation) {
+func (rm *ResourceManager) Recovered(ctx context.Context, running []scheduling.Allocation) {
 	for _, a := range running {
 		id, err := yarnid.ContainerIDFromProto(a.Container.GetId())
 		if err != nil {
@@ -945,7 +946,7 @@ func (rm *ResourceManager) Recovered(ctx context.Context, running []rgs.Allocati
 		if e == nil {
 			continue
 		}
-		created := a.Pod.CreationTimestamp.Time
+		created := a.Created
 		if err := rm.handle(ctx, e, apps.ContainerRecovered{Container: a.Container, Created: created, Running: true}); err != nil {
 			rm.log.InfoContext(ctx, "container not recovered", "container", id.String(), "err", err)
 		}

@@ -15,9 +15,9 @@ import (
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rm/apps"
+	"github.com/knitdev/knit/scheduling"
 )
 
 // recordingScheduler is a Scheduler that only records what it is told.
@@ -28,16 +28,16 @@ type recordingScheduler struct {
 	deleted   []yarnid.ContainerID
 	// current are the running containers updates are checked against;
 	// updates are the updates carried out.
-	current map[yarnid.ContainerID]rgs.Current
-	updates []rgs.Update
+	current map[yarnid.ContainerID]scheduling.Current
+	updates []scheduling.Update
 }
 
-func (s *recordingScheduler) Ask(_ rgs.AttemptSpec, asks []*yarnpb.ResourceRequestProto) {
+func (s *recordingScheduler) Ask(_ scheduling.AttemptSpec, asks []*yarnpb.ResourceRequestProto) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.asks = append(s.asks, asks...)
 }
-func (s *recordingScheduler) Blacklist(rgs.AttemptSpec, []string, []string) {}
+func (s *recordingScheduler) Blacklist(scheduling.AttemptSpec, []string, []string) {}
 func (s *recordingScheduler) ForgetAttempt(_ context.Context, a yarnid.AttemptID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -53,7 +53,7 @@ func (s *recordingScheduler) DeleteContainer(_ context.Context, id yarnid.Contai
 func (s *recordingScheduler) RemoveApplication(context.Context, yarnid.ApplicationID) error {
 	return nil
 }
-func (s *recordingScheduler) CurrentContainer(id yarnid.ContainerID) (rgs.Current, bool) {
+func (s *recordingScheduler) CurrentContainer(id yarnid.ContainerID) (scheduling.Current, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.current[id]
@@ -62,7 +62,7 @@ func (s *recordingScheduler) CurrentContainer(id yarnid.ContainerID) (rgs.Curren
 
 // UpdateContainer grants at once what is not an increase: the container at
 // the next version, with the new size or execution type.
-func (s *recordingScheduler) UpdateContainer(_ context.Context, u rgs.Update) (*yarnpb.ContainerProto, error) {
+func (s *recordingScheduler) UpdateContainer(_ context.Context, u scheduling.Update) (*yarnpb.ContainerProto, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.updates = append(s.updates, u)
@@ -137,7 +137,7 @@ func TestAContainerNotStartedInTimeIsTakenBackAndReportedOnce(t *testing.T) {
 	id := yarnid.ContainerID{Attempt: attempt, Epoch: 1, Sequence: 2}
 	ctr := &yarnpb.ContainerProto{Id: id.Proto(), NodeId: &yarnpb.NodeIdProto{Host: proto.String("node1"), Port: proto.Int32(8041)},
 		Resource: yarnpb.NewResource(1024, 1), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
-	if err := e.rm.SchedulerSink().Allocated(t.Context(), rgs.Allocation{Role: launch.RoleTask, Container: ctr}); err != nil {
+	if err := e.rm.SchedulerSink().Allocated(t.Context(), scheduling.Allocation{Role: launch.RoleTask, Container: ctr}); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := e.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0)})
@@ -170,17 +170,17 @@ func TestAContainerNotStartedInTimeIsTakenBackAndReportedOnce(t *testing.T) {
 // promotion come back at once at the next version; an increase waits for
 // the node and comes back in a later allocate.
 func TestUpdateRequestsAreCheckedAsYARNChecksThem(t *testing.T) {
-	sched := &recordingScheduler{current: map[yarnid.ContainerID]rgs.Current{}}
+	sched := &recordingScheduler{current: map[yarnid.ContainerID]scheduling.Current{}}
 	e := newEnv(t, envOptions{scheduler: sched})
 	attempt, ctx := unmanagedAM(t, e)
 	ctrs := map[string]yarnid.ContainerID{}
 	for i, name := range []string{"shrink", "grow", "promote", "stale", "twice", "huge"} {
 		id := yarnid.ContainerID{Attempt: attempt, Epoch: 1, Sequence: int64(i + 2)}
 		ctrs[name] = id
-		sched.current[id] = rgs.Current{Version: 0, Resource: yarnpb.NewResource(2048, 2), ExecutionType: yarnpb.ExecutionTypeProto_OPPORTUNISTIC}
+		sched.current[id] = scheduling.Current{Version: 0, Resource: yarnpb.NewResource(2048, 2), ExecutionType: yarnpb.ExecutionTypeProto_OPPORTUNISTIC}
 		ctr := &yarnpb.ContainerProto{Id: id.Proto(), NodeId: &yarnpb.NodeIdProto{Host: proto.String("node1"), Port: proto.Int32(8041)},
 			Resource: yarnpb.NewResource(2048, 2), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
-		if err := e.rm.SchedulerSink().Allocated(t.Context(), rgs.Allocation{Role: launch.RoleTask, Container: ctr}); err != nil {
+		if err := e.rm.SchedulerSink().Allocated(t.Context(), scheduling.Allocation{Role: launch.RoleTask, Container: ctr}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -255,7 +255,7 @@ func TestUpdateRequestsAreCheckedAsYARNChecksThem(t *testing.T) {
 	}
 	grown := &yarnpb.ContainerProto{Id: ctrs["grow"].Proto(), Version: proto.Int32(1), Resource: yarnpb.NewResource(4096, 2),
 		NodeId: &yarnpb.NodeIdProto{Host: proto.String("node1"), Port: proto.Int32(8041)}}
-	e.rm.SchedulerSink().Updated(t.Context(), rgs.UpdateResult{Container: ctrs["grow"], Updated: grown})
+	e.rm.SchedulerSink().Updated(t.Context(), scheduling.UpdateResult{Container: ctrs["grow"], Updated: grown})
 	resp, err = e.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(2)})
 	if err != nil {
 		t.Fatal(err)
@@ -385,7 +385,7 @@ func TestAllocateReportsNodesThatBecameUsableUnusableOrDecommissioning(t *testin
 // an increased container back when the AM does not call updateContainer
 // within the allocation expiry; one the AM did bring stays.
 func TestAnIncreaseNotBroughtToTheNodeInTimeIsRolledBack(t *testing.T) {
-	sched := &recordingScheduler{current: map[yarnid.ContainerID]rgs.Current{}}
+	sched := &recordingScheduler{current: map[yarnid.ContainerID]scheduling.Current{}}
 	e := newEnv(t, envOptions{scheduler: sched})
 	attempt, ctx := unmanagedAM(t, e)
 	forgotten := yarnid.ContainerID{Attempt: attempt, Epoch: 1, Sequence: 2}
@@ -393,14 +393,14 @@ func TestAnIncreaseNotBroughtToTheNodeInTimeIsRolledBack(t *testing.T) {
 	for _, id := range []yarnid.ContainerID{forgotten, confirmed} {
 		ctr := &yarnpb.ContainerProto{Id: id.Proto(), NodeId: &yarnpb.NodeIdProto{Host: proto.String("node1"), Port: proto.Int32(8041)},
 			Resource: yarnpb.NewResource(1024, 1), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
-		if err := e.rm.SchedulerSink().Allocated(t.Context(), rgs.Allocation{Role: launch.RoleTask, Container: ctr}); err != nil {
+		if err := e.rm.SchedulerSink().Allocated(t.Context(), scheduling.Allocation{Role: launch.RoleTask, Container: ctr}); err != nil {
 			t.Fatal(err)
 		}
 		// The node took the increase: the container is at version 1, 2048 MB.
-		sched.current[id] = rgs.Current{Version: 1, Resource: yarnpb.NewResource(2048, 1)}
+		sched.current[id] = scheduling.Current{Version: 1, Resource: yarnpb.NewResource(2048, 1)}
 		grown := proto.CloneOf(ctr)
 		grown.Version, grown.Resource = proto.Int32(1), yarnpb.NewResource(2048, 1)
-		e.rm.SchedulerSink().Updated(t.Context(), rgs.UpdateResult{Container: id, Updated: grown})
+		e.rm.SchedulerSink().Updated(t.Context(), scheduling.UpdateResult{Container: id, Updated: grown})
 	}
 	resp, err := e.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0)})
 	if err != nil || len(resp.GetUpdatedContainers()) != 2 {

@@ -47,11 +47,11 @@ func TestAQueuesPodTemplateIsInItsPodMappingAndABadOneRefusesTheRefresh(t *testi
 		t.Fatal(err)
 	}
 	e := newEnv(t, envOptions{adminACL: "admin", queues: baseQueues(map[string]string{"knit.queue.root.b.pod-template": path})})
-	m := e.rm.mapping("root.b")
+	m := e.rm.QueueMapping("root.b")
 	if m.Template == nil || m.Template.Labels["team"] != "b" || len(m.Template.Spec.Tolerations) != 1 {
 		t.Fatalf("queue b's mapping template = %+v", m.Template)
 	}
-	if m := e.rm.mapping("root.default"); m.Template != nil {
+	if m := e.rm.QueueMapping("root.default"); m.Template != nil {
 		t.Errorf("queue default has a template: %+v", m.Template)
 	}
 
@@ -61,7 +61,7 @@ func TestAQueuesPodTemplateIsInItsPodMappingAndABadOneRefusesTheRefresh(t *testi
 	if err == nil || !strings.Contains(err.Error(), "pod template of queue root.b") {
 		t.Fatalf("refresh with a missing template: %v", err)
 	}
-	if m := e.rm.mapping("root.b"); m.Template == nil || m.Template.Labels["team"] != "b" {
+	if m := e.rm.QueueMapping("root.b"); m.Template == nil || m.Template.Labels["team"] != "b" {
 		t.Error("a refused refresh changed the template in force")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rm/apps"
+	"github.com/knitdev/knit/scheduling"
 )
 
 // The reasons of UpdateContainerError, as RMServerUtils gives them.
@@ -41,14 +42,14 @@ func (s *amService) updates(ctx context.Context, st *amState, attempt apps.Attem
 	// splits them before the scheduler sees them.
 	type granted struct {
 		req *yarnpb.UpdateContainerRequestProto
-		u   rgs.Update
-		cur rgs.Current
+		u   scheduling.Update
+		cur scheduling.Current
 	}
 	var todo []granted
 	seen := map[yarnid.ContainerID]bool{}
 	for _, req := range reqs {
 		id, err := yarnid.ContainerIDFromProto(req.GetContainerId())
-		var cur rgs.Current
+		var cur scheduling.Current
 		ok := err == nil && id.Attempt.App == attempt.App
 		if ok {
 			cur, ok = s.scheduler.CurrentContainer(id)
@@ -111,8 +112,8 @@ func (s *amService) updates(ctx context.Context, st *amState, attempt apps.Attem
 // checkUpdate turns a request whose container and version were checked into
 // the update RGS carries out: nil when there is nothing to change, or the
 // reason it is refused.
-func (s *amService) checkUpdate(req *yarnpb.UpdateContainerRequestProto, id yarnid.ContainerID, cur rgs.Current) (*rgs.Update, string) {
-	u := &rgs.Update{Container: id, Type: req.GetUpdateType()}
+func (s *amService) checkUpdate(req *yarnpb.UpdateContainerRequestProto, id yarnid.ContainerID, cur scheduling.Current) (*scheduling.Update, string) {
+	u := &scheduling.Update{Container: id, Type: req.GetUpdateType()}
 	switch req.GetUpdateType() {
 	case yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE, yarnpb.ContainerUpdateTypeProto_DECREASE_RESOURCE:
 		set := s.rm.cfg.Settings
@@ -201,7 +202,7 @@ func (s *amService) rollBack(ctx context.Context, id yarnid.ContainerID, w incre
 	if !ok || cur.Version != w.version {
 		return // ended, or updated again since
 	}
-	updated, err := s.scheduler.UpdateContainer(ctx, rgs.Update{Container: id,
+	updated, err := s.scheduler.UpdateContainer(ctx, scheduling.Update{Container: id,
 		Type: yarnpb.ContainerUpdateTypeProto_DECREASE_RESOURCE, Capability: w.from})
 	if err != nil || updated == nil {
 		s.rm.log.WarnContext(ctx, "increase roll back", "container", id.String(), "err", err)
@@ -215,8 +216,8 @@ func (s *amService) rollBack(ctx context.Context, id yarnid.ContainerID, w incre
 	}
 }
 
-// Updated implements rgs.Sink: an increase the node took, or could not.
-func (k schedulerSink) Updated(_ context.Context, r rgs.UpdateResult) {
+// Updated implements scheduling.Sink: an increase the node took, or could not.
+func (k schedulerSink) Updated(_ context.Context, r scheduling.UpdateResult) {
 	st := k.rm.currentAMState(r.Container.Attempt.App)
 	if st == nil {
 		return

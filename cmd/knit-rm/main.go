@@ -221,7 +221,7 @@ func newRM(run lifecycle.Runner, settings conf.RMSettings, q *queues.Tree, tm *t
 		}
 		// Pods outlive the RM: the containers they hold come back
 		// before any AM can resync.
-		running, err := sched.Start(ctx, r.SchedulerSink())
+		running, err := sched.Start(ctx, r.SchedulerSink(), r.QueueMapping)
 		if err != nil {
 			return err
 		}

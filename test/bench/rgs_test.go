@@ -29,11 +29,13 @@ import (
 	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rgs/nodes"
+	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/queues"
 	"github.com/knitdev/knit/rm/rmtest"
 	"github.com/knitdev/knit/rm/tokens"
+	"github.com/knitdev/knit/scheduling"
 	"github.com/knitdev/knit/test/controlplane"
 )
 
@@ -216,7 +218,8 @@ type rgsRun struct {
 	done   chan error
 }
 
-func startRGS(b *testing.B, cfg rgs.Config, sink rgs.Sink) *rgsRun {
+// startRGS starts RGS with every queue's pods in namespace ns.
+func startRGS(b *testing.B, cfg rgs.Config, sink scheduling.Sink, ns string) *rgsRun {
 	b.Helper()
 	cfg.Logger = quiet
 	cfg.CreateQPS, cfg.CreateBurst = kubeQPS, kubeBurst
@@ -227,7 +230,7 @@ func startRGS(b *testing.B, cfg rgs.Config, sink rgs.Sink) *rgsRun {
 	}
 	startCtx, cancelStart := context.WithTimeout(context.Background(), time.Minute)
 	defer cancelStart()
-	if _, err := c.Start(startCtx, sink); err != nil {
+	if _, err := c.Start(startCtx, sink, func(string) rgs.Mapping { return benchMapping(ns) }); err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -244,10 +247,10 @@ func (r *rgsRun) stop() {
 // nullSink takes every container and ignores the rest.
 type nullSink struct{}
 
-func (nullSink) Allocated(context.Context, rgs.Allocation) error { return nil }
-func (nullSink) Completed(context.Context, rgs.Completion)       {}
-func (nullSink) Preempting(context.Context, yarnid.ContainerID)  {}
-func (nullSink) Updated(context.Context, rgs.UpdateResult)       {}
+func (nullSink) Allocated(context.Context, scheduling.Allocation) error { return nil }
+func (nullSink) Completed(context.Context, scheduling.Completion)       {}
+func (nullSink) Preempting(context.Context, yarnid.ContainerID)         {}
+func (nullSink) Updated(context.Context, scheduling.UpdateResult)       {}
 
 // noNodes is an rgs.Nodes of an empty cluster and an rgs.Signer that signs
 // nothing, for pods that are never bound.
@@ -273,14 +276,18 @@ func benchAsk(priority int32, name string, n int32) *yarnpb.ResourceRequestProto
 	}
 }
 
-func benchSpec(app int32, ns string) rgs.AttemptSpec {
-	return rgs.AttemptSpec{
+func benchSpec(app int32, ns string) scheduling.AttemptSpec {
+	return scheduling.AttemptSpec{
 		Attempt: yarnid.AttemptID{App: yarnid.ApplicationID{ClusterTimestamp: clusterTimestamp, ID: app}, ID: 1},
-		Role:    rgs.RoleTask,
+		Role:    launch.RoleTask,
 		Queue:   "root.default",
 		User:    "bench",
-		Mapping: rgs.Mapping{Namespace: ns, HostNetwork: true, SchedulerName: unscheduled},
 	}
+}
+
+// benchMapping places pods in ns, where no scheduler binds them.
+func benchMapping(ns string) rgs.Mapping {
+	return rgs.Mapping{Namespace: ns, HostNetwork: true, SchedulerName: unscheduled}
 }
 
 // Sizes of BenchmarkRGSCreatesPodsVersusClientGo.
@@ -327,7 +334,7 @@ func BenchmarkRGSCreatesPodsVersusClientGo(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				r := startRGS(b, rgs.Config{Client: client, Signer: noNodes{}, Nodes: noNodes{}, Epoch: 1, Launcher: benchLauncher}, nullSink{})
+				r := startRGS(b, rgs.Config{Client: client, Signer: noNodes{}, Nodes: noNodes{}, Epoch: 1, Launcher: benchLauncher}, nullSink{}, ns)
 				began := time.Now()
 				r.c.Ask(spec, []*yarnpb.ResourceRequestProto{ask})
 				took = w.waitAll(b, createWithin).Sub(began)
@@ -349,7 +356,7 @@ func BenchmarkRGSCreatesPodsVersusClientGo(b *testing.B) {
 						Queue:    spec.Queue,
 						User:     spec.User,
 						Ask:      ask,
-						Mapping:  spec.Mapping,
+						Mapping:  benchMapping(ns),
 						Launcher: benchLauncher,
 						AskHash:  "bench",
 					})
@@ -421,25 +428,37 @@ const (
 
 // allocSink records when each pod's container reached the Sink.
 type allocSink struct {
+	// pods finds a container's pod (RGS, set before the first ask).
+	pods interface {
+		ContainerPod(id yarnid.ContainerID) (*corev1.Pod, bool)
+	}
 	mu sync.Mutex
-	at map[string]time.Time
+	at map[string]time.Time // by pod name
 }
 
-func (s *allocSink) Allocated(_ context.Context, a rgs.Allocation) error {
+func (s *allocSink) Allocated(_ context.Context, a scheduling.Allocation) error {
 	now := time.Now()
 	if a.Container.GetContainerToken() == nil || a.Container.GetNodeId().GetHost() == "" {
 		return fmt.Errorf("bench: container %v without token or node", a.Container.GetId())
 	}
+	id, err := yarnid.ContainerIDFromProto(a.Container.GetId())
+	if err != nil {
+		return err
+	}
+	pod, ok := s.pods.ContainerPod(id)
+	if !ok {
+		return fmt.Errorf("bench: no pod for container %s", id)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.at[a.Pod.Name]; !ok {
-		s.at[a.Pod.Name] = now
+	if _, ok := s.at[pod.Name]; !ok {
+		s.at[pod.Name] = now
 	}
 	return nil
 }
-func (*allocSink) Completed(context.Context, rgs.Completion)      {}
-func (*allocSink) Preempting(context.Context, yarnid.ContainerID) {}
-func (*allocSink) Updated(context.Context, rgs.UpdateResult)      {}
+func (*allocSink) Completed(context.Context, scheduling.Completion) {}
+func (*allocSink) Preempting(context.Context, yarnid.ContainerID)   {}
+func (*allocSink) Updated(context.Context, scheduling.UpdateResult) {}
 
 // boundLatencies are, per pod, the time from the start of its Binding call
 // to RGS's Sink.Allocated and to the watch seeing it bound.
@@ -491,12 +510,13 @@ func BenchmarkRGSBoundToContainer(b *testing.B) {
 			b.Fatal(err)
 		}
 		sink := &allocSink{at: map[string]time.Time{}}
-		r := startRGS(b, rgs.Config{Client: client, Signer: tm.ContainerTokens(), Nodes: lister.l, Epoch: 1, Launcher: benchLauncher}, sink)
+		r := startRGS(b, rgs.Config{Client: client, Signer: tm.ContainerTokens(), Nodes: lister.l, Epoch: 1, Launcher: benchLauncher}, sink, ns)
+		sink.pods = r.c
 		w := watchNamespace(b, env.client, ns, burstPods+pacedPods)
 		spec := benchSpec(int32(i+1), ns)
 		r.c.Ask(spec, []*yarnpb.ResourceRequestProto{benchAsk(1, "*", burstPods+pacedPods)})
 		w.waitAll(b, boundWithin)
-		list, err := env.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: rgs.LabelApplication + "=" + spec.Attempt.App.String()})
+		list, err := env.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: launch.LabelApplication + "=" + spec.Attempt.App.String()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -679,8 +699,8 @@ const (
 // noopScheduler is an rm.Scheduler that does nothing.
 type noopScheduler struct{}
 
-func (noopScheduler) Ask(rgs.AttemptSpec, []*yarnpb.ResourceRequestProto) {}
-func (noopScheduler) Blacklist(rgs.AttemptSpec, []string, []string)       {}
+func (noopScheduler) Ask(scheduling.AttemptSpec, []*yarnpb.ResourceRequestProto) {}
+func (noopScheduler) Blacklist(scheduling.AttemptSpec, []string, []string)       {}
 func (noopScheduler) ForgetAttempt(context.Context, yarnid.AttemptID) error {
 	return nil
 }
@@ -690,10 +710,10 @@ func (noopScheduler) DeleteContainer(context.Context, yarnid.ContainerID) error 
 func (noopScheduler) RemoveApplication(context.Context, yarnid.ApplicationID) error {
 	return nil
 }
-func (noopScheduler) CurrentContainer(yarnid.ContainerID) (rgs.Current, bool) {
-	return rgs.Current{}, false
+func (noopScheduler) CurrentContainer(yarnid.ContainerID) (scheduling.Current, bool) {
+	return scheduling.Current{}, false
 }
-func (noopScheduler) UpdateContainer(context.Context, rgs.Update) (*yarnpb.ContainerProto, error) {
+func (noopScheduler) UpdateContainer(context.Context, scheduling.Update) (*yarnpb.ContainerProto, error) {
 	return nil, nil
 }
 
@@ -942,7 +962,7 @@ func BenchmarkAllocateWith10000OutstandingAsks(b *testing.B) {
 			b.Fatal(err)
 		}
 		a = startAllocRM(b, ns, lister.l, c, tm)
-		if _, err := c.Start(ctx, a.rm.SchedulerSink()); err != nil {
+		if _, err := c.Start(ctx, a.rm.SchedulerSink(), a.rm.QueueMapping); err != nil {
 			b.Fatal(err)
 		}
 		runCtx, cancel := context.WithCancel(ctx)
@@ -1040,7 +1060,7 @@ func BenchmarkRGSHeapPerPod(b *testing.B) {
 		pods[i], err = rgs.BuildPod(rgs.PodRequest{
 			Name: fmt.Sprintf("app-%d-0001-01-task-%08d", clusterTimestamp, i), App: spec.Attempt.App.String(),
 			Attempt: spec.Attempt.ID, Role: spec.Role, Queue: spec.Queue, User: spec.User, Ask: ask,
-			Mapping: spec.Mapping, Launcher: benchLauncher, AskHash: "bench",
+			Mapping: benchMapping(ns), Launcher: benchLauncher, AskHash: "bench",
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -1059,7 +1079,7 @@ func BenchmarkRGSHeapPerPod(b *testing.B) {
 		time.Sleep(200 * time.Millisecond) // the informer's goroutines end
 		h0 := heapInUse()
 		podFactory := rgs.NewPodInformerFactory(client)
-		r := startRGS(b, rgs.Config{Client: client, Signer: noNodes{}, Nodes: noNodes{}, Epoch: 1, Launcher: benchLauncher, PodFactory: podFactory}, nullSink{})
+		r := startRGS(b, rgs.Config{Client: client, Signer: noNodes{}, Nodes: noNodes{}, Epoch: 1, Launcher: benchLauncher, PodFactory: podFactory}, nullSink{}, ns)
 		time.Sleep(time.Second) // Run's workers handle the pods' events
 		h1 := heapInUse()
 		lister := startNodeLister(b, client, podFactory)
@@ -1085,7 +1105,7 @@ func informerHeap(b *testing.B, client kubernetes.Interface) float64 {
 	stop := make(chan struct{})
 	defer close(stop)
 	lw := cache.NewFilteredListWatchFromClient(client.CoreV1().RESTClient(), "pods", metav1.NamespaceAll,
-		func(o *metav1.ListOptions) { o.LabelSelector = rgs.LabelApplication })
+		func(o *metav1.ListOptions) { o.LabelSelector = launch.LabelApplication })
 	store, inf := cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: lw, ObjectType: &corev1.Pod{}, Handler: cache.ResourceEventHandlerFuncs{},
 	})
