@@ -14,7 +14,7 @@ import (
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/rgs"
+	"github.com/knitdev/knit/rks/launch"
 )
 
 // runningContainer is one container of an unmanaged AM, started on its
@@ -108,7 +108,7 @@ func (r *runningContainer) heartbeat(t *testing.T, what string, req *yarnpb.Allo
 func (r *runningContainer) pod(t *testing.T) *corev1.Pod {
 	t.Helper()
 	pods, err := cluster.Client.CoreV1().Pods(metav1.NamespaceAll).List(t.Context(), metav1.ListOptions{
-		LabelSelector: rgs.LabelContainer + "=" + containerName(r.ctr)})
+		LabelSelector: launch.LabelContainer + "=" + containerName(r.ctr)})
 	if err != nil || len(pods.Items) != 1 {
 		t.Fatalf("the container's pod: %v", err)
 	}
@@ -130,7 +130,7 @@ func TestContainerResizeGoesThroughThePodResizeSubresource(t *testing.T) {
 	pod := func() *corev1.Pod { t.Helper(); return r.pod(t) }
 	memory := func(p *corev1.Pod) (spec, running string) {
 		for i, c := range p.Spec.Containers {
-			if c.Name == rgs.ContainerName {
+			if c.Name == launch.ContainerName {
 				spec = c.Resources.Limits.Memory().String()
 				if s := p.Status.ContainerStatuses; i < len(s) && s[i].Resources != nil {
 					running = s[i].Resources.Limits.Memory().String()
@@ -168,7 +168,7 @@ func TestContainerResizeGoesThroughThePodResizeSubresource(t *testing.T) {
 	if err := nm.UpdateContainer(ctx, grown); err != nil {
 		t.Fatalf("updateContainer with the new token: %v", err)
 	}
-	if got := pod().Annotations[rgs.AnnotationNodeVersion]; got != "1" {
+	if got := pod().Annotations[launch.AnnotationNodeVersion]; got != "1" {
 		t.Errorf("node version %q after updateContainer, want 1", got)
 	}
 	err := nm.UpdateContainer(ctx, ctr)

@@ -18,7 +18,6 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnrpc"
-	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/test/localcluster"
 )
 
