@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"go.uber.org/goleak"
+
 	"github.com/knitdev/knit/test/controlplane"
 )
 
@@ -25,7 +27,16 @@ var testCluster *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(runTests(m))
+	code := runTests(m)
+	if code == 0 {
+		// After the control plane stopped: no goroutine of the store's may
+		// outlive the tests.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "store: goroutines outlived the tests:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 func runTests(m *testing.M) int {
