@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/knitdev/knit/protocols/accept"
 	"github.com/knitdev/knit/rks/relay"
 )
 
@@ -68,19 +69,14 @@ func (r *Relay) Serve(ctx context.Context, l net.Listener) error {
 	})
 	defer stop()
 	defer r.wg.Wait()
-	var delay time.Duration
+	var backoff accept.Backoff
 	for {
 		c, err := l.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			// Out of file descriptors and the like (EMFILE, ECONNABORTED):
-			// back off and keep relaying, as net/http does.
-			var te interface{ Temporary() bool }
-			var ne net.Error
-			if (errors.As(err, &te) && te.Temporary()) || (errors.As(err, &ne) && ne.Timeout()) {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			if delay, ok := backoff.Next(err); ok {
 				r.log.Warn("nmrelay accept", "err", err, "retry_in", delay)
 				t := time.NewTimer(delay)
 				select {
@@ -93,7 +89,7 @@ func (r *Relay) Serve(ctx context.Context, l net.Listener) error {
 			}
 			return fmt.Errorf("nmrelay: accept: %w", err)
 		}
-		delay = 0
+		backoff.Reset()
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()

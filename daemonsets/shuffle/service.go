@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/knitdev/knit/daemonsets/auxservice"
+	"github.com/knitdev/knit/protocols/accept"
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/writable"
 	"github.com/knitdev/knit/protocols/yarnid"
@@ -176,18 +176,16 @@ func (s *Service) Serve(ctx context.Context) error {
 		s.wg.Wait()
 		s.roots.close()
 	}()
-	var backoff time.Duration
+	var backoff accept.Backoff
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) || isTemporary(err) {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				s.log.WarnContext(ctx, "accept", "err", err, "retry_in", backoff)
-				t := time.NewTimer(backoff)
+			if delay, ok := backoff.Next(err); ok {
+				s.log.WarnContext(ctx, "accept", "err", err, "retry_in", delay)
+				t := time.NewTimer(delay)
 				select {
 				case <-t.C:
 				case <-ctx.Done():
@@ -198,7 +196,7 @@ func (s *Service) Serve(ctx context.Context) error {
 			}
 			return fmt.Errorf("shuffle: accept: %w", err)
 		}
-		backoff = 0
+		backoff.Reset()
 		if !s.track(c) {
 			c.Close()
 			return nil
@@ -210,18 +208,6 @@ func (s *Service) Serve(ctx context.Context) error {
 			s.serveConn(ctx, c)
 		}()
 	}
-}
-
-// isTemporary reports accept errors worth retrying: out of file
-// descriptors or memory, and aborted connections.
-func isTemporary(err error) bool {
-	msg := err.Error()
-	for _, m := range []string{"too many open files", "cannot allocate memory", "no buffer space", "connection aborted", "connection reset"} {
-		if strings.Contains(msg, m) {
-			return true
-		}
-	}
-	return false
 }
 
 // track records c as open; false once ctx's shutdown has run (the

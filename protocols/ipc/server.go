@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/knitdev/knit/protocols/accept"
 )
 
 // Secret is what a SecretLookup knows of a token: the password a client must
@@ -191,18 +193,14 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	defer s.trackListener(l, false)
 
-	var delay time.Duration
+	backoff := accept.Backoff{Min: s.acceptBackoff[0], Max: s.acceptBackoff[1]}
 	for {
 		nc, err := l.Accept()
 		if err != nil {
 			if s.closing.Load() {
 				return ErrServerClosed
 			}
-			// Out of file descriptors and the like (EMFILE, ECONNABORTED):
-			// back off and keep serving, as net/http does.
-			var te interface{ Temporary() bool }
-			if errors.As(err, &te) && te.Temporary() {
-				delay = min(max(2*delay, s.acceptBackoff[0]), s.acceptBackoff[1])
+			if delay, ok := backoff.Next(err); ok {
 				s.log.Warn("ipc accept", "err", err, "retry_in", delay)
 				if !s.pause(delay) {
 					return ErrServerClosed
@@ -211,7 +209,7 @@ func (s *Server) Serve(l net.Listener) error {
 			}
 			return fmt.Errorf("ipc: accept: %w", err)
 		}
-		delay = 0
+		backoff.Reset()
 		c := newConn(s, nc)
 		switch err := s.addConn(c); {
 		case errors.Is(err, ErrServerClosed):
