@@ -1,0 +1,492 @@
+package webproxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/knitdev/knit/protocols/yarnerr"
+	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/protocols/yarnpb"
+)
+
+// ProxyUserCookie carries the web user to the AM; AmIpFilter reads it.
+const ProxyUserCookie = "proxy-user"
+
+// approvalParam is the query parameter a user sets on the warning page's
+// link (ProxyUriUtils.PROXY_APPROVAL_PARAM).
+const approvalParam = "proxyapproved"
+
+// Defaults of Config.
+const (
+	// DefaultTimeout is yarn.resourcemanager.proxy.connection.timeout.
+	DefaultTimeout          = 60 * time.Second
+	DefaultMaxRequestBytes  = 1 << 20
+	DefaultMaxResponseBytes = 256 << 20
+	maxRedirects            = 10
+)
+
+// Application is what the proxy needs of one application.
+type Application struct {
+	// User owns the application.
+	User string
+	// State is the state clients see.
+	State yarnpb.YarnApplicationStateProto
+	// OriginalTrackingURL is the URL the AM registered, or its final
+	// tracking URL once it unregistered; "" or "N/A" when it gave none.
+	OriginalTrackingURL string
+}
+
+// Apps finds applications for the proxy.
+type Apps interface {
+	// ProxyApplication returns the application id as user may see it. It
+	// fails with a yarnerr.ApplicationNotFound error when the RM holds no
+	// such application, and a yarnerr.AccessControl error when user may
+	// not view it.
+	ProxyApplication(ctx context.Context, user string, id yarnid.ApplicationID) (Application, error)
+}
+
+// Config configures the proxy.
+type Config struct {
+	// Apps answers every lookup. Required.
+	Apps Apps
+	// RMWebURL is the RM web address with its scheme, as AMs and browsers
+	// reach it ("http://rm.example.com:8088"): the base of the redirects to
+	// the RM's application and failure pages. Required.
+	RMWebURL string
+	// AnonymousUser is the web user when a request names none (user.name);
+	// if empty, "dr.who" (hadoop.http.staticuser.user).
+	AnonymousUser string
+	// SecurityEnabled shows the warning page to users who do not own the
+	// application, as YARN does with Kerberos on.
+	SecurityEnabled bool
+	// LocalAddr, if set, is the address connections to AMs come from: the
+	// proxy host AMs' filters accept, as YARN binds its client to it.
+	LocalAddr net.IP
+	// Timeout bounds connecting, waiting for the answer and every pause
+	// while copying it; if zero, DefaultTimeout.
+	Timeout time.Duration
+	// MaxRequestBytes and MaxResponseBytes cap bodies; if zero, the
+	// defaults.
+	MaxRequestBytes, MaxResponseBytes int64
+	// Transport reaches the AMs; if nil, one built from the fields above.
+	// Tests set it.
+	Transport http.RoundTripper
+	// Now is the clock of the Date and Expires headers; if nil, time.Now.
+	Now func() time.Time
+	// Logger logs each proxied request at debug level and failures; if
+	// nil, slog.Default().
+	Logger *slog.Logger
+}
+
+// Proxy serves /proxy/. Close releases its idle connections to AMs.
+type Proxy struct {
+	cfg    Config
+	log    *slog.Logger
+	client *http.Client
+	tr     *http.Transport // nil when Config.Transport was given
+}
+
+var _ http.Handler = (*Proxy)(nil)
+
+// New returns a proxy.
+func New(cfg Config) (*Proxy, error) {
+	if cfg.Apps == nil {
+		return nil, errors.New("webproxy: no Apps")
+	}
+	u, err := url.Parse(cfg.RMWebURL)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("webproxy: RM web URL %q is not an absolute URL", cfg.RMWebURL)
+	}
+	cfg.RMWebURL = strings.TrimSuffix(cfg.RMWebURL, "/")
+	if cfg.AnonymousUser == "" {
+		cfg.AnonymousUser = "dr.who"
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	p := &Proxy{cfg: cfg, log: cfg.Logger}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	rt := cfg.Transport
+	if rt == nil {
+		d := &net.Dialer{Timeout: cfg.Timeout}
+		if cfg.LocalAddr != nil {
+			d.LocalAddr = &net.TCPAddr{IP: cfg.LocalAddr}
+		}
+		p.tr = &http.Transport{
+			Proxy:                 nil, // the AM is reached directly, whatever HTTP_PROXY says
+			DialContext:           d.DialContext,
+			ResponseHeaderTimeout: cfg.Timeout,
+			TLSHandshakeTimeout:   cfg.Timeout,
+			DisableCompression:    true, // the browser's Accept-Encoding goes through; bodies are copied as sent
+			MaxIdleConnsPerHost:   8,
+			IdleConnTimeout:       90 * time.Second,
+		}
+		rt = p.tr
+	}
+	p.client = &http.Client{Transport: rt, CheckRedirect: sameHostRedirects}
+	return p, nil
+}
+
+// sameHostRedirects follows an AM's redirects as YARN's client does, but
+// only within the host and port of the tracking URL: the proxy reaches no
+// host the AM did not register.
+func sameHostRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return http.ErrUseLastResponse
+	}
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+// Close closes idle connections to AMs.
+func (p *Proxy) Close() {
+	if p.tr != nil {
+		p.tr.CloseIdleConnections()
+	}
+}
+
+// Register serves the proxy under /proxy on e.
+func (p *Proxy) Register(e *echo.Echo) {
+	h := echo.WrapHandler(p)
+	e.Any("/proxy", h)
+	e.Any("/proxy/*", h)
+}
+
+// request is one proxy request, parsed.
+type request struct {
+	user     string
+	id       yarnid.ApplicationID
+	appID    string
+	rest     string // the path after the application id, escaped, no leading slash
+	redirect bool   // came through /proxy/redirect/ (an AM's filter sent it)
+}
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodPut:
+	default:
+		p.page(w, r, http.StatusMethodNotAllowed, "HTTP method "+r.Method+" is not supported by this URL")
+		return
+	}
+	req, msg := p.parse(r)
+	if msg != "" {
+		p.log.WarnContext(r.Context(), "invalid proxy path", "user", req.user, "path", r.URL.Path)
+		p.page(w, r, http.StatusNotFound, msg)
+		return
+	}
+	if req.redirect && fromThisHost(r.RemoteAddr) {
+		p.log.ErrorContext(r.Context(), "an AM's web app redirected the proxy's request back to the proxy: "+
+			"the AM does not see the proxy's address as a proxy host; check yarn.web-proxy.address and the RM web address the AM resolves",
+			"application", req.appID)
+		p.redirect(w, r, p.cfg.RMWebURL+"/cluster/failure/"+req.appID)
+		return
+	}
+	ctx := r.Context()
+	approved := r.URL.Query().Get(approvalParam) == "true"
+	warned := false
+	if p.cfg.SecurityEnabled {
+		if c, err := r.Cookie(checkCookieName(req.appID)); err == nil {
+			warned = true
+			approved = approved || c.Value == "true"
+		}
+	}
+	checkUser := p.cfg.SecurityEnabled && (!warned || !approved)
+
+	app, err := p.cfg.Apps.ProxyApplication(ctx, req.user, req.id)
+	switch {
+	case errors.Is(err, yarnerr.ApplicationNotFound):
+		p.log.WarnContext(ctx, "proxy request for an unknown application", "user", req.user, "application", req.appID)
+		p.page(w, r, http.StatusNotFound, "Application "+req.appID+" could not be found in RM or history server")
+		return
+	case errors.Is(err, yarnerr.AccessControl):
+		p.page(w, r, http.StatusForbidden, "User "+req.user+" is not authorized to view application "+req.appID)
+		return
+	case err != nil:
+		p.log.ErrorContext(ctx, "proxy: application lookup", "application", req.appID, "err", err)
+		p.page(w, r, http.StatusInternalServerError, "Cannot look up application "+req.appID)
+		return
+	}
+	tracking := app.OriginalTrackingURL
+	if tracking == "" || tracking == "N/A" {
+		p.redirect(w, r, p.cfg.RMWebURL+"/cluster/app/"+req.appID)
+		return
+	}
+	base, err := trackingURL(tracking)
+	if err != nil {
+		p.log.WarnContext(ctx, "proxy: bad tracking URL", "application", req.appID, "url", tracking, "err", err)
+		p.page(w, r, http.StatusInternalServerError, "The tracking URL of application "+req.appID+" is not valid")
+		return
+	}
+	if checkUser && app.User != req.user {
+		p.warn(w, r, req, app.User)
+		return
+	}
+	target := buildTarget(base, req.rest, r.URL.RawQuery)
+	switch app.State {
+	case yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.YarnApplicationStateProto_FAILED,
+		yarnpb.YarnApplicationStateProto_KILLED:
+		p.redirect(w, r, target.String())
+		return
+	}
+	var cookie *http.Cookie
+	if warned && approved {
+		cookie = checkCookie(req.appID, true)
+	}
+	p.forward(w, r, req, target, cookie)
+}
+
+// parse splits /proxy[/redirect]/<application>[/<rest>]; msg is the 404
+// message of a path that names no application.
+func (p *Proxy) parse(r *http.Request) (req request, msg string) {
+	req.user = r.URL.Query().Get("user.name")
+	if req.user == "" {
+		req.user = p.cfg.AnonymousUser
+	}
+	path := r.URL.EscapedPath()
+	info, ok := strings.CutPrefix(path, "/proxy")
+	if !ok || info == "" {
+		return req, "Your path appears to be formatted incorrectly."
+	}
+	if after, ok := strings.CutPrefix(info, "/redirect"); ok {
+		info, req.redirect = after, true
+	}
+	parts := strings.SplitN(info, "/", 3)
+	if len(parts) < 2 {
+		return req, "Your path appears to be formatted incorrectly."
+	}
+	req.appID, _ = url.PathUnescape(parts[1])
+	if len(parts) == 3 {
+		req.rest = parts[2]
+	}
+	id, err := yarnid.ParseApplicationID(req.appID)
+	if err != nil {
+		return req, req.appID + " appears to be formatted incorrectly."
+	}
+	req.id = id
+	return req, ""
+}
+
+// trackingURL is the AM's URL with a scheme (MapReduce registers host:port).
+// Only http and https URLs with a host are proxied.
+func trackingURL(s string) (*url.URL, error) {
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("tracking URL: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("tracking URL %q: not an http(s) URL with a host", s)
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u, nil
+}
+
+// buildTarget appends the caller's path and query to the tracking URL, as
+// YARN's UriBuilder does: one slash between the paths, the caller's query
+// after the URL's own.
+func buildTarget(base *url.URL, rest, rawQuery string) *url.URL {
+	u := *base
+	if rest != "" {
+		p := u.EscapedPath()
+		if !strings.HasSuffix(p, "/") {
+			p += "/"
+		}
+		p += rest
+		if unescaped, err := url.PathUnescape(p); err == nil {
+			u.Path, u.RawPath = unescaped, p
+		}
+	}
+	if rawQuery != "" {
+		if u.RawQuery != "" {
+			u.RawQuery += "&" + rawQuery
+		} else {
+			u.RawQuery = rawQuery
+		}
+	}
+	return &u
+}
+
+// fromThisHost reports whether a caller's address is one of this host's
+// interface addresses (NetUtils.getLocalInetAddress): 127.0.0.2 is not, on
+// a loopback that holds 127.0.0.1/8.
+func fromThisHost(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return false
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// passesThrough is WebAppProxyServlet's PASS_THROUGH_HEADERS.
+func passesThrough(name string) bool {
+	switch http.CanonicalHeaderKey(name) {
+	case "User-Agent", "Accept", "Accept-Encoding", "Accept-Language", "Accept-Charset", "Content-Type",
+		"Origin", "Access-Control-Request-Method", "Access-Control-Request-Headers":
+		return true
+	}
+	return false
+}
+
+// hopByHop reports headers that belong to one connection, not the answer.
+func hopByHop(name string) bool {
+	switch http.CanonicalHeaderKey(name) {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return false
+}
+
+// forward makes the request to the AM and copies its answer.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req request, target *url.URL, cookie *http.Cookie) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var body io.Reader
+	if r.Method == http.MethodPut {
+		b, err := io.ReadAll(io.LimitReader(r.Body, p.cfg.MaxRequestBytes+1))
+		if err != nil {
+			p.page(w, r, http.StatusBadRequest, "Cannot read the request body")
+			return
+		}
+		if int64(len(b)) > p.cfg.MaxRequestBytes {
+			p.page(w, r, http.StatusRequestEntityTooLarge, "The request body is larger than "+strconv.FormatInt(p.cfg.MaxRequestBytes, 10)+" bytes")
+			return
+		}
+		body = bytes.NewReader(b)
+	}
+	out, err := http.NewRequestWithContext(ctx, r.Method, target.String(), body)
+	if err != nil {
+		p.page(w, r, http.StatusInternalServerError, "Cannot build the request to the application master")
+		return
+	}
+	out.Header["User-Agent"] = []string{""} // none unless the caller sent one
+	for name, v := range r.Header {
+		if passesThrough(name) && len(v) > 0 {
+			out.Header.Set(name, v[0])
+		}
+	}
+	if req.user != "" {
+		out.Header.Set("Cookie", ProxyUserCookie+"="+url.QueryEscape(req.user))
+	}
+	// The timeout bounds each pause, not the whole answer: a page that
+	// keeps streaming keeps its connection.
+	idle := time.AfterFunc(p.cfg.Timeout, cancel)
+	defer idle.Stop()
+	start := time.Now()
+	resp, err := p.client.Do(out)
+	if err != nil {
+		p.log.WarnContext(r.Context(), "proxy: application master unreachable", "application", req.appID, "url", target.String(), "err", err)
+		p.page(w, r, http.StatusBadGateway, "Cannot reach the application master of "+req.appID)
+		return
+	}
+	defer resp.Body.Close()
+	if loc := resp.Header.Get("Location"); isRedirect(resp.StatusCode) && strings.Contains(loc, "/proxy/redirect/") {
+		// The AM's filter sent the proxy back to itself (YARN loops once
+		// more and lands here through handleRedirect).
+		p.log.ErrorContext(r.Context(), "an AM's web app redirected the proxy's request back to the proxy: "+
+			"the AM does not see the proxy's address as a proxy host; check yarn.web-proxy.address and the RM web address the AM resolves",
+			"application", req.appID, "location", loc)
+		p.redirect(w, r, p.cfg.RMWebURL+"/cluster/failure/"+req.appID)
+		return
+	}
+	if resp.ContentLength > p.cfg.MaxResponseBytes {
+		p.log.WarnContext(r.Context(), "proxy: answer too large", "application", req.appID, "bytes", resp.ContentLength)
+		p.page(w, r, http.StatusBadGateway, "The application master's answer is larger than "+strconv.FormatInt(p.cfg.MaxResponseBytes, 10)+" bytes")
+		return
+	}
+	h := w.Header()
+	p.rmHeaders(h)
+	for name, v := range resp.Header {
+		if hopByHop(name) {
+			continue
+		}
+		h[name] = v
+	}
+	if cookie != nil {
+		h.Add("Set-Cookie", cookie.String())
+	}
+	w.WriteHeader(resp.StatusCode)
+	if r.Method == http.MethodHead {
+		return
+	}
+	n, err := io.Copy(w, &idleReader{r: io.LimitReader(resp.Body, p.cfg.MaxResponseBytes+1), t: idle, d: p.cfg.Timeout})
+	if err == nil && n > p.cfg.MaxResponseBytes {
+		err = fmt.Errorf("answer longer than %d bytes", p.cfg.MaxResponseBytes)
+	}
+	p.log.DebugContext(r.Context(), "proxied", "user", req.user, "application", req.appID, "url", target.String(),
+		"status", resp.StatusCode, "bytes", n, "elapsed", time.Since(start))
+	if err != nil {
+		// The status line is out: all that is left is to cut the answer.
+		p.log.WarnContext(r.Context(), "proxy: answer cut", "application", req.appID, "bytes", n, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+func isRedirect(code int) bool { return code >= 300 && code < 400 }
+
+// idleReader pushes the deadline of t out by d after every read.
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (ir *idleReader) Read(b []byte) (int, error) {
+	n, err := ir.r.Read(b)
+	if n > 0 {
+		ir.t.Reset(ir.d)
+	}
+	return n, err
+}
+
+func checkCookieName(appID string) string { return "checked_" + appID }
+
+// checkCookie records that the user saw the warning page (false) or went
+// on from it (true), for two hours, on the application's proxy path.
+func checkCookie(appID string, set bool) *http.Cookie {
+	return &http.Cookie{
+		Name: checkCookieName(appID), Value: strconv.FormatBool(set),
+		Path: "/proxy/" + appID, MaxAge: 2 * 60 * 60, HttpOnly: true,
+	}
+}
