@@ -181,3 +181,5 @@ func readUTF(r *bufio.Reader) (string, error) {
 	}
 	return decodeModifiedUTF8(b)
 }
+
+func modifiedUTF16(s string) []uint16 { return utf16.Encode([]rune(s)) }

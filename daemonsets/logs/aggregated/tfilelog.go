@@ -244,4 +244,3 @@ func (p *pieceWriter) Write(b []byte) (int, error) {
 
 // Close writes the TFile's indexes and trailer.
 func (w *TFileWriter) Close() error { return w.t.close() }
-
