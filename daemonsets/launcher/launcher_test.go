@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/knitdev/knit/rks/launch"
+	"github.com/knitdev/knit/test/eventually"
 )
 
 const podUID = "0b7c2a8e-1111-4e4e-9c9c-000000000001"
@@ -138,19 +140,17 @@ func (p *pod) message(t *testing.T) string {
 // folder, its way of saying it runs.
 func (p *pod) awaitFile(t *testing.T, name string, code <-chan int) {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
+	eventually.Within(t, 20*time.Second, func(context.Context) error {
 		if _, err := os.Stat(filepath.Join(p.work, name)); err == nil {
-			return
+			return nil
 		}
 		select {
 		case c := <-code:
 			t.Fatalf("the launcher ended with %d before %s appeared; stderr:\n%s", c, name, p.stderr)
-		case <-deadline:
-			t.Fatalf("%s never appeared; stderr:\n%s", name, p.stderr)
-		case <-time.After(10 * time.Millisecond):
+		default:
 		}
-	}
+		return fmt.Errorf("%s has not appeared; stderr:\n%s", name, p.stderr)
+	})
 }
 
 func TestRunWaitsForTheLaunchFilesThenRunsTheContainer(t *testing.T) {
@@ -448,17 +448,10 @@ func TestRunSendsSIGQUITWhenThreadDumpsAreAskedAfterTheLaunch(t *testing.T) {
 		t.Fatal(err)
 	}
 	work := p.work
-	waitUntil := time.Now().Add(5 * time.Second)
-	for {
+	eventually.True(t, 5*time.Second, "a SIGQUIT to reach the container", func() bool {
 		b, _ := os.ReadFile(filepath.Join(work, "dumps"))
-		if strings.Count(string(b), "dump") >= 1 {
-			break
-		}
-		if time.Now().After(waitUntil) {
-			t.Fatal("no SIGQUIT reached the container")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return strings.Count(string(b), "dump") >= 1
+	})
 	time.Sleep(100 * time.Millisecond) // a second signal would land by now
 	if err := os.WriteFile(filepath.Join(work, "stop"), nil, 0o644); err != nil {
 		t.Fatal(err)

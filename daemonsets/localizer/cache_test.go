@@ -3,6 +3,7 @@ package localizer
 import (
 	"context"
 	"errors"
+	"github.com/knitdev/knit/test/eventually"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -55,13 +56,7 @@ func (e *env) waiters(url string) int {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.True(t, 10*time.Second, what, cond)
 }
 
 // settle waits for the background downloads, and their evictions, to end.

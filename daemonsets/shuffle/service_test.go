@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/knitdev/knit/daemonsets/auxservice"
+	"github.com/knitdev/knit/test/eventually"
 )
 
 const (
@@ -667,13 +668,7 @@ func TestConfigFromHadoopReadsPropertyNames(t *testing.T) {
 // waitFor polls cond until it holds or 5 seconds pass.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.True(t, 5*time.Second, "the condition", cond)
 }
 
 // testTLS returns a server configuration with a fresh self-signed

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/knitdev/knit/test/controlplane"
+	waitfor "github.com/knitdev/knit/test/eventually"
 )
 
 // testCluster is the one control plane the integration tests share; each
@@ -140,16 +141,8 @@ func (e *testEnv) store(t *testing.T, o storeOptions) *Store {
 	return s
 }
 
-// eventually polls cond every 10ms until it holds or timeout passes.
+// eventually polls cond until it holds or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: still waiting for %s", timeout, what)
-		}
-		<-tick.C
-	}
+	waitfor.True(t, timeout, what, cond)
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -26,6 +27,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/rks/launch"
+	"github.com/knitdev/knit/test/eventually"
 	"github.com/knitdev/knit/test/localcluster"
 )
 
@@ -77,12 +79,10 @@ func (am *testAM) collect(what string, cond func(allocated []*yarnpb.ContainerPr
 	var allocated []*yarnpb.ContainerProto
 	var completed []*yarnpb.ContainerStatusProto
 	var tokens []*yarnpb.NMTokenProto
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond(allocated, completed) {
-		if time.Now().After(deadline) {
-			am.t.Fatalf("%s: gave up with %d allocated, %d completed", what, len(allocated), len(completed))
+	eventually.WithinEvery(am.t, 90*time.Second, 200*time.Millisecond, func(context.Context) error {
+		if cond(allocated, completed) {
+			return nil
 		}
-		time.Sleep(200 * time.Millisecond)
 		resp, err := am.allocate(nil)
 		if err != nil {
 			am.t.Fatalf("%s: allocate: %v", what, err)
@@ -90,7 +90,8 @@ func (am *testAM) collect(what string, cond func(allocated []*yarnpb.ContainerPr
 		allocated = append(allocated, resp.GetAllocatedContainers()...)
 		completed = append(completed, resp.GetCompletedContainerStatuses()...)
 		tokens = append(tokens, resp.GetNmTokens()...)
-	}
+		return fmt.Errorf("%s: %d allocated, %d completed", what, len(allocated), len(completed))
+	})
 	return allocated, completed, tokens
 }
 
@@ -133,12 +134,7 @@ func restartRM(t *testing.T, dir, waitFor string) {
 		t.Fatal(err)
 	}
 	_ = proc.Signal(syscall.SIGTERM)
-	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(pid, 0) == nil; {
-		if time.Now().After(deadline) {
-			t.Fatal("knit-rm did not stop")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	eventually.True(t, 30*time.Second, "knit-rm to stop", func() bool { return syscall.Kill(pid, 0) != nil })
 	logFile, err := os.OpenFile(filepath.Join(dir, "logs", "knit-rm.log"), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -151,16 +147,13 @@ func restartRM(t *testing.T, dir, waitFor string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	for deadline := time.Now().Add(time.Minute); ; {
-		if conn, err := net.DialTimeout("tcp", waitFor, time.Second); err == nil {
-			conn.Close()
-			return
+	eventually.WithinEvery(t, time.Minute, 100*time.Millisecond, func(context.Context) error {
+		conn, err := net.DialTimeout("tcp", waitFor, time.Second)
+		if err != nil {
+			return fmt.Errorf("restarted knit-rm does not listen: %w", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("restarted knit-rm does not listen")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return conn.Close()
+	})
 }
 
 // tail returns the last n lines of s.
@@ -242,13 +235,13 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 		return r.GetApplicationReport()
 	}
 	// An unmanaged AM's submitter reads its AMRMToken from the report.
-	var token = report().GetAmRmToken()
-	for deadline := time.Now().Add(time.Minute); token == nil; token = report().GetAmRmToken() {
-		if time.Now().After(deadline) {
-			t.Fatal("no AMRMToken in the report of an unmanaged AM")
+	token := report().GetAmRmToken()
+	eventually.WithinEvery(t, time.Minute, 100*time.Millisecond, func(context.Context) error {
+		if token = report().GetAmRmToken(); token == nil {
+			return errors.New("no AMRMToken in the report of an unmanaged AM")
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	dialAM := func() *testAM {
 		cl, err := ipc.NewClient(settings.SchedulerAddress, ipc.ClientConfig{Protocol: yarnrpc.ApplicationMasterProtocolName, Token: token})
 		if err != nil {
@@ -356,15 +349,15 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 	}
 	waitPending := func(want int) {
 		t.Helper()
-		for deadline := time.Now().Add(time.Minute); pending() != want; {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d pending pods, want %d", pending(), want)
+		eventually.WithinEvery(t, time.Minute, 200*time.Millisecond, func(context.Context) error {
+			if n := pending(); n != want {
+				if _, err := am.allocate(nil); err != nil {
+					t.Fatal(err)
+				}
+				return fmt.Errorf("%d pending pods, want %d", n, want)
 			}
-			if _, err := am.allocate(nil); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	gpu := ask(3, "*", 5, 1024, 1, true)
 	gpu.NodeLabelExpression = proto.String("gpu")
@@ -429,16 +422,16 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 	if len(done) != 1 || !proto.Equal(done[0].GetContainerId(), released) || done[0].GetExitStatus() != -100 {
 		t.Errorf("completed after release: %v", done)
 	}
-	for deadline := time.Now().Add(time.Minute); ; {
-		pods, _ := kube.CoreV1().Pods("knit").List(t.Context(), metav1.ListOptions{LabelSelector: launch.LabelContainer + "=" + releasedID.String()})
-		if len(pods.Items) == 0 {
-			break
+	eventually.WithinEvery(t, time.Minute, 200*time.Millisecond, func(ctx context.Context) error {
+		pods, err := kube.CoreV1().Pods("knit").List(ctx, metav1.ListOptions{LabelSelector: launch.LabelContainer + "=" + releasedID.String()})
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pod of released %s still there", releasedID)
+		if len(pods.Items) != 0 {
+			return fmt.Errorf("pod of released %s still there", releasedID)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 
 	// A blacklisted node gets none of the next containers.
 	if _, err := am.allocate(&yarnpb.AllocateRequestProto{
@@ -483,18 +476,18 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 	if err := am.call("finishApplicationMaster", &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum(), Diagnostics: proto.String("done")}, &fin); err != nil || !fin.GetIsUnregistered() {
 		t.Fatalf("finish: %v, unregistered %v", err, fin.GetIsUnregistered())
 	}
-	for deadline := time.Now().Add(time.Minute); ; {
+	eventually.WithinEvery(t, time.Minute, 200*time.Millisecond, func(ctx context.Context) error {
 		r := report()
-		pods, _ := kube.CoreV1().Pods("knit").List(t.Context(), metav1.ListOptions{LabelSelector: launch.LabelApplication + "=" + appID.String()})
-		if r.GetYarnApplicationState() == yarnpb.YarnApplicationStateProto_FINISHED && len(pods.Items) == 0 {
-			if r.GetFinalApplicationStatus() != yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED || !strings.Contains(r.GetDiagnostics(), "done") {
-				t.Errorf("final report: %v %q", r.GetFinalApplicationStatus(), r.GetDiagnostics())
-			}
-			break
+		pods, err := kube.CoreV1().Pods("knit").List(ctx, metav1.ListOptions{LabelSelector: launch.LabelApplication + "=" + appID.String()})
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after finish: state %v, %d pods left", r.GetYarnApplicationState(), len(pods.Items))
+		if r.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_FINISHED || len(pods.Items) != 0 {
+			return fmt.Errorf("after finish: state %v, %d pods left", r.GetYarnApplicationState(), len(pods.Items))
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		if r.GetFinalApplicationStatus() != yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED || !strings.Contains(r.GetDiagnostics(), "done") {
+			t.Errorf("final report: %v %q", r.GetFinalApplicationStatus(), r.GetDiagnostics())
+		}
+		return nil
+	})
 }

@@ -1,6 +1,9 @@
 package integration
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rks/launch"
+	"github.com/knitdev/knit/test/eventually"
 )
 
 // runningContainer is one container of an unmanaged AM, started on its
@@ -51,11 +55,15 @@ func startOneContainer(t *testing.T, command string) *runningContainer {
 	}
 	t.Cleanup(func() { _ = rmc.KillApplication(ctx, app, "test over") })
 	var amrm *yarnpb.ApplicationReportProto
-	for deadline := time.Now().Add(time.Minute); amrm.GetAmRmToken() == nil; time.Sleep(100 * time.Millisecond) {
-		if amrm, err = rmc.GetApplicationReport(ctx, app); err != nil || time.Now().After(deadline) {
-			t.Fatalf("no AMRMToken for the unmanaged AM: %v", err)
+	eventually.WithinEvery(t, time.Minute, 100*time.Millisecond, func(ctx context.Context) error {
+		if amrm, err = rmc.GetApplicationReport(ctx, app); err != nil {
+			t.Fatal(err)
 		}
-	}
+		if amrm.GetAmRmToken() == nil {
+			return errors.New("no AMRMToken for the unmanaged AM")
+		}
+		return nil
+	})
 	am, err := client.NewAMRMClient(knitRM(t).addrs.Scheduler, client.AMRMConfig{Token: token.FromProto(amrm.GetAmRmToken())})
 	if err != nil {
 		t.Fatal(err)
@@ -78,30 +86,29 @@ func startOneContainer(t *testing.T, command string) *runningContainer {
 	if _, err := nm.StartContainer(ctx, r.ctr, &yarnpb.ContainerLaunchContextProto{Command: []string{command}}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); r.pod(t).Status.Phase != corev1.PodRunning; time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the container's pod never ran")
+	eventually.WithinEvery(t, time.Minute, 200*time.Millisecond, func(context.Context) error {
+		if phase := r.pod(t).Status.Phase; phase != corev1.PodRunning {
+			return fmt.Errorf("the container's pod is %s, want Running", phase)
 		}
-	}
+		return nil
+	})
 	return r
 }
 
 // heartbeat allocates with req first, then empty, until done holds.
 func (r *runningContainer) heartbeat(t *testing.T, what string, req *yarnpb.AllocateRequestProto, done func(*yarnpb.AllocateResponseProto) bool) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		resp, err := r.am.Allocate(t.Context(), req)
+	eventually.WithinEvery(t, time.Minute, 200*time.Millisecond, func(ctx context.Context) error {
+		resp, err := r.am.Allocate(ctx, req)
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		if done(resp) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no answer", what)
+			return nil
 		}
 		req = nil
-	}
+		return fmt.Errorf("%s: no answer", what)
+	})
 }
 
 // pod is the container's pod as the API server has it now.
@@ -187,15 +194,12 @@ func TestContainerResizeGoesThroughThePodResizeSubresource(t *testing.T) {
 		t.Fatalf("decrease answered with %v", u)
 	}
 	want := resource.MustParse("256Mi")
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		spec, running := memory(pod())
-		if spec == want.String() && running == want.String() {
-			break
+	eventually.WithinEvery(t, time.Minute, 200*time.Millisecond, func(context.Context) error {
+		if spec, running := memory(pod()); spec != want.String() || running != want.String() {
+			return fmt.Errorf("pod memory after the decrease: spec %s, running %s; want 256Mi", spec, running)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pod memory after the decrease: spec %s, running %s; want 256Mi", spec, running)
-		}
-	}
+		return nil
+	})
 
 	// A stale version is refused with the current one.
 	resp, err = am.Allocate(ctx, update(0, yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE, 1024))
@@ -232,14 +236,12 @@ func TestAThreadDumpReachesTheContainerAsSIGQUIT(t *testing.T) {
 	id, _ := yarnid.ContainerIDFromProto(r.ctr.GetId())
 	stdoutHas := func(what string) {
 		t.Helper()
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-			if strings.Contains(containerLogs(t, id.Attempt.App, "stdout")[id.String()], what) {
-				return
+		eventually.WithinEvery(t, time.Minute, 100*time.Millisecond, func(context.Context) error {
+			if logs := containerLogs(t, id.Attempt.App, "stdout"); !strings.Contains(logs[id.String()], what) {
+				return fmt.Errorf("no %q in the container's stdout: %q", what, logs)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the container's stdout: %q", what, containerLogs(t, id.Attempt.App, "stdout"))
-			}
-		}
+			return nil
+		})
 	}
 	// A NodeManager signals only a process that runs: not one still being
 	// localized.

@@ -21,6 +21,7 @@ import (
 	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/test/eventually"
 	"github.com/knitdev/knit/test/localcluster"
 )
 
@@ -159,19 +160,19 @@ func submitShellAM(t *testing.T, command string, attempts int32, resources map[s
 // waitFinal polls the report until the application has ended.
 func waitFinal(t *testing.T, rmc *client.RMClient, app *yarnpb.ApplicationIdProto) *yarnpb.ApplicationReportProto {
 	t.Helper()
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(250 * time.Millisecond) {
-		r, err := rmc.GetApplicationReport(t.Context(), app)
-		if err != nil {
+	var r *yarnpb.ApplicationReportProto
+	eventually.WithinEvery(t, 3*time.Minute, 250*time.Millisecond, func(ctx context.Context) error {
+		var err error
+		if r, err = rmc.GetApplicationReport(ctx, app); err != nil {
 			t.Fatal(err)
 		}
 		switch r.GetYarnApplicationState() {
 		case yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.YarnApplicationStateProto_FAILED, yarnpb.YarnApplicationStateProto_KILLED:
-			return r
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("application still %s", r.GetYarnApplicationState())
-		}
-	}
+		return fmt.Errorf("application still %s", r.GetYarnApplicationState())
+	})
+	return r
 }
 
 func TestAnAMThatCrashesGetsASecondAttempt(t *testing.T) {
@@ -245,35 +246,31 @@ func TestKillingAnApplicationStopsEveryPod(t *testing.T) {
 	rmc, app := submitShellAM(t, "sleep 600", 1, nil)
 	id, _ := yarnid.ApplicationIDFromProto(app)
 	sel := metav1.ListOptions{LabelSelector: "knit.io/application=" + id.String()}
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(250 * time.Millisecond) {
-		r, err := rmc.GetApplicationReport(t.Context(), app)
+	eventually.WithinEvery(t, 2*time.Minute, 250*time.Millisecond, func(ctx context.Context) error {
+		r, err := rmc.GetApplicationReport(ctx, app)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pods, err := cluster.Client.CoreV1().Pods(metav1.NamespaceAll).List(t.Context(), sel)
+		pods, err := cluster.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, sel)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if r.GetYarnApplicationState() == yarnpb.YarnApplicationStateProto_ACCEPTED && len(pods.Items) > 0 && pods.Items[0].Status.Phase == "Running" {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("AM pod never ran: state %s, %d pods", r.GetYarnApplicationState(), len(pods.Items))
-		}
-	}
+		return fmt.Errorf("AM pod not running: state %s, %d pods", r.GetYarnApplicationState(), len(pods.Items))
+	})
 	if err := rmc.KillApplication(t.Context(), app, "killed by the test"); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(250 * time.Millisecond) {
-		pods, err := cluster.Client.CoreV1().Pods(metav1.NamespaceAll).List(t.Context(), sel)
+	eventually.WithinEvery(t, time.Minute, 250*time.Millisecond, func(ctx context.Context) error {
+		pods, err := cluster.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, sel)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(pods.Items) == 0 {
-			return
+		if len(pods.Items) != 0 {
+			return fmt.Errorf("%d pods left after the kill", len(pods.Items))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d pods left after the kill", len(pods.Items))
-		}
-	}
+		return nil
+	})
 }

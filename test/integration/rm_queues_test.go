@@ -23,6 +23,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnrpc"
+	"github.com/knitdev/knit/test/eventually"
 	"github.com/knitdev/knit/test/localcluster"
 )
 
@@ -202,19 +203,16 @@ func (c *rmClient) report(t *testing.T, user string, id *yarnpb.ApplicationIdPro
 // passes through on submission, and reports it.
 func (c *rmClient) settled(t *testing.T, id *yarnpb.ApplicationIdProto) *yarnpb.ApplicationReportProto {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		r := c.report(t, knitAdmin, id)
+	var r *yarnpb.ApplicationReportProto
+	eventually.WithinEvery(t, time.Minute, 50*time.Millisecond, func(context.Context) error {
+		r = c.report(t, knitAdmin, id)
 		switch r.GetYarnApplicationState() {
 		case yarnpb.YarnApplicationStateProto_NEW, yarnpb.YarnApplicationStateProto_NEW_SAVING, yarnpb.YarnApplicationStateProto_SUBMITTED:
-		default:
-			return r
+			return fmt.Errorf("%s still %v", idString(t, id), r.GetYarnApplicationState())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still %v", idString(t, id), r.GetYarnApplicationState())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return r
 }
 
 func idString(t *testing.T, id *yarnpb.ApplicationIdProto) string {
@@ -342,13 +340,12 @@ func killAndWait(t *testing.T, c *rmClient, id *yarnpb.ApplicationIdProto) {
 	if err := c.call(knitAdmin, "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for c.report(t, knitAdmin, id).GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_KILLED {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not KILLED", idString(t, id))
+	eventually.WithinEvery(t, time.Minute, 50*time.Millisecond, func(context.Context) error {
+		if s := c.report(t, knitAdmin, id).GetYarnApplicationState(); s != yarnpb.YarnApplicationStateProto_KILLED {
+			return fmt.Errorf("%s %v, want KILLED", idString(t, id), s)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestMoveApplicationAcrossQueuesChecksTheTargetAsASubmission(t *testing.T) {

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnrpc"
+	"github.com/knitdev/knit/test/eventually"
 	"github.com/knitdev/knit/test/localcluster"
 )
 
@@ -135,11 +137,10 @@ func TestKnitRMAnswersClientsAndKeepsApplicationsAcrossARestart(t *testing.T) {
 	if err := call("forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: newApp.ApplicationId}, &kill); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for report().GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_KILLED {
-		if time.Now().After(deadline) {
-			t.Fatalf("application not KILLED: %v", report())
+	eventually.WithinEvery(t, time.Minute, 100*time.Millisecond, func(context.Context) error {
+		if r := report(); r.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_KILLED {
+			return fmt.Errorf("application not KILLED: %v", r)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }

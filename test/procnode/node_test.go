@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knitdev/knit/test/eventually"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -276,20 +277,17 @@ func createPod(t *testing.T, c kubernetes.Interface, p *corev1.Pod) {
 func waitPod(t *testing.T, c kubernetes.Interface, name, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	var last *corev1.Pod
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		p, err := c.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
-		if err == nil {
-			last = p
-			if cond(p) {
-				return p
-			}
+	eventually.WithinEvery(t, time.Minute, 20*time.Millisecond, func(ctx context.Context) error {
+		p, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for pod %s: %s; last status: %+v", name, what, statusSummary(last))
+		if last = p; !cond(p) {
+			return fmt.Errorf("pod %s: %s; last status: %+v", name, what, statusSummary(p))
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return last
 }
 
 func statusSummary(p *corev1.Pod) string {

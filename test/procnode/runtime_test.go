@@ -3,6 +3,7 @@ package procnode
 import (
 	"context"
 	"fmt"
+	"github.com/knitdev/knit/test/eventually"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -42,16 +43,10 @@ func startRun(t *testing.T, rt *procRuntime, dir, name string, argv ...string) a
 	return ap
 }
 
-// waitFor polls cond every 10ms until it holds or d passes.
+// waitFor polls cond until it holds or d passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.True(t, d, what, cond)
 }
 
 // waitExited polls the run's files (as a fresh reader would) until it has
