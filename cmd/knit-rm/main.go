@@ -246,8 +246,15 @@ func serveClientProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings c
 	return nil
 }
 
-func serveREST(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings) {
+func serveREST(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, c *hadoopconf.Configuration) error {
 	e := rmrest.New(rmrest.Config{Cluster: r.REST(), Logger: run.Logger.With("component", "rest")})
+	proxy, err := newWebProxy(r, settings, c, run.Logger.With("component", "webproxy"))
+	if err != nil {
+		return err
+	}
+	proxy.Register(e)
+	run.Lifecycle.Append(fx.StopHook(proxy.Close))
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
-	run.Serve(lifecycle.Endpoint{Name: "web port (REST)", Address: settings.WebappAddress, Server: srv})
+	run.Serve(lifecycle.Endpoint{Name: "web port (REST, web proxy)", Address: settings.WebappAddress, Server: srv})
+	return nil
 }
