@@ -368,6 +368,7 @@ func (c *conn) processCall(hdr *commonpb.RpcRequestHeaderProto, rest []byte) *Re
 
 	// A full connection, then a full server, stops reading here:
 	// back-pressure instead of a queue.
+	received := time.Now()
 	select {
 	case c.slots <- struct{}{}:
 	case <-c.ctx.Done():
@@ -381,7 +382,7 @@ func (c *conn) processCall(hdr *commonpb.RpcRequestHeaderProto, rest []byte) *Re
 	}
 	c.calls.Add(1)
 	c.inflight.Add(1)
-	go c.runCall(reply, svc.name, m, req)
+	go c.runCall(reply, svc.name, m, req, received)
 	return nil
 }
 
@@ -392,7 +393,8 @@ type callReply struct {
 	clientID []byte
 }
 
-func (c *conn) runCall(reply callReply, protocol string, m Method, req proto.Message) {
+func (c *conn) runCall(reply callReply, protocol string, m Method, req proto.Message, received time.Time) {
+	started := time.Now()
 	defer func() {
 		<-c.srv.inFlight
 		<-c.slots
@@ -404,6 +406,9 @@ func (c *conn) runCall(reply callReply, protocol string, m Method, req proto.Mes
 	ctx := context.WithValue(c.ctx, callerKey{}, &caller)
 
 	resp, err := c.invoke(ctx, protocol, m, req)
+	if o := c.srv.cfg.Observer; o != nil {
+		o.ObserveCall(protocol, m.name, started.Sub(received), time.Since(started), err)
+	}
 	if err != nil {
 		c.sendError(reply, remoteErrorFor(err))
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -192,5 +193,46 @@ func TestCloseEndsTheAcceptBackoffAtOnce(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve still backing off after Close")
+	}
+}
+
+// callLog is a CallObserver that keeps what it is told.
+type callLog struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (l *callLog) ObserveCall(protocol, method string, queued, processing time.Duration, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	if queued < 0 || processing < 0 {
+		outcome = "negative time"
+	}
+	l.calls = append(l.calls, protocol+"."+method+" "+outcome)
+}
+
+func TestTheObserverSeesEveryAnsweredCall(t *testing.T) {
+	log := &callLog{}
+	ts := startServer(t, Config{Simple: true, Observer: log, AdmitCall: func(ctx context.Context, _, _ string) error {
+		if c, _ := CallerFrom(ctx); c.User == "mallory" {
+			return javaErr{class: "org.apache.hadoop.ipc.StandbyException", msg: "standby"}
+		}
+		return nil
+	}})
+	if _, err := report(t, newTestClient(t, ts.addr, ClientConfig{User: "alice"}), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := report(t, newTestClient(t, ts.addr, ClientConfig{User: "mallory"}), 1); err == nil {
+		t.Fatal("mallory's call was answered")
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	want := []string{testProtocol + ".getApplicationReport ok", testProtocol + ".getApplicationReport error"}
+	if !slices.Equal(log.calls, want) {
+		t.Errorf("observed %q, want %q", log.calls, want)
 	}
 }

@@ -73,8 +73,21 @@ type Config struct {
 	// stays open: a standby ResourceManager answers every call with
 	// StandbyException here. It runs on the call's own goroutine.
 	AdmitCall func(ctx context.Context, protocol, method string) error
+	// Observer, if set, is told of every call a handler answered (or
+	// AdmitCall refused), as Hadoop's RpcMetrics and RpcDetailedMetrics
+	// count them.
+	Observer CallObserver
 	// Logger receives connection-level events. Nil means slog.Default().
 	Logger *slog.Logger
+}
+
+// CallObserver learns of the calls a Server answers. ObserveCall runs on
+// the call's goroutine before the answer is sent: it must be quick and safe
+// for concurrent use. queued is the time from the call's frame being read
+// to its handler starting (waiting for a free slot), processing the
+// handler's own time; err is the handler's error, nil on success.
+type CallObserver interface {
+	ObserveCall(protocol, method string, queued, processing time.Duration, err error)
 }
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
