@@ -85,7 +85,7 @@ type request struct {
 	// StreamRequest, StreamResponse and StreamFailure.
 	streamName string
 	// MergedBlockMetaRequest.
-	appID                              string
+	appID                               string
 	shuffleID, shuffleMergeID, reduceID int32
 }
 
