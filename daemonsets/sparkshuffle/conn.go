@@ -168,11 +168,10 @@ func (c *conn) authenticate(ctx context.Context, q request) error {
 	}
 	resp, done, err := c.sasl.respond(m.token)
 	if err != nil {
+		// Spark leaves the connection to the client, which closes it; the
+		// exchange is spent, so the connection cannot try again.
 		c.log.InfoContext(ctx, "SASL authentication failed", "app", c.sasl.app, "err", err)
-		if werr := c.write(rpcFailureFrame(q.requestID, javaText(err))); werr != nil {
-			return werr
-		}
-		return errClose
+		return c.write(rpcFailureFrame(q.requestID, javaText(err)))
 	}
 	if err := c.write(rpcResponseFrame(q.requestID, resp)); err != nil {
 		return err

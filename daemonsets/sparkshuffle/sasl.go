@@ -111,7 +111,7 @@ func (x *saslExchange) respond(token []byte) (resp []byte, done bool, err error)
 		}
 		return final, true, nil
 	}
-	return nil, false, saslErr("DIGEST-MD5: authentication already complete")
+	return nil, false, saslErr("DIGEST-MD5: authentication already failed")
 }
 
 // saslErr is a SaslException as SparkSaslServer.response propagates it.
