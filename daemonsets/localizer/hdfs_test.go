@@ -514,13 +514,11 @@ func TestHDFSSourceEndsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	u := &url.URL{Scheme: "hdfs", Host: silent.Addr().String(), Path: "/user/alice/job.jar"}
-	started := time.Now()
+	// An Open that outlived its context would end at the socket timeout
+	// with another error.
 	_, err = s.Open(ctx, Request{URL: u, User: testUser})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Open = %v, want the context's deadline", err)
-	}
-	if d := time.Since(started); d > 10*time.Second {
-		t.Errorf("Open returned after %v, long after its context ended", d)
 	}
 }
 
@@ -562,25 +560,21 @@ func serveTCP(t *testing.T, serve func(net.Conn)) net.Addr {
 	return l.Addr()
 }
 
-// measure runs fn and returns how long it took and how many bytes the
-// process allocated meanwhile.
-func measure(fn func()) (time.Duration, uint64) {
+// allocatedBy runs fn and returns how many bytes the process allocated
+// meanwhile.
+func allocatedBy(fn func()) uint64 {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	start := time.Now()
 	fn()
-	took := time.Since(start)
 	runtime.ReadMemStats(&after)
-	return took, after.TotalAlloc - before.TotalAlloc
+	return after.TotalAlloc - before.TotalAlloc
 }
 
 // Refusals must come at once, without waiting for the bytes a length
-// promises (the socket timeout is 60 s), and without allocating what it
-// asks: a refusal allocates far less than this.
-const (
-	refusalTime  = 10 * time.Second
-	refusalBytes = 64 << 20
-)
+// promises (a client that waited would fail with the socket's timeout or
+// EOF, not the refusal), and without allocating what it asks: a refusal
+// allocates far less than this.
+const refusalBytes = 64 << 20
 
 func TestHDFSSourceRefusesNamenodeResponsesOverTheLimit(t *testing.T) {
 	tests := []struct {
@@ -604,15 +598,15 @@ func TestHDFSSourceRefusesNamenodeResponsesOverTheLimit(t *testing.T) {
 			e := newEnv(t, func(c *Config) { c.HDFS = HDFSConfig{ConfDir: hadoopConfDir(t, tc.conf)} })
 			u := "hdfs://" + nn + "/user/alice/job.jar"
 			var f launch.Files
-			took, allocated := measure(func() {
+			allocated := allocatedBy(func() {
 				f = e.prepare(i+1, []kv{{"res", lr(t, u, 10, 1, typeFile, visPrivate, "")}}, nil)
 			})
 			want := fmt.Sprintf("Failed to download resource %s: open /user/alice/job.jar: namenode %s: %s", u, nn, tc.failure)
 			if f.Failure != want {
 				t.Errorf("Failure = %q\nwant      %q", f.Failure, want)
 			}
-			if took > refusalTime || allocated > refusalBytes {
-				t.Errorf("the refusal took %v and allocated %d bytes", took, allocated)
+			if allocated > refusalBytes {
+				t.Errorf("the refusal allocated %d bytes", allocated)
 			}
 		})
 	}
@@ -652,15 +646,15 @@ func TestHDFSSourceRefusesBrokenDatanodeStreams(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			u := fmt.Sprintf("hdfs://%s/user/alice/%d.jar", fake.namenode, i)
 			var f launch.Files
-			took, allocated := measure(func() {
+			allocated := allocatedBy(func() {
 				f = e.prepare(i+1, []kv{{"res", lr(t, u, 10, 1, typeFile, visPrivate, "")}}, nil)
 			})
 			want := fmt.Sprintf("Failed to download resource %s: datanode 127.0.0.1:%d: %s", u, fake.dataPort, tc.failure)
 			if f.Failure != want {
 				t.Errorf("Failure = %q\nwant      %q", f.Failure, want)
 			}
-			if took > refusalTime || allocated > refusalBytes {
-				t.Errorf("the refusal took %v and allocated %d bytes", took, allocated)
+			if allocated > refusalBytes {
+				t.Errorf("the refusal allocated %d bytes", allocated)
 			}
 		})
 	}

@@ -188,19 +188,20 @@ func TestStopEscalatesToSIGKILL(t *testing.T) {
 	t.Parallel()
 	rt := newTestRuntime(t)
 	dir := t.TempDir()
-	// Ignored signals stay ignored across exec, so the sleep ignores TERM too.
-	ap := startRun(t, rt, dir, "c", "sh", "-c", `trap "" TERM; sleep 1000 & wait`)
+	// The main process notes the SIGTERM and carries on; only the tree's
+	// SIGKILL after the grace period ends it.
+	termed := filepath.Join(dir, "termed")
+	ap := startRun(t, rt, dir, "c", "sh", "-c", `trap "touch '`+termed+`'" TERM; sleep 1000 & while :; do wait; done`)
 	a, _ := rt.load(ap)
 	waitFor(t, 10*time.Second, "sleep started", func() bool { return len(pidsOf(a.State)) >= 2 })
-	began := time.Now()
 	if err := rt.stop(context.Background(), a, 300*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if a.Exit == nil || a.Exit.ExitCode != 137 || a.Exit.Signal != 9 {
 		t.Fatalf("exit = %+v, want 137 (SIGKILL after the grace period)", a.Exit)
 	}
-	if took := time.Since(began); took < 300*time.Millisecond {
-		t.Errorf("stop took %s, less than the grace period", took)
+	if _, err := os.Stat(termed); err != nil {
+		t.Errorf("killed before the main process noted its SIGTERM: %v", err)
 	}
 }
 
