@@ -69,7 +69,7 @@ type indexedContainer struct {
 }
 
 type indexedFile struct {
-	name, container           string
+	name, container            string
 	size, stored, mtime, start int64
 }
 

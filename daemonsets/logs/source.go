@@ -1,0 +1,239 @@
+package logs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/knitdev/knit/daemonsets/logs/aggregated"
+	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rks/launch"
+)
+
+// ExitInvalid is ContainerExitStatus.INVALID, the exit code of a
+// container that has not ended.
+const ExitInvalid = -1000
+
+// Container is what the node knows of one container from its pod.
+type Container struct {
+	ID   string
+	App  string
+	User string
+	// State is the NodeManager's ContainerState name: NEW, LOCALIZING,
+	// RUNNING or DONE.
+	State         string
+	ExitCode      int32
+	Diagnostics   string
+	MemoryMB      int64
+	VCores        int64
+	ExecutionType string
+}
+
+// Running reports whether the container may still write to its logs.
+func (c Container) Running() bool { return c.State != "DONE" }
+
+// Source lists the containers whose pods are bound to the node.
+type Source interface {
+	Containers() []Container
+}
+
+// PodSource is the Source of a node's pods, read from an informer. It
+// also keeps each application's owner and ACLs beside its logs the first
+// time it sees one of its started containers.
+type PodSource struct {
+	dirs    Dirs
+	log     *slog.Logger
+	factory informers.SharedInformerFactory
+	lister  corelisters.PodLister
+	synced  toolscache.InformerSynced
+
+	mu       sync.Mutex
+	recorded map[string]bool
+}
+
+var _ Source = (*PodSource)(nil)
+
+// NewPodSource watches the Knit pods bound to nodeName.
+func NewPodSource(client kubernetes.Interface, nodeName string, dirs Dirs, log *slog.Logger) (*PodSource, error) {
+	if client == nil || nodeName == "" {
+		return nil, errors.New("logs: a client and a node name are required")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
+			o.LabelSelector = launch.LabelContainer
+		}))
+	inf := factory.Core().V1().Pods()
+	s := &PodSource{dirs: dirs, log: log, factory: factory, lister: inf.Lister(), synced: inf.Informer().HasSynced, recorded: map[string]bool{}}
+	record := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			s.record(p)
+		}
+	}
+	if _, err := inf.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    record,
+		UpdateFunc: func(_, obj any) { record(obj) },
+	}); err != nil {
+		return nil, fmt.Errorf("logs: pod handler: %w", err)
+	}
+	return s, nil
+}
+
+// Run watches until ctx ends.
+func (s *PodSource) Run(ctx context.Context) error {
+	s.factory.Start(ctx.Done())
+	defer s.factory.Shutdown()
+	<-ctx.Done()
+	return nil
+}
+
+// Containers lists the node's containers; before the first sync, none.
+func (s *PodSource) Containers() []Container {
+	if !s.synced() {
+		return nil
+	}
+	pods, err := s.lister.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []Container
+	for _, p := range pods {
+		if c, ok := containerOfPod(p); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// record keeps the application's owner and ACLs, once per application
+// and knit-node run.
+func (s *PodSource) record(p *corev1.Pod) {
+	v, ok := p.Annotations[launch.AnnotationContext]
+	if !ok {
+		return
+	}
+	lc, err := launch.DecodeContext(v)
+	if err != nil {
+		return
+	}
+	id, err := yarnid.ParseContainerID(lc.ContainerID)
+	if err != nil {
+		return
+	}
+	app := id.Attempt.App.String()
+	s.mu.Lock()
+	done := s.recorded[app]
+	s.recorded[app] = true
+	s.mu.Unlock()
+	if done {
+		return
+	}
+	if _, ok := s.dirs.Record(app); ok {
+		return
+	}
+	rec := AppRecord{Owner: lc.User, ACLs: ACLsOfLaunchContext(lc.LaunchContext)}
+	if err := s.dirs.SetRecord(app, rec); err != nil {
+		s.log.Warn("keep application owner and ACLs", "app", app, "err", err)
+		s.mu.Lock()
+		delete(s.recorded, app)
+		s.mu.Unlock()
+	}
+}
+
+// ACLsOfLaunchContext returns the application ACLs of an encoded
+// ContainerLaunchContextProto, in YARN's names (VIEW_APP, MODIFY_APP).
+func ACLsOfLaunchContext(b []byte) []aggregated.ACL {
+	var clc yarnpb.ContainerLaunchContextProto
+	if proto.Unmarshal(b, &clc) != nil {
+		return nil
+	}
+	var out []aggregated.ACL
+	for _, a := range clc.GetApplication_ACLs() {
+		t := "VIEW_APP"
+		if a.GetAccessType() == yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP {
+			t = "MODIFY_APP"
+		}
+		out = append(out, aggregated.ACL{Type: t, Value: a.GetAcl()})
+	}
+	return out
+}
+
+// containerOfPod reads a container from its pod; ok is false for a pod
+// that is no allocated container.
+func containerOfPod(p *corev1.Pod) (Container, bool) {
+	var c Container
+	var lc launch.Context
+	if v, ok := p.Annotations[launch.AnnotationContext]; ok {
+		if d, err := launch.DecodeContext(v); err == nil {
+			lc = d
+		}
+	}
+	c.ID = lc.ContainerID
+	if c.ID == "" {
+		c.ID = original(p, launch.LabelContainer)
+	}
+	id, err := yarnid.ParseContainerID(c.ID)
+	if err != nil {
+		return c, false
+	}
+	c.App = id.Attempt.App.String()
+	c.User = lc.User
+	if c.User == "" {
+		c.User = original(p, launch.LabelUser)
+	}
+	c.ExecutionType = "GUARANTEED"
+	if v := p.Annotations[launch.AnnotationExecutionType]; v != "" {
+		c.ExecutionType = v
+	}
+	c.ExitCode = ExitInvalid
+	switch {
+	case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		c.State = "DONE"
+		for _, st := range p.Status.ContainerStatuses {
+			if t := st.State.Terminated; t != nil {
+				c.ExitCode, c.Diagnostics = t.ExitCode, t.Message
+				break
+			}
+		}
+	case p.Status.Phase == corev1.PodRunning:
+		c.State = "RUNNING"
+	case lc.ContainerID != "":
+		c.State = "LOCALIZING"
+	default:
+		c.State = "NEW"
+	}
+	var memBytes, milli int64
+	for _, ctr := range p.Spec.Containers {
+		memBytes += ctr.Resources.Requests.Memory().Value()
+		milli += ctr.Resources.Requests.Cpu().MilliValue()
+	}
+	c.MemoryMB = memBytes >> 20
+	c.VCores = int64(math.Ceil(float64(milli) / 1000))
+	return c, true
+}
+
+// original is a label's exact value: the annotation of the same key when
+// the label had to be sanitised, else the label.
+func original(p *corev1.Pod, key string) string {
+	if v, ok := p.Annotations[key]; ok {
+		return v
+	}
+	return p.Labels[key]
+}
