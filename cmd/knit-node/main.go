@@ -28,6 +28,7 @@ import (
 	"github.com/knitdev/knit/daemonsets/localizer"
 	"github.com/knitdev/knit/daemonsets/nmrelay"
 	"github.com/knitdev/knit/daemonsets/shuffle"
+	"github.com/knitdev/knit/daemonsets/sparkshuffle"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/rks/launch"
 	"k8s.io/client-go/rest"
@@ -48,6 +49,9 @@ type flags struct {
 	homeDir    string
 	cacheMB    int64
 	shuffle    int
+	// sparkShuffle is the Spark shuffle's port; 0 means
+	// spark.shuffle.service.port from the Hadoop configuration, else 7337.
+	sparkShuffle int
 	// auxServices is yarn.nodemanager.aux-services: the services to run.
 	auxServices string
 	// appsNamespace is where the RM keeps its YarnApplications (knit-rm's
@@ -73,7 +77,8 @@ func main() {
 	flag.StringVar(&f.homeDir, "user-home-dir", "/home/", "yarn.nodemanager.user-home-dir: HOME of containers")
 	flag.Int64Var(&f.cacheMB, "cache-target-mb", 10240, "yarn.nodemanager.localizer.cache.target-size-mb")
 	flag.IntVar(&f.shuffle, "shuffle-port", 13562, "mapreduce.shuffle.port: where the MapReduce shuffle listens on the node's address; overrides the Hadoop configuration's")
-	flag.StringVar(&f.auxServices, "aux-services", launch.ShuffleService, "yarn.nodemanager.aux-services: the aux services to run, comma separated (mapreduce_shuffle); empty for none")
+	flag.IntVar(&f.sparkShuffle, "spark-shuffle-port", 0, "spark.shuffle.service.port: where Spark's external shuffle listens on the node's address; 0 means the Hadoop configuration's, else Spark's 7337")
+	flag.StringVar(&f.auxServices, "aux-services", launch.ShuffleService, "yarn.nodemanager.aux-services: the aux services to run, comma separated (mapreduce_shuffle, spark_shuffle); empty for none")
 	flag.StringVar(&f.appsNamespace, "applications-namespace", "knit", "namespace of the RM's YarnApplications (knit-rm's --namespace), watched to end applications on the node")
 	flag.StringVar(&f.shuffleCert, "shuffle-tls-cert", "", "PEM certificate (chain) of the shuffle's HTTPS, used when mapreduce.shuffle.ssl.enabled is true")
 	flag.StringVar(&f.shuffleKey, "shuffle-tls-key", "", "PEM private key of --shuffle-tls-cert")
@@ -180,11 +185,51 @@ func newAuxServices(lc fx.Lifecycle, f flags, d nodeDirs, conf *hadoopconf.Confi
 			lc.Append(fx.StopHook(svc.Close))
 			log.Info("serving", "service", name, "address", svc.Addr().String())
 			out = append(out, svc)
+		case launch.SparkShuffleService:
+			svc, err := newSparkShuffle(f, d, conf, log)
+			if err != nil {
+				return nil, err
+			}
+			lc.Append(fx.StopHook(svc.Close))
+			log.Info("serving", "service", name, "address", svc.Addr().String())
+			out = append(out, svc)
 		default:
-			return nil, fmt.Errorf("aux service %q is not one knit-node runs (it runs %s)", name, launch.ShuffleService)
+			return nil, fmt.Errorf("aux service %q is not one knit-node runs (it runs %s and %s)", name, launch.ShuffleService, launch.SparkShuffleService)
 		}
 	}
 	return out, nil
+}
+
+// newSparkShuffle listens for Spark's external shuffle service with its
+// settings from the node's Hadoop configuration, as YarnShuffleService reads
+// them; its registered executors are kept under the node root.
+func newSparkShuffle(f flags, d nodeDirs, conf *hadoopconf.Configuration, log *slog.Logger) (*sparkshuffle.Service, error) {
+	cfg, err := sparkshuffle.ConfigFromHadoop(func(key string) (string, bool) {
+		v, ok, err := conf.Lookup(key)
+		return v, ok && err == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	port := f.sparkShuffle
+	if port == 0 {
+		port = sparkshuffle.DefaultPort
+		if _, p, err := net.SplitHostPort(cfg.Address); err == nil && cfg.Address != "" {
+			if port, err = strconv.Atoi(p); err != nil {
+				return nil, fmt.Errorf("spark shuffle port: %w", err)
+			}
+		}
+	}
+	cfg.Name = launch.SparkShuffleService
+	cfg.Address = net.JoinHostPort(f.address, strconv.Itoa(port))
+	cfg.LocalDirs = d.local
+	cfg.StateFile = filepath.Join(f.nodeRoot, "spark-shuffle", "executors.json")
+	cfg.Logger = log.With("component", "spark-shuffle")
+	svc, err := sparkshuffle.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("spark shuffle: %w", err)
+	}
+	return svc, nil
 }
 
 func newAuxHost(f flags, client kubernetes.Interface, services []auxservice.Service, log *slog.Logger) (*auxservice.Host, error) {

@@ -34,21 +34,21 @@ const (
 // Properties ConfigFromHadoop reads: the YARN service reads Spark's
 // settings from the NodeManager's Hadoop configuration.
 const (
-	PropPort                  = "spark.shuffle.service.port"
-	PropName                  = "spark.shuffle.service.name"
-	PropAuthenticate          = "spark.authenticate"
-	PropCryptoEnabled         = "spark.network.crypto.enabled"
-	PropAuthEngineVersion     = "spark.network.crypto.authEngineVersion"
-	PropSaslFallback          = "spark.network.crypto.saslFallback"
-	PropCryptoCipher          = "spark.network.crypto.cipher"
-	PropSaslServerEncrypt     = "spark.network.sasl.serverAlwaysEncrypt"
-	PropMaxChunksTransferred  = "spark.shuffle.maxChunksBeingTransferred"
-	PropConnectionTimeout     = "spark.shuffle.io.connectionTimeout"
-	PropIndexCacheSize        = "spark.shuffle.service.index.cache.size"
-	PropLocalDirs             = "yarn.nodemanager.local-dirs"
-	PropMaxStreamsPerConn     = "knit.spark.shuffle.max-streams-per-connection"
-	PropMaxFrameBytes         = "knit.spark.shuffle.max-frame-bytes"
-	ctrCipher                 = "AES/CTR/NoPadding"
+	PropPort                 = "spark.shuffle.service.port"
+	PropName                 = "spark.shuffle.service.name"
+	PropAuthenticate         = "spark.authenticate"
+	PropCryptoEnabled        = "spark.network.crypto.enabled"
+	PropAuthEngineVersion    = "spark.network.crypto.authEngineVersion"
+	PropSaslFallback         = "spark.network.crypto.saslFallback"
+	PropCryptoCipher         = "spark.network.crypto.cipher"
+	PropSaslServerEncrypt    = "spark.network.sasl.serverAlwaysEncrypt"
+	PropMaxChunksTransferred = "spark.shuffle.maxChunksBeingTransferred"
+	PropConnectionTimeout    = "spark.shuffle.io.connectionTimeout"
+	PropIndexCacheSize       = "spark.shuffle.service.index.cache.size"
+	PropLocalDirs            = "yarn.nodemanager.local-dirs"
+	PropMaxStreamsPerConn    = "knit.spark.shuffle.max-streams-per-connection"
+	PropMaxFrameBytes        = "knit.spark.shuffle.max-frame-bytes"
+	ctrCipher                = "AES/CTR/NoPadding"
 )
 
 // Config holds a Service's settings. The zero value of each field but
