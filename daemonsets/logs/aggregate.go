@@ -1,0 +1,278 @@
+package logs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/knitdev/knit/daemonsets/logs/aggregated"
+)
+
+// Marker files in an application's log folder (the first log dir).
+const (
+	// endedMarker says the application ended on the node and its logs
+	// wait for aggregation; it survives a knit-node restart.
+	endedMarker = ".knit-ended"
+	// failedMarker says aggregation gave up; the logs stay on the node.
+	failedMarker = ".knit-aggregation-failed"
+	// tmpSuffix is LogAggregationUtils.TMP_FILE_SUFFIX.
+	tmpSuffix = ".tmp"
+)
+
+// Store is the remote app log dir's file system.
+type Store interface {
+	// Put stores the size bytes of r at path (a path or URI under the
+	// layout's root), replacing any file there, so that readers see the
+	// whole file or none.
+	Put(ctx context.Context, path string, r io.ReaderAt, size int64) error
+}
+
+// AggregatorConfig configures log aggregation.
+type AggregatorConfig struct {
+	Dirs Dirs
+	// NodeID is the node's NodeId ("host:port"), which names its files.
+	NodeID string
+	Format aggregated.Format
+	Layout aggregated.Layout
+	Store  Store
+	// MaxAttempts bounds the stores of one application; then its
+	// aggregation is FAILED and its logs stay on the node. Zero means 10.
+	MaxAttempts int
+	// BaseDelay and MaxDelay bound the backoff between attempts; zero
+	// means 1 s and 2 min.
+	BaseDelay, MaxDelay time.Duration
+	Logger              *slog.Logger
+	Now                 func() time.Time
+}
+
+// Aggregator writes ended applications' logs to the remote app log dir,
+// one application at a time, and deletes the node's copy once stored.
+type Aggregator struct {
+	cfg   AggregatorConfig
+	log   *slog.Logger
+	queue workqueue.TypedRateLimitingInterface[string]
+
+	mu       sync.Mutex
+	attempts map[string]int
+}
+
+// NewAggregator returns an aggregator; Run works its queue.
+func NewAggregator(cfg AggregatorConfig) (*Aggregator, error) {
+	if len(cfg.Dirs) == 0 || cfg.NodeID == "" || cfg.Store == nil || cfg.Layout.Root == "" {
+		return nil, errors.New("logs: Dirs, NodeID, Store and Layout are required for aggregation")
+	}
+	if cfg.Format == "" {
+		cfg.Format = aggregated.FormatTFile
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = 10
+	}
+	if cfg.BaseDelay == 0 {
+		cfg.BaseDelay = time.Second
+	}
+	if cfg.MaxDelay == 0 {
+		cfg.MaxDelay = 2 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Aggregator{
+		cfg: cfg, log: cfg.Logger, attempts: map[string]int{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.BaseDelay, cfg.MaxDelay),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "log-aggregation"}),
+	}, nil
+}
+
+// ApplicationEnded marks the application's logs for aggregation, durably,
+// and queues it. The localizer calls it when the application ends on the
+// node, before it removes the application's local dirs (the log dirs are
+// apart and stay).
+func (a *Aggregator) ApplicationEnded(_ context.Context, app string) error {
+	if !validName(app) {
+		return nil
+	}
+	dir := filepath.Join(a.cfg.Dirs[0], app)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil // no logs here
+	}
+	if err := os.WriteFile(filepath.Join(dir, endedMarker), nil, 0o644); err != nil {
+		return fmt.Errorf("logs: mark %s ended: %w", app, err)
+	}
+	a.queue.Add(app)
+	return nil
+}
+
+// Run queues the applications marked ended before a restart, then
+// aggregates until ctx ends.
+func (a *Aggregator) Run(ctx context.Context) error {
+	defer a.queue.ShutDown()
+	apps, err := a.cfg.Dirs.Applications()
+	if err != nil {
+		a.log.WarnContext(ctx, "list applications with logs", "err", err)
+	}
+	for _, app := range apps {
+		if _, err := os.Stat(filepath.Join(a.cfg.Dirs[0], app, endedMarker)); err == nil {
+			a.queue.Add(app)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for a.process(ctx) {
+		}
+	}()
+	<-ctx.Done()
+	a.queue.ShutDown()
+	<-done
+	return nil
+}
+
+func (a *Aggregator) process(ctx context.Context) bool {
+	app, quit := a.queue.Get()
+	if quit {
+		return false
+	}
+	defer a.queue.Done(app)
+	err := a.Aggregate(ctx, app)
+	if err == nil {
+		a.queue.Forget(app)
+		a.mu.Lock()
+		delete(a.attempts, app)
+		a.mu.Unlock()
+		return true
+	}
+	if ctx.Err() != nil {
+		return true
+	}
+	a.mu.Lock()
+	a.attempts[app]++
+	n := a.attempts[app]
+	a.mu.Unlock()
+	if n >= a.cfg.MaxAttempts {
+		a.log.ErrorContext(ctx, "log aggregation FAILED; the logs stay on the node", "app", app, "attempts", n, "err", err)
+		_ = os.WriteFile(filepath.Join(a.cfg.Dirs[0], app, failedMarker), []byte(err.Error()), 0o644)
+		_ = os.Remove(filepath.Join(a.cfg.Dirs[0], app, endedMarker))
+		a.queue.Forget(app)
+		a.mu.Lock()
+		delete(a.attempts, app)
+		a.mu.Unlock()
+		return true
+	}
+	a.log.WarnContext(ctx, "log aggregation, will retry", "app", app, "attempt", n, "err", err)
+	a.queue.AddRateLimited(app)
+	return true
+}
+
+// Aggregate writes the application's logs on the node into one file in
+// the remote app log dir, then removes them from the node. With no logs it
+// only removes the folders.
+func (a *Aggregator) Aggregate(ctx context.Context, app string) error {
+	containers, err := a.cfg.Dirs.Containers(app)
+	if err != nil {
+		return err
+	}
+	if len(containers) == 0 {
+		return a.cfg.Dirs.RemoveApplication(app)
+	}
+	owner, acls, err := a.owner(app)
+	if err != nil {
+		return err
+	}
+	appDir, err := a.cfg.Layout.AppDir(owner, app)
+	if err != nil {
+		return err
+	}
+	nodeFile := aggregated.NodeFile(a.cfg.NodeID)
+	tmp, err := os.CreateTemp(filepath.Join(a.cfg.Dirs[0], app), "."+nodeFile+".*"+tmpSuffix)
+	if err != nil {
+		return fmt.Errorf("logs: aggregate %s: %w", app, err)
+	}
+	defer func() {
+		tmp.Close()
+		os.Remove(tmp.Name())
+	}()
+	h := aggregated.Header{Owner: owner, ACLs: acls, NodeID: a.cfg.NodeID}
+	var w aggregated.Writer
+	if a.cfg.Format == aggregated.FormatIndexed {
+		w, err = aggregated.NewIndexedWriter(tmp, app, h, nodeFile, a.cfg.Now())
+	} else {
+		w, err = aggregated.NewTFileWriter(tmp, h)
+	}
+	if err != nil {
+		return fmt.Errorf("logs: aggregate %s: %w", app, err)
+	}
+	for _, c := range containers {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		files, err := a.cfg.Dirs.Files(app, c)
+		if err != nil {
+			return err
+		}
+		if len(files) == 0 {
+			continue
+		}
+		src := make([]aggregated.SourceFile, 0, len(files))
+		for _, f := range files {
+			path := f.Path
+			src = append(src, aggregated.SourceFile{
+				Name: f.Name, Size: f.Info.Size(), ModTime: f.Info.ModTime(),
+				Open: func() (io.ReadCloser, error) { return os.Open(path) },
+			})
+		}
+		if err := w.WriteContainer(c, src); err != nil {
+			return fmt.Errorf("logs: aggregate %s: %w", app, err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("logs: aggregate %s: %w", app, err)
+	}
+	st, err := tmp.Stat()
+	if err != nil {
+		return err
+	}
+	remote := appDir + "/" + nodeFile
+	start := a.cfg.Now()
+	if err := a.cfg.Store.Put(ctx, remote, tmp, st.Size()); err != nil {
+		return fmt.Errorf("logs: store %s: %w", remote, err)
+	}
+	if err := a.cfg.Dirs.RemoveApplication(app); err != nil {
+		return fmt.Errorf("logs: remove aggregated logs of %s: %w", app, err)
+	}
+	a.log.InfoContext(ctx, "logs aggregated", "app", app, "containers", len(containers), "bytes", st.Size(),
+		"path", remote, "format", string(a.cfg.Format), "store_ms", a.cfg.Now().Sub(start).Milliseconds())
+	return nil
+}
+
+// owner returns the application's owner and ACLs from its record, else
+// the owner of its log folder.
+func (a *Aggregator) owner(app string) (string, []aggregated.ACL, error) {
+	if rec, ok := a.cfg.Dirs.Record(app); ok {
+		return rec.Owner, rec.ACLs, nil
+	}
+	st, err := os.Stat(filepath.Join(a.cfg.Dirs[0], app))
+	if err != nil {
+		return "", nil, err
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		if u, err := user.LookupId(strconv.FormatUint(uint64(sys.Uid), 10)); err == nil {
+			return u.Username, nil, nil
+		}
+	}
+	return "", nil, fmt.Errorf("logs: owner of %s unknown", app)
+}

@@ -1,0 +1,153 @@
+package logs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/knitdev/knit/daemonsets/logs/aggregated"
+)
+
+const endedApp = "application_1795680442682_0007"
+
+func layOut(t *testing.T) Dirs {
+	t.Helper()
+	dirs := Dirs{t.TempDir(), t.TempDir()}
+	write := func(root, cid, name, content string) {
+		dir := filepath.Join(root, endedApp, cid)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(dirs[0], "container_1795680442682_0007_01_000001", "stdout", "am out\n")
+	write(dirs[0], "container_1795680442682_0007_01_000001", "stderr", "")
+	write(dirs[1], "container_1795680442682_0007_01_000002", "stdout", "task out\n")
+	if err := dirs.SetRecord(endedApp, AppRecord{Owner: "alice", ACLs: []aggregated.ACL{{Type: "VIEW_APP", Value: "bob"}}}); err != nil {
+		t.Fatal(err)
+	}
+	return dirs
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func runAggregator(t *testing.T, cfg AggregatorConfig) *Aggregator {
+	t.Helper()
+	a, err := NewAggregator(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return a
+}
+
+func TestAggregatorWritesBothFormatsAndRemovesLocalCopy(t *testing.T) {
+	opts := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opts) })
+	for _, format := range []aggregated.Format{aggregated.FormatTFile, aggregated.FormatIndexed} {
+		t.Run(string(format), func(t *testing.T) {
+			dirs := layOut(t)
+			remote := t.TempDir()
+			layout := aggregated.LayoutFor(format, func(k string) (string, bool) {
+				if k == aggregated.ConfRemoteDir {
+					return "file://" + remote, true
+				}
+				return "", false
+			})
+			a := runAggregator(t, AggregatorConfig{Dirs: dirs, NodeID: "127.0.1.1:8041", Format: format, Layout: layout, Store: LocalStore{}})
+			if err := a.ApplicationEnded(context.Background(), endedApp); err != nil {
+				t.Fatal(err)
+			}
+			appDir, _ := layout.AppDir("alice", endedApp)
+			path := filepath.Join(remote, appDir[len("file://"+remote):], "127.0.1.1_8041")
+			waitFor(t, "the node's copy to go", func() bool {
+				_, err := os.Stat(filepath.Join(dirs[0], endedApp))
+				return errors.Is(err, os.ErrNotExist)
+			})
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r aggregated.Reader
+			if format == aggregated.FormatTFile {
+				r, err = aggregated.OpenTFile(bytes.NewReader(b), int64(len(b)), time.Now())
+			} else {
+				r, err = aggregated.OpenIndexed(bytes.NewReader(b), int64(len(b)))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h := r.Header(); h.Owner != "alice" || len(h.ACLs) != 1 {
+				t.Errorf("header %+v", h)
+			}
+			got := map[string]string{}
+			_ = r.Walk(func(f aggregated.LogFile, c io.Reader) error {
+				b, _ := io.ReadAll(c)
+				got[f.ContainerID[len(f.ContainerID)-6:]+"/"+f.Name] = string(b)
+				return nil
+			})
+			want := map[string]string{"000001/stdout": "am out\n", "000001/stderr": "", "000002/stdout": "task out\n"}
+			if len(got) != len(want) || got["000001/stdout"] != want["000001/stdout"] || got["000002/stdout"] != want["000002/stdout"] {
+				t.Errorf("aggregated %v", got)
+			}
+			if _, err := os.Stat(filepath.Join(dirs[1], endedApp)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("second log dir kept: %v", err)
+			}
+		})
+	}
+}
+
+type failingStore struct{ calls atomic.Int32 }
+
+func (f *failingStore) Put(context.Context, string, io.ReaderAt, int64) error {
+	f.calls.Add(1)
+	return errors.New("store refuses")
+}
+
+func TestAggregatorKeepsLogsWhenTheStoreFails(t *testing.T) {
+	opts := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opts) })
+	dirs := layOut(t)
+	store := &failingStore{}
+	layout := aggregated.Layout{Format: aggregated.FormatTFile, Root: "s3a://bucket/logs", Suffix: "logs-tfile"}
+	a := runAggregator(t, AggregatorConfig{Dirs: dirs, NodeID: "n:1", Layout: layout, Store: store, MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond})
+	if err := a.ApplicationEnded(context.Background(), endedApp); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "aggregation to give up", func() bool {
+		_, err := os.Stat(filepath.Join(dirs[0], endedApp, failedMarker))
+		return err == nil
+	})
+	if n := store.calls.Load(); n != 3 {
+		t.Errorf("%d attempts, want 3", n)
+	}
+	for _, p := range []string{filepath.Join(dirs[0], endedApp, "container_1795680442682_0007_01_000001", "stdout"), filepath.Join(dirs[1], endedApp, "container_1795680442682_0007_01_000002", "stdout")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("log deleted before it was stored: %v", err)
+		}
+	}
+}
