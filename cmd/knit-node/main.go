@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
@@ -26,6 +28,7 @@ import (
 	"github.com/knitdev/knit/cmd/internal/lifecycle"
 	"github.com/knitdev/knit/daemonsets/auxservice"
 	"github.com/knitdev/knit/daemonsets/localizer"
+	"github.com/knitdev/knit/daemonsets/logs"
 	"github.com/knitdev/knit/daemonsets/nmrelay"
 	"github.com/knitdev/knit/daemonsets/shuffle"
 	"github.com/knitdev/knit/daemonsets/sparkshuffle"
@@ -86,9 +89,9 @@ func main() {
 
 	app := fx.New(
 		fx.Supply(f),
-		fx.Provide(newLogger, newRESTConfig, newKubernetes, newMetadata, newNodeDirs, newHadoopConf, newAuxServices, newAuxHost, newLocalizer),
+		fx.Provide(newLogger, newRESTConfig, newKubernetes, newMetadata, newNodeDirs, newHadoopConf, newAuxServices, newAuxHost, newLocalizer, newLogSettings, newAggregator),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
-		fx.Invoke(runRelay, runAuxHost, runLocalizer),
+		fx.Invoke(runRelay, runAuxHost, runLocalizer, runNodeWeb),
 	)
 	app.Run()
 	if err := app.Err(); err != nil {
@@ -295,12 +298,17 @@ func runRelay(run lifecycle.Runner, f flags) error {
 	return nil
 }
 
-func runLocalizer(run lifecycle.Runner, f flags, client kubernetes.Interface, meta metadata.Interface, aux *auxservice.Host, l *localizer.Localizer) error {
+func runLocalizer(run lifecycle.Runner, f flags, client kubernetes.Interface, meta metadata.Interface, aux *auxservice.Host, l *localizer.Localizer, agg *logs.Aggregator) error {
+	var appLogs localizer.ApplicationLogs
+	if agg != nil {
+		appLogs = agg
+	}
 	c, err := localizer.NewController(localizer.ControllerConfig{
 		Client:                client,
 		Metadata:              meta,
 		ApplicationsNamespace: f.appsNamespace,
 		Services:              aux,
+		Logs:                  appLogs,
 		NodeName:              f.nodeName,
 		LaunchDir:             launch.Dir(f.nodeRoot),
 		Preparer:              l,
@@ -310,5 +318,59 @@ func runLocalizer(run lifecycle.Runner, f flags, client kubernetes.Interface, me
 		return err
 	}
 	run.Background("localizer", c.Run)
+	return nil
+}
+
+// hadoopLookup reads the node's Hadoop configuration for daemonsets' own
+// settings parsers.
+func hadoopLookup(conf *hadoopconf.Configuration) func(string) (string, bool) {
+	return func(key string) (string, bool) {
+		v, ok, err := conf.Lookup(key)
+		return v, ok && err == nil
+	}
+}
+
+func newLogSettings(conf *hadoopconf.Configuration) (logs.Settings, error) {
+	return logs.SettingsFromHadoop(hadoopLookup(conf))
+}
+
+// newAggregator is log aggregation, nil unless yarn.log-aggregation-enable
+// is set and the remote app log dir is one knit-node writes.
+func newAggregator(f flags, d nodeDirs, s logs.Settings, log *slog.Logger) (*logs.Aggregator, error) {
+	if !s.Aggregate {
+		return nil, nil
+	}
+	store, err := logs.StoreFor(s.Layout.Root)
+	if err != nil {
+		log.Error("log aggregation is off; container logs stay on the node", "err", err)
+		return nil, nil
+	}
+	return logs.NewAggregator(logs.AggregatorConfig{
+		Dirs: logs.Dirs(d.logs), NodeID: net.JoinHostPort(f.address, strconv.Itoa(f.nmPort)),
+		Format: s.Format, Layout: s.Layout, Store: store, Logger: log.With("component", "log-aggregation"),
+	})
+}
+
+// runNodeWeb serves the NodeManager web port (node web services and log
+// pages) and runs log aggregation when it is on.
+func runNodeWeb(run lifecycle.Runner, f flags, d nodeDirs, client kubernetes.Interface, s logs.Settings, agg *logs.Aggregator) error {
+	src, err := logs.NewPodSource(client, f.nodeName, logs.Dirs(d.logs), run.Logger.With("component", "logs"))
+	if err != nil {
+		return err
+	}
+	run.Background("container pods (logs)", src.Run)
+	web := net.JoinHostPort(f.address, strconv.Itoa(f.nmWebPort))
+	e, err := logs.New(logs.Config{
+		NodeID: net.JoinHostPort(f.address, strconv.Itoa(f.nmPort)), WebAddress: web,
+		Dirs: logs.Dirs(d.logs), Source: src, Access: s.Access, RMWebAddress: s.RMWebAddress,
+		Logger: run.Logger.With("component", "nm-web"),
+	})
+	if err != nil {
+		return err
+	}
+	run.Serve(lifecycle.Endpoint{Name: "nm web port", Address: web, Server: &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second}})
+	if agg != nil {
+		run.Background("log aggregation", agg.Run)
+	}
 	return nil
 }

@@ -46,6 +46,13 @@ type ApplicationServices interface {
 	StopApplication(ctx context.Context, app yarnid.ApplicationID) error
 }
 
+// ApplicationLogs hears of an application's end on the node, to aggregate
+// its container logs (the log dirs are apart from the local dirs that
+// CleanApplication removes).
+type ApplicationLogs interface {
+	ApplicationEnded(ctx context.Context, app string) error
+}
+
 // ControllerConfig holds what the node's localizer controller needs.
 type ControllerConfig struct {
 	Client kubernetes.Interface
@@ -55,6 +62,9 @@ type ControllerConfig struct {
 	ApplicationsNamespace string
 	// Services, if set, hears of application starts and ends.
 	Services ApplicationServices
+	// Logs, if set, hears of an application's end before its folders go,
+	// to aggregate its container logs (a *logs.Aggregator).
+	Logs ApplicationLogs
 	NodeName string
 	// LaunchDir is the folder knit-launcher waits in (<node root>/launch).
 	LaunchDir string
@@ -381,8 +391,9 @@ func (c *Controller) processEnded(ctx context.Context) bool {
 }
 
 // endApplication is the NodeManager's application cleanup: the services
-// forget the application (the shuffle its job token), then its folders go,
-// map outputs with them.
+// forget the application (the shuffle its job token), its container logs
+// are handed to log aggregation, then its folders go, map outputs with
+// them.
 func (c *Controller) endApplication(ctx context.Context, app string) error {
 	id, err := yarnid.ParseApplicationID(app)
 	if err != nil {
@@ -390,6 +401,11 @@ func (c *Controller) endApplication(ctx context.Context, app string) error {
 	}
 	if c.cfg.Services != nil {
 		if err := c.cfg.Services.StopApplication(ctx, id); err != nil {
+			return err
+		}
+	}
+	if c.cfg.Logs != nil {
+		if err := c.cfg.Logs.ApplicationEnded(ctx, app); err != nil {
 			return err
 		}
 	}

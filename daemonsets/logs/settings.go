@@ -1,0 +1,51 @@
+package logs
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/knitdev/knit/daemonsets/logs/aggregated"
+)
+
+// Settings are the node's log settings, read from its Hadoop
+// configuration.
+type Settings struct {
+	Access       Access
+	RMWebAddress string
+	// Aggregate is yarn.log-aggregation-enable.
+	Aggregate bool
+	Format    aggregated.Format
+	Layout    aggregated.Layout
+}
+
+// SettingsFromHadoop reads yarn.acl.enable, yarn.admin.acl (default "*"),
+// yarn.resourcemanager.webapp.address and the log aggregation keys.
+func SettingsFromHadoop(conf aggregated.Conf) (Settings, error) {
+	get := func(k, def string) string {
+		if v, ok := conf(k); ok {
+			return strings.TrimSpace(v)
+		}
+		return def
+	}
+	var s Settings
+	s.Access.Enabled = strings.EqualFold(get("yarn.acl.enable", "false"), "true")
+	s.Access.Admin = ParseACL(get("yarn.admin.acl", "*"))
+	s.RMWebAddress = get("yarn.resourcemanager.webapp.address", "")
+	s.Aggregate = strings.EqualFold(get(aggregated.ConfEnable, "false"), "true")
+	f, err := aggregated.WriteFormat(conf)
+	if err != nil {
+		return s, err
+	}
+	s.Format = f
+	s.Layout = aggregated.LayoutFor(f, conf)
+	return s, nil
+}
+
+// StoreFor returns the Store of a remote app log dir: a plain path or a
+// file:// URI. Other file systems (hdfs://, s3a://) are not written yet.
+func StoreFor(root string) (Store, error) {
+	if _, err := localPath(root); err != nil {
+		return nil, fmt.Errorf("remote app log dir %s: only local paths and file:// are supported for now", root)
+	}
+	return LocalStore{}, nil
+}
