@@ -64,7 +64,7 @@ type ControllerConfig struct {
 	Services ApplicationServices
 	// Logs, if set, hears of an application's end before its folders go,
 	// to aggregate its container logs (a *logs.Aggregator).
-	Logs ApplicationLogs
+	Logs     ApplicationLogs
 	NodeName string
 	// LaunchDir is the folder knit-launcher waits in (<node root>/launch).
 	LaunchDir string
