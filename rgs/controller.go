@@ -68,8 +68,30 @@ type Config struct {
 	// PodFactory, from NewPodInformerFactory, shares the informer of Knit's
 	// pods with the rest of the RM; nil means one of RGS's own.
 	PodFactory informers.SharedInformerFactory
-	Logger     *slog.Logger
+	// Observer, if set, learns of pod creations and allocations (the
+	// RM's metrics).
+	Observer Observer
+	Logger   *slog.Logger
 }
+
+// Observer learns of RGS's pod work. Its methods run on RGS's workers:
+// they must be quick and safe for concurrent use.
+type Observer interface {
+	// PodCreated: a pod of queue was created for an ask.
+	PodCreated(queue string)
+	// PodCreateFailed: creating a pod of queue failed for good.
+	PodCreateFailed(queue string)
+	// ContainerAllocated: a bound pod of queue became a container,
+	// bindToContainer after the scheduler bound it (its PodScheduled
+	// condition, to the second).
+	ContainerAllocated(queue string, bindToContainer time.Duration)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) PodCreated(string)                        {}
+func (nopObserver) PodCreateFailed(string)                   {}
+func (nopObserver) ContainerAllocated(string, time.Duration) {}
 
 // Controller turns asks into pending pods and bound pods into containers,
 // as client-go's ReplicaSet controller keeps pods at a count: informer,
@@ -127,6 +149,9 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
 	}
 	factory := cfg.PodFactory
 	if factory == nil {
@@ -569,7 +594,11 @@ func (c *Controller) createPods(ctx context.Context, b *book, pods []podToCreate
 				}
 				return err
 			}, backoff.WithContext(retryPolicy(), ctx))
+			if err == nil {
+				c.cfg.Observer.PodCreated(p.pod.Labels[launch.LabelQueue])
+			}
 			if err != nil {
+				c.cfg.Observer.PodCreateFailed(p.pod.Labels[launch.LabelQueue])
 				c.mu.Lock()
 				delete(b.pending, p.pod.Name)
 				c.mu.Unlock()
@@ -732,10 +761,59 @@ func (c *Controller) allocate(ctx context.Context, p *corev1.Pod, attempt yarnid
 		c.log.InfoContext(ctx, "allocated container not taken, deleting its pod", "container", id.String(), "err", err)
 		return c.deletePod(ctx, p.Namespace, p.Name, nil)
 	}
+	var bound time.Time
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionTrue {
+			bound = cond.LastTransitionTime.Time
+		}
+	}
+	if !bound.IsZero() {
+		c.cfg.Observer.ContainerAllocated(pod.Labels[launch.LabelQueue], max(time.Since(bound), 0))
+	}
 	if b != nil {
 		c.bookQueue.Add(bookKey{attempt, role})
 	}
 	return nil
+}
+
+// Pending is what waits for the Kubernetes scheduler: per queue and user,
+// the pods created for asks and not yet bound into containers, and the
+// resources they ask for.
+type Pending struct {
+	Queue, User string
+	Pods        int
+	MemoryMB    int64
+	VCores      int64
+}
+
+// Pending reports the pending pods per queue and user, in no order.
+func (c *Controller) Pending() []Pending {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	by := map[[2]string]*Pending{}
+	for _, b := range c.books {
+		if len(b.pending) == 0 {
+			continue
+		}
+		k := [2]string{b.spec.Queue, b.spec.User}
+		p := by[k]
+		if p == nil {
+			p = &Pending{Queue: k[0], User: k[1]}
+			by[k] = p
+		}
+		for _, pp := range b.pending {
+			p.Pods++
+			if key, ok := b.byHash[pp.hash]; ok {
+				p.MemoryMB += key.group.memoryMB
+				p.VCores += int64(key.group.vcores)
+			}
+		}
+	}
+	out := make([]Pending, 0, len(by))
+	for _, p := range by {
+		out = append(out, *p)
+	}
+	return out
 }
 
 // containerProto builds the YARN Container of an allocated pod.
