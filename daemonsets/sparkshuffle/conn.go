@@ -12,7 +12,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -501,11 +500,10 @@ func (s *Service) resolve(ref blockRef) (chunk, error) {
 	}
 	if ref.rdd {
 		_, root, rel := e.file(fmt.Sprintf("rdd_%d_%d", ref.shuffle, ref.mapID))
-		r, err := os.OpenRoot(root)
+		r, err := s.roots.get(root)
 		if err != nil {
 			return chunk{}, errChunkNotFound
 		}
-		defer r.Close()
 		fi, err := r.Stat(rel)
 		if err != nil || !fi.Mode().IsRegular() {
 			return chunk{}, errChunkNotFound
@@ -513,7 +511,7 @@ func (s *Service) resolve(ref blockRef) (chunk, error) {
 		return chunk{root: root, rel: rel, n: fi.Size()}, nil
 	}
 	full, root, rel := e.file(fmt.Sprintf("shuffle_%d_%d_0.index", ref.shuffle, ref.mapID))
-	offs, err := s.index.offsets(ref.app, full, root, rel)
+	offs, err := s.index.offsets(s.roots, ref.app, full, root, rel)
 	if err != nil {
 		return chunk{}, runtimeErr("Failed to open file: " + full)
 	}
@@ -629,7 +627,7 @@ func (c *conn) send(header []byte, ch chunk) error {
 	if ch.n == 0 {
 		return nil
 	}
-	f, err := openIn(ch.root, ch.rel)
+	f, err := c.s.roots.open(ch.root, ch.rel)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", errClose, ch.rel, err)
 	}
@@ -690,11 +688,11 @@ func (s *Service) diagnose(m *DiagnoseCorruption) (int8, error) {
 		return CauseUnsupportedChecksumAlgorithm, nil
 	}
 	_, root, rel := e.file(fmt.Sprintf("shuffle_%d_%d_0.checksum.%s", m.ShuffleID, m.MapID, m.Algorithm))
-	sums, err := readIndex(root, rel)
+	sums, err := readIndex(s.roots, root, rel)
 	if err != nil || m.ReduceID < 0 || int(m.ReduceID) >= len(sums) {
 		return CauseUnknownIssue, nil
 	}
-	f, err := openIn(ch.root, ch.rel)
+	f, err := s.roots.open(ch.root, ch.rel)
 	if err != nil {
 		return CauseUnknownIssue, nil
 	}

@@ -124,15 +124,60 @@ func isPathElement(s string) bool {
 	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\\\x00")
 }
 
-// openIn opens rel beneath root: no "..", absolute path or symlink leads
-// out of root.
-func openIn(root, rel string) (*os.File, error) {
-	r, err := os.OpenRoot(root)
+// rootSet keeps an os.Root open per application folder, so a chunk costs
+// one open beneath it: no "..", absolute path or symlink leads out.
+type rootSet struct {
+	mu    sync.Mutex
+	roots map[string]*os.Root // nil once closed
+}
+
+func newRootSet() *rootSet { return &rootSet{roots: map[string]*os.Root{}} }
+
+func (rs *rootSet) get(dir string) (*os.Root, error) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.roots == nil {
+		return nil, os.ErrClosed
+	}
+	if r, ok := rs.roots[dir]; ok {
+		return r, nil
+	}
+	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
+	rs.roots[dir] = r
+	return r, nil
+}
+
+// open opens rel beneath the folder root.
+func (rs *rootSet) open(root, rel string) (*os.File, error) {
+	r, err := rs.get(root)
+	if err != nil {
+		return nil, err
+	}
 	return r.Open(rel)
+}
+
+// forget closes the roots of an application's folders.
+func (rs *rootSet) forget(app string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for dir, r := range rs.roots {
+		if filepath.Base(dir) == app {
+			r.Close()
+			delete(rs.roots, dir)
+		}
+	}
+}
+
+func (rs *rootSet) close() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, r := range rs.roots {
+		r.Close()
+	}
+	rs.roots = nil
 }
 
 // indexCache keeps the offsets of index files, by path, within a byte
@@ -159,7 +204,7 @@ func newIndexCache(max int64) *indexCache {
 
 // offsets returns the offsets of the index file at rel beneath root
 // (full names it, for the cache and errors), reading it when not cached.
-func (c *indexCache) offsets(app, full, root, rel string) ([]int64, error) {
+func (c *indexCache) offsets(rs *rootSet, app, full, root, rel string) ([]int64, error) {
 	c.mu.Lock()
 	if el, ok := c.byKey[full]; ok {
 		c.lru.MoveToFront(el)
@@ -167,7 +212,7 @@ func (c *indexCache) offsets(app, full, root, rel string) ([]int64, error) {
 		return el.Value.(*indexEntry).offsets, nil
 	}
 	c.mu.Unlock()
-	offs, err := readIndex(root, rel)
+	offs, err := readIndex(rs, root, rel)
 	if err != nil {
 		return nil, err
 	}
@@ -209,8 +254,8 @@ const maxIndexBytes = 8 << 24
 
 // readIndex reads an index file: big-endian int64 offsets
 // (ShuffleIndexInformation).
-func readIndex(root, rel string) ([]int64, error) {
-	f, err := openIn(root, rel)
+func readIndex(rs *rootSet, root, rel string) ([]int64, error) {
+	f, err := rs.open(root, rel)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,6 +39,7 @@ type Service struct {
 	rand io.Reader
 
 	index *indexCache
+	roots *rootSet
 
 	mu    sync.RWMutex
 	execs map[execKey]*executor
@@ -81,6 +81,7 @@ func New(cfg Config) (*Service, error) {
 		log:   cfg.Logger.With("service", cfg.Name),
 		rand:  rand.Reader,
 		index: newIndexCache(cfg.IndexCacheBytes),
+		roots: newRootSet(),
 		execs: map[execKey]*executor{},
 		apps:  map[string]app{},
 		conns: map[net.Conn]struct{}{},
@@ -128,6 +129,7 @@ func (s *Service) Close() error {
 	if !s.serving.CompareAndSwap(false, true) {
 		return nil
 	}
+	s.roots.close()
 	if err := s.ln.Close(); err != nil {
 		return fmt.Errorf("sparkshuffle: close listener: %w", err)
 	}
@@ -152,6 +154,7 @@ func (s *Service) Serve(ctx context.Context) error {
 		s.ln.Close()
 		s.closeConns(true)
 		s.wg.Wait()
+		s.roots.close()
 	}()
 	var backoff time.Duration
 	for {
@@ -297,6 +300,7 @@ func (s *Service) StopApplication(ctx context.Context, id yarnid.ApplicationID) 
 	snapshot := s.snapshotLocked(removed > 0)
 	s.mu.Unlock()
 	s.index.removeApp(name)
+	s.roots.forget(name)
 	s.log.InfoContext(ctx, "application stopped", "app", name, "executors", removed)
 	if snapshot != nil {
 		return saveState(s.cfg.StateFile, snapshot)
@@ -370,13 +374,11 @@ func (s *Service) removeBlocks(ctx context.Context, m *RemoveBlocks) (int32, err
 			continue
 		}
 		_, root, rel := e.file(id)
-		r, err := os.OpenRoot(root)
+		r, err := s.roots.get(root)
 		if err != nil {
 			continue
 		}
-		err = r.Remove(rel)
-		r.Close()
-		if err == nil {
+		if err := r.Remove(rel); err == nil {
 			n++
 		}
 	}
