@@ -336,11 +336,11 @@ func newLogSettings(conf *hadoopconf.Configuration) (logs.Settings, error) {
 
 // newAggregator is log aggregation, nil unless yarn.log-aggregation-enable
 // is set and the remote app log dir is one knit-node writes.
-func newAggregator(f flags, d nodeDirs, s logs.Settings, log *slog.Logger) (*logs.Aggregator, error) {
+func newAggregator(f flags, d nodeDirs, conf *hadoopconf.Configuration, s logs.Settings, log *slog.Logger) (*logs.Aggregator, error) {
 	if !s.Aggregate {
 		return nil, nil
 	}
-	store, err := logs.StoreFor(s.Layout.Root)
+	store, err := logs.StoreFor(s.Layout.Root, hadoopLookup(conf))
 	if err != nil {
 		log.Error("log aggregation is off; container logs stay on the node", "err", err)
 		return nil, nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"go.uber.org/goleak"
 
 	"github.com/knitdev/knit/daemonsets/logs/aggregated"
@@ -149,5 +152,51 @@ func TestAggregatorKeepsLogsWhenTheStoreFails(t *testing.T) {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("log deleted before it was stored: %v", err)
 		}
+	}
+}
+
+func TestAggregatorWritesToS3(t *testing.T) {
+	backend := s3mem.New()
+	if err := backend.CreateBucket("logs"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(srv.Close)
+	conf := map[string]string{
+		aggregated.ConfRemoteDir: "s3a://logs/app-logs", "fs.s3a.endpoint": srv.URL, "fs.s3a.path.style.access": "true",
+		"fs.s3a.access.key": "id", "fs.s3a.secret.key": "secret", aggregated.ConfEnable: "true",
+	}
+	lookup := func(k string) (string, bool) { v, ok := conf[k]; return v, ok }
+	s, err := SettingsFromHadoop(lookup)
+	if err != nil || !s.Aggregate {
+		t.Fatalf("settings %+v, %v", s, err)
+	}
+	store, err := StoreFor(s.Layout.Root, lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := layOut(t)
+	a, err := NewAggregator(AggregatorConfig{Dirs: dirs, NodeID: "127.0.1.1:8041", Format: s.Format, Layout: s.Layout, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Aggregate(t.Context(), endedApp); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := backend.GetObject("logs", "app-logs/alice/bucket-logs-tfile/0007/"+endedApp+"/127.0.1.1_8041", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Contents.Close()
+	b, _ := io.ReadAll(obj.Contents)
+	r, err := aggregated.OpenTFile(bytes.NewReader(b), int64(len(b)), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Header().Owner != "alice" {
+		t.Errorf("owner %q", r.Header().Owner)
+	}
+	if _, err := os.Stat(filepath.Join(dirs[0], endedApp)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("node copy kept after upload: %v", err)
 	}
 }

@@ -42,10 +42,15 @@ func SettingsFromHadoop(conf aggregated.Conf) (Settings, error) {
 }
 
 // StoreFor returns the Store of a remote app log dir: a plain path or a
-// file:// URI. Other file systems (hdfs://, s3a://) are not written yet.
-func StoreFor(root string) (Store, error) {
+// file:// URI (LocalStore), or s3a:// and s3:// (S3Store, configured by
+// the fs.s3a.* keys). hdfs:// is not written yet.
+func StoreFor(root string, conf func(string) (string, bool)) (Store, error) {
+	switch {
+	case strings.HasPrefix(root, "s3a://"), strings.HasPrefix(root, "s3://"):
+		return NewS3Store(S3ConfigFromHadoop(conf)), nil
+	}
 	if _, err := localPath(root); err != nil {
-		return nil, fmt.Errorf("remote app log dir %s: only local paths and file:// are supported for now", root)
+		return nil, fmt.Errorf("remote app log dir %s: only local paths, file://, s3a:// and s3:// are written for now", root)
 	}
 	return LocalStore{}, nil
 }
