@@ -441,6 +441,11 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req request, tar
 		if hopByHop(name) {
 			continue
 		}
+		for k := range h {
+			if strings.EqualFold(k, name) {
+				delete(h, k) // the AM's value replaces the RM's, as setHeader does
+			}
+		}
 		h[name] = v
 	}
 	if cookie != nil {

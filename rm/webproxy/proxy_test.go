@@ -38,6 +38,9 @@ func newEchoAM(t *testing.T, h http.HandlerFunc) *echoAM {
 		}
 		w.Header().Set("Content-Type", "text/plain")
 		w.Header().Set("Connection", "close")
+		if r.URL.Query().Get("frame") != "" {
+			w.Header().Set("X-Frame-Options", "DENY")
+		}
 		_, _ = io.WriteString(w, r.Method+" "+r.URL.RequestURI())
 	}))
 	t.Cleanup(am.srv.Close)
@@ -91,6 +94,10 @@ func TestHeadersPassedAndStripped(t *testing.T) {
 	}
 	if resp.Header.Get("Connection") != "" || resp.Header.Get("X-Frame-Options") != "SAMEORIGIN" {
 		t.Errorf("answer headers %v: want no Connection and the RM's X-FRAME-OPTIONS", resp.Header)
+	}
+	resp, _ = do(t, http.MethodGet, proxy.URL+"/proxy/"+app+"/?frame=1", nil, nil)
+	if got := resp.Header.Values("X-Frame-Options"); len(got) != 1 || got[0] != "DENY" {
+		t.Errorf("X-Frame-Options %q: want the AM's value alone", got)
 	}
 	r, _ := am.last()
 	if r.Header.Get("Accept-Language") != "fr" || r.Header.Get("Origin") != "http://ui" {
