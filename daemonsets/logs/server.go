@@ -50,8 +50,9 @@ type Config struct {
 }
 
 type server struct {
-	cfg Config
-	log *slog.Logger
+	cfg    Config
+	log    *slog.Logger
+	signer *signer
 }
 
 // New returns the handler of the NodeManager web port.
@@ -71,10 +72,16 @@ func New(cfg Config) (*echo.Echo, error) {
 	if cfg.Started.IsZero() {
 		cfg.Started = cfg.Now()
 	}
-	s := &server{cfg: cfg, log: cfg.Logger}
+	sg, err := newSigner()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{cfg: cfg, log: cfg.Logger, signer: sg}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	// Pre: OPTIONS is answered for every path, as Jersey does.
+	e.Pre(s.authenticate)
 	g := e.Group("/ws/v1/node")
 	g.GET("", s.info)
 	g.GET("/", s.info)
@@ -144,15 +151,6 @@ func (s *server) write(c echo.Context, status int, root string, v any) error {
 		return err
 	}
 	return c.Blob(status, "application/json;charset=utf-8", b)
-}
-
-// caller is the user Hadoop's pseudo authentication names (user.name),
-// else the static user dr.who.
-func caller(c echo.Context) string {
-	if u := c.QueryParam("user.name"); u != "" {
-		return u
-	}
-	return "dr.who"
 }
 
 func (s *server) info(c echo.Context) error {

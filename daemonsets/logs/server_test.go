@@ -206,3 +206,44 @@ func TestLogAccess(t *testing.T) {
 		}
 	}
 }
+
+// TestPseudoAuthCookieFlow replays what the stock `yarn logs` does: an
+// OPTIONS with user.name that must answer 200 and set hadoop.auth, then
+// GETs carrying only the cookie.
+func TestPseudoAuthCookieFlow(t *testing.T) {
+	srv, _ := testServer(t, Access{Enabled: true, Admin: ParseACL(" "), Groups: func(string) []string { return nil }})
+	path := srv.URL + "/ws/v1/node/containers/" + runningCID + "/logs"
+	req, _ := http.NewRequest(http.MethodOptions, path+"?user.name=bob", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "hadoop.auth" {
+			cookie = c
+		}
+	}
+	if resp.StatusCode != http.StatusOK || cookie == nil || !strings.HasPrefix(strings.Trim(cookie.Value, `"`), "u=bob&p=bob&t=simple&e=") {
+		t.Fatalf("OPTIONS: %d, cookie %v", resp.StatusCode, cookie)
+	}
+	for _, tc := range []struct {
+		value string
+		want  int
+	}{{cookie.Value, 200}, {strings.Replace(cookie.Value, "u=bob&p=bob", "u=eve&p=eve", 1), 403}, {"", 403}} {
+		req, _ := http.NewRequest(http.MethodGet, path, nil)
+		req.Header.Set("Accept", "application/json")
+		if tc.value != "" {
+			req.Header.Set("Cookie", "hadoop.auth="+tc.value)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("cookie %q: %d, want %d", tc.value, resp.StatusCode, tc.want)
+		}
+	}
+}
