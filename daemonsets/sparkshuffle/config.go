@@ -228,20 +228,11 @@ func ConfigFromHadoop(lookup func(name string) (string, bool)) (Config, error) {
 // parseSparkTime reads a Spark time string (JavaUtils.timeStringAsSec): a
 // number with an optional unit (ms, s, m/min, h, d); no unit means seconds.
 func parseSparkTime(v string) (time.Duration, error) {
-	s := strings.ToLower(strings.TrimSpace(v))
-	i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
-	num, unit := s, ""
-	if i >= 0 {
-		num, unit = s[:i], s[i:]
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("not a time: %q", v)
-	}
+	n, unit, err := numberAndUnit(v)
 	units := map[string]time.Duration{"": time.Second, "ms": time.Millisecond, "s": time.Second,
 		"m": time.Minute, "min": time.Minute, "h": time.Hour, "d": 24 * time.Hour}
 	u, ok := units[unit]
-	if !ok {
+	if err != nil || !ok {
 		return 0, fmt.Errorf("not a time: %q", v)
 	}
 	return time.Duration(n) * u, nil
@@ -250,6 +241,17 @@ func parseSparkTime(v string) (time.Duration, error) {
 // parseSparkBytes reads a Spark size string (JavaUtils.byteStringAsBytes):
 // a number with an optional unit b, k/kb, m/mb, g/gb; no unit means bytes.
 func parseSparkBytes(v string) (int64, error) {
+	n, unit, err := numberAndUnit(v)
+	shift := map[string]uint{"": 0, "b": 0, "k": 10, "kb": 10, "m": 20, "mb": 20, "g": 30, "gb": 30}
+	sh, ok := shift[unit]
+	if err != nil || !ok {
+		return 0, fmt.Errorf("not a size: %q", v)
+	}
+	return n << sh, nil
+}
+
+// numberAndUnit splits "120s" into 120 and "s", lower-cased and trimmed.
+func numberAndUnit(v string) (int64, string, error) {
 	s := strings.ToLower(strings.TrimSpace(v))
 	i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
 	num, unit := s, ""
@@ -257,13 +259,5 @@ func parseSparkBytes(v string) (int64, error) {
 		num, unit = s[:i], s[i:]
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("not a size: %q", v)
-	}
-	shift := map[string]uint{"": 0, "b": 0, "k": 10, "kb": 10, "m": 20, "mb": 20, "g": 30, "gb": 30}
-	sh, ok := shift[unit]
-	if !ok {
-		return 0, fmt.Errorf("not a size: %q", v)
-	}
-	return n << sh, nil
+	return n, unit, err
 }
