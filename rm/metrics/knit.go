@@ -82,9 +82,8 @@ type RGS struct {
 
 var _ rgs.Observer = (*RGS)(nil)
 
-// NewRGS registers RGS's metrics with reg; pending, read at every scrape,
-// gives the pods waiting for the Kubernetes scheduler.
-func NewRGS(reg prometheus.Registerer, pending func() []rgs.Pending) (*RGS, error) {
+// NewRGS registers RGS's counters with reg.
+func NewRGS(reg prometheus.Registerer) (*RGS, error) {
 	r := &RGS{
 		created: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "knit_rgs_pods_created_total", Help: "Pods RGS created for containers asked for, by queue",
@@ -100,25 +99,36 @@ func NewRGS(reg prometheus.Registerer, pending func() []rgs.Pending) (*RGS, erro
 			Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60},
 		}, []string{"queue"}),
 	}
-	pendingDesc := prometheus.NewDesc("knit_rgs_pods_pending", "Pods created for asks and not yet bound, by queue", []string{"queue"}, nil)
-	cs := []prometheus.Collector{r.created, r.createErrors, r.bound, r.bindToContainer}
-	if pending != nil {
-		cs = append(cs, collectorFunc{desc: pendingDesc, collect: func(ch chan<- prometheus.Metric) {
-			byQueue := map[string]int{}
-			for _, p := range pending() {
-				byQueue[p.Queue] += p.Pods
-			}
-			for _, q := range sortedKeys(byQueue) {
-				ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(byQueue[q]), q)
-			}
-		}})
-	}
-	for _, c := range cs {
+	for _, c := range []prometheus.Collector{r.created, r.createErrors, r.bound, r.bindToContainer} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return r, nil
+}
+
+// RegisterPending registers knit_rgs_pods_pending, read from pending at
+// every scrape (RGS's Controller.Pending).
+func RegisterPending(reg prometheus.Registerer, pending func() []rgs.Pending) error {
+	desc := prometheus.NewDesc("knit_rgs_pods_pending", "Pods created for asks and not yet bound, by queue", []string{"queue"}, nil)
+	return reg.Register(collectorFunc{desc: desc, collect: func(ch chan<- prometheus.Metric) {
+		byQueue := map[string]int{}
+		for _, p := range pending() {
+			byQueue[p.Queue] += p.Pods
+		}
+		for _, q := range sortedKeys(byQueue) {
+			ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(byQueue[q]), q)
+		}
+	}})
+}
+
+// PendingOf converts RGS's pending pods for a Snapshot.
+func PendingOf(ps []rgs.Pending) []Pending {
+	out := make([]Pending, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, Pending{Queue: p.Queue, User: p.User, Containers: int64(p.Pods), MB: p.MemoryMB, VCores: p.VCores})
+	}
+	return out
 }
 
 // PodCreated implements rgs.Observer.

@@ -230,8 +230,11 @@ func fullRegistry(t *testing.T) *prometheus.Registry {
 	}
 	r.ObserveCall("org.apache.hadoop.yarn.api.ApplicationClientProtocolPB", "getApplicationReport", time.Millisecond, 2*time.Millisecond, nil)
 	r.ObserveCall("org.apache.hadoop.yarn.api.ApplicationClientProtocolPB", "getApplicationReport", 0, time.Millisecond, yarnerr.ApplicationNotFound.New("gone"))
-	g, err := NewRGS(reg, func() []rgs.Pending { return []rgs.Pending{{Queue: "root.b", User: "bob", Pods: 3}} })
+	g, err := NewRGS(reg)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RegisterPending(reg, func() []rgs.Pending { return []rgs.Pending{{Queue: "root.b", User: "bob", Pods: 3}} }); err != nil {
 		t.Fatal(err)
 	}
 	g.PodCreated("root.b")
