@@ -55,7 +55,7 @@ func daemonUser() string {
 // serveAdminProtocol serves ResourceManagerAdministrationProtocol (`yarn
 // rmadmin`) on yarn.resourcemanager.admin.address. Its refreshes re-read
 // the configuration folder.
-func serveAdminProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, f flags) error {
+func serveAdminProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, f flags, m *rmMetrics) error {
 	log := run.Logger
 	admin, err := rm.NewAdminService(r, rm.AdminConfig{
 		LoadConf: func(ctx context.Context) (*hadoopconf.Configuration, error) {
@@ -70,7 +70,7 @@ func serveAdminProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings co
 	if err != nil {
 		return err
 	}
-	srv, err := ipc.NewServer(ipc.Config{Simple: true, Logger: log.With("component", "admin-rpc")})
+	srv, err := ipc.NewServer(ipc.Config{Simple: true, Observer: m.rpc, Logger: log.With("component", "admin-rpc")})
 	if err != nil {
 		return err
 	}

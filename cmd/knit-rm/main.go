@@ -78,7 +78,7 @@ func main() {
 
 	app := fx.New(
 		fx.Supply(f),
-		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, newLiveAttempts, newTokens, newPodFactory, newNodes, newScheduler, newRKS, newRM),
+		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, newLiveAttempts, newTokens, newPodFactory, newNodes, newScheduler, newRKS, newRM, newMetrics),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
 		fx.Invoke(serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveRKS, serveREST),
 	)
@@ -198,7 +198,7 @@ func newNodes(lc fx.Lifecycle, client kubernetes.Interface, podFactory informers
 	return l
 }
 
-func newRM(run lifecycle.Runner, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, sched *rgs.Controller, containers *rks.Service, live *liveAttempts) (*rm.ResourceManager, error) {
+func newRM(run lifecycle.Runner, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, sched *rgs.Controller, containers *rks.Service, live *liveAttempts, m *rmMetrics) (*rm.ResourceManager, error) {
 	r, err := rm.New(rm.Config{
 		Settings:  settings,
 		Queues:    q,
@@ -221,7 +221,7 @@ func newRM(run lifecycle.Runner, settings conf.RMSettings, q *queues.Tree, tm *t
 		}
 		// Pods outlive the RM: the containers they hold come back
 		// before any AM can resync.
-		running, err := sched.Start(ctx, r.SchedulerSink(), r.QueueMapping)
+		running, err := sched.Start(ctx, m.sink(r), r.QueueMapping)
 		if err != nil {
 			return err
 		}
@@ -234,8 +234,8 @@ func newRM(run lifecycle.Runner, settings conf.RMSettings, q *queues.Tree, tm *t
 	return r, nil
 }
 
-func serveClientProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings) error {
-	srv, err := ipc.NewServer(ipc.Config{Simple: true, Logger: run.Logger.With("component", "client-rpc")})
+func serveClientProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, m *rmMetrics) error {
+	srv, err := ipc.NewServer(ipc.Config{Simple: true, Observer: m.rpc, Logger: run.Logger.With("component", "client-rpc")})
 	if err != nil {
 		return err
 	}
@@ -246,15 +246,18 @@ func serveClientProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings c
 	return nil
 }
 
-func serveREST(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, c *hadoopconf.Configuration) error {
+func serveREST(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, c *hadoopconf.Configuration, m *rmMetrics, sched *rgs.Controller) error {
 	e := rmrest.New(rmrest.Config{Cluster: r.REST(), Logger: run.Logger.With("component", "rest")})
 	proxy, err := newWebProxy(r, settings, c, run.Logger.With("component", "webproxy"))
 	if err != nil {
 		return err
 	}
 	proxy.Register(e)
+	if err := m.register(e, r, sched); err != nil {
+		return err
+	}
 	run.Lifecycle.Append(fx.StopHook(proxy.Close))
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
-	run.Serve(lifecycle.Endpoint{Name: "web port (REST, web proxy)", Address: settings.WebappAddress, Server: srv})
+	run.Serve(lifecycle.Endpoint{Name: "web port (REST, web proxy, metrics)", Address: settings.WebappAddress, Server: srv})
 	return nil
 }

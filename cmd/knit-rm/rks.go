@@ -58,11 +58,12 @@ func relayedNode(ctx context.Context) *yarnpb.NodeIdProto {
 
 // serveRKS serves ContainerManagementProtocol for knit-node's relays, with
 // NMTokens only.
-func serveRKS(run lifecycle.Runner, svc *rks.Service, tm *tokens.Manager, f flags) error {
+func serveRKS(run lifecycle.Runner, svc *rks.Service, tm *tokens.Manager, f flags, m *rmMetrics) error {
 	log := run.Logger
 	srv, err := ipc.NewServer(ipc.Config{
 		Tokens:      tm.NMTokens().SecretLookup(relayedNode),
 		ConnContext: relay.ConnContext,
+		Observer:    m.rpc,
 		Logger:      log.With("component", "rks-rpc"),
 	})
 	if err != nil {

@@ -50,7 +50,7 @@ func (l *liveAttempts) ContainerUpdated(ctx context.Context, id yarnid.Container
 func newLiveAttempts() *liveAttempts { return &liveAttempts{} }
 
 // newScheduler builds RGS with this start's epoch.
-func newScheduler(f flags, client kubernetes.Interface, podFactory informers.SharedInformerFactory, s *store.Store, tm *tokens.Manager, l *nodes.Lister, log *slog.Logger) (*rgs.Controller, error) {
+func newScheduler(f flags, client kubernetes.Interface, podFactory informers.SharedInformerFactory, s *store.Store, tm *tokens.Manager, l *nodes.Lister, m *rmMetrics, log *slog.Logger) (*rgs.Controller, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), constructTimeout)
 	defer cancel()
 	epoch, err := s.NextEpoch(ctx)
@@ -69,6 +69,7 @@ func newScheduler(f flags, client kubernetes.Interface, podFactory informers.Sha
 		CreateBurst:       f.podCreateBurst,
 		CreateConcurrency: f.podCreateConcurrency,
 		Workers:           f.workers,
+		Observer:          m.rgs,
 		Launcher: rgs.Launcher{
 			Image:       f.launcherImage,
 			InitCommand: []string{"cp", f.launcherBinary, path.Join(mount, "knit-launcher")},
@@ -84,9 +85,9 @@ func newScheduler(f flags, client kubernetes.Interface, podFactory informers.Sha
 
 // serveAMProtocol serves ApplicationMasterProtocol on the scheduler port,
 // where AMs authenticate with their AMRMTokens only.
-func serveAMProtocol(run lifecycle.Runner, r *rm.ResourceManager, tm *tokens.Manager, settings conf.RMSettings) error {
+func serveAMProtocol(run lifecycle.Runner, r *rm.ResourceManager, tm *tokens.Manager, settings conf.RMSettings, m *rmMetrics) error {
 	log := run.Logger
-	srv, err := ipc.NewServer(ipc.Config{Tokens: tm.AMRM().SecretLookup(), Logger: log.With("component", "scheduler-rpc")})
+	srv, err := ipc.NewServer(ipc.Config{Tokens: tm.AMRM().SecretLookup(), Observer: m.rpc, Logger: log.With("component", "scheduler-rpc")})
 	if err != nil {
 		return err
 	}
