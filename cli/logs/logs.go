@@ -1,0 +1,404 @@
+// Package logs is `knit logs`, Hadoop 3.4's `yarn logs` (LogsCLI) for
+// Knit: the logs of a running application come from the NodeManager web
+// services of its containers' nodes (knit-node), those of a finished one
+// from the aggregated files in yarn.nodemanager.remote-app-log-dir, read
+// with daemonsets/logs/aggregated. The output is yarn's, byte for byte.
+package logs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/knitdev/knit/daemonsets/logs/aggregated"
+	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/protocols/yarnpb"
+)
+
+// RM is the part of ApplicationClientProtocol `logs` calls.
+type RM interface {
+	GetApplicationReport(ctx context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error)
+	GetApplicationAttempts(ctx context.Context, req *yarnpb.GetApplicationAttemptsRequestProto) (*yarnpb.GetApplicationAttemptsResponseProto, error)
+	GetContainers(ctx context.Context, req *yarnpb.GetContainersRequestProto) (*yarnpb.GetContainersResponseProto, error)
+}
+
+// Config is what the command needs besides its arguments.
+type Config struct {
+	RM RM
+	// User is the caller (SIMPLE auth), sent to the nodes as user.name.
+	User string
+	// Conf reads the client's Hadoop configuration (remote app log dir,
+	// file formats).
+	Conf aggregated.Conf
+	// HTTP fetches from the nodes; nil means http.DefaultClient.
+	HTTP *http.Client
+	// Location prints times; nil means time.Local.
+	Location *time.Location
+}
+
+// options are the command line, as LogsCLI names them.
+type options struct {
+	app, container, owner string
+	files                 []string
+	size                  int64
+	showAppInfo           bool
+}
+
+const usage = `usage: knit logs -applicationId <application ID> [-containerId <container ID>] [-log_files <file1,file2>] [-size <bytes>] [-appOwner <user>] [-show_application_log_info]`
+
+func parse(args []string) (options, error) {
+	o := options{size: math.MaxInt64}
+	for i := 0; i < len(args); i++ {
+		name := strings.TrimLeft(args[i], "-")
+		if name == "show_application_log_info" {
+			o.showAppInfo = true
+			continue
+		}
+		if i+1 >= len(args) {
+			return o, fmt.Errorf("option %s needs a value", args[i])
+		}
+		v := args[i+1]
+		i++
+		switch name {
+		case "applicationId":
+			o.app = v
+		case "containerId":
+			o.container = v
+		case "appOwner":
+			o.owner = v
+		case "log_files", "logFiles":
+			for _, f := range strings.Split(v, ",") {
+				if f = strings.TrimSpace(f); f != "" {
+					o.files = append(o.files, f)
+				}
+			}
+		case "size":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return o, fmt.Errorf("-size %q is not a number", v)
+			}
+			o.size = n
+		default:
+			return o, fmt.Errorf("unknown option %s", args[i-1])
+		}
+	}
+	if o.app == "" && o.container != "" {
+		c, err := yarnid.ParseContainerID(o.container)
+		if err != nil {
+			return o, fmt.Errorf("invalid ContainerId: %s", o.container)
+		}
+		o.app = c.Attempt.App.String()
+	}
+	if o.app == "" {
+		return o, errors.New("-applicationId is required")
+	}
+	return o, nil
+}
+
+// Run runs `knit logs args…` and returns its exit code (0, or -1 as
+// LogsCLI returns when it finds nothing or fails).
+func Run(ctx context.Context, args []string, out, errOut io.Writer, cfg Config) int {
+	o, err := parse(args)
+	if err != nil {
+		fmt.Fprintln(errOut, err)
+		fmt.Fprintln(errOut, usage)
+		return -1
+	}
+	if err := run(ctx, o, out, errOut, cfg); err != nil {
+		fmt.Fprintln(errOut, err)
+		return -1
+	}
+	return 0
+}
+
+func run(ctx context.Context, o options, out, errOut io.Writer, cfg Config) error {
+	appID, err := yarnid.ParseApplicationID(o.app)
+	if err != nil {
+		return fmt.Errorf("Invalid ApplicationId specified")
+	}
+	rep, err := cfg.RM.GetApplicationReport(ctx, &yarnpb.GetApplicationReportRequestProto{ApplicationId: appID.Proto()})
+	if err != nil {
+		return fmt.Errorf("Unable to get ApplicationState. Attempting to fetch logs directly from the filesystem.: %w", err)
+	}
+	report := rep.GetApplicationReport()
+	owner := o.owner
+	if owner == "" {
+		owner = report.GetUser()
+	}
+	switch report.GetYarnApplicationState() {
+	case yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.YarnApplicationStateProto_FAILED, yarnpb.YarnApplicationStateProto_KILLED:
+		return aggregatedLogs(o, owner, out, cfg)
+	}
+	return runningLogs(ctx, o, appID, out, cfg)
+}
+
+// nodeFiles is one format's aggregated files of the application.
+type nodeFiles struct {
+	format aggregated.Format
+	paths  []string
+}
+
+// find returns the first format (in yarn.log-aggregation.file-formats
+// order) whose application folder exists, as
+// LogAggregationFileControllerFactory.getFileControllerForRead does.
+func find(app, owner string, conf aggregated.Conf) (nodeFiles, error) {
+	for _, f := range aggregated.ReadFormats(conf) {
+		dir, err := aggregated.LayoutFor(f, conf).AppDir(owner, app)
+		if err != nil {
+			return nodeFiles{}, err
+		}
+		local, err := localPath(dir)
+		if err != nil {
+			return nodeFiles{}, err
+		}
+		entries, err := os.ReadDir(local)
+		if err != nil {
+			continue
+		}
+		nf := nodeFiles{format: f}
+		for _, e := range entries {
+			if n := e.Name(); e.Type().IsRegular() && !strings.HasSuffix(n, ".tmp") && !strings.HasSuffix(n, "-checksum") {
+				nf.paths = append(nf.paths, filepath.Join(local, n))
+			}
+		}
+		sort.Strings(nf.paths)
+		return nf, nil
+	}
+	return nodeFiles{}, fmt.Errorf("Can not find the logs for the application: %s with the appOwner: %s", app, owner)
+}
+
+func localPath(p string) (string, error) {
+	if !strings.Contains(p, "://") {
+		return p, nil
+	}
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "file" {
+		return "", fmt.Errorf("reading aggregated logs from %s is not supported yet (local paths and file:// are)", p)
+	}
+	return u.Path, nil
+}
+
+// open opens one aggregated file.
+func open(format aggregated.Format, path string) (aggregated.Reader, *os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	var r aggregated.Reader
+	if format == aggregated.FormatIndexed {
+		r, err = aggregated.OpenIndexed(f, st.Size())
+	} else {
+		r, err = aggregated.OpenTFile(f, st.Size(), st.ModTime())
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, f, nil
+}
+
+func aggregatedLogs(o options, owner string, out io.Writer, cfg Config) error {
+	nf, err := find(o.app, owner, cfg.Conf)
+	if err != nil {
+		return err
+	}
+	if o.showAppInfo {
+		return showAppInfo(o, nf, out)
+	}
+	found := false
+	for _, p := range nf.paths {
+		r, f, err := open(nf.format, p)
+		if err != nil {
+			continue // LogsCLI skips files it cannot read
+		}
+		ok, err := aggregated.Dump(out, r, filepath.Base(p), aggregated.DumpOptions{
+			ContainerID: o.container, LogFiles: o.files, Size: o.size, Location: cfg.Location,
+		})
+		f.Close()
+		if err != nil {
+			return err
+		}
+		found = found || ok
+	}
+	if !found {
+		files := "ALL"
+		if len(o.files) > 0 {
+			files = strings.Join(o.files, ", ")
+		}
+		return fmt.Errorf("Can not find any log file matching the pattern: [%s] for the application: %s", files, o.app)
+	}
+	return nil
+}
+
+// showAppInfo is -show_application_log_info for a finished application:
+// each container and the node it ran on (the file name for TFile, the
+// NodeId for the Indexed format, sorted by container id).
+func showAppInfo(o options, nf nodeFiles, out io.Writer) error {
+	fmt.Fprintln(out, "Application State: Completed.")
+	type line struct{ container, node string }
+	var lines []line
+	for _, p := range nf.paths {
+		r, f, err := open(nf.format, p)
+		if err != nil {
+			continue
+		}
+		node := filepath.Base(p)
+		if nf.format == aggregated.FormatIndexed {
+			node = r.Header().NodeID
+		}
+		var seen []string
+		err = r.Walk(func(lf aggregated.LogFile, _ io.Reader) error {
+			if !slices.Contains(seen, lf.ContainerID) && (o.container == "" || o.container == lf.ContainerID) {
+				seen = append(seen, lf.ContainerID)
+				lines = append(lines, line{lf.ContainerID, node})
+			}
+			return nil
+		})
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if nf.format == aggregated.FormatIndexed {
+		sort.SliceStable(lines, func(i, j int) bool { return lines[i].container < lines[j].container })
+	}
+	for _, l := range lines {
+		fmt.Fprintf(out, "Container: %s on %s\n", l.container, l.node)
+	}
+	return nil
+}
+
+// runningLogs fetches each running container's logs from its node, as
+// LogsCLI does for a running application: the log list, then each file
+// with size, printed as the node sends it.
+func runningLogs(ctx context.Context, o options, app yarnid.ApplicationID, out io.Writer, cfg Config) error {
+	attempts, err := cfg.RM.GetApplicationAttempts(ctx, &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: app.Proto()})
+	if err != nil {
+		return err
+	}
+	client := cfg.HTTP
+	if client == nil {
+		client = http.DefaultClient
+	}
+	if o.showAppInfo {
+		fmt.Fprintln(out, "Application State: Running.")
+	}
+	found := false
+	for _, at := range attempts.GetApplicationAttempts() {
+		cs, err := cfg.RM.GetContainers(ctx, &yarnpb.GetContainersRequestProto{ApplicationAttemptId: at.GetApplicationAttemptId()})
+		if err != nil {
+			return err
+		}
+		for _, c := range cs.GetContainers() {
+			id, err := yarnid.ContainerIDFromProto(c.GetContainerId())
+			if err != nil || (o.container != "" && id.String() != o.container) || c.GetNodeHttpAddress() == "" {
+				continue
+			}
+			if o.showAppInfo {
+				fmt.Fprintf(out, "Container: %s on %s:%d\n", id, c.GetNodeId().GetHost(), c.GetNodeId().GetPort())
+				continue
+			}
+			ok, err := containerLogs(ctx, client, o, c.GetNodeHttpAddress(), id.String(), cfg.User, out)
+			if err != nil {
+				return err
+			}
+			found = found || ok
+		}
+	}
+	if !found && !o.showAppInfo {
+		return fmt.Errorf("Can not find any log file matching the pattern: [ALL] for the application: %s", o.app)
+	}
+	return nil
+}
+
+func containerLogs(ctx context.Context, client *http.Client, o options, node, container, user string, out io.Writer) (bool, error) {
+	base := node
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	base += "/ws/v1/node/containers/" + container + "/logs"
+	q := "?user.name=" + url.QueryEscape(user)
+	body, err := fetch(ctx, client, base+q, "application/json")
+	if err != nil {
+		return false, err
+	}
+	var list struct {
+		ContainerLogsInfo struct {
+			ContainerLogInfo []struct {
+				FileName string `json:"fileName"`
+			} `json:"containerLogInfo"`
+		} `json:"containerLogsInfo"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return false, fmt.Errorf("log list of %s from %s: %w", container, node, err)
+	}
+	found := false
+	for _, f := range list.ContainerLogsInfo.ContainerLogInfo {
+		if len(o.files) > 0 && !slices.Contains(o.files, "ALL") && !slices.Contains(o.files, f.FileName) {
+			continue
+		}
+		if err := fetchTo(ctx, client, base+"/"+url.PathEscape(f.FileName)+q+"&size="+strconv.FormatInt(o.size, 10), out); err != nil {
+			return found, err
+		}
+		found = true
+	}
+	return found, nil
+}
+
+func fetch(ctx context.Context, client *http.Client, u, accept string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s: %s", u, resp.Status, strings.TrimSpace(string(b)))
+	}
+	return b, nil
+}
+
+// fetchTo streams a log file's answer to out.
+func fetchTo(ctx context.Context, client *http.Client, u string, out io.Writer) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/plain")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("%s: %s: %s", u, resp.Status, strings.TrimSpace(string(b)))
+	}
+	_, err = io.Copy(out, resp.Body)
+	return err
+}
