@@ -92,18 +92,37 @@ type clusterFigures struct {
 	capabilityMB, capabilityVCores, utilizedMB, utilizedVCores                   int64
 }
 
+// appCounts are the applications of a queue by the state clients see.
+type appCounts struct {
+	submitted, running, pending, completed, failed, killed int64
+}
+
+func (c *appCounts) add(state yarnpb.YarnApplicationStateProto) {
+	c.submitted++
+	switch state {
+	case yarnpb.YarnApplicationStateProto_RUNNING:
+		c.running++
+	case yarnpb.YarnApplicationStateProto_FINISHED:
+		c.completed++
+	case yarnpb.YarnApplicationStateProto_FAILED:
+		c.failed++
+	case yarnpb.YarnApplicationStateProto_KILLED:
+		c.killed++
+	default:
+		c.pending++
+	}
+}
+
 // queueFigures are QueueMetrics' for one queue, or one user of it.
 type queueFigures struct {
-	appsSubmitted, appsRunning, appsPending, appsCompleted, appsFailed, appsKilled int64
-	unmanagedSubmitted, unmanagedRunning, unmanagedPending                         int64
-	unmanagedCompleted, unmanagedFailed, unmanagedKilled                           int64
-	allocatedMB, allocatedVCores, allocatedContainers                              int64
-	availableMB, availableVCores                                                   int64
-	pendingMB, pendingVCores, pendingContainers                                    int64
-	reservedMB, reservedVCores, reservedContainers                                 int64
-	activeApplications                                                             int64
-	usedAMMB, usedAMVCores                                                         int64
-	activeUsers                                                                    map[string]bool
+	apps, unmanaged                                   appCounts
+	allocatedMB, allocatedVCores, allocatedContainers int64
+	availableMB, availableVCores                      int64
+	pendingMB, pendingVCores, pendingContainers       int64
+	reservedMB, reservedVCores, reservedContainers    int64
+	activeApplications                                int64
+	usedAMMB, usedAMVCores                            int64
+	activeUsers                                       map[string]bool
 
 	// Queue totals only.
 	q                                  *Queue
@@ -143,18 +162,18 @@ func queueFamilies() (all, totalsOnly []*family) {
 	}
 	counter := func(f *family) *family { f.counter = true; return f }
 	all = []*family{
-		counter(f("AppsSubmitted", "# of apps submitted", func(q *queueFigures) int64 { return q.appsSubmitted })),
-		f("AppsRunning", "# of running apps", func(q *queueFigures) int64 { return q.appsRunning }),
-		f("AppsPending", "# of pending apps", func(q *queueFigures) int64 { return q.appsPending }),
-		counter(f("AppsCompleted", "# of apps completed", func(q *queueFigures) int64 { return q.appsCompleted })),
-		counter(f("AppsKilled", "# of apps killed", func(q *queueFigures) int64 { return q.appsKilled })),
-		counter(f("AppsFailed", "# of apps failed", func(q *queueFigures) int64 { return q.appsFailed })),
-		counter(f("UnmanagedAppsSubmitted", "# of Unmanaged apps submitted", func(q *queueFigures) int64 { return q.unmanagedSubmitted })),
-		f("UnmanagedAppsRunning", "# of Unmanaged running apps", func(q *queueFigures) int64 { return q.unmanagedRunning }),
-		f("UnmanagedAppsPending", "# of Unmanaged pending apps", func(q *queueFigures) int64 { return q.unmanagedPending }),
-		counter(f("UnmanagedAppsCompleted", "# of Unmanaged apps completed", func(q *queueFigures) int64 { return q.unmanagedCompleted })),
-		counter(f("UnmanagedAppsKilled", "# of Unmanaged apps killed", func(q *queueFigures) int64 { return q.unmanagedKilled })),
-		counter(f("UnmanagedAppsFailed", "# of Unmanaged apps failed", func(q *queueFigures) int64 { return q.unmanagedFailed })),
+		counter(f("AppsSubmitted", "# of apps submitted", func(q *queueFigures) int64 { return q.apps.submitted })),
+		f("AppsRunning", "# of running apps", func(q *queueFigures) int64 { return q.apps.running }),
+		f("AppsPending", "# of pending apps", func(q *queueFigures) int64 { return q.apps.pending }),
+		counter(f("AppsCompleted", "# of apps completed", func(q *queueFigures) int64 { return q.apps.completed })),
+		counter(f("AppsKilled", "# of apps killed", func(q *queueFigures) int64 { return q.apps.killed })),
+		counter(f("AppsFailed", "# of apps failed", func(q *queueFigures) int64 { return q.apps.failed })),
+		counter(f("UnmanagedAppsSubmitted", "# of Unmanaged apps submitted", func(q *queueFigures) int64 { return q.unmanaged.submitted })),
+		f("UnmanagedAppsRunning", "# of Unmanaged running apps", func(q *queueFigures) int64 { return q.unmanaged.running }),
+		f("UnmanagedAppsPending", "# of Unmanaged pending apps", func(q *queueFigures) int64 { return q.unmanaged.pending }),
+		counter(f("UnmanagedAppsCompleted", "# of Unmanaged apps completed", func(q *queueFigures) int64 { return q.unmanaged.completed })),
+		counter(f("UnmanagedAppsKilled", "# of Unmanaged apps killed", func(q *queueFigures) int64 { return q.unmanaged.killed })),
+		counter(f("UnmanagedAppsFailed", "# of Unmanaged apps failed", func(q *queueFigures) int64 { return q.unmanaged.failed })),
 		f("AllocatedMB", "Allocated memory in MB", func(q *queueFigures) int64 { return q.allocatedMB }),
 		f("AllocatedVCores", "Allocated CPU in virtual cores", func(q *queueFigures) int64 { return q.allocatedVCores }),
 		f("AllocatedContainers", "# of allocated containers", func(q *queueFigures) int64 { return q.allocatedContainers }),
@@ -342,36 +361,9 @@ func queuesOf(s Snapshot, c *clusterFigures) (totals, users map[string]*queueFig
 	}
 	for _, a := range s.Apps {
 		each(a.Queue, a.User, func(q *queueFigures) {
-			q.appsSubmitted++
+			q.apps.add(a.State)
 			if a.Unmanaged {
-				q.unmanagedSubmitted++
-			}
-			switch a.State {
-			case yarnpb.YarnApplicationStateProto_RUNNING:
-				q.appsRunning++
-				if a.Unmanaged {
-					q.unmanagedRunning++
-				}
-			case yarnpb.YarnApplicationStateProto_FINISHED:
-				q.appsCompleted++
-				if a.Unmanaged {
-					q.unmanagedCompleted++
-				}
-			case yarnpb.YarnApplicationStateProto_FAILED:
-				q.appsFailed++
-				if a.Unmanaged {
-					q.unmanagedFailed++
-				}
-			case yarnpb.YarnApplicationStateProto_KILLED:
-				q.appsKilled++
-				if a.Unmanaged {
-					q.unmanagedKilled++
-				}
-			default:
-				q.appsPending++
-				if a.Unmanaged {
-					q.unmanagedPending++
-				}
+				q.unmanaged.add(a.State)
 			}
 			switch a.State {
 			case yarnpb.YarnApplicationStateProto_ACCEPTED, yarnpb.YarnApplicationStateProto_RUNNING:
