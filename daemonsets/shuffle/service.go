@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/knitdev/knit/daemonsets/auxservice"
 	"github.com/knitdev/knit/protocols/accept"
@@ -63,10 +62,6 @@ type Service struct {
 
 	transfersMu sync.Mutex
 	transfers   map[reducerKey]int
-
-	connsMu sync.Mutex
-	conns   map[net.Conn]struct{}
-	wg      sync.WaitGroup
 
 	// bufferedCopies counts bodies sent by a buffered copy rather than
 	// sendfile; tests check plain TCP never takes it.
@@ -124,7 +119,6 @@ func New(cfg Config) (*Service, error) {
 		roots:     newRootSet(cfg.LocalDirs),
 		jobs:      map[string]job{},
 		transfers: map[reducerKey]int{},
-		conns:     map[net.Conn]struct{}{},
 	}, nil
 }
 
@@ -161,82 +155,11 @@ func (s *Service) Serve(ctx context.Context) error {
 		return ErrServing
 	}
 	s.log.InfoContext(ctx, "serving", "addr", s.ln.Addr().String(), "port", s.port, "tls", s.cfg.TLS != nil)
-	stop := context.AfterFunc(ctx, func() {
-		s.ln.Close()
-		s.connsMu.Lock()
-		for c := range s.conns {
-			c.Close()
-		}
-		s.connsMu.Unlock()
-	})
-	defer func() {
-		stop()
-		s.ln.Close()
-		s.closeConns()
-		s.wg.Wait()
-		s.roots.close()
-	}()
-	var backoff accept.Backoff
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if delay, ok := backoff.Next(err); ok {
-				s.log.WarnContext(ctx, "accept", "err", err, "retry_in", delay)
-				t := time.NewTimer(delay)
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					t.Stop()
-					return nil
-				}
-				continue
-			}
-			return fmt.Errorf("shuffle: accept: %w", err)
-		}
-		backoff.Reset()
-		if !s.track(c) {
-			c.Close()
-			return nil
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer s.untrack(c)
-			s.serveConn(ctx, c)
-		}()
+	defer s.roots.close()
+	if err := accept.Serve(ctx, s.ln, s.log, s.serveConn); err != nil {
+		return fmt.Errorf("shuffle: %w", err)
 	}
-}
-
-// track records c as open; false once ctx's shutdown has run (the
-// connection map is nil then).
-func (s *Service) track(c net.Conn) bool {
-	s.connsMu.Lock()
-	defer s.connsMu.Unlock()
-	if s.conns == nil {
-		return false
-	}
-	s.conns[c] = struct{}{}
-	return true
-}
-
-func (s *Service) untrack(c net.Conn) {
-	c.Close()
-	s.connsMu.Lock()
-	defer s.connsMu.Unlock()
-	delete(s.conns, c)
-}
-
-// closeConns closes every open connection and refuses new ones.
-func (s *Service) closeConns() {
-	s.connsMu.Lock()
-	defer s.connsMu.Unlock()
-	for c := range s.conns {
-		c.Close()
-	}
-	s.conns = nil
+	return nil
 }
 
 // InitializeApplication registers the job of app: its secret is the

@@ -10,12 +10,11 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/knitdev/knit/daemonsets/auxservice"
+	"github.com/knitdev/knit/protocols/accept"
 	"github.com/knitdev/knit/protocols/yarnid"
 )
 
@@ -51,10 +50,6 @@ type Service struct {
 	chunksInFlight atomic.Int64
 	serving        atomic.Bool
 
-	connsMu sync.Mutex
-	conns   map[net.Conn]struct{}
-	wg      sync.WaitGroup
-
 	// bufferedCopies counts block bodies sent by a buffered copy rather
 	// than sendfile (encrypted connections); tests check plain ones never do.
 	bufferedCopies atomic.Int64
@@ -84,7 +79,6 @@ func New(cfg Config) (*Service, error) {
 		roots: newRootSet(),
 		execs: map[execKey]*executor{},
 		apps:  map[string]app{},
-		conns: map[net.Conn]struct{}{},
 	}
 	for _, r := range stored {
 		e, err := resolveExecutor(cfg.LocalDirs, r.App, "", r.Info)
@@ -145,91 +139,11 @@ func (s *Service) Serve(ctx context.Context) error {
 	}
 	s.log.InfoContext(ctx, "serving", "addr", s.ln.Addr().String(), "authenticate", s.cfg.Authenticate,
 		"crypto", s.cfg.CryptoEnabled, "executors", s.executorCount())
-	stop := context.AfterFunc(ctx, func() {
-		s.ln.Close()
-		s.closeConns(false)
-	})
-	defer func() {
-		stop()
-		s.ln.Close()
-		s.closeConns(true)
-		s.wg.Wait()
-		s.roots.close()
-	}()
-	var backoff time.Duration
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				s.log.WarnContext(ctx, "accept", "err", err, "retry_in", backoff)
-				t := time.NewTimer(backoff)
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					t.Stop()
-					return nil
-				}
-				continue
-			}
-			return fmt.Errorf("sparkshuffle: accept: %w", err)
-		}
-		backoff = 0
-		if !s.track(c) {
-			c.Close()
-			return nil
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer s.untrack(c)
-			s.serveConn(ctx, c)
-		}()
+	defer s.roots.close()
+	if err := accept.Serve(ctx, s.ln, s.log, s.serveConn); err != nil {
+		return fmt.Errorf("sparkshuffle: %w", err)
 	}
-}
-
-// isTemporary reports accept errors worth retrying.
-func isTemporary(err error) bool {
-	msg := err.Error()
-	for _, m := range []string{"too many open files", "cannot allocate memory", "no buffer space", "connection aborted", "connection reset"} {
-		if strings.Contains(msg, m) {
-			return true
-		}
-	}
-	return false
-}
-
-func (s *Service) track(c net.Conn) bool {
-	s.connsMu.Lock()
-	defer s.connsMu.Unlock()
-	if s.conns == nil {
-		return false
-	}
-	s.conns[c] = struct{}{}
-	return true
-}
-
-func (s *Service) untrack(c net.Conn) {
-	c.Close()
-	s.connsMu.Lock()
-	defer s.connsMu.Unlock()
-	delete(s.conns, c)
-}
-
-// closeConns closes every open connection; final refuses new ones.
-func (s *Service) closeConns(final bool) {
-	s.connsMu.Lock()
-	defer s.connsMu.Unlock()
-	for c := range s.conns {
-		c.Close()
-	}
-	if final {
-		s.conns = nil
-	}
+	return nil
 }
 
 func (s *Service) executorCount() int {

@@ -7,10 +7,14 @@
 package accept
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -66,4 +70,77 @@ func Temporary(err error) bool {
 		}
 	}
 	return false
+}
+
+// Serve accepts on ln until ctx ends, answering each connection with handle
+// on a goroutine of its own, and owns what it started: when ctx ends, or the
+// listener fails for good, it closes ln and every open connection, waits
+// for every handler and returns — nil for ctx's end, the accept error
+// otherwise. A handler need not close its connection.
+func Serve(ctx context.Context, ln net.Listener, log *slog.Logger, handle func(context.Context, net.Conn)) error {
+	var (
+		mu    sync.Mutex
+		conns = map[net.Conn]struct{}{}
+		wg    sync.WaitGroup
+	)
+	closeAll := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for c := range conns {
+			c.Close()
+		}
+		conns = nil // refuses the connections still being accepted
+	}
+	stop := context.AfterFunc(ctx, func() {
+		ln.Close()
+		closeAll()
+	})
+	defer func() {
+		stop()
+		ln.Close()
+		closeAll()
+		wg.Wait()
+	}()
+	var backoff Backoff
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			delay, ok := backoff.Next(err)
+			if !ok {
+				return fmt.Errorf("accept: %w", err)
+			}
+			log.WarnContext(ctx, "accept", "err", err, "retry_in", delay)
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			}
+			continue
+		}
+		backoff.Reset()
+		mu.Lock()
+		if conns == nil {
+			mu.Unlock()
+			c.Close()
+			return nil
+		}
+		conns[c] = struct{}{}
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				c.Close()
+				mu.Lock()
+				delete(conns, c)
+				mu.Unlock()
+			}()
+			handle(ctx, c)
+		}()
+	}
 }

@@ -1,14 +1,21 @@
 package accept
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestTemporaryErrorsAreRetriedAndOthersEndTheLoop(t *testing.T) {
 	tests := []struct {
@@ -55,5 +62,61 @@ func TestPausesDoubleWithinTheirBoundsAndStartOverAfterAnAccept(t *testing.T) {
 	}
 	if _, ok := b.Next(errors.New("boom")); ok {
 		t.Error("a permanent error was retried")
+	}
+}
+
+func TestServeAnswersEachConnectionAndClosesEveryOneWhenItsContextEnds(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	handled := make(chan struct{}, 2)
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, ln, slog.New(slog.DiscardHandler), func(_ context.Context, c net.Conn) {
+			c.Write([]byte("hi"))
+			handled <- struct{}{}
+			io.Copy(io.Discard, c) // until Serve closes it
+		})
+	}()
+	var clients []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients = append(clients, c)
+		buf := make([]byte, 2)
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "hi" {
+			t.Fatalf("greeting %q, %v", buf, err)
+		}
+	}
+	<-handled
+	<-handled
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve = %v, want nil once its context ended", err)
+	}
+	for _, c := range clients {
+		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("a connection after Serve returned reads %v, want EOF", err)
+		}
+	}
+	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		t.Error("the listener still accepts after Serve returned")
+	}
+}
+
+func TestServeEndsWithAListenersPermanentError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	err = Serve(t.Context(), ln, slog.New(slog.DiscardHandler), func(context.Context, net.Conn) {})
+	if !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Serve = %v, want the listener's error", err)
 	}
 }
