@@ -14,6 +14,7 @@ import (
 const usage = `usage:
   knit application|applicationattempt|container|node|queue ...  as yarn (knit application -help)
   knit rmadmin -refreshQueues|-refreshAdminAcls|...    as yarn rmadmin (knit rmadmin -help)
+  knit logs -applicationId ID [-containerId ID] [-log_files F,...] [-size N]   as yarn logs
   knit local up [--nodes N] [--dir DIR]   start the local cluster in the background
   knit local status [--dir DIR]           show it
   knit local down [--dir DIR]             stop it
@@ -35,6 +36,11 @@ func run(args []string, out io.Writer) error {
 	switch args[0] {
 	case "application", "app", "applicationattempt", "container", "node", "queue", "rmadmin":
 		if code := runYarn(args, out, os.Stderr); code != 0 {
+			os.Exit(code)
+		}
+		return nil
+	case "logs":
+		if code := runLogs(args[1:], out, os.Stderr); code != 0 {
 			os.Exit(code)
 		}
 		return nil
