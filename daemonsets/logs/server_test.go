@@ -31,7 +31,7 @@ var mtime = time.Date(2026, 11, 26, 8, 11, 59, 0, time.UTC)
 
 // testServer lays out the recorded running container's log files (stdout
 // empty, like the recording) and serves them.
-func testServer(t *testing.T, access Access) (*httptest.Server, Dirs) {
+func testServer(t testing.TB, access Access) (*httptest.Server, Dirs) {
 	t.Helper()
 	dirs := Dirs{t.TempDir()}
 	files := map[string]string{"stdout": "", "stderr": "", "syslog": strings.Repeat("s", 10368), "prelaunch.out": strings.Repeat("p", 100)}
