@@ -12,6 +12,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rks"
 	"github.com/knitdev/knit/rm/apps"
+	"github.com/knitdev/knit/rm/webproxy"
 )
 
 // amLaunchTimeout bounds one AM launch: the API writes retry within it.
@@ -67,7 +68,7 @@ func (rm *ResourceManager) startAM(ctx context.Context, x apps.LaunchAM, clc *ya
 		Context:       clc,
 		Credentials:   creds,
 		AppSubmitTime: submitted.UnixMilli(),
-		WebProxyBase:  "/proxy/" + x.Attempt.App.String(),
+		WebProxyBase:  webproxy.Base(x.Attempt.App),
 	})
 }
 

@@ -21,6 +21,11 @@ import (
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
+// Base is an application's path on the proxy, which the RM gives its AM
+// as APPLICATION_WEB_PROXY_BASE (AmIpFilter's PROXY_URI_BASES end with it,
+// and tracking URLs point under it).
+func Base(app yarnid.ApplicationID) string { return "/proxy/" + app.String() }
+
 // ProxyUserCookie carries the web user to the AM; AmIpFilter reads it.
 const ProxyUserCookie = "proxy-user"
 
