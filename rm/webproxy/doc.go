@@ -29,6 +29,9 @@
 // that makes no progress for Config.Timeout is abandoned
 // (yarn.resourcemanager.proxy.connection.timeout).
 //
+// AMFilter is the other side: YARN's AmIpFilter for AMs written in Go (the
+// proxy's replay test runs the recorded MR AM's answers behind it).
+//
 // Imports: the standard library, echo, protocols/yarnerr, protocols/yarnid
 // and protocols/yarnpb. No globals; the RM is reached through Apps.
 package webproxy

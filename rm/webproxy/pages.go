@@ -46,9 +46,14 @@ func (p *Proxy) page(w http.ResponseWriter, r *http.Request, status int, msg str
 // redirect is ProxyUtils.sendRedirect: a 302 and the "Moved" page.
 func (p *Proxy) redirect(w http.ResponseWriter, r *http.Request, target string) {
 	w.Header().Set("Location", target)
-	p.writePage(w, r, http.StatusFound, "<html>\n  <head>\n    <title>\n      Moved\n    </title>\n  </head>\n"+
-		"  <body>\n    <h1>\n      Moved\n    </h1>\n    <div>\n      Content has moved \n"+
-		"      <a href=\""+escape(target)+"\">here</a>\n    </div>\n  </body>\n</html>\n")
+	p.writePage(w, r, http.StatusFound, movedPage(target))
+}
+
+// movedPage is ProxyUtils.sendRedirect's page.
+func movedPage(target string) string {
+	return "<html>\n  <head>\n    <title>\n      Moved\n    </title>\n  </head>\n" +
+		"  <body>\n    <h1>\n      Moved\n    </h1>\n    <div>\n      Content has moved \n" +
+		"      <a href=\"" + escape(target) + "\">here</a>\n    </div>\n  </body>\n</html>\n"
 }
 
 // warn is WebAppProxyServlet's warning page, shown with security on to a

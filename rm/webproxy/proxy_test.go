@@ -1,6 +1,8 @@
 package webproxy
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -279,4 +282,48 @@ func TestResolvedAddress(t *testing.T) {
 	if ip := LocalAddrFor("rm.invalid:8088"); ip != nil {
 		t.Errorf("LocalAddrFor an unknown host = %v", ip)
 	}
+}
+
+// TestAMFilterBehindTheProxy: an AM behind AMFilter, reached through the
+// proxy, learns the web user; reached directly from elsewhere, it sends the
+// caller to the proxy.
+func TestAMFilterBehindTheProxy(t *testing.T) {
+	var users []string
+	var amURL string
+	filter := NewAMFilter("rm.example:8088", Base(mustAppID(t, app)), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, _ := ProxyUser(r)
+		users = append(users, u)
+		_, _ = io.WriteString(w, "AM")
+	}))
+	// The proxy's requests come from 127.0.0.1, which rm.example stands for here.
+	filter.LookupHost = func(_ context.Context, host string) ([]string, error) {
+		if host != "rm.example" {
+			return nil, errors.New("unknown host " + host)
+		}
+		return []string{"127.0.0.1"}, nil
+	}
+	am := httptest.NewServer(filter)
+	defer am.Close()
+	amURL = am.URL
+	proxy := newProxy(t, running(amURL), nil)
+	if _, body := do(t, http.MethodGet, proxy.URL+"/proxy/"+app+"/jobs?user.name=alice%20b", nil, nil); body != "AM" {
+		t.Fatalf("through the proxy: %q", body)
+	}
+	if len(users) != 1 || users[0] != "alice b" {
+		t.Errorf("users the AM saw: %q", users)
+	}
+	filter.LookupHost = func(context.Context, string) ([]string, error) { return []string{"10.0.0.1"}, nil }
+	resp, _ := do(t, http.MethodGet, amURL+"/jobs?x=1", nil, nil)
+	if want := "http://rm.example:8088/proxy/redirect/" + app + "/jobs?x=1"; resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != want {
+		t.Errorf("direct visit: %d %q, want a redirect to %s", resp.StatusCode, resp.Header.Get("Location"), want)
+	}
+}
+
+func mustAppID(t *testing.T, s string) yarnid.ApplicationID {
+	t.Helper()
+	id, err := yarnid.ParseApplicationID(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

@@ -167,37 +167,6 @@ func (f *fakeApps) set(id string, a Application) {
 	f.apps[id] = a
 }
 
-// amIPFilter is YARN's AmIpFilter as an MR or Spark AM runs it: callers
-// from a proxy host pass (the proxy-user cookie names the user), others
-// are sent to the proxy's /proxy/redirect/ path.
-func amIPFilter(proxyHosts []string, proxyURIBase string, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, _ := net.SplitHostPort(r.RemoteAddr)
-		for _, ph := range proxyHosts {
-			addrs, _ := net.LookupHost(ph)
-			for _, a := range addrs {
-				if a == host {
-					next.ServeHTTP(w, r)
-					return
-				}
-			}
-		}
-		target := proxyURIBase + r.URL.EscapedPath()
-		if i := strings.Index(target, "/proxy"); i >= 0 {
-			target = target[:i+len("/proxy")] + "/redirect" + target[i+len("/proxy"):]
-		}
-		if r.URL.RawQuery != "" {
-			target += "?" + r.URL.RawQuery
-		}
-		w.Header().Set("Location", target)
-		w.Header().Set("Content-Type", "text/html;charset=utf-8")
-		w.WriteHeader(http.StatusFound)
-		_, _ = io.WriteString(w, "<html>\n  <head>\n    <title>\n      Moved\n    </title>\n  </head>\n"+
-			"  <body>\n    <h1>\n      Moved\n    </h1>\n    <div>\n      Content has moved \n"+
-			"      <a href=\""+target+"\">here</a>\n    </div>\n  </body>\n</html>\n")
-	})
-}
-
 // fakeAM serves the MR AM's recorded answers as the proxy received them
 // (the RM's own X-FRAME-OPTIONS left out), behind its AmIpFilter, and
 // keeps the last request it served.
@@ -234,7 +203,8 @@ func newFakeAM(t *testing.T, pages map[string]recorded) *fakeAM {
 			f.Flush()
 		}
 	})
-	am.srv = httptest.NewServer(amIPFilter([]string{"127.0.0.1"}, rmWebURL+"/proxy/"+mrApp, mux))
+	// The MR AM's filter: PROXY_HOSTS localhost, the RM web address.
+	am.srv = httptest.NewServer(&AMFilter{ProxyHosts: []string{"127.0.0.1"}, ProxyURIBase: rmWebURL + "/proxy/" + mrApp, Next: mux})
 	t.Cleanup(am.srv.Close)
 	return am
 }
