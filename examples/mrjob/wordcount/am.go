@@ -18,6 +18,7 @@ import (
 
 	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/examples/mrjob/mapred"
+	"github.com/knitdev/knit/examples/yarnapp"
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -170,7 +171,7 @@ func RunAM(ctx context.Context, opts AMOptions) error {
 	if err != nil {
 		return fmt.Errorf("mrjob am: %w", err)
 	}
-	a.capability = capTo(opts.Spec.TaskMemoryMB, opts.Spec.TaskVcores, reg.GetMaximumCapability())
+	a.capability = yarnapp.CapTo(opts.Spec.TaskMemoryMB, opts.Spec.TaskVcores, reg.GetMaximumCapability())
 
 	final, diag, err := a.loop(ctx, rm, nm)
 	if err != nil {
@@ -247,7 +248,7 @@ func (a *am) loop(ctx context.Context, rm *client.AMRMClient, nm *client.NMClien
 			if err != nil {
 				return 0, "", err
 			}
-			a.log.Info("starting task attempt", "attempt", t.attempt.String(), "container", containerString(c.GetId()), "node", client.NodeAddress(c.GetNodeId()))
+			a.log.Info("starting task attempt", "attempt", t.attempt.String(), "container", yarnapp.ContainerString(c.GetId()), "node", client.NodeAddress(c.GetNodeId()))
 			starts.Add(1)
 			go func() {
 				defer starts.Done()
@@ -347,7 +348,7 @@ func (a *am) assign(c *yarnpb.ContainerProto) *task {
 		t.attempt = mapred.AttemptID{Task: t.id, N: t.attempts}
 		t.attempts++
 		t.container = c
-		a.byContainer[containerString(c.GetId())] = t
+		a.byContainer[yarnapp.ContainerString(c.GetId())] = t
 		return t
 	}
 	return nil
@@ -358,17 +359,17 @@ func (a *am) assign(c *yarnpb.ContainerProto) *task {
 // task credentials, and the job token as the shuffle's service data.
 func (a *am) launchContext(t *task) (*yarnpb.ContainerLaunchContextProto, error) {
 	spec := TaskSpec{Job: a.job.String(), Attempt: t.attempt.String(), Output: a.opts.Spec.Output}
-	resources := []*yarnpb.StringLocalResourceMapProto{{Key: proto.String(BinaryKey), Value: a.opts.Spec.Binary.resource()}}
+	resources := []*yarnpb.StringLocalResourceMapProto{{Key: proto.String(BinaryKey), Value: a.opts.Spec.Binary.Resource()}}
 	role := "map"
 	if t.id.Type == mapred.Map {
 		spec.Reduces = len(a.reduces)
-		resources = append(resources, &yarnpb.StringLocalResourceMapProto{Key: proto.String(InputKey), Value: a.opts.Spec.Splits[t.id.Index].resource()})
+		resources = append(resources, &yarnpb.StringLocalResourceMapProto{Key: proto.String(InputKey), Value: a.opts.Spec.Splits[t.id.Index].Resource()})
 	} else {
 		role = "reduce"
 		spec.Hosts = a.mapHosts()
 		spec.ForgeShuffleToken = a.opts.Spec.ForgeShuffleToken
 	}
-	encoded, err := encodeSpec(spec)
+	encoded, err := yarnapp.EncodeSpec(spec)
 	if err != nil {
 		return nil, fmt.Errorf("task spec: %w", err)
 	}
@@ -409,15 +410,15 @@ func (a *am) started(ctx context.Context, r startResult, nm *client.NMClient) {
 		return // the attempt failed before its start answered
 	}
 	if r.err != nil {
-		a.attemptFailed(t, "Container launch failed for "+containerString(t.container.GetId())+" : "+r.err.Error())
+		a.attemptFailed(t, "Container launch failed for "+yarnapp.ContainerString(t.container.GetId())+" : "+r.err.Error())
 		return
 	}
 	port, err := mapred.ParsePort(r.meta[mapred.ServiceName])
 	if err != nil {
 		// ContainerLauncherImpl: the launch fails, and the container goes.
-		a.attemptFailed(t, fmt.Sprintf("Container launch failed for %s : %v", containerString(t.container.GetId()), err))
+		a.attemptFailed(t, fmt.Sprintf("Container launch failed for %s : %v", yarnapp.ContainerString(t.container.GetId()), err))
 		if err := nm.StopContainer(ctx, t.container.GetId(), t.container.GetNodeId()); err != nil {
-			a.log.Warn("stopping a container whose launch failed", "container", containerString(t.container.GetId()), "err", err)
+			a.log.Warn("stopping a container whose launch failed", "container", yarnapp.ContainerString(t.container.GetId()), "err", err)
 		}
 		return
 	}
@@ -441,7 +442,7 @@ func httpHost(c *yarnpb.ContainerProto) string {
 
 // completed takes in a completed container of a task.
 func (a *am) completed(st *yarnpb.ContainerStatusProto) {
-	id := containerString(st.GetContainerId())
+	id := yarnapp.ContainerString(st.GetContainerId())
 	t, ok := a.byContainer[id]
 	if !ok {
 		return // released
@@ -468,7 +469,7 @@ func (a *am) attemptFailed(t *task, diag string) {
 	a.log.Warn("task attempt failed", "attempt", t.attempt.String(), "diagnostics", diag)
 	t.diagnostics = append(t.diagnostics, t.attempt.String()+": "+diag)
 	if t.container != nil {
-		delete(a.byContainer, containerString(t.container.GetId()))
+		delete(a.byContainer, yarnapp.ContainerString(t.container.GetId()))
 	}
 	t.container = nil
 	t.exited = nil
@@ -559,23 +560,4 @@ func commitJob(output string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(output, "_SUCCESS"), nil, 0o644)
-}
-
-// capTo is a task's capability, lowered to the cluster's maximum.
-func capTo(memoryMB int64, vcores int32, limit *yarnpb.ResourceProto) *yarnpb.ResourceProto {
-	maxMem, maxVcores := yarnpb.MemoryAndVcores(limit)
-	if maxMem > 0 && memoryMB > maxMem {
-		memoryMB = maxMem
-	}
-	if maxVcores > 0 && vcores > maxVcores {
-		vcores = maxVcores
-	}
-	return yarnpb.NewResource(memoryMB, vcores)
-}
-
-func containerString(p *yarnpb.ContainerIdProto) string {
-	if id, err := yarnid.ContainerIDFromProto(p); err == nil {
-		return id.String()
-	}
-	return fmt.Sprint(p)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/daemonsets/auxservice"
 	"github.com/knitdev/knit/examples/mrjob/mapred"
+	"github.com/knitdev/knit/examples/yarnapp"
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/ipc/ipctest"
@@ -148,7 +149,7 @@ func (f *fakeCluster) run(ctx context.Context, clc *yarnpb.ContainerLaunchContex
 		return 1
 	}
 	var spec TaskSpec
-	if err := decodeSpec(m[2], &spec); err != nil {
+	if err := yarnapp.DecodeSpec(m[2], &spec); err != nil {
 		t.Error(err)
 		return 1
 	}

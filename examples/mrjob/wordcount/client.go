@@ -17,6 +17,7 @@ import (
 
 	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/examples/mrjob/mapred"
+	"github.com/knitdev/knit/examples/yarnapp"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
@@ -92,7 +93,7 @@ func RunClient(ctx context.Context, opts ClientOptions, stdout io.Writer) (strin
 	if err != nil {
 		return "", fmt.Errorf("mrjob client: new application id: %w", err)
 	}
-	encoded, err := encodeSpec(spec)
+	encoded, err := yarnapp.EncodeSpec(spec)
 	if err != nil {
 		return id.String(), fmt.Errorf("mrjob client: %w", err)
 	}
@@ -107,7 +108,7 @@ func RunClient(ctx context.Context, opts ClientOptions, stdout io.Writer) (strin
 		ApplicationType: proto.String("MAPREDUCE"),
 		MaxAppAttempts:  proto.Int32(1),
 		AmContainerSpec: &yarnpb.ContainerLaunchContextProto{
-			LocalResources: []*yarnpb.StringLocalResourceMapProto{{Key: proto.String(BinaryKey), Value: spec.Binary.resource()}},
+			LocalResources: []*yarnpb.StringLocalResourceMapProto{{Key: proto.String(BinaryKey), Value: spec.Binary.Resource()}},
 			Command:        []string{roleCommand("am", encoded, "AppMaster.stdout", "AppMaster.stderr", extra...)},
 		},
 		Resource: yarnpb.NewResource(opts.AMMemoryMB, 1),
@@ -117,7 +118,7 @@ func RunClient(ctx context.Context, opts ClientOptions, stdout io.Writer) (strin
 	}
 	fmt.Fprintf(stdout, "Submitted application %s\n", id)
 	fmt.Fprintf(stdout, "Running job: %s\n", mapred.JobID{App: id})
-	report, err := waitForEnd(ctx, rm, newApp.GetApplicationId(), opts.PollInterval)
+	report, err := yarnapp.WaitForEnd(ctx, rm, newApp.GetApplicationId(), opts.PollInterval)
 	if err != nil {
 		return id.String(), fmt.Errorf("mrjob client: %w", err)
 	}
@@ -168,16 +169,8 @@ func jobSpec(opts ClientOptions) (JobSpec, error) {
 			return JobSpec{}, fmt.Errorf("Output directory %s already exists", abs)
 		}
 	}
-	binary := opts.Binary
-	if binary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return JobSpec{}, fmt.Errorf("own binary: %w", err)
-		}
-		binary = exe
-	}
 	var err error
-	if spec.Binary, err = describe(binary); err != nil {
+	if spec.Binary, err = yarnapp.DescribeBinary(opts.Binary); err != nil {
 		return JobSpec{}, err
 	}
 	for _, in := range opts.Inputs {
@@ -186,7 +179,7 @@ func jobSpec(opts ClientOptions) (JobSpec, error) {
 			return JobSpec{}, err
 		}
 		for _, f := range files {
-			split, err := describe(f)
+			split, err := yarnapp.Describe(f)
 			if err != nil {
 				return JobSpec{}, err
 			}
@@ -221,44 +214,6 @@ func inputFiles(path string) ([]string, error) {
 	}
 	slices.Sort(files)
 	return files, nil
-}
-
-// describe is a file as the nodes check it: absolute, resolved, with its
-// size and modification time.
-func describe(path string) (File, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return File{}, err
-	}
-	if resolved, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = resolved
-	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return File{}, err
-	}
-	return File{Path: abs, Size: fi.Size(), ModTime: fi.ModTime().UnixMilli()}, nil
-}
-
-// waitForEnd polls the report until the application has ended.
-func waitForEnd(ctx context.Context, rm *client.RMClient, app *yarnpb.ApplicationIdProto, every time.Duration) (*yarnpb.ApplicationReportProto, error) {
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-tick.C:
-		}
-		r, err := rm.GetApplicationReport(ctx, app)
-		if err != nil {
-			return nil, err
-		}
-		switch r.GetYarnApplicationState() {
-		case yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.YarnApplicationStateProto_FAILED, yarnpb.YarnApplicationStateProto_KILLED:
-			return r, nil
-		}
-	}
 }
 
 func cmp(s, def string) string {

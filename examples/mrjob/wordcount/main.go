@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/knitdev/knit/client"
+	"github.com/knitdev/knit/examples/yarnapp"
 )
 
 // Exit codes of Main.
@@ -85,7 +86,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		if err = flags.Parse(args); err != nil {
 			break
 		}
-		if err = decodeSpec(spec, &opts.Spec); err != nil {
+		if err = yarnapp.DecodeSpec(spec, &opts.Spec); err != nil {
 			break
 		}
 		if opts.SchedulerAddress == "" {
@@ -106,7 +107,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		if err = flags.Parse(args); err != nil {
 			break
 		}
-		if err = decodeSpec(encoded, &spec); err != nil {
+		if err = yarnapp.DecodeSpec(encoded, &spec); err != nil {
 			break
 		}
 		var rerr error

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/knitdev/knit/examples/yarnapp"
 )
 
 func TestMainRefusesBadCommandLines(t *testing.T) {
@@ -34,7 +36,7 @@ func TestMainRefusesBadCommandLines(t *testing.T) {
 func TestSpecsTravelAsOneShellSafeWord(t *testing.T) {
 	spec := TaskSpec{Job: "job_1_0001", Attempt: "attempt_1_0001_r_000000_0", Output: "/tmp/out dir/'$x\"",
 		Hosts: []MapHost{{Host: "127.0.1.2", Port: 13562, Maps: []string{"attempt_1_0001_m_000000_0"}}}}
-	enc, err := encodeSpec(spec)
+	enc, err := yarnapp.EncodeSpec(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func TestSpecsTravelAsOneShellSafeWord(t *testing.T) {
 		t.Errorf("spec %q has characters the launch script would read", enc)
 	}
 	var back TaskSpec
-	if err := decodeSpec(enc, &back); err != nil {
+	if err := yarnapp.DecodeSpec(enc, &back); err != nil {
 		t.Fatal(err)
 	}
 	if back.Output != spec.Output || back.Hosts[0].Maps[0] != spec.Hosts[0].Maps[0] {

@@ -1,14 +1,9 @@
 package wordcount
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"strings"
 
-	"google.golang.org/protobuf/proto"
-
-	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/examples/yarnapp"
 )
 
 // BinaryKey is the local resource key (the link name in each container's
@@ -24,24 +19,8 @@ const (
 	PriorityMap    int32 = 20
 )
 
-// File is a file the nodes localize from the submitting machine: its
-// absolute path, size and modification time (ms), which the node checks.
-type File struct {
-	Path    string `json:"path"`
-	Size    int64  `json:"size"`
-	ModTime int64  `json:"mtime"`
-}
-
-// resource is f as a FILE local resource of APPLICATION visibility.
-func (f File) resource() *yarnpb.LocalResourceProto {
-	return &yarnpb.LocalResourceProto{
-		Resource:   &yarnpb.URLProto{Scheme: proto.String("file"), File: proto.String(f.Path)},
-		Size:       proto.Int64(f.Size),
-		Timestamp:  proto.Int64(f.ModTime),
-		Type:       yarnpb.LocalResourceTypeProto_FILE.Enum(),
-		Visibility: yarnpb.LocalResourceVisibilityProto_APPLICATION.Enum(),
-	}
-}
+// File is a file the nodes localize from the submitting machine.
+type File = yarnapp.File
 
 // JobSpec is what the client tells the AM.
 type JobSpec struct {
@@ -104,34 +83,9 @@ type TaskSpec struct {
 	ForgeShuffleToken bool `json:"forgeShuffleToken,omitempty"`
 }
 
-// encodeSpec is v as base64url JSON: one word of letters, digits, - and _,
-// safe on a launch command line.
-func encodeSpec(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
-}
-
-// decodeSpec reads what encodeSpec wrote into v.
-func decodeSpec(s string, v any) error {
-	b, err := base64.RawURLEncoding.DecodeString(strings.TrimSpace(s))
-	if err != nil {
-		return fmt.Errorf("spec: %w", err)
-	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("spec: %w", err)
-	}
-	return nil
-}
-
 // roleCommand is a container's command: the shipped binary in role with
 // its spec, output to the container's log folder (the node replaces
 // <LOG_DIR>); extra are more -name=value words of safe characters.
 func roleCommand(role, spec, stdout, stderr string, extra ...string) string {
-	words := append([]string{"./" + BinaryKey, role, "-spec=" + spec}, extra...)
-	return strings.Join(words, " ") + " 1><LOG_DIR>/" + stdout + " 2><LOG_DIR>/" + stderr
+	return yarnapp.Command(BinaryKey, role, spec, stdout, stderr, extra...)
 }
