@@ -708,6 +708,7 @@ func (s *amService) execute(ctx context.Context, e *entry, eff apps.Effect) (app
 			s.attempts[x.Attempt] = newAMState(x.Attempt)
 		}
 		s.mu.Unlock()
+		s.rm.cfg.LiveAttempts.add(x.Attempt)
 		if x.Recovering {
 			return nil, nil
 		}
@@ -761,6 +762,7 @@ func (s *amService) execute(ctx context.Context, e *entry, eff apps.Effect) (app
 		s.mu.Lock()
 		delete(s.attempts, x.Attempt)
 		s.mu.Unlock()
+		s.rm.cfg.LiveAttempts.remove(x.Attempt)
 		s.mon.mu.Lock()
 		delete(s.mon.am, x.Attempt)
 		s.mon.mu.Unlock()
@@ -951,12 +953,4 @@ func (rm *ResourceManager) Recovered(ctx context.Context, running []scheduling.A
 			rm.log.InfoContext(ctx, "container not recovered", "container", id.String(), "err", err)
 		}
 	}
-}
-
-// AttemptLive reports whether an attempt is between its start and its end,
-// for the AMRMToken check (tokens.Config.AttemptValid): a token of an
-// attempt that is over no longer opens the scheduler port.
-func (rm *ResourceManager) AttemptLive(_ context.Context, p *yarnpb.ApplicationAttemptIdProto) bool {
-	a, err := yarnid.AttemptIDFromProto(p)
-	return err == nil && rm.am.state(a) != nil
 }

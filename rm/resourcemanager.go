@@ -96,6 +96,12 @@ type Config struct {
 	Launcher ContainerLauncher
 	// Signaler nil accepts signalToContainer and drops the signal (logged).
 	Signaler ContainerSignaler
+	// LiveAttempts is the set of live attempts the RM keeps for the token
+	// manager (tokens.Config.AttemptValid); nil means one of its own.
+	LiveAttempts *LiveAttempts
+	// ContainerReports brings RKS's reports of started and updated
+	// containers to Run; nil means none come.
+	ContainerReports *ContainerReports
 	// ResourceTypes answers getResourceTypeInfo; nil means the defaults.
 	ResourceTypes []ResourceType
 	// MaxApplicationPriority is yarn.cluster.max-application-priority
@@ -171,6 +177,9 @@ func New(cfg Config) (*ResourceManager, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.LiveAttempts == nil {
+		cfg.LiveAttempts = NewLiveAttempts()
 	}
 	web := cfg.WebAppURL
 	if web == "" {
@@ -369,7 +378,8 @@ func (rm *ResourceManager) Recover(ctx context.Context) error {
 
 // Run fires application lifetime timers until ctx ends, checking every
 // yarn.resourcemanager.application-timeouts.monitor.interval-ms, and the AM
-// liveness and container allocation timers every second.
+// liveness and container allocation timers every second; it takes RKS's
+// ContainerReports as they come.
 func (rm *ResourceManager) Run(ctx context.Context) error {
 	every := rm.cfg.Settings.AppTimeoutsMonitorInterval
 	if every <= 0 {
@@ -387,6 +397,8 @@ func (rm *ResourceManager) Run(ctx context.Context) error {
 			rm.fireTimeouts(ctx)
 		case <-mon.C:
 			rm.am.checkMonitors(ctx)
+		case r := <-rm.cfg.ContainerReports.reports():
+			rm.take(ctx, r)
 		}
 	}
 }

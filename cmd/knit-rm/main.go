@@ -78,7 +78,7 @@ func main() {
 
 	app := fx.New(
 		fx.Supply(f),
-		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, newLiveAttempts, newTokens, newPodFactory, newNodes, newScheduler, newRKS, newRM, newMetrics),
+		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, rm.NewLiveAttempts, rm.NewContainerReports, newTokens, newPodFactory, newNodes, newScheduler, newRKS, newRM, newMetrics),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
 		fx.Invoke(serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveRKS, serveREST),
 	)
@@ -157,7 +157,7 @@ func newQueues(c *hadoopconf.Configuration, settings conf.RMSettings, f flags) (
 // server outage, and past this the RM exits for its Deployment to restart it.
 const constructTimeout = 2 * time.Minute
 
-func newTokens(run lifecycle.Runner, s *store.Store, settings conf.RMSettings, live *liveAttempts) (*tokens.Manager, error) {
+func newTokens(run lifecycle.Runner, s *store.Store, settings conf.RMSettings, live *rm.LiveAttempts) (*tokens.Manager, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), constructTimeout)
 	defer cancel()
 	ts, err := s.ClusterTimestamp(ctx)
@@ -168,7 +168,7 @@ func newTokens(run lifecycle.Runner, s *store.Store, settings conf.RMSettings, l
 		Store:                  keyStore{blob: s.TokenKeys()},
 		RMIdentifier:           ts,
 		ContainerTokenLifetime: settings.ContainerAllocationExpiry,
-		AttemptValid:           live.valid,
+		AttemptValid:           live.Valid,
 	})
 	if err != nil {
 		return nil, err
@@ -198,7 +198,7 @@ func newNodes(lc fx.Lifecycle, client kubernetes.Interface, podFactory informers
 	return l
 }
 
-func newRM(run lifecycle.Runner, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, sched *rgs.Controller, containers *rks.Service, live *liveAttempts, m *rmMetrics) (*rm.ResourceManager, error) {
+func newRM(run lifecycle.Runner, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, sched *rgs.Controller, containers *rks.Service, live *rm.LiveAttempts, reports *rm.ContainerReports, m *rmMetrics) (*rm.ResourceManager, error) {
 	r, err := rm.New(rm.Config{
 		Settings:  settings,
 		Queues:    q,
@@ -209,12 +209,15 @@ func newRM(run lifecycle.Runner, settings conf.RMSettings, q *queues.Tree, tm *t
 		Scheduler: sched,
 		Launcher:  containers,
 		Signaler:  containers,
-		Logger:    run.Logger.With("component", "rm"),
+		// The token manager and RKS were built with these before the RM:
+		// it keeps the live attempts and takes RKS's reports.
+		LiveAttempts:     live,
+		ContainerReports: reports,
+		Logger:           run.Logger.With("component", "rm"),
 	})
 	if err != nil {
 		return nil, err
 	}
-	live.rm.Store(r)
 	run.Lifecycle.Append(fx.StartHook(func(ctx context.Context) error {
 		if err := r.Recover(ctx); err != nil {
 			return err

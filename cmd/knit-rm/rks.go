@@ -16,6 +16,7 @@ import (
 	"github.com/knitdev/knit/rgs/nodes"
 	"github.com/knitdev/knit/rks"
 	"github.com/knitdev/knit/rks/relay"
+	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/rm/tokens"
 )
 
@@ -30,12 +31,12 @@ func (t rksTokens) PinAttempt(ctx context.Context, id *yarnpb.NMTokenIdentifierP
 	return t.m.NMTokens().PinAttempt(ctx, id)
 }
 
-func newRKS(f flags, client kubernetes.Interface, sched *rgs.Controller, tm *tokens.Manager, live *liveAttempts, nodeList *nodes.Lister, log *slog.Logger) (*rks.Service, error) {
+func newRKS(f flags, client kubernetes.Interface, sched *rgs.Controller, tm *tokens.Manager, reports *rm.ContainerReports, nodeList *nodes.Lister, log *slog.Logger) (*rks.Service, error) {
 	return rks.New(rks.Config{
 		Client:      client,
 		Pods:        sched,
 		Tokens:      rksTokens{tm},
-		Observer:    live,
+		Observer:    reports,
 		AuxServices: nodeList,
 		NMHTTPPort:  int32(f.nmWebPort),
 		Logger:      log.With("component", "rks"),

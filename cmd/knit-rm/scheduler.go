@@ -4,15 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"path"
-	"sync/atomic"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/knitdev/knit/cmd/internal/lifecycle"
 	"github.com/knitdev/knit/protocols/ipc"
-	"github.com/knitdev/knit/protocols/yarnid"
-	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rgs/nodes"
 	"github.com/knitdev/knit/rks/launch"
@@ -21,33 +18,6 @@ import (
 	"github.com/knitdev/knit/rm/store"
 	"github.com/knitdev/knit/rm/tokens"
 )
-
-// liveAttempts lets the token manager and RKS, built before the RM, ask
-// the RM whether an attempt is live and tell it a container started.
-type liveAttempts struct {
-	rm atomic.Pointer[rm.ResourceManager]
-}
-
-func (l *liveAttempts) valid(ctx context.Context, a *yarnpb.ApplicationAttemptIdProto) bool {
-	r := l.rm.Load()
-	return r == nil || r.AttemptLive(ctx, a)
-}
-
-// ContainerStarted implements rks.Observer.
-func (l *liveAttempts) ContainerStarted(ctx context.Context, id yarnid.ContainerID) {
-	if r := l.rm.Load(); r != nil {
-		r.ContainerStarted(ctx, id)
-	}
-}
-
-// ContainerUpdated implements rks.Observer.
-func (l *liveAttempts) ContainerUpdated(ctx context.Context, id yarnid.ContainerID, version int32) {
-	if r := l.rm.Load(); r != nil {
-		r.ContainerUpdated(ctx, id, version)
-	}
-}
-
-func newLiveAttempts() *liveAttempts { return &liveAttempts{} }
 
 // newScheduler builds RGS with this start's epoch.
 func newScheduler(f flags, client kubernetes.Interface, podFactory informers.SharedInformerFactory, s *store.Store, tm *tokens.Manager, l *nodes.Lister, m *rmMetrics, log *slog.Logger) (*rgs.Controller, error) {
