@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"net"
 	"path/filepath"
 	"regexp"
@@ -588,6 +589,41 @@ func TestContainersFindTheRMThroughItsService(t *testing.T) {
 			if got, want := port(t, p.addr), servicePort(t, k.rmService, k.rmc, p.name); got != want {
 				t.Errorf("containers reach the RM's %s port at %s, the Service serves it on %d", p.name, p.addr, want)
 			}
+		}
+	})
+}
+
+// TestAMsFilterAcceptsTheProxy: the containers' yarn.web-proxy.address is a
+// headless Service of the RM pods on the RM's web port, so the addresses
+// AmIpFilter resolves it to are those the RM's proxy connects from.
+func TestAMsFilterAcceptsTheProxy(t *testing.T) {
+	each(t, func(t *testing.T, r *rendered) {
+		k := load(t, r)
+		cm := mountedConfigMap(t, r, k.ns, k.node.Spec.Template.Spec, container(t, k.node.Spec.Template.Spec.InitContainers, "hadoop-conf"), "/etc/knit/node-conf")
+		addr, err := loadConf(t, cm).GetTrimmed("yarn.web-proxy.address", "")
+		if err != nil || addr == "" {
+			t.Fatalf("the containers' yarn-site.xml has no yarn.web-proxy.address (%v)", err)
+		}
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, ok := strings.CutSuffix(host, "."+k.ns+".svc")
+		if !ok {
+			t.Fatalf("yarn.web-proxy.address %s is no Service of namespace %s", addr, k.ns)
+		}
+		svc := one[*corev1.Service](t, r, k.ns, name)
+		if svc.Spec.ClusterIP != corev1.ClusterIPNone {
+			t.Errorf("Service %s has a cluster IP; AmIpFilter would refuse the RM pods' own addresses", name)
+		}
+		if !maps.Equal(svc.Spec.Selector, k.rmService.Spec.Selector) {
+			t.Errorf("Service %s selects %v, the RM's %v", name, svc.Spec.Selector, k.rmService.Spec.Selector)
+		}
+		if got, want := port(t, addr), servicePort(t, svc, k.rmc, "web"); got != want {
+			t.Errorf("yarn.web-proxy.address %s, the Service serves the web port on %d", addr, want)
+		}
+		if got, want := port(t, addr), port(t, k.rmSettings.WebappAddress); got != want {
+			t.Errorf("yarn.web-proxy.address port %d, knit-rm's web port %d", got, want)
 		}
 	})
 }
