@@ -87,17 +87,23 @@ func main() {
 	flag.StringVar(&f.shuffleKey, "shuffle-tls-key", "", "PEM private key of --shuffle-tls-cert")
 	flag.Parse()
 
-	app := fx.New(
-		fx.Supply(f),
-		fx.Provide(newLogger, newRESTConfig, newKubernetes, newMetadata, newNodeDirs, newHadoopConf, newAuxServices, newAuxHost, newLocalizer, newLogSettings, newAggregator),
-		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
-		fx.Invoke(runRelay, runAuxHost, runLocalizer, runNodeWeb),
-	)
+	app := fx.New(options(f))
 	app.Run()
 	if err := app.Err(); err != nil {
 		fmt.Fprintln(os.Stderr, "knit-node:", err)
 		os.Exit(1)
 	}
+}
+
+// options is the whole app: main runs it, and a test checks its graph
+// with fx.ValidateApp.
+func options(f flags) fx.Option {
+	return fx.Options(
+		fx.Supply(f),
+		fx.Provide(newLogger, newRESTConfig, newKubernetes, newMetadata, newNodeDirs, newHadoopConf, newAuxServices, newAuxHost, newLocalizer, newLogSettings, newAggregator),
+		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
+		fx.Invoke(runRelay, runAuxHost, runLocalizer, runNodeWeb),
+	)
 }
 
 func newLogger(f flags) *slog.Logger {

@@ -76,17 +76,23 @@ func main() {
 	flag.IntVar(&f.workers, "rgs-workers", 16, "RGS workers for bound pods and for asks, each")
 	flag.Parse()
 
-	app := fx.New(
-		fx.Supply(f),
-		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, rm.NewLiveAttempts, rm.NewContainerReports, newTokens, newPodFactory, newNodes, newScheduler, newRKS, newRM, newMetrics),
-		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
-		fx.Invoke(serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveRKS, serveREST),
-	)
+	app := fx.New(options(f))
 	app.Run()
 	if err := app.Err(); err != nil {
 		fmt.Fprintln(os.Stderr, "knit-rm:", err)
 		os.Exit(1)
 	}
+}
+
+// options is the whole app: main runs it, and a test checks its graph
+// with fx.ValidateApp.
+func options(f flags) fx.Option {
+	return fx.Options(
+		fx.Supply(f),
+		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, rm.NewLiveAttempts, rm.NewContainerReports, newTokens, newPodFactory, newNodes, newScheduler, newRKS, newRM, newMetrics),
+		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
+		fx.Invoke(serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveRKS, serveREST),
+	)
 }
 
 func newLogger() *slog.Logger {
