@@ -22,16 +22,20 @@ import (
 
 // mrjobBinary builds the MapReduce-shaped example beside the other
 // binaries, once.
-var mrjobBinary = sync.OnceValue(func() error {
+var mrjobBinary = sync.OnceValue(func() error { return buildExample("github.com/knitdev/knit/examples/mrjob") })
+
+// buildExample builds the example application pkg beside the other
+// binaries.
+func buildExample(pkg string) error {
 	if err := knitBinaries(); err != nil {
 		return err
 	}
-	out, err := exec.Command("go", "build", "-o", binDir+"/", "github.com/knitdev/knit/examples/mrjob").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", binDir+"/", pkg).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("go build mrjob: %w\n%s", err, out)
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 	}
 	return nil
-})
+}
 
 // mrInput writes n input files of generated words into a folder and
 // returns it with the word counts WordCount must find.
@@ -68,20 +72,28 @@ func mrInput(t *testing.T, n int) (string, map[string]int) {
 // output and the application it submitted.
 func mrjob(t *testing.T, args ...string) (string, yarnid.ApplicationID, error) {
 	t.Helper()
+	return runExample(t, mrjobBinary, "mrjob", args...)
+}
+
+// runExample builds an example application with build, runs its client
+// binary name with args against the shared knit-rm, and returns its output
+// and the application it submitted.
+func runExample(t *testing.T, build func() error, name string, args ...string) (string, yarnid.ApplicationID, error) {
+	t.Helper()
 	knitRM(t)
-	if err := mrjobBinary(); err != nil {
+	if err := build(); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "mrjob"), args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, name), args...)
 	cmd.Env = append(os.Environ(), "HADOOP_CONF_DIR="+localcluster.HadoopConfDir(cluster.ControlPlane.Dir), "USER=dsuser")
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err := cmd.Run()
 	m := regexp.MustCompile(`Submitted application (application_\d+_\d+)`).FindStringSubmatch(buf.String())
 	if m == nil {
-		t.Fatalf("mrjob submitted nothing: %v\n%s", err, buf.String())
+		t.Fatalf("%s submitted nothing: %v\n%s", name, err, buf.String())
 	}
 	app, perr := yarnid.ParseApplicationID(m[1])
 	if perr != nil {
