@@ -211,7 +211,8 @@ func newAuxServices(lc fx.Lifecycle, f flags, d nodeDirs, conf *hadoopconf.Confi
 
 // newSparkShuffle listens for Spark's external shuffle service with its
 // settings from the node's Hadoop configuration, as YarnShuffleService reads
-// them; its registered executors are kept under the node root.
+// them; its registered executors are kept under the node root, in a
+// folder of the node's.
 func newSparkShuffle(f flags, d nodeDirs, conf *hadoopconf.Configuration, log *slog.Logger) (*sparkshuffle.Service, error) {
 	cfg, err := sparkshuffle.ConfigFromHadoop(func(key string) (string, bool) {
 		v, ok, err := conf.Lookup(key)
@@ -232,7 +233,8 @@ func newSparkShuffle(f flags, d nodeDirs, conf *hadoopconf.Configuration, log *s
 	cfg.Name = launch.SparkShuffleService
 	cfg.Address = net.JoinHostPort(f.address, strconv.Itoa(port))
 	cfg.LocalDirs = d.local
-	cfg.StateFile = filepath.Join(f.nodeRoot, "spark-shuffle", "executors.json")
+	// Per node name: knit local's process nodes share one node root.
+	cfg.StateFile = filepath.Join(f.nodeRoot, "spark-shuffle", f.nodeName, "executors.json")
 	cfg.Logger = log.With("component", "spark-shuffle")
 	svc, err := sparkshuffle.New(cfg)
 	if err != nil {
