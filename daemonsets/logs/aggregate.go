@@ -26,6 +26,9 @@ const (
 	endedMarker = ".knit-ended"
 	// failedMarker says aggregation gave up; the logs stay on the node.
 	failedMarker = ".knit-aggregation-failed"
+	// doneMarker says the logs are stored: what is left on the node only
+	// waits to be removed (a restart during the removal finishes it).
+	doneMarker = ".knit-aggregated"
 	// tmpSuffix is LogAggregationUtils.TMP_FILE_SUFFIX.
 	tmpSuffix = ".tmp"
 )
@@ -36,6 +39,21 @@ type Store interface {
 	// layout's root), replacing any file there, so that readers see the
 	// whole file or none.
 	Put(ctx context.Context, path string, r io.ReaderAt, size int64) error
+}
+
+// StreamStore is a Store that takes a file as it is written, so
+// aggregation needs no local copy.
+type StreamStore interface {
+	Store
+	Create(ctx context.Context, path string) (Upload, error)
+}
+
+// Upload is a file being written to a StreamStore: nothing is visible at
+// its path until Commit; Abort drops it.
+type Upload interface {
+	io.Writer
+	Commit() error
+	Abort()
 }
 
 // AggregatorConfig configures log aggregation.
@@ -126,7 +144,13 @@ func (a *Aggregator) Run(ctx context.Context) error {
 		a.log.WarnContext(ctx, "list applications with logs", "err", err)
 	}
 	for _, app := range apps {
-		if _, err := os.Stat(filepath.Join(a.cfg.Dirs[0], app, endedMarker)); err == nil {
+		if a.marked(app, doneMarker) {
+			if err := a.remove(app); err != nil {
+				a.log.WarnContext(ctx, "remove aggregated logs", "app", app, "err", err)
+			}
+			continue
+		}
+		if a.marked(app, endedMarker) {
 			a.queue.Add(app)
 		}
 	}
@@ -148,6 +172,11 @@ func (a *Aggregator) process(ctx context.Context) bool {
 		return false
 	}
 	defer a.queue.Done(app)
+	if !a.marked(app, endedMarker) {
+		// Queued twice, and already stored or given up.
+		a.queue.Forget(app)
+		return true
+	}
 	err := a.Aggregate(ctx, app)
 	if err == nil {
 		a.queue.Forget(app)
@@ -187,7 +216,7 @@ func (a *Aggregator) Aggregate(ctx context.Context, app string) error {
 		return err
 	}
 	if len(containers) == 0 {
-		return a.cfg.Dirs.RemoveApplication(app)
+		return a.remove(app)
 	}
 	owner, acls, err := a.owner(app)
 	if err != nil {
@@ -198,20 +227,65 @@ func (a *Aggregator) Aggregate(ctx context.Context, app string) error {
 		return err
 	}
 	nodeFile := aggregated.NodeFile(a.cfg.NodeID)
-	tmp, err := os.CreateTemp(filepath.Join(a.cfg.Dirs[0], app), "."+nodeFile+".*"+tmpSuffix)
-	if err != nil {
-		return fmt.Errorf("logs: aggregate %s: %w", app, err)
-	}
-	defer func() {
-		tmp.Close()
-		os.Remove(tmp.Name())
-	}()
-	h := aggregated.Header{Owner: owner, ACLs: acls, NodeID: a.cfg.NodeID}
-	var w aggregated.Writer
-	if a.cfg.Format == aggregated.FormatIndexed {
-		w, err = aggregated.NewIndexedWriter(tmp, app, h, nodeFile, a.cfg.Now())
+	remote := appDir + "/" + nodeFile
+	start := a.cfg.Now()
+	var size int64
+	if ss, ok := a.cfg.Store.(StreamStore); ok {
+		up, err := ss.Create(ctx, remote)
+		if err != nil {
+			return fmt.Errorf("logs: store %s: %w", remote, err)
+		}
+		cw := &countWriter{w: up}
+		if err := a.write(ctx, app, containers, owner, acls, nodeFile, cw); err != nil {
+			up.Abort()
+			return err
+		}
+		if err := up.Commit(); err != nil {
+			return fmt.Errorf("logs: store %s: %w", remote, err)
+		}
+		size = cw.n
 	} else {
-		w, err = aggregated.NewTFileWriter(tmp, h)
+		// Written locally first: the store takes a file of known size.
+		tmp, err := os.CreateTemp(filepath.Join(a.cfg.Dirs[0], app), "."+nodeFile+".*"+tmpSuffix)
+		if err != nil {
+			return fmt.Errorf("logs: aggregate %s: %w", app, err)
+		}
+		defer func() {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}()
+		if err := a.write(ctx, app, containers, owner, acls, nodeFile, tmp); err != nil {
+			return err
+		}
+		st, err := tmp.Stat()
+		if err != nil {
+			return err
+		}
+		size = st.Size()
+		if err := a.cfg.Store.Put(ctx, remote, tmp, size); err != nil {
+			return fmt.Errorf("logs: store %s: %w", remote, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(a.cfg.Dirs[0], app, doneMarker), nil, 0o644); err != nil {
+		return fmt.Errorf("logs: mark %s aggregated: %w", app, err)
+	}
+	if err := a.remove(app); err != nil {
+		return fmt.Errorf("logs: remove aggregated logs of %s: %w", app, err)
+	}
+	a.log.InfoContext(ctx, "logs aggregated", "app", app, "containers", len(containers), "bytes", size,
+		"path", remote, "format", string(a.cfg.Format), "ms", a.cfg.Now().Sub(start).Milliseconds())
+	return nil
+}
+
+// write writes the application's aggregated file to w.
+func (a *Aggregator) write(ctx context.Context, app string, containers []string, owner string, acls []aggregated.ACL, nodeFile string, w io.Writer) error {
+	h := aggregated.Header{Owner: owner, ACLs: acls, NodeID: a.cfg.NodeID}
+	var aw aggregated.Writer
+	var err error
+	if a.cfg.Format == aggregated.FormatIndexed {
+		aw, err = aggregated.NewIndexedWriter(w, app, h, nodeFile, a.cfg.Now())
+	} else {
+		aw, err = aggregated.NewTFileWriter(w, h)
 	}
 	if err != nil {
 		return fmt.Errorf("logs: aggregate %s: %w", app, err)
@@ -235,27 +309,41 @@ func (a *Aggregator) Aggregate(ctx context.Context, app string) error {
 				Open: func() (io.ReadCloser, error) { return os.Open(path) },
 			})
 		}
-		if err := w.WriteContainer(c, src); err != nil {
+		if err := aw.WriteContainer(c, src); err != nil {
 			return fmt.Errorf("logs: aggregate %s: %w", app, err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := aw.Close(); err != nil {
 		return fmt.Errorf("logs: aggregate %s: %w", app, err)
 	}
-	st, err := tmp.Stat()
-	if err != nil {
-		return err
+	return nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// marked reports whether the application's log folder holds marker.
+func (a *Aggregator) marked(app, marker string) bool {
+	_, err := os.Stat(filepath.Join(a.cfg.Dirs[0], app, marker))
+	return err == nil
+}
+
+// remove deletes the application's logs from the node, the first log dir
+// (with the markers) last.
+func (a *Aggregator) remove(app string) error {
+	for i := len(a.cfg.Dirs) - 1; i >= 0; i-- {
+		if err := (Dirs{a.cfg.Dirs[i]}).RemoveApplication(app); err != nil {
+			return err
+		}
 	}
-	remote := appDir + "/" + nodeFile
-	start := a.cfg.Now()
-	if err := a.cfg.Store.Put(ctx, remote, tmp, st.Size()); err != nil {
-		return fmt.Errorf("logs: store %s: %w", remote, err)
-	}
-	if err := a.cfg.Dirs.RemoveApplication(app); err != nil {
-		return fmt.Errorf("logs: remove aggregated logs of %s: %w", app, err)
-	}
-	a.log.InfoContext(ctx, "logs aggregated", "app", app, "containers", len(containers), "bytes", st.Size(),
-		"path", remote, "format", string(a.cfg.Format), "store_ms", a.cfg.Now().Sub(start).Milliseconds())
 	return nil
 }
 

@@ -200,3 +200,32 @@ func TestAggregatorWritesToS3(t *testing.T) {
 		t.Errorf("node copy kept after upload: %v", err)
 	}
 }
+
+// TestAggregatorResumesAfterARestart: an application marked ended before
+// a restart is aggregated on start; one already stored is only removed.
+func TestAggregatorResumesAfterARestart(t *testing.T) {
+	opts := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opts) })
+	dirs := layOut(t)
+	const stored = "application_1795680442682_0008"
+	if err := os.MkdirAll(filepath.Join(dirs[0], stored, "container_1795680442682_0008_01_000001"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{filepath.Join(dirs[0], stored, doneMarker), filepath.Join(dirs[0], endedApp, endedMarker)} {
+		if err := os.WriteFile(m, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remote := t.TempDir()
+	runAggregator(t, AggregatorConfig{Dirs: dirs, NodeID: "n:1", Layout: aggregated.Layout{Root: remote, Suffix: "logs-tfile"}, Store: LocalStore{}})
+	waitFor(t, "both applications to leave the node", func() bool {
+		apps, _ := dirs.Applications()
+		return len(apps) == 0
+	})
+	if _, err := os.Stat(filepath.Join(remote, "alice", "bucket-logs-tfile", "0007", endedApp, "n_1")); err != nil {
+		t.Errorf("ended application not aggregated: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(remote, "alice", "bucket-logs-tfile", "0008")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stored application aggregated again: %v", err)
+	}
+}

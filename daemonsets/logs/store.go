@@ -15,7 +15,53 @@ import (
 // writes <path>.tmp and renames it into place.
 type LocalStore struct{}
 
-var _ Store = LocalStore{}
+var (
+	_ Store       = LocalStore{}
+	_ StreamStore = LocalStore{}
+)
+
+// Create starts <path>.tmp; Commit syncs it and renames it into place.
+func (LocalStore) Create(_ context.Context, path string) (Upload, error) {
+	p, err := localPath(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(p+tmpSuffix, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &localUpload{f: f, path: p}, nil
+}
+
+type localUpload struct {
+	f    *os.File
+	path string
+}
+
+func (u *localUpload) Write(p []byte) (int, error) { return u.f.Write(p) }
+
+func (u *localUpload) Commit() error {
+	err := u.f.Sync()
+	if cerr := u.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(u.f.Name(), u.path)
+	}
+	if err != nil {
+		os.Remove(u.f.Name())
+		return fmt.Errorf("write %s: %w", u.path, err)
+	}
+	return nil
+}
+
+func (u *localUpload) Abort() {
+	u.f.Close()
+	os.Remove(u.f.Name())
+}
 
 // Put writes the file atomically.
 func (LocalStore) Put(ctx context.Context, path string, r io.ReaderAt, size int64) error {
