@@ -40,13 +40,27 @@ bench: tools kwok
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 90m ./test/bench/...
 
 # Each decoder of network bytes has a fuzz target; FUZZTIME bounds each one.
+# The closing table gives each target's executions and executions per second
+# (total executions over elapsed time, from go test's last progress line);
+# before a release run FUZZTIME=10m (see README.md).
 FUZZTIME ?= 20s
+# Each new input a worker finds is minimized for at most FUZZMINIMIZETIME;
+# go test's default (60s) stalls every worker for most of a short run.
+FUZZMINIMIZETIME ?= 100x
+FUZZPKGS ?= ./protocols/... ./hadoopconf/... ./rm/... ./rks/... ./daemonsets/... ./test/procnode/...
 fuzz:
-	@for pkg in $$($(GO) list ./protocols/... ./hadoopconf/... ./rm/... ./rks/... ./daemonsets/... ./test/procnode/...); do \
+	@log=$$(mktemp); table=$$(mktemp); trap 'rm -f $$log $$table' EXIT; rc=0; \
+	for pkg in $$($(GO) list $(FUZZPKGS)); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	    echo "== $$pkg $$f"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg >$$log 2>&1 || rc=1; cat $$log; \
+	    awk -v t="$${pkg#github.com/knitdev/knit/} $$f" \
+	      '/^fuzz: elapsed: [0-9]+s, execs: [0-9]+ /{s=$$3; sub(/s,/,"",s); n=$$5} \
+	       END{printf "%-60s %12d %10.0f\n", t, n, (s>0 ? n/s : 0)}' $$log >>$$table; \
+	    [ $$rc = 0 ] || break 2; \
 	  done; \
-	done
+	done; \
+	printf '\n%-60s %12s %10s\n' target execs execs/s; cat $$table; exit $$rc
 
 proto:
 	@protoc --version | grep -qx '$(PROTOC_VERSION)' || { echo "make proto needs $(PROTOC_VERSION) (apt-get install protobuf-compiler)"; exit 1; }

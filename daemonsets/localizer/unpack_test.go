@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -261,14 +262,51 @@ func TestUnzipPatternMatchesWholeName(t *testing.T) {
 // fuzzLimits keep fuzzed archives small.
 func fuzzLimits() limits { return limits{maxBytes: 1 << 20, maxEntries: 64} }
 
+// fuzzRoots hands each execution a fresh, empty folder under one base made
+// once per fuzz process, on tmpfs (/dev/shm) where the machine has it:
+// the unpacker must write real files, but a disk's metadata writes and
+// t.TempDir's per-test folder would bound the fuzzer at a few hundred
+// executions a second. Each folder is removed when its execution ends.
+type fuzzRoots struct {
+	base string
+	n    int
+}
+
+func newFuzzRoots(f *testing.F) *fuzzRoots {
+	base, err := os.MkdirTemp("/dev/shm", "knit-fuzz-")
+	if err != nil {
+		base = f.TempDir()
+	} else {
+		f.Cleanup(func() { _ = os.RemoveAll(base) })
+	}
+	return &fuzzRoots{base: base}
+}
+
+// next is a new empty folder, removed when t ends. Executions of one fuzz
+// process run one at a time, so n needs no lock.
+func (r *fuzzRoots) next(t *testing.T) string {
+	r.n++
+	root := filepath.Join(r.base, strconv.Itoa(r.n))
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(root); err != nil {
+			t.Error(err)
+		}
+	})
+	return root
+}
+
 func FuzzUnzip(f *testing.F) {
 	f.Add(makeZip(f, []archiveEntry{{name: "a.txt", body: "A"}, {name: "d/", dir: true}, {name: "d/b", body: "B"}}))
 	f.Add(makeZip(f, []archiveEntry{{name: "../evil", body: "x"}}))
 	f.Add(makeZip(f, []archiveEntry{{name: "a", symlink: "."}, {name: "b", symlink: "a/a/../.."}}))
 	f.Add(makeZip(f, []archiveEntry{{name: "l", symlink: "sub"}, {name: "l/x", body: "x"}}))
 	f.Add([]byte{})
+	roots := newFuzzRoots(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		root := t.TempDir()
+		root := roots.next(t)
 		_ = unpackInto(t, root, "zip", data, fuzzLimits())
 		assertContained(t, root)
 	})
@@ -285,8 +323,9 @@ func FuzzUntar(f *testing.F) {
 		f.Add(makeTar(f, s, false), false)
 		f.Add(makeTar(f, s, true), true)
 	}
+	roots := newFuzzRoots(f)
 	f.Fuzz(func(t *testing.T, data []byte, gz bool) {
-		root := t.TempDir()
+		root := roots.next(t)
 		kind := "tar"
 		if gz {
 			kind = "tgz"

@@ -48,6 +48,9 @@ type ClientConfig struct {
 	MaxIdleTime time.Duration
 	// DialTimeout bounds one connection attempt; zero means 20s.
 	DialTimeout time.Duration
+	// Dial opens a connection to addr; nil means TCP (net.Dialer). Tests and
+	// fuzz targets give an in-memory connection.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 	// NewBackOff paces connection attempts; nil means exponential backoff
 	// from 100ms for at most 15s. Authentication failures are not retried.
 	NewBackOff func() backoff.BackOff
@@ -197,8 +200,12 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 func (c *Client) connect(ctx context.Context) (*clientConn, error) {
 	dctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
 	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(dctx, "tcp", c.addr)
+	dial := c.cfg.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+	}
+	nc, err := dial(dctx, c.addr)
 	if err != nil {
 		return nil, err
 	}
