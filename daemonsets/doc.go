@@ -3,6 +3,7 @@
 // and of launcher, the in-pod entrypoint of every task container. They reach
 // the ResourceManager only over the wire.
 //
-// Built so far: launcher, nmrelay and localizer (cmd/knit-node runs the
-// last two).
+// Built so far: launcher, nmrelay, localizer, auxservice, shuffle and logs
+// (the NodeManager web port and log aggregation; logs/aggregated holds the
+// TFile and Indexed file formats); cmd/knit-node runs all but launcher.
 package daemonsets
