@@ -11,6 +11,10 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/knitdev/knit/daemonsets/sparkshuffle"
+	"github.com/knitdev/knit/hadoopconf"
+	"github.com/knitdev/knit/rks/launch"
 )
 
 // NodeRoot is the folder every process node's knit-node shares with pods
@@ -28,13 +32,13 @@ func NodeLocalDir(dir, name string) string { return filepath.Join(NodeRoot(dir),
 // nodePorts are the NodeManager ports the process nodes serve on their
 // addresses, and where knit-rm's RKS listens for the relays.
 type nodePorts struct {
-	nm, web, shuffle int
-	rks              string
+	nm, web, shuffle, sparkShuffle int
+	rks                            string
 }
 
-// pickNodePorts prefers YARN's NM ports (8041, 8042) and the MapReduce
-// shuffle's (13562) where they are free on every node's address, else ports
-// free on all of them.
+// pickNodePorts prefers YARN's NM ports (8041, 8042), the MapReduce
+// shuffle's (13562) and Spark's external shuffle's (7337) where they are
+// free on every node's address, else ports free on all of them.
 func pickNodePorts(addrs []string) (nodePorts, error) {
 	free := func(port int) bool {
 		for _, a := range addrs {
@@ -74,6 +78,9 @@ func pickNodePorts(addrs []string) (nodePorts, error) {
 	if ports.shuffle, err = pick(13562, ports.nm, ports.web); err != nil {
 		return ports, fmt.Errorf("localcluster: shuffle port: %w", err)
 	}
+	if ports.sparkShuffle, err = pick(sparkshuffle.DefaultPort, ports.nm, ports.web, ports.shuffle); err != nil {
+		return ports, fmt.Errorf("localcluster: spark shuffle port: %w", err)
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return ports, fmt.Errorf("localcluster: rks port: %w", err)
@@ -81,6 +88,21 @@ func pickNodePorts(addrs []string) (nodePorts, error) {
 	ports.rks = l.Addr().String()
 	l.Close()
 	return ports, nil
+}
+
+// nodeConf are the properties of the node services the cluster writes in
+// yarn-site.xml, which knit-node and clients read: Spark's external shuffle
+// port, which the cluster picks as it picks the RM's addresses (Spark's
+// executors read spark.shuffle.service.port from the YARN configuration
+// when their SparkConf does not set it), and authentication on, as a
+// secure cluster runs it.
+func (p nodePorts) nodeConf() (owned, defaults []hadoopconf.Property) {
+	if p.sparkShuffle == 0 {
+		return nil, nil
+	}
+	owned = []hadoopconf.Property{{Name: sparkshuffle.PropPort, Value: strconv.Itoa(p.sparkShuffle)}}
+	defaults = []hadoopconf.Property{{Name: sparkshuffle.PropAuthenticate, Value: "true"}}
+	return owned, defaults
 }
 
 // rmNodeArgs are knit-rm's flags for the node services of the cluster.
@@ -120,6 +142,8 @@ func (c *Cluster) startNodeServices(dir, rmBinary, kubeconfig string) error {
 			"--log-dirs", NodeLogDir(dir, n.Name),
 			"--hadoop-conf-dir", HadoopConfDir(dir),
 			"--shuffle-port", strconv.Itoa(c.ports.shuffle),
+			"--aux-services", launch.ShuffleService+","+launch.SparkShuffleService,
+			"--spark-shuffle-port", strconv.Itoa(c.ports.sparkShuffle),
 			"--applications-namespace", RMNamespace,
 		)
 		cmd.Stdout, cmd.Stderr = logFile, logFile

@@ -100,9 +100,11 @@ func RMConfDir(dir string) string { return filepath.Join(dir, "rm-conf") }
 
 // writeRMConf writes the same yarn-site.xml twice: for knit-rm (what it
 // binds) and in hadoop-conf/ for clients (where they connect), plus a
-// core-site.xml with the local file system as the default one. site is
-// written after the local settings, so it wins where both set a property.
-func writeRMConf(dir string, a RMAddresses, site []hadoopconf.Property) (rmConfDir string, err error) {
+// core-site.xml with the local file system as the default one; the node
+// services' properties (p.nodeConf) go in it too, for knit-node and
+// clients. site is written after the local settings, so it wins where both
+// set a property.
+func writeRMConf(dir string, a RMAddresses, p nodePorts, site []hadoopconf.Property) (rmConfDir string, err error) {
 	yarn := []hadoopconf.Property{
 		{Name: "yarn.resourcemanager.hostname", Value: "127.0.0.1"},
 		{Name: "yarn.resourcemanager.address", Value: a.Client},
@@ -112,7 +114,8 @@ func writeRMConf(dir string, a RMAddresses, site []hadoopconf.Property) (rmConfD
 		{Name: "yarn.resourcemanager.max-completed-applications", Value: "1000"},
 		{Name: "yarn.timeline-service.enabled", Value: "false"},
 	}
-	yarn = append(yarn, site...)
+	nodeOwned, nodeDefaults := p.nodeConf()
+	yarn = append(append(append(yarn, nodeOwned...), nodeDefaults...), site...)
 	core := []hadoopconf.Property{{Name: "fs.defaultFS", Value: "file:///"}}
 	rmConfDir = RMConfDir(dir)
 	for _, d := range []string{rmConfDir, HadoopConfDir(dir)} {
@@ -184,7 +187,16 @@ func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, com
 	if err != nil {
 		return RMAddresses{}, err
 	}
-	confDir, err := writeRMConf(dir, addrs, site)
+	if c.ports.rks == "" {
+		addrs := make([]string, len(c.Nodes))
+		for i, n := range c.Nodes {
+			addrs[i] = n.Address
+		}
+		if c.ports, err = pickNodePorts(addrs); err != nil {
+			return RMAddresses{}, err
+		}
+	}
+	confDir, err := writeRMConf(dir, addrs, c.ports, site)
 	if err != nil {
 		return RMAddresses{}, err
 	}
@@ -198,15 +210,6 @@ func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, com
 	// Process nodes ignore images: the launcher's init container copies
 	// knit-launcher from beside knit-rm.
 	launcher := filepath.Join(filepath.Dir(command[0]), "knit-launcher")
-	if c.ports.rks == "" {
-		addrs := make([]string, len(c.Nodes))
-		for i, n := range c.Nodes {
-			addrs[i] = n.Address
-		}
-		if c.ports, err = pickNodePorts(addrs); err != nil {
-			return RMAddresses{}, err
-		}
-	}
 	kubeconfig := ids.RMKubeconfig
 	if kubeconfig == "" {
 		kubeconfig = c.ControlPlane.Kubeconfig
