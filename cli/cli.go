@@ -47,6 +47,9 @@ type Config struct {
 	AdminAddress string
 	// User is the SIMPLE-auth user the calls run as.
 	User string
+	// ConfDir is the client's Hadoop configuration folder, which
+	// -refreshQueues reports on; empty for none.
+	ConfDir string
 	// Dial opens a connection for protocol
 	// (yarnrpc.ApplicationClientProtocolName or
 	// yarnrpc.ResourceManagerAdministrationProtocolName); nil means ipc.Dial.

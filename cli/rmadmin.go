@@ -86,7 +86,11 @@ func (r *runner) rmadmin(args []string) int {
 		r.rmadminUsage(cmd)
 		return exitFailure
 	}
-	return r.reportAdmin(cmd, ref.call(r.ctx, r.rmAdmin()))
+	err := ref.call(r.ctx, r.rmAdmin())
+	if err == nil && cmd == "-refreshQueues" {
+		err = r.reportQueues()
+	}
+	return r.reportAdmin(cmd, err)
 }
 
 // reportAdmin is RMAdminCLI.run's catch: the first line of the error's

@@ -14,7 +14,9 @@ func TestRMAdminPrintsWhatYarnRmadminPrints(t *testing.T) {
 		errOut    string
 		errPrefix bool
 	}{
-		{name: "refreshQueues succeeds silently", user: "alice", args: []string{"rmadmin", "-refreshQueues"}},
+		// Where RMAdminCLI prints nothing, Knit says what the RM now has.
+		{name: "refreshQueues reports the queues", user: "alice", args: []string{"rmadmin", "-refreshQueues"},
+			out: "the ResourceManager's queues: root, root.default, root.b\n"},
 		{name: "a user not on yarn.admin.acl", user: "bob", args: []string{"rmadmin", "-refreshQueues"}, code: -1,
 			errOut: "refreshQueues: org.apache.hadoop.security.AccessControlException: User bob doesn't have permission to call 'refreshQueues'\n"},
 		{name: "refreshAdminAcls", user: "alice", args: []string{"rmadmin", "-refreshAdminAcls"}},

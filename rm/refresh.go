@@ -66,7 +66,13 @@ func (rm *ResourceManager) RefreshQueues(ctx context.Context, c *hadoopconf.Conf
 	for _, w := range next.Warnings() {
 		rm.log.WarnContext(ctx, "queue configuration", "warning", w)
 	}
-	rm.log.InfoContext(ctx, "queues refreshed", "queues", len(next.Queues()))
+	paths := make([]string, 0, len(next.Queues()))
+	for _, q := range next.Queues() {
+		paths = append(paths, q.Path)
+	}
+	// The file the hierarchy came from: whichever resource set the root's
+	// queues ("" when only the built-in default did).
+	rm.log.InfoContext(ctx, "queues refreshed", "file", c.Source("yarn.scheduler.capacity.root.queues"), "queues", paths)
 	return nil
 }
 

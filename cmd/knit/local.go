@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/knitdev/knit/test/localcluster"
+	"github.com/knitdev/knit/test/supervise"
 )
 
 // runLocal is `knit local up|status|down|run`.
@@ -29,6 +30,7 @@ func runLocal(args []string, out io.Writer) error {
 	nodes := fs.Int("nodes", 2, "number of process nodes (up and run)")
 	binDir := fs.String("bin-dir", "", "folder of the Kubernetes binaries (default: the `make tools` cache)")
 	rmBinary := fs.String("rm-binary", besideMe("knit-rm"), "knit-rm program to run against the cluster; empty runs none")
+	confDir := fs.String("conf-dir", "", "your Hadoop configuration folder (yarn-site.xml, capacity-scheduler.xml, mapred-site.xml, ...) for knit-rm, the nodes and clients (up and run)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -36,6 +38,16 @@ func runLocal(args []string, out io.Writer) error {
 		return fmt.Errorf("local: %w", err)
 	}
 	opts := localcluster.Options{Dir: *dir, Nodes: *nodes, BinDir: *binDir}
+	if *confDir != "" {
+		if opts.ConfDir, err = filepath.Abs(*confDir); err != nil {
+			return fmt.Errorf("local: %w", err)
+		}
+		if fi, err := os.Stat(opts.ConfDir); err != nil {
+			return fmt.Errorf("local: conf dir: %w", err)
+		} else if !fi.IsDir() {
+			return fmt.Errorf("local: conf dir %s is not a folder", opts.ConfDir)
+		}
+	}
 	if *rmBinary != "" {
 		opts.RMCommand = []string{*rmBinary}
 	}
@@ -73,6 +85,9 @@ func runLocal(args []string, out io.Writer) error {
 			}
 			fmt.Fprintf(out, "node %s %s %s\n", n.Name, n.Address, ready)
 		}
+		for _, c := range st.Components {
+			printComponent(out, c)
+		}
 		printRM(out, &st.State)
 		return nil
 	case "down":
@@ -92,6 +107,23 @@ func runLocal(args []string, out io.Writer) error {
 	default:
 		return fmt.Errorf("unknown local command %q\n%s", args[0], usage)
 	}
+}
+
+// printComponent is one supervised process: running or not, its restarts
+// and how its last run ended.
+func printComponent(out io.Writer, c supervise.Status) {
+	state := fmt.Sprintf("running (pid %d)", c.PID)
+	if !c.Running {
+		state = "down"
+		if !c.NextRestart.IsZero() {
+			state += ", restarting at " + c.NextRestart.Local().Format("15:04:05")
+		}
+	}
+	line := fmt.Sprintf("%s %s, %d restarts", c.Name, state, c.Restarts)
+	if c.LastExit != "" {
+		line += fmt.Sprintf(", last exit %s at %s", c.LastExit, c.LastExitAt.Local().Format("2006-01-02 15:04:05"))
+	}
+	fmt.Fprintln(out, line)
 }
 
 func printRM(out io.Writer, st *localcluster.State) {

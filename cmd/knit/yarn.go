@@ -37,5 +37,5 @@ func runYarn(args []string, out, errOut io.Writer) int {
 	user := client.LoginUser(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return cli.Run(ctx, args, out, errOut, cli.Config{RMAddress: addr, AdminAddress: admin, User: user})
+	return cli.Run(ctx, args, out, errOut, cli.Config{RMAddress: addr, AdminAddress: admin, User: user, ConfDir: confDir})
 }

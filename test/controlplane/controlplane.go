@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/knitdev/knit/test/supervise"
 )
 
 // Version is the Kubernetes release the control plane runs. tools/k8s/go.mod
@@ -56,6 +58,9 @@ type Config struct {
 	// Logger receives the control plane's own events (not the components' logs,
 	// which go to Dir/logs).
 	Logger *slog.Logger
+	// OnChange, when set, is called after each start and end of a
+	// component's process (see supervise.Config.OnChange).
+	OnChange func()
 }
 
 // ControlPlane is a running control plane. Stop ends every process it started.
@@ -126,6 +131,11 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		}
 		return nil, err
 	}
+	// Up, each component is restarted whenever it ends, as the kubelet
+	// restarts a static pod's container.
+	for _, p := range c.processes {
+		p.sp.Supervise()
+	}
 	return c, nil
 }
 
@@ -158,7 +168,18 @@ func (c *ControlPlane) PID(name string) (int, bool) {
 	if p == nil {
 		return 0, false
 	}
-	return p.cmd.Process.Pid, true
+	pid := p.sp.PID()
+	return pid, pid != 0
+}
+
+// Components reports each component's process: its pid, restarts and last
+// exit.
+func (c *ControlPlane) Components() []supervise.Status {
+	out := make([]supervise.Status, 0, len(c.processes))
+	for _, p := range c.processes {
+		out = append(out, p.sp.Status())
+	}
+	return out
 }
 
 // StopComponent ends one component as Stop would, leaving the others
@@ -450,8 +471,8 @@ func (c *ControlPlane) poll(ctx context.Context, p *process, what string, check 
 	var last error
 	op := func() error {
 		select {
-		case <-p.done:
-			return backoff.Permanent(fmt.Errorf("%s exited: %v", p.name, p.exitErr))
+		case <-p.sp.Done():
+			return backoff.Permanent(fmt.Errorf("%s exited: %w", p.name, p.sp.Err()))
 		default:
 		}
 		last = check(ctx)
@@ -468,13 +489,13 @@ func (c *ControlPlane) poll(ctx context.Context, p *process, what string, check 
 	return nil
 }
 
-// process is one component the control plane started.
+// process is one component the control plane started, supervised once the
+// control plane is up (see Supervise).
 type process struct {
 	name    string
-	cmd     *exec.Cmd
+	sp      *supervise.Process
+	logFile *os.File
 	logPath string
-	done    chan struct{}
-	exitErr error
 }
 
 func (c *ControlPlane) run(ctx context.Context, name, bin, logDir string, args ...string) (*process, error) {
@@ -483,48 +504,42 @@ func (c *ControlPlane) run(ctx context.Context, name, bin, logDir string, args .
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: %s log: %w", name, err)
 	}
-	defer logFile.Close()
-	fmt.Fprintf(logFile, "---- %s start %s\n", name, time.Now().Format(time.RFC3339))
-	// Not exec.CommandContext: the processes must outlive the context that
-	// started them and end only through Stop or the death of this process.
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.Dir = c.Dir
-	// Pdeathsig ends a component when the process that started it dies, so a
-	// test that times out or is interrupted leaves nothing running.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("controlplane: start %s: %w", name, err)
+	sp, err := supervise.Start(supervise.Config{
+		Name: name,
+		Command: func() (*exec.Cmd, error) {
+			fmt.Fprintf(logFile, "---- %s start %s\n", name, time.Now().Format(time.RFC3339))
+			// Not exec.CommandContext: the processes must outlive the context
+			// that started them and end only through Stop or the death of
+			// this process.
+			cmd := exec.Command(bin, args...)
+			cmd.Stdout = logFile
+			cmd.Stderr = logFile
+			cmd.Dir = c.Dir
+			// Pdeathsig ends a component when the process that started it
+			// dies, so a test that times out or is interrupted leaves
+			// nothing running.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			return cmd, nil
+		},
+		Logger:   c.log.With("component", name),
+		OnChange: c.cfg.OnChange,
+	})
+	if err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("controlplane: %w", err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		p.exitErr = cmd.Wait()
-		close(p.done)
-	}()
+	p := &process{name: name, sp: sp, logFile: logFile, logPath: logPath}
 	c.processes = append(c.processes, p)
-	c.log.Info("started", "component", name, "pid", cmd.Process.Pid, "log", logPath)
+	c.log.Info("started", "component", name, "pid", sp.PID(), "log", logPath)
 	return p, ctx.Err()
 }
 
 func (p *process) stop(grace time.Duration) error {
-	select {
-	case <-p.done:
-		return nil
-	default:
+	err := p.sp.Stop(grace)
+	if cerr := p.logFile.Close(); cerr != nil && !errors.Is(cerr, os.ErrClosed) {
+		err = errors.Join(err, fmt.Errorf("controlplane: %s log: %w", p.name, cerr))
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(grace):
-	}
-	// The whole group: a component's own children must not outlive it.
-	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("controlplane: kill %s: %w", p.name, err)
-	}
-	<-p.done
-	return nil
+	return err
 }
 
 // logTail is the end of a component's log, for error messages.

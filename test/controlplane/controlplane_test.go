@@ -104,7 +104,7 @@ func TestStartStopAndWarmRestart(t *testing.T) {
 func (c *ControlPlane) pids() []int {
 	var pids []int
 	for _, p := range c.processes {
-		pids = append(pids, p.cmd.Process.Pid)
+		pids = append(pids, p.sp.PID())
 	}
 	return pids
 }

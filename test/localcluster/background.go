@@ -20,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/knitdev/knit/test/supervise"
 )
 
 // State is what a background cluster records in Dir/local.json once it is
@@ -139,6 +141,9 @@ func Up(ctx context.Context, opts Options, command []string) (*State, error) {
 	} else if !errors.Is(err, ErrNotUp) {
 		return nil, err
 	}
+	if err := CheckConfDir(opts.Dir, opts.ConfDir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Dir(LogPath(opts.Dir)), 0o755); err != nil {
 		return nil, fmt.Errorf("localcluster: %w", err)
 	}
@@ -154,6 +159,9 @@ func Up(ctx context.Context, opts Options, command []string) (*State, error) {
 	}
 	if len(opts.RMCommand) > 0 {
 		args = append(args, "--rm-binary", opts.RMCommand[0])
+	}
+	if opts.ConfDir != "" {
+		args = append(args, "--conf-dir", opts.ConfDir)
 	}
 	cmd := exec.Command(command[0], args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -206,6 +214,9 @@ type NodeStatus struct {
 type Status struct {
 	State
 	NodeStatus []NodeStatus `json:"nodeStatus"`
+	// Components are the processes the cluster supervises, with their
+	// restarts.
+	Components []supervise.Status `json:"components"`
 }
 
 // StatusOf reports on Dir's background cluster: ErrNotUp when none runs,
@@ -225,6 +236,9 @@ func StatusOf(ctx context.Context, dir string) (*Status, error) {
 		return nil, fmt.Errorf("localcluster: client: %w", err)
 	}
 	out := &Status{State: *st}
+	if out.Components, err = readComponents(dir); err != nil {
+		return nil, err
+	}
 	for _, n := range st.Nodes {
 		ns := NodeStatus{Node: n}
 		if node, err := client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{}); err == nil {

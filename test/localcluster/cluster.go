@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -43,6 +44,9 @@ type Options struct {
 	// to start once the nodes are ready; Start adds the kubeconfig,
 	// namespace and configuration flags and writes hadoop-conf/.
 	RMCommand []string
+	// ConfDir is the user's Hadoop configuration folder (`knit local up
+	// --conf-dir`) for knit-rm, the knit-nodes and clients; see userconf.go.
+	ConfDir string
 }
 
 // Node is one process node of a running cluster.
@@ -59,9 +63,14 @@ type Cluster struct {
 	// RM holds knit-rm's addresses when Options.RMCommand started one.
 	RM *RMAddresses
 
-	log   *slog.Logger
-	nodes []*procnode.Node
-	rm    *process
+	log     *slog.Logger
+	confDir string
+	nodes   []*procnode.Node
+	// mu guards rm and nodeServices, which the supervisors' OnChange reads;
+	// statusMu orders the writes of the components file.
+	mu       sync.Mutex
+	statusMu sync.Mutex
+	rm       *process
 	// nodeServices are the knit-node processes, one per node; ports are
 	// theirs and RKS's, picked with the first knit-rm.
 	nodeServices []*process
@@ -98,7 +107,15 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		opts.Dir = dir
 	}
-	cp, err := controlplane.Start(ctx, controlplane.Config{Dir: opts.Dir, BinDir: opts.BinDir, Keep: opts.Keep, Logger: log})
+	// The cluster exists only once the control plane is up; until then a
+	// component's start or end has nobody to tell.
+	var started atomic.Pointer[Cluster]
+	onChange := func() {
+		if c := started.Load(); c != nil {
+			c.componentsChanged()
+		}
+	}
+	cp, err := controlplane.Start(ctx, controlplane.Config{Dir: opts.Dir, BinDir: opts.BinDir, Keep: opts.Keep, Logger: log, OnChange: onChange})
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +124,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, errors.Join(err, cp.Stop())
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &Cluster{ControlPlane: cp, Client: client, log: log, cancel: cancel}
+	c := &Cluster{ControlPlane: cp, Client: client, log: log, confDir: opts.ConfDir, cancel: cancel}
+	started.Store(c)
+	c.componentsChanged()
 	host, port, err := net.SplitHostPort(cp.Server[len("https://"):])
 	if err != nil {
 		cancel()

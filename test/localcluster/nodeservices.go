@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/knitdev/knit/daemonsets/sparkshuffle"
@@ -126,36 +125,31 @@ func (c *Cluster) startNodeServices(dir, rmBinary, kubeconfig string) error {
 	}
 	for _, n := range c.Nodes {
 		logPath := filepath.Join(dir, "logs", "knit-node-"+n.Name+".log")
-		logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return fmt.Errorf("localcluster: knit-node log: %w", err)
-		}
-		cmd := exec.Command(bin,
-			"--kubeconfig", kubeconfig,
-			"--node-name", n.Name,
-			"--address", n.Address,
-			"--nm-port", strconv.Itoa(c.ports.nm),
-			"--nm-web-port", strconv.Itoa(c.ports.web),
-			"--rks-address", c.ports.rks,
-			"--node-root", NodeRoot(dir),
-			"--local-dirs", NodeLocalDir(dir, n.Name),
-			"--log-dirs", NodeLogDir(dir, n.Name),
-			"--hadoop-conf-dir", HadoopConfDir(dir),
-			"--shuffle-port", strconv.Itoa(c.ports.shuffle),
-			"--aux-services", launch.ShuffleService+","+launch.SparkShuffleService,
-			"--spark-shuffle-port", strconv.Itoa(c.ports.sparkShuffle),
-			"--applications-namespace", RMNamespace,
-		)
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		err = cmd.Start()
-		logFile.Close()
+		// Supervised from the start, as a DaemonSet's pod: a restart leaves
+		// the node's running containers running (they are the process
+		// node's, not knit-node's).
+		p, err := c.startProcess("knit-node-"+n.Name, logPath, true, func() *exec.Cmd {
+			return exec.Command(bin,
+				"--kubeconfig", kubeconfig,
+				"--node-name", n.Name,
+				"--address", n.Address,
+				"--nm-port", strconv.Itoa(c.ports.nm),
+				"--nm-web-port", strconv.Itoa(c.ports.web),
+				"--rks-address", c.ports.rks,
+				"--node-root", NodeRoot(dir),
+				"--local-dirs", NodeLocalDir(dir, n.Name),
+				"--log-dirs", NodeLogDir(dir, n.Name),
+				"--hadoop-conf-dir", HadoopConfDir(dir),
+				"--shuffle-port", strconv.Itoa(c.ports.shuffle),
+				"--aux-services", launch.ShuffleService+","+launch.SparkShuffleService,
+				"--spark-shuffle-port", strconv.Itoa(c.ports.sparkShuffle),
+				"--applications-namespace", RMNamespace,
+			)
+		})
 		if err != nil {
 			return fmt.Errorf("localcluster: start knit-node on %s: %w", n.Name, err)
 		}
-		p := &process{cmd: cmd, done: make(chan struct{})}
-		go func() { _ = cmd.Wait(); close(p.done) }()
-		c.nodeServices = append(c.nodeServices, p)
+		c.track(p, false)
 	}
 	c.log.Info("knit-node up", "nodes", len(c.Nodes), "nm-port", c.ports.nm, "rks", c.ports.rks)
 	return nil
@@ -163,19 +157,11 @@ func (c *Cluster) startNodeServices(dir, rmBinary, kubeconfig string) error {
 
 // stopNodeServices ends every knit-node with SIGTERM, then SIGKILL.
 func (c *Cluster) stopNodeServices() {
-	for _, p := range c.nodeServices {
-		stopProcess(p, 10*time.Second)
-	}
+	c.mu.Lock()
+	ps := c.nodeServices
 	c.nodeServices = nil
-}
-
-// stopProcess ends p with SIGTERM and, after grace, SIGKILL to its group.
-func stopProcess(p *process, grace time.Duration) {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
+	c.mu.Unlock()
+	for _, p := range ps {
+		p.stop(10 * time.Second)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/test/supervise"
 )
 
 // RMNamespace is where the local cluster's knit-rm keeps its state.
@@ -38,10 +40,57 @@ type RMAddresses struct {
 // writes: HADOOP_CONF_DIR for any Hadoop client, Knit's own included.
 func HadoopConfDir(dir string) string { return filepath.Join(dir, "hadoop-conf") }
 
-// process is a Knit process the local cluster started: knit-rm or a knit-node.
+// process is a Knit process the local cluster started and supervises:
+// knit-rm, as a Deployment's pod, or a knit-node, as a DaemonSet's.
 type process struct {
-	cmd  *exec.Cmd
-	done chan struct{}
+	sp      *supervise.Process
+	logFile *os.File
+}
+
+// startProcess starts the command build makes, its output appended to
+// logPath, with restarts after every end once supervised (at once for a
+// knit-node, after its start-up for knit-rm).
+func (c *Cluster) startProcess(name, logPath string, supervised bool, build func() *exec.Cmd) (*process, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("localcluster: %s log: %w", name, err)
+	}
+	sp, err := supervise.Start(supervise.Config{
+		Name: name,
+		Command: func() (*exec.Cmd, error) {
+			cmd := build()
+			cmd.Stdout, cmd.Stderr = logFile, logFile
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			return cmd, nil
+		},
+		Supervised: supervised,
+		Logger:     c.log,
+		OnChange:   c.componentsChanged,
+	})
+	if err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("localcluster: %w", err)
+	}
+	return &process{sp: sp, logFile: logFile}, nil
+}
+
+// track adds p to the cluster's processes, as knit-rm or a knit-node, and
+// tells the components file.
+func (c *Cluster) track(p *process, asRM bool) {
+	c.mu.Lock()
+	if asRM {
+		c.rm = p
+	} else {
+		c.nodeServices = append(c.nodeServices, p)
+	}
+	c.mu.Unlock()
+	c.componentsChanged()
+}
+
+// stop ends p's supervision and process: SIGTERM, SIGKILL after grace.
+func (p *process) stop(grace time.Duration) {
+	_ = p.sp.Stop(grace)
+	_ = p.logFile.Close()
 }
 
 // yarnPorts are YARN's default RM ports, used when free so that a Hadoop
@@ -94,43 +143,49 @@ func keptRMAddresses(dir string) (RMAddresses, error) {
 }
 
 // RMConfDir is the configuration folder (--conf-dir) of the knit-rm of a
-// cluster in dir: its yarn-site.xml, and a capacity-scheduler.xml once one
-// is written there (knit-rm then reads it at start and on refreshQueues).
-func RMConfDir(dir string) string { return filepath.Join(dir, "rm-conf") }
+// cluster in dir: the client folder, HadoopConfDir, itself. knit-rm reads its
+// yarn-site.xml and core-site.xml, and its capacity-scheduler.xml, at start
+// and on every refreshQueues (see userconf.go for what --conf-dir puts there).
+func RMConfDir(dir string) string { return HadoopConfDir(dir) }
 
-// writeRMConf writes the same yarn-site.xml twice: for knit-rm (what it
-// binds) and in hadoop-conf/ for clients (where they connect), plus a
-// core-site.xml with the local file system as the default one; the node
-// services' properties (p.nodeConf) go in it too, for knit-node and
-// clients. site is written after the local settings, so it wins where both
-// set a property.
-func writeRMConf(dir string, a RMAddresses, p nodePorts, site []hadoopconf.Property) (rmConfDir string, err error) {
-	yarn := []hadoopconf.Property{
+// writeRMConf writes yarn-site.xml and core-site.xml in HadoopConfDir, for
+// knit-rm (what it binds), the knit-nodes and clients (where they connect):
+// the RM's addresses and the node ports of p.nodeConf, then local defaults,
+// then the user's properties (u), then site, later ones winning; and links
+// u's other files there.
+func writeRMConf(log *slog.Logger, dir string, a RMAddresses, p nodePorts, u userConf, site []hadoopconf.Property) (rmConfDir string, err error) {
+	owned := []hadoopconf.Property{
 		{Name: "yarn.resourcemanager.hostname", Value: "127.0.0.1"},
 		{Name: "yarn.resourcemanager.address", Value: a.Client},
 		{Name: "yarn.resourcemanager.scheduler.address", Value: a.Scheduler},
 		{Name: "yarn.resourcemanager.admin.address", Value: a.Admin},
 		{Name: "yarn.resourcemanager.webapp.address", Value: a.Web},
+	}
+	defaults := []hadoopconf.Property{
 		{Name: "yarn.resourcemanager.max-completed-applications", Value: "1000"},
 		{Name: "yarn.timeline-service.enabled", Value: "false"},
 	}
 	nodeOwned, nodeDefaults := p.nodeConf()
-	yarn = append(append(append(yarn, nodeOwned...), nodeDefaults...), site...)
-	core := []hadoopconf.Property{{Name: "fs.defaultFS", Value: "file:///"}}
+	owned, defaults = append(owned, nodeOwned...), append(defaults, nodeDefaults...)
+	files := map[string][]hadoopconf.Property{
+		"yarn-site.xml": mergeProperties(log, "yarn-site.xml", owned, defaults, u.yarn, site),
+		"core-site.xml": mergeProperties(log, "core-site.xml", nil, []hadoopconf.Property{{Name: "fs.defaultFS", Value: "file:///"}}, u.core, nil),
+	}
 	rmConfDir = RMConfDir(dir)
-	for _, d := range []string{rmConfDir, HadoopConfDir(dir)} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return "", fmt.Errorf("localcluster: %w", err)
+	if err := os.MkdirAll(rmConfDir, 0o755); err != nil {
+		return "", fmt.Errorf("localcluster: %w", err)
+	}
+	for name, props := range files {
+		var buf bytes.Buffer
+		if err := hadoopconf.Write(&buf, props); err != nil {
+			return "", fmt.Errorf("localcluster: %s: %w", name, err)
 		}
-		for name, props := range map[string][]hadoopconf.Property{"yarn-site.xml": yarn, "core-site.xml": core} {
-			var buf bytes.Buffer
-			if err := hadoopconf.Write(&buf, props); err != nil {
-				return "", fmt.Errorf("localcluster: %s: %w", name, err)
-			}
-			if err := renameio.WriteFile(filepath.Join(d, name), buf.Bytes(), 0o644); err != nil {
-				return "", fmt.Errorf("localcluster: %s: %w", name, err)
-			}
+		if err := renameio.WriteFile(filepath.Join(rmConfDir, name), buf.Bytes(), 0o644); err != nil {
+			return "", fmt.Errorf("localcluster: %s: %w", name, err)
 		}
+	}
+	if err := linkUserConf(log, rmConfDir, u); err != nil {
+		return "", err
 	}
 	return rmConfDir, nil
 }
@@ -183,6 +238,13 @@ func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, com
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return RMAddresses{}, fmt.Errorf("localcluster: rm namespace: %w", err)
 	}
+	if err := CheckConfDir(dir, c.confDir); err != nil {
+		return RMAddresses{}, err
+	}
+	user, err := readUserConf(c.confDir)
+	if err != nil {
+		return RMAddresses{}, err
+	}
 	addrs, err := pickRMAddresses(dir)
 	if err != nil {
 		return RMAddresses{}, err
@@ -196,17 +258,15 @@ func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, com
 			return RMAddresses{}, err
 		}
 	}
-	confDir, err := writeRMConf(dir, addrs, c.ports, site)
+	confDir, err := writeRMConf(c.log, dir, addrs, c.ports, user, site)
 	if err != nil {
 		return RMAddresses{}, err
 	}
 	logPath := filepath.Join(dir, "logs", "knit-rm.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return RMAddresses{}, fmt.Errorf("localcluster: rm log: %w", err)
+	offset := int64(0)
+	if fi, err := os.Stat(logPath); err == nil {
+		offset = fi.Size()
 	}
-	defer logFile.Close()
-	offset, _ := logFile.Seek(0, 2)
 	// Process nodes ignore images: the launcher's init container copies
 	// knit-launcher from beside knit-rm.
 	launcher := filepath.Join(filepath.Dir(command[0]), "knit-launcher")
@@ -218,24 +278,23 @@ func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, com
 		"--kubeconfig", kubeconfig, "--namespace", RMNamespace, "--conf-dir", confDir,
 		"--launcher-binary", launcher)
 	args = append(args, c.rmNodeArgs(dir)...)
-	cmd := exec.Command(command[0], args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = append(os.Environ(), "HADOOP_CONF_DIR="+confDir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return RMAddresses{}, fmt.Errorf("localcluster: start knit-rm: %w", err)
+	p, err := c.startProcess("knit-rm", logPath, false, func() *exec.Cmd {
+		cmd := exec.Command(command[0], args...)
+		cmd.Env = append(os.Environ(), "HADOOP_CONF_DIR="+confDir)
+		return cmd
+	})
+	if err != nil {
+		return RMAddresses{}, err
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.done) }()
-	c.rm = p
+	c.track(p, true)
 
 	ctx, cancel := context.WithTimeout(ctx, rmStartTimeout)
 	defer cancel()
 	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond), backoff.WithMaxInterval(time.Second), backoff.WithMaxElapsedTime(0))
 	err = backoff.Retry(func() error {
 		select {
-		case <-p.done:
-			return backoff.Permanent(errors.New("knit-rm exited"))
+		case <-p.sp.Done():
+			return backoff.Permanent(fmt.Errorf("knit-rm exited: %w", p.sp.Err()))
 		default:
 		}
 		for _, addr := range []string{addrs.Client, addrs.Admin} {
@@ -250,6 +309,8 @@ func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, com
 	if err != nil {
 		return RMAddresses{}, fmt.Errorf("localcluster: waiting for knit-rm: %w; its log:\n%s", err, tailFrom(logPath, offset))
 	}
+	// Up, knit-rm is restarted whenever it ends, as a Deployment's pod.
+	p.sp.Supervise()
 	c.log.Info("knit-rm up", "client", addrs.Client, "web", addrs.Web)
 	if err := c.startNodeServices(dir, command[0], ids.NodeKubeconfig); err != nil {
 		return RMAddresses{}, err
@@ -261,11 +322,14 @@ func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, com
 // grace, SIGKILL.
 func (c *Cluster) stopRM() {
 	c.stopNodeServices()
+	c.mu.Lock()
 	p := c.rm
+	c.rm = nil
+	c.mu.Unlock()
 	if p == nil {
 		return
 	}
-	c.rm = nil
-	stopProcess(p, 15*time.Second)
+	p.stop(15 * time.Second)
 	c.log.Info("knit-rm stopped")
+	c.componentsChanged()
 }
