@@ -14,14 +14,13 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	nodelogs "github.com/knitdev/knit/daemonsets/logs"
 	"github.com/knitdev/knit/daemonsets/logs/aggregated"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -139,7 +138,7 @@ func run(ctx context.Context, o options, out, errOut io.Writer, cfg Config) erro
 	}
 	switch report.GetYarnApplicationState() {
 	case yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.YarnApplicationStateProto_FAILED, yarnpb.YarnApplicationStateProto_KILLED:
-		return aggregatedLogs(o, owner, out, cfg)
+		return aggregatedLogs(ctx, o, owner, out, cfg)
 	}
 	return runningLogs(ctx, o, appID, out, cfg)
 }
@@ -147,88 +146,75 @@ func run(ctx context.Context, o options, out, errOut io.Writer, cfg Config) erro
 // nodeFiles is one format's aggregated files of the application.
 type nodeFiles struct {
 	format aggregated.Format
-	paths  []string
+	fs     nodelogs.Lister
+	files  []nodelogs.RemoteFile
 }
 
 // find returns the first format (in yarn.log-aggregation.file-formats
-// order) whose application folder exists, as
+// order) whose application folder has files, as
 // LogAggregationFileControllerFactory.getFileControllerForRead does.
-func find(app, owner string, conf aggregated.Conf) (nodeFiles, error) {
+func find(ctx context.Context, app, owner string, conf aggregated.Conf) (nodeFiles, error) {
 	for _, f := range aggregated.ReadFormats(conf) {
-		dir, err := aggregated.LayoutFor(f, conf).AppDir(owner, app)
+		layout := aggregated.LayoutFor(f, conf)
+		dir, err := layout.AppDir(owner, app)
 		if err != nil {
 			return nodeFiles{}, err
 		}
-		local, err := localPath(dir)
+		fs, err := nodelogs.ListerFor(layout.Root, conf)
 		if err != nil {
 			return nodeFiles{}, err
 		}
-		entries, err := os.ReadDir(local)
+		all, err := fs.List(ctx, dir)
 		if err != nil {
-			continue
+			return nodeFiles{}, err
 		}
-		nf := nodeFiles{format: f}
-		for _, e := range entries {
-			if n := e.Name(); e.Type().IsRegular() && !strings.HasSuffix(n, ".tmp") && !strings.HasSuffix(n, "-checksum") {
-				nf.paths = append(nf.paths, filepath.Join(local, n))
+		nf := nodeFiles{format: f, fs: fs}
+		for _, rf := range all {
+			if !strings.HasSuffix(rf.Name, ".tmp") && !strings.HasSuffix(rf.Name, "-checksum") {
+				nf.files = append(nf.files, rf)
 			}
 		}
-		sort.Strings(nf.paths)
-		return nf, nil
+		if len(nf.files) > 0 {
+			return nf, nil
+		}
 	}
 	return nodeFiles{}, fmt.Errorf("Can not find the logs for the application: %s with the appOwner: %s", app, owner)
 }
 
-func localPath(p string) (string, error) {
-	if !strings.Contains(p, "://") {
-		return p, nil
-	}
-	u, err := url.Parse(p)
-	if err != nil || u.Scheme != "file" {
-		return "", fmt.Errorf("reading aggregated logs from %s is not supported yet (local paths and file:// are)", p)
-	}
-	return u.Path, nil
-}
-
 // open opens one aggregated file.
-func open(format aggregated.Format, path string) (aggregated.Reader, *os.File, error) {
-	f, err := os.Open(path)
+func (nf nodeFiles) open(ctx context.Context, rf nodelogs.RemoteFile) (aggregated.Reader, io.Closer, error) {
+	f, err := nf.fs.Open(ctx, rf)
 	if err != nil {
-		return nil, nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
 		return nil, nil, err
 	}
 	var r aggregated.Reader
-	if format == aggregated.FormatIndexed {
-		r, err = aggregated.OpenIndexed(f, st.Size())
+	if nf.format == aggregated.FormatIndexed {
+		r, err = aggregated.OpenIndexed(f, rf.Size)
 	} else {
-		r, err = aggregated.OpenTFile(f, st.Size(), st.ModTime())
+		r, err = aggregated.OpenTFile(f, rf.Size, rf.ModTime)
 	}
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", rf.Path, err)
 	}
 	return r, f, nil
 }
 
-func aggregatedLogs(o options, owner string, out io.Writer, cfg Config) error {
-	nf, err := find(o.app, owner, cfg.Conf)
+func aggregatedLogs(ctx context.Context, o options, owner string, out io.Writer, cfg Config) error {
+	nf, err := find(ctx, o.app, owner, cfg.Conf)
 	if err != nil {
 		return err
 	}
 	if o.showAppInfo {
-		return showAppInfo(o, nf, out)
+		return showAppInfo(ctx, o, nf, out)
 	}
 	found := false
-	for _, p := range nf.paths {
-		r, f, err := open(nf.format, p)
+	for _, rf := range nf.files {
+		r, f, err := nf.open(ctx, rf)
 		if err != nil {
 			continue // LogsCLI skips files it cannot read
 		}
-		ok, err := aggregated.Dump(out, r, filepath.Base(p), aggregated.DumpOptions{
+		ok, err := aggregated.Dump(out, r, rf.Name, aggregated.DumpOptions{
 			ContainerID: o.container, LogFiles: o.files, Size: o.size, Location: cfg.Location,
 		})
 		f.Close()
@@ -250,16 +236,16 @@ func aggregatedLogs(o options, owner string, out io.Writer, cfg Config) error {
 // showAppInfo is -show_application_log_info for a finished application:
 // each container and the node it ran on (the file name for TFile, the
 // NodeId for the Indexed format, sorted by container id).
-func showAppInfo(o options, nf nodeFiles, out io.Writer) error {
+func showAppInfo(ctx context.Context, o options, nf nodeFiles, out io.Writer) error {
 	fmt.Fprintln(out, "Application State: Completed.")
 	type line struct{ container, node string }
 	var lines []line
-	for _, p := range nf.paths {
-		r, f, err := open(nf.format, p)
+	for _, rf := range nf.files {
+		r, f, err := nf.open(ctx, rf)
 		if err != nil {
 			continue
 		}
-		node := filepath.Base(p)
+		node := rf.Name
 		if nf.format == aggregated.FormatIndexed {
 			node = r.Header().NodeID
 		}
