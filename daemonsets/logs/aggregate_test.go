@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/knitdev/knit/daemonsets/logs/aggregated"
+	"github.com/knitdev/knit/test/eventually"
 )
 
 const endedApp = "application_1795680442682_0007"
@@ -45,13 +46,7 @@ func layOut(t *testing.T) Dirs {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.True(t, 10*time.Second, what, cond)
 }
 
 func runAggregator(t *testing.T, cfg AggregatorConfig) *Aggregator {
