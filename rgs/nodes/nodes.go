@@ -1,7 +1,3 @@
-// Package nodes shows Kubernetes nodes to YARN clients: each node becomes a
-// NodeReport whose capability is the node's allocatable, whose use is the sum
-// of the requests of Knit's pods bound to it, and whose rack is its topology
-// zone.
 package nodes
 
 import (
