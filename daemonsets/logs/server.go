@@ -155,10 +155,15 @@ func (s *server) write(c echo.Context, status int, root string, v any) error {
 
 func (s *server) info(c echo.Context) error {
 	build := Version + " from knit"
+	mem, cores := s.cfg.MemoryMB, s.cfg.VCores
+	if cs, ok := s.cfg.Source.(CapacitySource); ok && mem == 0 && cores == 0 {
+		mem, cores, _ = cs.Capacity()
+	}
 	return s.write(c, http.StatusOK, "nodeInfo", nodeInfo{
-		TotalVmemAllocatedContainersMB: s.cfg.MemoryMB * 21 / 10,
-		TotalPmemAllocatedContainersMB: s.cfg.MemoryMB,
-		TotalVCoresAllocatedContainers: s.cfg.VCores,
+		// yarn.nodemanager.vmem-pmem-ratio is 2.1.
+		TotalVmemAllocatedContainersMB: mem * 21 / 10,
+		TotalPmemAllocatedContainersMB: mem,
+		TotalVCoresAllocatedContainers: cores,
 		LastNodeUpdateTime:             s.cfg.Now().UnixMilli(),
 		ResourceTypes:                  "memory-mb (unit=Mi), vcores",
 		NodeHealthy:                    true,

@@ -51,6 +51,13 @@ type Source interface {
 	Containers() []Container
 }
 
+// CapacitySource is a Source that also knows what the node offers
+// containers (memory in MiB, vcores), for /ws/v1/node/info.
+type CapacitySource interface {
+	Source
+	Capacity() (memoryMB, vcores int64, ok bool)
+}
+
 // PodSource is the Source of a node's pods, read from an informer. It
 // also keeps each application's owner and ACLs beside its logs the first
 // time it sees one of its started containers.
@@ -61,11 +68,15 @@ type PodSource struct {
 	lister  corelisters.PodLister
 	synced  toolscache.InformerSynced
 
+	nodeName    string
+	nodeFactory informers.SharedInformerFactory
+	nodes       corelisters.NodeLister
+
 	mu       sync.Mutex
 	recorded map[string]bool
 }
 
-var _ Source = (*PodSource)(nil)
+var _ CapacitySource = (*PodSource)(nil)
 
 // NewPodSource watches the Knit pods bound to nodeName.
 func NewPodSource(client kubernetes.Interface, nodeName string, dirs Dirs, log *slog.Logger) (*PodSource, error) {
@@ -81,7 +92,12 @@ func NewPodSource(client kubernetes.Interface, nodeName string, dirs Dirs, log *
 			o.LabelSelector = launch.LabelContainer
 		}))
 	inf := factory.Core().V1().Pods()
-	s := &PodSource{dirs: dirs, log: log, factory: factory, lister: inf.Lister(), synced: inf.Informer().HasSynced, recorded: map[string]bool{}}
+	s := &PodSource{dirs: dirs, log: log, factory: factory, lister: inf.Lister(), synced: inf.Informer().HasSynced, recorded: map[string]bool{}, nodeName: nodeName}
+	s.nodeFactory = informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", nodeName).String()
+		}))
+	s.nodes = s.nodeFactory.Core().V1().Nodes().Lister()
 	record := func(obj any) {
 		if p, ok := obj.(*corev1.Pod); ok {
 			s.record(p)
@@ -100,8 +116,21 @@ func NewPodSource(client kubernetes.Interface, nodeName string, dirs Dirs, log *
 func (s *PodSource) Run(ctx context.Context) error {
 	s.factory.Start(ctx.Done())
 	defer s.factory.Shutdown()
+	s.nodeFactory.Start(ctx.Done())
+	defer s.nodeFactory.Shutdown()
 	<-ctx.Done()
 	return nil
+}
+
+// Capacity is the node's allocatable memory and CPU (whole cores as
+// vcores).
+func (s *PodSource) Capacity() (int64, int64, bool) {
+	n, err := s.nodes.Get(s.nodeName)
+	if err != nil {
+		return 0, 0, false
+	}
+	a := n.Status.Allocatable
+	return a.Memory().Value() >> 20, a.Cpu().MilliValue() / 1000, true
 }
 
 // Containers lists the node's containers; before the first sync, none.
