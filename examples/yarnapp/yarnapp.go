@@ -140,3 +140,65 @@ func ContainerString(p *yarnpb.ContainerIdProto) string {
 	}
 	return fmt.Sprint(p)
 }
+
+// ClientAddresses are the RM addresses a client role dials and hands its
+// AM, each from its flag when set, else from confDir/yarn-site.xml: the
+// client service (else its default), and the scheduler, left empty when
+// the configuration does not set it so the AM reads its node's.
+func ClientAddresses(confDir string, rm, scheduler *string) error {
+	if *rm == "" {
+		addr, _, err := client.ConfAddress(confDir, client.KeyRMAddress, client.DefaultRMPort)
+		if err != nil {
+			return err
+		}
+		*rm = addr
+	}
+	if *scheduler == "" {
+		addr, ok, err := client.ConfAddress(confDir, client.KeySchedulerAddress, client.DefaultSchedulerPort)
+		if err != nil {
+			return err
+		}
+		if ok {
+			*scheduler = addr
+		}
+	}
+	return nil
+}
+
+// SchedulerAddress is the AM's scheduler address: addr when set, else
+// confDir/yarn-site.xml's, else its default.
+func SchedulerAddress(confDir, addr string) (string, error) {
+	if addr != "" {
+		return addr, nil
+	}
+	addr, _, err := client.ConfAddress(confDir, client.KeySchedulerAddress, client.DefaultSchedulerPort)
+	return addr, err
+}
+
+// WaitTick waits for the AM's next heartbeat tick, handing take each value
+// that arrives on results meanwhile (the answers of the container starts
+// it runs in goroutines); it returns ctx's error if ctx ends first.
+func WaitTick[T any](ctx context.Context, tick <-chan time.Time, results <-chan T, take func(T)) error {
+	for {
+		select {
+		case <-tick:
+			return nil
+		case r := <-results:
+			take(r)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Drain hands take the values already on results, without waiting.
+func Drain[T any](results <-chan T, take func(T)) {
+	for {
+		select {
+		case r := <-results:
+			take(r)
+		default:
+			return
+		}
+	}
+}

@@ -256,7 +256,7 @@ func (a *am) loop(ctx context.Context, rm *client.AMRMClient, nm *client.NMClien
 				results <- startResult{t: t, attempt: t.attempt, meta: meta, err: err}
 			}()
 		}
-		a.drain(ctx, results, nm)
+		yarnapp.Drain(results, func(r startResult) { a.started(ctx, r, nm) })
 		for _, st := range resp.GetCompletedContainerStatuses() {
 			a.completed(st)
 		}
@@ -270,34 +270,8 @@ func (a *am) loop(ctx context.Context, rm *client.AMRMClient, nm *client.NMClien
 		if a.reducesAsked && allSucceeded(a.reduces) {
 			return client.StatusSucceeded, "", nil
 		}
-		if err := a.waitTick(ctx, tick, results, nm); err != nil {
+		if err := yarnapp.WaitTick(ctx, tick.C, results, func(r startResult) { a.started(ctx, r, nm) }); err != nil {
 			return 0, "", err
-		}
-	}
-}
-
-// waitTick waits for the next heartbeat, taking in start results meanwhile.
-func (a *am) waitTick(ctx context.Context, tick *time.Ticker, results <-chan startResult, nm *client.NMClient) error {
-	for {
-		select {
-		case <-tick.C:
-			return nil
-		case r := <-results:
-			a.started(ctx, r, nm)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// drain takes in the start results already in.
-func (a *am) drain(ctx context.Context, results <-chan startResult, nm *client.NMClient) {
-	for {
-		select {
-		case r := <-results:
-			a.started(ctx, r, nm)
-		default:
-			return
 		}
 	}
 }

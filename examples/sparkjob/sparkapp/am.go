@@ -218,7 +218,7 @@ func (a *am) loop(ctx context.Context, rm *client.AMRMClient, nm *client.NMClien
 				results <- startResult{e: e, err: err}
 			}()
 		}
-		a.drain(results)
+		yarnapp.Drain(results, a.started)
 		for _, st := range resp.GetCompletedContainerStatuses() {
 			a.completed(st)
 		}
@@ -232,34 +232,8 @@ func (a *am) loop(ctx context.Context, rm *client.AMRMClient, nm *client.NMClien
 			}
 			a.startStage2()
 		}
-		if err := a.waitTick(ctx, tick, results); err != nil {
+		if err := yarnapp.WaitTick(ctx, tick.C, results, a.started); err != nil {
 			return 0, "", err
-		}
-	}
-}
-
-// waitTick waits for the next heartbeat, taking in start results meanwhile.
-func (a *am) waitTick(ctx context.Context, tick *time.Ticker, results <-chan startResult) error {
-	for {
-		select {
-		case <-tick.C:
-			return nil
-		case r := <-results:
-			a.started(r)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// drain takes in the start results already in.
-func (a *am) drain(results <-chan startResult) {
-	for {
-		select {
-		case r := <-results:
-			a.started(r)
-		default:
-			return
 		}
 	}
 }

@@ -66,19 +66,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 				break
 			}
 		}
-		if opts.RMAddress == "" {
-			if opts.RMAddress, _, err = client.ConfAddress(confDir, client.KeyRMAddress, client.DefaultRMPort); err != nil {
-				break
-			}
-		}
-		if opts.SchedulerAddress == "" {
-			addr, ok, cerr := client.ConfAddress(confDir, client.KeySchedulerAddress, client.DefaultSchedulerPort)
-			if err = cerr; err != nil {
-				break
-			}
-			if ok {
-				opts.SchedulerAddress = addr
-			}
+		if err = yarnapp.ClientAddresses(confDir, &opts.RMAddress, &opts.SchedulerAddress); err != nil {
+			break
 		}
 		opts.Logger = log
 		if _, rerr := RunClient(ctx, opts, stdout); rerr != nil {
@@ -97,10 +86,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		if err = yarnapp.DecodeSpec(spec, &opts.Spec); err != nil {
 			break
 		}
-		if opts.SchedulerAddress == "" {
-			if opts.SchedulerAddress, _, err = client.ConfAddress(getenv("HADOOP_CONF_DIR"), client.KeySchedulerAddress, client.DefaultSchedulerPort); err != nil {
-				break
-			}
+		if opts.SchedulerAddress, err = yarnapp.SchedulerAddress(getenv("HADOOP_CONF_DIR"), opts.SchedulerAddress); err != nil {
+			break
 		}
 		opts.ContainerID, opts.TokenFile, opts.Logger = getenv("CONTAINER_ID"), getenv("HADOOP_TOKEN_FILE_LOCATION"), log
 		if rerr := RunAM(ctx, opts); rerr != nil {
