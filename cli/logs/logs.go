@@ -14,6 +14,8 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -53,16 +55,26 @@ type options struct {
 	files                 []string
 	size                  int64
 	showAppInfo           bool
+	showContainerInfo     bool
+	// outDir is -out: one file per container under <out>/<node>/.
+	outDir string
+	// am is -am: AM attempts, 1-based, -1 for the last.
+	am []int
 }
 
-const usage = `usage: knit logs -applicationId <application ID> [-containerId <container ID>] [-log_files <file1,file2>] [-size <bytes>] [-appOwner <user>] [-show_application_log_info]`
+const usage = `usage: knit logs -applicationId <application ID> [-containerId <container ID>] [-log_files <file1,file2>] [-size <bytes>]
+       [-appOwner <user>] [-am <AM numbers, -1 for the last>] [-out <dir>] [-show_application_log_info] [-show_container_log_info]`
 
 func parse(args []string) (options, error) {
 	o := options{size: math.MaxInt64}
 	for i := 0; i < len(args); i++ {
 		name := strings.TrimLeft(args[i], "-")
-		if name == "show_application_log_info" {
+		switch name {
+		case "show_application_log_info":
 			o.showAppInfo = true
+			continue
+		case "show_container_log_info":
+			o.showContainerInfo = true
 			continue
 		}
 		if i+1 >= len(args) {
@@ -82,6 +94,16 @@ func parse(args []string) (options, error) {
 				if f = strings.TrimSpace(f); f != "" {
 					o.files = append(o.files, f)
 				}
+			}
+		case "out":
+			o.outDir = v
+		case "am":
+			for _, a := range strings.Split(v, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(a))
+				if err != nil || n == 0 || n < -1 {
+					return o, fmt.Errorf("invalid AM container number %q", a)
+				}
+				o.am = append(o.am, n)
 			}
 		case "size":
 			n, err := strconv.ParseInt(v, 10, 64)
@@ -136,11 +158,45 @@ func run(ctx context.Context, o options, out, errOut io.Writer, cfg Config) erro
 	if owner == "" {
 		owner = report.GetUser()
 	}
+	var ams []string
+	if len(o.am) > 0 {
+		if ams, err = amContainers(ctx, cfg.RM, appID, o.am); err != nil {
+			return err
+		}
+	}
 	switch report.GetYarnApplicationState() {
 	case yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.YarnApplicationStateProto_FAILED, yarnpb.YarnApplicationStateProto_KILLED:
-		return aggregatedLogs(ctx, o, owner, out, cfg)
+		return aggregatedLogs(ctx, o, owner, ams, out, cfg)
 	}
-	return runningLogs(ctx, o, appID, out, cfg)
+	return runningLogs(ctx, o, appID, ams, out, cfg)
+}
+
+// amContainers returns the AM containers of the attempts -am names
+// (1-based; -1 is the last).
+func amContainers(ctx context.Context, rm RM, app yarnid.ApplicationID, which []int) ([]string, error) {
+	resp, err := rm.GetApplicationAttempts(ctx, &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: app.Proto()})
+	if err != nil {
+		return nil, err
+	}
+	var all []string
+	for _, at := range resp.GetApplicationAttempts() {
+		if id, err := yarnid.ContainerIDFromProto(at.GetAmContainerId()); err == nil && at.GetAmContainerId() != nil {
+			all = append(all, id.String())
+		}
+	}
+	var out []string
+	for _, n := range which {
+		switch {
+		case n == -1 && len(all) > 0:
+			out = append(out, all[len(all)-1])
+		case n >= 1 && n <= len(all):
+			out = append(out, all[n-1])
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("Can not get AMContainers logs for the application:%s", app)
+	}
+	return out, nil
 }
 
 // nodeFiles is one format's aggregated files of the application.
@@ -200,7 +256,61 @@ func (nf nodeFiles) open(ctx context.Context, rf nodelogs.RemoteFile) (aggregate
 	return r, f, nil
 }
 
-func aggregatedLogs(ctx context.Context, o options, owner string, out io.Writer, cfg Config) error {
+// wants reports whether the options select container c (-containerId,
+// or -am's AM containers).
+func (o options) wants(c string, ams []string) bool {
+	if o.container != "" && c != o.container {
+		return false
+	}
+	return len(o.am) == 0 || slices.Contains(ams, c)
+}
+
+func (o options) wantsFile(name string) bool {
+	return len(o.files) == 0 || slices.Contains(o.files, "ALL") || slices.Contains(o.files, name)
+}
+
+// perContainer hands out the writer of each container: out, or with -out
+// a file <out>/<node>/<container> (LogToolUtils.createPrintStream).
+type perContainer struct {
+	out, dir string
+	stdout   io.Writer
+	current  string
+	file     *os.File
+}
+
+func (p *perContainer) writer(node, container string) (io.Writer, error) {
+	if p.dir == "" {
+		return p.stdout, nil
+	}
+	key := node + "/" + container
+	if key == p.current && p.file != nil {
+		return p.file, nil
+	}
+	if err := p.close(); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(p.dir, aggregated.NodeFile(node))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, container), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	p.current, p.file = key, f
+	return f, nil
+}
+
+func (p *perContainer) close() error {
+	if p.file == nil {
+		return nil
+	}
+	err := p.file.Close()
+	p.file = nil
+	return err
+}
+
+func aggregatedLogs(ctx context.Context, o options, owner string, ams []string, out io.Writer, cfg Config) error {
 	nf, err := find(ctx, o.app, owner, cfg.Conf)
 	if err != nil {
 		return err
@@ -208,20 +318,38 @@ func aggregatedLogs(ctx context.Context, o options, owner string, out io.Writer,
 	if o.showAppInfo {
 		return showAppInfo(ctx, o, nf, out)
 	}
+	if o.showContainerInfo {
+		return showContainerInfo(ctx, o, ams, nf, out, cfg.Location)
+	}
+	pc := &perContainer{dir: o.outDir, stdout: out}
 	found := false
 	for _, rf := range nf.files {
 		r, f, err := nf.open(ctx, rf)
 		if err != nil {
 			continue // LogsCLI skips files it cannot read
 		}
-		ok, err := aggregated.Dump(out, r, rf.Name, aggregated.DumpOptions{
-			ContainerID: o.container, LogFiles: o.files, Size: o.size, Location: cfg.Location,
+		err = r.Walk(func(lf aggregated.LogFile, content io.Reader) error {
+			if !o.wants(lf.ContainerID, ams) || !o.wantsFile(lf.Name) {
+				return nil
+			}
+			w, err := pc.writer(rf.Name, lf.ContainerID)
+			if err != nil {
+				return err
+			}
+			found = true
+			return aggregated.WriteLog(w, aggregated.Envelope{
+				ContainerID: lf.ContainerID, Node: rf.Name, Type: aggregated.Aggregated, Name: lf.Name,
+				Length: lf.Length, ModTime: lf.ModTime, Location: cfg.Location,
+			}, o.size, content)
 		})
 		f.Close()
 		if err != nil {
+			pc.close()
 			return err
 		}
-		found = found || ok
+	}
+	if err := pc.close(); err != nil {
+		return err
 	}
 	if !found {
 		files := "ALL"
@@ -229,6 +357,45 @@ func aggregatedLogs(ctx context.Context, o options, owner string, out io.Writer,
 			files = strings.Join(o.files, ", ")
 		}
 		return fmt.Errorf("Can not find any log file matching the pattern: [%s] for the application: %s", files, o.app)
+	}
+	if o.outDir != "" {
+		fmt.Fprintf(out, "Logs are saved in %s\n", o.outDir)
+	}
+	return nil
+}
+
+// showContainerInfo is -show_container_log_info: per container, its log
+// files with lengths and times (LogsCLI.outputContainerLogMeta).
+func showContainerInfo(ctx context.Context, o options, ams []string, nf nodeFiles, out io.Writer, loc *time.Location) error {
+	if loc == nil {
+		loc = time.Local
+	}
+	const row = "%30s\t%30s\t%30s\t%30s\n"
+	for _, rf := range nf.files {
+		r, f, err := nf.open(ctx, rf)
+		if err != nil {
+			continue
+		}
+		current := ""
+		err = r.Walk(func(lf aggregated.LogFile, _ io.Reader) error {
+			if !o.wants(lf.ContainerID, ams) {
+				return nil
+			}
+			if lf.ContainerID != current {
+				current = lf.ContainerID
+				head := fmt.Sprintf("Container: %s on %s", lf.ContainerID, rf.Name)
+				fmt.Fprintln(out, head)
+				fmt.Fprintln(out, strings.Repeat("=", len(head)))
+				fmt.Fprintf(out, row, "LogFile", "LogLength", "LastModificationTime", "LogAggregationType")
+				fmt.Fprintln(out, strings.Repeat("=", 2*len(head)))
+			}
+			fmt.Fprintf(out, row, lf.Name, strconv.FormatInt(lf.Length, 10), lf.ModTime.In(loc).Format(aggregated.TimeLayout), aggregated.Aggregated)
+			return nil
+		})
+		f.Close()
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -274,7 +441,7 @@ func showAppInfo(ctx context.Context, o options, nf nodeFiles, out io.Writer) er
 // runningLogs fetches each running container's logs from its node, as
 // LogsCLI does for a running application: the log list, then each file
 // with size, printed as the node sends it.
-func runningLogs(ctx context.Context, o options, app yarnid.ApplicationID, out io.Writer, cfg Config) error {
+func runningLogs(ctx context.Context, o options, app yarnid.ApplicationID, ams []string, out io.Writer, cfg Config) error {
 	attempts, err := cfg.RM.GetApplicationAttempts(ctx, &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: app.Proto()})
 	if err != nil {
 		return err
@@ -286,6 +453,8 @@ func runningLogs(ctx context.Context, o options, app yarnid.ApplicationID, out i
 	if o.showAppInfo {
 		fmt.Fprintln(out, "Application State: Running.")
 	}
+	pc := &perContainer{dir: o.outDir, stdout: out}
+	defer pc.close()
 	found := false
 	for _, at := range attempts.GetApplicationAttempts() {
 		cs, err := cfg.RM.GetContainers(ctx, &yarnpb.GetContainersRequestProto{ApplicationAttemptId: at.GetApplicationAttemptId()})
@@ -294,14 +463,18 @@ func runningLogs(ctx context.Context, o options, app yarnid.ApplicationID, out i
 		}
 		for _, c := range cs.GetContainers() {
 			id, err := yarnid.ContainerIDFromProto(c.GetContainerId())
-			if err != nil || (o.container != "" && id.String() != o.container) || c.GetNodeHttpAddress() == "" {
+			if err != nil || !o.wants(id.String(), ams) || c.GetNodeHttpAddress() == "" {
 				continue
 			}
 			if o.showAppInfo {
 				fmt.Fprintf(out, "Container: %s on %s:%d\n", id, c.GetNodeId().GetHost(), c.GetNodeId().GetPort())
 				continue
 			}
-			ok, err := containerLogs(ctx, client, o, c.GetNodeHttpAddress(), id.String(), cfg.User, out)
+			w, err := pc.writer(fmt.Sprintf("%s:%d", c.GetNodeId().GetHost(), c.GetNodeId().GetPort()), id.String())
+			if err != nil {
+				return err
+			}
+			ok, err := containerLogs(ctx, client, o, c.GetNodeHttpAddress(), id.String(), cfg.User, w)
 			if err != nil {
 				return err
 			}
@@ -337,7 +510,7 @@ func containerLogs(ctx context.Context, client *http.Client, o options, node, co
 	}
 	found := false
 	for _, f := range list.ContainerLogsInfo.ContainerLogInfo {
-		if len(o.files) > 0 && !slices.Contains(o.files, "ALL") && !slices.Contains(o.files, f.FileName) {
+		if !o.wantsFile(f.FileName) {
 			continue
 		}
 		if err := fetchTo(ctx, client, base+"/"+url.PathEscape(f.FileName)+q+"&size="+strconv.FormatInt(o.size, 10), out); err != nil {

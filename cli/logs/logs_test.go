@@ -33,8 +33,9 @@ func (f *fakeRM) GetApplicationReport(_ context.Context, req *yarnpb.GetApplicat
 
 func (f *fakeRM) GetApplicationAttempts(_ context.Context, req *yarnpb.GetApplicationAttemptsRequestProto) (*yarnpb.GetApplicationAttemptsResponseProto, error) {
 	app, _ := yarnid.ApplicationIDFromProto(req.GetApplicationId())
+	attempt := yarnid.AttemptID{App: app, ID: 1}
 	return &yarnpb.GetApplicationAttemptsResponseProto{ApplicationAttempts: []*yarnpb.ApplicationAttemptReportProto{
-		{ApplicationAttemptId: yarnid.AttemptID{App: app, ID: 1}.Proto()},
+		{ApplicationAttemptId: attempt.Proto(), AmContainerId: yarnid.ContainerID{Attempt: attempt, Sequence: 1}.Proto()},
 	}}, nil
 }
 
@@ -154,3 +155,46 @@ func TestRunningApplicationLogsComeFromTheNodes(t *testing.T) {
 type staticSource []nodelogs.Container
 
 func (s staticSource) Containers() []nodelogs.Container { return s }
+
+func TestOutAMAndContainerInfoOptions(t *testing.T) {
+	const app = "application_1795680442682_0005"
+	c := layOut(t, aggregated.FormatTFile, "tfile", app, time.Date(2026, 11, 26, 8, 12, 35, 0, time.UTC))
+	cfg := Config{RM: &fakeRM{state: yarnpb.YarnApplicationStateProto_FINISHED, user: "root"}, User: "root", Conf: c, Location: time.UTC}
+	full, err := os.ReadFile(recordings.Path(t, "hadoop-logs", "tfile", "yarn-logs-app.stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// -am 1 prints the AM container's part of the full output.
+	var out, errOut bytes.Buffer
+	if code := Run(t.Context(), []string{"-applicationId", app, "-am", "1"}, &out, &errOut, cfg); code != 0 {
+		t.Fatalf("-am: exit %d: %s", code, errOut.String())
+	}
+	am := string(full[strings.Index(string(full), "Container: container_1795680442682_0005_01_000001"):])
+	if out.String() != am {
+		t.Errorf("-am 1 output is not the AM container's part of the recorded output")
+	}
+	// -out writes <out>/<node file>/<container>, together the full output.
+	dir := t.TempDir()
+	out.Reset()
+	if code := Run(t.Context(), []string{"-applicationId", app, "-out", dir}, &out, &errOut, cfg); code != 0 {
+		t.Fatalf("-out: exit %d: %s", code, errOut.String())
+	}
+	var joined string
+	for _, seq := range []string{"000003", "000002", "000001"} {
+		b, err := os.ReadFile(filepath.Join(dir, "localhost_8241", "container_1795680442682_0005_01_"+seq))
+		if err != nil {
+			t.Fatal(err)
+		}
+		joined += string(b)
+	}
+	if joined != string(full) {
+		t.Errorf("-out files do not hold the recorded output")
+	}
+	out.Reset()
+	if code := Run(t.Context(), []string{"-applicationId", app, "-containerId", "container_1795680442682_0005_01_000002", "-show_container_log_info"}, &out, &errOut, cfg); code != 0 {
+		t.Fatalf("-show_container_log_info: exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "                        stdout\t                             4\tThu Nov 26 08:12:35 +0000 2026\t                    AGGREGATED\n") {
+		t.Errorf("-show_container_log_info:\n%s", out.String())
+	}
+}
