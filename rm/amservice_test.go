@@ -84,9 +84,10 @@ func (s *recordingScheduler) UpdateContainer(_ context.Context, u scheduling.Upd
 	return c, nil
 }
 
-// unmanagedAM submits an unmanaged application and registers its AM,
-// returning the AM's context (its AMRMToken identity).
-func unmanagedAM(t *testing.T, e *env) (apps.AttemptID, context.Context) {
+// unmanagedAM submits an unmanaged application and registers its AM (with
+// the tracking URL, if one is given), returning the AM's context (its
+// AMRMToken identity).
+func unmanagedAM(t *testing.T, e *env, trackingURL ...string) (apps.AttemptID, context.Context) {
 	t.Helper()
 	c := e.client("alice")
 	newApp := mustCall(t, c, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{})
@@ -99,7 +100,11 @@ func unmanagedAM(t *testing.T, e *env) (apps.AttemptID, context.Context) {
 		User: attempt.String(), Auth: ipc.AuthToken,
 		TokenIdentity: &yarnpb.AMRMTokenIdentifierProto{AppAttemptId: attempt.Proto(), KeyId: proto.Int32(1)},
 	})
-	if _, err := e.rm.RegisterApplicationMaster(ctx, &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("am"), RpcPort: proto.Int32(-1)}); err != nil {
+	reg := &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("am"), RpcPort: proto.Int32(-1)}
+	if len(trackingURL) > 0 {
+		reg.TrackingUrl = proto.String(trackingURL[0])
+	}
+	if _, err := e.rm.RegisterApplicationMaster(ctx, reg); err != nil {
 		t.Fatal(err)
 	}
 	return attempt, ctx

@@ -11,9 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/webproxy"
 )
 
@@ -27,13 +25,7 @@ func TestWebProxyReachesTheTrackingURLTheAMRegistered(t *testing.T) {
 	}))
 	defer am.Close()
 	e := newEnv(t, envOptions{aclEnable: true})
-	c := e.client("alice")
-	newApp := mustCall(t, c, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{})
-	mustCall(t, c, "submitApplication", &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{
-		ApplicationId: newApp.ApplicationId, Queue: proto.String("default"), UnmanagedAm: proto.Bool(true),
-		AmContainerSpec: &yarnpb.ContainerLaunchContextProto{}, Resource: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
-	}}, &yarnpb.SubmitApplicationResponseProto{})
-	attempt := apps.AttemptID{App: appIDOf(t, newApp.ApplicationId), ID: 1}
+	attempt, ctx := unmanagedAM(t, e, strings.TrimPrefix(am.URL, "http://"))
 	id := attempt.App.String()
 
 	p, err := webproxy.New(webproxy.Config{Apps: e.rm.WebProxy(), RMWebURL: "http://rm.example:8088", Logger: slog.New(slog.DiscardHandler)})
@@ -58,18 +50,10 @@ func TestWebProxyReachesTheTrackingURLTheAMRegistered(t *testing.T) {
 		return resp.StatusCode, resp.Header.Get("Location"), string(b)
 	}
 
-	// Not registered yet: no tracking URL, so the RM's application page.
-	if code, loc, _ := get("/proxy/" + id + "/?user.name=alice"); code != http.StatusFound || loc != "http://rm.example:8088/cluster/app/"+id {
-		t.Errorf("before registering: %d %q", code, loc)
-	}
-	ctx := ipc.WithCaller(t.Context(), ipc.Caller{
-		User: attempt.String(), Auth: ipc.AuthToken,
-		TokenIdentity: &yarnpb.AMRMTokenIdentifierProto{AppAttemptId: attempt.Proto(), KeyId: proto.Int32(1)},
-	})
-	if _, err := e.rm.RegisterApplicationMaster(ctx, &yarnpb.RegisterApplicationMasterRequestProto{
-		Host: proto.String("am"), RpcPort: proto.Int32(-1), TrackingUrl: proto.String(strings.TrimPrefix(am.URL, "http://")),
-	}); err != nil {
-		t.Fatal(err)
+	// An AM that registered no tracking URL: the RM's application page.
+	other, _ := unmanagedAM(t, e)
+	if code, loc, _ := get("/proxy/" + other.App.String() + "/?user.name=alice"); code != http.StatusFound || loc != "http://rm.example:8088/cluster/app/"+other.App.String() {
+		t.Errorf("no tracking URL: %d %q", code, loc)
 	}
 	if code, _, body := get("/proxy/" + id + "/jobs?user.name=alice"); code != http.StatusOK || body != "AM page /jobs for alice" {
 		t.Errorf("owner: %d %q", code, body)
