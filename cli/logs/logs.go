@@ -99,9 +99,13 @@ func parse(args []string) (options, error) {
 			o.outDir = v
 		case "am":
 			for _, a := range strings.Split(v, ",") {
+				if strings.EqualFold(strings.TrimSpace(a), "ALL") {
+					o.am = []int{0}
+					break
+				}
 				n, err := strconv.Atoi(strings.TrimSpace(a))
 				if err != nil || n == 0 || n < -1 {
-					return o, fmt.Errorf("invalid AM container number %q", a)
+					return o, errors.New("Invalid input for option -am. Valid inputs are 'ALL', -1 and any other integer which is larger than 0.")
 				}
 				o.am = append(o.am, n)
 			}
@@ -158,6 +162,10 @@ func run(ctx context.Context, o options, out, errOut io.Writer, cfg Config) erro
 	if owner == "" {
 		owner = report.GetUser()
 	}
+	switch report.GetYarnApplicationState() {
+	case yarnpb.YarnApplicationStateProto_NEW, yarnpb.YarnApplicationStateProto_NEW_SAVING, yarnpb.YarnApplicationStateProto_SUBMITTED:
+		return errors.New("Logs are not available right now.")
+	}
 	var ams []string
 	if len(o.am) > 0 {
 		if ams, err = amContainers(ctx, cfg.RM, appID, o.am); err != nil {
@@ -187,6 +195,8 @@ func amContainers(ctx context.Context, rm RM, app yarnid.ApplicationID, which []
 	var out []string
 	for _, n := range which {
 		switch {
+		case n == 0: // ALL
+			out = append(out, all...)
 		case n == -1 && len(all) > 0:
 			out = append(out, all[len(all)-1])
 		case n >= 1 && n <= len(all):
@@ -266,7 +276,7 @@ func (o options) wants(c string, ams []string) bool {
 }
 
 func (o options) wantsFile(name string) bool {
-	return len(o.files) == 0 || slices.Contains(o.files, "ALL") || slices.Contains(o.files, name)
+	return len(o.files) == 0 || slices.Contains(o.files, "ALL") || slices.Contains(o.files, "*") || slices.Contains(o.files, name)
 }
 
 // perContainer hands out the writer of each container: out, or with -out
@@ -357,9 +367,6 @@ func aggregatedLogs(ctx context.Context, o options, owner string, ams []string, 
 			files = strings.Join(o.files, ", ")
 		}
 		return fmt.Errorf("Can not find any log file matching the pattern: [%s] for the application: %s", files, o.app)
-	}
-	if o.outDir != "" {
-		fmt.Fprintf(out, "Logs are saved in %s\n", o.outDir)
 	}
 	return nil
 }
@@ -456,6 +463,14 @@ func runningLogs(ctx context.Context, o options, app yarnid.ApplicationID, ams [
 	pc := &perContainer{dir: o.outDir, stdout: out}
 	defer pc.close()
 	found := false
+	// LogsCLI keeps the containers of every attempt in a TreeMap: each
+	// once, ordered by ContainerId.
+	type report struct {
+		id yarnid.ContainerID
+		c  *yarnpb.ContainerReportProto
+	}
+	var reports []report
+	seen := map[string]bool{}
 	for _, at := range attempts.GetApplicationAttempts() {
 		cs, err := cfg.RM.GetContainers(ctx, &yarnpb.GetContainersRequestProto{ApplicationAttemptId: at.GetApplicationAttemptId()})
 		if err != nil {
@@ -463,23 +478,41 @@ func runningLogs(ctx context.Context, o options, app yarnid.ApplicationID, ams [
 		}
 		for _, c := range cs.GetContainers() {
 			id, err := yarnid.ContainerIDFromProto(c.GetContainerId())
-			if err != nil || !o.wants(id.String(), ams) || c.GetNodeHttpAddress() == "" {
-				continue
+			if err == nil && !seen[id.String()] {
+				seen[id.String()] = true
+				reports = append(reports, report{id, c})
 			}
-			if o.showAppInfo {
-				fmt.Fprintf(out, "Container: %s on %s:%d\n", id, c.GetNodeId().GetHost(), c.GetNodeId().GetPort())
-				continue
-			}
-			w, err := pc.writer(fmt.Sprintf("%s:%d", c.GetNodeId().GetHost(), c.GetNodeId().GetPort()), id.String())
-			if err != nil {
-				return err
-			}
-			ok, err := containerLogs(ctx, client, o, c.GetNodeHttpAddress(), id.String(), cfg.User, w)
-			if err != nil {
-				return err
-			}
-			found = found || ok
 		}
+	}
+	sort.Slice(reports, func(i, j int) bool {
+		a, b := reports[i].id, reports[j].id
+		if a.Attempt.App != b.Attempt.App {
+			return a.Attempt.App.ClusterTimestamp < b.Attempt.App.ClusterTimestamp ||
+				(a.Attempt.App.ClusterTimestamp == b.Attempt.App.ClusterTimestamp && a.Attempt.App.ID < b.Attempt.App.ID)
+		}
+		if a.Attempt.ID != b.Attempt.ID {
+			return a.Attempt.ID < b.Attempt.ID
+		}
+		return a.ProtoID() < b.ProtoID()
+	})
+	for _, r := range reports {
+		id, c := r.id, r.c
+		if !o.wants(id.String(), ams) || c.GetNodeHttpAddress() == "" {
+			continue
+		}
+		if o.showAppInfo {
+			fmt.Fprintf(out, "Container: %s on %s:%d\n", id, c.GetNodeId().GetHost(), c.GetNodeId().GetPort())
+			continue
+		}
+		w, err := pc.writer(fmt.Sprintf("%s:%d", c.GetNodeId().GetHost(), c.GetNodeId().GetPort()), id.String())
+		if err != nil {
+			return err
+		}
+		ok, err := containerLogs(ctx, client, o, c.GetNodeHttpAddress(), id.String(), cfg.User, w)
+		if err != nil {
+			return err
+		}
+		found = found || ok
 	}
 	if !found && !o.showAppInfo {
 		return fmt.Errorf("Can not find any log file matching the pattern: [ALL] for the application: %s", o.app)
