@@ -146,7 +146,7 @@ func New(cfg Config) (*Proxy, error) {
 			ResponseHeaderTimeout: cfg.Timeout,
 			TLSHandshakeTimeout:   cfg.Timeout,
 			DisableCompression:    true, // the browser's Accept-Encoding goes through; bodies are copied as sent
-			MaxIdleConnsPerHost:   8,
+			MaxIdleConnsPerHost:   64,   // a busy UI's page loads, kept open between requests
 			IdleConnTimeout:       90 * time.Second,
 		}
 		rt = p.tr
