@@ -342,21 +342,26 @@ func newLogSettings(conf *hadoopconf.Configuration) (logs.Settings, error) {
 	return logs.SettingsFromHadoop(hadoopLookup(conf))
 }
 
-// newAggregator is log aggregation, nil unless yarn.log-aggregation-enable
-// is set and the remote app log dir is one knit-node writes.
+// newAggregator is what becomes of an ended application's logs: log
+// aggregation when yarn.log-aggregation-enable is set (and the remote app
+// log dir is one knit-node writes), else deletion after
+// yarn.nodemanager.log.retain-seconds; nil when that is not positive.
 func newAggregator(f flags, d nodeDirs, conf *hadoopconf.Configuration, s logs.Settings, log *slog.Logger) (*logs.Aggregator, error) {
-	if !s.Aggregate {
-		return nil, nil
-	}
-	store, err := logs.StoreFor(s.Layout.Root, hadoopLookup(conf))
-	if err != nil {
-		log.Error("log aggregation is off; container logs stay on the node", "err", err)
-		return nil, nil
-	}
-	return logs.NewAggregator(logs.AggregatorConfig{
+	cfg := logs.AggregatorConfig{
 		Dirs: logs.Dirs(d.logs), NodeID: net.JoinHostPort(f.address, strconv.Itoa(f.nmPort)),
-		Format: s.Format, Layout: s.Layout, Store: store, Logger: log.With("component", "log-aggregation"),
-	})
+		Format: s.Format, Layout: s.Layout, Retain: s.Retain, Logger: log.With("component", "log-aggregation"),
+	}
+	if s.Aggregate {
+		store, err := logs.StoreFor(s.Layout.Root, hadoopLookup(conf))
+		if err != nil {
+			log.Error("log aggregation is off; container logs stay on the node for yarn.nodemanager.log.retain-seconds", "err", err)
+		}
+		cfg.Store = store
+	}
+	if cfg.Store == nil && cfg.Retain <= 0 {
+		return nil, nil
+	}
+	return logs.NewAggregator(cfg)
 }
 
 // runNodeWeb serves the NodeManager web port (node web services and log

@@ -63,7 +63,12 @@ type AggregatorConfig struct {
 	NodeID string
 	Format aggregated.Format
 	Layout aggregated.Layout
-	Store  Store
+	// Store is the remote app log dir. Without one, aggregation is off and
+	// an ended application's logs are deleted Retain after its end, as
+	// the NodeManager's NonAggregatingLogHandler does.
+	Store Store
+	// Retain is yarn.nodemanager.log.retain-seconds, used without a Store.
+	Retain time.Duration
 	// MaxAttempts bounds the stores of one application; then its
 	// aggregation is FAILED and its logs stay on the node. Zero means 10.
 	MaxAttempts int
@@ -87,8 +92,14 @@ type Aggregator struct {
 
 // NewAggregator returns an aggregator; Run works its queue.
 func NewAggregator(cfg AggregatorConfig) (*Aggregator, error) {
-	if len(cfg.Dirs) == 0 || cfg.NodeID == "" || cfg.Store == nil || cfg.Layout.Root == "" {
-		return nil, errors.New("logs: Dirs, NodeID, Store and Layout are required for aggregation")
+	if len(cfg.Dirs) == 0 || cfg.NodeID == "" {
+		return nil, errors.New("logs: Dirs and NodeID are required")
+	}
+	if cfg.Store != nil && cfg.Layout.Root == "" {
+		return nil, errors.New("logs: aggregation needs a Layout")
+	}
+	if cfg.Store == nil && cfg.Retain <= 0 {
+		return nil, errors.New("logs: without aggregation, Retain must be positive")
 	}
 	if cfg.Format == "" {
 		cfg.Format = aggregated.FormatTFile
@@ -177,6 +188,10 @@ func (a *Aggregator) process(ctx context.Context) bool {
 		a.queue.Forget(app)
 		return true
 	}
+	if a.cfg.Store == nil {
+		a.expire(ctx, app)
+		return true
+	}
 	err := a.Aggregate(ctx, app)
 	if err == nil {
 		a.queue.Forget(app)
@@ -211,6 +226,9 @@ func (a *Aggregator) process(ctx context.Context) bool {
 // the remote app log dir, then removes them from the node. With no logs it
 // only removes the folders.
 func (a *Aggregator) Aggregate(ctx context.Context, app string) error {
+	if a.cfg.Store == nil {
+		return errors.New("logs: aggregation is off")
+	}
 	containers, err := a.cfg.Dirs.Containers(app)
 	if err != nil {
 		return err
@@ -328,6 +346,26 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// expire deletes the logs of an application that ended Retain ago, or
+// queues it again for then.
+func (a *Aggregator) expire(ctx context.Context, app string) {
+	a.queue.Forget(app)
+	st, err := os.Stat(filepath.Join(a.cfg.Dirs[0], app, endedMarker))
+	if err != nil {
+		return
+	}
+	if wait := st.ModTime().Add(a.cfg.Retain).Sub(a.cfg.Now()); wait > 0 {
+		a.queue.AddAfter(app, wait)
+		return
+	}
+	if err := a.remove(app); err != nil {
+		a.log.WarnContext(ctx, "delete logs", "app", app, "err", err)
+		a.queue.AddAfter(app, a.cfg.BaseDelay)
+		return
+	}
+	a.log.InfoContext(ctx, "logs deleted after yarn.nodemanager.log.retain-seconds", "app", app, "retain", a.cfg.Retain.String())
 }
 
 // marked reports whether the application's log folder holds marker.

@@ -224,3 +224,27 @@ func TestAggregatorResumesAfterARestart(t *testing.T) {
 		t.Errorf("stored application aggregated again: %v", err)
 	}
 }
+
+// TestLogsWithoutAggregationGoAfterTheRetainTime: with aggregation off,
+// an ended application's logs stay yarn.nodemanager.log.retain-seconds,
+// then go.
+func TestLogsWithoutAggregationGoAfterTheRetainTime(t *testing.T) {
+	opts := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opts) })
+	dirs := layOut(t)
+	a := runAggregator(t, AggregatorConfig{Dirs: dirs, NodeID: "n:1", Retain: 300 * time.Millisecond})
+	start := time.Now()
+	if err := a.ApplicationEnded(context.Background(), endedApp); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the logs to go", func() bool {
+		apps, _ := dirs.Applications()
+		return len(apps) == 0
+	})
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Errorf("logs deleted after %v, before the retain time", d)
+	}
+	if err := a.Aggregate(context.Background(), endedApp); err == nil {
+		t.Error("Aggregate without a store succeeded")
+	}
+}

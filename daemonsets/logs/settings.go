@@ -2,7 +2,9 @@ package logs
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/knitdev/knit/daemonsets/logs/aggregated"
 )
@@ -14,8 +16,11 @@ type Settings struct {
 	RMWebAddress string
 	// Aggregate is yarn.log-aggregation-enable.
 	Aggregate bool
-	Format    aggregated.Format
-	Layout    aggregated.Layout
+	// Retain is yarn.nodemanager.log.retain-seconds (default 3 hours):
+	// without aggregation, how long logs stay after their application.
+	Retain time.Duration
+	Format aggregated.Format
+	Layout aggregated.Layout
 }
 
 // SettingsFromHadoop reads yarn.acl.enable, yarn.admin.acl (default "*"),
@@ -32,6 +37,11 @@ func SettingsFromHadoop(conf aggregated.Conf) (Settings, error) {
 	s.Access.Admin = ParseACL(get("yarn.admin.acl", "*"))
 	s.RMWebAddress = get("yarn.resourcemanager.webapp.address", "")
 	s.Aggregate = strings.EqualFold(get(aggregated.ConfEnable, "false"), "true")
+	secs, err := strconv.ParseInt(get("yarn.nodemanager.log.retain-seconds", "10800"), 10, 64)
+	if err != nil {
+		return s, fmt.Errorf("yarn.nodemanager.log.retain-seconds: %w", err)
+	}
+	s.Retain = time.Duration(secs) * time.Second
 	f, err := aggregated.WriteFormat(conf)
 	if err != nil {
 		return s, err
