@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -101,6 +102,9 @@ type Proxy struct {
 	log    *slog.Logger
 	client *http.Client
 	tr     *http.Transport // nil when Config.Transport was given
+	// bufs are the buffers answers are copied through: large, so a page
+	// goes out in few writes.
+	bufs sync.Pool
 }
 
 var _ http.Handler = (*Proxy)(nil)
@@ -131,6 +135,7 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.Now = time.Now
 	}
 	p := &Proxy{cfg: cfg, log: cfg.Logger}
+	p.bufs.New = func() any { b := make([]byte, 64<<10); return &b }
 	if p.log == nil {
 		p.log = slog.Default()
 	}
@@ -460,7 +465,9 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req request, tar
 	if r.Method == http.MethodHead {
 		return
 	}
-	n, err := io.Copy(w, &idleReader{r: io.LimitReader(resp.Body, p.cfg.MaxResponseBytes+1), t: idle, d: p.cfg.Timeout})
+	buf := p.bufs.Get().(*[]byte)
+	defer p.bufs.Put(buf)
+	n, err := io.CopyBuffer(w, &idleReader{r: io.LimitReader(resp.Body, p.cfg.MaxResponseBytes+1), t: idle, d: p.cfg.Timeout}, *buf)
 	if err == nil && n > p.cfg.MaxResponseBytes {
 		err = fmt.Errorf("answer longer than %d bytes", p.cfg.MaxResponseBytes)
 	}
