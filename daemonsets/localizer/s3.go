@@ -56,16 +56,28 @@ func (s *s3Source) s3Client(ctx context.Context) (*s3.Client, error) {
 	if s.client != nil {
 		return s.client, nil
 	}
+	c, err := NewS3Client(ctx, s.cfg, s.http)
+	if err != nil {
+		return nil, err
+	}
+	s.client = c
+	return c, nil
+}
+
+// NewS3Client returns an S3 client as cfg describes it; hc, if not nil,
+// carries its requests. The node's other S3 users (log aggregation) share
+// it.
+func NewS3Client(ctx context.Context, cfg S3Config, hc *http.Client) (*s3.Client, error) {
 	var opts []func(*config.LoadOptions) error
-	if s.cfg.Region != "" {
-		opts = append(opts, config.WithRegion(s.cfg.Region))
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
 	}
-	if s.cfg.AccessKeyID != "" {
+	if cfg.AccessKeyID != "" {
 		opts = append(opts, config.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(s.cfg.AccessKeyID, s.cfg.SecretAccessKey, s.cfg.SessionToken)))
+			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
 	}
-	if s.http != nil {
-		opts = append(opts, config.WithHTTPClient(s.http))
+	if hc != nil {
+		opts = append(opts, config.WithHTTPClient(hc))
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
@@ -74,15 +86,14 @@ func (s *s3Source) s3Client(ctx context.Context) (*s3.Client, error) {
 	if awsCfg.Region == "" {
 		awsCfg.Region = "us-east-1"
 	}
-	s.client = s3.NewFromConfig(awsCfg, func(o *s3.Options) {
-		if s.cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(s.cfg.Endpoint)
+	return s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
-		o.UsePathStyle = s.cfg.PathStyle
+		o.UsePathStyle = cfg.PathStyle
 		// Objects written without checksums are normal, not news.
 		o.DisableLogOutputChecksumValidationSkipped = true
-	})
-	return s.client, nil
+	}), nil
 }
 
 func (s *s3Source) Open(ctx context.Context, r Request) (*Object, error) {

@@ -14,17 +14,22 @@ import (
 
 // htmlPage writes the page frame around content.
 func (s *server) htmlPage(c echo.Context, status int, title, content string) error {
+	return c.HTML(status, s.pageHead(c, title)+content+pageTail)
+}
+
+// pageHead sets the page's headers and returns the frame before its
+// content.
+func (s *server) pageHead(c echo.Context, title string) string {
 	rm := s.cfg.RMWebAddress
 	if rm != "" && !strings.Contains(rm, "://") {
 		rm = "http://" + rm
 	}
-	head := strings.NewReplacer("{{TITLE}}", html.EscapeString(title), "{{RM}}", html.EscapeString(rm)).Replace(pageHead)
 	h := c.Response().Header()
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Pragma", "no-cache")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "SAMEORIGIN")
-	return c.HTML(status, head+content+pageTail)
+	return strings.NewReplacer("{{TITLE}}", html.EscapeString(title), "{{RM}}", html.EscapeString(rm)).Replace(pageHead)
 }
 
 // htmlAccess finds the container and checks the caller and the URL's
@@ -125,17 +130,8 @@ func (s *server) htmlFile(c echo.Context) error {
 // streamPage writes a page whose content ends with r's bytes, escaped,
 // without holding them.
 func (s *server) streamPage(c echo.Context, title, before string, r io.Reader, after string) error {
-	rm := s.cfg.RMWebAddress
-	if rm != "" && !strings.Contains(rm, "://") {
-		rm = "http://" + rm
-	}
-	head := strings.NewReplacer("{{TITLE}}", html.EscapeString(title), "{{RM}}", html.EscapeString(rm)).Replace(pageHead)
-	h := c.Response().Header()
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Pragma", "no-cache")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "SAMEORIGIN")
-	h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	head := s.pageHead(c, title)
+	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
 	c.Response().WriteHeader(http.StatusOK)
 	w := c.Response()
 	if _, err := io.WriteString(w, head+before); err != nil {

@@ -9,25 +9,15 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/knitdev/knit/daemonsets/localizer"
 )
 
-// S3Config says how an s3a:// or s3:// remote app log dir is written;
-// zero values mean the SDK's defaults (AWS endpoint of the region, the
-// default credentials chain).
-type S3Config struct {
-	// Endpoint is fs.s3a.endpoint, e.g. a MinIO server.
-	Endpoint string
-	// PathStyle is fs.s3a.path.style.access.
-	PathStyle bool
-	// Region is fs.s3a.endpoint.region; "us-east-1" when none is known.
-	Region string
-	// AccessKeyID, SecretAccessKey and SessionToken are fs.s3a.access.key,
-	// fs.s3a.secret.key and fs.s3a.session.token.
-	AccessKeyID, SecretAccessKey, SessionToken string
-}
+// S3Config says how an s3a:// or s3:// remote app log dir is reached: the
+// localizer's settings (endpoint, path style, region, static keys), read
+// here from the fs.s3a.* keys.
+type S3Config = localizer.S3Config
 
 // S3ConfigFromHadoop reads the fs.s3a.* keys.
 func S3ConfigFromHadoop(conf func(string) (string, bool)) S3Config {
@@ -62,28 +52,12 @@ func (s *S3Store) s3Client(ctx context.Context) (*s3.Client, error) {
 	if s.client != nil {
 		return s.client, nil
 	}
-	var opts []func(*config.LoadOptions) error
-	if s.cfg.Region != "" {
-		opts = append(opts, config.WithRegion(s.cfg.Region))
-	}
-	if s.cfg.AccessKeyID != "" {
-		opts = append(opts, config.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(s.cfg.AccessKeyID, s.cfg.SecretAccessKey, s.cfg.SessionToken)))
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	c, err := localizer.NewS3Client(ctx, s.cfg, nil)
 	if err != nil {
-		return nil, fmt.Errorf("load S3 configuration: %w", err)
+		return nil, err
 	}
-	if awsCfg.Region == "" {
-		awsCfg.Region = "us-east-1"
-	}
-	s.client = s3.NewFromConfig(awsCfg, func(o *s3.Options) {
-		if s.cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(s.cfg.Endpoint)
-		}
-		o.UsePathStyle = s.cfg.PathStyle
-	})
-	return s.client, nil
+	s.client = c
+	return c, nil
 }
 
 // Put uploads the file as one object (up to S3's 5 GiB single-part
