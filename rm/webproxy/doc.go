@@ -29,6 +29,10 @@
 // that makes no progress for Config.Timeout is abandoned
 // (yarn.resourcemanager.proxy.connection.timeout).
 //
+// The proxy's requests carry "Via: 1.1 knit-rm-proxy"; a request that
+// comes back with it (a tracking URL pointing at the proxy itself) is
+// answered 508 Loop Detected instead of calling the proxy again.
+//
 // AMFilter is the other side: YARN's AmIpFilter for AMs written in Go (the
 // proxy's replay test runs the recorded MR AM's answers behind it).
 //

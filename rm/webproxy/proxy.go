@@ -30,6 +30,10 @@ func Base(app yarnid.ApplicationID) string { return "/proxy/" + app.String() }
 // ProxyUserCookie carries the web user to the AM; AmIpFilter reads it.
 const ProxyUserCookie = "proxy-user"
 
+// viaToken names the proxy in the Via header of its requests, by which it
+// knows its own requests coming back.
+const viaToken = "knit-rm-proxy"
+
 // approvalParam is the query parameter a user sets on the warning page's
 // link (ProxyUriUtils.PROXY_APPROVAL_PARAM).
 const approvalParam = "proxyapproved"
@@ -202,6 +206,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodGet, http.MethodHead, http.MethodPut:
 	default:
 		p.page(w, r, http.StatusMethodNotAllowed, "HTTP method "+r.Method+" is not supported by this URL")
+		return
+	}
+	if strings.Contains(r.Header.Get("Via"), viaToken) {
+		// A tracking URL that points back at the proxy would have it call
+		// itself until every request timed out.
+		p.page(w, r, http.StatusLoopDetected, "The tracking URL leads back to the proxy")
 		return
 	}
 	req, msg := p.parse(r)
@@ -419,6 +429,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req request, tar
 	if req.user != "" {
 		out.Header.Set("Cookie", ProxyUserCookie+"="+url.QueryEscape(req.user))
 	}
+	out.Header.Set("Via", "1.1 "+viaToken)
 	// The timeout bounds each pause, not the whole answer: a page that
 	// keeps streaming keeps its connection.
 	idle := time.AfterFunc(p.cfg.Timeout, cancel)

@@ -202,6 +202,18 @@ func TestNeverAnOpenProxy(t *testing.T) {
 	}
 }
 
+// TestATrackingURLOfTheProxyItself: an AM that registers the proxy's own
+// URL gets one refused request, not a chain of them.
+func TestATrackingURLOfTheProxyItself(t *testing.T) {
+	apps := &fakeApps{apps: map[string]Application{}}
+	proxy := newProxy(t, apps, nil)
+	apps.set(app, Application{User: "alice", State: yarnpb.YarnApplicationStateProto_RUNNING, OriginalTrackingURL: proxy.URL + "/proxy/" + app})
+	resp, _ := do(t, http.MethodGet, proxy.URL+"/proxy/"+app+"/", nil, nil)
+	if resp.StatusCode != http.StatusLoopDetected {
+		t.Errorf("status %d, want 508", resp.StatusCode)
+	}
+}
+
 func TestLoopBackToTheProxy(t *testing.T) {
 	am := newEchoAM(t, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, rmWebURL+"/proxy/redirect/"+app+"/", http.StatusFound)
