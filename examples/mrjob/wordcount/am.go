@@ -376,6 +376,9 @@ func (a *am) mapHosts() []MapHost {
 	return out
 }
 
+// stopTimeout bounds the stop of a container whose launch failed.
+const stopTimeout = 10 * time.Second
+
 // started takes in a container start: the task runs, with its node's
 // shuffle port from the services metadata, or its attempt failed.
 func (a *am) started(ctx context.Context, r startResult, nm *client.NMClient) {
@@ -391,7 +394,11 @@ func (a *am) started(ctx context.Context, r startResult, nm *client.NMClient) {
 	if err != nil {
 		// ContainerLauncherImpl: the launch fails, and the container goes.
 		a.attemptFailed(t, fmt.Sprintf("Container launch failed for %s : %v", yarnapp.ContainerString(t.container.GetId()), err))
-		if err := nm.StopContainer(ctx, t.container.GetId(), t.container.GetNodeId()); err != nil {
+		// Bounded, as ContainerLauncherImpl's calls are: a node that does
+		// not answer must not hold up the job.
+		stopCtx, cancel := context.WithTimeout(ctx, stopTimeout)
+		defer cancel()
+		if err := nm.StopContainer(stopCtx, t.container.GetId(), t.container.GetNodeId()); err != nil {
 			a.log.Warn("stopping a container whose launch failed", "container", yarnapp.ContainerString(t.container.GetId()), "err", err)
 		}
 		return
@@ -498,7 +505,11 @@ func (a *am) failureDiagnostics(t *task) string {
 // stopRunning stops the containers of a failed job's other tasks.
 func (a *am) stopRunning(ctx context.Context, nm *client.NMClient) {
 	for _, t := range a.byContainer {
-		if err := nm.StopContainer(ctx, t.container.GetId(), t.container.GetNodeId()); err != nil {
+		// Bounded, as ContainerLauncherImpl's calls are: a node that does
+		// not answer must not hold up the job.
+		stopCtx, cancel := context.WithTimeout(ctx, stopTimeout)
+		defer cancel()
+		if err := nm.StopContainer(stopCtx, t.container.GetId(), t.container.GetNodeId()); err != nil {
 			a.log.Warn("stopping a task of the failed job", "attempt", t.attempt.String(), "err", err)
 		}
 	}

@@ -129,6 +129,11 @@ func (f *fakeCluster) nmMethods() []ipc.Method {
 			}
 			return resp, nil
 		},
+		// A node answers the stop of a container that already ended, as
+		// the AM sends one after a launch it failed.
+		StopContainers: func(_ context.Context, req *yarnpb.StopContainersRequestProto) (*yarnpb.StopContainersResponseProto, error) {
+			return &yarnpb.StopContainersResponseProto{SucceededRequests: req.GetContainerId()}, nil
+		},
 	}.Methods()
 }
 
@@ -223,7 +228,8 @@ func TestRunAM(t *testing.T) {
 		{name: "a forged shuffle token: each reducer fails its attempts, the job FAILED",
 			forge: true, wantErr: ErrJobFailed, wantStatus: yarnpb.FinalApplicationStatusProto_APP_FAILED,
 			wantDiag: []string{"Task failed task_1700000000000_0007_r_00000", "Job failed as tasks failed. failedMaps:0 failedReduces:",
-				"attempt_1700000000000_0007_r_000000_1: container_"}},
+				// Whichever reducer fails first ends the job: its second attempt is named.
+				"attempt_1700000000000_0007_r_00000", "_1: container_"}},
 		{name: "a node without the shuffle's port: map launches fail as the MR AM fails them",
 			noPort: true, wantErr: ErrJobFailed, wantStatus: yarnpb.FinalApplicationStatusProto_APP_FAILED,
 			wantDiag: []string{"Task failed task_1700000000000_0007_m_00000", "failedMaps:", "Invalid shuffle port number -1"}},
