@@ -17,16 +17,15 @@ import (
 // TestAggregationThroughput compares aggregating an application's logs
 // (TFile format, straight into the store, node copy removed) with a plain
 // copy of the same amount of log files to the same store, in the same run,
-// each phase twice in alternating order. KNIT_LOGS_BENCH_MB sets the total
-// size (default 64; the goal is stated for 1024), spread over 100
-// containers.
+// each phase twice in alternating order. It runs when KNIT_LOGS_BENCH_MB
+// sets the total size (1024 for the goal of ≥ 0.8× a plain copy), spread
+// over 100 containers:
+//
+//	KNIT_LOGS_BENCH_MB=1024 go test -run TestAggregationThroughput -v ./daemonsets/logs/
 func TestAggregationThroughput(t *testing.T) {
-	if testing.Short() {
-		t.Skip("throughput measurement")
-	}
-	totalMB := 64
-	if v := os.Getenv("KNIT_LOGS_BENCH_MB"); v != "" {
-		totalMB, _ = strconv.Atoi(v)
+	totalMB, _ := strconv.Atoi(os.Getenv("KNIT_LOGS_BENCH_MB"))
+	if totalMB <= 0 {
+		t.Skip("set KNIT_LOGS_BENCH_MB to measure")
 	}
 	const containers = 100
 	per := int64(totalMB) << 20 / containers
