@@ -55,7 +55,10 @@ fuzz:
 	    echo "== $$pkg $$f"; \
 	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg >$$log 2>&1 || rc=1; cat $$log; \
 	    awk -v t="$${pkg#github.com/knitdev/knit/} $$f" \
-	      '/^fuzz: elapsed: [0-9]+s, execs: [0-9]+ /{s=$$3; sub(/s,/,"",s); n=$$5} \
+	      '/^fuzz: elapsed: [0-9hms]+, execs: [0-9]+ /{e=$$3; s=0; \
+	         if (match(e, /[0-9]+h/)) s += 3600*substr(e, RSTART, RLENGTH-1); \
+	         if (match(e, /[0-9]+m/)) s += 60*substr(e, RSTART, RLENGTH-1); \
+	         if (match(e, /[0-9]+s/)) s += substr(e, RSTART, RLENGTH-1); n=$$5} \
 	       END{printf "%-60s %12d %10.0f\n", t, n, (s>0 ? n/s : 0)}' $$log >>$$table; \
 	    [ $$rc = 0 ] || break 2; \
 	  done; \
