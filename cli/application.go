@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/apps"
@@ -149,7 +151,7 @@ func (r *runner) application(args []string) (int, error) {
 func parseAppID(s string) (apps.ApplicationID, error) {
 	id, err := yarnid.ParseApplicationID(s)
 	if err != nil {
-		return id, &javaError{class: "java.lang.IllegalArgumentException", msg: "Invalid ApplicationId: " + s}
+		return id, yarnerr.IllegalArgument.New("Invalid ApplicationId: " + s)
 	}
 	return id, nil
 }
@@ -171,7 +173,7 @@ func (r *runner) applicationStatus(s string) (int, error) {
 		return exitFailure, nil
 	}
 	rep, err := r.report(id)
-	if isRemote(err, classAppNotFound) {
+	if errors.Is(err, yarnerr.ApplicationNotFound) {
 		fmt.Fprintf(r.out, "Application with id '%s' doesn't exist in RM or Timeline Server.\n", s)
 		return exitFailure, nil
 	}
@@ -318,7 +320,7 @@ func (r *runner) kill(ids []string) (int, error) {
 			return 0, err
 		}
 		rep, err := r.report(id)
-		if isRemote(err, classAppNotFound) {
+		if errors.Is(err, yarnerr.ApplicationNotFound) {
 			fmt.Fprintf(r.out, "Application with id '%s' doesn't exist in RM.\n", s)
 			continue
 		}
@@ -386,7 +388,7 @@ func (r *runner) updatePriority(s, priority string) (int, error) {
 	}
 	n, err := strconv.ParseInt(priority, 10, 32)
 	if err != nil {
-		return 0, &javaError{class: "java.lang.NumberFormatException", msg: fmt.Sprintf("For input string: \"%s\"", priority)}
+		return 0, yarnerr.NumberFormat.Errorf("For input string: \"%s\"", priority)
 	}
 	fmt.Fprintf(r.out, "Updating priority of an application %s\n", s)
 	req := &yarnpb.UpdateApplicationPriorityRequestProto{ApplicationId: id.Proto(), ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(int32(n))}}

@@ -21,6 +21,7 @@ import (
 	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnrpc"
 )
 
@@ -150,7 +151,7 @@ func (l lazyConn) Call(ctx context.Context, method string, req, resp proto.Messa
 		dial := r.cfg.Dial
 		if dial == nil {
 			dial = func(ctx context.Context, addr, protocol, user string) (Caller, error) {
-				return ipc.Dial(ctx, addr, ipc.ClientConfig{Protocol: protocol, User: user})
+				return ipc.Dial(ctx, addr, ipc.ClientConfig{Protocol: protocol, User: user, Errors: yarnerr.FromRemote})
 			}
 		}
 		c, err := dial(ctx, addr, protocol, r.cfg.User)
@@ -174,47 +175,17 @@ type callError struct {
 func (e *callError) Error() string { return e.method + ": " + e.err.Error() }
 func (e *callError) Unwrap() error { return e.err }
 
-// javaError is an exception the CLI itself raises where yarn's Java code
-// throws (IllegalArgumentException for a malformed id, for example).
-type javaError struct {
-	class, msg string
-}
-
-func (e *javaError) Error() string { return e.class + ": " + e.msg }
-
-// javaException renders err as Throwable.toString: the remote class and
-// message for RPC errors, an IOException for anything else.
+// javaException renders err as Throwable.toString: the class and message
+// of the exception it carries (the server's, or the CLI's own where yarn's
+// Java code throws, such as IllegalArgumentException for a malformed id), an
+// IOException for anything else.
 func javaException(err error) string {
-	var re *ipc.RemoteError
-	if errors.As(err, &re) {
-		if re.Message == "" {
-			return re.ClassName
-		}
-		return re.ClassName + ": " + re.Message
-	}
-	var je *javaError
-	if errors.As(err, &je) {
-		return je.Error()
-	}
 	var ue errUnrecognized
-	if errors.As(err, &ue) {
-		return "org.apache.commons.cli.UnrecognizedOptionException: " + ue.Error()
+	if _, ok := yarnerr.Find(err); !ok && errors.As(err, &ue) {
+		return yarnerr.UnrecognizedOption.New(ue.Error()).Error()
 	}
-	return "java.io.IOException: " + err.Error()
+	return yarnerr.JavaString(err)
 }
-
-// isRemote reports whether err is an RPC error naming className.
-func isRemote(err error, className string) bool {
-	var re *ipc.RemoteError
-	return errors.As(err, &re) && re.ClassName == className
-}
-
-// Exception classes the commands catch.
-const (
-	classAppNotFound       = "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException"
-	classAttemptNotFound   = "org.apache.hadoop.yarn.exceptions.ApplicationAttemptNotFoundException"
-	classContainerNotFound = "org.apache.hadoop.yarn.exceptions.ContainerNotFoundException"
-)
 
 // ResolveRMAddress returns the address to dial for the RM's client service:
 // yarn.resourcemanager.address from hadoopConfDir/yarn-site.xml over

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/apps"
@@ -53,7 +55,7 @@ func (r *runner) statusOrList(title string, opts []option, args []string, status
 func parseAttemptID(s string) (apps.AttemptID, error) {
 	id, err := yarnid.ParseAttemptID(s)
 	if err != nil {
-		return id, &javaError{class: "java.lang.IllegalArgumentException", msg: "Invalid AppAttemptId: " + s}
+		return id, yarnerr.IllegalArgument.New("Invalid AppAttemptId: " + s)
 	}
 	return id, nil
 }
@@ -87,10 +89,10 @@ func (r *runner) attemptStatus(s string) (int, error) {
 	}
 	resp, err := r.rm().GetApplicationAttemptReport(r.ctx, &yarnpb.GetApplicationAttemptReportRequestProto{ApplicationAttemptId: id.Proto()})
 	switch {
-	case isRemote(err, classAppNotFound):
+	case errors.Is(err, yarnerr.ApplicationNotFound):
 		fmt.Fprintf(r.out, "Application for AppAttempt with id '%s' doesn't exist in RM or Timeline Server.\n", s)
 		return exitFailure, nil
-	case isRemote(err, classAttemptNotFound):
+	case errors.Is(err, yarnerr.ApplicationAttemptNotFound):
 		fmt.Fprintf(r.out, "Application Attempt with id '%s' doesn't exist in RM or Timeline Server.\n", s)
 		return exitFailure, nil
 	case err != nil:
@@ -159,17 +161,17 @@ func (r *runner) listContainers(s string) (int, error) {
 func (r *runner) containerStatus(s string) (int, error) {
 	id, err := yarnid.ParseContainerID(s)
 	if err != nil {
-		return 0, &javaError{class: "java.lang.IllegalArgumentException", msg: "Invalid ContainerId: " + s}
+		return 0, yarnerr.IllegalArgument.New("Invalid ContainerId: " + s)
 	}
 	resp, err := r.rm().GetContainerReport(r.ctx, &yarnpb.GetContainerReportRequestProto{ContainerId: id.Proto()})
 	switch {
-	case isRemote(err, classAppNotFound):
+	case errors.Is(err, yarnerr.ApplicationNotFound):
 		fmt.Fprintf(r.out, "Application for Container with id '%s' doesn't exist in RM or Timeline Server.\n", s)
 		return exitFailure, nil
-	case isRemote(err, classAttemptNotFound):
+	case errors.Is(err, yarnerr.ApplicationAttemptNotFound):
 		fmt.Fprintf(r.out, "Application Attempt for Container with id '%s' doesn't exist in RM or Timeline Server.\n", s)
 		return exitFailure, nil
-	case isRemote(err, classContainerNotFound):
+	case errors.Is(err, yarnerr.ContainerNotFound):
 		fmt.Fprintf(r.out, "Container with id '%s' doesn't exist in RM or Timeline Server.\n", s)
 		return exitFailure, nil
 	case err != nil:

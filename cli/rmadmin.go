@@ -8,7 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnrpc"
 )
@@ -103,9 +103,8 @@ func (r *runner) reportAdmin(cmd string, err error) int {
 	if ce := (*callError)(nil); errors.As(err, &ce) {
 		msg = ce.err.Error()
 	}
-	var re *ipc.RemoteError
-	if errors.As(err, &re) {
-		msg = re.Message
+	if e, ok := yarnerr.Find(err); ok {
+		msg = e.Message
 	}
 	first, _, _ := strings.Cut(msg, "\n")
 	fmt.Fprintf(r.errOut, "%s: %s\n", strings.TrimPrefix(cmd, "-"), first)

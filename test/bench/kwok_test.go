@@ -29,7 +29,7 @@ import (
 	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/rgs"
+	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/test/localcluster"
 )
 
@@ -352,7 +352,7 @@ func waitAllRunning(ctx context.Context, b *testing.B, kube kubernetes.Interface
 		total, cont := 0, ""
 		for {
 			list, err := kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
-				LabelSelector: rgs.LabelApplication, FieldSelector: selector, Limit: limit, Continue: cont,
+				LabelSelector: launch.LabelApplication, FieldSelector: selector, Limit: limit, Continue: cont,
 			})
 			if err != nil {
 				return 0, err
