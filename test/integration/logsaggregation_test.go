@@ -1,0 +1,198 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/knitdev/knit/hadoopconf"
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
+	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
+	"github.com/knitdev/knit/test/eventually"
+	"github.com/knitdev/knit/test/localcluster"
+)
+
+// TestLogsAreAggregatedToS3AndReadWithKnitLogs runs a local cluster whose
+// yarn-site.xml turns log aggregation on, into an S3-compatible store the
+// test serves, and ACLs on: a running application's logs are refused to a
+// user without VIEW_APP, and once it ends `knit logs` prints them from the
+// aggregated file, which the node no longer keeps.
+func TestLogsAreAggregatedToS3AndReadWithKnitLogs(t *testing.T) {
+	backend := s3mem.New()
+	if err := backend.CreateBucket("logs"); err != nil {
+		t.Fatal(err)
+	}
+	s3srv := httptest.NewServer(gofakes3.New(backend).Server())
+	defer s3srv.Close()
+
+	dir := filepath.Join(t.TempDir(), "local")
+	confDir := t.TempDir()
+	writeConfFile(t, filepath.Join(confDir, "yarn-site.xml"),
+		hadoopconf.Property{Name: "yarn.log-aggregation-enable", Value: "true"},
+		hadoopconf.Property{Name: "yarn.nodemanager.remote-app-log-dir", Value: "s3a://logs/app-logs"},
+		hadoopconf.Property{Name: "yarn.acl.enable", Value: "true"},
+		hadoopconf.Property{Name: "yarn.admin.acl", Value: "knitadmin"})
+	writeConfFile(t, filepath.Join(confDir, "core-site.xml"),
+		hadoopconf.Property{Name: "fs.s3a.endpoint", Value: s3srv.URL},
+		hadoopconf.Property{Name: "fs.s3a.path.style.access", Value: "true"},
+		hadoopconf.Property{Name: "fs.s3a.access.key", Value: "id"},
+		hadoopconf.Property{Name: "fs.s3a.secret.key", Value: "secret"})
+	run := knitLocal(t, dir)
+	if out, err := run("up", "--nodes", "1", "--conf-dir", confDir); err != nil {
+		t.Fatalf("knit local up: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := filepath.Glob(filepath.Join(dir, "logs", "knit-node-*.log"))
+			for _, p := range logs {
+				if b, err := os.ReadFile(p); err == nil {
+					t.Logf("%s:\n%s", filepath.Base(p), tail(string(b), 30))
+				}
+			}
+		}
+	})
+	env := func(user string) []string {
+		return append(os.Environ(), "HADOOP_CONF_DIR="+localcluster.HadoopConfDir(dir), "USER="+user, "HADOOP_USER_NAME="+user)
+	}
+	knitLogs := func(ctx context.Context, user string, args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, filepath.Join(binDir, "knit"), append([]string{"logs"}, args...)...)
+		cmd.Env = env(user)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, stderr.String())
+		}
+		return stdout.String(), err
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	ds := exec.CommandContext(ctx, filepath.Join(binDir, "distshell"), "-shell_command", "sleep", "-shell_args", "15",
+		"-num_containers", "1", "-container_memory", "128", "-master_memory", "128")
+	ds.Env = env("dsuser")
+	var dsOut lockedBuffer
+	ds.Stdout, ds.Stderr = &dsOut, &dsOut
+	if err := ds.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var app string
+	eventually.True(t, time.Minute, "distshell to submit", func() bool {
+		if m := regexp.MustCompile(`Submitted application (application_\d+_\d+)`).FindStringSubmatch(dsOut.String()); m != nil {
+			app = m[1]
+		}
+		return app != ""
+	})
+	// While it runs, its logs are the node's: the owner reads them, another
+	// user is refused by the node.
+	var running string
+	eventually.Within(t, time.Minute, func(ctx context.Context) error {
+		var err error
+		running, err = knitLogs(ctx, "dsuser", "-applicationId", app, "-log_files", "directory.info")
+		if err != nil {
+			return err
+		}
+		if strings.Count(running, "\nLogType:directory.info\n") < 2 {
+			return errors.New("not every container yet:\n" + running)
+		}
+		return nil
+	})
+	m := regexp.MustCompile(`Container: (\S+) on `).FindStringSubmatch(running)
+	if m == nil {
+		t.Fatalf("no container in:\n%s", running)
+	}
+	web := nodeWebAddress(t, dir, app)
+	for user, want := range map[string]int{"dsuser": http.StatusOK, "mallory": http.StatusForbidden} {
+		resp, err := http.Get("http://" + web + "/ws/v1/node/containers/" + m[1] + "/logs?user.name=" + user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s reading the log list: %d, want %d", user, resp.StatusCode, want)
+		}
+	}
+	if err := ds.Wait(); err != nil {
+		t.Fatalf("distshell: %v\n%s", err, dsOut.String())
+	}
+
+	var out string
+	eventually.Within(t, 2*time.Minute, func(ctx context.Context) error {
+		var err error
+		out, err = knitLogs(ctx, "dsuser", "-applicationId", app)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "LogAggregationType: AGGREGATED") {
+			return errors.New("not aggregated yet:\n" + out)
+		}
+		return nil
+	})
+	for _, want := range []string{"LogType:stdout\n", "LogType:AppMaster.stderr\n", "registered application master"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("knit logs lacks %q:\n%s", want, out)
+		}
+	}
+	objects, err := backend.ListBucket("logs", &gofakes3.Prefix{}, gofakes3.ListBucketPage{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range objects.Contents {
+		keys = append(keys, o.Key)
+	}
+	if len(keys) != 1 || !regexp.MustCompile(`^app-logs/dsuser/bucket-logs-tfile/\d{4}/`+app+`/127\.0\.1\.1_\d+$`).MatchString(keys[0]) {
+		t.Errorf("objects in the store: %v", keys)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(localcluster.NodeLogDir(dir, "node-1"), app))
+	if len(leftovers) != 0 {
+		t.Errorf("the node kept its copy: %v", leftovers)
+	}
+}
+
+// nodeWebAddress is the NodeManager web address of app's containers, as
+// the RM reports it.
+func nodeWebAddress(t *testing.T, dir, app string) string {
+	t.Helper()
+	settings, err := localcluster.RMSettings(localcluster.HadoopConfDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c, err := ipc.Dial(ctx, settings.Address, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: "dsuser", Errors: yarnerr.FromRemote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rm := yarnrpc.NewApplicationClientProtocolClient(c)
+	id, err := yarnid.ParseApplicationID(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempts, err := rm.GetApplicationAttempts(ctx, &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: id.Proto()})
+	if err != nil || len(attempts.GetApplicationAttempts()) == 0 {
+		t.Fatalf("attempts of %s: %v", app, err)
+	}
+	cs, err := rm.GetContainers(ctx, &yarnpb.GetContainersRequestProto{ApplicationAttemptId: attempts.GetApplicationAttempts()[0].GetApplicationAttemptId()})
+	if err != nil || len(cs.GetContainers()) == 0 {
+		t.Fatalf("containers of %s: %v", app, err)
+	}
+	return strings.TrimPrefix(cs.GetContainers()[0].GetNodeHttpAddress(), "http://")
+}
