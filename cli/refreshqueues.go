@@ -31,15 +31,16 @@ func (r *runner) reportQueues() error {
 	if err != nil {
 		return fmt.Errorf("queues after the refresh: %w", err)
 	}
-	var paths []string
-	var walk func(q *yarnpb.QueueInfoProto)
-	walk = func(q *yarnpb.QueueInfoProto) {
-		paths = append(paths, q.GetQueuePath())
-		for _, ch := range q.GetChildQueues() {
-			walk(ch)
-		}
-	}
-	walk(resp.GetQueueInfo())
-	fmt.Fprintf(r.out, "the ResourceManager's queues: %s\n", strings.Join(paths, ", "))
+	fmt.Fprintf(r.out, "the ResourceManager's queues: %s\n", strings.Join(QueuePaths(resp.GetQueueInfo()), ", "))
 	return nil
+}
+
+// QueuePaths is the path of q and of every queue under it, depth first, in
+// the order getQueueInfo lists children.
+func QueuePaths(q *yarnpb.QueueInfoProto) []string {
+	paths := []string{q.GetQueuePath()}
+	for _, ch := range q.GetChildQueues() {
+		paths = append(paths, QueuePaths(ch)...)
+	}
+	return paths
 }

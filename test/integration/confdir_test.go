@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/cli"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -67,15 +68,7 @@ func rmQueues(t *testing.T, addr string) []string {
 	if err := c.Call(ctx, "getQueueInfo", req, &resp); err != nil {
 		t.Fatal(err)
 	}
-	var paths []string
-	var walk func(q *yarnpb.QueueInfoProto)
-	walk = func(q *yarnpb.QueueInfoProto) {
-		paths = append(paths, q.GetQueuePath())
-		for _, ch := range q.GetChildQueues() {
-			walk(ch)
-		}
-	}
-	walk(resp.GetQueueInfo())
+	paths := cli.QueuePaths(resp.GetQueueInfo())
 	slices.Sort(paths)
 	return paths
 }

@@ -314,12 +314,14 @@ func TestRefreshQueuesReloadsCapacitySchedulerWithoutARestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	t.Run("knit rmadmin -refreshQueues answers as yarn rmadmin", func(t *testing.T) {
+	t.Run("knit rmadmin -refreshQueues answers as yarn rmadmin, then says what the RM read", func(t *testing.T) {
 		tests := []struct {
 			user, out string
 			code      int
 		}{
-			{user: knitAdmin},
+			{user: knitAdmin, out: "capacity-scheduler.xml in this client's configuration: " +
+				filepath.Join(localcluster.HadoopConfDir(cluster.ControlPlane.Dir), "capacity-scheduler.xml") + "\n" +
+				"the ResourceManager's queues: root, root.default, root.alpha, root.locked, root.small, root.stopped, root.extra\n"},
 			{user: "bob", code: 255, out: "refreshQueues: " + aclError + "User bob doesn't have permission to call 'refreshQueues'\n"},
 		}
 		for _, tt := range tests {
