@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -56,13 +57,16 @@ type options struct {
 	size                  int64
 	showAppInfo           bool
 	showContainerInfo     bool
+	// patterns is -log_files_pattern: regular expressions any of which a
+	// file name contains.
+	patterns []*regexp.Regexp
 	// outDir is -out: one file per container under <out>/<node>/.
 	outDir string
 	// am is -am: AM attempts, 1-based, -1 for the last.
 	am []int
 }
 
-const usage = `usage: knit logs -applicationId <application ID> [-containerId <container ID>] [-log_files <file1,file2>] [-size <bytes>]
+const usage = `usage: knit logs -applicationId <application ID> [-containerId <container ID>] [-log_files <file1,file2> | -log_files_pattern <regex,...>] [-size <bytes>]
        [-appOwner <user>] [-am <AM numbers, -1 for the last>] [-out <dir>] [-show_application_log_info] [-show_container_log_info]`
 
 func parse(args []string) (options, error) {
@@ -89,6 +93,14 @@ func parse(args []string) (options, error) {
 			o.container = v
 		case "appOwner":
 			o.owner = v
+		case "log_files_pattern":
+			for _, p := range strings.Split(v, ",") {
+				re, err := regexp.Compile(strings.TrimSpace(p))
+				if err != nil {
+					return o, fmt.Errorf("-log_files_pattern %q: %w", p, err)
+				}
+				o.patterns = append(o.patterns, re)
+			}
 		case "log_files", "logFiles":
 			for _, f := range strings.Split(v, ",") {
 				if f = strings.TrimSpace(f); f != "" {
@@ -127,7 +139,13 @@ func parse(args []string) (options, error) {
 		o.app = c.Attempt.App.String()
 	}
 	if o.app == "" {
-		return o, errors.New("-applicationId is required")
+		return o, errors.New("Both applicationId and containerId are missing,  one of them must be specified.")
+	}
+	if len(o.files) > 0 && len(o.patterns) > 0 {
+		return o, errors.New("Invalid options. Can only accept one of log_files/log_files_pattern.")
+	}
+	if o.showAppInfo && o.showContainerInfo {
+		return o, errors.New("Invalid options. Can only accept one of show_application_log_info/show_container_log_info.")
 	}
 	return o, nil
 }
@@ -276,6 +294,9 @@ func (o options) wants(c string, ams []string) bool {
 }
 
 func (o options) wantsFile(name string) bool {
+	if len(o.patterns) > 0 {
+		return slices.ContainsFunc(o.patterns, func(re *regexp.Regexp) bool { return re.MatchString(name) })
+	}
 	return len(o.files) == 0 || slices.Contains(o.files, "ALL") || slices.Contains(o.files, "*") || slices.Contains(o.files, name)
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -196,5 +197,26 @@ func TestOutAMAndContainerInfoOptions(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "                        stdout\t                             4\tThu Nov 26 08:12:35 +0000 2026\t                    AGGREGATED\n") {
 		t.Errorf("-show_container_log_info:\n%s", out.String())
+	}
+}
+
+func TestLogFilesPattern(t *testing.T) {
+	const app = "application_1795680442682_0005"
+	c := layOut(t, aggregated.FormatTFile, "tfile", app, time.Date(2026, 11, 26, 8, 12, 35, 0, time.UTC))
+	cfg := Config{RM: &fakeRM{state: yarnpb.YarnApplicationStateProto_FINISHED, user: "root"}, User: "root", Conf: c, Location: time.UTC}
+	var out, errOut bytes.Buffer
+	if code := Run(t.Context(), []string{"-applicationId", app, "-log_files_pattern", "^std,AppMaster"}, &out, &errOut, cfg); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	got := regexp.MustCompile(`(?m)^LogType:(.*)$`).FindAllStringSubmatch(out.String(), -1)
+	var names []string
+	for _, m := range got {
+		names = append(names, m[1])
+	}
+	if want := "stderr stdout stderr stdout AppMaster.stderr AppMaster.stdout"; strings.Join(names, " ") != want {
+		t.Errorf("files %v, want %s", names, want)
+	}
+	if code := Run(t.Context(), []string{"-applicationId", app, "-log_files", "stdout", "-log_files_pattern", "x"}, &out, &errOut, cfg); code == 0 {
+		t.Error("-log_files with -log_files_pattern accepted")
 	}
 }
