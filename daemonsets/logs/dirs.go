@@ -146,6 +146,15 @@ func (d Dirs) Record(app string) (AppRecord, bool) {
 	return r, true
 }
 
+// HasRecord reports whether the application's record is kept.
+func (d Dirs) HasRecord(app string) bool {
+	if len(d) == 0 || !validName(app) {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(d[0], app, appRecordName))
+	return err == nil
+}
+
 // SetRecord keeps the application's record, atomically.
 func (d Dirs) SetRecord(app string, r AppRecord) error {
 	if len(d) == 0 || !validName(app) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"sync"
 
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
@@ -71,9 +70,6 @@ type PodSource struct {
 	nodeName    string
 	nodeFactory informers.SharedInformerFactory
 	nodes       corelisters.NodeLister
-
-	mu       sync.Mutex
-	recorded map[string]bool
 }
 
 var _ CapacitySource = (*PodSource)(nil)
@@ -92,7 +88,7 @@ func NewPodSource(client kubernetes.Interface, nodeName string, dirs Dirs, log *
 			o.LabelSelector = launch.LabelContainer
 		}))
 	inf := factory.Core().V1().Pods()
-	s := &PodSource{dirs: dirs, log: log, factory: factory, lister: inf.Lister(), synced: inf.Informer().HasSynced, recorded: map[string]bool{}, nodeName: nodeName}
+	s := &PodSource{dirs: dirs, log: log, factory: factory, lister: inf.Lister(), synced: inf.Informer().HasSynced, nodeName: nodeName}
 	s.nodeFactory = informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", nodeName).String()
@@ -151,8 +147,9 @@ func (s *PodSource) Containers() []Container {
 	return out
 }
 
-// record keeps the application's owner and ACLs, once per application
-// and knit-node run.
+// record keeps the application's owner and ACLs beside its logs, from
+// the first of its started containers seen (the file's presence is the
+// only state: nothing grows in memory with the applications).
 func (s *PodSource) record(p *corev1.Pod) {
 	v, ok := p.Annotations[launch.AnnotationContext]
 	if !ok {
@@ -167,22 +164,12 @@ func (s *PodSource) record(p *corev1.Pod) {
 		return
 	}
 	app := id.Attempt.App.String()
-	s.mu.Lock()
-	done := s.recorded[app]
-	s.recorded[app] = true
-	s.mu.Unlock()
-	if done {
-		return
-	}
-	if _, ok := s.dirs.Record(app); ok {
+	if s.dirs.HasRecord(app) {
 		return
 	}
 	rec := AppRecord{Owner: lc.User, ACLs: ACLsOfLaunchContext(lc.LaunchContext)}
 	if err := s.dirs.SetRecord(app, rec); err != nil {
 		s.log.Warn("keep application owner and ACLs", "app", app, "err", err)
-		s.mu.Lock()
-		delete(s.recorded, app)
-		s.mu.Unlock()
 	}
 }
 
