@@ -146,6 +146,16 @@ func (d Dirs) Record(app string) (AppRecord, bool) {
 	return r, true
 }
 
+// hasContainer reports whether the container has a log folder in the
+// first log dir.
+func (d Dirs) hasContainer(app, container string) bool {
+	if len(d) == 0 || !validName(app) || !validName(container) {
+		return false
+	}
+	st, err := os.Stat(filepath.Join(d[0], app, container))
+	return err == nil && st.IsDir()
+}
+
 // HasRecord reports whether the application's record is kept.
 func (d Dirs) HasRecord(app string) bool {
 	if len(d) == 0 || !validName(app) {

@@ -164,7 +164,10 @@ func (s *PodSource) record(p *corev1.Pod) {
 		return
 	}
 	app := id.Attempt.App.String()
-	if s.dirs.HasRecord(app) {
+	// Only once the localizer has made the container's log folder, and so
+	// never for an application whose logs are gone already (a late event
+	// of one of its pods).
+	if s.dirs.HasRecord(app) || !s.dirs.hasContainer(app, lc.ContainerID) {
 		return
 	}
 	rec := AppRecord{Owner: lc.User, ACLs: ACLsOfLaunchContext(lc.LaunchContext)}

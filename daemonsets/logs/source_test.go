@@ -2,6 +2,8 @@ package logs
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -44,6 +46,10 @@ func TestPodSourceReadsContainersAndKeepsTheApplicationsACLs(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
 		corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourceCPU: resource.MustParse("8")}}}
 	dirs := Dirs{t.TempDir()}
+	// The localizer has made the running container's log folder.
+	if err := os.MkdirAll(filepath.Join(dirs[0], runningApp, runningCID), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	src, err := NewPodSource(fake.NewClientset(running, done, node), "node-1", dirs, nil)
 	if err != nil {
 		t.Fatal(err)
