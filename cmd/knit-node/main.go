@@ -366,17 +366,23 @@ func newAggregator(f flags, d nodeDirs, conf *hadoopconf.Configuration, s logs.S
 
 // runNodeWeb serves the NodeManager web port (node web services and log
 // pages) and runs log aggregation when it is on.
-func runNodeWeb(run lifecycle.Runner, f flags, d nodeDirs, client kubernetes.Interface, s logs.Settings, agg *logs.Aggregator) error {
+func runNodeWeb(run lifecycle.Runner, f flags, d nodeDirs, client kubernetes.Interface, conf *hadoopconf.Configuration, s logs.Settings, agg *logs.Aggregator) error {
 	src, err := logs.NewPodSource(client, f.nodeName, logs.Dirs(d.logs), run.Logger.With("component", "logs"))
 	if err != nil {
 		return err
 	}
 	run.Background("container pods (logs)", src.Run)
 	web := net.JoinHostPort(f.address, strconv.Itoa(f.nmWebPort))
+	// The pages of containers whose logs have left the node read the
+	// aggregated files.
+	remote, err := logs.AggregatedFromHadoop(hadoopLookup(conf))
+	if err != nil {
+		run.Logger.Warn("log pages will not show aggregated logs", "err", err)
+	}
 	e, err := logs.New(logs.Config{
 		NodeID: net.JoinHostPort(f.address, strconv.Itoa(f.nmPort)), WebAddress: web,
 		Dirs: logs.Dirs(d.logs), Source: src, Access: s.Access, RMWebAddress: s.RMWebAddress,
-		Logger: run.Logger.With("component", "nm-web"),
+		Aggregated: remote, Logger: run.Logger.With("component", "nm-web"),
 	})
 	if err != nil {
 		return err

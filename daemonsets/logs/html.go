@@ -42,6 +42,9 @@ func (s *server) htmlAccess(c echo.Context) (Container, bool, error) {
 		return ctr, false, s.htmlPage(c, http.StatusBadRequest, title, h1("Invalid container ID: "+id))
 	}
 	if !ok {
+		if done, err := s.aggregatedPage(c, ctr, c.Param("file")); done {
+			return ctr, false, err
+		}
 		return ctr, false, s.htmlPage(c, http.StatusNotFound, title, h1("Unknown container. Container either has not started or has already completed or doesn't belong to this node at all."))
 	}
 	if ctr.User != "" && user != ctr.User {
@@ -95,23 +98,9 @@ func (s *server) htmlFile(c echo.Context) error {
 		return s.htmlPage(c, http.StatusNotFound, title, h1("Cannot get container logs. Log file "+name+" not found"))
 	}
 	length := f.Info.Size()
-	start, err1 := param(c, "start", -4096)
-	end, err2 := param(c, "end", length)
-	if err1 != nil || err2 != nil {
-		return s.htmlPage(c, http.StatusBadRequest, title, h1("Invalid start or end value."))
-	}
-	if start < 0 {
-		start = max(length+start, 0)
-	}
-	if end < 0 {
-		end = length + end
-		if end < 0 {
-			end = length
-		}
-	}
-	end = min(end, length)
-	if start > end {
-		return s.htmlPage(c, http.StatusOK, title, h1("Invalid start and end values. Start: ["+strconv.FormatInt(start, 10)+"], end["+strconv.FormatInt(end, 10)+"]"))
+	start, end, msg := pageRange(c, length)
+	if msg != "" {
+		return s.htmlPage(c, http.StatusOK, title, h1(msg))
 	}
 	file, err := os.Open(f.Path)
 	if err != nil {
@@ -155,6 +144,31 @@ func (s *server) streamPage(c echo.Context, title, before string, r io.Reader, a
 	}
 	_, _ = io.WriteString(w, after+pageTail)
 	return nil
+}
+
+// pageRange is ContainerLogsBlock's byte range of a log of length bytes:
+// start (default -4096) to end (default the length), negative values
+// counting from the end; msg says why there is none.
+func pageRange(c echo.Context, length int64) (start, end int64, msg string) {
+	start, err1 := param(c, "start", -4096)
+	end, err2 := param(c, "end", length)
+	if err1 != nil || err2 != nil {
+		return 0, 0, "Invalid start or end value."
+	}
+	if start < 0 {
+		start = max(length+start, 0)
+	}
+	if end < 0 {
+		end = length + end
+		if end < 0 {
+			end = length
+		}
+	}
+	end = min(end, length)
+	if start > end {
+		return 0, 0, "Invalid start and end values. Start: [" + strconv.FormatInt(start, 10) + "], end[" + strconv.FormatInt(end, 10) + "]"
+	}
+	return start, end, ""
 }
 
 func param(c echo.Context, name string, def int64) (int64, error) {

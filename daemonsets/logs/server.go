@@ -39,6 +39,9 @@ type Config struct {
 	Access Access
 	// RMWebAddress is the RM's web address, linked from the HTML pages.
 	RMWebAddress string
+	// Aggregated, if set, is where the log pages find the logs of
+	// containers that have left the node.
+	Aggregated *Aggregated
 	// MemoryMB and VCores are what the node offers containers.
 	MemoryMB, VCores int64
 	// Started is when knit-node started.

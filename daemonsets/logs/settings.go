@@ -64,3 +64,22 @@ func StoreFor(root string, conf func(string) (string, bool)) (Store, error) {
 	}
 	return LocalStore{}, nil
 }
+
+// AggregatedFromHadoop is where the log pages read aggregated logs, every
+// format yarn.log-aggregation.file-formats lists; nil when aggregation is
+// off or its store cannot be read.
+func AggregatedFromHadoop(conf aggregated.Conf) (*Aggregated, error) {
+	s, err := SettingsFromHadoop(conf)
+	if err != nil || !s.Aggregate {
+		return nil, err
+	}
+	l, err := ListerFor(s.Layout.Root, conf)
+	if err != nil {
+		return nil, err
+	}
+	a := &Aggregated{Lister: l}
+	for _, f := range aggregated.ReadFormats(conf) {
+		a.Layouts = append(a.Layouts, aggregated.LayoutFor(f, conf))
+	}
+	return a, nil
+}
