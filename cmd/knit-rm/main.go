@@ -33,6 +33,7 @@ import (
 	rmrest "github.com/knitdev/knit/rm/rest"
 	"github.com/knitdev/knit/rm/store"
 	"github.com/knitdev/knit/rm/tokens"
+	"github.com/knitdev/knit/rm/webui"
 )
 
 // flags are knit-rm's command line.
@@ -262,11 +263,16 @@ func serveREST(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSett
 		return err
 	}
 	proxy.Register(e)
+	ui, err := webui.New(webui.Config{Cluster: r.WebUI(sched), Logger: run.Logger.With("component", "webui")})
+	if err != nil {
+		return err
+	}
+	ui.Register(e)
 	if err := m.register(e, r, sched); err != nil {
 		return err
 	}
 	run.Lifecycle.Append(fx.StopHook(proxy.Close))
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
-	run.Serve(lifecycle.Endpoint{Name: "web port (REST, web proxy, metrics)", Address: settings.WebappAddress, Server: srv})
+	run.Serve(lifecycle.Endpoint{Name: "web port (REST, web UI, web proxy, metrics)", Address: settings.WebappAddress, Server: srv})
 	return nil
 }
