@@ -100,7 +100,7 @@ func main() {
 func options(f flags) fx.Option {
 	return fx.Options(
 		fx.Supply(f),
-		fx.Provide(newLogger, newRESTConfig, newKubernetes, newMetadata, newNodeDirs, newHadoopConf, newAuxServices, newAuxHost, newLocalizer, newLogSettings, newAggregator),
+		fx.Provide(newLogger, newRESTConfig, newKubernetes, newMetadata, newNodeDirs, newHadoopConf, newAuxServices, newAuxHost, newLocalizer, newLogSettings, newStatusPublisher, newAggregator),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
 		fx.Invoke(runRelay, runAuxHost, runLocalizer, runNodeWeb),
 	)
@@ -346,10 +346,10 @@ func newLogSettings(conf *hadoopconf.Configuration) (logs.Settings, error) {
 // aggregation when yarn.log-aggregation-enable is set (and the remote app
 // log dir is one knit-node writes), else deletion after
 // yarn.nodemanager.log.retain-seconds; nil when that is not positive.
-func newAggregator(f flags, d nodeDirs, conf *hadoopconf.Configuration, s logs.Settings, log *slog.Logger) (*logs.Aggregator, error) {
+func newAggregator(f flags, d nodeDirs, conf *hadoopconf.Configuration, s logs.Settings, status *logs.StatusPublisher, log *slog.Logger) (*logs.Aggregator, error) {
 	cfg := logs.AggregatorConfig{
 		Dirs: logs.Dirs(d.logs), NodeID: net.JoinHostPort(f.address, strconv.Itoa(f.nmPort)),
-		Format: s.Format, Layout: s.Layout, Retain: s.Retain, Logger: log.With("component", "log-aggregation"),
+		Format: s.Format, Layout: s.Layout, Retain: s.Retain, Status: status, Logger: log.With("component", "log-aggregation"),
 	}
 	if s.Aggregate {
 		store, err := logs.StoreFor(s.Layout.Root, hadoopLookup(conf))
@@ -364,9 +364,15 @@ func newAggregator(f flags, d nodeDirs, conf *hadoopconf.Configuration, s logs.S
 	return logs.NewAggregator(cfg)
 }
 
+// newStatusPublisher publishes the node's log aggregation statuses on its
+// Node, for the RM's application reports.
+func newStatusPublisher(f flags, client kubernetes.Interface, log *slog.Logger) *logs.StatusPublisher {
+	return logs.NewStatusPublisher(client, f.nodeName, log.With("component", "log-aggregation"))
+}
+
 // runNodeWeb serves the NodeManager web port (node web services and log
 // pages) and runs log aggregation when it is on.
-func runNodeWeb(run lifecycle.Runner, f flags, d nodeDirs, client kubernetes.Interface, conf *hadoopconf.Configuration, s logs.Settings, agg *logs.Aggregator) error {
+func runNodeWeb(run lifecycle.Runner, f flags, d nodeDirs, client kubernetes.Interface, conf *hadoopconf.Configuration, s logs.Settings, agg *logs.Aggregator, status *logs.StatusPublisher) error {
 	src, err := logs.NewPodSource(client, f.nodeName, logs.Dirs(d.logs), run.Logger.With("component", "logs"))
 	if err != nil {
 		return err
@@ -390,6 +396,9 @@ func runNodeWeb(run lifecycle.Runner, f flags, d nodeDirs, client kubernetes.Int
 	run.Serve(lifecycle.Endpoint{Name: "nm web port", Address: web, Server: &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second}})
 	if agg != nil {
 		run.Background("log aggregation", agg.Run)
+	}
+	if s.Aggregate {
+		run.Background("log aggregation statuses", status.Run)
 	}
 	return nil
 }

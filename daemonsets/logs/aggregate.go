@@ -69,6 +69,9 @@ type AggregatorConfig struct {
 	Store Store
 	// Retain is yarn.nodemanager.log.retain-seconds, used without a Store.
 	Retain time.Duration
+	// Status, if set, hears how each application's aggregation goes
+	// (a *StatusPublisher, for the RM's reports).
+	Status StatusSink
 	// MaxAttempts bounds the stores of one application; then its
 	// aggregation is FAILED and its logs stay on the node. Zero means 10.
 	MaxAttempts int
@@ -142,6 +145,7 @@ func (a *Aggregator) ApplicationEnded(_ context.Context, app string) error {
 	if err := os.WriteFile(filepath.Join(dir, endedMarker), nil, 0o644); err != nil {
 		return fmt.Errorf("logs: mark %s ended: %w", app, err)
 	}
+	a.setStatus(app, StatusRunning)
 	a.queue.Add(app)
 	return nil
 }
@@ -194,6 +198,7 @@ func (a *Aggregator) process(ctx context.Context) bool {
 	}
 	err := a.Aggregate(ctx, app)
 	if err == nil {
+		a.setStatus(app, StatusSucceeded)
 		a.queue.Forget(app)
 		a.mu.Lock()
 		delete(a.attempts, app)
@@ -211,6 +216,7 @@ func (a *Aggregator) process(ctx context.Context) bool {
 		a.log.ErrorContext(ctx, "log aggregation FAILED; the logs stay on the node", "app", app, "attempts", n, "err", err)
 		_ = os.WriteFile(filepath.Join(a.cfg.Dirs[0], app, failedMarker), []byte(err.Error()), 0o644)
 		_ = os.Remove(filepath.Join(a.cfg.Dirs[0], app, endedMarker))
+		a.setStatus(app, StatusFailed)
 		a.queue.Forget(app)
 		a.mu.Lock()
 		delete(a.attempts, app)
@@ -346,6 +352,13 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// setStatus tells the status sink, when aggregation is on.
+func (a *Aggregator) setStatus(app, status string) {
+	if a.cfg.Status != nil && a.cfg.Store != nil {
+		a.cfg.Status.SetStatus(app, status)
+	}
 }
 
 // expire deletes the logs of an application that ended Retain ago, or

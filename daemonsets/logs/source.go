@@ -147,6 +147,19 @@ func (s *PodSource) Containers() []Container {
 	return out
 }
 
+// Pods lists the node's container pods from the informer's cache; before
+// the first sync, none. The pods are shared: callers must not change them.
+func (s *PodSource) Pods() []*corev1.Pod {
+	if !s.synced() {
+		return nil
+	}
+	pods, err := s.lister.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	return pods
+}
+
 // record keeps the application's owner and ACLs beside its logs, from
 // the first of its started containers seen (the file's presence is the
 // only state: nothing grows in memory with the applications).

@@ -186,6 +186,46 @@ func EncodeAuxServices(services map[string][]byte) (string, error) {
 	return string(b), nil
 }
 
+// The log-aggregation contract between knit-node and the RM: knit-node
+// publishes, on its Node, how the aggregation of each application that
+// ended there lately went; the RM's application reports combine the nodes
+// an application ran on (YARN's LogAggregationStatus).
+const (
+	// AnnotationLogAggregation, on a Node, holds the JSON object
+	// application id → LogAggregationStatus name (RUNNING, SUCCEEDED,
+	// FAILED) of the node's recent applications.
+	AnnotationLogAggregation = "knit.io/log-aggregation"
+	// MaxLogAggregationApps bounds the applications one node publishes:
+	// the oldest go first.
+	MaxLogAggregationApps = 256
+	// MaxLogAggregationBytes bounds the annotation.
+	MaxLogAggregationBytes = 32 << 10
+)
+
+// EncodeLogAggregation is the AnnotationLogAggregation value of statuses.
+func EncodeLogAggregation(statuses map[string]string) (string, error) {
+	b, err := json.Marshal(statuses)
+	if err != nil {
+		return "", fmt.Errorf("launch: encode log aggregation: %w", err)
+	}
+	if len(b) > MaxLogAggregationBytes {
+		return "", fmt.Errorf("launch: log aggregation statuses of %d bytes are over the limit of %d", len(b), MaxLogAggregationBytes)
+	}
+	return string(b), nil
+}
+
+// DecodeLogAggregation reads an AnnotationLogAggregation value.
+func DecodeLogAggregation(s string) (map[string]string, error) {
+	if len(s) > MaxLogAggregationBytes {
+		return nil, fmt.Errorf("launch: log aggregation statuses of %d bytes are over the limit of %d", len(s), MaxLogAggregationBytes)
+	}
+	statuses := map[string]string{}
+	if err := json.Unmarshal([]byte(s), &statuses); err != nil {
+		return nil, fmt.Errorf("launch: decode log aggregation: %w", err)
+	}
+	return statuses, nil
+}
+
 // DecodeAuxServices reads an AnnotationAuxServices value.
 func DecodeAuxServices(s string) (map[string][]byte, error) {
 	if len(s) > MaxAuxServicesBytes {
