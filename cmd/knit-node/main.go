@@ -393,6 +393,9 @@ func runNodeWeb(run lifecycle.Runner, f flags, d nodeDirs, client kubernetes.Int
 	if err != nil {
 		return err
 	}
+	if err := serveNodeMetrics(e, src, run.Logger.With("component", "metrics")); err != nil {
+		return err
+	}
 	run.Serve(lifecycle.Endpoint{Name: "nm web port", Address: web, Server: &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second}})
 	if agg != nil {
 		run.Background("log aggregation", agg.Run)

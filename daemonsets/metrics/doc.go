@@ -1,0 +1,23 @@
+// Package metrics measures the containers that run on a node for knit-node's
+// Prometheus /metrics, as a NodeManager's ContainersMonitor does: CPU time,
+// memory (RSS, and page cache where a cgroup tells it) and disk IO, labelled
+// with each container's application, container id, queue and user.
+//
+// A container is measured where the node has it:
+//
+//   - cgroup v2 (real nodes): the pod's cgroup that the kubelet made under
+//     kubepods (systemd or cgroupfs driver, any QoS class): cpu.stat
+//     usage_usec, memory.stat anon and file, io.stat rbytes and wbytes.
+//   - /proc (process nodes, where a container is a process tree on the
+//     machine): the processes whose environment holds the container's
+//     CONTAINER_ID, which knit-launcher's launch script exports to
+//     everything it runs; their utime, stime and the times of the children
+//     they reaped (/proc/<pid>/stat), their resident pages (statm) and
+//     their read and write bytes (/proc/<pid>/io, where readable).
+//
+// Each scrape reads the files anew (a Collector keeps no samples), once for
+// all containers. The registry is the caller's.
+//
+// Imports: the standard library, prometheus/client_golang, client-go's
+// core types and rks/launch (the pod labels).
+package metrics
