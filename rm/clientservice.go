@@ -320,6 +320,7 @@ func (rm *ResourceManager) GetApplicationReport(ctx context.Context, req *yarnpb
 	defer e.mu.Unlock()
 	access := rm.canAccess(e, user, yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP)
 	report := e.app.Report(apps.ReportOptions{Now: rm.now(), Access: access})
+	rm.setLogAggregationStatus(ctx, e, report)
 	// An unmanaged AM runs wherever its submitter runs it: the submitter
 	// reads the AMRMToken from the report (RMAppImpl shows it to the owner).
 	if e.amrmToken != nil && e.app.Unmanaged() && shortName(user) == e.app.User() {
@@ -352,7 +353,9 @@ func (rm *ResourceManager) GetApplications(ctx context.Context, req *yarnpb.GetA
 		}
 		e.mu.Lock()
 		if f.Matches(e.app) {
-			resp.Applications = append(resp.Applications, e.app.Report(apps.ReportOptions{Now: now, Access: view(e.app)}))
+			r := e.app.Report(apps.ReportOptions{Now: now, Access: view(e.app)})
+			rm.setLogAggregationStatus(ctx, e, r)
+			resp.Applications = append(resp.Applications, r)
 		}
 		e.mu.Unlock()
 	}

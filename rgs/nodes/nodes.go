@@ -248,6 +248,21 @@ func (l *Lister) NodeName(host string) (string, bool) {
 	return "", false
 }
 
+// LogAggregation returns the log aggregation statuses knit-node publishes
+// on the node (application id → LogAggregationStatus name); none when it
+// publishes none.
+func (l *Lister) LogAggregation(nodeName string) map[string]string {
+	n, err := l.nodes.Get(nodeName)
+	if err != nil {
+		return nil
+	}
+	statuses, err := launch.DecodeLogAggregation(n.Annotations[launch.AnnotationLogAggregation])
+	if err != nil {
+		return nil
+	}
+	return statuses
+}
+
 // AuxServices returns the aux services knit-node runs on the node and their
 // metadata, as it publishes them on its Node; none when it publishes none.
 func (l *Lister) AuxServices(nodeName string) map[string][]byte {

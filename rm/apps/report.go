@@ -71,8 +71,9 @@ func (a *Application) Report(o ReportOptions) *yarnpb.ApplicationReportProto {
 		if t.inScheduler() {
 			r.AppResource_Usage = a.liveUsage(t)
 		}
-		// Knit aggregates no logs; YARN reports DISABLED then, once
-		// there is an attempt.
+		// DISABLED, as YARN reports without log aggregation once there
+		// is an attempt; with it on, the RM's services put the nodes'
+		// status here (rm/logaggregation.go).
 		r.LogAggregationStatus = yarnpb.LogAggregationStatusProto_LOG_DISABLED.Enum()
 	}
 	r.Diagnostics = proto.String(a.Diagnostics())

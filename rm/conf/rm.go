@@ -36,6 +36,13 @@ type RMSettings struct {
 	ACLEnable bool
 	// AdminACL is yarn.admin.acl in AccessControlList syntax.
 	AdminACL string
+	// LogAggregationEnable is yarn.log-aggregation-enable: reports show
+	// the nodes' log aggregation status instead of DISABLED.
+	LogAggregationEnable bool
+	// LogAggregationStatusTimeout is yarn.log-aggregation-status.time-out.ms:
+	// how long after an application ends its aggregation may run before
+	// reports say TIME_OUT.
+	LogAggregationStatusTimeout time.Duration
 	// MaxApplicationPriority is the highest priority an application gets;
 	// higher ones are lowered to it.
 	MaxApplicationPriority int
@@ -115,6 +122,10 @@ func LoadRMSettings(c *hadoopconf.Configuration) (RMSettings, error) {
 	num(&s.AMMaxAttempts, hadoopconf.KeyRMAMMaxAttempts)
 	acl, err := d.GetBool(hadoopconf.KeyACLEnable, false)
 	s.ACLEnable = acl
+	errs = append(errs, err)
+	s.LogAggregationEnable, err = d.GetBool("yarn.log-aggregation-enable", false)
+	errs = append(errs, err)
+	s.LogAggregationStatusTimeout, err = d.GetDuration("yarn.log-aggregation-status.time-out.ms", 10*time.Minute, time.Millisecond)
 	errs = append(errs, err)
 	// ACL strings are not trimmed: " " (nobody) differs from "" (unset).
 	s.AdminACL, err = d.Get(hadoopconf.KeyAdminACL, "*")

@@ -26,6 +26,7 @@ func TestDefaultRMSettingsAreYarns(t *testing.T) {
 		AMMaxAttempts:                     2,
 		ACLEnable:                         false,
 		AdminACL:                          "*",
+		LogAggregationStatusTimeout:       10 * time.Minute,
 		MinAllocationMB:                   1024,
 		MaxAllocationMB:                   8192,
 		MinAllocationVcores:               1,
