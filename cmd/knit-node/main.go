@@ -372,7 +372,7 @@ func newStatusPublisher(f flags, client kubernetes.Interface, log *slog.Logger) 
 
 // runNodeWeb serves the NodeManager web port (node web services and log
 // pages) and runs log aggregation when it is on.
-func runNodeWeb(run lifecycle.Runner, f flags, d nodeDirs, client kubernetes.Interface, conf *hadoopconf.Configuration, s logs.Settings, agg *logs.Aggregator, status *logs.StatusPublisher) error {
+func runNodeWeb(run lifecycle.Runner, f flags, d nodeDirs, client kubernetes.Interface, conf *hadoopconf.Configuration, s logs.Settings, agg *logs.Aggregator, status *logs.StatusPublisher, aux []auxservice.Service) error {
 	src, err := logs.NewPodSource(client, f.nodeName, logs.Dirs(d.logs), run.Logger.With("component", "logs"))
 	if err != nil {
 		return err
@@ -393,7 +393,7 @@ func runNodeWeb(run lifecycle.Runner, f flags, d nodeDirs, client kubernetes.Int
 	if err != nil {
 		return err
 	}
-	if err := serveNodeMetrics(e, src, run.Logger.With("component", "metrics")); err != nil {
+	if err := serveNodeMetrics(e, src, aux, run.Logger.With("component", "metrics")); err != nil {
 		return err
 	}
 	run.Serve(lifecycle.Endpoint{Name: "nm web port", Address: web, Server: &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second}})
