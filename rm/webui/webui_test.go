@@ -281,7 +281,7 @@ func TestNodesAndSchedulerPages(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("nodes: %d", code)
 	}
-	wantAll(t, "nodes", body, "127.0.1.1:8041", `href="http://127.0.1.1:8042"`, "knit-node-1", "RUNNING", "1.0 GB", "3.0 GB", `width="25"`)
+	wantAll(t, "nodes", body, "127.0.1.1:8041", `href="http://127.0.1.1:8042/ws/v1/node/info"`, "knit-node-1", "RUNNING", "1.0 GB", "3.0 GB", `width="25"`)
 	inert(t, "nodes", body)
 
 	code, _, body = get(t, srv, "/cluster/scheduler")
