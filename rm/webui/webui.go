@@ -257,27 +257,23 @@ func (u *UI) app(c echo.Context) error {
 }
 
 func (u *UI) nodes(c echo.Context) error {
-	p := u.newPage(c, "Nodes of the cluster", "nodes")
-	if err := u.withMetrics(c, p); err != nil {
-		return u.fail(c, err)
-	}
-	list, err := u.cfg.Cluster.Nodes(c.Request().Context())
-	if err != nil {
-		return u.fail(c, err)
-	}
-	p.Data = list
-	return u.render(c, http.StatusOK, "nodes", p)
+	return listPage(u, c, "Nodes of the cluster", "nodes", u.cfg.Cluster.Nodes)
 }
 
 func (u *UI) scheduler(c echo.Context) error {
-	p := u.newPage(c, "Queues", "scheduler")
+	return listPage(u, c, "Queues", "scheduler", u.cfg.Cluster.Queues)
+}
+
+// listPage renders a page of the cluster metrics and one list.
+func listPage[T any](u *UI, c echo.Context, title, name string, list func(context.Context) ([]T, error)) error {
+	p := u.newPage(c, title, name)
 	if err := u.withMetrics(c, p); err != nil {
 		return u.fail(c, err)
 	}
-	list, err := u.cfg.Cluster.Queues(c.Request().Context())
+	v, err := list(c.Request().Context())
 	if err != nil {
 		return u.fail(c, err)
 	}
-	p.Data = list
-	return u.render(c, http.StatusOK, "scheduler", p)
+	p.Data = v
+	return u.render(c, http.StatusOK, name, p)
 }
