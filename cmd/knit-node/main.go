@@ -63,6 +63,9 @@ type flags struct {
 	// shuffleCert and shuffleKey are the PEM key pair the shuffle serves
 	// HTTPS with when mapreduce.shuffle.ssl.enabled is set.
 	shuffleCert, shuffleKey string
+	// cgroupRoot is where the host's cgroup v2 hierarchy is seen, for
+	// the containers' metrics.
+	cgroupRoot string
 }
 
 func main() {
@@ -85,6 +88,7 @@ func main() {
 	flag.StringVar(&f.appsNamespace, "applications-namespace", "knit", "namespace of the RM's YarnApplications (knit-rm's --namespace), watched to end applications on the node")
 	flag.StringVar(&f.shuffleCert, "shuffle-tls-cert", "", "PEM certificate (chain) of the shuffle's HTTPS, used when mapreduce.shuffle.ssl.enabled is true")
 	flag.StringVar(&f.shuffleKey, "shuffle-tls-key", "", "PEM private key of --shuffle-tls-cert")
+	flag.StringVar(&f.cgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where the host's cgroup v2 hierarchy is mounted, to measure the containers' pods (/metrics)")
 	flag.Parse()
 
 	app := fx.New(options(f))
@@ -393,7 +397,7 @@ func runNodeWeb(run lifecycle.Runner, f flags, d nodeDirs, client kubernetes.Int
 	if err != nil {
 		return err
 	}
-	if err := serveNodeMetrics(e, src, aux, run.Logger.With("component", "metrics")); err != nil {
+	if err := serveNodeMetrics(e, src, aux, f.cgroupRoot, run.Logger.With("component", "metrics")); err != nil {
 		return err
 	}
 	run.Serve(lifecycle.Endpoint{Name: "nm web port", Address: web, Server: &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second}})

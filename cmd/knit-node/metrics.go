@@ -17,9 +17,9 @@ import (
 // containers' use (daemonsets/metrics), the MapReduce shuffle's figures
 // when it runs here, and the Go runtime of knit-node, on a registry of its
 // own.
-func serveNodeMetrics(e *echo.Echo, pods metrics.Pods, aux []auxservice.Service, log *slog.Logger) error {
+func serveNodeMetrics(e *echo.Echo, pods metrics.Pods, aux []auxservice.Service, cgroupRoot string, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
-	col, err := metrics.NewCollector(metrics.Config{Pods: pods, Logger: log})
+	col, err := metrics.NewCollector(metrics.Config{Pods: pods, CgroupRoot: cgroupRoot, Logger: log})
 	if err != nil {
 		return err
 	}
