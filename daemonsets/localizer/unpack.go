@@ -162,6 +162,12 @@ func unzip(ctx context.Context, src, dst string, keep *regexp.Regexp, lim limits
 		return badArchive("%w", err)
 	}
 	defer zr.Close()
+	return unzipFrom(ctx, &zr.Reader, dst, keep, lim)
+}
+
+// unzipFrom is unzip of an archive already open (the fuzz target's, in
+// memory).
+func unzipFrom(ctx context.Context, zr *zip.Reader, dst string, keep *regexp.Regexp, lim limits) error {
 	u, err := newUnpacker(dst, lim)
 	if err != nil {
 		return err
@@ -170,7 +176,7 @@ func unzip(ctx context.Context, src, dst string, keep *regexp.Regexp, lim limits
 	return u.finish(dst, u.unzip(ctx, zr, keep))
 }
 
-func (u *unpacker) unzip(ctx context.Context, zr *zip.ReadCloser, keep *regexp.Regexp) error {
+func (u *unpacker) unzip(ctx context.Context, zr *zip.Reader, keep *regexp.Regexp) error {
 	for _, f := range zr.File {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package localizer
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"errors"
@@ -307,7 +308,11 @@ func FuzzUnzip(f *testing.F) {
 	roots := newFuzzRoots(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		root := roots.next(t)
-		_ = unpackInto(t, root, "zip", data, fuzzLimits())
+		// The archive is read from memory: the file unzip opens is
+		// zip.OpenReader's business, not the unpacker's.
+		if zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data))); err == nil {
+			_ = unzipFrom(context.Background(), zr, filepath.Join(root, "dst"), nil, fuzzLimits())
+		}
 		assertContained(t, root)
 	})
 }
