@@ -9,8 +9,15 @@
 //     the application's owner, an admin (yarn.admin.acl) or on its
 //     VIEW_APP ACL.
 //   - Aggregator writes an ended application's container logs to
-//     yarn.nodemanager.remote-app-log-dir in the TFile or Indexed format
-//     (package aggregated), and removes the node's copy only once stored.
+//     yarn.nodemanager.remote-app-log-dir (a local path, file://, s3a://
+//     or s3://) in the TFile or Indexed format (package aggregated), with
+//     retries and backoff, and removes the node's copy only once stored;
+//     without aggregation it deletes them after
+//     yarn.nodemanager.log.retain-seconds. StatusPublisher puts each
+//     application's outcome on the Node for the RM's reports.
+//   - The log pages of containers whose logs have left the node read the
+//     node's aggregated file (Aggregated); `knit logs` (cli/logs) reads the
+//     same files and the same web services.
 //
 // Container logs live in the node's log dirs as
 // <log dir>/<application>/<container>/<file> (Dirs). Which containers run

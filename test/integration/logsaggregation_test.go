@@ -160,10 +160,42 @@ func TestLogsAreAggregatedToS3AndReadWithKnitLogs(t *testing.T) {
 	if len(keys) != 1 || !regexp.MustCompile(`^app-logs/dsuser/bucket-logs-tfile/\d{4}/`+app+`/127\.0\.1\.1_\d+$`).MatchString(keys[0]) {
 		t.Errorf("objects in the store: %v", keys)
 	}
+	// The RM's report says what the node published.
+	eventually.Within(t, time.Minute, func(ctx context.Context) error {
+		if st := logAggregationStatus(t, dir, app); st != yarnpb.LogAggregationStatusProto_LOG_SUCCEEDED {
+			return fmt.Errorf("log aggregation status %v", st)
+		}
+		return nil
+	})
 	leftovers, _ := filepath.Glob(filepath.Join(localcluster.NodeLogDir(dir, "node-1"), app))
 	if len(leftovers) != 0 {
 		t.Errorf("the node kept its copy: %v", leftovers)
 	}
+}
+
+// logAggregationStatus is app's status in the RM's report to its owner.
+func logAggregationStatus(t *testing.T, dir, app string) yarnpb.LogAggregationStatusProto {
+	t.Helper()
+	settings, err := localcluster.RMSettings(localcluster.HadoopConfDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c, err := ipc.Dial(ctx, settings.Address, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: "dsuser", Errors: yarnerr.FromRemote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	id, err := yarnid.ParseApplicationID(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := yarnrpc.NewApplicationClientProtocolClient(c).GetApplicationReport(ctx, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id.Proto()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.GetApplicationReport().GetLogAggregationStatus()
 }
 
 // nodeWebAddress is the NodeManager web address of app's containers, as
