@@ -125,7 +125,7 @@ func New(cfg Config) (*UI, error) {
 	if u.log == nil {
 		u.log = slog.Default()
 	}
-	for _, p := range []string{"apps", "app", "nodes", "scheduler", "error"} {
+	for _, p := range []string{"apps", "app", "nodes", "scheduler", "about", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+p+".html")
 		if err != nil {
 			return nil, fmt.Errorf("webui: parsing %s: %w", p, err)
@@ -142,7 +142,7 @@ func (u *UI) Register(e *echo.Echo) {
 	})
 	e.GET("/cluster", u.apps)
 	e.GET("/cluster/", u.apps)
-	e.GET("/cluster/cluster", u.apps)
+	e.GET("/cluster/cluster", u.about)
 	e.GET("/cluster/apps", u.apps)
 	e.GET("/cluster/apps/:state", u.apps)
 	e.GET("/cluster/app/:appid", u.app)
@@ -198,7 +198,7 @@ func (u *UI) fail(c echo.Context, err error) error {
 	switch {
 	case errors.Is(err, yarnerr.ApplicationNotFound), errors.Is(err, yarnerr.ApplicationAttemptNotFound):
 		status, msg = http.StatusNotFound, err.Error()
-	case errors.Is(err, yarnerr.AccessControl), errors.Is(err, yarnerr.YarnException):
+	case errors.Is(err, yarnerr.AccessControl):
 		status, msg = http.StatusForbidden, err.Error()
 	case errors.Is(err, yarnerr.IllegalArgument), errors.Is(err, yarnerr.BadRequest):
 		status, msg = http.StatusBadRequest, err.Error()
@@ -254,6 +254,20 @@ func (u *UI) app(c echo.Context) error {
 	}
 	p.Data = v
 	return u.render(c, http.StatusOK, "app", p)
+}
+
+// about describes the RM, as /cluster/cluster does on YARN.
+func (u *UI) about(c echo.Context) error {
+	p := u.newPage(c, "About the Cluster", "about")
+	if err := u.withMetrics(c, p); err != nil {
+		return u.fail(c, err)
+	}
+	info, err := u.cfg.Cluster.Info(c.Request().Context())
+	if err != nil {
+		return u.fail(c, err)
+	}
+	p.Data = info
+	return u.render(c, http.StatusOK, "about", p)
 }
 
 func (u *UI) nodes(c echo.Context) error {

@@ -50,7 +50,9 @@ func newFake() *fakeCluster {
 	}}
 }
 
-func (f *fakeCluster) Info(context.Context) (rest.ClusterInfo, error) { return rest.ClusterInfo{}, nil }
+func (f *fakeCluster) Info(context.Context) (rest.ClusterInfo, error) {
+	return rest.ClusterInfo{ID: 1700000000000, StartedOn: 1700000000000, State: "STARTED", HAState: "ACTIVE", ResourceManagerVersion: "knit-devel", HadoopBuildVersion: "3.4.1 (knit-devel)"}, nil
+}
 func (f *fakeCluster) Metrics(context.Context) (rest.ClusterMetrics, error) {
 	return rest.ClusterMetrics{AppsSubmitted: 3, AppsRunning: 1, ActiveNodes: 2, TotalMB: 8192, AllocatedMB: 1024}, nil
 }
@@ -275,7 +277,7 @@ func TestApplicationPageShowsAttemptsContainersAndDiagnostics(t *testing.T) {
 	inert(t, "bad id", body)
 }
 
-func TestNodesAndSchedulerPages(t *testing.T) {
+func TestNodesSchedulerAndAboutPages(t *testing.T) {
 	srv := serve(t)
 	code, _, body := get(t, srv, "/cluster/nodes")
 	if code != http.StatusOK {
@@ -290,6 +292,11 @@ func TestNodesAndSchedulerPages(t *testing.T) {
 	}
 	wantAll(t, "scheduler", body, "batch", `href="/cluster/apps?queue=root.batch"`,
 		`class="max" width="80"`, `class="capacity" width="40"`, `class="used" y="3" width="20"`, "50.0%")
+	code, _, body = get(t, srv, "/cluster/cluster")
+	if code != http.StatusOK {
+		t.Fatalf("about: %d", code)
+	}
+	wantAll(t, "about", body, "Cluster overview", "1700000000000", "ACTIVE", "knit-devel", "3.4.1 (knit-devel)")
 	code, _, body = get(t, srv, "/static/knit/knit.css")
 	if code != http.StatusOK || !strings.Contains(body, "svg .used") {
 		t.Errorf("stylesheet: %d", code)
