@@ -2,14 +2,16 @@
 // Hadoop RM's web application does: the cluster overview with the
 // applications list (/cluster, /cluster/apps, /cluster/apps/<STATE>), an
 // application's page (/cluster/app/<id>, the RM's tracking URL for an
-// application without one of its own), the nodes (/cluster/nodes) and the
-// queues (/cluster/scheduler). "/" redirects to /cluster.
+// application without one of its own), the nodes (/cluster/nodes), the
+// queues (/cluster/scheduler) and the RM itself (/cluster/cluster). "/"
+// redirects to /cluster.
 //
 // Pages are rendered on the server with html/template, so every string an
 // application or a node supplied (names, diagnostics, health reports) is
 // escaped; they carry no script and read the same without JavaScript.
 // Tables sort and filter through links (?sort=, ?state=, ?queue=, ?user=),
-// and bars are CSS widths.
+// and bars are inline SVG rectangles styled by the page's stylesheet; the
+// Content-Security-Policy forbids scripts and inline styles.
 //
 // The caller is the user named by the user.name query parameter (Hadoop's
 // pseudo authentication), or Config.AnonymousUser; every link keeps it.
