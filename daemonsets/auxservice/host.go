@@ -130,15 +130,25 @@ func (h *Host) publish(ctx context.Context, services map[string][]byte) error {
 		}
 		value = &v
 	}
+	if err := PatchNodeAnnotation(ctx, h.cfg.Client, h.cfg.NodeName, launch.AnnotationAuxServices, value); err != nil {
+		return fmt.Errorf("auxservice: publish: %w", err)
+	}
+	return nil
+}
+
+// PatchNodeAnnotation sets (value non-nil) or removes one annotation of
+// the node, retrying with backoff for up to a minute; how knit-node's
+// services publish on their Node.
+func PatchNodeAnnotation(ctx context.Context, client kubernetes.Interface, nodeName, key string, value *string) error {
 	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]*string{launch.AnnotationAuxServices: value}},
+		"metadata": map[string]any{"annotations": map[string]*string{key: value}},
 	})
 	if err != nil {
-		return fmt.Errorf("auxservice: patch: %w", err)
+		return fmt.Errorf("patch: %w", err)
 	}
-	nodes := h.cfg.Client.CoreV1().Nodes()
+	nodes := client.CoreV1().Nodes()
 	op := func() error {
-		_, err := nodes.Patch(ctx, h.cfg.NodeName, types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err := nodes.Patch(ctx, nodeName, types.MergePatchType, patch, metav1.PatchOptions{})
 		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
 			return backoff.Permanent(err)
 		}
@@ -148,7 +158,7 @@ func (h *Host) publish(ctx context.Context, services map[string][]byte) error {
 	b.InitialInterval = 100 * time.Millisecond
 	b.MaxElapsedTime = time.Minute
 	if err := backoff.Retry(op, backoff.WithContext(b, ctx)); err != nil {
-		return fmt.Errorf("auxservice: publish on node %s: %w", h.cfg.NodeName, err)
+		return fmt.Errorf("annotate node %s: %w", nodeName, err)
 	}
 	return nil
 }

@@ -2,19 +2,15 @@ package logs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
-	"time"
 
-	"github.com/cenkalti/backoff/v4"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/knitdev/knit/daemonsets/auxservice"
 	"github.com/knitdev/knit/rks/launch"
 )
 
@@ -123,24 +119,8 @@ func (p *StatusPublisher) publish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{launch.AnnotationLogAggregation: v}},
-	})
-	if err != nil {
-		return err
-	}
-	op := func() error {
-		_, err := p.client.CoreV1().Nodes().Patch(ctx, p.nodeName, types.MergePatchType, patch, metav1.PatchOptions{})
-		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
-			return backoff.Permanent(err)
-		}
-		return err
-	}
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 100 * time.Millisecond
-	b.MaxElapsedTime = time.Minute
-	if err := backoff.Retry(op, backoff.WithContext(b, ctx)); err != nil {
-		return fmt.Errorf("logs: publish on node %s: %w", p.nodeName, err)
+	if err := auxservice.PatchNodeAnnotation(ctx, p.client, p.nodeName, launch.AnnotationLogAggregation, &v); err != nil {
+		return fmt.Errorf("logs: publish statuses: %w", err)
 	}
 	return nil
 }

@@ -176,22 +176,8 @@ func TestLogsAreAggregatedToS3AndReadWithKnitLogs(t *testing.T) {
 // logAggregationStatus is app's status in the RM's report to its owner.
 func logAggregationStatus(t *testing.T, dir, app string) yarnpb.LogAggregationStatusProto {
 	t.Helper()
-	settings, err := localcluster.RMSettings(localcluster.HadoopConfDir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	c, err := ipc.Dial(ctx, settings.Address, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: "dsuser", Errors: yarnerr.FromRemote})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	id, err := yarnid.ParseApplicationID(app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := yarnrpc.NewApplicationClientProtocolClient(c).GetApplicationReport(ctx, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id.Proto()})
+	ctx, rm, id := dsuserRM(t, dir, app)
+	r, err := rm.GetApplicationReport(ctx, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id.Proto()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,22 +188,7 @@ func logAggregationStatus(t *testing.T, dir, app string) yarnpb.LogAggregationSt
 // the RM reports it.
 func nodeWebAddress(t *testing.T, dir, app string) string {
 	t.Helper()
-	settings, err := localcluster.RMSettings(localcluster.HadoopConfDir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	c, err := ipc.Dial(ctx, settings.Address, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: "dsuser", Errors: yarnerr.FromRemote})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	rm := yarnrpc.NewApplicationClientProtocolClient(c)
-	id, err := yarnid.ParseApplicationID(app)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, rm, id := dsuserRM(t, dir, app)
 	attempts, err := rm.GetApplicationAttempts(ctx, &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: id.Proto()})
 	if err != nil || len(attempts.GetApplicationAttempts()) == 0 {
 		t.Fatalf("attempts of %s: %v", app, err)
@@ -227,4 +198,26 @@ func nodeWebAddress(t *testing.T, dir, app string) string {
 		t.Fatalf("containers of %s: %v", app, err)
 	}
 	return strings.TrimPrefix(cs.GetContainers()[0].GetNodeHttpAddress(), "http://")
+}
+
+// dsuserRM is the RM of the cluster in dir as dsuser, for calls bounded by
+// the returned context, and app's id.
+func dsuserRM(t *testing.T, dir, app string) (context.Context, *yarnrpc.ApplicationClientProtocolClient, yarnid.ApplicationID) {
+	t.Helper()
+	settings, err := localcluster.RMSettings(localcluster.HadoopConfDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	c, err := ipc.Dial(ctx, settings.Address, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: "dsuser", Errors: yarnerr.FromRemote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	id, err := yarnid.ParseApplicationID(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, yarnrpc.NewApplicationClientProtocolClient(c), id
 }
