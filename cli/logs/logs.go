@@ -192,9 +192,19 @@ func run(ctx context.Context, o options, out, errOut io.Writer, cfg Config) erro
 	}
 	switch report.GetYarnApplicationState() {
 	case yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.YarnApplicationStateProto_FAILED, yarnpb.YarnApplicationStateProto_KILLED:
-		return aggregatedLogs(ctx, o, owner, ams, out, cfg)
+		err := aggregatedLogs(ctx, o, owner, ams, out, cfg)
+		if !errors.Is(err, errNoAggregatedLogs) {
+			return err
+		}
+		// Unlike LogsCLI, which stops here: without aggregation the
+		// logs stay on the nodes for yarn.nodemanager.log.retain-seconds,
+		// and their web services still serve them.
+		if nerr := runningLogs(ctx, o, appID, ams, true, out, cfg); nerr == nil {
+			return nil
+		}
+		return err
 	}
-	return runningLogs(ctx, o, appID, ams, out, cfg)
+	return runningLogs(ctx, o, appID, ams, false, out, cfg)
 }
 
 // amContainers returns the AM containers of the attempts -am names
@@ -226,6 +236,10 @@ func amContainers(ctx context.Context, rm RM, app yarnid.ApplicationID, which []
 	}
 	return out, nil
 }
+
+// errNoAggregatedLogs is LogsCLI's message when no aggregated file is
+// there.
+var errNoAggregatedLogs = errors.New("Can not find the logs")
 
 // nodeFiles is one format's aggregated files of the application.
 type nodeFiles struct {
@@ -262,7 +276,7 @@ func find(ctx context.Context, app, owner string, conf aggregated.Conf) (nodeFil
 			return nf, nil
 		}
 	}
-	return nodeFiles{}, fmt.Errorf("Can not find the logs for the application: %s with the appOwner: %s", app, owner)
+	return nodeFiles{}, fmt.Errorf("%w for the application: %s with the appOwner: %s", errNoAggregatedLogs, app, owner)
 }
 
 // open opens one aggregated file.
@@ -469,7 +483,7 @@ func showAppInfo(ctx context.Context, o options, nf nodeFiles, out io.Writer) er
 // runningLogs fetches each running container's logs from its node, as
 // LogsCLI does for a running application: the log list, then each file
 // with size, printed as the node sends it.
-func runningLogs(ctx context.Context, o options, app yarnid.ApplicationID, ams []string, out io.Writer, cfg Config) error {
+func runningLogs(ctx context.Context, o options, app yarnid.ApplicationID, ams []string, completed bool, out io.Writer, cfg Config) error {
 	attempts, err := cfg.RM.GetApplicationAttempts(ctx, &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: app.Proto()})
 	if err != nil {
 		return err
@@ -479,7 +493,11 @@ func runningLogs(ctx context.Context, o options, app yarnid.ApplicationID, ams [
 		client = http.DefaultClient
 	}
 	if o.showAppInfo {
-		fmt.Fprintln(out, "Application State: Running.")
+		if completed {
+			fmt.Fprintln(out, "Application State: Completed.")
+		} else {
+			fmt.Fprintln(out, "Application State: Running.")
+		}
 	}
 	pc := &perContainer{dir: o.outDir, stdout: out}
 	defer pc.close()

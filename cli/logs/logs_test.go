@@ -145,6 +145,17 @@ func TestRunningApplicationLogsComeFromTheNodes(t *testing.T) {
 	if !strings.HasPrefix(out.String(), "Container: "+cid+" on localhost:8241\nLogAggregationType: LOCAL\n") || !strings.Contains(out.String(), "LogContents:\nhello\nEnd of LogType:stdout.This log file belongs to a running container") {
 		t.Errorf("output:\n%s", out.String())
 	}
+	// Ended, with no aggregated file: the node still serves the logs.
+	rm.state = yarnpb.YarnApplicationStateProto_FINISHED
+	out.Reset()
+	if code := Run(t.Context(), []string{"-applicationId", app}, &out, &errOut, Config{RM: rm, User: "root", Location: time.UTC,
+		Conf: conf(map[string]string{aggregated.ConfRemoteDir: t.TempDir()})}); code != 0 {
+		t.Fatalf("ended: exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "LogContents:\nhello\nEnd of LogType:stdout.") {
+		t.Errorf("ended application's logs from the node:\n%s", out.String())
+	}
+	rm.state = yarnpb.YarnApplicationStateProto_RUNNING
 	// Another user, not on the application's ACL, is refused.
 	out.Reset()
 	errOut.Reset()
