@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -72,7 +73,15 @@ type appsPage struct {
 	Apps               []*yarnpb.ApplicationReportProto
 	// Queues and Users are the values seen, for the filter's choices.
 	Queues, Users []string
+	// Total counts the applications the filter selects; Apps holds those
+	// of page Page (from 1) of Pages, PageSize a page.
+	Total, Page, Pages int
+	// Prev and Next link to the pages around this one; empty at an end.
+	Prev, Next string
 }
+
+// PageSize is how many applications one page of the list shows.
+const PageSize = 500
 
 // sortLink is a column header: its title and the link that sorts by it.
 type sortLink struct {
@@ -138,6 +147,24 @@ func (u *UI) apps(c echo.Context) error {
 	}
 	v.Queues, v.Users = choices(all)
 	base := c.Request().URL.Path
+	v.Total = len(v.Apps)
+	v.Pages = max(1, (v.Total+PageSize-1)/PageSize)
+	v.Page = min(max(1, atoi(q.Get("page"))), v.Pages)
+	v.Apps = v.Apps[(v.Page-1)*PageSize : min(v.Page*PageSize, v.Total)]
+	pageLink := func(n int) string {
+		qs := url.Values{}
+		for k, vs := range q {
+			qs[k] = vs
+		}
+		qs.Set("page", strconv.Itoa(n))
+		return base + "?" + qs.Encode()
+	}
+	if v.Page > 1 {
+		v.Prev = pageLink(v.Page - 1)
+	}
+	if v.Page < v.Pages {
+		v.Next = pageLink(v.Page + 1)
+	}
 	for _, ac := range appColumns {
 		l := sortLink{Title: ac.Title}
 		order := "asc"
@@ -172,6 +199,12 @@ func choices(list []rest.App) (queues, users []string) {
 	slices.Sort(queues)
 	slices.Sort(users)
 	return slices.Compact(queues), slices.Compact(users)
+}
+
+// atoi is s as a number, 0 when it is none.
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 func firstOf(s ...string) string {

@@ -302,3 +302,29 @@ func TestNodesSchedulerAndAboutPages(t *testing.T) {
 		t.Errorf("stylesheet: %d", code)
 	}
 }
+
+func TestApplicationsAreListedByPages(t *testing.T) {
+	f := &fakeCluster{}
+	for i := range PageSize + 3 {
+		f.apps = append(f.apps, report(int32(i+1), "alice", "app", "root.default", yarnpb.YarnApplicationStateProto_FINISHED, int64(i)))
+	}
+	u, err := New(Config{Cluster: f, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := echo.New()
+	u.Register(e)
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	_, _, body := get(t, srv, "/cluster/apps?sort=id&order=asc&user.name=alice")
+	if n := strings.Count(body, `class="appid"`); n != PageSize {
+		t.Errorf("first page: %d rows", n)
+	}
+	wantAll(t, "first page", body, "503 applications, page 1 of 2", `rel="next" href="/cluster/apps?order=asc&amp;page=2&amp;sort=id&amp;user.name=alice"`)
+	_, _, body = get(t, srv, "/cluster/apps?sort=id&order=asc&page=2")
+	if n := strings.Count(body, `class="appid"`); n != 3 || !strings.Contains(body, `rel="prev"`) || strings.Contains(body, `rel="next"`) {
+		t.Errorf("second page: %d rows", n)
+	}
+	_, _, body = get(t, srv, "/cluster/apps?page=99")
+	wantAll(t, "past the end", body, "page 2 of 2")
+}
