@@ -71,6 +71,8 @@ type appsPage struct {
 	States             []string
 	Columns            []sortLink
 	Apps               []*yarnpb.ApplicationReportProto
+	// Rows are the page's applications as the table shows them.
+	Rows []appRow
 	// Queues and Users are the values seen, for the filter's choices.
 	Queues, Users []string
 	// Total counts the applications the filter selects; Apps holds those
@@ -151,6 +153,10 @@ func (u *UI) apps(c echo.Context) error {
 	v.Pages = max(1, (v.Total+PageSize-1)/PageSize)
 	v.Page = min(max(1, atoi(q.Get("page"))), v.Pages)
 	v.Apps = v.Apps[(v.Page-1)*PageSize : min(v.Page*PageSize, v.Total)]
+	v.Rows = make([]appRow, 0, len(v.Apps))
+	for _, a := range v.Apps {
+		v.Rows = append(v.Rows, newAppRow(a))
+	}
 	pageLink := func(n int) string {
 		qs := url.Values{}
 		for k, vs := range q {
@@ -225,4 +231,32 @@ type appPage struct {
 	// Denied explains why attempts and containers are not shown.
 	Denied string
 	Now    time.Time
+}
+
+// appRow is one row of the applications table, its cells computed once
+// (a template's method calls go through reflection).
+type appRow struct {
+	ID, User, Name, Type, Queue    string
+	Priority                       int32
+	Start, Finish, State, Final    string
+	Containers, VCores, Memory     string
+	Progress                       float64
+	Tracking, TrackingLabel, Class string
+}
+
+func newAppRow(a *yarnpb.ApplicationReportProto) appRow {
+	u := a.GetAppResource_Usage()
+	r := appRow{
+		ID: appIDString(a.GetApplicationId()), User: a.GetUser(), Name: a.GetName(), Type: a.GetApplicationType(),
+		Queue: a.GetQueue(), Priority: a.GetPriority().GetPriority(),
+		Start: date(a.GetStartTime()), Finish: date(a.GetFinishTime()),
+		State: a.GetYarnApplicationState().String(), Final: strings.TrimPrefix(a.GetFinalApplicationStatus().String(), "APP_"),
+		Containers: count(u.GetNumUsedContainers()), VCores: count(u.GetUsedResources().GetVirtualCores()),
+		Memory: count(u.GetUsedResources().GetMemory()), Progress: clamp(float64(a.GetProgress()) * 100),
+	}
+	r.Class = strings.ToLower(r.State)
+	if t := a.GetTrackingUrl(); isTracking(t) {
+		r.Tracking, r.TrackingLabel = t, trackingLabel(a.GetYarnApplicationState())
+	}
+	return r
 }

@@ -35,13 +35,7 @@ func (p *page) AppStates() []string { return appStates }
 var funcs = template.FuncMap{
 	"date":    date,
 	"elapsed": elapsed,
-	"appID": func(p *yarnpb.ApplicationIdProto) string {
-		id, err := yarnid.ApplicationIDFromProto(p)
-		if err != nil {
-			return ""
-		}
-		return id.String()
-	},
+	"appID":   appIDString,
 	"attemptID": func(p *yarnpb.ApplicationAttemptIdProto) string {
 		id, err := yarnid.AttemptIDFromProto(p)
 		if err != nil {
@@ -80,20 +74,44 @@ var funcs = template.FuncMap{
 	"resource": func(r *yarnpb.ResourceProto) string {
 		return fmt.Sprintf("<memory:%d, vCores:%d>", r.GetMemory(), r.GetVirtualCores())
 	},
-	"httpURL": httpURL,
-	"orNA":    func(s string) string { return cmpOr(s, "N/A") },
-	// count is a figure of a report, where an ended application has -1.
-	"count": func(v any) string {
-		n, _ := strconv.ParseInt(fmt.Sprint(v), 10, 64)
-		if n < 0 {
-			return "N/A"
-		}
-		return strconv.FormatInt(n, 10)
-	},
-	"indent":     func(d int) int { return d * 16 },
-	"int64":      func(v int32) int64 { return int64(v) },
-	"seq":        func(n int) []int { return make([]int, max(n, 0)) },
-	"isTracking": func(s string) bool { return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") },
+	"httpURL":       httpURL,
+	"orNA":          func(s string) string { return cmpOr(s, "N/A") },
+	"trackingLabel": trackingLabel,
+	"indent":        func(d int) int { return d * 16 },
+	"int64":         func(v int32) int64 { return int64(v) },
+	"seq":           func(n int) []int { return make([]int, max(n, 0)) },
+	"isTracking":    isTracking,
+}
+
+func appIDString(p *yarnpb.ApplicationIdProto) string {
+	id, err := yarnid.ApplicationIDFromProto(p)
+	if err != nil {
+		return ""
+	}
+	return id.String()
+}
+
+// count is a figure of a report, where an ended application has -1.
+func count[T int32 | int64](n T) string {
+	if n < 0 {
+		return "N/A"
+	}
+	return strconv.FormatInt(int64(n), 10)
+}
+
+// isTracking reports whether a tracking URL may be a link: http(s) only.
+func isTracking(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+// trackingLabel names the tracking link as YARN does: the AM's UI while
+// the application runs, its history after.
+func trackingLabel(s yarnpb.YarnApplicationStateProto) string {
+	switch s {
+	case yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.YarnApplicationStateProto_FAILED, yarnpb.YarnApplicationStateProto_KILLED:
+		return "History"
+	}
+	return "ApplicationMaster"
 }
 
 func cmpOr(s, def string) string {
