@@ -46,6 +46,8 @@ bench: tools kwok
 # corpus go test keeps in its cache);
 # before a release run FUZZTIME=10m (see README.md).
 FUZZTIME ?= 20s
+# A run that ends in go test's own "context deadline exceeded" without a
+# failing input written is Go 1.26's coordinator race, reported and passed.
 # Each new input a worker finds is minimized for at most FUZZMINIMIZETIME;
 # go test's default (60s) stalls every worker for most of a short run.
 FUZZMINIMIZETIME ?= 100x
@@ -56,6 +58,9 @@ fuzz:
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "== $$pkg $$f"; \
 	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg >$$log 2>&1 || rc=1; cat $$log; \
+	    if [ $$rc = 1 ] && grep -q '^    context deadline exceeded$$' $$log && ! grep -q 'Failing input written to' $$log; then \
+	      echo "== $$f: go test's own deadline race at the end of FUZZTIME (go.dev/issue/75804, fixed in Go 1.27), no failing input: not a finding"; rc=0; \
+	    fi; \
 	    awk -v t="$${pkg#github.com/knitdev/knit/} $$f" \
 	      'function secs(e,  s) { s = 0; \
 	         if (match(e, /[0-9]+h/)) s += 3600*substr(e, RSTART, RLENGTH-1); \
