@@ -11,11 +11,12 @@ import (
 	"github.com/knitdev/knit/daemonsets/auxservice"
 	"github.com/knitdev/knit/daemonsets/metrics"
 	"github.com/knitdev/knit/daemonsets/shuffle"
+	"github.com/knitdev/knit/daemonsets/sparkshuffle"
 )
 
 // serveNodeMetrics serves Prometheus /metrics on the node's web port: its
-// containers' use (daemonsets/metrics), the MapReduce shuffle's figures
-// when it runs here, and the Go runtime of knit-node, on a registry of its
+// containers' use (daemonsets/metrics), the MapReduce and Spark shuffles'
+// figures when they run here, and the Go runtime of knit-node, on a registry of its
 // own.
 func serveNodeMetrics(e *echo.Echo, pods metrics.Pods, aux []auxservice.Service, cgroupRoot string, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
@@ -29,8 +30,13 @@ func serveNodeMetrics(e *echo.Echo, pods metrics.Pods, aux []auxservice.Service,
 		}
 	}
 	for _, s := range aux {
-		if sh, ok := s.(*shuffle.Service); ok {
+		switch sh := s.(type) {
+		case *shuffle.Service:
 			if err := registerShuffle(reg, sh); err != nil {
+				return err
+			}
+		case *sparkshuffle.Service:
+			if err := registerSparkShuffle(reg, sh); err != nil {
 				return err
 			}
 		}
@@ -53,6 +59,40 @@ func registerShuffle(reg prometheus.Registerer, svc *shuffle.Service) error {
 	}
 	for _, g := range gauges {
 		if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help}, func() float64 { return g.value(svc.Stats()) })); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// registerSparkShuffle publishes the Spark external shuffle service's
+// figures, read at each scrape.
+func registerSparkShuffle(reg prometheus.Registerer, svc *sparkshuffle.Service) error {
+	type figure func(sparkshuffle.Stats) float64
+	gauges := []struct {
+		name, help string
+		value      figure
+	}{
+		{"knit_spark_shuffle_connections", "Executors' connections open to the Spark shuffle service.", func(s sparkshuffle.Stats) float64 { return float64(s.Connections) }},
+		{"knit_spark_shuffle_registered_executors", "Executors registered with the Spark shuffle service.", func(s sparkshuffle.Stats) float64 { return float64(s.Executors) }},
+		{"knit_spark_shuffle_applications", "Applications the Spark shuffle service knows of.", func(s sparkshuffle.Stats) float64 { return float64(s.Applications) }},
+		{"knit_spark_shuffle_blocks_in_flight", "Blocks the Spark shuffle service is sending now.", func(s sparkshuffle.Stats) float64 { return float64(s.ChunksInFlight) }},
+	}
+	counters := []struct {
+		name, help string
+		value      figure
+	}{
+		{"knit_spark_shuffle_blocks_sent_total", "Blocks the Spark shuffle service sent whole.", func(s sparkshuffle.Stats) float64 { return float64(s.BlocksSent) }},
+		{"knit_spark_shuffle_bytes_sent_total", "Bytes of the blocks the Spark shuffle service sent whole.", func(s sparkshuffle.Stats) float64 { return float64(s.BytesSent) }},
+		{"knit_spark_shuffle_auth_failures_total", "Connections the Spark shuffle service refused at authentication.", func(s sparkshuffle.Stats) float64 { return float64(s.AuthFailures) }},
+	}
+	for _, g := range gauges {
+		if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help}, func() float64 { return g.value(svc.Stats()) })); err != nil {
+			return err
+		}
+	}
+	for _, c := range counters {
+		if err := reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help}, func() float64 { return c.value(svc.Stats()) })); err != nil {
 			return err
 		}
 	}

@@ -52,6 +52,8 @@ func (s *Service) serveConn(ctx context.Context, nc net.Conn) {
 		authed:  !s.cfg.Authenticate,
 		streams: map[int64]*stream{},
 	}
+	s.conns.Add(1)
+	defer s.conns.Add(-1)
 	for ctx.Err() == nil {
 		nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		typ, p, err := readFrame(c.br, s.cfg.MaxFrameBytes)
@@ -169,6 +171,7 @@ func (c *conn) authenticate(ctx context.Context, q request) error {
 	if err != nil {
 		// Spark leaves the connection to the client, which closes it; the
 		// exchange is spent, so the connection cannot try again.
+		c.s.authFailures.Add(1)
 		c.log.InfoContext(ctx, "SASL authentication failed", "app", c.sasl.app, "err", err)
 		return c.write(rpcFailureFrame(q.requestID, javaText(err)))
 	}
@@ -196,6 +199,7 @@ func (c *conn) authEngine(ctx context.Context, requestID int64, m *authMessage) 
 		resp, keys, err = authServerRespond(c.s.rand, c.s.cfg.AuthEngineVersion, secret, m)
 	}
 	if err != nil {
+		c.s.authFailures.Add(1)
 		c.log.InfoContext(ctx, "authentication failed", "app", m.appID, "err", err)
 		if werr := c.write(rpcFailureFrame(requestID, javaText(errAuthFailed))); werr != nil {
 			return werr
@@ -625,6 +629,7 @@ func (c *conn) send(header []byte, ch chunk) error {
 		return err
 	}
 	if ch.n == 0 {
+		c.s.blocksSent.Add(1)
 		return nil
 	}
 	f, err := c.s.roots.open(ch.root, ch.rel)
@@ -658,6 +663,8 @@ func (c *conn) send(header []byte, ch chunk) error {
 		}
 		left -= n
 	}
+	c.s.blocksSent.Add(1)
+	c.s.bytesSent.Add(ch.n)
 	return nil
 }
 

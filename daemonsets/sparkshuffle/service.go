@@ -53,6 +53,9 @@ type Service struct {
 	// bufferedCopies counts block bodies sent by a buffered copy rather
 	// than sendfile (encrypted connections); tests check plain ones never do.
 	bufferedCopies atomic.Int64
+
+	// Figures for Stats.
+	conns, blocksSent, bytesSent, authFailures atomic.Int64
 }
 
 // New returns a service listening on cfg.Listener, or on cfg.Address when
