@@ -174,6 +174,13 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 	if c.cur != nil && c.cur.usable() {
 		return c.cur, nil
 	}
+	if c.cur != nil {
+		// A broken connection was shut down, which closed it: its reader is
+		// ending. Waiting for it here means no reader outlives its
+		// connection's replacement, and Close finds none behind.
+		<-c.cur.readerDone
+		c.cur = nil
+	}
 	var cc *clientConn
 	op := func() error {
 		var err error
