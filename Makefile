@@ -102,7 +102,9 @@ local: tools etcd
 	  -num_containers 2 >$(LOCAL_DIR)/distshell.out 2>&1 || { cat $(LOCAL_DIR)/distshell.out; exit 1; }
 	@grep -v ' level=' $(LOCAL_DIR)/distshell.out
 	@app=$$(sed -n 's/.*Submitted application \(application_[0-9_]*\).*/\1/p' $(LOCAL_DIR)/distshell.out); \
-	  for f in $(LOCAL_DIR)/node-root/*/logs/$$app/*/stdout; do echo "== $$f"; cat "$$f"; done
+	  export HADOOP_CONF_DIR=$(LOCAL_DIR)/hadoop-conf; \
+	  for i in $$(seq 60); do $(BIN)/knit application -status $$app | grep -Eq 'Log Aggregation Status : (SUCCEEDED|FAILED|TIME_OUT|DISABLED)' && break; sleep 0.5; done; \
+	  echo "== $(BIN)/knit logs -applicationId $$app -log_files stdout"; $(BIN)/knit logs -applicationId $$app -log_files stdout
 
 # A MapReduce-shaped job on the cluster `make local` brings up: WordCount
 # (examples/mrjob) over README.md, Makefile and go.mod, one map each and two

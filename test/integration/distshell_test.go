@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -19,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/knitdev/knit/client"
+	"github.com/knitdev/knit/daemonsets/logs/aggregated"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/test/eventually"
@@ -63,7 +66,59 @@ func containerLogs(t *testing.T, app yarnid.ApplicationID, name string) map[stri
 			}
 		}
 	}
+	// The node's copy is removed once uploaded: read it first, then the
+	// aggregated files, complete by then if any node copy was gone.
+	for _, byContainer := range aggregatedLogs(cluster.ControlPlane.Dir, app, name) {
+		for id, log := range byContainer {
+			logs[id] = log
+		}
+	}
 	return logs
+}
+
+// aggregatedLogs returns the named log file of every container of app in
+// the aggregated files of the cluster in dir (log aggregation is on by
+// default, into localcluster.AppLogsDir), keyed by the aggregated file's
+// node (address_port) and container id; with name "", one of each
+// container's files. A file still being written is skipped.
+func aggregatedLogs(dir string, app yarnid.ApplicationID, name string) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	_ = filepath.WalkDir(localcluster.AppLogsDir(dir), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Base(filepath.Dir(p)) != app.String() || strings.HasSuffix(p, ".tmp") {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return nil
+		}
+		var r aggregated.Reader
+		if tr, err := aggregated.OpenTFile(f, st.Size(), st.ModTime()); err == nil {
+			r = tr
+		} else if ir, err := aggregated.OpenIndexed(f, st.Size()); err == nil {
+			r = ir
+		} else {
+			return nil // not an aggregated file, or one being written
+		}
+		logs := map[string]string{}
+		err = r.Walk(func(lf aggregated.LogFile, content io.Reader) error {
+			if name != "" && lf.Name != name {
+				return nil
+			}
+			b, err := io.ReadAll(content)
+			logs[lf.ContainerID] = string(b)
+			return err
+		})
+		if err == nil {
+			out[filepath.Base(p)] = logs
+		}
+		return nil
+	})
+	return out
 }
 
 // dumpOnFailure logs knit-rm's and the knit-nodes' logs when t fails.

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/knitdev/knit/hadoopconf"
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/test/localcluster"
 )
 
@@ -160,10 +162,24 @@ func TestManifestsRBACIsEnoughForADistributedShellJob(t *testing.T) {
 	if m == nil {
 		t.Fatalf("distshell submitted nothing:\n%s", out)
 	}
-	stdouts, _ := filepath.Glob(filepath.Join(localcluster.NodeLogDir(dir, c.Nodes[0].Name), string(m[1]), "*", "stdout"))
+	// The node's copy, or once uploaded the aggregated file's.
+	stdouts := map[string]string{}
+	paths, _ := filepath.Glob(filepath.Join(localcluster.NodeLogDir(dir, c.Nodes[0].Name), string(m[1]), "*", "stdout"))
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil {
+			stdouts[filepath.Base(filepath.Dir(p))] = string(b)
+		}
+	}
+	app, err := yarnid.ParseApplicationID(string(m[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, byContainer := range aggregatedLogs(dir, app, "stdout") {
+		maps.Copy(stdouts, byContainer)
+	}
 	hellos := 0
-	for _, p := range stdouts {
-		if b, _ := os.ReadFile(p); string(b) == "hello-from-rbac\n" {
+	for _, log := range stdouts {
+		if log == "hello-from-rbac\n" {
 			hellos++
 		}
 	}

@@ -118,6 +118,21 @@ func containerLogsByNode(app yarnid.ApplicationID, name string) map[string]map[s
 			}
 		}
 	}
+	// As containerLogs: the node's copy first, then the aggregated files,
+	// named by the node's address and NM port.
+	for nodeFile, byContainer := range aggregatedLogs(cluster.ControlPlane.Dir, app, name) {
+		for _, n := range cluster.Nodes {
+			if !strings.HasPrefix(nodeFile, n.Address+"_") {
+				continue
+			}
+			if logs[n.Name] == nil {
+				logs[n.Name] = map[string]string{}
+			}
+			for id, log := range byContainer {
+				logs[n.Name][id] = log
+			}
+		}
+	}
 	return logs
 }
 

@@ -16,6 +16,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/test/eventually"
 	"github.com/knitdev/knit/test/localcluster"
 )
@@ -172,10 +173,28 @@ func TestKnitNodeKilledDuringAJobLeavesItsContainersRunningAndStartsNewOnes(t *t
 	}
 }
 
-// containerRanOn says whether the container's log folder is on node.
+// containerRanOn says whether the container's log folder is on node, or
+// its logs in the node's aggregated file once uploaded.
 func containerRanOn(node, containerID string) bool {
 	matches, _ := filepath.Glob(filepath.Join(localcluster.NodeLogDir(cluster.ControlPlane.Dir, node), "application_*", containerID))
-	return len(matches) > 0
+	if len(matches) > 0 {
+		return true
+	}
+	id, err := yarnid.ParseContainerID(containerID)
+	if err != nil {
+		return false
+	}
+	for _, n := range cluster.Nodes {
+		if n.Name != node {
+			continue
+		}
+		for nodeFile, byContainer := range aggregatedLogs(cluster.ControlPlane.Dir, id.Attempt.App, "") {
+			if _, ok := byContainer[containerID]; ok && strings.HasPrefix(nodeFile, n.Address+"_") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func TestAPIServerKilledIsRestartedAndTheClusterRecovers(t *testing.T) {

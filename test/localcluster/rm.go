@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,9 +149,24 @@ func keptRMAddresses(dir string) (RMAddresses, error) {
 // and on every refreshQueues (see userconf.go for what --conf-dir puts there).
 func RMConfDir(dir string) string { return HadoopConfDir(dir) }
 
+// AppLogsDir is where the nodes of a cluster in dir aggregate the logs of
+// ended applications (yarn.nodemanager.remote-app-log-dir), unless the
+// user's --conf-dir says otherwise.
+func AppLogsDir(dir string) string { return filepath.Join(dir, "app-logs") }
+
+// appLogsURI is AppLogsDir as a file:// URI, absolute as Hadoop needs it.
+func appLogsURI(dir string) string {
+	d := AppLogsDir(dir)
+	if abs, err := filepath.Abs(d); err == nil {
+		d = abs
+	}
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(d)}).String()
+}
+
 // writeRMConf writes yarn-site.xml and core-site.xml in HadoopConfDir, for
 // knit-rm (what it binds), the knit-nodes and clients (where they connect):
-// the RM's addresses and the node ports of p.nodeConf, then local defaults,
+// the RM's addresses and the node ports of p.nodeConf, then local defaults
+// (log aggregation into AppLogsDir among them),
 // then the user's properties (u), then site, later ones winning; and links
 // u's other files there.
 func writeRMConf(log *slog.Logger, dir string, a RMAddresses, p nodePorts, u userConf, site []hadoopconf.Property) (rmConfDir string, err error) {
@@ -164,6 +180,10 @@ func writeRMConf(log *slog.Logger, dir string, a RMAddresses, p nodePorts, u use
 	defaults := []hadoopconf.Property{
 		{Name: "yarn.resourcemanager.max-completed-applications", Value: "1000"},
 		{Name: "yarn.timeline-service.enabled", Value: "false"},
+		// Log aggregation on, into the cluster's folder, as `knit logs`
+		// reads it once an application ends.
+		{Name: "yarn.log-aggregation-enable", Value: "true"},
+		{Name: "yarn.nodemanager.remote-app-log-dir", Value: appLogsURI(dir)},
 	}
 	nodeOwned, nodeDefaults := p.nodeConf()
 	owned, defaults = append(owned, nodeOwned...), append(defaults, nodeDefaults...)

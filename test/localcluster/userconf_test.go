@@ -27,7 +27,7 @@ func TestConfDirIsMergedAndLinkedIntoTheClientFolder(t *testing.T) {
 	writeSite(t, filepath.Join(user, "yarn-site.xml"),
 		hadoopconf.Property{Name: "yarn.resourcemanager.address", Value: "elsewhere:1"},
 		hadoopconf.Property{Name: "yarn.resourcemanager.max-completed-applications", Value: "7"},
-		hadoopconf.Property{Name: "yarn.log-aggregation-enable", Value: "true"})
+		hadoopconf.Property{Name: "yarn.log-aggregation-enable", Value: "false"})
 	writeSite(t, filepath.Join(user, "capacity-scheduler.xml"),
 		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.queues", Value: "alpha"})
 	writeSite(t, filepath.Join(user, "mapred-site.xml"),
@@ -54,7 +54,8 @@ func TestConfDirIsMergedAndLinkedIntoTheClientFolder(t *testing.T) {
 	for name, want := range map[string]string{
 		"yarn.resourcemanager.address":                    a.Client, // the cluster's
 		"yarn.resourcemanager.max-completed-applications": "7",      // the user's over the local default
-		"yarn.log-aggregation-enable":                     "true",
+		"yarn.log-aggregation-enable":                     "false",  // the user's over the local default
+		"yarn.nodemanager.remote-app-log-dir":             appLogsURI(dir),
 		"yarn.timeline-service.enabled":                   "false",
 		"test.extra":                                      "x",
 		"yarn.scheduler.capacity.root.queues":             "alpha",
@@ -75,9 +76,20 @@ func TestConfDirIsMergedAndLinkedIntoTheClientFolder(t *testing.T) {
 		t.Errorf("after an edit in the conf dir the RM would read queues %q, want beta", got)
 	}
 
-	// A start without --conf-dir keeps none of its files.
+	// A start without --conf-dir keeps none of its files, and aggregates
+	// logs into the cluster's folder.
 	if _, err := writeRMConf(slog.New(slog.DiscardHandler), dir, a, nodePorts{}, userConf{}, nil); err != nil {
 		t.Fatal(err)
+	}
+	c = hadoopconf.New(hadoopconf.Options{})
+	if err := c.AddFile(filepath.Join(confDir, "yarn-site.xml")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.Raw("yarn.log-aggregation-enable"); got != "true" {
+		t.Errorf("log aggregation by default: %q, want true", got)
+	}
+	if got, _ := c.Raw("yarn.nodemanager.remote-app-log-dir"); got != "file://"+AppLogsDir(dir) {
+		t.Errorf("remote app log dir by default: %q, want file://%s", got, AppLogsDir(dir))
 	}
 	if _, err := os.Lstat(filepath.Join(confDir, "capacity-scheduler.xml")); !os.IsNotExist(err) {
 		t.Errorf("a conf dir's capacity-scheduler.xml outlived a start without it: %v", err)
