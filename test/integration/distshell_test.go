@@ -164,6 +164,21 @@ func TestDistributedShellRunsToFinishedWithEachContainersOutputInItsLog(t *testi
 					t.Errorf("%s stdout %q, want the command's output", id, log)
 				}
 			}
+			// Log aggregation is on by default: the nodes upload them.
+			eventually.Within(t, 2*time.Minute, func(context.Context) error {
+				n := 0
+				for _, byContainer := range aggregatedLogs(cluster.ControlPlane.Dir, app, "stdout") {
+					for _, log := range byContainer {
+						if log == "hello-from-knit\n" {
+							n++
+						}
+					}
+				}
+				if n != tt.containers {
+					return fmt.Errorf("%d of %d containers' stdout aggregated", n, tt.containers)
+				}
+				return nil
+			})
 		})
 	}
 }
