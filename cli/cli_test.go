@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -45,7 +46,7 @@ func newTestRM(t *testing.T) *testRM {
 	} {
 		c.Set(k, v)
 	}
-	tree, err := queues.Build(c, queues.Options{AdminACL: queues.ParseACL("alice")})
+	tree, err := queues.Build(c, queues.Options{AdminACL: acl.Parse("alice")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnerr"
@@ -347,7 +348,7 @@ func TestGetGroupsForUserAnswersTheRMsGroupMapping(t *testing.T) {
 		c.Set(k, v)
 	}
 	groups := map[string][]string{"carol": {"analysts", "etl"}}
-	tree, err := queues.Build(c, queues.Options{AdminACL: queues.AllowAll(), Groups: func(u string) []string { return groups[u] }})
+	tree, err := queues.Build(c, queues.Options{AdminACL: acl.AllowAll(), Groups: func(u string) []string { return groups[u] }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
@@ -112,12 +113,12 @@ func appIDString(p *yarnpb.ApplicationIdProto) (apps.ApplicationID, string, bool
 
 // canAccess is ClientRMService.checkAccess. The caller holds e.mu.
 func (rm *ResourceManager) canAccess(e *entry, user string, t yarnpb.ApplicationAccessTypeProto) bool {
-	var acl queues.ACL
+	var appACL acl.ACL
 	if s, ok := e.app.ACL(t); ok {
-		acl = queues.ParseACL(s)
+		appACL = acl.Parse(s)
 	}
 	return rm.queueTree().CheckAppAccess(queues.AppAccess{
-		Queue: e.app.Queue(), Owner: e.app.User(), ACL: acl, User: shortName(user),
+		Queue: e.app.Queue(), Owner: e.app.User(), ACL: appACL, User: shortName(user),
 	})
 }
 
@@ -335,11 +336,11 @@ func (rm *ResourceManager) GetApplications(ctx context.Context, req *yarnpb.GetA
 	user := callerOf(ctx).User
 	tree := rm.queueTree()
 	view := func(a *apps.Application) bool {
-		var acl queues.ACL
+		var viewACL acl.ACL
 		if s, ok := a.ACL(yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP); ok {
-			acl = queues.ParseACL(s)
+			viewACL = acl.Parse(s)
 		}
-		return tree.CheckAppAccess(queues.AppAccess{Queue: a.Queue(), Owner: a.User(), ACL: acl, User: shortName(user)})
+		return tree.CheckAppAccess(queues.AppAccess{Queue: a.Queue(), Owner: a.User(), ACL: viewACL, User: shortName(user)})
 	}
 	if req == nil {
 		req = &yarnpb.GetApplicationsRequestProto{} // FilterFromRequest reads fields directly

@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnerr"
@@ -163,7 +164,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if admin == "" {
 		admin = " "
 	}
-	tree, err := queues.Build(c, queues.Options{ACLsEnabled: o.aclEnable, AdminACL: queues.ParseACL(admin)})
+	tree, err := queues.Build(c, queues.Options{ACLsEnabled: o.aclEnable, AdminACL: acl.Parse(admin)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/rm/queues"
 )
@@ -84,7 +85,7 @@ func (rm *ResourceManager) RefreshAdminACL(ctx context.Context, c *hadoopconf.Co
 	if err != nil {
 		return fmt.Errorf("refresh admin ACL: %w", err)
 	}
-	acl := queues.ParseACL(v)
+	acl := acl.Parse(v)
 	rm.live.mu.Lock()
 	rm.live.tree.Store(rm.queueTree().WithAdminACL(acl))
 	rm.live.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
@@ -451,13 +452,13 @@ func health() rest.Object {
 }
 
 func queueACLs(q *queues.Queue) rest.Object {
-	acl := func(t string, a queues.ACL) rest.Object {
+	entry := func(t string, a acl.ACL) rest.Object {
 		return rest.Object{field("accessType", t), field("accessControlList", a.String())}
 	}
 	return rest.Object{field("queueAcl", []rest.Object{
-		acl("ADMINISTER_QUEUE", q.AdministerACL),
-		acl("APPLICATION_MAX_PRIORITY", queues.AllowAll()),
-		acl("SUBMIT_APP", q.SubmitACL),
+		entry("ADMINISTER_QUEUE", q.AdministerACL),
+		entry("APPLICATION_MAX_PRIORITY", acl.AllowAll()),
+		entry("SUBMIT_APP", q.SubmitACL),
 	})}
 }
 

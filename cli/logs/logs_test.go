@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/acl"
 	nodelogs "github.com/knitdev/knit/daemonsets/logs"
 	"github.com/knitdev/knit/daemonsets/logs/aggregated"
 	"github.com/knitdev/knit/protocols/yarnid"
@@ -128,7 +129,7 @@ func TestRunningApplicationLogsComeFromTheNodes(t *testing.T) {
 	}
 	src := staticSource{{ID: cid, App: app, User: "root", State: "RUNNING"}}
 	e, err := nodelogs.New(nodelogs.Config{NodeID: "localhost:8241", WebAddress: "x", Dirs: dirs, Source: src,
-		Access: nodelogs.Access{Enabled: true, Admin: nodelogs.ParseACL(" "), Groups: func(string) []string { return nil }}, Location: time.UTC})
+		Access: nodelogs.Access{Enabled: true, Admin: acl.Parse(" "), Groups: func(string) []string { return nil }}, Location: time.UTC})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/cmd/internal/lifecycle"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
@@ -156,7 +157,7 @@ func newStore(lc fx.Lifecycle, f flags, client kubernetes.Interface, dyn dynamic
 }
 
 func newQueues(c *hadoopconf.Configuration, settings conf.RMSettings, f flags) (*queues.Tree, error) {
-	return queues.Build(c, queues.Options{DefaultNamespace: f.namespace, ACLsEnabled: settings.ACLEnable, AdminACL: queues.ParseACL(settings.AdminACL)})
+	return queues.Build(c, queues.Options{DefaultNamespace: f.namespace, ACLsEnabled: settings.ACLEnable, AdminACL: acl.Parse(settings.AdminACL)})
 }
 
 // constructTimeout bounds the API calls made while the RM is being put

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/knitdev/knit/acl"
 )
 
 // FuzzWebParameters sends arbitrary path segments and query values to
@@ -20,7 +22,7 @@ func FuzzWebParameters(f *testing.F) {
 	} {
 		f.Add(s[0], s[1], s[2])
 	}
-	srv, _ := testServer(f, Access{Enabled: true, Admin: ParseACL("*")})
+	srv, _ := testServer(f, Access{Enabled: true, Admin: acl.Parse("*")})
 	f.Fuzz(func(t *testing.T, cid, file, query string) {
 		if len(cid)+len(file)+len(query) > 4096 {
 			return

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/daemonsets/logs/aggregated"
 	"github.com/knitdev/knit/test/recordings"
 )
@@ -38,7 +39,7 @@ func TestLogPagesOfAggregatedContainers(t *testing.T) {
 	}
 	e, err := New(Config{
 		NodeID: "localhost:8241", WebAddress: "localhost:8242", Dirs: Dirs{t.TempDir()}, Source: fakeSource{},
-		Access:     Access{Enabled: true, Admin: ParseACL(" "), Groups: func(string) []string { return nil }},
+		Access:     Access{Enabled: true, Admin: acl.Parse(" "), Groups: func(string) []string { return nil }},
 		Aggregated: &Aggregated{Lister: LocalStore{}, Layouts: []aggregated.Layout{layout}}, Location: time.UTC,
 	})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/daemonsets/logs/aggregated"
 	"github.com/knitdev/knit/test/recordings"
 )
@@ -185,7 +186,7 @@ func TestHTMLPagesMatchRecording(t *testing.T) {
 }
 
 func TestLogAccess(t *testing.T) {
-	srv, _ := testServer(t, Access{Enabled: true, Admin: ParseACL("admin"), Groups: func(string) []string { return nil }})
+	srv, _ := testServer(t, Access{Enabled: true, Admin: acl.Parse("admin"), Groups: func(string) []string { return nil }})
 	path := "/ws/v1/node/containers/" + runningCID + "/logs"
 	for _, tc := range []struct {
 		user string
@@ -211,7 +212,7 @@ func TestLogAccess(t *testing.T) {
 // OPTIONS with user.name that must answer 200 and set hadoop.auth, then
 // GETs carrying only the cookie.
 func TestPseudoAuthCookieFlow(t *testing.T) {
-	srv, _ := testServer(t, Access{Enabled: true, Admin: ParseACL(" "), Groups: func(string) []string { return nil }})
+	srv, _ := testServer(t, Access{Enabled: true, Admin: acl.Parse(" "), Groups: func(string) []string { return nil }})
 	path := srv.URL + "/ws/v1/node/containers/" + runningCID + "/logs"
 	req, _ := http.NewRequest(http.MethodOptions, path+"?user.name=bob", nil)
 	resp, err := http.DefaultClient.Do(req)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/daemonsets/logs/aggregated"
 )
 
@@ -34,7 +35,7 @@ func SettingsFromHadoop(conf aggregated.Conf) (Settings, error) {
 	}
 	var s Settings
 	s.Access.Enabled = strings.EqualFold(get("yarn.acl.enable", "false"), "true")
-	s.Access.Admin = ParseACL(get("yarn.admin.acl", "*"))
+	s.Access.Admin = acl.Parse(get("yarn.admin.acl", "*"))
 	s.RMWebAddress = get("yarn.resourcemanager.webapp.address", "")
 	s.Aggregate = strings.EqualFold(get(aggregated.ConfEnable, "false"), "true")
 	secs, err := strconv.ParseInt(get("yarn.nodemanager.log.retain-seconds", "10800"), 10, 64)

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rks/launch"
 )
@@ -76,7 +77,7 @@ func TestPodSourceReadsContainersAndKeepsTheApplicationsACLs(t *testing.T) {
 	if rec.Owner != "alice" || len(rec.ACLs) != 1 || rec.ACLs[0].Type != "VIEW_APP" || rec.ACLs[0].Value != "bob,carol admins" {
 		t.Errorf("record %+v", rec)
 	}
-	a := Access{Enabled: true, Admin: ParseACL(" "), Groups: func(u string) []string {
+	a := Access{Enabled: true, Admin: acl.Parse(" "), Groups: func(u string) []string {
 		if u == "dave" {
 			return []string{"admins"}
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/hadoopconf"
 )
 
@@ -62,7 +63,7 @@ type Options struct {
 	ACLsEnabled bool
 	// AdminACL is yarn.admin.acl (YARN's default is "*"); admins may
 	// access every application.
-	AdminACL ACL
+	AdminACL acl.ACL
 }
 
 // builder carries one Build's state.
@@ -320,9 +321,9 @@ func (b *builder) acls(q *Queue, _ bool) error {
 			return configError(err)
 		}
 		if a == SubmitApplications {
-			q.SubmitACL = ParseACL(v)
+			q.SubmitACL = acl.Parse(v)
 		} else {
-			q.AdministerACL = ParseACL(v)
+			q.AdministerACL = acl.Parse(v)
 		}
 	}
 	return nil
@@ -388,12 +389,12 @@ func (b *builder) labels(q *Queue, _ bool) error {
 	case !ok:
 		q.AccessibleNodeLabels = slices.Clone(q.Parent.AccessibleNodeLabels)
 	default:
-		labels := splitNames(v)
+		labels := hadoopconf.SplitTrimmed(v)
 		if slices.Contains(labels, "*") {
 			labels = []string{"*"}
 		}
 		slices.Sort(labels)
-		q.AccessibleNodeLabels = labels
+		q.AccessibleNodeLabels = slices.Compact(labels)
 	}
 	expr, ok, err := b.c.Lookup(b.key(q, "default-node-label-expression"))
 	if err != nil {

@@ -3,6 +3,7 @@ package queues
 import (
 	"strconv"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -77,7 +78,7 @@ type Queue struct {
 
 	// SubmitACL and AdministerACL are the queue's own ACLs; a user allowed
 	// on any ancestor is allowed here too (Tree.HasAccess).
-	SubmitACL, AdministerACL ACL
+	SubmitACL, AdministerACL acl.ACL
 
 	// MaxApplications caps the leaf's unfinished applications: its own
 	// maximum-applications, else global-queue-max-application, else the
@@ -117,7 +118,7 @@ type Queue struct {
 func (q *Queue) IsLeaf() bool { return len(q.Children) == 0 }
 
 // ACL returns the queue's own ACL for an operation.
-func (q *Queue) ACL(a QueueACL) ACL {
+func (q *Queue) ACL(a QueueACL) acl.ACL {
 	if a == AdministerQueue {
 		return q.AdministerACL
 	}

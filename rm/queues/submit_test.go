@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/protocols/yarnerr"
 )
 
@@ -21,7 +22,7 @@ func (c counts) ByUser(path, user string) int { return c.byUser[path+"/"+user] }
 const appID = "application_1700000000000_0001"
 
 func TestCheckSubmitAnswersAsYARN(t *testing.T) {
-	secure := fixtureTree(t, Options{ACLsEnabled: true, AdminACL: ParseACL("yarn"), Groups: groupsOf})
+	secure := fixtureTree(t, Options{ACLsEnabled: true, AdminACL: acl.Parse("yarn"), Groups: groupsOf})
 	open := fixtureTree(t, Options{Groups: groupsOf})
 	tests := []struct {
 		name     string

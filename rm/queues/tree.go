@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/hadoopconf"
 )
 
@@ -125,7 +126,7 @@ func (t *Tree) UserGroups(user string) []string {
 // WithAdminACL returns a Tree like t with acl as yarn.admin.acl, for
 // refreshAdminAcls; t is unchanged and the queues are shared, being
 // immutable.
-func (t *Tree) WithAdminACL(acl ACL) *Tree {
+func (t *Tree) WithAdminACL(acl acl.ACL) *Tree {
 	next := *t
 	next.opts.AdminACL = acl
 	return &next
@@ -139,7 +140,7 @@ type AppAccess struct {
 	Owner string
 	// ACL is the application's ACL for the operation (VIEW_APP or
 	// MODIFY_APP from its launch context); the zero ACL allows nobody.
-	ACL ACL
+	ACL acl.ACL
 	// User asks; Groups are theirs (nil: Options.Groups).
 	User   string
 	Groups []string

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -64,44 +65,6 @@ func TestLookupByPathOrUniqueShortName(t *testing.T) {
 	}
 }
 
-func TestParseACLFollowsAccessControlList(t *testing.T) {
-	tests := []struct {
-		acl           string
-		users, groups []string
-		all           bool
-		str           string
-	}{
-		{acl: "*", all: true, str: "*"},
-		{acl: " * ", all: true, str: "*"},
-		{acl: "alice *", all: true, str: "*"},
-		{acl: "", str: " "},
-		{acl: " ", str: " "},
-		{acl: "alice,bob", users: []string{"alice", "bob"}, str: "alice,bob "},
-		{acl: " ops,dev", groups: []string{"ops", "dev"}, str: " ops,dev"},
-		// The first space ends the users, even after a comma: Hadoop's
-		// split(" ", 2) makes "bob dev" a group.
-		{acl: "alice,alice ,bob dev", users: []string{"alice"}, groups: []string{"bob dev"}, str: "alice bob dev"},
-		{acl: "alice, ,bob dev,dev", users: []string{"alice"}, groups: []string{"bob dev", "dev"}, str: "alice bob dev,dev"},
-		{acl: "alice,bob dev , ops", users: []string{"alice", "bob"}, groups: []string{"dev", "ops"}, str: "alice,bob dev,ops"},
-	}
-	for _, tt := range tests {
-		a := ParseACL(tt.acl)
-		if a.AllowsAll() != tt.all || !slices.Equal(a.Users(), tt.users) || !slices.Equal(a.Groups(), tt.groups) {
-			t.Errorf("ParseACL(%q) = all %v users %q groups %q; want all %v users %q groups %q",
-				tt.acl, a.AllowsAll(), a.Users(), a.Groups(), tt.all, tt.users, tt.groups)
-		}
-		if a.String() != tt.str {
-			t.Errorf("ParseACL(%q).String() = %q, want %q", tt.acl, a.String(), tt.str)
-		}
-	}
-	if (ACL{}).Allows("anyone", []string{"any"}) {
-		t.Error("the zero ACL allows someone; it must allow nobody")
-	}
-	if !AllowAll().Allows("anyone", nil) {
-		t.Error("AllowAll does not allow everyone")
-	}
-}
-
 // A user allowed on a queue or on any ancestor is allowed; root's " " and
 // the leaves' unset ACLs allow nobody by themselves.
 func TestQueueACLsInheritFromAncestors(t *testing.T) {
@@ -156,7 +119,7 @@ func TestRootACLsDefaultToEveryone(t *testing.T) {
 }
 
 func TestCheckAppAccess(t *testing.T) {
-	on := fixtureTree(t, Options{ACLsEnabled: true, AdminACL: ParseACL("yarn"), Groups: groupsOf})
+	on := fixtureTree(t, Options{ACLsEnabled: true, AdminACL: acl.Parse("yarn"), Groups: groupsOf})
 	off := fixtureTree(t, Options{})
 	tests := []struct {
 		name string
@@ -167,8 +130,8 @@ func TestCheckAppAccess(t *testing.T) {
 		{"everyone when ACLs are off", off, AppAccess{Queue: "etl", Owner: "carol", User: "mallory"}, true},
 		{"the owner", on, AppAccess{Queue: "etl", Owner: "carol", User: "carol"}, true},
 		{"an admin", on, AppAccess{Queue: "etl", Owner: "carol", User: "yarn"}, true},
-		{"a user on the application's ACL", on, AppAccess{Queue: "etl", Owner: "carol", User: "dave", ACL: ParseACL("dave")}, true},
-		{"a group on the application's ACL", on, AppAccess{Queue: "etl", Owner: "carol", User: "dana", ACL: ParseACL(" dev")}, true},
+		{"a user on the application's ACL", on, AppAccess{Queue: "etl", Owner: "carol", User: "dave", ACL: acl.Parse("dave")}, true},
+		{"a group on the application's ACL", on, AppAccess{Queue: "etl", Owner: "carol", User: "dana", ACL: acl.Parse(" dev")}, true},
 		{"the queue's administrator", on, AppAccess{Queue: "root.prod.etl", Owner: "carol", User: "ops"}, true},
 		{"a submitter to the same queue is not enough", on, AppAccess{Queue: "etl", Owner: "carol", User: "frank", Groups: []string{"prod-users"}}, false},
 		{"a stranger", on, AppAccess{Queue: "etl", Owner: "carol", User: "mallory"}, false},
@@ -185,8 +148,8 @@ func TestCheckAppAccess(t *testing.T) {
 }
 
 func TestAdminACLCanBeReplacedWithoutTouchingTheOldTree(t *testing.T) {
-	old := fixtureTree(t, Options{ACLsEnabled: true, AdminACL: ParseACL("yarn"), Groups: groupsOf})
-	next := old.WithAdminACL(ParseACL("alice prod-users"))
+	old := fixtureTree(t, Options{ACLsEnabled: true, AdminACL: acl.Parse("yarn"), Groups: groupsOf})
+	next := old.WithAdminACL(acl.Parse("alice prod-users"))
 	tests := []struct {
 		name string
 		tree *Tree

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
@@ -765,7 +766,7 @@ func startAllocRM(b *testing.B, ns string, lister *nodes.Lister, sched rm.Schedu
 	if err != nil {
 		b.Fatal(err)
 	}
-	tree, err := queues.Build(c, queues.Options{DefaultNamespace: ns, AdminACL: queues.ParseACL("*")})
+	tree, err := queues.Build(c, queues.Options{DefaultNamespace: ns, AdminACL: acl.Parse("*")})
 	if err != nil {
 		b.Fatal(err)
 	}

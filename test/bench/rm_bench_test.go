@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -52,7 +53,7 @@ func startRM(b *testing.B) (string, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tree, err := queues.Build(c, queues.Options{AdminACL: queues.ParseACL("*")})
+	tree, err := queues.Build(c, queues.Options{AdminACL: acl.Parse("*")})
 	if err != nil {
 		b.Fatal(err)
 	}
