@@ -115,7 +115,7 @@ func TestReplayedCurlRequestsGetTheRecordedAnswers(t *testing.T) {
 // recording must get a row.
 func TestEveryRecordingIsReplayed(t *testing.T) {
 	for dir, want := range map[string]int{"fetcher": 5, "curl": 13} {
-		reqs, err := filepath.Glob(shuffleData(t, dir, "*request.bin"))
+		reqs, err := filepath.Glob(filepath.Join(shuffleData(t, dir), "*request.bin"))
 		if err != nil {
 			t.Fatal(err)
 		}
