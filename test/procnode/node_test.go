@@ -527,10 +527,21 @@ func TestRestartBackoffAndImageChange(t *testing.T) {
 // pidsOfPod lists the live processes of every running run of the pod.
 func pidsOfPod(t *testing.T, n *Node, p *corev1.Pod) []int {
 	t.Helper()
-	runs, err := n.runsIn(newPodPaths(n.cfg.Dir, p.Namespace, p.Name, p.UID).root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var runs []*attempt
+	// A shim writes its state just after its container starts.
+	waitFor(t, 10*time.Second, "every run's shim state", func() bool {
+		var err error
+		runs, err = n.runsIn(newPodPaths(n.cfg.Dir, p.Namespace, p.Name, p.UID).root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range runs {
+			if a.State == nil {
+				return false
+			}
+		}
+		return true
+	})
 	var pids []int
 	for _, a := range runs {
 		pids = append(pids, a.State.ShimPID)
@@ -643,9 +654,11 @@ while :; do wait; done`,
 			"main\n",
 		},
 	}
+	// The cases run one after the other: two nodes of one name stopping
+	// process trees at once in one test process were seen to leave a
+	// deletion hanging.
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			c := fakeClient()
 			name := fmt.Sprintf("signals-%d", i)
 			// The pod as the node last posted it, seen as it is deleted;

@@ -92,7 +92,11 @@ func (n *Node) Run(ctx context.Context) error {
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Pod)
 			p, ok2 := newObj.(*corev1.Pod)
-			if ok1 && ok2 && p.ResourceVersion != "" && o.ResourceVersion == p.ResourceVersion {
+			// A resync hands the cached object back as both. A resource
+			// version alone is no proof: the fake clientset of unit tests
+			// keeps it across updates, and a deletion must never be missed.
+			if ok1 && ok2 && (o == p || (p.ResourceVersion != "" && o.ResourceVersion == p.ResourceVersion &&
+				o.DeletionTimestamp.Equal(p.DeletionTimestamp))) {
 				return // a resync: nothing changed
 			}
 			if ok1 && ok2 && !podTerminal(o) && podTerminal(p) {

@@ -248,6 +248,24 @@ func (r *procRuntime) settle(a *attempt) (running bool, err error) {
 	if a.State != nil && sameBoot && shimAlive(a.State, a.Paths.Spec) {
 		return true, nil
 	}
+	// A run whose shim has not written its state yet is being launched,
+	// not lost: start records the outcome of a launch that never reports
+	// within launchTimeout. Reading it as vanished here would restart a
+	// container that is about to run.
+	if a.State == nil && time.Since(a.Spec.CreatedAt) < launchTimeout {
+		if err := r.reloadExit(a); err != nil || a.Exit != nil {
+			return false, err
+		}
+		var st shimState
+		ok, err := readJSON(a.Paths.State, &st)
+		if err != nil || !ok {
+			return err == nil, err
+		}
+		a.State = &st
+		if shimAlive(a.State, a.Paths.Spec) {
+			return true, nil
+		}
+	}
 	// The shim writes the exit record before it exits; read again in case
 	// it did so after we first looked.
 	if err := r.reloadExit(a); err != nil {
