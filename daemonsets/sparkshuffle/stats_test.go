@@ -2,8 +2,11 @@ package sparkshuffle
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/knitdev/knit/test/eventually"
 )
 
 // waitConnections waits for the service's connection goroutines to end
@@ -45,9 +48,13 @@ func TestStatsCountConnectionsExecutorsAndBlocks(t *testing.T) {
 	for _, b := range got {
 		bytes += int64(len(b))
 	}
-	if st := nd.svc.Stats(); st.Connections != 1 || st.Executors != 1 || st.BlocksSent != int64(len(got)) || st.BytesSent != bytes || st.ChunksInFlight != 0 || st.AuthFailures != 0 {
-		t.Errorf("after a fetch of %d blocks, %d bytes: %+v", len(got), bytes, st)
+	// A block counts once its last byte left the server, which can be just
+	// after the client read it.
+	fetched := func() bool {
+		st := nd.svc.Stats()
+		return st.Connections == 1 && st.Executors == 1 && st.BlocksSent == int64(len(got)) && st.BytesSent == bytes && st.ChunksInFlight == 0 && st.AuthFailures == 0
 	}
+	eventually.True(t, 5*time.Second, fmt.Sprintf("stats after a fetch of %d blocks, %d bytes", len(got), bytes), fetched)
 	if _, err := nd.dial(ClientConfig{AppID: app, Secret: []byte("wrong"), Auth: AuthSASL}); err == nil {
 		t.Fatal("a wrong secret was accepted")
 	}
