@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/knitdev/knit/hadoopconf"
 )
 
 // Defaults, Hadoop's where Hadoop has the setting.
@@ -165,12 +167,12 @@ func ConfigFromHadoop(lookup func(name string) (string, bool)) (Config, error) {
 		if !ok {
 			return
 		}
-		n, err := parseHadoopInt(v)
+		n, err := hadoopconf.ParseJavaInt(strings.TrimSpace(v), 32)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			return
 		}
-		set(n)
+		set(int(n))
 	}
 	getBool := func(name string, set func(bool)) {
 		v, ok := lookup(name)
@@ -210,33 +212,4 @@ func ConfigFromHadoop(lookup func(name string) (string, bool)) (Config, error) {
 		return Config{}, fmt.Errorf("shuffle: configuration: %w", err)
 	}
 	return c, nil
-}
-
-// parseHadoopInt reads an int as Configuration.getInt does: trimmed, with
-// an optional sign, decimal or 0x/0X hexadecimal, within 32 bits.
-func parseHadoopInt(s string) (int, error) {
-	s = strings.TrimSpace(s)
-	neg := false
-	body := s
-	if strings.HasPrefix(body, "-") {
-		neg, body = true, body[1:]
-	}
-	base := 10
-	if h, ok := strings.CutPrefix(body, "0x"); ok {
-		body, base = h, 16
-	} else if h, ok := strings.CutPrefix(body, "0X"); ok {
-		body, base = h, 16
-	}
-	if base == 16 {
-		if neg {
-			body = "-" + body
-		}
-	} else {
-		body = s
-	}
-	n, err := strconv.ParseInt(body, base, 32)
-	if err != nil {
-		return 0, fmt.Errorf("not an int: %q", s)
-	}
-	return int(n), nil
 }
