@@ -20,7 +20,6 @@ import (
 	"github.com/knitdev/knit/examples/mrjob/mapred"
 	"github.com/knitdev/knit/examples/yarnapp"
 	"github.com/knitdev/knit/protocols/token"
-	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -30,23 +29,11 @@ var ErrJobFailed = errors.New("job failed as tasks failed")
 
 // AMOptions are the AM role's settings.
 type AMOptions struct {
-	// SchedulerAddress is the RM's scheduler service.
-	SchedulerAddress string
-	// ContainerID is the AM's container id ($CONTAINER_ID).
-	ContainerID string
-	// TokenFile is the AM's credentials ($HADOOP_TOKEN_FILE_LOCATION).
-	TokenFile string
-	// Host is the host the AM registers; empty means this host's name.
-	Host string
+	yarnapp.AMEnv
 	// Spec is the job.
 	Spec JobSpec
-	// HeartbeatInterval paces allocate; zero means a second, as the MR AM
-	// heartbeats (yarn.app.mapreduce.am.scheduler.heartbeat.interval-ms).
-	HeartbeatInterval time.Duration
 	// Rand makes the shuffle secret; nil means crypto/rand.
 	Rand io.Reader
-	// Logger receives progress; nil means slog.Default().
-	Logger *slog.Logger
 }
 
 // taskState is where a task is.
@@ -103,49 +90,30 @@ type am struct {
 	byContainer map[string]*task
 	// reducesAsked is true once every map succeeded.
 	reducesAsked bool
-	lastAsk      map[int32]int
+	held         yarnapp.Asks
 }
 
 // RunAM is the job's ApplicationMaster; see the package comment.
 func RunAM(ctx context.Context, opts AMOptions) error {
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	if opts.HeartbeatInterval <= 0 {
-		opts.HeartbeatInterval = time.Second
-	}
+	// The MR AM heartbeats every second too
+	// (yarn.app.mapreduce.am.scheduler.heartbeat.interval-ms).
+	opts.AMEnv = opts.AMEnv.WithDefaults()
 	if opts.Rand == nil {
 		opts.Rand = rand.Reader
 	}
 	if err := opts.Spec.validate(); err != nil {
 		return fmt.Errorf("mrjob am: %w", err)
 	}
-	cid, err := yarnid.ParseContainerID(opts.ContainerID)
-	if err != nil {
-		return fmt.Errorf("mrjob am: container id: %w", err)
-	}
-	a := &am{opts: opts, job: mapred.JobID{App: cid.Attempt.App}, byContainer: map[string]*task{}, lastAsk: map[int32]int{}}
-	a.log = log.With("job", a.job.String())
-	if opts.TokenFile == "" {
-		return errors.New("mrjob am: no credentials file (HADOOP_TOKEN_FILE_LOCATION not set)")
-	}
-	creds, err := client.ReadCredentialsFile(opts.TokenFile)
+	started, err := yarnapp.RegisterAM(ctx, opts.AMEnv)
 	if err != nil {
 		return fmt.Errorf("mrjob am: %w", err)
 	}
-	amrmToken, err := client.AMRMToken(creds)
-	if err != nil {
+	defer started.Close()
+	rm, nm := started.RM, started.NM
+	a := &am{opts: opts, job: mapred.JobID{App: started.Container.Attempt.App}, byContainer: map[string]*task{}}
+	a.log = opts.Logger.With("job", a.job.String())
+	if err := a.makeSecrets(started.Credentials); err != nil {
 		return fmt.Errorf("mrjob am: %w", err)
-	}
-	if err := a.makeSecrets(creds); err != nil {
-		return fmt.Errorf("mrjob am: %w", err)
-	}
-	host := opts.Host
-	if host == "" {
-		if host, err = os.Hostname(); err != nil {
-			return fmt.Errorf("mrjob am: host name: %w", err)
-		}
 	}
 	for i := range opts.Spec.Splits {
 		a.maps = append(a.maps, &task{id: mapred.TaskID{Job: a.job, Type: mapred.Map, Index: i}, state: waiting})
@@ -159,19 +127,7 @@ func RunAM(ctx context.Context, opts AMOptions) error {
 			return fmt.Errorf("mrjob am: job setup: %w", err)
 		}
 	}
-
-	rm, err := client.NewAMRMClient(opts.SchedulerAddress, client.AMRMConfig{Token: amrmToken, Logger: a.log})
-	if err != nil {
-		return fmt.Errorf("mrjob am: %w", err)
-	}
-	defer rm.Close()
-	nm := client.NewNMClient(rm.NMTokens(), client.NMConfig{Logger: a.log})
-	defer nm.Close()
-	reg, err := rm.Register(ctx, host, -1, "")
-	if err != nil {
-		return fmt.Errorf("mrjob am: %w", err)
-	}
-	a.capability = yarnapp.CapTo(opts.Spec.TaskMemoryMB, opts.Spec.TaskVcores, reg.GetMaximumCapability())
+	a.capability = yarnapp.CapTo(opts.Spec.TaskMemoryMB, opts.Spec.TaskVcores, started.MaxCapability)
 
 	final, diag, err := a.loop(ctx, rm, nm)
 	if err != nil {
@@ -239,6 +195,7 @@ func (a *am) loop(ctx context.Context, rm *client.AMRMClient, nm *client.NMClien
 			return 0, "", errors.New("the ResourceManager asked the AM to shut down")
 		}
 		for _, c := range resp.GetAllocatedContainers() {
+			a.held.Allocated(c)
 			t := a.assign(c)
 			if t == nil {
 				release = append(release, c.GetId())
@@ -291,18 +248,9 @@ func (a *am) asks() []*yarnpb.ResourceRequestProto {
 				n++
 			}
 		}
-		if last, ok := a.lastAsk[p.priority]; ok && last == n || !ok && n == 0 {
-			continue
+		if ask := a.held.Want(p.priority, n, a.capability); ask != nil {
+			out = append(out, ask)
 		}
-		a.lastAsk[p.priority] = n
-		out = append(out, &yarnpb.ResourceRequestProto{
-			Priority:             &yarnpb.PriorityProto{Priority: proto.Int32(p.priority)},
-			ResourceName:         proto.String("*"),
-			Capability:           a.capability,
-			NumContainers:        proto.Int32(int32(n)),
-			RelaxLocality:        proto.Bool(true),
-			ExecutionTypeRequest: &yarnpb.ExecutionTypeRequestProto{ExecutionType: yarnpb.ExecutionTypeProto_GUARANTEED.Enum()},
-		})
 	}
 	return out
 }

@@ -250,14 +250,16 @@ func TestRunAM(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			err := RunAM(ctx, AMOptions{
-				SchedulerAddress: scheduler,
-				ContainerID:      "container_1700000000000_0007_01_000001",
-				TokenFile:        tokenFile,
-				Host:             "am-host",
+				AMEnv: yarnapp.AMEnv{
+					SchedulerAddress:  scheduler,
+					ContainerID:       "container_1700000000000_0007_01_000001",
+					TokenFile:         tokenFile,
+					Host:              "am-host",
+					HeartbeatInterval: 5 * time.Millisecond,
+					Logger:            quiet,
+				},
 				Spec: JobSpec{Splits: splits, Reduces: 2, Binary: File{Path: "/bin/mrjob"}, Output: output,
 					TaskMemoryMB: 128, TaskVcores: 1, MaxAttempts: 2, ForgeShuffleToken: tt.forge},
-				HeartbeatInterval: 5 * time.Millisecond,
-				Logger:            quiet,
 			})
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
 				t.Fatalf("RunAM: %v, want %v", err, tt.wantErr)

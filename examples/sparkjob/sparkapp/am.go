@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,7 +18,6 @@ import (
 	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/examples/yarnapp"
 	"github.com/knitdev/knit/protocols/token"
-	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -32,22 +30,11 @@ const shuffleID int32 = 0
 
 // AMOptions are the AM role's settings.
 type AMOptions struct {
-	// SchedulerAddress is the RM's scheduler service.
-	SchedulerAddress string
-	// ContainerID is the AM's container id ($CONTAINER_ID).
-	ContainerID string
-	// TokenFile is the AM's credentials ($HADOOP_TOKEN_FILE_LOCATION).
-	TokenFile string
-	// Host is the host the AM registers; empty means this host's name.
-	Host string
+	yarnapp.AMEnv
 	// Spec is the job.
 	Spec JobSpec
-	// HeartbeatInterval paces allocate; zero means a second.
-	HeartbeatInterval time.Duration
 	// Rand makes the secret; nil means crypto/rand.
 	Rand io.Reader
-	// Logger receives progress; nil means slog.Default().
-	Logger *slog.Logger
 }
 
 // execState is where an executor is.
@@ -85,64 +72,32 @@ type am struct {
 	stage, wanted int
 	stages        [3][]*executor
 	byContainer   map[string]*executor
-	asked         map[int32]int
+	held          yarnapp.Asks
 	// failure, once set, fails the job.
 	failure string
 }
 
 // RunAM is the job's ApplicationMaster; see the package comment.
 func RunAM(ctx context.Context, opts AMOptions) error {
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	if opts.HeartbeatInterval <= 0 {
-		opts.HeartbeatInterval = time.Second
-	}
+	opts.AMEnv = opts.AMEnv.WithDefaults()
 	if opts.Rand == nil {
 		opts.Rand = rand.Reader
 	}
 	if err := opts.Spec.validate(); err != nil {
 		return fmt.Errorf("sparkjob am: %w", err)
 	}
-	cid, err := yarnid.ParseContainerID(opts.ContainerID)
-	if err != nil {
-		return fmt.Errorf("sparkjob am: container id: %w", err)
-	}
-	a := &am{opts: opts, app: cid.Attempt.App.String(), byContainer: map[string]*executor{}, asked: map[int32]int{}}
-	a.log = log.With("app", a.app)
-	if opts.TokenFile == "" {
-		return errors.New("sparkjob am: no credentials file (HADOOP_TOKEN_FILE_LOCATION not set)")
-	}
-	creds, err := client.ReadCredentialsFile(opts.TokenFile)
+	started, err := yarnapp.RegisterAM(ctx, opts.AMEnv)
 	if err != nil {
 		return fmt.Errorf("sparkjob am: %w", err)
 	}
-	amrmToken, err := client.AMRMToken(creds)
-	if err != nil {
+	defer started.Close()
+	rm, nm := started.RM, started.NM
+	a := &am{opts: opts, app: started.Container.Attempt.App.String(), byContainer: map[string]*executor{}}
+	a.log = opts.Logger.With("app", a.app)
+	if err := a.makeSecret(started.Credentials); err != nil {
 		return fmt.Errorf("sparkjob am: %w", err)
 	}
-	if err := a.makeSecret(creds); err != nil {
-		return fmt.Errorf("sparkjob am: %w", err)
-	}
-	host := opts.Host
-	if host == "" {
-		if host, err = os.Hostname(); err != nil {
-			return fmt.Errorf("sparkjob am: host name: %w", err)
-		}
-	}
-	rm, err := client.NewAMRMClient(opts.SchedulerAddress, client.AMRMConfig{Token: amrmToken, Logger: a.log})
-	if err != nil {
-		return fmt.Errorf("sparkjob am: %w", err)
-	}
-	defer rm.Close()
-	nm := client.NewNMClient(rm.NMTokens(), client.NMConfig{Logger: a.log})
-	defer nm.Close()
-	reg, err := rm.Register(ctx, host, -1, "")
-	if err != nil {
-		return fmt.Errorf("sparkjob am: %w", err)
-	}
-	a.capability = yarnapp.CapTo(opts.Spec.ExecutorMemoryMB, 1, reg.GetMaximumCapability())
+	a.capability = yarnapp.CapTo(opts.Spec.ExecutorMemoryMB, 1, started.MaxCapability)
 	a.stage, a.wanted = 1, opts.Spec.Executors
 
 	final, diag, err := a.loop(ctx, rm, nm)
@@ -201,6 +156,7 @@ func (a *am) loop(ctx context.Context, rm *client.AMRMClient, nm *client.NMClien
 			return 0, "", errors.New("the ResourceManager asked the AM to shut down")
 		}
 		for _, c := range resp.GetAllocatedContainers() {
+			a.held.Allocated(c)
 			e := a.assign(c)
 			if e == nil {
 				release = append(release, c.GetId())
@@ -247,18 +203,9 @@ func (a *am) asks() []*yarnpb.ResourceRequestProto {
 		if stage == a.stage {
 			n = a.wanted
 		}
-		if last, ok := a.asked[priority]; ok && last == n || !ok && n == 0 {
-			continue
+		if ask := a.held.Want(priority, n, a.capability); ask != nil {
+			out = append(out, ask)
 		}
-		a.asked[priority] = n
-		out = append(out, &yarnpb.ResourceRequestProto{
-			Priority:             &yarnpb.PriorityProto{Priority: proto.Int32(priority)},
-			ResourceName:         proto.String("*"),
-			Capability:           a.capability,
-			NumContainers:        proto.Int32(int32(n)),
-			RelaxLocality:        proto.Bool(true),
-			ExecutionTypeRequest: &yarnpb.ExecutionTypeRequestProto{ExecutionType: yarnpb.ExecutionTypeProto_GUARANTEED.Enum()},
-		})
 	}
 	return out
 }

@@ -86,10 +86,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		if err = yarnapp.DecodeSpec(spec, &opts.Spec); err != nil {
 			break
 		}
-		if opts.SchedulerAddress, err = yarnapp.SchedulerAddress(getenv("HADOOP_CONF_DIR"), opts.SchedulerAddress); err != nil {
+		if err = opts.FromContainer(getenv); err != nil {
 			break
 		}
-		opts.ContainerID, opts.TokenFile, opts.Logger = getenv("CONTAINER_ID"), getenv("HADOOP_TOKEN_FILE_LOCATION"), log
+		opts.Logger = log
 		if rerr := RunAM(ctx, opts); rerr != nil {
 			log.Error("application master failed", "err", rerr)
 			return ExitFailed
