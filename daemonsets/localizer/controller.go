@@ -95,6 +95,9 @@ type Controller struct {
 
 	mu   sync.Mutex
 	done map[types.UID]bool // launch files written
+	// apps are the applications with folders on this node: found there at
+	// start, or given a container since. Only their ends concern the node.
+	apps map[string]bool
 }
 
 // NewController returns the controller; Run starts it.
@@ -124,6 +127,7 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 			workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](100*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "localizer"}),
 		done: map[types.UID]bool{},
+		apps: map[string]bool{},
 		ended: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "localizer-applications"}),
@@ -247,6 +251,11 @@ func (c *Controller) sync(ctx context.Context, nn types.NamespacedName) error {
 		// Not ours to retry: the container fails with the reason.
 		return c.write(p, launch.Files{ContainerID: p.Labels[launch.LabelContainer], Failure: err.Error()})
 	}
+	if ctr, err := yarnid.ParseContainerID(lc.ContainerID); err == nil {
+		c.mu.Lock()
+		c.apps[ctr.Attempt.App.String()] = true
+		c.mu.Unlock()
+	}
 	var creds []byte
 	serviceData := map[string][]byte{}
 	if lc.TokensSecret != "" {
@@ -321,6 +330,11 @@ func (c *Controller) cleanLeftovers(ctx context.Context) {
 		c.log.WarnContext(ctx, "application caches", "err", err)
 		return
 	}
+	c.mu.Lock()
+	for _, app := range apps {
+		c.apps[app] = true
+	}
+	c.mu.Unlock()
 	for _, app := range apps {
 		if !c.running(app) {
 			c.ended.Add(app)
@@ -369,10 +383,13 @@ func (c *Controller) applicationGone(obj any) {
 }
 
 // onNode reports whether the application has folders on this node; the
-// RM's other applications are none of this node's business.
+// RM's other applications are none of this node's business. It reads
+// memory, not the disk: the RM's informer hands every application it keeps
+// to this handler at start.
 func (c *Controller) onNode(app string) bool {
-	apps, err := c.cfg.Preparer.Applications()
-	return err == nil && slices.Contains(apps, app)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.apps[app]
 }
 
 func (c *Controller) processEnded(ctx context.Context) bool {
@@ -412,6 +429,9 @@ func (c *Controller) endApplication(ctx context.Context, app string) error {
 	if err := c.cfg.Preparer.CleanApplication(app); err != nil {
 		return err
 	}
+	c.mu.Lock()
+	delete(c.apps, app)
+	c.mu.Unlock()
 	c.log.InfoContext(ctx, "application ended on the node", "app", app)
 	return nil
 }
