@@ -82,7 +82,7 @@ func main() {
 	flag.StringVar(&f.hadoopConf, "hadoop-conf-dir", os.Getenv("HADOOP_CONF_DIR"), "HADOOP_CONF_DIR given to containers that set none, and read by the localizer for hdfs:// resources")
 	flag.StringVar(&f.homeDir, "user-home-dir", "/home/", "yarn.nodemanager.user-home-dir: HOME of containers")
 	flag.Int64Var(&f.cacheMB, "cache-target-mb", 10240, "yarn.nodemanager.localizer.cache.target-size-mb")
-	flag.IntVar(&f.shuffle, "shuffle-port", 13562, "mapreduce.shuffle.port: where the MapReduce shuffle listens on the node's address; overrides the Hadoop configuration's")
+	flag.IntVar(&f.shuffle, "shuffle-port", 0, "mapreduce.shuffle.port: where the MapReduce shuffle listens on the node's address; 0 means the Hadoop configuration's, else 13562")
 	flag.IntVar(&f.sparkShuffle, "spark-shuffle-port", 0, "spark.shuffle.service.port: where Spark's external shuffle listens on the node's address; 0 means the Hadoop configuration's, else Spark's 7337")
 	flag.StringVar(&f.auxServices, "aux-services", launch.ShuffleService, "yarn.nodemanager.aux-services: the aux services to run, comma separated (mapreduce_shuffle, spark_shuffle); empty for none")
 	flag.StringVar(&f.appsNamespace, "applications-namespace", "knit", "namespace of the RM's YarnApplications (knit-rm's --namespace), watched to end applications on the node")
@@ -171,10 +171,7 @@ func newAuxServices(lc fx.Lifecycle, f flags, d nodeDirs, conf *hadoopconf.Confi
 		switch name = strings.TrimSpace(name); name {
 		case "":
 		case launch.ShuffleService:
-			cfg, err := shuffle.ConfigFromHadoop(func(key string) (string, bool) {
-				v, ok, err := conf.Lookup(key)
-				return v, ok && err == nil
-			})
+			cfg, err := shuffle.ConfigFromHadoop(hadoopLookup(conf))
 			if err != nil {
 				return nil, err
 			}
@@ -188,7 +185,11 @@ func newAuxServices(lc fx.Lifecycle, f flags, d nodeDirs, conf *hadoopconf.Confi
 				}
 				cfg.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 			}
-			cfg.Address = net.JoinHostPort(f.address, strconv.Itoa(f.shuffle))
+			port, err := servicePort(f.shuffle, cfg.Address, shuffle.DefaultPort)
+			if err != nil {
+				return nil, fmt.Errorf("shuffle port: %w", err)
+			}
+			cfg.Address = net.JoinHostPort(f.address, strconv.Itoa(port))
 			cfg.LocalDirs = d.local
 			cfg.Logger = log.With("component", "shuffle")
 			svc, err := shuffle.New(cfg)
@@ -218,21 +219,13 @@ func newAuxServices(lc fx.Lifecycle, f flags, d nodeDirs, conf *hadoopconf.Confi
 // them; its registered executors are kept under the node root, in a
 // folder of the node's.
 func newSparkShuffle(f flags, d nodeDirs, conf *hadoopconf.Configuration, log *slog.Logger) (*sparkshuffle.Service, error) {
-	cfg, err := sparkshuffle.ConfigFromHadoop(func(key string) (string, bool) {
-		v, ok, err := conf.Lookup(key)
-		return v, ok && err == nil
-	})
+	cfg, err := sparkshuffle.ConfigFromHadoop(hadoopLookup(conf))
 	if err != nil {
 		return nil, err
 	}
-	port := f.sparkShuffle
-	if port == 0 {
-		port = sparkshuffle.DefaultPort
-		if _, p, err := net.SplitHostPort(cfg.Address); err == nil && cfg.Address != "" {
-			if port, err = strconv.Atoi(p); err != nil {
-				return nil, fmt.Errorf("spark shuffle port: %w", err)
-			}
-		}
+	port, err := servicePort(f.sparkShuffle, cfg.Address, sparkshuffle.DefaultPort)
+	if err != nil {
+		return nil, fmt.Errorf("spark shuffle port: %w", err)
 	}
 	cfg.Name = launch.SparkShuffleService
 	cfg.Address = net.JoinHostPort(f.address, strconv.Itoa(port))
@@ -245,6 +238,24 @@ func newSparkShuffle(f flags, d nodeDirs, conf *hadoopconf.Configuration, log *s
 		return nil, fmt.Errorf("spark shuffle: %w", err)
 	}
 	return svc, nil
+}
+
+// servicePort is where a service listens on the node's address: the flag
+// when set, else the port of the address its configuration read (":<port>"
+// when the Hadoop configuration names one), else the service's default, as
+// a NodeManager's aux service takes its port from the configuration.
+func servicePort(flag int, configured string, def int) (int, error) {
+	if flag != 0 {
+		return flag, nil
+	}
+	if configured == "" {
+		return def, nil
+	}
+	_, p, err := net.SplitHostPort(configured)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(p)
 }
 
 func newAuxHost(f flags, client kubernetes.Interface, services []auxservice.Service, log *slog.Logger) (*auxservice.Host, error) {
