@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -348,7 +347,7 @@ func (c *Controller) running(app string) bool {
 	if err == nil {
 		for _, o := range objs {
 			if m, ok := o.(metav1.Object); ok && applicationID(m) == app {
-				return !slices.Contains(launch.FinalStates(), m.GetLabels()[launch.LabelState])
+				return !launch.IsFinalState(m.GetLabels()[launch.LabelState])
 			}
 		}
 	}
@@ -358,12 +357,12 @@ func (c *Controller) running(app string) bool {
 		return false
 	}
 	m, ok := obj.(metav1.Object)
-	return ok && !slices.Contains(launch.FinalStates(), m.GetLabels()[launch.LabelState])
+	return ok && !launch.IsFinalState(m.GetLabels()[launch.LabelState])
 }
 
 func (c *Controller) applicationChanged(obj any) {
 	m, ok := obj.(metav1.Object)
-	if !ok || !slices.Contains(launch.FinalStates(), m.GetLabels()[launch.LabelState]) {
+	if !ok || !launch.IsFinalState(m.GetLabels()[launch.LabelState]) {
 		return
 	}
 	if app := applicationID(m); app != "" && c.onNode(app) {

@@ -249,9 +249,15 @@ const (
 	ApplicationResource = "yarnapplications"
 )
 
-// FinalStates are the LabelState values of an application that has ended
-// (RMAppState FINISHED, FAILED, KILLED).
-func FinalStates() []string { return []string{"FINISHED", "FAILED", "KILLED"} }
+// IsFinalState reports whether a LabelState value is that of an
+// application that has ended (RMAppState FINISHED, FAILED, KILLED).
+func IsFinalState(state string) bool {
+	switch state {
+	case "FINISHED", "FAILED", "KILLED":
+		return true
+	}
+	return false
+}
 
 // ServiceDataSecretKey is the key of service's service_data in a
 // container's Secret.
