@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +27,7 @@ type fakePreparer struct {
 	prepared []launch.Context
 	creds    [][]byte
 	cleaned  []string
+	released int
 }
 
 func (f *fakePreparer) Prepare(_ context.Context, c launch.Context, credentials []byte) (launch.Files, error) {
@@ -41,7 +41,17 @@ func (f *fakePreparer) Prepare(_ context.Context, c launch.Context, credentials 
 	return launch.Files{ContainerID: c.ContainerID, WorkDir: "/work"}, nil
 }
 
-func (f *fakePreparer) Release(string) {}
+func (f *fakePreparer) Release(string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.released++
+}
+
+func (f *fakePreparer) releases() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.released
+}
 
 func (f *fakePreparer) CleanApplication(app string) error {
 	f.mu.Lock()
@@ -201,7 +211,9 @@ func TestAnApplicationEndsOnTheNodeWhenItEndsInTheRMNotWhenItsPodsGo(t *testing.
 	if err := client.CoreV1().Pods("apps").Delete(t.Context(), "p1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // nothing to wait for: the absence of a clean-up
+	// The pod's going is handled (its container released) without a
+	// clean-up of the application.
+	waitFor(t, "the container released", func() bool { return prep.releases() == 1 })
 	if _, cleaned := prep.snapshot(); len(cleaned) != 0 {
 		t.Fatalf("application cleaned when its pod went: %v", cleaned)
 	}
