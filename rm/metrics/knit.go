@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/scheduling"
@@ -58,16 +59,14 @@ func NewRPC(reg prometheus.Registerer) (*RPC, error) {
 	return r, nil
 }
 
-// ObserveCall implements ipc.CallObserver.
+// ObserveCall implements ipc.CallObserver. A failed call's outcome is the
+// class the client was answered with: that of the first error in err's
+// chain that knows its Java class, else java.io.IOException, as the
+// engine answers (yarnerr.ClassOf).
 func (r *RPC) ObserveCall(protocol, method string, queued, processing time.Duration, err error) {
 	outcome := "ok"
 	if err != nil {
-		outcome = "error"
-		if je, ok := err.(ipc.JavaError); ok {
-			outcome = je.JavaClass()
-		} else if re, ok := err.(*ipc.RemoteError); ok {
-			outcome = re.ClassName
-		}
+		outcome = string(yarnerr.ClassOf(err))
 	}
 	r.calls.WithLabelValues(protocol, method, outcome).Inc()
 	r.queue.WithLabelValues(protocol, method).Observe(queued.Seconds())

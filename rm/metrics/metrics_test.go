@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -356,5 +358,32 @@ func TestPromtoolAcceptsTheOutput(t *testing.T) {
 	}
 	if err != nil && exit.ExitCode() != 3 {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// TestRPCOutcomeIsTheClassTheClientIsAnswered: a failed call counts under
+// the Java class the engine answers with: that of a wrapped error's cause,
+// and java.io.IOException for an error that names no class.
+func TestRPCOutcomeIsTheClassTheClientIsAnswered(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r, err := NewRPC(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const proto, method = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB", "getApplicationReport"
+	r.ObserveCall(proto, method, 0, 0, fmt.Errorf("report: %w", yarnerr.ApplicationNotFound.New("gone")))
+	r.ObserveCall(proto, method, 0, 0, errors.New("store unreachable"))
+	r.ObserveCall(proto, method, 0, 0, nil)
+	got := map[string]float64{}
+	for _, m := range gather(t, reg)["knit_rpc_calls_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "outcome" {
+				got[l.GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	want := map[string]float64{string(yarnerr.ApplicationNotFound): 1, string(yarnerr.IOException): 1, "ok": 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("calls by outcome: %v, want %v", got, want)
 	}
 }
