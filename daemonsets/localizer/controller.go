@@ -352,7 +352,7 @@ func (c *Controller) running(app string) bool {
 		}
 	}
 	// Objects written before they carried the application label.
-	obj, err := c.appLister.ByNamespace(c.cfg.ApplicationsNamespace).Get(objectName(app))
+	obj, err := c.appLister.ByNamespace(c.cfg.ApplicationsNamespace).Get(launch.ApplicationObjectName(app))
 	if err != nil {
 		return false
 	}
@@ -437,7 +437,7 @@ func (c *Controller) endApplication(ctx context.Context, app string) error {
 
 // applicationID is the id of the application a YarnApplication holds: its
 // label, or, on objects written before it, its name read back (the RM names
-// application_1_0001 application-1-0001).
+// application_1_0001 application-1-0001, launch.ApplicationObjectName).
 func applicationID(m metav1.Object) string {
 	if id, ok := m.GetLabels()[launch.LabelApplication]; ok {
 		return id
@@ -448,9 +448,6 @@ func applicationID(m metav1.Object) string {
 	}
 	return id
 }
-
-// objectName is the YarnApplication name of an application id.
-func objectName(app string) string { return strings.ReplaceAll(strings.ToLower(app), "_", "-") }
 
 // podGone releases a deleted pod's resources and launch folder. The
 // application's folders stay until the application ends: a finished map's

@@ -259,6 +259,13 @@ func IsFinalState(state string) bool {
 	return false
 }
 
+// ApplicationObjectName is the name of the YarnApplication that holds an
+// application: its id in lower case with '_' turned into '-'
+// (application_1_0001 is application-1-0001).
+func ApplicationObjectName(id string) string {
+	return strings.ReplaceAll(strings.ToLower(id), "_", "-")
+}
+
 // ServiceDataSecretKey is the key of service's service_data in a
 // container's Secret.
 func ServiceDataSecretKey(service string) string { return SecretKeyServiceDataPrefix + service }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/knitdev/knit/rks/launch"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -16,7 +17,7 @@ func ObjectName(id string) (string, error) {
 	if id == "" {
 		return "", errors.New("store: object name: empty application id")
 	}
-	name := strings.ReplaceAll(strings.ToLower(id), "_", "-")
+	name := launch.ApplicationObjectName(id)
 	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
 		return "", fmt.Errorf("store: object name for %q: %s", id, strings.Join(msgs, "; "))
 	}
