@@ -285,12 +285,7 @@ func (nf nodeFiles) open(ctx context.Context, rf nodelogs.RemoteFile) (aggregate
 	if err != nil {
 		return nil, nil, err
 	}
-	var r aggregated.Reader
-	if nf.format == aggregated.FormatIndexed {
-		r, err = aggregated.OpenIndexed(f, rf.Size)
-	} else {
-		r, err = aggregated.OpenTFile(f, rf.Size, rf.ModTime)
-	}
+	r, err := aggregated.Open(nf.format, f, rf.Size, rf.ModTime)
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("%s: %w", rf.Path, err)

@@ -90,12 +90,7 @@ func TestAggregatorWritesBothFormatsAndRemovesLocalCopy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var r aggregated.Reader
-			if format == aggregated.FormatTFile {
-				r, err = aggregated.OpenTFile(bytes.NewReader(b), int64(len(b)), time.Now())
-			} else {
-				r, err = aggregated.OpenIndexed(bytes.NewReader(b), int64(len(b)))
-			}
+			r, err := aggregated.Open(format, bytes.NewReader(b), int64(len(b)), time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

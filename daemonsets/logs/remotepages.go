@@ -51,12 +51,7 @@ func (s *server) openAggregated(ctx context.Context, app, user string) (aggregat
 				s.log.WarnContext(ctx, "open aggregated logs", "path", f.Path, "err", err)
 				return nil, nil, false
 			}
-			var r aggregated.Reader
-			if l.Format == aggregated.FormatIndexed {
-				r, err = aggregated.OpenIndexed(rr, f.Size)
-			} else {
-				r, err = aggregated.OpenTFile(rr, f.Size, f.ModTime)
-			}
+			r, err := aggregated.Open(l.Format, rr, f.Size, f.ModTime)
 			if err != nil {
 				rr.Close()
 				s.log.WarnContext(ctx, "read aggregated logs", "path", f.Path, "err", err)

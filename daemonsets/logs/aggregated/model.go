@@ -47,6 +47,23 @@ type Reader interface {
 	Walk(fn func(f LogFile, content io.Reader) error) error
 }
 
+// Open opens an aggregated file of format f and size bytes. modTime is the
+// file's modification time, which the TFile format gives every log (see
+// OpenTFile); the Indexed format records its own.
+func Open(f Format, r io.ReaderAt, size int64, modTime time.Time) (Reader, error) {
+	var rd Reader
+	var err error
+	if f == FormatIndexed {
+		rd, err = OpenIndexed(r, size)
+	} else {
+		rd, err = OpenTFile(r, size, modTime)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rd, nil
+}
+
 // SourceFile is one local log file handed to a Writer.
 type SourceFile struct {
 	Name    string
