@@ -51,7 +51,7 @@ FUZZTIME ?= 20s
 # Each new input a worker finds is minimized for at most FUZZMINIMIZETIME;
 # go test's default (60s) stalls every worker for most of a short run.
 FUZZMINIMIZETIME ?= 100x
-FUZZPKGS ?= ./protocols/... ./hadoopconf/... ./rm/... ./rks/... ./daemonsets/... ./test/procnode/...
+FUZZPKGS ?= ./protocols/... ./hadoopconf/... ./rm/... ./rks/... ./daemonsets/... ./test/procnode/... ./examples/...
 fuzz:
 	@log=$$(mktemp); table=$$(mktemp); trap 'rm -f $$log $$table' EXIT; rc=0; \
 	for pkg in $$($(GO) list $(FUZZPKGS)); do \
