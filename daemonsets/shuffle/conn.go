@@ -253,8 +253,9 @@ func (s *Service) prepare(ctx context.Context, j job, jobName string, reduce int
 		if !isPathElement(m) {
 			return outs, &answerError{500, (&errNotFound{rel: base + "/" + indexRel}).Error()}
 		}
-		recs, err := s.index.get(ctx, jobName, m, func() ([]indexRecord, error) {
-			return s.roots.readIndexFile(base, indexRel)
+		recs, err := s.index.Get(ctx, indexKey{jobName, m}, func() ([]indexRecord, int64, error) {
+			recs, err := s.roots.readIndexFile(base, indexRel)
+			return recs, int64(len(recs)) * indexRecordBytes, err
 		})
 		if err != nil {
 			return outs, indexAnswer(err, base+"/"+indexRel)

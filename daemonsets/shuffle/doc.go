@@ -52,6 +52,8 @@
 // are cached within a byte bound; connections, files open per request and
 // concurrent transfers per reducer are bounded; TLS uses a buffered copy.
 //
-// Imports: stdlib, protocols/token, protocols/writable, protocols/yarnid and
-// daemonsets/auxservice. See ../shared/docs/hadoop-wire-facts.md §6.1.
+// Imports: stdlib, hadoopconf, protocols/accept, protocols/token,
+// protocols/writable, protocols/yarnid, daemonsets/auxservice and
+// daemonsets/internal/lru (the index cache, shared with sparkshuffle).
+// See ../shared/docs/hadoop-wire-facts.md §6.1.
 package shuffle

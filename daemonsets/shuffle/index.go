@@ -1,13 +1,10 @@
 package shuffle
 
 import (
-	"container/list"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"sync"
 )
 
 // indexRecordBytes is one partition's entry in file.out.index
@@ -69,120 +66,9 @@ func parseIndex(b []byte) ([]indexRecord, error) {
 	return recs, nil
 }
 
-// indexKey names one map output's index.
+// indexKey names one map output's index in the service's cache
+// (Hadoop's IndexCache, mapreduce.tasktracker.indexcache.mb), which counts
+// 24 bytes a partition against its bound, as IndexCache does.
 type indexKey struct {
 	job, mapID string
-}
-
-// indexEntry is a cached index, or one being loaded (ready still open).
-type indexEntry struct {
-	key   indexKey
-	recs  []indexRecord
-	err   error
-	ready chan struct{}
-	// elem is the entry's place in the LRU list; nil while loading or
-	// when the entry is not kept.
-	elem *list.Element
-}
-
-// size is what the entry counts against the bound, as IndexCache counts
-// it: 24 bytes per partition.
-func (e *indexEntry) size() int64 { return int64(len(e.recs)) * indexRecordBytes }
-
-// indexCache keeps parsed index files within a byte bound, least recently
-// used out first (Hadoop's IndexCache, mapreduce.tasktracker.indexcache.mb).
-// Concurrent lookups of one index load it once. Failed loads are not kept.
-type indexCache struct {
-	max int64
-
-	mu      sync.Mutex
-	used    int64
-	entries map[indexKey]*indexEntry
-	lru     *list.List // of *indexEntry, most recent at the front
-}
-
-func newIndexCache(maxBytes int64) *indexCache {
-	return &indexCache{max: maxBytes, entries: map[indexKey]*indexEntry{}, lru: list.New()}
-}
-
-// get returns the index of (job, mapID), calling load to read it when it
-// is not cached. It waits for a concurrent load of the same index, or for
-// ctx to end.
-func (c *indexCache) get(ctx context.Context, job, mapID string, load func() ([]indexRecord, error)) ([]indexRecord, error) {
-	k := indexKey{job, mapID}
-	c.mu.Lock()
-	if e, ok := c.entries[k]; ok {
-		if e.elem != nil {
-			c.lru.MoveToFront(e.elem)
-			c.mu.Unlock()
-			return e.recs, nil
-		}
-		c.mu.Unlock()
-		select {
-		case <-e.ready:
-			return e.recs, e.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	e := &indexEntry{key: k, ready: make(chan struct{})}
-	c.entries[k] = e
-	c.mu.Unlock()
-
-	e.recs, e.err = load()
-
-	c.mu.Lock()
-	if c.entries[k] == e {
-		if e.err != nil || e.size() > c.max {
-			delete(c.entries, k)
-		} else {
-			e.elem = c.lru.PushFront(e)
-			c.used += e.size()
-			c.evictLocked()
-		}
-	}
-	c.mu.Unlock()
-	close(e.ready)
-	return e.recs, e.err
-}
-
-// evictLocked drops least recently used entries until the bound holds.
-func (c *indexCache) evictLocked() {
-	for c.used > c.max {
-		back := c.lru.Back()
-		if back == nil {
-			return
-		}
-		c.dropLocked(back.Value.(*indexEntry))
-	}
-}
-
-func (c *indexCache) dropLocked(e *indexEntry) {
-	if e.elem != nil {
-		c.lru.Remove(e.elem)
-		c.used -= e.size()
-		e.elem = nil
-	}
-	if c.entries[e.key] == e {
-		delete(c.entries, e.key)
-	}
-}
-
-// removeJob drops every entry of job; a load in progress finishes but is
-// not kept.
-func (c *indexCache) removeJob(job string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, e := range c.entries {
-		if k.job == job {
-			c.dropLocked(e)
-		}
-	}
-}
-
-// stats reports the entries kept and the bytes they count.
-func (c *indexCache) stats() (entries int, used int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lru.Len(), c.used
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/knitdev/knit/daemonsets/auxservice"
+	"github.com/knitdev/knit/daemonsets/internal/lru"
 	"github.com/knitdev/knit/protocols/accept"
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/writable"
@@ -51,7 +52,7 @@ type Service struct {
 	ln   net.Listener
 	port int // the advertised port: Metadata, and the port hashes cover
 
-	index *indexCache
+	index *lru.Cache[indexKey, []indexRecord]
 	roots *rootSet
 
 	mu   sync.RWMutex
@@ -115,7 +116,7 @@ func New(cfg Config) (*Service, error) {
 		log:       cfg.Logger.With("service", ServiceName),
 		ln:        ln,
 		port:      port,
-		index:     newIndexCache(cfg.IndexCacheBytes),
+		index:     lru.New[indexKey, []indexRecord](cfg.IndexCacheBytes),
 		roots:     newRootSet(cfg.LocalDirs),
 		jobs:      map[string]job{},
 		transfers: map[reducerKey]int{},
@@ -198,7 +199,7 @@ func (s *Service) StopApplication(ctx context.Context, id yarnid.ApplicationID) 
 	old, known := s.jobs[j]
 	delete(s.jobs, j)
 	s.mu.Unlock()
-	s.index.removeJob(j)
+	s.index.RemoveFunc(func(k indexKey) bool { return k.job == j })
 	if known {
 		s.roots.forget(mapOutputBase(old))
 	}

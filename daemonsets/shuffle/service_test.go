@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -243,7 +242,7 @@ func TestStoppedJobsAreRefusedAndTheirIndexesDropped(t *testing.T) {
 	if got, _ := exchange(t, s.Addr().String(), nil, req, 0); statusOf(got) != "HTTP/1.1 200 OK" {
 		t.Fatalf("before stop: %q", statusOf(got))
 	}
-	if n, _ := s.index.stats(); n != 2 {
+	if n, _ := s.index.Stats(); n != 2 {
 		t.Fatalf("%d cached indexes, want 2", n)
 	}
 	if err := s.StopApplication(context.Background(), mustApp(t, testApp)); err != nil {
@@ -253,86 +252,8 @@ func TestStoppedJobsAreRefusedAndTheirIndexesDropped(t *testing.T) {
 	if statusOf(got) != "HTTP/1.1 401 Unauthorized" || string(bodyOf(got)) != "Can't find job token for job "+testJob+" !!" {
 		t.Errorf("after stop: %q", got)
 	}
-	if n, used := s.index.stats(); n != 0 || used != 0 {
+	if n, used := s.index.Stats(); n != 0 || used != 0 {
 		t.Errorf("after stop: %d cached indexes, %d bytes", n, used)
-	}
-}
-
-func TestIndexCacheStaysWithinItsByteBound(t *testing.T) {
-	// 10 partitions = 240 bytes an index; the bound holds 3 of them.
-	c := newIndexCache(3*240 + 100)
-	loads := 0
-	load := func() ([]indexRecord, error) { loads++; return make([]indexRecord, 10), nil }
-	ctx := context.Background()
-	for i := range 5 {
-		if _, err := c.get(ctx, "j", strconv.Itoa(i), load); err != nil {
-			t.Fatal(err)
-		}
-		if _, used := c.stats(); used > 3*240+100 {
-			t.Fatalf("after %d indexes the cache counts %d bytes", i+1, used)
-		}
-	}
-	if n, used := c.stats(); n != 3 || used != 720 {
-		t.Errorf("cache holds %d indexes, %d bytes; want 3, 720", n, used)
-	}
-	// 2, 3 and 4 are kept: reading them loads nothing.
-	loads = 0
-	for _, k := range []string{"2", "3", "4"} {
-		c.get(ctx, "j", k, load)
-	}
-	if loads != 0 {
-		t.Errorf("%d loads of kept indexes", loads)
-	}
-	// 2 was used least recently after 3 and 4 were... touch 2, add 5: 3 goes.
-	c.get(ctx, "j", "2", load)
-	c.get(ctx, "j", "5", load)
-	loads = 0
-	c.get(ctx, "j", "2", load)
-	if loads != 0 {
-		t.Error("the recently used index was evicted")
-	}
-	c.get(ctx, "j", "3", load)
-	if loads != 1 {
-		t.Error("the least recently used index was kept")
-	}
-}
-
-func TestIndexLargerThanTheBoundIsUsedButNotKept(t *testing.T) {
-	c := newIndexCache(100)
-	recs, err := c.get(context.Background(), "j", "m", func() ([]indexRecord, error) { return make([]indexRecord, 10), nil })
-	if err != nil || len(recs) != 10 {
-		t.Fatalf("got %d records, %v", len(recs), err)
-	}
-	if n, used := c.stats(); n != 0 || used != 0 {
-		t.Errorf("cache holds %d indexes, %d bytes", n, used)
-	}
-}
-
-func TestConcurrentLookupsLoadAnIndexOnce(t *testing.T) {
-	c := newIndexCache(1 << 20)
-	release := make(chan struct{})
-	var mu sync.Mutex
-	loads := 0
-	load := func() ([]indexRecord, error) {
-		mu.Lock()
-		loads++
-		mu.Unlock()
-		<-release
-		return make([]indexRecord, 3), nil
-	}
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			if recs, err := c.get(context.Background(), "j", "m", load); err != nil || len(recs) != 3 {
-				t.Errorf("got %d records, %v", len(recs), err)
-			}
-		})
-	}
-	time.Sleep(20 * time.Millisecond)
-	close(release)
-	wg.Wait()
-	if loads != 1 {
-		t.Errorf("%d loads, want 1", loads)
 	}
 }
 

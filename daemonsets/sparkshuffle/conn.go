@@ -315,7 +315,7 @@ func (c *conn) handleMessage(ctx context.Context, body []byte) ([]byte, error) {
 		if err := c.checkAuth(m.AppID); err != nil {
 			return nil, err
 		}
-		cause, err := c.s.diagnose(m)
+		cause, err := c.s.diagnose(ctx, m)
 		if err != nil {
 			return nil, err
 		}
@@ -494,7 +494,7 @@ type chunk struct {
 
 // resolve finds a block's bytes (ExternalShuffleBlockResolver
 // .getContinuousBlocksData and getRddBlockData).
-func (s *Service) resolve(ref blockRef) (chunk, error) {
+func (s *Service) resolve(ctx context.Context, ref blockRef) (chunk, error) {
 	if ref.err != nil {
 		return chunk{}, ref.err
 	}
@@ -515,7 +515,10 @@ func (s *Service) resolve(ref blockRef) (chunk, error) {
 		return chunk{root: root, rel: rel, n: fi.Size()}, nil
 	}
 	full, root, rel := e.file(fmt.Sprintf("shuffle_%d_%d_0.index", ref.shuffle, ref.mapID))
-	offs, err := s.index.offsets(s.roots, ref.app, full, root, rel)
+	offs, err := s.index.Get(ctx, indexKey{app: ref.app, path: full}, func() ([]int64, int64, error) {
+		offs, err := readIndex(s.roots, root, rel)
+		return offs, int64(len(offs))*8 + int64(len(full)) + 64, err
+	})
 	if err != nil {
 		return chunk{}, runtimeErr("Failed to open file: " + full)
 	}
@@ -531,7 +534,7 @@ func (s *Service) resolve(ref blockRef) (chunk, error) {
 }
 
 // getChunk is OneForOneStreamManager.getChunk over the connection's streams.
-func (c *conn) getChunk(id int64, index int32) (chunk, error) {
+func (c *conn) getChunk(ctx context.Context, id int64, index int32) (chunk, error) {
 	st, ok := c.streams[id]
 	if !ok {
 		return chunk{}, illegalState(fmt.Sprintf("Requested chunk not available since streamId %d is closed", id))
@@ -543,7 +546,7 @@ func (c *conn) getChunk(id int64, index int32) (chunk, error) {
 		return chunk{}, illegalState(fmt.Sprintf("Requested chunk index beyond end %d", index))
 	}
 	st.cur++
-	ch, err := c.s.resolve(st.refs[st.pos])
+	ch, err := c.s.resolve(ctx, st.refs[st.pos])
 	if err != nil {
 		return chunk{}, err
 	}
@@ -569,7 +572,7 @@ func (c *conn) fetchChunk(ctx context.Context, id int64, index int32) error {
 	if c.overChunkLimit(ctx) {
 		return errClose
 	}
-	ch, err := c.getChunk(id, index)
+	ch, err := c.getChunk(ctx, id, index)
 	if errors.Is(err, errChunkNotFound) {
 		err = illegalState("Chunk was not found")
 	}
@@ -585,7 +588,7 @@ func (c *conn) openStream(ctx context.Context, name string) error {
 	if c.overChunkLimit(ctx) {
 		return errClose
 	}
-	ch, err := c.streamChunk(name)
+	ch, err := c.streamChunk(ctx, name)
 	if errors.Is(err, errChunkNotFound) {
 		return c.write(streamFailureFrame(name, fmt.Sprintf("Stream '%s' was not found.", name)))
 	}
@@ -595,7 +598,7 @@ func (c *conn) openStream(ctx context.Context, name string) error {
 	return c.send(streamResponseHeader(name, ch.n), ch)
 }
 
-func (c *conn) streamChunk(name string) (chunk, error) {
+func (c *conn) streamChunk(ctx context.Context, name string) (chunk, error) {
 	p := javaSplit(name)
 	if len(p) == 0 {
 		return chunk{}, &JavaError{Class: "java.lang.ArrayIndexOutOfBoundsException", Message: "Index 0 out of bounds for length 0"}
@@ -611,7 +614,7 @@ func (c *conn) streamChunk(name string) (chunk, error) {
 	if err != nil {
 		return chunk{}, err
 	}
-	return c.getChunk(id, index)
+	return c.getChunk(ctx, id, index)
 }
 
 // sendPiece bounds one sendfile call, so the write deadline measures
@@ -671,12 +674,12 @@ func (c *conn) send(header []byte, ch chunk) error {
 // diagnose answers DiagnoseCorruption as ShuffleChecksumHelper
 // .diagnoseCorruption does: recompute the partition's checksum and compare
 // it with the writer's and the reader's.
-func (s *Service) diagnose(m *DiagnoseCorruption) (int8, error) {
+func (s *Service) diagnose(ctx context.Context, m *DiagnoseCorruption) (int8, error) {
 	e, ok := s.executor(m.AppID, m.ExecID)
 	if !ok {
 		return 0, notRegistered(m.AppID, m.ExecID)
 	}
-	ch, err := s.resolve(blockRef{app: m.AppID, exec: m.ExecID, shuffle: m.ShuffleID, mapID: m.MapID, start: m.ReduceID, end: m.ReduceID + 1})
+	ch, err := s.resolve(ctx, blockRef{app: m.AppID, exec: m.ExecID, shuffle: m.ShuffleID, mapID: m.MapID, start: m.ReduceID, end: m.ReduceID + 1})
 	if err != nil {
 		return 0, err
 	}

@@ -1,7 +1,6 @@
 package sparkshuffle
 
 import (
-	"container/list"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -180,73 +179,14 @@ func (rs *rootSet) close() {
 	rs.roots = nil
 }
 
-// indexCache keeps the offsets of index files, by path, within a byte
-// bound; the least recently used go first. Like Spark's shuffleIndexCache
-// it is not told of removed files: a data file removed under a cached index
-// fails when its bytes are sent.
-type indexCache struct {
-	mu    sync.Mutex
-	max   int64
-	size  int64
-	lru   *list.List // of *indexEntry, most recent first
-	byKey map[string]*list.Element
-}
-
-type indexEntry struct {
-	path    string
-	app     string
-	offsets []int64
-}
-
-func newIndexCache(max int64) *indexCache {
-	return &indexCache{max: max, lru: list.New(), byKey: map[string]*list.Element{}}
-}
-
-// offsets returns the offsets of the index file at rel beneath root
-// (full names it, for the cache and errors), reading it when not cached.
-func (c *indexCache) offsets(rs *rootSet, app, full, root, rel string) ([]int64, error) {
-	c.mu.Lock()
-	if el, ok := c.byKey[full]; ok {
-		c.lru.MoveToFront(el)
-		c.mu.Unlock()
-		return el.Value.(*indexEntry).offsets, nil
-	}
-	c.mu.Unlock()
-	offs, err := readIndex(rs, root, rel)
-	if err != nil {
-		return nil, err
-	}
-	size := int64(len(offs))*8 + int64(len(full)) + 64
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.byKey[full]; ok || size > c.max {
-		return offs, nil
-	}
-	c.byKey[full] = c.lru.PushFront(&indexEntry{path: full, app: app, offsets: offs})
-	c.size += size
-	for c.size > c.max {
-		el := c.lru.Back()
-		e := el.Value.(*indexEntry)
-		c.lru.Remove(el)
-		delete(c.byKey, e.path)
-		c.size -= int64(len(e.offsets))*8 + int64(len(e.path)) + 64
-	}
-	return offs, nil
-}
-
-// removeApp drops the entries of app.
-func (c *indexCache) removeApp(app string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for el := c.lru.Front(); el != nil; {
-		next := el.Next()
-		if e := el.Value.(*indexEntry); e.app == app {
-			c.lru.Remove(el)
-			delete(c.byKey, e.path)
-			c.size -= int64(len(e.offsets))*8 + int64(len(e.path)) + 64
-		}
-		el = next
-	}
+// indexKey names an index file in the service's cache
+// (spark.shuffle.service.index.cache.size), which counts 8 bytes an
+// offset, the path and 64 bytes of overhead against its bound. Like Spark's
+// shuffleIndexCache it is not told of removed files: a data file removed
+// under a cached index fails when its bytes are sent.
+type indexKey struct {
+	app  string
+	path string // the index file's full path, as registered
 }
 
 // maxIndexBytes bounds an index file: 2^24 partitions.

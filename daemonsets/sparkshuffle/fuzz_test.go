@@ -3,6 +3,7 @@ package sparkshuffle
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -120,7 +121,7 @@ func FuzzBlockIDs(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		openBlocksRefs(&OpenBlocks{AppID: "a", ExecID: "1", BlockIDs: []string{s, s}})
 		c := &conn{streams: map[int64]*stream{}}
-		c.streamChunk(s)
+		c.streamChunk(context.Background(), s)
 		fetchShuffleRefs(&FetchShuffleBlocks{MapIDs: []int64{1, 2}, ReduceIDs: [][]int32{{int32(len(s))}}, BatchFetch: len(s)%2 == 0})
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/knitdev/knit/daemonsets/auxservice"
+	"github.com/knitdev/knit/daemonsets/internal/lru"
 	"github.com/knitdev/knit/protocols/accept"
 	"github.com/knitdev/knit/protocols/yarnid"
 )
@@ -37,7 +38,7 @@ type Service struct {
 	ln   net.Listener
 	rand io.Reader
 
-	index *indexCache
+	index *lru.Cache[indexKey, []int64]
 	roots *rootSet
 
 	mu    sync.RWMutex
@@ -78,7 +79,7 @@ func New(cfg Config) (*Service, error) {
 		cfg:   cfg,
 		log:   cfg.Logger.With("service", cfg.Name),
 		rand:  rand.Reader,
-		index: newIndexCache(cfg.IndexCacheBytes),
+		index: lru.New[indexKey, []int64](cfg.IndexCacheBytes),
 		roots: newRootSet(),
 		execs: map[execKey]*executor{},
 		apps:  map[string]app{},
@@ -216,7 +217,7 @@ func (s *Service) StopApplication(ctx context.Context, id yarnid.ApplicationID) 
 	}
 	snapshot := s.snapshotLocked(removed > 0)
 	s.mu.Unlock()
-	s.index.removeApp(name)
+	s.index.RemoveFunc(func(k indexKey) bool { return k.app == name })
 	s.roots.forget(name)
 	s.log.InfoContext(ctx, "application stopped", "app", name, "executors", removed)
 	if snapshot != nil {
