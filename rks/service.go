@@ -192,9 +192,8 @@ func (s *Service) StartContainers(ctx context.Context, req *yarnpb.StartContaine
 	}
 	resp := &yarnpb.StartContainersResponseProto{}
 	// Every container of one request is for the NodeManager the AM called,
-	// so the first one's pod names the node whose services answer.
+	// so the first pod found names the node whose services answer.
 	var services map[string][]byte
-	servicesRead := false
 	pinned := false
 	for _, r := range req.GetStartContainerRequest() {
 		ctID, err := s.authorize(ctx, nmID, r.GetContainerToken(), forStart)
@@ -210,8 +209,8 @@ func (s *Service) StartContainers(ctx context.Context, req *yarnpb.StartContaine
 			}
 			pinned = true
 		}
-		if !servicesRead {
-			services, servicesRead = s.nodeServices(ctID), true
+		if services == nil {
+			services = s.nodeServices(ctID)
 		}
 		if err := s.start(ctx, ctID, r.GetContainerLaunchContext(), services); err != nil {
 			resp.FailedRequests = append(resp.FailedRequests, failure(ctID.GetContainerId(), err))
