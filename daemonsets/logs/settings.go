@@ -2,12 +2,12 @@ package logs
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/daemonsets/logs/aggregated"
+	"github.com/knitdev/knit/hadoopconf"
 )
 
 // Settings are the node's log settings, read from its Hadoop
@@ -38,7 +38,7 @@ func SettingsFromHadoop(conf aggregated.Conf) (Settings, error) {
 	s.Access.Admin = acl.Parse(get("yarn.admin.acl", "*"))
 	s.RMWebAddress = get("yarn.resourcemanager.webapp.address", "")
 	s.Aggregate = strings.EqualFold(get(aggregated.ConfEnable, "false"), "true")
-	secs, err := strconv.ParseInt(get("yarn.nodemanager.log.retain-seconds", "10800"), 10, 64)
+	secs, err := hadoopconf.ParseJavaInt(get("yarn.nodemanager.log.retain-seconds", "10800"), 64)
 	if err != nil {
 		return s, fmt.Errorf("yarn.nodemanager.log.retain-seconds: %w", err)
 	}
