@@ -58,11 +58,7 @@ func (rm *ResourceManager) MetricsSnapshot(ctx context.Context) (metrics.Snapsho
 }
 
 // ApplicationOwner is the queue and user of an application the RM holds.
-func (rm *ResourceManager) ApplicationOwner(_ context.Context, appID string) (queue, user string, ok bool) {
-	id, err := yarnid.ParseApplicationID(appID)
-	if err != nil {
-		return "", "", false
-	}
+func (rm *ResourceManager) ApplicationOwner(_ context.Context, id yarnid.ApplicationID) (queue, user string, ok bool) {
 	e := rm.lookup(id)
 	if e == nil {
 		return "", "", false

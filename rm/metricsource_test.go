@@ -3,12 +3,13 @@ package rm
 import (
 	"testing"
 
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
 func TestMetricsSnapshotHoldsTheApplicationsAndQueues(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	attempt, _ := unmanagedAM(t, e)
+	unmanagedAM(t, e)
 	s, err := e.rm.MetricsSnapshot(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -24,10 +25,15 @@ func TestMetricsSnapshotHoldsTheApplicationsAndQueues(t *testing.T) {
 	if !paths["root"] || !paths["root.default"] {
 		t.Errorf("queues %+v", s.Queues)
 	}
-	if q, u, ok := e.rm.ApplicationOwner(t.Context(), attempt.App.String()); !ok || q != "root.default" || u != "alice" {
+}
+
+func TestApplicationOwnerIsTheQueueAndUser(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	attempt, _ := unmanagedAM(t, e)
+	if q, u, ok := e.rm.ApplicationOwner(t.Context(), attempt.App); !ok || q != "root.default" || u != "alice" {
 		t.Errorf("owner %q %q %v", q, u, ok)
 	}
-	if _, _, ok := e.rm.ApplicationOwner(t.Context(), "application_1_0009"); ok {
+	if _, _, ok := e.rm.ApplicationOwner(t.Context(), yarnid.ApplicationID{ClusterTimestamp: 1, ID: 9}); ok {
 		t.Error("an unknown application has an owner")
 	}
 }

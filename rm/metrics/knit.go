@@ -190,16 +190,15 @@ func (c *Containers) add(v *prometheus.CounterVec, queue, user string) {
 }
 
 // Sink wraps inner so that containers it takes and releases are counted;
-// queueOf finds a container's queue and user from its application id
-// string.
-func (c *Containers) Sink(inner scheduling.Sink, queueOf func(ctx context.Context, appID string) (queue, user string, ok bool)) scheduling.Sink {
+// queueOf finds the queue and user of a container's application.
+func (c *Containers) Sink(inner scheduling.Sink, queueOf func(ctx context.Context, app yarnid.ApplicationID) (queue, user string, ok bool)) scheduling.Sink {
 	return countingSink{Sink: inner, c: c, queueOf: queueOf}
 }
 
 type countingSink struct {
 	scheduling.Sink
 	c       *Containers
-	queueOf func(ctx context.Context, appID string) (queue, user string, ok bool)
+	queueOf func(ctx context.Context, app yarnid.ApplicationID) (queue, user string, ok bool)
 }
 
 func (s countingSink) Allocated(ctx context.Context, a scheduling.Allocation) error {
@@ -210,14 +209,14 @@ func (s countingSink) Allocated(ctx context.Context, a scheduling.Allocation) er
 	if err != nil {
 		return nil
 	}
-	if q, u, ok := s.queueOf(ctx, app.String()); ok {
+	if q, u, ok := s.queueOf(ctx, app); ok {
 		s.c.add(s.c.allocated, q, u)
 	}
 	return nil
 }
 
 func (s countingSink) Completed(ctx context.Context, done scheduling.Completion) {
-	q, u, ok := s.queueOf(ctx, done.Container.Attempt.App.String())
+	q, u, ok := s.queueOf(ctx, done.Container.Attempt.App)
 	s.Sink.Completed(ctx, done)
 	if ok {
 		s.c.add(s.c.released, q, u)
