@@ -244,7 +244,10 @@ type mapOutput struct {
 
 // prepare finds every map's index record and data file before anything is
 // sent, as populateHeaders does, so that a missing map is answered 500. It
-// keeps the first MaxSessionOpenFiles-1 data files open for the send.
+// opens and keeps the first MaxSessionOpenFiles-1 data files for the send
+// and only looks up the others, which the send opens one at a time; the
+// outputs it returns hold their open files even on error, for
+// closeOutputs.
 func (s *Service) prepare(ctx context.Context, j job, jobName string, reduce int32, mapIDs []string) ([]mapOutput, error) {
 	base := mapOutputBase(j)
 	outs := make([]mapOutput, 0, len(mapIDs))
@@ -265,26 +268,31 @@ func (s *Service) prepare(ctx context.Context, j job, jobName string, reduce int
 		}
 		o := mapOutput{mapID: m, rec: recs[reduce], rel: m + "/" + dataFileName}
 		o.header = appendShuffleHeader(nil, m, o.rec.part, o.rec.raw, reduce)
-		f, d, err := s.roots.open(base, o.rel)
-		if err != nil {
-			return outs, &answerError{500, err.Error()}
-		}
-		s.fileOpened()
-		o.dir = d
-		st, err := f.Stat()
-		if err == nil && (!st.Mode().IsRegular() || o.rec.start > st.Size() || o.rec.part > st.Size()-o.rec.start) {
-			err = fmt.Errorf("map output %s/%s is shorter than its index says", base, o.rel)
-		}
-		if err != nil || i >= s.cfg.MaxSessionOpenFiles-1 {
-			f.Close()
-			s.fileClosed()
+		// Within the open-files budget the file is opened now and kept;
+		// beyond it, found and checked now, opened when its turn comes.
+		var st os.FileInfo
+		if i < s.cfg.MaxSessionOpenFiles-1 {
+			f, d, err := s.roots.open(base, o.rel)
+			if err != nil {
+				return outs, &answerError{500, err.Error()}
+			}
+			s.fileOpened()
+			o.f, o.dir = f, d
+			st, err = f.Stat()
+			if err != nil {
+				f.Close()
+				s.fileClosed()
+				return outs, &answerError{500, err.Error()}
+			}
 		} else {
-			o.f = f
-		}
-		if err != nil {
-			return outs, &answerError{500, err.Error()}
+			if st, o.dir, err = s.roots.stat(base, o.rel); err != nil {
+				return outs, &answerError{500, err.Error()}
+			}
 		}
 		outs = append(outs, o)
+		if !st.Mode().IsRegular() || o.rec.start > st.Size() || o.rec.part > st.Size()-o.rec.start {
+			return outs, &answerError{500, fmt.Sprintf("map output %s/%s is shorter than its index says", base, o.rel)}
+		}
 	}
 	return outs, nil
 }

@@ -115,6 +115,21 @@ func (r *rootSet) open(base, rel string) (*os.File, int, error) {
 	return nil, -1, &errNotFound{rel: base + "/" + rel}
 }
 
+// stat finds rel, relative to a job's output folder base, in the first
+// local dir that holds it, as open does, without opening it.
+func (r *rootSet) stat(base, rel string) (os.FileInfo, int, error) {
+	for i := range r.dirs {
+		od, err := r.outputDir(i, base)
+		if err != nil {
+			continue
+		}
+		if fi, err := od.Stat(rel); err == nil {
+			return fi, i, nil
+		}
+	}
+	return nil, -1, &errNotFound{rel: base + "/" + rel}
+}
+
 // openIn opens rel of a job's output folder base in local dir i.
 func (r *rootSet) openIn(i int, base, rel string) (*os.File, error) {
 	od, err := r.outputDir(i, base)
