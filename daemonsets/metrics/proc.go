@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -18,16 +19,19 @@ type proc struct {
 }
 
 // procTable is every process of the machine at one moment, with the
-// container (CONTAINER_ID) of those that have one in their environment.
+// container (CONTAINER_ID) of those that have one in their environment,
+// indexed once for all the containers a scrape measures.
 type procTable struct {
 	procs    map[int]*proc
+	children map[int][]int    // ppid → pids
+	roots    map[string][]int // container → pids whose environment names it
 	pageSize int64
 }
 
 // readProcTable reads root (/proc). Processes that end while it reads, or
 // whose files it may not read, are left out.
 func readProcTable(root string) *procTable {
-	t := &procTable{procs: map[int]*proc{}, pageSize: int64(os.Getpagesize())}
+	t := &procTable{procs: map[int]*proc{}, children: map[int][]int{}, roots: map[string][]int{}, pageSize: int64(os.Getpagesize())}
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		return t
@@ -43,6 +47,10 @@ func readProcTable(root string) *procTable {
 			continue
 		}
 		t.procs[pid] = p
+		t.children[p.ppid] = append(t.children[p.ppid], pid)
+		if p.container != "" {
+			t.roots[p.container] = append(t.roots[p.container], pid)
+		}
 	}
 	return t
 }
@@ -107,19 +115,14 @@ func readProc(dir string) (*proc, bool) {
 // the container's). ok is false when none runs.
 func (t *procTable) usage(id string) (Usage, bool) {
 	in := map[int]bool{}
-	children := map[int][]int{}
-	var queue []int
-	for pid, p := range t.procs {
-		children[p.ppid] = append(children[p.ppid], pid)
-		if p.container == id {
-			in[pid] = true
-			queue = append(queue, pid)
-		}
+	queue := slices.Clone(t.roots[id])
+	for _, pid := range queue {
+		in[pid] = true
 	}
 	for len(queue) > 0 {
 		pid := queue[0]
 		queue = queue[1:]
-		for _, c := range children[pid] {
+		for _, c := range t.children[pid] {
 			if !in[c] {
 				in[c] = true
 				queue = append(queue, c)
