@@ -86,8 +86,11 @@ type containerLogsInfo struct {
 
 // remoteException is Hadoop's RemoteExceptionData.
 type remoteException struct {
-	XMLName   xml.Name `json:"-" xml:"RemoteException"`
-	status    int
+	XMLName xml.Name `json:"-" xml:"RemoteException"`
+	status  int
+	// text is what the plain-text log endpoint and the HTML pages say:
+	// the message of the java.lang.Exception a webapp exception wraps.
+	text      string
 	Exception string `json:"exception" xml:"exception"`
 	Message   string `json:"message" xml:"message"`
 	JavaClass string `json:"javaClassName" xml:"javaClassName"`

@@ -1,6 +1,7 @@
 package logs
 
 import (
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -51,7 +52,11 @@ func (s *server) htmlAccess(c echo.Context) (Container, bool, error) {
 		return ctr, false, s.htmlPage(c, http.StatusForbidden, title, h1("Exception reading log file. Application submitted by '"+ctr.User+"' doesn't own requested log file : "+id))
 	}
 	if err := s.allowed(c, ctr); err != nil {
-		return ctr, false, s.htmlPage(c, http.StatusForbidden, title, h1(strings.TrimPrefix(err.(*remoteException).Message, "java.lang.Exception: ")))
+		var re *remoteException
+		if !errors.As(err, &re) {
+			return ctr, false, err
+		}
+		return ctr, false, s.htmlPage(c, re.status, title, h1(re.text))
 	}
 	return ctr, true, nil
 }

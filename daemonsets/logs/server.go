@@ -125,7 +125,7 @@ func (s *server) handleError(err error, c echo.Context) {
 // webAppError is one of YARN's webapp exceptions wrapping a
 // java.lang.Exception with msg.
 func webAppError(status int, class yarnerr.Class, msg string) *remoteException {
-	return &remoteException{status: status, Exception: class.Simple(), Message: "java.lang.Exception: " + msg, JavaClass: string(class)}
+	return &remoteException{status: status, text: msg, Exception: class.Simple(), Message: yarnerr.Exception.New(msg).Error(), JavaClass: string(class)}
 }
 
 // wantsXML reports whether the caller asked for XML over JSON.
@@ -364,6 +364,16 @@ func (s *server) logList(c echo.Context) error {
 	return s.write(c, http.StatusOK, "containerLogsInfo", out)
 }
 
+// plainError answers a webapp exception as the plain-text log endpoint
+// does, its status and bare message; any other error goes to handleError.
+func plainError(c echo.Context, err error) error {
+	var re *remoteException
+	if errors.As(err, &re) && re.text != "" {
+		return c.String(re.status, re.text)
+	}
+	return err
+}
+
 // logFile answers one log in the text envelope of `yarn logs`.
 func (s *server) logFile(c echo.Context) error {
 	size := int64(math.MaxInt64)
@@ -376,16 +386,12 @@ func (s *server) logFile(c echo.Context) error {
 	}
 	ctr, ok, err := s.find(c.Param("cid"))
 	if err != nil {
-		var re *remoteException
-		if errors.As(err, &re) {
-			return c.String(re.status, strings.TrimPrefix(re.Message, "java.lang.Exception: "))
-		}
-		return err
+		return plainError(c, err)
 	}
 	name := c.Param("file")
 	if ok {
 		if err := s.allowed(c, ctr); err != nil {
-			return c.String(http.StatusForbidden, strings.TrimPrefix(err.(*remoteException).Message, "java.lang.Exception: "))
+			return plainError(c, err)
 		}
 	}
 	f, found := s.cfg.Dirs.File(ctr.App, ctr.ID, name)

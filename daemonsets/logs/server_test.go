@@ -206,6 +206,19 @@ func TestLogAccess(t *testing.T) {
 			t.Errorf("%q page: %d", tc.user, code)
 		}
 	}
+
+	// A refusal reads as the NodeManager's: a RemoteException from the
+	// web services, the bare message from the plain-text log endpoint.
+	denied := "User [mallory] is not authorized to view the logs for " + runningCID
+	if _, _, body := get(t, srv.URL+path+"?user.name=mallory", ""); body != `{"RemoteException":{"exception":"ForbiddenException","message":"java.lang.Exception: `+denied+`","javaClassName":"org.apache.hadoop.yarn.webapp.ForbiddenException"}}` {
+		t.Errorf("log list refusal: %s", body)
+	}
+	if _, _, body := get(t, srv.URL+"/ws/v1/node/containerlogs/"+runningCID+"/stdout?user.name=mallory", ""); body != denied {
+		t.Errorf("log file refusal: %q", body)
+	}
+	if _, _, body := get(t, srv.URL+"/ws/v1/node/containerlogs/container_bad/stdout", ""); body != "invalid container id, container_bad" {
+		t.Errorf("bad container id: %q", body)
+	}
 }
 
 // TestPseudoAuthCookieFlow replays what the stock `yarn logs` does: an
