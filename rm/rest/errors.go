@@ -99,4 +99,8 @@ func fromCluster(err error, appID string) *remoteException {
 	return exception(http.StatusInternalServerError, e)
 }
 
+// Status is the HTTP status the REST API answers a Cluster's error with, for
+// the RM's other web pages that read the same state (rm/webui).
+func Status(err error) int { return fromCluster(err, "").status }
+
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/rest"
@@ -107,10 +108,10 @@ func (u *UI) apps(c echo.Context) error {
 	title := "All Applications"
 	var f apps.Filter
 	if v.State != "" {
-		if !slices.Contains(appStates, v.State) {
-			return u.fail(c, errBadState(v.State))
-		}
 		f.States = []string{v.State}
+		if err := f.Validate(); err != nil {
+			return u.fail(c, yarnerr.BadRequest.New(err.Error()))
+		}
 		title = "Applications " + v.State
 	}
 	if v.Queue != "" {

@@ -19,5 +19,6 @@
 // RM decides with the view ACLs the REST API uses.
 //
 // Imports: the standard library, echo, protocols/yarnerr, protocols/yarnpb,
-// rm/apps (for apps.Filter) and rm/rest (its answer types). No globals.
+// rm/apps (for apps.Filter) and rm/rest (its answer types, and the HTTP
+// status of an error). No globals.
 package webui

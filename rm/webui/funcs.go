@@ -9,14 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
-
-func errBadState(s string) error {
-	return yarnerr.BadRequest.Errorf("Invalid application-state %s specified. It should be one of %s", s, strings.Join(appStates, ", "))
-}
 
 // Link is a local link that keeps the caller's user.name.
 func (p *page) Link(parts ...string) string {

@@ -190,19 +190,12 @@ func (u *UI) render(c echo.Context, status int, name string, p *page) error {
 	return c.HTMLBlob(status, b.Bytes())
 }
 
-// fail renders an error page for err, with the status its Java class
-// maps to.
+// fail renders an error page for err, with the status the REST API
+// answers it with (its Java class chooses).
 func (u *UI) fail(c echo.Context, err error) error {
-	status := http.StatusInternalServerError
-	msg := "The ResourceManager could not answer: " + err.Error()
-	switch {
-	case errors.Is(err, yarnerr.ApplicationNotFound), errors.Is(err, yarnerr.ApplicationAttemptNotFound):
-		status, msg = http.StatusNotFound, err.Error()
-	case errors.Is(err, yarnerr.AccessControl):
-		status, msg = http.StatusForbidden, err.Error()
-	case errors.Is(err, yarnerr.IllegalArgument), errors.Is(err, yarnerr.BadRequest):
-		status, msg = http.StatusBadRequest, err.Error()
-	default:
+	status, msg := rest.Status(err), err.Error()
+	if status >= http.StatusInternalServerError {
+		msg = "The ResourceManager could not answer: " + msg
 		u.log.ErrorContext(c.Request().Context(), "web UI page failed", "path", c.Request().URL.Path, "err", err)
 	}
 	p := u.newPage(c, http.StatusText(status), "")

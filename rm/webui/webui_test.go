@@ -241,8 +241,9 @@ func TestApplicationsPageListsFiltersAndSorts(t *testing.T) {
 		t.Errorf("sort by start time ascending: %d %d %d", i1, i3, i2)
 	}
 	wantAll(t, "sorted", body, "order=desc&amp;sort=start")
-	if code, _, _ := get(t, srv, "/cluster/apps/BOGUS"); code != http.StatusBadRequest {
-		t.Errorf("unknown state: %d", code)
+	if code, _, body := get(t, srv, "/cluster/apps/BOGUS"); code != http.StatusBadRequest ||
+		!strings.Contains(body, "Invalid application-state BOGUS specified") {
+		t.Errorf("unknown state: %d %s", code, body)
 	}
 }
 
