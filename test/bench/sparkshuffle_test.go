@@ -142,8 +142,12 @@ func startSparkFileServer(b *testing.B, execDirs []string) string {
 		b.Fatal(err)
 	}
 	srv := &http.Server{Handler: h}
-	go srv.Serve(ln)
-	b.Cleanup(func() { srv.Close() })
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Serve(ln) }()
+	b.Cleanup(func() {
+		srv.Close()
+		<-done
+	})
 	return ln.Addr().String()
 }
 
