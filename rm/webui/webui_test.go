@@ -231,8 +231,11 @@ func TestApplicationsPageListsFiltersAndSorts(t *testing.T) {
 	if !strings.Contains(body, "application_1700000000000_0003") || strings.Contains(body, "application_1700000000000_0001\"") {
 		t.Errorf("KILLED filter: %s", body)
 	}
+	// root.batch holds alice's sleep and bob's application; root.default
+	// alice's wordcount.
 	_, _, body = get(t, srv, "/cluster/apps?queue=root.batch&user=alice")
-	if !strings.Contains(body, ">sleep<") || strings.Contains(body, ">wordcount<") {
+	if !strings.Contains(body, ">sleep<") || strings.Contains(body, ">wordcount<") ||
+		strings.Contains(body, ">application_1700000000000_0002<") {
 		t.Errorf("queue and user filter")
 	}
 	_, _, body = get(t, srv, "/cluster/apps?sort=start&order=asc")
