@@ -42,27 +42,37 @@ func (rm *ResourceManager) logAggregationStatus(ctx context.Context, e *entry) y
 		}
 		return yarnpb.LogAggregationStatusProto_LOG_NOT_START
 	}
-	// The nodes the application ran on; after an RM restart, when its
-	// containers are no longer known, every node that reports it.
-	names := map[string]bool{}
+	// The application's status on each node it ran on; after an RM
+	// restart, when its containers are no longer known, on every node that
+	// reports it. Each host is resolved, and each node's statuses decoded,
+	// once per report.
+	app := e.app.ID().String()
+	statuses := map[string]string{} // node name → status ("" if none yet)
+	hosts := map[string]bool{}
 	for _, c := range e.app.Containers() {
-		if n, ok := ln.NodeName(c.Node().GetHost()); ok {
-			names[n] = true
+		host := c.Node().GetHost()
+		if hosts[host] {
+			continue
+		}
+		hosts[host] = true
+		if n, ok := ln.NodeName(host); ok {
+			if _, seen := statuses[n]; !seen {
+				statuses[n] = ln.LogAggregation(n)[app]
+			}
 		}
 	}
-	app := e.app.ID().String()
-	if len(names) == 0 && rm.cfg.Nodes != nil {
+	if len(statuses) == 0 && rm.cfg.Nodes != nil {
 		if all, err := rm.cfg.Nodes.Nodes(ctx); err == nil {
 			for _, n := range all {
-				if _, ok := ln.LogAggregation(n.Name)[app]; ok {
-					names[n.Name] = true
+				if st, ok := ln.LogAggregation(n.Name)[app]; ok {
+					statuses[n.Name] = st
 				}
 			}
 		}
 	}
 	succeeded, failed := 0, false
-	for n := range names {
-		switch ln.LogAggregation(n)[app] {
+	for _, st := range statuses {
+		switch st {
 		case "SUCCEEDED":
 			succeeded++
 		case "FAILED":
@@ -70,7 +80,7 @@ func (rm *ResourceManager) logAggregationStatus(ctx context.Context, e *entry) y
 		}
 	}
 	switch {
-	case len(names) > 0 && succeeded == len(names):
+	case len(statuses) > 0 && succeeded == len(statuses):
 		return yarnpb.LogAggregationStatusProto_LOG_SUCCEEDED
 	case failed:
 		return yarnpb.LogAggregationStatusProto_LOG_FAILED
