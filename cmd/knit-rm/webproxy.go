@@ -30,7 +30,7 @@ func newWebProxy(r *rm.ResourceManager, settings conf.RMSettings, c *hadoopconf.
 		proxyHost = v
 	}
 	timeout := webproxy.DefaultTimeout
-	enabled, err := c.GetTrimmed(keyProxyTimeoutEnabled, "true")
+	enabled, err := c.GetBool(keyProxyTimeoutEnabled, true)
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
@@ -38,7 +38,7 @@ func newWebProxy(r *rm.ResourceManager, settings conf.RMSettings, c *hadoopconf.
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
-	if enabled == "true" && ms > 0 {
+	if enabled && ms > 0 {
 		timeout = time.Duration(ms) * time.Millisecond
 	}
 	return webproxy.New(webproxy.Config{
