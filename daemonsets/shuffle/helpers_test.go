@@ -21,6 +21,7 @@ import (
 
 	"github.com/knitdev/knit/daemonsets/auxservice"
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/writable"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/test/recordings"
 )
@@ -76,7 +77,7 @@ func shuffleSecret(t testing.TB, path string) []byte {
 // serviceData is what an MR AM puts in service_data for job: the job
 // token Writable whose password is the shuffle secret.
 func serviceData(jobName string, secret []byte) []byte {
-	id := append([]byte{byte(len(jobName))}, jobName...)
+	id := writable.AppendText(nil, jobName)
 	return token.Token{Identifier: id, Password: secret, Kind: "mapreduce.job", Service: jobName}.AppendWritable(nil)
 }
 
