@@ -3,6 +3,7 @@ package sparkshuffle
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -190,7 +191,7 @@ func (c *Client) Fetch(m any, fn func(chunk int, data []byte) error) error {
 		if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
 			return err
 		}
-		n := int64(beUint64(hdr[:8])) - int64(len(hdr))
+		n := int64(binary.BigEndian.Uint64(hdr[:8])) - int64(len(hdr))
 		if n < 0 || n > 1<<31 {
 			return errors.New("sparkshuffle: bad chunk frame")
 		}
@@ -215,9 +216,4 @@ func (c *Client) Fetch(m any, fn func(chunk int, data []byte) error) error {
 		}
 	}
 	return nil
-}
-
-func beUint64(b []byte) uint64 {
-	return uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
-		uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
 }
