@@ -22,12 +22,7 @@ import (
 // runLogs is `knit logs` (yarn logs), with the RM and configuration found
 // as runYarn finds them.
 func runLogs(args []string, out, errOut io.Writer) int {
-	confDir := os.Getenv("HADOOP_CONF_DIR")
-	if confDir == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			confDir = filepath.Join(home, ".knit", "local", "hadoop-conf")
-		}
-	}
+	confDir := clientConfDir()
 	addr, err := cli.ResolveRMAddress(confDir)
 	if err != nil {
 		fmt.Fprintln(errOut, "knit:", err)

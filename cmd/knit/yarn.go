@@ -18,12 +18,7 @@ import (
 // and the user is $HADOOP_USER_NAME or the login user, as with SIMPLE
 // authentication.
 func runYarn(args []string, out, errOut io.Writer) int {
-	confDir := os.Getenv("HADOOP_CONF_DIR")
-	if confDir == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			confDir = filepath.Join(home, ".knit", "local", "hadoop-conf")
-		}
-	}
+	confDir := clientConfDir()
 	addr, err := cli.ResolveRMAddress(confDir)
 	if err != nil {
 		io.WriteString(errOut, "knit: "+err.Error()+"\n")
@@ -38,4 +33,16 @@ func runYarn(args []string, out, errOut io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return cli.Run(ctx, args, out, errOut, cli.Config{RMAddress: addr, AdminAddress: admin, User: user, ConfDir: confDir})
+}
+
+// clientConfDir is the Hadoop configuration folder of the yarn-style
+// commands: $HADOOP_CONF_DIR, else the local cluster's hadoop-conf/.
+func clientConfDir() string {
+	if dir := os.Getenv("HADOOP_CONF_DIR"); dir != "" {
+		return dir
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".knit", "local", "hadoop-conf")
+	}
+	return ""
 }
