@@ -194,10 +194,9 @@ func ConfigFromHadoop(lookup func(name string) (string, bool)) (Config, error) {
 		c.Address = ":" + strconv.Itoa(n)
 	})
 	if v, ok := lookup(PropLocalDirs); ok {
-		for _, d := range strings.Split(v, ",") {
-			if d = strings.TrimSpace(d); d != "" {
-				c.LocalDirs = append(c.LocalDirs, strings.TrimPrefix(d, "file://"))
-			}
+		// As the NodeManager reads it: getTrimmedStrings, file:// URIs as paths.
+		for _, d := range hadoopconf.SplitTrimmed(v) {
+			c.LocalDirs = append(c.LocalDirs, strings.TrimPrefix(d, "file://"))
 		}
 	}
 	getBool(PropSSLEnabled, func(b bool) { c.SSLEnabled = b })

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/knitdev/knit/hadoopconf"
 )
 
 // Defaults, Spark's where Spark has the setting.
@@ -178,10 +180,9 @@ func ConfigFromHadoop(lookup func(name string) (string, bool)) (Config, error) {
 		c.Name = strings.TrimSpace(v)
 	}
 	if v, ok := lookup(PropLocalDirs); ok {
-		for _, d := range strings.Split(v, ",") {
-			if d = strings.TrimSpace(d); d != "" {
-				c.LocalDirs = append(c.LocalDirs, strings.TrimPrefix(d, "file://"))
-			}
+		// As the NodeManager reads it: getTrimmedStrings, file:// URIs as paths.
+		for _, d := range hadoopconf.SplitTrimmed(v) {
+			c.LocalDirs = append(c.LocalDirs, strings.TrimPrefix(d, "file://"))
 		}
 	}
 	getBool(PropAuthenticate, func(b bool) { c.Authenticate = b })

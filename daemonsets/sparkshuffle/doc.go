@@ -62,7 +62,8 @@
 // once (spark.shuffle.maxChunksBeingTransferred, beyond which Spark closes
 // the connection), index cache bytes, idle connections and stalled writes.
 //
-// Imports: stdlib, renameio, daemonsets/auxservice, daemonsets/internal/lru
-// (the index cache, shared with shuffle), protocols/accept,
-// protocols/digestmd5 and protocols/yarnid. See ../shared/docs/hadoop-wire-facts.md §6.2.
+// Imports: stdlib, renameio, hadoopconf, daemonsets/auxservice,
+// daemonsets/internal/lru (the index cache, shared with shuffle),
+// protocols/accept, protocols/digestmd5 and protocols/yarnid.
+// See ../shared/docs/hadoop-wire-facts.md §6.2.
 package sparkshuffle
