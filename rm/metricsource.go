@@ -5,7 +5,6 @@ import (
 
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/metrics"
 )
 
@@ -31,12 +30,11 @@ func (rm *ResourceManager) MetricsSnapshot(ctx context.Context) (metrics.Snapsho
 			MaxAMResourcePercent: float64(q.MaxAMResourcePercent),
 		})
 	}
-	now := rm.now()
 	for _, e := range rm.snapshot() {
 		e.mu.Lock()
 		a := metrics.App{Queue: e.app.Queue(), User: e.app.User(), State: e.app.ClientState(), Unmanaged: e.app.Unmanaged()}
 		if !e.app.State().Final() {
-			u := e.app.Report(apps.ReportOptions{Now: now, Access: true}).GetAppResource_Usage()
+			u := e.app.LiveUsage()
 			if u.GetNumUsedContainers() > 0 {
 				a.UsedContainers = int64(u.GetNumUsedContainers())
 				a.UsedMB, a.UsedVCores = u.GetUsedResources().GetMemory(), int64(u.GetUsedResources().GetVirtualCores())

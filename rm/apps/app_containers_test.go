@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -128,5 +130,22 @@ func TestEndedAttemptsStopTheirRemainingContainers(t *testing.T) {
 	}
 	if a.State() != AppStateFinished {
 		t.Errorf("app %s", a.State())
+	}
+}
+
+// TestLiveUsageIsTheReportsLiveFigures: LiveUsage holds what a full report
+// tells of the containers held and reserved now, and is nil before the
+// scheduler holds an attempt.
+func TestLiveUsageIsTheReportsLiveFigures(t *testing.T) {
+	if u := newApp(t).LiveUsage(); u != nil {
+		t.Errorf("a new application's live usage: %v", u)
+	}
+	a := drive(t, append(clip(toRunning), ContainerReserved{Container: containerProto(task1, 2048, 2)}))
+	r := a.Report(ReportOptions{Now: at(30), Access: true}).GetAppResource_Usage()
+	u := a.LiveUsage()
+	if u.GetNumUsedContainers() != r.GetNumUsedContainers() || u.GetNumReservedContainers() != r.GetNumReservedContainers() ||
+		!proto.Equal(u.GetUsedResources(), r.GetUsedResources()) || !proto.Equal(u.GetReservedResources(), r.GetReservedResources()) ||
+		u.GetNumUsedContainers() != 1 || u.GetNumReservedContainers() != 1 {
+		t.Errorf("live usage %v, report's %v", u, r)
 	}
 }

@@ -123,6 +123,18 @@ func (a *Application) Used() (memoryMB int64, vcores int32) {
 	return memoryMB, vcores
 }
 
+// LiveUsage is what the scheduler holds and reserves for the current
+// attempt now, as Report's AppResource_Usage has it for a caller with
+// access, without the rest of the report; nil when the scheduler holds no
+// attempt of the application.
+func (a *Application) LiveUsage() *yarnpb.ApplicationResourceUsageReportProto {
+	t := a.CurrentAttempt()
+	if t == nil || !t.inScheduler() {
+		return nil
+	}
+	return a.liveUsage(t)
+}
+
 func (a *Application) liveUsage(t *Attempt) *yarnpb.ApplicationResourceUsageReportProto {
 	var used, reserved int32
 	var usedMem, resMem int64
