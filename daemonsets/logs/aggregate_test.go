@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,6 +44,25 @@ func layOut(t *testing.T) Dirs {
 		t.Fatal(err)
 	}
 	return dirs
+}
+
+// laidOut is what layOut puts on the node: container (last six digits) /
+// file → content.
+var laidOut = map[string]string{"000001/stdout": "am out\n", "000001/stderr": "", "000002/stdout": "task out\n"}
+
+// contents reads every log of an aggregated file, keyed as laidOut.
+func contents(t *testing.T, r aggregated.Reader) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	err := r.Walk(func(f aggregated.LogFile, c io.Reader) error {
+		b, err := io.ReadAll(c)
+		got[f.ContainerID[len(f.ContainerID)-6:]+"/"+f.Name] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -94,18 +115,11 @@ func TestAggregatorWritesBothFormatsAndRemovesLocalCopy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if h := r.Header(); h.Owner != "alice" || len(h.ACLs) != 1 {
+			if h := r.Header(); h.Owner != "alice" || !slices.Equal(h.ACLs, []aggregated.ACL{{Type: "VIEW_APP", Value: "bob"}}) {
 				t.Errorf("header %+v", h)
 			}
-			got := map[string]string{}
-			_ = r.Walk(func(f aggregated.LogFile, c io.Reader) error {
-				b, _ := io.ReadAll(c)
-				got[f.ContainerID[len(f.ContainerID)-6:]+"/"+f.Name] = string(b)
-				return nil
-			})
-			want := map[string]string{"000001/stdout": "am out\n", "000001/stderr": "", "000002/stdout": "task out\n"}
-			if len(got) != len(want) || got["000001/stdout"] != want["000001/stdout"] || got["000002/stdout"] != want["000002/stdout"] {
-				t.Errorf("aggregated %v", got)
+			if got := contents(t, r); !maps.Equal(got, laidOut) {
+				t.Errorf("aggregated %v, want %v", got, laidOut)
 			}
 			if _, err := os.Stat(filepath.Join(dirs[1], endedApp)); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("second log dir kept: %v", err)
@@ -185,6 +199,9 @@ func TestAggregatorWritesToS3(t *testing.T) {
 	}
 	if r.Header().Owner != "alice" {
 		t.Errorf("owner %q", r.Header().Owner)
+	}
+	if got := contents(t, r); !maps.Equal(got, laidOut) {
+		t.Errorf("aggregated %v, want %v", got, laidOut)
 	}
 	if _, err := os.Stat(filepath.Join(dirs[0], endedApp)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("node copy kept after upload: %v", err)
