@@ -45,56 +45,52 @@ func serveNodeMetrics(e *echo.Echo, pods metrics.Pods, aux []auxservice.Service,
 	return nil
 }
 
-// registerShuffle publishes the MapReduce shuffle's figures, read at each
-// scrape.
-func registerShuffle(reg prometheus.Registerer, svc *shuffle.Service) error {
-	gauges := []struct {
-		name, help string
-		value      func(shuffle.Stats) float64
-	}{
-		{"knit_shuffle_connections", "Reducers' connections open to the MapReduce shuffle.", func(s shuffle.Stats) float64 { return float64(s.Connections) }},
-		{"knit_shuffle_open_files", "Map output files the MapReduce shuffle has open.", func(s shuffle.Stats) float64 { return float64(s.OpenFiles) }},
-		{"knit_shuffle_open_files_max", "Most map output files the MapReduce shuffle has had open at once.", func(s shuffle.Stats) float64 { return float64(s.MaxOpenFiles) }},
-		{"knit_shuffle_jobs", "Jobs whose shuffle tokens the MapReduce shuffle holds.", func(s shuffle.Stats) float64 { return float64(s.Jobs) }},
-	}
-	for _, g := range gauges {
-		if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help}, func() float64 { return g.value(svc.Stats()) })); err != nil {
+// figure is one number of a service's Stats: a gauge, or a counter when
+// counter is set.
+type figure[S any] struct {
+	name, help string
+	counter    bool
+	value      func(S) float64
+}
+
+// registerStats publishes figures of the Stats that stats returns, read at
+// each scrape.
+func registerStats[S any](reg prometheus.Registerer, stats func() S, figures []figure[S]) error {
+	for _, f := range figures {
+		read := func() float64 { return f.value(stats()) }
+		var c prometheus.Collector
+		if f.counter {
+			c = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: f.name, Help: f.help}, read)
+		} else {
+			c = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: f.name, Help: f.help}, read)
+		}
+		if err := reg.Register(c); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// registerShuffle publishes the MapReduce shuffle's figures.
+func registerShuffle(reg prometheus.Registerer, svc *shuffle.Service) error {
+	return registerStats(reg, svc.Stats, []figure[shuffle.Stats]{
+		{"knit_shuffle_connections", "Reducers' connections open to the MapReduce shuffle.", false, func(s shuffle.Stats) float64 { return float64(s.Connections) }},
+		{"knit_shuffle_open_files", "Map output files the MapReduce shuffle has open.", false, func(s shuffle.Stats) float64 { return float64(s.OpenFiles) }},
+		{"knit_shuffle_open_files_max", "Most map output files the MapReduce shuffle has had open at once.", false, func(s shuffle.Stats) float64 { return float64(s.MaxOpenFiles) }},
+		{"knit_shuffle_jobs", "Jobs whose shuffle tokens the MapReduce shuffle holds.", false, func(s shuffle.Stats) float64 { return float64(s.Jobs) }},
+	})
+}
+
 // registerSparkShuffle publishes the Spark external shuffle service's
-// figures, read at each scrape.
+// figures.
 func registerSparkShuffle(reg prometheus.Registerer, svc *sparkshuffle.Service) error {
-	type figure func(sparkshuffle.Stats) float64
-	gauges := []struct {
-		name, help string
-		value      figure
-	}{
-		{"knit_spark_shuffle_connections", "Executors' connections open to the Spark shuffle service.", func(s sparkshuffle.Stats) float64 { return float64(s.Connections) }},
-		{"knit_spark_shuffle_registered_executors", "Executors registered with the Spark shuffle service.", func(s sparkshuffle.Stats) float64 { return float64(s.Executors) }},
-		{"knit_spark_shuffle_applications", "Applications the Spark shuffle service knows of.", func(s sparkshuffle.Stats) float64 { return float64(s.Applications) }},
-		{"knit_spark_shuffle_blocks_in_flight", "Blocks the Spark shuffle service is sending now.", func(s sparkshuffle.Stats) float64 { return float64(s.ChunksInFlight) }},
-	}
-	counters := []struct {
-		name, help string
-		value      figure
-	}{
-		{"knit_spark_shuffle_blocks_sent_total", "Blocks the Spark shuffle service sent whole.", func(s sparkshuffle.Stats) float64 { return float64(s.BlocksSent) }},
-		{"knit_spark_shuffle_bytes_sent_total", "Bytes of the blocks the Spark shuffle service sent whole.", func(s sparkshuffle.Stats) float64 { return float64(s.BytesSent) }},
-		{"knit_spark_shuffle_auth_failures_total", "Connections the Spark shuffle service refused at authentication.", func(s sparkshuffle.Stats) float64 { return float64(s.AuthFailures) }},
-	}
-	for _, g := range gauges {
-		if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help}, func() float64 { return g.value(svc.Stats()) })); err != nil {
-			return err
-		}
-	}
-	for _, c := range counters {
-		if err := reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help}, func() float64 { return c.value(svc.Stats()) })); err != nil {
-			return err
-		}
-	}
-	return nil
+	return registerStats(reg, svc.Stats, []figure[sparkshuffle.Stats]{
+		{"knit_spark_shuffle_connections", "Executors' connections open to the Spark shuffle service.", false, func(s sparkshuffle.Stats) float64 { return float64(s.Connections) }},
+		{"knit_spark_shuffle_registered_executors", "Executors registered with the Spark shuffle service.", false, func(s sparkshuffle.Stats) float64 { return float64(s.Executors) }},
+		{"knit_spark_shuffle_applications", "Applications the Spark shuffle service knows of.", false, func(s sparkshuffle.Stats) float64 { return float64(s.Applications) }},
+		{"knit_spark_shuffle_blocks_in_flight", "Blocks the Spark shuffle service is sending now.", false, func(s sparkshuffle.Stats) float64 { return float64(s.ChunksInFlight) }},
+		{"knit_spark_shuffle_blocks_sent_total", "Blocks the Spark shuffle service sent whole.", true, func(s sparkshuffle.Stats) float64 { return float64(s.BlocksSent) }},
+		{"knit_spark_shuffle_bytes_sent_total", "Bytes of the blocks the Spark shuffle service sent whole.", true, func(s sparkshuffle.Stats) float64 { return float64(s.BytesSent) }},
+		{"knit_spark_shuffle_auth_failures_total", "Connections the Spark shuffle service refused at authentication.", true, func(s sparkshuffle.Stats) float64 { return float64(s.AuthFailures) }},
+	})
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/knitdev/knit/daemonsets/auxservice"
 	"github.com/knitdev/knit/daemonsets/sparkshuffle"
@@ -33,6 +35,11 @@ func TestSparkShuffleMetrics(t *testing.T) {
 	}
 	got := map[string]float64{}
 	for _, mf := range mfs {
+		// Counts since the start are counters (named _total), the rest
+		// gauges.
+		if counter := strings.HasSuffix(mf.GetName(), "_total"); counter != (mf.GetType() == dto.MetricType_COUNTER) {
+			t.Errorf("%s is a %s", mf.GetName(), mf.GetType())
+		}
 		m := mf.GetMetric()[0]
 		if g := m.GetGauge(); g != nil {
 			got[mf.GetName()] = g.GetValue()
