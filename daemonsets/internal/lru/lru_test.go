@@ -137,7 +137,11 @@ func TestWaitersStopWhenTheirContextEnds(t *testing.T) {
 		defer close(loaded)
 		c.Get(context.Background(), "m", func() ([]int, int64, error) { <-release; return nil, 0, nil })
 	}()
+	deadline := time.Now().Add(10 * time.Second)
 	for c.entriesLen() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the load never started")
+		}
 		time.Sleep(time.Millisecond)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
