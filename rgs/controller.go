@@ -36,7 +36,8 @@ import (
 
 // Signer signs the ContainerToken of a new container.
 type Signer interface {
-	Sign(c *yarnpb.ContainerProto, user, nodeLabel string, am bool) (*commonpb.TokenProto, error)
+	// logs is the application's LogAggregationContext, nil for none.
+	Sign(c *yarnpb.ContainerProto, user, nodeLabel string, am bool, logs *yarnpb.LogAggregationContextProto) (*commonpb.TokenProto, error)
 }
 
 // Nodes maps between Kubernetes nodes and YARN node ids.
@@ -616,18 +617,19 @@ func (c *Controller) createPods(ctx context.Context, b *book, pods []podToCreate
 func (c *Controller) buildPod(b *book, w want) (*corev1.Pod, error) {
 	s := b.spec
 	req := PodRequest{
-		Name:      podName(s.Attempt, s.Role),
-		App:       s.Attempt.App.String(),
-		Attempt:   s.Attempt.ID,
-		Role:      s.Role,
-		Queue:     s.Queue,
-		User:      s.User,
-		Ask:       w.ask,
-		Strict:    w.strict,
-		Resources: c.cfg.Resources,
-		Mapping:   c.mapping(s.Queue),
-		Launcher:  c.cfg.Launcher,
-		AskHash:   w.hash,
+		Name:           podName(s.Attempt, s.Role),
+		App:            s.Attempt.App.String(),
+		Attempt:        s.Attempt.ID,
+		Role:           s.Role,
+		Queue:          s.Queue,
+		User:           s.User,
+		Ask:            w.ask,
+		LogAggregation: s.LogAggregation,
+		Strict:         w.strict,
+		Resources:      c.cfg.Resources,
+		Mapping:        c.mapping(s.Queue),
+		Launcher:       c.cfg.Launcher,
+		AskHash:        w.hash,
 	}
 	if req.Ask.GetNodeLabelExpression() == "" && s.NodeLabel != "" {
 		req.Ask = proto.CloneOf(req.Ask)
@@ -835,7 +837,15 @@ func (c *Controller) containerProto(p *corev1.Pod, id yarnid.ContainerID) (*yarn
 		AllocationRequestId: proto.Int64(allocID),
 		Version:             proto.Int32(intAnnotation(p, launch.AnnotationVersion)),
 	}
-	tok, err := c.cfg.Signer.Sign(cp, annotationOrLabel(p, launch.LabelUser), p.Spec.NodeSelector[launch.NodeLabelPartition], p.Labels[launch.LabelRole] == launch.RoleAM)
+	var logs *yarnpb.LogAggregationContextProto
+	if v, ok := p.Annotations[launch.AnnotationLogAggregationContext]; ok {
+		// RGS wrote it; one that no longer decodes was edited by someone
+		// else, and the container goes without, as a submission without.
+		if lac, err := launch.DecodeLogAggregationContext(v); err == nil {
+			logs = lac.Proto()
+		}
+	}
+	tok, err := c.cfg.Signer.Sign(cp, annotationOrLabel(p, launch.LabelUser), p.Spec.NodeSelector[launch.NodeLabelPartition], p.Labels[launch.LabelRole] == launch.RoleAM, logs)
 	if err != nil {
 		return nil, fmt.Errorf("rgs: container token of %s: %w", id, err)
 	}

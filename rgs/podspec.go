@@ -153,6 +153,9 @@ type PodRequest struct {
 	// Blacklist holds the node names the AM blacklisted; the pod must not
 	// run on them.
 	Blacklist []string
+	// LogAggregation is the application's LogAggregationContext, kept on
+	// the pod for its container token and its node; nil for none.
+	LogAggregation *yarnpb.LogAggregationContextProto
 	// SchedulingRequest is optional: its allocation tags become labels and
 	// its placement constraint becomes pod (anti-)affinity or a node
 	// selector. A constraint the AM registered for the request's tags
@@ -360,6 +363,13 @@ func newPod(r *PodRequest) (*corev1.Pod, error) {
 	}
 	annotations[launch.AnnotationResourceName] = ask.resourceName
 	annotations[launch.AnnotationExecutionType] = ask.executionType.String()
+	if lac, ok := launch.LogAggregationContextOf(r.LogAggregation); ok {
+		v, err := launch.EncodeLogAggregationContext(lac)
+		if err != nil {
+			return nil, err
+		}
+		annotations[launch.AnnotationLogAggregationContext] = v
+	}
 
 	nodeSelector := tmpl.Spec.NodeSelector
 	if partition != "" {

@@ -228,6 +228,15 @@ func TestBuildPod(t *testing.T) {
 			want:    func(*corev1.Pod) {},
 		},
 		{
+			name: "the application's LogAggregationContext is kept on the pod, only what it set",
+			request: func(r *PodRequest) {
+				r.LogAggregation = &yarnpb.LogAggregationContextProto{IncludePattern: proto.String("stdout"), RolledLogsIncludePattern: proto.String("syslog")}
+			},
+			want: func(p *corev1.Pod) {
+				p.Annotations[launch.AnnotationLogAggregationContext] = `{"includePattern":"stdout","rolledLogsIncludePattern":"syslog"}`
+			},
+		},
+		{
 			name:    "an AM ask is labelled role am",
 			request: func(r *PodRequest) { r.Role = launch.RoleAM },
 			want:    func(p *corev1.Pod) { p.Labels[launch.LabelRole] = "am" },

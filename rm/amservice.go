@@ -390,7 +390,8 @@ func nextResponseID(id int32) int32 { return (id + 1) & math.MaxInt32 }
 func (s *amService) checkAsks(e *entry, attempt apps.AttemptID, req *yarnpb.AllocateRequestProto) (scheduling.AttemptSpec, []*yarnpb.ResourceRequestProto, error) {
 	e.mu.Lock()
 	app := e.app
-	spec := scheduling.AttemptSpec{Attempt: attempt, Role: launch.RoleTask, Queue: app.Queue(), User: app.User(), NodeLabel: app.Submission().GetNodeLabelExpression()}
+	spec := scheduling.AttemptSpec{Attempt: attempt, Role: launch.RoleTask, Queue: app.Queue(), User: app.User(),
+		NodeLabel: app.Submission().GetNodeLabelExpression(), LogAggregation: app.Submission().GetLogAggregationContext()}
 	e.mu.Unlock()
 	var asks []*yarnpb.ResourceRequestProto
 	for _, r := range req.GetAsk() {
@@ -720,7 +721,8 @@ func (s *amService) execute(ctx context.Context, e *entry, eff apps.Effect) (app
 		app := e.app
 		spec := scheduling.AttemptSpec{
 			Attempt: x.Attempt, Role: launch.RoleAM, Queue: app.Queue(), User: app.User(),
-			NodeLabel: app.Submission().GetNodeLabelExpression(),
+			NodeLabel:      app.Submission().GetNodeLabelExpression(),
+			LogAggregation: app.Submission().GetLogAggregationContext(),
 		}
 		var asks []*yarnpb.ResourceRequestProto
 		for _, r := range x.Requests {

@@ -25,6 +25,9 @@ type AttemptSpec struct {
 	// NodeLabel is the application's node label expression, used by asks
 	// that carry none.
 	NodeLabel string
+	// LogAggregation is the application's LogAggregationContext, nil if
+	// it was submitted without one; every container's token carries it.
+	LogAggregation *yarnpb.LogAggregationContextProto
 }
 
 // Allocation is a container the backend placed.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
 // The pod contract: what the RM, RGS, RKS, knit-node and knit-launcher agree
@@ -269,3 +271,96 @@ func ApplicationObjectName(id string) string {
 // ServiceDataSecretKey is the key of service's service_data in a
 // container's Secret.
 func ServiceDataSecretKey(service string) string { return SecretKeyServiceDataPrefix + service }
+
+// AnnotationLogAggregationContext, on an application's pods, holds the
+// LogAggregationContext it was submitted with (JSON of
+// LogAggregationContext): which of its containers' log files knit-node
+// aggregates, when the application ends and on the rolling interval, as
+// the NodeManager reads it from the container token.
+const AnnotationLogAggregationContext = "knit.io/log-aggregation-context"
+
+// MaxLogAggregationContextBytes bounds the annotation: four patterns and a
+// policy are small.
+const MaxLogAggregationContextBytes = 16 << 10
+
+// LogAggregationContext is YARN's LogAggregationContext. An empty pattern
+// is one the application did not set: LogAggregationContextPBImpl answers
+// null for it, and the NodeManager then filters nothing by it (the
+// proto's declared defaults are never read).
+type LogAggregationContext struct {
+	IncludePattern           string `json:"includePattern,omitempty"`
+	ExcludePattern           string `json:"excludePattern,omitempty"`
+	RolledLogsIncludePattern string `json:"rolledLogsIncludePattern,omitempty"`
+	RolledLogsExcludePattern string `json:"rolledLogsExcludePattern,omitempty"`
+	PolicyClassName          string `json:"policyClassName,omitempty"`
+	PolicyParameters         string `json:"policyParameters,omitempty"`
+}
+
+// LogAggregationContextOf reads a submission's context; ok is false for
+// none.
+func LogAggregationContextOf(p *yarnpb.LogAggregationContextProto) (c LogAggregationContext, ok bool) {
+	if p == nil {
+		return c, false
+	}
+	// Each field as the application set it: the getters would answer the
+	// proto's declared defaults instead of "not set".
+	val := func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	}
+	return LogAggregationContext{
+		IncludePattern:           val(p.IncludePattern),
+		ExcludePattern:           val(p.ExcludePattern),
+		RolledLogsIncludePattern: val(p.RolledLogsIncludePattern),
+		RolledLogsExcludePattern: val(p.RolledLogsExcludePattern),
+		PolicyClassName:          val(p.LogAggregationPolicyClassName),
+		PolicyParameters:         val(p.LogAggregationPolicyParameters),
+	}, true
+}
+
+// Proto is the context as a container token carries it, with only the
+// fields the application set.
+func (c LogAggregationContext) Proto() *yarnpb.LogAggregationContextProto {
+	opt := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	return &yarnpb.LogAggregationContextProto{
+		IncludePattern:                 opt(c.IncludePattern),
+		ExcludePattern:                 opt(c.ExcludePattern),
+		RolledLogsIncludePattern:       opt(c.RolledLogsIncludePattern),
+		RolledLogsExcludePattern:       opt(c.RolledLogsExcludePattern),
+		LogAggregationPolicyClassName:  opt(c.PolicyClassName),
+		LogAggregationPolicyParameters: opt(c.PolicyParameters),
+	}
+}
+
+// EncodeLogAggregationContext is the AnnotationLogAggregationContext value
+// of c.
+func EncodeLogAggregationContext(c LogAggregationContext) (string, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("launch: encode log aggregation context: %w", err)
+	}
+	if len(b) > MaxLogAggregationContextBytes {
+		return "", fmt.Errorf("launch: log aggregation context of %d bytes is over the limit of %d", len(b), MaxLogAggregationContextBytes)
+	}
+	return string(b), nil
+}
+
+// DecodeLogAggregationContext reads an AnnotationLogAggregationContext
+// value.
+func DecodeLogAggregationContext(s string) (LogAggregationContext, error) {
+	var c LogAggregationContext
+	if len(s) > MaxLogAggregationContextBytes {
+		return c, fmt.Errorf("launch: log aggregation context of %d bytes is over the limit of %d", len(s), MaxLogAggregationContextBytes)
+	}
+	if err := json.Unmarshal([]byte(s), &c); err != nil {
+		return LogAggregationContext{}, fmt.Errorf("launch: decode log aggregation context: %w", err)
+	}
+	return c, nil
+}

@@ -154,17 +154,18 @@ func (c ContainerTokens) Verify(tok token.Token) (*yarnpb.ContainerTokenIdentifi
 
 // Sign signs the token of a container RGS made from a bound pod, and returns
 // it as the allocate answer carries it.
-func (c ContainerTokens) Sign(ctr *yarnpb.ContainerProto, user, nodeLabel string, am bool) (*commonpb.TokenProto, error) {
+func (c ContainerTokens) Sign(ctr *yarnpb.ContainerProto, user, nodeLabel string, am bool, logs *yarnpb.LogAggregationContextProto) (*commonpb.TokenProto, error) {
 	spec := ContainerTokenSpec{
-		ContainerID:         ctr.GetId(),
-		NodeID:              ctr.GetNodeId(),
-		AppSubmitter:        user,
-		Resource:            ctr.GetResource(),
-		Priority:            ctr.GetPriority(),
-		NodeLabelExpression: nodeLabel,
-		ExecutionType:       ctr.GetExecutionType(),
-		Version:             ctr.GetVersion(),
-		AllocationRequestID: ctr.GetAllocationRequestId(),
+		ContainerID:           ctr.GetId(),
+		NodeID:                ctr.GetNodeId(),
+		AppSubmitter:          user,
+		Resource:              ctr.GetResource(),
+		Priority:              ctr.GetPriority(),
+		NodeLabelExpression:   nodeLabel,
+		ExecutionType:         ctr.GetExecutionType(),
+		Version:               ctr.GetVersion(),
+		AllocationRequestID:   ctr.GetAllocationRequestId(),
+		LogAggregationContext: logs,
 	}
 	if am {
 		spec.ContainerType = yarnpb.ContainerTypeProto_APPLICATION_MASTER

@@ -259,7 +259,7 @@ type noNodes struct{}
 
 func (noNodes) NodeID(string) (*yarnpb.NodeIdProto, string, bool) { return nil, "", false }
 func (noNodes) NodeName(string) (string, bool)                    { return "", false }
-func (noNodes) Sign(*yarnpb.ContainerProto, string, string, bool) (*commonpb.TokenProto, error) {
+func (noNodes) Sign(*yarnpb.ContainerProto, string, string, bool, *yarnpb.LogAggregationContextProto) (*commonpb.TokenProto, error) {
 	return nil, errors.New("bench: no signer")
 }
 
@@ -670,7 +670,10 @@ func startNodeLister(b *testing.B, client kubernetes.Interface, podFactory infor
 	if podFactory == nil {
 		podFactory = rgs.NewPodInformerFactory(client)
 	}
-	l, nodeFactory := nodes.New(client, podFactory, nodes.Config{NMPort: 8041, NMWebPort: 8042})
+	l, nodeFactory, err := nodes.New(client, podFactory, nodes.Config{NMPort: 8041, NMWebPort: 8042})
+	if err != nil {
+		b.Fatal(err)
+	}
 	nl := &nodeLister{l: l, close: make(chan struct{})}
 	for _, f := range []informers.SharedInformerFactory{nodeFactory, podFactory} {
 		f.Start(nl.close)
