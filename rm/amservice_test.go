@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knitdev/knit/rgs/nodes"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/ipc"
@@ -332,6 +334,12 @@ func (c *changingNodes) Nodes(context.Context) ([]NodeInfo, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.nodes), nil
+}
+
+func (c *changingNodes) Census(context.Context) (NodeCensus, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return nodes.CensusOf(c.nodes), nil
 }
 
 func (c *changingNodes) set(nodes ...NodeInfo) {

@@ -571,43 +571,37 @@ func (rm *ResourceManager) nodes(ctx context.Context) ([]NodeInfo, error) {
 	return n, nil
 }
 
+// census counts the nodes; none without a NodeLister.
+func (rm *ResourceManager) census(ctx context.Context) (NodeCensus, error) {
+	if rm.cfg.Nodes == nil {
+		return NodeCensus{}, nil
+	}
+	c, err := rm.cfg.Nodes.Census(ctx)
+	if err != nil {
+		return NodeCensus{}, yarnerr.YarnException.Wrap(fmt.Errorf("counting nodes: %w", err))
+	}
+	return c, nil
+}
+
 // GetClusterMetrics counts the nodes by state.
 func (rm *ResourceManager) GetClusterMetrics(ctx context.Context, _ *yarnpb.GetClusterMetricsRequestProto) (*yarnpb.GetClusterMetricsResponseProto, error) {
-	nodes, err := rm.nodes(ctx)
+	c, err := rm.census(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var total, active, decom, lost, unhealthy, rebooted, decomming, shutdown int32
-	for _, n := range nodes {
-		switch n.State {
-		case yarnpb.NodeStateProto_NS_RUNNING:
-			active++
-		case yarnpb.NodeStateProto_NS_DECOMMISSIONED:
-			decom++
-		case yarnpb.NodeStateProto_NS_LOST:
-			lost++
-		case yarnpb.NodeStateProto_NS_UNHEALTHY:
-			unhealthy++
-		case yarnpb.NodeStateProto_NS_REBOOTED:
-			rebooted++
-		case yarnpb.NodeStateProto_NS_DECOMMISSIONING:
-			decomming++
-		case yarnpb.NodeStateProto_NS_SHUTDOWN:
-			shutdown++
-		}
-		// getRMNodes holds the nodes that are not inactive.
-		switch n.State {
-		case yarnpb.NodeStateProto_NS_DECOMMISSIONED, yarnpb.NodeStateProto_NS_LOST,
-			yarnpb.NodeStateProto_NS_REBOOTED, yarnpb.NodeStateProto_NS_SHUTDOWN:
-		default:
-			total++
-		}
-	}
+	n := c.Nodes
+	// getRMNodes holds the nodes that are not inactive.
+	total := n(yarnpb.NodeStateProto_NS_NEW) + n(yarnpb.NodeStateProto_NS_RUNNING) +
+		n(yarnpb.NodeStateProto_NS_UNHEALTHY) + n(yarnpb.NodeStateProto_NS_DECOMMISSIONING)
 	return &yarnpb.GetClusterMetricsResponseProto{ClusterMetrics: &yarnpb.YarnClusterMetricsProto{
-		NumNodeManagers: proto.Int32(total), NumActiveNms: proto.Int32(active),
-		NumDecommissionedNms: proto.Int32(decom), NumLostNms: proto.Int32(lost),
-		NumUnhealthyNms: proto.Int32(unhealthy), NumRebootedNms: proto.Int32(rebooted),
-		NumDecommissioningNms: proto.Int32(decomming), NumShutdownNms: proto.Int32(shutdown),
+		NumNodeManagers:       proto.Int32(total),
+		NumActiveNms:          proto.Int32(n(yarnpb.NodeStateProto_NS_RUNNING)),
+		NumDecommissionedNms:  proto.Int32(n(yarnpb.NodeStateProto_NS_DECOMMISSIONED)),
+		NumLostNms:            proto.Int32(n(yarnpb.NodeStateProto_NS_LOST)),
+		NumUnhealthyNms:       proto.Int32(n(yarnpb.NodeStateProto_NS_UNHEALTHY)),
+		NumRebootedNms:        proto.Int32(n(yarnpb.NodeStateProto_NS_REBOOTED)),
+		NumDecommissioningNms: proto.Int32(n(yarnpb.NodeStateProto_NS_DECOMMISSIONING)),
+		NumShutdownNms:        proto.Int32(n(yarnpb.NodeStateProto_NS_SHUTDOWN)),
 	}}, nil
 }
 

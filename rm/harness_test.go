@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knitdev/knit/rgs/nodes"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/acl"
@@ -84,6 +86,8 @@ func (m *testIDs) Next(context.Context) (int64, int32, error) {
 type fixedNodes []NodeInfo
 
 func (n fixedNodes) Nodes(context.Context) ([]NodeInfo, error) { return n, nil }
+
+func (n fixedNodes) Census(context.Context) (NodeCensus, error) { return nodes.CensusOf(n), nil }
 
 // failNextPuts makes the next n writes fail.
 func (s *memStore) failNextPuts(n int) {

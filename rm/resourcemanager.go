@@ -59,9 +59,17 @@ type IDSource interface {
 // package rgs/nodes builds it; the RM only lists nodes through NodeLister.
 type NodeInfo = nodes.Info
 
+// NodeCensus is the cluster's nodes counted by state, with the capability
+// and use of the running ones.
+type NodeCensus = nodes.Census
+
 // NodeLister lists the cluster's nodes (Kubernetes nodes, in Knit).
 type NodeLister interface {
 	Nodes(ctx context.Context) ([]NodeInfo, error)
+	// Census counts what Nodes lists without listing it: the cluster
+	// metrics ask for it on every call, and it must not cost more as the
+	// cluster grows (nodes.CensusOf counts a list).
+	Census(ctx context.Context) (NodeCensus, error)
 }
 
 // ContainerLauncher starts a container on its pod (RKS); the RM launches AM

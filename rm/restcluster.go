@@ -82,7 +82,7 @@ func (c *restCluster) Metrics(ctx context.Context) (rest.ClusterMetrics, error) 
 	if err != nil {
 		return rest.ClusterMetrics{}, err
 	}
-	nodes, err := c.rm.GetClusterNodes(ctx, &yarnpb.GetClusterNodesRequestProto{})
+	census, err := c.rm.census(ctx)
 	if err != nil {
 		return rest.ClusterMetrics{}, err
 	}
@@ -116,16 +116,9 @@ func (c *restCluster) Metrics(ctx context.Context) (rest.ClusterMetrics, error) 
 	}
 	// The scheduler's resources are those of the usable nodes: Hadoop
 	// counts only nodes the scheduler holds (running ones).
-	for _, n := range nodes.GetNodeReports() {
-		if n.GetNodeState() != yarnpb.NodeStateProto_NS_RUNNING {
-			continue
-		}
-		out.TotalMB += n.GetCapability().GetMemory()
-		out.TotalVirtualCores += int64(n.GetCapability().GetVirtualCores())
-		out.AllocatedMB += n.GetUsed().GetMemory()
-		out.AllocatedVirtualCores += int64(n.GetUsed().GetVirtualCores())
-		out.ContainersAllocated += n.GetNumContainers()
-	}
+	out.TotalMB, out.TotalVirtualCores = census.RunningCapabilityMB, census.RunningCapabilityVcores
+	out.AllocatedMB, out.AllocatedVirtualCores = census.RunningUsedMB, census.RunningUsedVcores
+	out.ContainersAllocated = census.RunningContainers
 	out.AvailableMB = out.TotalMB - out.AllocatedMB
 	out.AvailableVirtualCores = out.TotalVirtualCores - out.AllocatedVirtualCores
 	out.UtilizedMB, out.UtilizedVirtualCores = out.AllocatedMB, out.AllocatedVirtualCores

@@ -191,8 +191,11 @@ func newPodFactory(client kubernetes.Interface) informers.SharedInformerFactory 
 	return rgs.NewPodInformerFactory(client)
 }
 
-func newNodes(lc fx.Lifecycle, client kubernetes.Interface, podFactory informers.SharedInformerFactory, f flags) *nodes.Lister {
-	l, nodeFactory := nodes.New(client, podFactory, nodes.Config{NMPort: int32(f.nmPort), NMWebPort: int32(f.nmWebPort)})
+func newNodes(lc fx.Lifecycle, client kubernetes.Interface, podFactory informers.SharedInformerFactory, f flags) (*nodes.Lister, error) {
+	l, nodeFactory, err := nodes.New(client, podFactory, nodes.Config{NMPort: int32(f.nmPort), NMWebPort: int32(f.nmWebPort)})
+	if err != nil {
+		return nil, err
+	}
 	stop := make(chan struct{})
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
@@ -203,7 +206,7 @@ func newNodes(lc fx.Lifecycle, client kubernetes.Interface, podFactory informers
 		},
 		OnStop: func(context.Context) error { close(stop); return nil },
 	})
-	return l
+	return l, nil
 }
 
 func newRM(run lifecycle.Runner, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, sched *rgs.Controller, containers *rks.Service, live *rm.LiveAttempts, reports *rm.ContainerReports, m *rmMetrics) (*rm.ResourceManager, error) {

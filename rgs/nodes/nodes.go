@@ -7,8 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -79,11 +77,12 @@ func (n Info) Report() *yarnpb.NodeReportProto {
 }
 
 // Lister answers the ResourceManager's node listing (rm.NodeLister) from
-// informer caches.
+// indexes that the node and pod informers' events keep: listing the nodes
+// costs O(nodes), counting them O(1), and neither walks the pods.
 type Lister struct {
 	cfg   Config
 	nodes corelisters.NodeLister
-	pods  corelisters.PodLister
+	view  *view
 	sync  []cache.InformerSynced
 }
 
@@ -91,20 +90,27 @@ type Lister struct {
 // watching pods labelled launch.LabelApplication, shared with RGS), whose
 // informers start with the factories' Start; call WaitForSync before
 // serving.
-func New(client kubernetes.Interface, podFactory informers.SharedInformerFactory, cfg Config) (*Lister, informers.SharedInformerFactory) {
+func New(client kubernetes.Interface, podFactory informers.SharedInformerFactory, cfg Config) (*Lister, informers.SharedInformerFactory, error) {
 	nodeFactory := informers.NewSharedInformerFactory(client, 0)
 	nodeInformer := nodeFactory.Core().V1().Nodes()
-	podInformer := podFactory.Core().V1().Pods()
-	l := &Lister{
-		cfg:   cfg,
-		nodes: nodeInformer.Lister(),
-		pods:  podInformer.Lister(),
-		sync:  []cache.InformerSynced{nodeInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
+	l := &Lister{cfg: cfg, nodes: nodeInformer.Lister()}
+	l.view = newView(l.report)
+	// The registrations' HasSynced, not the informers': the indexes are
+	// whole only once the handlers have seen every object of the first
+	// list.
+	nodeReg, err := nodeInformer.Informer().AddEventHandler(l.view.nodeHandler())
+	if err != nil {
+		return nil, nil, fmt.Errorf("nodes: node informer: %w", err)
 	}
-	return l, nodeFactory
+	podReg, err := podFactory.Core().V1().Pods().Informer().AddEventHandler(l.view.podHandler())
+	if err != nil {
+		return nil, nil, fmt.Errorf("nodes: pod informer: %w", err)
+	}
+	l.sync = []cache.InformerSynced{nodeReg.HasSynced, podReg.HasSynced}
+	return l, nodeFactory, nil
 }
 
-// WaitForSync blocks until both caches are filled.
+// WaitForSync blocks until both indexes hold what the caches do.
 func (l *Lister) WaitForSync(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), l.sync...) {
 		return fmt.Errorf("nodes: caches not synced: %w", ctx.Err())
@@ -112,45 +118,16 @@ func (l *Lister) WaitForSync(ctx context.Context) error {
 	return nil
 }
 
-// Nodes lists every node with the use of Knit's pods bound to it.
+// Nodes lists every node with the use of Knit's pods bound to it, in no
+// order.
 func (l *Lister) Nodes(context.Context) ([]Info, error) {
-	nodes, err := l.nodes.List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("nodes: list: %w", err)
-	}
-	req, err := labels.NewRequirement(launch.LabelApplication, selection.Exists, nil)
-	if err != nil {
-		return nil, fmt.Errorf("nodes: selector: %w", err)
-	}
-	pods, err := l.pods.List(labels.NewSelector().Add(*req))
-	if err != nil {
-		return nil, fmt.Errorf("nodes: pods: %w", err)
-	}
-	usage := map[string]*Info{}
-	for _, p := range pods {
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		u := usage[p.Spec.NodeName]
-		if u == nil {
-			u = &Info{}
-			usage[p.Spec.NodeName] = u
-		}
-		for _, c := range p.Spec.Containers {
-			u.UsedMB += c.Resources.Requests.Memory().Value() >> 20
-			u.UsedVcores += int32(c.Resources.Requests.Cpu().Value())
-		}
-		u.Containers++
-	}
-	out := make([]Info, 0, len(nodes))
-	for _, n := range nodes {
-		info := l.report(n)
-		if u := usage[n.Name]; u != nil {
-			info.UsedMB, info.UsedVcores, info.Containers = u.UsedMB, u.UsedVcores, u.Containers
-		}
-		out = append(out, info)
-	}
-	return out, nil
+	return l.view.list(), nil
+}
+
+// Census counts the nodes by state and sums the capability and use of the
+// running ones, without listing them.
+func (l *Lister) Census(context.Context) (Census, error) {
+	return l.view.snapshotCensus(), nil
 }
 
 func (l *Lister) report(n *corev1.Node) Info {
@@ -219,11 +196,10 @@ func address(n *corev1.Node, kind corev1.NodeAddressType) string {
 // NodeID is the YARN NodeId and HTTP address of a Kubernetes node, for
 // the containers RGS makes from pods bound to it.
 func (l *Lister) NodeID(nodeName string) (*yarnpb.NodeIdProto, string, bool) {
-	n, err := l.nodes.Get(nodeName)
-	if err != nil {
+	info, ok := l.view.node(nodeName)
+	if !ok {
 		return nil, "", false
 	}
-	info := l.report(n)
 	return &yarnpb.NodeIdProto{Host: proto.String(info.Host), Port: proto.Int32(info.NMPort)}, info.HTTPAddress, true
 }
 
@@ -231,21 +207,7 @@ func (l *Lister) NodeID(nodeName string) (*yarnpb.NodeIdProto, string, bool) {
 // blacklist: a node name, or any of a node's addresses (NodeIds carry the
 // InternalIP or the hostname).
 func (l *Lister) NodeName(host string) (string, bool) {
-	if _, err := l.nodes.Get(host); err == nil {
-		return host, true
-	}
-	nodes, err := l.nodes.List(labels.Everything())
-	if err != nil {
-		return "", false
-	}
-	for _, n := range nodes {
-		for _, a := range n.Status.Addresses {
-			if a.Address == host {
-				return n.Name, true
-			}
-		}
-	}
-	return "", false
+	return l.view.nameOf(host)
 }
 
 // LogAggregation returns the log aggregation statuses knit-node publishes

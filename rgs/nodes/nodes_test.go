@@ -81,7 +81,10 @@ func TestNodesReportCapabilityUseAndRack(t *testing.T) {
 		other,
 	)
 	podFactory := rgs.NewPodInformerFactory(client)
-	l, nodeFactory := New(client, podFactory, Config{NMPort: 8041, NMWebPort: 8042})
+	l, nodeFactory, err := New(client, podFactory, Config{NMPort: 8041, NMWebPort: 8042})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	nodeFactory.Start(ctx.Done())

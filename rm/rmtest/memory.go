@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/knitdev/knit/rgs/nodes"
+
 	"github.com/knitdev/knit/rm"
 )
 
@@ -85,3 +87,6 @@ type NodeList []rm.NodeInfo
 
 // Nodes implements rm.NodeLister.
 func (n NodeList) Nodes(context.Context) ([]rm.NodeInfo, error) { return n, nil }
+
+// Census implements rm.NodeLister.
+func (n NodeList) Census(context.Context) (rm.NodeCensus, error) { return nodes.CensusOf(n), nil }

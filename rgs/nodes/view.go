@@ -1,0 +1,299 @@
+package nodes
+
+import (
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rks/launch"
+)
+
+// Use is what Knit's live pods bound to a node ask for: the sum of their
+// containers' requests, and how many they are.
+type Use struct {
+	MB         int64
+	Vcores     int32
+	Containers int32
+}
+
+func (u Use) plus(o Use) Use {
+	return Use{MB: u.MB + o.MB, Vcores: u.Vcores + o.Vcores, Containers: u.Containers + o.Containers}
+}
+
+func (u Use) minus(o Use) Use {
+	return Use{MB: u.MB - o.MB, Vcores: u.Vcores - o.Vcores, Containers: u.Containers - o.Containers}
+}
+
+// UseOf is what one pod adds to its node's use: a pod of Knit's that is
+// bound and has not ended counts its containers' requests (memory in MiB
+// and CPU in whole cores, rounded up, each container apart) and one
+// container; any other pod adds nothing (ok false).
+func UseOf(p *corev1.Pod) (node string, u Use, ok bool) {
+	if _, knit := p.Labels[launch.LabelApplication]; !knit {
+		return "", Use{}, false
+	}
+	if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return "", Use{}, false
+	}
+	for i := range p.Spec.Containers {
+		req := p.Spec.Containers[i].Resources.Requests
+		u.MB += req.Memory().Value() >> 20
+		u.Vcores += int32(req.Cpu().Value())
+	}
+	u.Containers = 1
+	return p.Spec.NodeName, u, true
+}
+
+// stateSlots holds one count per YARN node state, indexed by its number.
+const stateSlots = yarnpb.NodeStateProto_NS_SHUTDOWN + 1
+
+// Census is the whole cluster in a few numbers: the nodes in each state, and
+// the capability and use of the running ones (the nodes YARN's scheduler
+// holds), kept current from informer events so that reading it costs the
+// same at any number of nodes and pods.
+type Census struct {
+	states [stateSlots]int32
+	// RunningCapability and RunningUse sum the RUNNING nodes only.
+	RunningCapabilityMB     int64
+	RunningCapabilityVcores int64
+	RunningUsedMB           int64
+	RunningUsedVcores       int64
+	RunningContainers       int32
+}
+
+// Nodes is how many nodes are in state s.
+func (c Census) Nodes(s yarnpb.NodeStateProto) int32 {
+	if s < 0 || s >= stateSlots {
+		return 0
+	}
+	return c.states[s]
+}
+
+// add counts one node with its use in (sign 1) or out (sign -1).
+func (c *Census) add(info Info, u Use, sign int32) {
+	if info.State >= 0 && info.State < stateSlots {
+		c.states[info.State] += sign
+	}
+	if info.State != yarnpb.NodeStateProto_NS_RUNNING {
+		return
+	}
+	c.RunningCapabilityMB += int64(sign) * info.CapabilityMB
+	c.RunningCapabilityVcores += int64(sign) * int64(info.CapabilityVcores)
+	if sign < 0 {
+		u = Use{}.minus(u)
+	}
+	c.addRunningUse(u)
+}
+
+func (c *Census) addRunningUse(d Use) {
+	c.RunningUsedMB += d.MB
+	c.RunningUsedVcores += int64(d.Vcores)
+	c.RunningContainers += d.Containers
+}
+
+// CensusOf counts nodes listed with their use, as a view that keeps the
+// same nodes counts them: for NodeListers that hold a list, not informers.
+func CensusOf(nodes []Info) Census {
+	var c Census
+	for _, n := range nodes {
+		c.add(n, Use{MB: n.UsedMB, Vcores: n.UsedVcores, Containers: n.Containers}, 1)
+	}
+	return c
+}
+
+// view is the node side of the cluster as informer events leave it: each
+// node's report, the use of Knit's pods per node, the nodes by address and
+// the census. Every event costs O(1) (a node's addresses aside), and every
+// read costs O(nodes read), never O(pods).
+type view struct {
+	// report turns a Node into its Info, use left out.
+	report func(*corev1.Node) Info
+
+	mu    sync.RWMutex
+	nodes map[string]*nodeEntry
+	// use holds the use of every node that has any, known or not yet: a
+	// pod's event can come before its node's.
+	use map[string]Use
+	// byAddress finds the nodes with an address (nodes may share one, a
+	// loopback address for instance).
+	byAddress map[string][]string
+	census    Census
+}
+
+type nodeEntry struct {
+	info      Info
+	addresses []string
+}
+
+func newView(report func(*corev1.Node) Info) *view {
+	return &view{
+		report:    report,
+		nodes:     map[string]*nodeEntry{},
+		use:       map[string]Use{},
+		byAddress: map[string][]string{},
+	}
+}
+
+// podHandler keeps the use per node from the pod informer's events. It
+// trusts the informer's contract: an update's old object is the one the
+// handler saw last, a delete (or its tombstone) carries the last object
+// seen, and a resync is an update with old and new the same.
+func (v *view) podHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { v.podChanged(nil, podOf(obj)) },
+		UpdateFunc: func(old, obj any) { v.podChanged(podOf(old), podOf(obj)) },
+		DeleteFunc: func(obj any) { v.podChanged(podOf(obj), nil) },
+	}
+}
+
+func podOf(obj any) *corev1.Pod {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	p, _ := obj.(*corev1.Pod)
+	return p
+}
+
+// podChanged moves a pod's use from what it was (old, nil when new to the
+// view) to what it is (now, nil when gone).
+func (v *view) podChanged(old, now *corev1.Pod) {
+	var was, is Use
+	var wasNode, isNode string
+	var wasOK, isOK bool
+	if old != nil {
+		wasNode, was, wasOK = UseOf(old)
+	}
+	if now != nil {
+		isNode, is, isOK = UseOf(now)
+	}
+	if wasOK && isOK && wasNode == isNode && was == is {
+		return // a resync, or a change of something else
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if wasOK {
+		v.addUse(wasNode, Use{}.minus(was))
+	}
+	if isOK {
+		v.addUse(isNode, is)
+	}
+}
+
+// addUse adds d to a node's use. v.mu is held.
+func (v *view) addUse(node string, d Use) {
+	u := v.use[node].plus(d)
+	if u == (Use{}) {
+		delete(v.use, node)
+	} else {
+		v.use[node] = u
+	}
+	if e := v.nodes[node]; e != nil && e.info.State == yarnpb.NodeStateProto_NS_RUNNING {
+		v.census.addRunningUse(d)
+	}
+}
+
+// nodeHandler keeps the nodes' reports, addresses and the census from the
+// node informer's events.
+func (v *view) nodeHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { v.nodeChanged(nodeOf(obj), false) },
+		UpdateFunc: func(_, obj any) { v.nodeChanged(nodeOf(obj), false) },
+		DeleteFunc: func(obj any) { v.nodeChanged(nodeOf(obj), true) },
+	}
+}
+
+func nodeOf(obj any) *corev1.Node {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	n, _ := obj.(*corev1.Node)
+	return n
+}
+
+func (v *view) nodeChanged(n *corev1.Node, gone bool) {
+	if n == nil {
+		return
+	}
+	var info Info
+	var addresses []string
+	if !gone {
+		info = v.report(n)
+		addresses = make([]string, 0, len(n.Status.Addresses))
+		for _, a := range n.Status.Addresses {
+			addresses = append(addresses, a.Address)
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if e := v.nodes[n.Name]; e != nil {
+		v.census.add(e.info, v.use[n.Name], -1)
+		for _, a := range e.addresses {
+			rest := slices.DeleteFunc(v.byAddress[a], func(name string) bool { return name == n.Name })
+			if len(rest) == 0 {
+				delete(v.byAddress, a)
+			} else {
+				v.byAddress[a] = rest
+			}
+		}
+		delete(v.nodes, n.Name)
+	}
+	if gone {
+		return
+	}
+	v.nodes[n.Name] = &nodeEntry{info: info, addresses: addresses}
+	v.census.add(info, v.use[n.Name], 1)
+	for _, a := range addresses {
+		if !slices.Contains(v.byAddress[a], n.Name) {
+			v.byAddress[a] = append(v.byAddress[a], n.Name)
+		}
+	}
+}
+
+// list is every known node with its use, in no order.
+func (v *view) list() []Info {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := make([]Info, 0, len(v.nodes))
+	for name, e := range v.nodes {
+		out = append(out, withUse(e.info, v.use[name]))
+	}
+	return out
+}
+
+func withUse(info Info, u Use) Info {
+	info.UsedMB, info.UsedVcores, info.Containers = u.MB, u.Vcores, u.Containers
+	return info
+}
+
+// node is one known node with its use.
+func (v *view) node(name string) (Info, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	e := v.nodes[name]
+	if e == nil {
+		return Info{}, false
+	}
+	return withUse(e.info, v.use[name]), true
+}
+
+// nameOf is the node a host means: its name, or one of its addresses.
+func (v *view) nameOf(host string) (string, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if _, ok := v.nodes[host]; ok {
+		return host, true
+	}
+	if names := v.byAddress[host]; len(names) > 0 {
+		return names[0], true
+	}
+	return "", false
+}
+
+func (v *view) snapshotCensus() Census {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.census
+}
