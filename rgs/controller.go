@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -201,18 +200,13 @@ func New(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// NewPodInformerFactory watches Knit's pods, every namespace, without the
-// managed fields nobody here reads: they are a large part of a pod object,
-// and the RM keeps every pod in memory.
+// NewPodInformerFactory watches Knit's pods, every namespace, each kept as
+// StripPod leaves it: the RM keeps every pod in memory and reads a few
+// fields of each.
 func NewPodInformerFactory(client kubernetes.Interface) informers.SharedInformerFactory {
 	return informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = launch.LabelApplication }),
-		informers.WithTransform(func(obj any) (any, error) {
-			if m, err := meta.Accessor(obj); err == nil {
-				m.SetManagedFields(nil)
-			}
-			return obj, nil
-		}))
+		informers.WithTransform(StripPod))
 }
 
 func podOf(obj any) (*corev1.Pod, bool) {
