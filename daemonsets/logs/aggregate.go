@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -31,6 +32,10 @@ const (
 	doneMarker = ".knit-aggregated"
 	// tmpSuffix is LogAggregationUtils.TMP_FILE_SUFFIX.
 	tmpSuffix = ".tmp"
+	// rollKey prefixes the queue key of an application's rolling
+	// aggregation; the bare id is its final one. One worker takes both, so
+	// they never run at once.
+	rollKey = "roll/"
 )
 
 // Store is the remote app log dir's file system.
@@ -75,6 +80,11 @@ type AggregatorConfig struct {
 	// MaxAttempts bounds the stores of one application; then its
 	// aggregation is FAILED and its logs stay on the node. Zero means 10.
 	MaxAttempts int
+	// RollInterval, when positive, aggregates every interval the logs of
+	// running applications that asked for rolling (a rolled-logs include
+	// pattern), and names every aggregated file after its upload time
+	// (<node file>_<ms>), as the NodeManager does once the interval is set.
+	RollInterval time.Duration
 	// BaseDelay and MaxDelay bound the backoff between attempts; zero
 	// means 1 s and 2 min.
 	BaseDelay, MaxDelay time.Duration
@@ -175,10 +185,38 @@ func (a *Aggregator) Run(ctx context.Context) error {
 		for a.process(ctx) {
 		}
 	}()
+	if a.cfg.RollInterval > 0 {
+		t := time.NewTicker(a.cfg.RollInterval)
+		defer t.Stop()
+	roll:
+		for {
+			select {
+			case <-ctx.Done():
+				break roll
+			case <-t.C:
+				a.queueRolls(ctx)
+			}
+		}
+	}
 	<-ctx.Done()
 	a.queue.ShutDown()
 	<-done
 	return nil
+}
+
+// queueRolls queues the rolling aggregation of every application with
+// logs on the node that has not ended; those that did not ask for rolling
+// are passed over when their turn comes.
+func (a *Aggregator) queueRolls(ctx context.Context) {
+	apps, err := a.cfg.Dirs.Applications()
+	if err != nil {
+		a.log.WarnContext(ctx, "list applications with logs", "err", err)
+	}
+	for _, app := range apps {
+		if !a.marked(app, endedMarker) && !a.marked(app, doneMarker) && !a.marked(app, failedMarker) {
+			a.queue.Add(rollKey + app)
+		}
+	}
 }
 
 func (a *Aggregator) process(ctx context.Context) bool {
@@ -187,6 +225,16 @@ func (a *Aggregator) process(ctx context.Context) bool {
 		return false
 	}
 	defer a.queue.Done(app)
+	if running, ok := strings.CutPrefix(app, rollKey); ok {
+		// A failed roll is tried again at the next interval, as the
+		// NodeManager's next cycle does; the final aggregation takes what
+		// is left.
+		a.queue.Forget(app)
+		if err := a.Roll(ctx, running); err != nil && ctx.Err() == nil {
+			a.log.WarnContext(ctx, "rolling log aggregation, will retry at the next interval", "app", running, "err", err)
+		}
+		return true
+	}
 	if !a.marked(app, endedMarker) {
 		// Queued twice, and already stored or given up.
 		a.queue.Forget(app)
@@ -229,7 +277,8 @@ func (a *Aggregator) process(ctx context.Context) bool {
 }
 
 // Aggregate writes the application's logs on the node into one file in
-// the remote app log dir, then removes them from the node. With no logs it
+// the remote app log dir (those its include and exclude patterns pick),
+// then removes every log of it from the node. With nothing to upload it
 // only removes the folders.
 func (a *Aggregator) Aggregate(ctx context.Context, app string) error {
 	if a.cfg.Store == nil {
@@ -239,55 +288,17 @@ func (a *Aggregator) Aggregate(ctx context.Context, app string) error {
 	if err != nil {
 		return err
 	}
-	if len(containers) == 0 {
-		return a.remove(app)
-	}
-	owner, acls, err := a.owner(app)
-	if err != nil {
-		return err
-	}
-	appDir, err := a.cfg.Layout.AppDir(owner, app)
-	if err != nil {
-		return err
-	}
-	nodeFile := aggregated.NodeFile(a.cfg.NodeID)
-	remote := appDir + "/" + nodeFile
-	start := a.cfg.Now()
-	var size int64
-	if ss, ok := a.cfg.Store.(StreamStore); ok {
-		up, err := ss.Create(ctx, remote)
-		if err != nil {
-			return fmt.Errorf("logs: store %s: %w", remote, err)
-		}
-		cw := &countWriter{w: up}
-		if err := a.write(ctx, app, containers, owner, acls, nodeFile, cw); err != nil {
-			up.Abort()
-			return err
-		}
-		if err := up.Commit(); err != nil {
-			return fmt.Errorf("logs: store %s: %w", remote, err)
-		}
-		size = cw.n
-	} else {
-		// Written locally first: the store takes a file of known size.
-		tmp, err := os.CreateTemp(filepath.Join(a.cfg.Dirs[0], app), "."+nodeFile+".*"+tmpSuffix)
-		if err != nil {
-			return fmt.Errorf("logs: aggregate %s: %w", app, err)
-		}
-		defer func() {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}()
-		if err := a.write(ctx, app, containers, owner, acls, nodeFile, tmp); err != nil {
-			return err
-		}
-		st, err := tmp.Stat()
+	if len(containers) > 0 {
+		rec, err := a.record(app)
 		if err != nil {
 			return err
 		}
-		size = st.Size()
-		if err := a.cfg.Store.Put(ctx, remote, tmp, size); err != nil {
-			return fmt.Errorf("logs: store %s: %w", remote, err)
+		fs, ferr := filtersOf(rec.LogAggregation)
+		if ferr != nil {
+			a.log.WarnContext(ctx, "log aggregation patterns", "app", app, "err", ferr)
+		}
+		if _, err := a.upload(ctx, app, rec, containers, fs.final); err != nil {
+			return err
 		}
 	}
 	if err := os.WriteFile(filepath.Join(a.cfg.Dirs[0], app, doneMarker), nil, 0o644); err != nil {
@@ -296,44 +307,154 @@ func (a *Aggregator) Aggregate(ctx context.Context, app string) error {
 	if err := a.remove(app); err != nil {
 		return fmt.Errorf("logs: remove aggregated logs of %s: %w", app, err)
 	}
-	a.log.InfoContext(ctx, "logs aggregated", "app", app, "containers", len(containers), "bytes", size,
-		"path", remote, "format", string(a.cfg.Format), "ms", a.cfg.Now().Sub(start).Milliseconds())
 	return nil
 }
 
-// write writes the application's aggregated file to w.
-func (a *Aggregator) write(ctx context.Context, app string, containers []string, owner string, acls []aggregated.ACL, nodeFile string, w io.Writer) error {
-	h := aggregated.Header{Owner: owner, ACLs: acls, NodeID: a.cfg.NodeID}
+// Roll uploads the logs of a running application that its rolled-logs
+// patterns pick into a file of their own, and deletes them from the node
+// once stored, as the NodeManager's rolling cycle does: a container that
+// goes on writing a rolled file writes into a new one.
+func (a *Aggregator) Roll(ctx context.Context, app string) error {
+	if a.cfg.Store == nil || a.cfg.RollInterval <= 0 || a.marked(app, endedMarker) {
+		return nil
+	}
+	rec, ok := a.cfg.Dirs.Record(app)
+	if !ok || rec.LogAggregation == nil {
+		return nil
+	}
+	fs, ferr := filtersOf(rec.LogAggregation)
+	if ferr != nil {
+		a.log.WarnContext(ctx, "log aggregation patterns", "app", app, "err", ferr)
+	}
+	if fs.rolled == nil {
+		return nil
+	}
+	containers, err := a.cfg.Dirs.Containers(app)
+	if err != nil || len(containers) == 0 {
+		return err
+	}
+	uploaded, err := a.upload(ctx, app, rec, containers, *fs.rolled)
+	if err != nil {
+		return err
+	}
+	for _, p := range uploaded {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			a.log.WarnContext(ctx, "remove a rolled log file after its upload", "app", app, "path", p, "err", err)
+		}
+	}
+	return nil
+}
+
+// containerFiles are the log files of one container one upload takes.
+type containerFiles struct {
+	id    string
+	files []FileInfo
+}
+
+// upload writes the files keep picks of the application's containers into
+// one file in the remote app log dir and returns their local paths. It
+// writes nothing when keep picks nothing, as the NodeManager drops an
+// empty cycle's file.
+func (a *Aggregator) upload(ctx context.Context, app string, rec AppRecord, containers []string, keep fileFilter) ([]string, error) {
+	var picked []containerFiles
+	var paths []string
+	for _, c := range containers {
+		files, err := a.cfg.Dirs.Files(app, c)
+		if err != nil {
+			return nil, err
+		}
+		kept := files[:0]
+		for _, f := range files {
+			if keep.keep(f.Name) {
+				kept = append(kept, f)
+				paths = append(paths, f.Path)
+			}
+		}
+		if len(kept) > 0 {
+			picked = append(picked, containerFiles{id: c, files: kept})
+		}
+	}
+	if len(picked) == 0 {
+		return nil, nil
+	}
+	appDir, err := a.cfg.Layout.AppDir(rec.Owner, app)
+	if err != nil {
+		return nil, err
+	}
+	start := a.cfg.Now()
+	name := aggregated.NodeFile(a.cfg.NodeID)
+	if a.cfg.RollInterval > 0 {
+		name += "_" + strconv.FormatInt(start.UnixMilli(), 10)
+	}
+	remote := appDir + "/" + name
+	var size int64
+	if ss, ok := a.cfg.Store.(StreamStore); ok {
+		up, err := ss.Create(ctx, remote)
+		if err != nil {
+			return nil, fmt.Errorf("logs: store %s: %w", remote, err)
+		}
+		cw := &countWriter{w: up}
+		if err := a.write(ctx, app, picked, rec, name, cw); err != nil {
+			up.Abort()
+			return nil, err
+		}
+		if err := up.Commit(); err != nil {
+			return nil, fmt.Errorf("logs: store %s: %w", remote, err)
+		}
+		size = cw.n
+	} else {
+		// Written locally first: the store takes a file of known size.
+		tmp, err := os.CreateTemp(filepath.Join(a.cfg.Dirs[0], app), "."+name+".*"+tmpSuffix)
+		if err != nil {
+			return nil, fmt.Errorf("logs: aggregate %s: %w", app, err)
+		}
+		defer func() {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}()
+		if err := a.write(ctx, app, picked, rec, name, tmp); err != nil {
+			return nil, err
+		}
+		st, err := tmp.Stat()
+		if err != nil {
+			return nil, err
+		}
+		size = st.Size()
+		if err := a.cfg.Store.Put(ctx, remote, tmp, size); err != nil {
+			return nil, fmt.Errorf("logs: store %s: %w", remote, err)
+		}
+	}
+	a.log.InfoContext(ctx, "logs aggregated", "app", app, "containers", len(picked), "files", len(paths), "bytes", size,
+		"path", remote, "format", string(a.cfg.Format), "ms", a.cfg.Now().Sub(start).Milliseconds())
+	return paths, nil
+}
+
+// write writes the application's aggregated file of the picked files to w.
+func (a *Aggregator) write(ctx context.Context, app string, picked []containerFiles, rec AppRecord, name string, w io.Writer) error {
+	h := aggregated.Header{Owner: rec.Owner, ACLs: rec.ACLs, NodeID: a.cfg.NodeID}
 	var aw aggregated.Writer
 	var err error
 	if a.cfg.Format == aggregated.FormatIndexed {
-		aw, err = aggregated.NewIndexedWriter(w, app, h, nodeFile, a.cfg.Now())
+		aw, err = aggregated.NewIndexedWriter(w, app, h, name, a.cfg.Now())
 	} else {
 		aw, err = aggregated.NewTFileWriter(w, h)
 	}
 	if err != nil {
 		return fmt.Errorf("logs: aggregate %s: %w", app, err)
 	}
-	for _, c := range containers {
+	for _, c := range picked {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		files, err := a.cfg.Dirs.Files(app, c)
-		if err != nil {
-			return err
-		}
-		if len(files) == 0 {
-			continue
-		}
-		src := make([]aggregated.SourceFile, 0, len(files))
-		for _, f := range files {
+		src := make([]aggregated.SourceFile, 0, len(c.files))
+		for _, f := range c.files {
 			path := f.Path
 			src = append(src, aggregated.SourceFile{
 				Name: f.Name, Size: f.Info.Size(), ModTime: f.Info.ModTime(),
 				Open: func() (io.ReadCloser, error) { return os.Open(path) },
 			})
 		}
-		if err := aw.WriteContainer(c, src); err != nil {
+		if err := aw.WriteContainer(c.id, src); err != nil {
 			return fmt.Errorf("logs: aggregate %s: %w", app, err)
 		}
 	}
@@ -398,20 +519,21 @@ func (a *Aggregator) remove(app string) error {
 	return nil
 }
 
-// owner returns the application's owner and ACLs from its record, else
-// the owner of its log folder.
-func (a *Aggregator) owner(app string) (string, []aggregated.ACL, error) {
+// record returns the application's record (owner, ACLs, log
+// aggregation context); without one, the owner of its log folder, with no
+// ACLs and every file aggregated.
+func (a *Aggregator) record(app string) (AppRecord, error) {
 	if rec, ok := a.cfg.Dirs.Record(app); ok {
-		return rec.Owner, rec.ACLs, nil
+		return rec, nil
 	}
 	st, err := os.Stat(filepath.Join(a.cfg.Dirs[0], app))
 	if err != nil {
-		return "", nil, err
+		return AppRecord{}, err
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 		if u, err := user.LookupId(strconv.FormatUint(uint64(sys.Uid), 10)); err == nil {
-			return u.Username, nil, nil
+			return AppRecord{Owner: u.Username}, nil
 		}
 	}
-	return "", nil, fmt.Errorf("logs: owner of %s unknown", app)
+	return AppRecord{}, fmt.Errorf("logs: owner of %s unknown", app)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/knitdev/knit/daemonsets/logs/aggregated"
 	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/rks/launch"
 )
 
 // appRecordName is the file beside an application's container log
@@ -32,6 +33,9 @@ type FileInfo struct {
 type AppRecord struct {
 	Owner string           `json:"owner"`
 	ACLs  []aggregated.ACL `json:"acls,omitempty"`
+	// LogAggregation is the application's LogAggregationContext, nil
+	// when it was submitted without one (every log file is aggregated).
+	LogAggregation *launch.LogAggregationContext `json:"logAggregationContext,omitempty"`
 }
 
 // validName reports whether s can name a log file, container or

@@ -7,6 +7,7 @@ import (
 	"html"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -25,42 +26,55 @@ type Aggregated struct {
 	Layouts []aggregated.Layout
 }
 
-// openAggregated opens this node's aggregated file of app, owned by user.
-func (s *server) openAggregated(ctx context.Context, app, user string) (aggregated.Reader, io.Closer, bool) {
+// openAggregated opens this node's aggregated files of app, owned by
+// user: one, or with rolling aggregation one per upload
+// (<node file>_<ms>), oldest first. close closes them all.
+func (s *server) openAggregated(ctx context.Context, app, user string) (readers []aggregated.Reader, close func()) {
+	var closers []io.Closer
+	close = func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	}
 	ag := s.cfg.Aggregated
 	if ag == nil || ag.Lister == nil {
-		return nil, nil, false
+		return nil, close
 	}
 	name := aggregated.NodeFile(s.cfg.NodeID)
 	for _, l := range ag.Layouts {
 		dir, err := l.AppDir(user, app)
 		if err != nil {
-			return nil, nil, false
+			return nil, close
 		}
 		files, err := ag.Lister.List(ctx, dir)
 		if err != nil {
 			s.log.WarnContext(ctx, "list aggregated logs", "dir", dir, "err", err)
 			continue
 		}
+		slices.SortFunc(files, func(a, b RemoteFile) int { return strings.Compare(a.Name, b.Name) })
 		for _, f := range files {
-			if f.Name != name {
+			if f.Name != name && !(strings.HasPrefix(f.Name, name+"_") && !strings.HasSuffix(f.Name, tmpSuffix)) {
 				continue
 			}
 			rr, err := ag.Lister.Open(ctx, f)
 			if err != nil {
 				s.log.WarnContext(ctx, "open aggregated logs", "path", f.Path, "err", err)
-				return nil, nil, false
+				continue
 			}
 			r, err := aggregated.Open(l.Format, rr, f.Size, f.ModTime)
 			if err != nil {
 				rr.Close()
 				s.log.WarnContext(ctx, "read aggregated logs", "path", f.Path, "err", err)
-				return nil, nil, false
+				continue
 			}
-			return r, rr, true
+			closers = append(closers, rr)
+			readers = append(readers, r)
+		}
+		if len(readers) > 0 {
+			return readers, close
 		}
 	}
-	return nil, nil, false
+	return nil, close
 }
 
 // errSent stops a walk once the page is sent.
@@ -72,12 +86,12 @@ var errSent = errors.New("page sent")
 func (s *server) aggregatedPage(c echo.Context, ctr Container, file string) (bool, error) {
 	user := c.Param("user")
 	title := "Logs for " + ctr.ID
-	r, closer, ok := s.openAggregated(c.Request().Context(), ctr.App, user)
-	if !ok {
+	readers, closeAll := s.openAggregated(c.Request().Context(), ctr.App, user)
+	defer closeAll()
+	if len(readers) == 0 {
 		return false, nil
 	}
-	defer closer.Close()
-	h := r.Header()
+	h := readers[0].Header()
 	if h.Owner != user {
 		return true, s.htmlPage(c, http.StatusForbidden, title, h1("Exception reading log file. Application submitted by '"+h.Owner+"' doesn't own requested log file : "+ctr.ID))
 	}
@@ -86,7 +100,7 @@ func (s *server) aggregatedPage(c echo.Context, ctr Container, file string) (boo
 	}
 	var b strings.Builder
 	found := false
-	err := r.Walk(func(f aggregated.LogFile, content io.Reader) error {
+	walk := func(f aggregated.LogFile, content io.Reader) error {
 		if f.ContainerID != ctr.ID || (file != "" && f.Name != file) {
 			return nil
 		}
@@ -113,7 +127,13 @@ func (s *server) aggregatedPage(c echo.Context, ctr Container, file string) (boo
 			return err
 		}
 		return errSent
-	})
+	}
+	var err error
+	for _, r := range readers {
+		if err = r.Walk(walk); err != nil {
+			break
+		}
+	}
 	if err == errSent {
 		return true, nil
 	}

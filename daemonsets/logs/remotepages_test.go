@@ -1,6 +1,8 @@
 package logs
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +20,14 @@ import (
 // the node, its log pages read them from the node's aggregated file (the
 // recorded TFile file here).
 func TestLogPagesOfAggregatedContainers(t *testing.T) {
+	for _, name := range []string{"localhost_8241", "localhost_8241_1795680500000"} {
+		t.Run(name, func(t *testing.T) { testLogPagesOfAggregatedContainers(t, name) })
+	}
+}
+
+// testLogPagesOfAggregatedContainers serves the recorded file under name;
+// under a rolled name, a later rolled file holds one more container.
+func testLogPagesOfAggregatedContainers(t *testing.T, name string) {
 	const app, cid = "application_1795680442682_0005", "container_1795680442682_0005_01_000002"
 	root := t.TempDir()
 	layout := aggregated.LayoutFor(aggregated.FormatTFile, func(k string) (string, bool) {
@@ -34,8 +44,30 @@ func TestLogPagesOfAggregatedContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "localhost_8241"), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+	rolled := name != "localhost_8241"
+	if rolled {
+		var later bytes.Buffer
+		w, err := aggregated.NewTFileWriter(&later, aggregated.Header{Owner: "root", NodeID: "localhost:8241"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = w.WriteContainer("container_1795680442682_0005_01_000003", []aggregated.SourceFile{{Name: "syslog.1", Size: 6, ModTime: time.Now(),
+			Open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("later\n")), nil }}})
+		if err != nil || w.Close() != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "localhost_8241_1795680600000"), later.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Another node's rolled file and a file being written are not this node's.
+		for _, other := range []string{"localhost_82410_1795680600000", "localhost_8241_1795680700000.tmp"} {
+			if err := os.WriteFile(filepath.Join(dir, other), []byte("not an aggregated file"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	e, err := New(Config{
 		NodeID: "localhost:8241", WebAddress: "localhost:8242", Dirs: Dirs{t.TempDir()}, Source: fakeSource{},
@@ -70,5 +102,11 @@ func TestLogPagesOfAggregatedContainers(t *testing.T) {
 	}
 	if code, _, _ := get(t, srv.URL+"/node/containerlogs/container_1795680442682_0005_01_000009/root?user.name=root", ""); code != http.StatusNotFound {
 		t.Errorf("unknown container: %d", code)
+	}
+	if rolled {
+		code, _, body = get(t, srv.URL+"/node/containerlogs/container_1795680442682_0005_01_000003/root/syslog.1/?start=0&user.name=root", "")
+		if code != http.StatusOK || !strings.Contains(body, "<pre>later\n</pre>") {
+			t.Errorf("a later rolled file: %d\n%s", code, body)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package logs
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,7 +23,20 @@ type Settings struct {
 	Retain time.Duration
 	Format aggregated.Format
 	Layout aggregated.Layout
+	// RollInterval is how often the logs of running applications that
+	// asked for it (a rolled-logs include pattern) are aggregated; zero
+	// for never, as LogAggregationService.calculateRollingMonitorInterval
+	// reads it.
+	RollInterval time.Duration
 }
+
+// Rolling aggregation's keys and YARN's defaults.
+const (
+	confRollInterval    = "yarn.nodemanager.log-aggregation.roll-monitoring-interval-seconds"
+	confRollIntervalMin = "yarn.nodemanager.log-aggregation.roll-monitoring-interval-seconds.min"
+	confDebugEnabled    = "yarn.nodemanager.log-aggregation.debug-enabled"
+	defaultRollMin      = 3600
+)
 
 // SettingsFromHadoop reads yarn.acl.enable, yarn.admin.acl (default "*"),
 // yarn.resourcemanager.webapp.address and the log aggregation keys.
@@ -49,7 +63,30 @@ func SettingsFromHadoop(conf aggregated.Conf) (Settings, error) {
 	}
 	s.Format = f
 	s.Layout = aggregated.LayoutFor(f, conf)
+	if s.RollInterval, err = rollInterval(get); err != nil {
+		return s, err
+	}
 	return s, nil
+}
+
+// rollInterval is the rolling interval: off when not positive, and never
+// under its minimum (an hour) unless debugging is on.
+func rollInterval(get func(k, def string) string) (time.Duration, error) {
+	secs, err := hadoopconf.ParseJavaInt(get(confRollInterval, "-1"), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", confRollInterval, err)
+	}
+	if secs <= 0 {
+		return 0, nil
+	}
+	minSecs, err := hadoopconf.ParseJavaInt(get(confRollIntervalMin, strconv.Itoa(defaultRollMin)), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", confRollIntervalMin, err)
+	}
+	if secs < minSecs && !strings.EqualFold(get(confDebugEnabled, "false"), "true") {
+		secs = minSecs
+	}
+	return time.Duration(secs) * time.Second, nil
 }
 
 // StoreFor returns the Store of a remote app log dir: a plain path or a

@@ -184,6 +184,14 @@ func (s *PodSource) record(p *corev1.Pod) {
 		return
 	}
 	rec := AppRecord{Owner: lc.User, ACLs: ACLsOfLaunchContext(lc.LaunchContext)}
+	if v, ok := p.Annotations[launch.AnnotationLogAggregationContext]; ok {
+		lac, err := launch.DecodeLogAggregationContext(v)
+		if err != nil {
+			s.log.Warn("log aggregation context of the application's pod; every log file will be aggregated", "app", app, "pod", p.Name, "err", err)
+		} else {
+			rec.LogAggregation = &lac
+		}
+	}
 	if err := s.dirs.SetRecord(app, rec); err != nil {
 		s.log.Warn("keep application owner and ACLs", "app", app, "err", err)
 	}

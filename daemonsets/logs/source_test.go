@@ -32,7 +32,8 @@ func TestPodSourceReadsContainersAndKeepsTheApplicationsACLs(t *testing.T) {
 	running := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p1", Namespace: "apps",
 			Labels:      map[string]string{launch.LabelContainer: runningCID, launch.LabelApplication: runningApp},
-			Annotations: map[string]string{launch.AnnotationContext: ctxValue}},
+			Annotations: map[string]string{launch.AnnotationContext: ctxValue,
+				launch.AnnotationLogAggregationContext: `{"includePattern":"std","rolledLogsIncludePattern":"syslog"}`}},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi"), corev1.ResourceCPU: resource.MustParse("1")}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
@@ -76,6 +77,9 @@ func TestPodSourceReadsContainersAndKeepsTheApplicationsACLs(t *testing.T) {
 	rec, _ := dirs.Record(runningApp)
 	if rec.Owner != "alice" || len(rec.ACLs) != 1 || rec.ACLs[0].Type != "VIEW_APP" || rec.ACLs[0].Value != "bob,carol admins" {
 		t.Errorf("record %+v", rec)
+	}
+	if lac := rec.LogAggregation; lac == nil || *lac != (launch.LogAggregationContext{IncludePattern: "std", RolledLogsIncludePattern: "syslog"}) {
+		t.Errorf("log aggregation context kept %+v", lac)
 	}
 	a := Access{Enabled: true, Admin: acl.Parse(" "), Groups: func(u string) []string {
 		if u == "dave" {
