@@ -93,7 +93,7 @@ func options(f flags) fx.Option {
 		fx.Supply(f),
 		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, rm.NewLiveAttempts, rm.NewContainerReports, newTokens, newPodFactory, newNodes, newScheduler, newRKS, newRM, newMetrics),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
-		fx.Invoke(serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveRKS, serveREST),
+		fx.Invoke(serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveRKS, serveREST, runLogRetention),
 	)
 }
 
