@@ -139,6 +139,24 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	return c, nil
 }
 
+// KubeletServing issues a serving certificate for the kubelet API of the
+// node named node at address ip, signed by the cluster CA, which the API
+// server trusts for kubelets (--kubelet-certificate-authority).
+func (c *ControlPlane) KubeletServing(node string, ip net.IP) (tls.Certificate, error) {
+	return c.keys().kubeletServing(node, ip)
+}
+
+// KubeletClientCAs holds the CA of the API server's kubelet client
+// certificate (--kubelet-client-certificate): what a kubelet verifies its
+// clients against (its --client-ca-file).
+func (c *ControlPlane) KubeletClientCAs() (*x509.CertPool, error) {
+	return c.keys().caPool()
+}
+
+func (c *ControlPlane) keys() pki {
+	return pki{dir: filepath.Join(c.Dir, "controlplane", "pki")}
+}
+
 // RESTConfig is an admin client configuration for this cluster.
 func (c *ControlPlane) RESTConfig() *rest.Config {
 	return rest.CopyConfig(c.restCfg)
@@ -317,7 +335,7 @@ func (c *ControlPlane) start(ctx context.Context, bins binaries) error {
 	if err != nil {
 		return err
 	}
-	keys := pki{dir: filepath.Join(base, "pki")}
+	keys := c.keys()
 	if err := keys.ensure(serviceIP); err != nil {
 		return err
 	}
@@ -369,6 +387,14 @@ func (c *ControlPlane) start(ctx context.Context, bins binaries) error {
 		"--api-audiences=https://kubernetes.default.svc.cluster.local",
 		"--service-cluster-ip-range="+serviceCIDR,
 		"--authorization-mode=RBAC",
+		// Process nodes serve the kubelet API on their InternalIP (a
+		// loopback address); their Hostname address, the node's name,
+		// resolves nowhere. The API server presents its kubelet client
+		// certificate and checks the node's serving certificate.
+		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-client-certificate="+keys.kubeletClientCert(),
+		"--kubelet-client-key="+keys.kubeletClientKey(),
+		"--kubelet-certificate-authority="+keys.caCert(),
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--event-ttl=1h",

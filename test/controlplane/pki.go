@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -32,6 +33,8 @@ func (p pki) servingCert() string       { return p.path("apiserver.crt") }
 func (p pki) servingKey() string        { return p.path("apiserver.key") }
 func (p pki) adminCert() string         { return p.path("admin.crt") }
 func (p pki) adminKey() string          { return p.path("admin.key") }
+func (p pki) kubeletClientCert() string { return p.path("apiserver-kubelet-client.crt") }
+func (p pki) kubeletClientKey() string  { return p.path("apiserver-kubelet-client.key") }
 func (p pki) serviceAccountKey() string { return p.path("sa.key") }
 func (p pki) serviceAccountPub() string { return p.path("sa.pub") }
 
@@ -47,7 +50,15 @@ func (p pki) ensure(serviceIP net.IP) error {
 	}
 	if exists(p.caCert()) && exists(p.caKey()) && exists(p.servingCert()) &&
 		exists(p.adminCert()) && exists(p.serviceAccountKey()) {
-		return nil
+		if exists(p.kubeletClientCert()) {
+			return nil
+		}
+		// A folder from before the API server talked to kubelets.
+		ca, caKey, err := p.loadCA()
+		if err != nil {
+			return err
+		}
+		return p.issue(p.kubeletClientCert(), p.kubeletClientKey(), kubeletClientTemplate(time.Now()), ca, caKey)
 	}
 	caKey, err := newKey()
 	if err != nil {
@@ -105,6 +116,9 @@ func (p pki) ensure(serviceIP net.IP) error {
 	if err := p.issue(p.adminCert(), p.adminKey(), admin, ca, caKey); err != nil {
 		return err
 	}
+	if err := p.issue(p.kubeletClientCert(), p.kubeletClientKey(), kubeletClientTemplate(now), ca, caKey); err != nil {
+		return err
+	}
 
 	saKey, err := newKey()
 	if err != nil {
@@ -118,6 +132,92 @@ func (p pki) ensure(serviceIP net.IP) error {
 		return fmt.Errorf("pki: service account key: %w", err)
 	}
 	return writePEM(p.serviceAccountPub(), "PUBLIC KEY", pub, 0o644)
+}
+
+// kubeletClientTemplate is the API server's client certificate towards
+// kubelets (--kubelet-client-certificate), as kubeadm makes it: a kubelet
+// verifies it against the cluster CA and authorizes its user, whom
+// system:masters lets use every node's kubelet API.
+func kubeletClientTemplate(now time.Time) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(certValidity),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+}
+
+// kubeletServing issues a serving certificate for the kubelet API of node
+// at ip, signed by the cluster CA, named as a kubelet's serving certificate
+// from the kubernetes.io/kubelet-serving signer is (system:node:<name> in
+// system:nodes, the node's name and address as subject alternative names).
+// The API server checks it against the CA (--kubelet-certificate-authority)
+// and the address it dials.
+func (p pki) kubeletServing(node string, ip net.IP) (tls.Certificate, error) {
+	ca, caKey, err := p.loadCA()
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	key, err := newKey()
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	now := time.Now()
+	template := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(certValidity),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{node},
+		IPAddresses:  []net.IP{ip},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, ca, key.Public(), caKey)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("pki: kubelet serving certificate for %s: %w", node, err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+// loadCA reads the cluster CA and its key.
+func (p pki) loadCA() (*x509.Certificate, crypto.Signer, error) {
+	certPEM, err := os.ReadFile(p.caCert())
+	if err != nil {
+		return nil, nil, fmt.Errorf("pki: %w", err)
+	}
+	keyPEM, err := os.ReadFile(p.caKey())
+	if err != nil {
+		return nil, nil, fmt.Errorf("pki: %w", err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pki: ca: %w", err)
+	}
+	ca, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, nil, fmt.Errorf("pki: ca: %w", err)
+	}
+	signer, ok := pair.PrivateKey.(crypto.Signer)
+	if !ok {
+		return nil, nil, errors.New("pki: ca key cannot sign")
+	}
+	return ca, signer, nil
+}
+
+// caPool is a pool holding the cluster CA.
+func (p pki) caPool() (*x509.CertPool, error) {
+	data, err := os.ReadFile(p.caCert())
+	if err != nil {
+		return nil, fmt.Errorf("pki: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, errors.New("pki: ca.crt holds no certificate")
+	}
+	return pool, nil
 }
 
 func (p pki) issue(certPath, keyPath string, template, ca *x509.Certificate, caKey crypto.Signer) error {

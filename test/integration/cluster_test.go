@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+
+	"github.com/knitdev/knit/test/procnode"
 )
 
 // namespace makes a fresh namespace for one test and deletes it after.
@@ -110,7 +112,7 @@ func containerLog(t *testing.T, pod *corev1.Pod, container string, restart int) 
 	t.Helper()
 	pattern := filepath.Join(cluster.ControlPlane.Dir, "nodes", pod.Spec.NodeName, "pods",
 		pod.Namespace+"_"+pod.Name+"_"+string(pod.UID), container, strconv.Itoa(restart)+".log")
-	data, err := os.ReadFile(pattern)
+	data, err := procnode.ReadLog(pattern)
 	if err != nil {
 		t.Fatalf("container log: %v", err)
 	}

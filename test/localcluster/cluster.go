@@ -132,9 +132,23 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		cancel()
 		return nil, errors.Join(fmt.Errorf("localcluster: server address: %w", err), cp.Stop())
 	}
+	// Each node serves the kubelet API, as the API server's kubelet
+	// client expects it, so kubectl logs, exec, attach and port-forward
+	// reach its pods.
+	kubeletCAs, err := cp.KubeletClientCAs()
+	if err != nil {
+		cancel()
+		return nil, errors.Join(err, cp.Stop())
+	}
 	for i := range opts.Nodes {
 		info := Node{Name: NodeName(i), Address: NodeAddress(i)}
+		serving, err := cp.KubeletServing(info.Name, net.ParseIP(info.Address))
+		if err != nil {
+			c.cancel()
+			return nil, errors.Join(err, c.stopControlPlane())
+		}
 		node, err := procnode.New(procnode.Config{
+			KubeletTLS:    &procnode.KubeletTLS{Certificate: serving, ClientCAs: kubeletCAs},
 			Name:          info.Name,
 			Address:       info.Address,
 			Dir:           filepath.Join(opts.Dir, "nodes", info.Name),

@@ -42,8 +42,9 @@ func PodFolderName(namespace, name string, uid types.UID) string {
 
 // LogPath is the file holding stdout and stderr of restart number restart
 // of container in the pod whose folder is podFolder (see PodFolderName) on
-// the node whose Dir is dir. The file is appended to while the container
-// runs and kept until the pod is deleted.
+// the node whose Dir is dir, in the CRI logging format a container runtime
+// writes under /var/log/pods (see crilog.go). The file is appended to while
+// the container runs and kept until the pod is deleted.
 func LogPath(dir, podFolder, container string, restart int) string {
 	return filepath.Join(dir, podsFolder, podFolder, container, strconv.Itoa(restart)+".log")
 }

@@ -73,8 +73,14 @@ type Config struct {
 	// StopAllGracePeriod is how long StopAll waits after SIGTERM before
 	// SIGKILL. Default 10s.
 	StopAllGracePeriod time.Duration
-	// KubeletPort is reported as daemonEndpoints.kubeletEndpoint.Port. A
-	// process node serves no kubelet API, so the default is 0.
+	// KubeletTLS, when set, has the node serve the kubelet API the API
+	// server proxies to (container logs, exec, attach, port-forward,
+	// healthz) over HTTPS on Address:KubeletPort, so kubectl logs, exec,
+	// attach and port-forward work; see kubeletapi.go. Without it the node
+	// serves nothing and reports KubeletPort as given.
+	KubeletTLS *KubeletTLS
+	// KubeletPort is reported as daemonEndpoints.kubeletEndpoint.Port.
+	// With KubeletTLS, 0 takes a free port, which is then reported.
 	KubeletPort int32
 }
 

@@ -327,7 +327,7 @@ func readLog(t *testing.T, dir string, p *corev1.Pod, container string, restart 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(data)
+	return string(criContent(data))
 }
 
 func TestPodTerminationMessageAndFailedPhase(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 // pathMapping says where one path a container expects (a volumeMount's
 // mountPath, its terminationMessagePath) really is on this machine.
 type pathMapping struct {
-	From string // clean absolute path as the container sees it
-	To   string // host path
+	From string `json:"from"` // clean absolute path as the container sees it
+	To   string `json:"to"`   // host path
 }
 
 // pathTranslator rewrites container paths to host paths inside strings. A

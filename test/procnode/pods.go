@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -74,6 +75,16 @@ func (n *Node) Run(ctx context.Context) error {
 	n.queue = workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "procnode-" + n.cfg.Name})
 	defer n.queue.ShutDown()
+	var kubeletListener net.Listener
+	if n.cfg.KubeletTLS != nil {
+		// Bound before the Node is registered: its status publishes the port.
+		l, port, err := listenKubeletAPI(n.cfg.Address, n.cfg.KubeletPort)
+		if err != nil {
+			return fmt.Errorf("procnode %s: %w", n.cfg.Name, err)
+		}
+		defer l.Close()
+		kubeletListener, n.cfg.KubeletPort = l, port
+	}
 	if err := n.register(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -122,6 +133,16 @@ func (n *Node) Run(ctx context.Context) error {
 	n.enqueueOnDisk()
 
 	var wg sync.WaitGroup
+	if kubeletListener != nil {
+		api := &kubeletAPI{node: n.cfg.Name, client: n.cfg.Client, pods: n.pods, rt: n.rt, dir: n.cfg.Dir,
+			addr: n.cfg.Address, log: n.log.With("server", "kubelet")}
+		wg.Go(func() {
+			if err := api.serve(ctx, kubeletListener, *n.cfg.KubeletTLS); err != nil {
+				n.log.Error("kubelet API stopped", "err", err)
+			}
+		})
+		n.log.Info("serving the kubelet API", "address", kubeletListener.Addr().String())
+	}
 	wg.Go(func() { n.leaseLoop(ctx) })
 	wg.Go(func() { n.statusLoop(ctx) })
 	wg.Go(func() { n.watchExits(ctx) })
@@ -566,7 +587,7 @@ func attemptObservation(a *attempt, running bool, c *corev1.Container) *attemptO
 		o.Exit = a.Exit
 		data, err := readFileTail(a.Paths.TermLog, maxTerminationMessageBytes)
 		o.Message = terminationMessage(data, err, c.TerminationMessagePolicy, a.Exit, func() ([]byte, error) {
-			return readFileTail(a.Paths.Log, 2*maxTerminationMessageLogBytes)
+			return readLogOutput(a.Paths.Log, logTailBytes)
 		})
 	}
 	return o
@@ -617,7 +638,7 @@ func (n *Node) startContainer(ctx context.Context, pod *corev1.Pod, paths podPat
 		envv = append(envv, v.Name+"="+v.Value)
 	}
 	spec := shimSpec{
-		Argv: argv, Env: envv, Dir: dir,
+		Argv: argv, Env: envv, Dir: dir, Mounts: maps,
 		Pod: pod.Namespace + "/" + pod.Name, Container: c.Name, Restart: s.Restart,
 		ContainerID: containerID(pod.UID, c.Name, s.Restart), Image: c.Image, BackoffStep: s.Step,
 		CreatedAt: time.Now(),

@@ -20,13 +20,16 @@ import (
 // node writes it before launching the shim and never changes it; the fields
 // after ShimLog are the node's own bookkeeping, read back after a restart.
 type shimSpec struct {
-	Argv    []string `json:"argv"`
-	Env     []string `json:"env"`
-	Dir     string   `json:"dir"`
-	Log     string   `json:"log"`
-	State   string   `json:"state"`
-	Exit    string   `json:"exit"`
-	ShimLog string   `json:"shimLog"`
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir"`
+	// Mounts are the container's paths and where they are on the host,
+	// for commands exec'd in it later.
+	Mounts  []pathMapping `json:"mounts,omitempty"`
+	Log     string        `json:"log"`
+	State   string        `json:"state"`
+	Exit    string        `json:"exit"`
+	ShimLog string        `json:"shimLog"`
 
 	Pod         string    `json:"pod"` // namespace/name, for ps output and logs
 	Container   string    `json:"container"`

@@ -3,7 +3,6 @@ package procnode
 import (
 	"context"
 	"fmt"
-	"github.com/knitdev/knit/test/eventually"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/knitdev/knit/test/eventually"
 )
 
 // These tests start real processes under real shims (this test binary,
@@ -110,8 +111,8 @@ func TestShimExitCodes(t *testing.T) {
 			}
 			if tc.inLog != "" {
 				data, err := os.ReadFile(ap.Log)
-				if err != nil || string(data) != tc.inLog {
-					t.Errorf("log = %q, %v; want %q", data, err, tc.inLog)
+				if got := criContent(data); err != nil || string(got) != tc.inLog {
+					t.Errorf("log output = %q, %v; want %q (log %q)", got, err, tc.inLog, data)
 				}
 			}
 		})
@@ -129,10 +130,11 @@ func TestShimEnvironmentAndWorkingDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitExited(t, rt, ap)
-	data, err := os.ReadFile(ap.Log)
+	raw, err := os.ReadFile(ap.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	data := criContent(raw)
 	realDir, _ := filepath.EvalSymlinks(dir)
 	if want := "bar|" + realDir + "|\n"; string(data) != want {
 		t.Errorf("output %q, want %q (the shim's own variables must not leak)", data, want)

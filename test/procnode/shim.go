@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -134,22 +135,46 @@ func runShim(specPath string) int {
 	if err != nil {
 		return startFailed(err.Error())
 	}
+	// stdout and stderr reach the log through the shim, which writes them
+	// as CRI log records (crilog.go), each line with its time and stream.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return startFailed(err.Error())
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return startFailed(err.Error())
+	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 	pid, err := syscall.ForkExec(argv0, spec.Argv, &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env,
-		Files: []uintptr{devnull.Fd(), logf.Fd(), logf.Fd()},
+		Files: []uintptr{devnull.Fd(), outW.Fd(), errW.Fd()},
 		// Its own process group, so forwarded signals reach the whole job
 		// and never the shim.
 		Sys: &syscall.SysProcAttr{Setpgid: true},
 	})
+	_ = outW.Close() // only the container's processes write now
+	_ = errW.Close()
 	if err != nil {
 		return startFailed(fmt.Sprintf("exec %q: %v", spec.Argv[0], err))
 	}
 	startedAt := time.Now()
 	_ = devnull.Close()
-	_ = logf.Close()
+	logw := &criLogWriter{w: logf, now: time.Now}
+	var copiers sync.WaitGroup
+	for _, s := range []struct {
+		r      *os.File
+		stream string
+	}{{outR, streamStdout}, {errR, streamStderr}} {
+		copiers.Go(func() {
+			defer s.r.Close()
+			if err := logw.copyStream(s.r, s.stream); err != nil {
+				fmt.Fprintln(os.Stderr, "knit-shim: log:", err)
+			}
+		})
+	}
 	self, err := readProcStat(os.Getpid())
 	if err == nil {
 		err = writeJSONAtomic(spec.State, shimState{ShimPID: os.Getpid(), ShimStart: self.Start, BootID: readBootID(),
@@ -162,6 +187,16 @@ func runShim(specPath string) int {
 	report(launchOK)
 
 	ws, finishedAt := superviseChild(&shimState{ShimPID: os.Getpid(), ShimStart: self.Start, PID: pid}, sigs)
+	// The tree is dead, so the pipes are at their end, unless a process
+	// escaped the kill; the exit is recorded after shimDrainTimeout all
+	// the same, and the shim's exit ends the copy.
+	drained := make(chan struct{})
+	go func() { copiers.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(shimDrainTimeout):
+	}
+	_ = logf.Close()
 	ex := exitRecord{ExitCode: ws.ExitStatus(), StartedAt: startedAt, FinishedAt: finishedAt}
 	if ws.Signaled() {
 		ex.Signal = int(ws.Signal())
