@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -220,4 +221,81 @@ func dsuserRM(t *testing.T, dir, app string) (context.Context, *yarnrpc.Applicat
 		t.Fatal(err)
 	}
 	return ctx, yarnrpc.NewApplicationClientProtocolClient(c), id
+}
+
+// TestRollingAggregationUploadsWhileTheApplicationRuns runs a local cluster
+// (aggregation into its own folder, as by default) whose nodes roll every
+// 2 s (debug mode lifts the hour's minimum), and a distshell job that asks
+// for the rolling of directory.info: while it runs, the node uploads each
+// container's directory.info into a <node>_<ms> file and deletes it from
+// the node; once it ends, `knit logs` prints the rolled and the final
+// files together.
+func TestRollingAggregationUploadsWhileTheApplicationRuns(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "local")
+	confDir := t.TempDir()
+	writeConfFile(t, filepath.Join(confDir, "yarn-site.xml"),
+		hadoopconf.Property{Name: "yarn.nodemanager.log-aggregation.roll-monitoring-interval-seconds", Value: "2"},
+		hadoopconf.Property{Name: "yarn.nodemanager.log-aggregation.debug-enabled", Value: "true"})
+	run := knitLocal(t, dir)
+	if out, err := run("up", "--nodes", "1", "--conf-dir", confDir); err != nil {
+		t.Fatalf("knit local up: %v\n%s", err, out)
+	}
+	env := append(os.Environ(), "HADOOP_CONF_DIR="+localcluster.HadoopConfDir(dir), "USER=dsuser", "HADOOP_USER_NAME=dsuser")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	ds := exec.CommandContext(ctx, filepath.Join(binDir, "distshell"), "-shell_command", "sleep", "-shell_args", "20",
+		"-num_containers", "1", "-container_memory", "128", "-master_memory", "128", "-rolling_log_pattern", `^directory\.info$`)
+	ds.Env = env
+	var dsOut lockedBuffer
+	ds.Stdout, ds.Stderr = &dsOut, &dsOut
+	if err := ds.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var app string
+	eventually.True(t, time.Minute, "distshell to submit", func() bool {
+		if m := regexp.MustCompile(`Submitted application (application_\d+_\d+)`).FindStringSubmatch(dsOut.String()); m != nil {
+			app = m[1]
+		}
+		return app != ""
+	})
+	rolledName := regexp.MustCompile(`^127\.0\.1\.1_\d+_\d{13}$`)
+	rolled := func() []string {
+		var out []string
+		_ = filepath.WalkDir(localcluster.AppLogsDir(dir), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && filepath.Base(filepath.Dir(p)) == app && rolledName.MatchString(d.Name()) {
+				out = append(out, p)
+			}
+			return nil
+		})
+		return out
+	}
+	// Both containers' directory.info are rolled while the job runs (the
+	// task's sleep keeps it running).
+	eventually.Within(t, 2*time.Minute, func(context.Context) error {
+		left, _ := filepath.Glob(filepath.Join(localcluster.NodeLogDir(dir, "node-1"), app, "container_*", "directory.info"))
+		if files := rolled(); len(files) == 0 || len(left) != 0 {
+			return fmt.Errorf("rolled files %v; directory.info left on the node %v", files, left)
+		}
+		return nil
+	})
+	if err := ds.Wait(); err != nil {
+		t.Fatalf("distshell: %v\n%s", err, dsOut.String())
+	}
+	var out string
+	eventually.Within(t, 2*time.Minute, func(ctx context.Context) error {
+		cmd := exec.CommandContext(ctx, filepath.Join(binDir, "knit"), "logs", "-applicationId", app)
+		cmd.Env = env
+		b, err := cmd.CombinedOutput()
+		out = string(b)
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		if !strings.Contains(out, "LogType:AppMaster.stderr\n") || strings.Count(out, "LogType:directory.info\n") < 2 {
+			return errors.New("not every log aggregated yet:\n" + out)
+		}
+		return nil
+	})
+	if n := len(rolled()); n < 2 {
+		t.Errorf("%d files in the application's folder, want a rolled one and the final one", n)
+	}
 }

@@ -47,6 +47,9 @@ type ClientOptions struct {
 	MaxAMAttempts int32
 	// KeepContainers keeps containers across application attempts.
 	KeepContainers bool
+	// RollingLogPattern, if set, asks for rolling log aggregation of the
+	// files it matches (DistributedShell's -rolling_log_pattern).
+	RollingLogPattern string
 	// AttemptFailuresValidityInterval (ms) counts only AM failures this
 	// recent against MaxAMAttempts; negative leaves it unset.
 	AttemptFailuresValidityInterval int64
@@ -293,6 +296,14 @@ func submissionContext(app *yarnpb.ApplicationIdProto, opts ClientOptions, binar
 	}
 	if opts.MaxAMAttempts > 0 {
 		asc.MaxAppAttempts = proto.Int32(opts.MaxAMAttempts)
+	}
+	if opts.RollingLogPattern != "" {
+		// LogAggregationContext.newInstance(null, null, pattern, ""), as
+		// DistributedShell's Client sets it.
+		asc.LogAggregationContext = &yarnpb.LogAggregationContextProto{
+			RolledLogsIncludePattern: proto.String(opts.RollingLogPattern),
+			RolledLogsExcludePattern: proto.String(""),
+		}
 	}
 	if opts.AttemptFailuresValidityInterval >= 0 {
 		asc.AttemptFailuresValidityInterval = proto.Int64(opts.AttemptFailuresValidityInterval)

@@ -398,6 +398,15 @@ func TestSubmissionContext(t *testing.T) {
 				t.Errorf("submission %v", asc)
 			}
 		}},
+		{"a rolling log pattern asks for rolling aggregation as DistributedShell does", func(o ClientOptions) ClientOptions {
+			o.RollingLogPattern = "stdout"
+			return o
+		}, func(t *testing.T, asc *yarnpb.ApplicationSubmissionContextProto) {
+			lac := asc.GetLogAggregationContext()
+			if lac.GetRolledLogsIncludePattern() != "stdout" || lac.RolledLogsExcludePattern == nil || lac.GetRolledLogsExcludePattern() != "" || lac.IncludePattern != nil {
+				t.Errorf("log aggregation context %v", lac)
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

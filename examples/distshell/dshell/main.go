@@ -174,6 +174,7 @@ func parseClientFlags(args []string, getenv func(string) string, stderr io.Write
 	flags.StringVar(&o.AppName, "appname", "DistributedShell", "application name")
 	flags.Int64Var(&timeoutMS, "timeout", 600000, "application timeout in milliseconds; the client kills the application after it")
 	flags.BoolVar(&o.KeepContainers, "keep_containers_across_application_attempts", false, "keep containers across application attempts")
+	flags.StringVar(&o.RollingLogPattern, "rolling_log_pattern", "", "pattern of the log files aggregated while the application runs")
 	flags.Int64Var(&o.AttemptFailuresValidityInterval, "attempt_failures_validity_interval", -1, "only AM failures within this many milliseconds count against the attempts")
 	flags.IntVar(&maxAttempts, "max_am_attempts", 2, "maximum application attempts")
 	flags.StringVar(&o.RMAddress, "rm_address", "", "ResourceManager client address (default: yarn.resourcemanager.address of $HADOOP_CONF_DIR/yarn-site.xml, else 127.0.0.1:8032)")
