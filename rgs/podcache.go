@@ -2,6 +2,7 @@ package rgs
 
 import (
 	"strings"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,10 +33,13 @@ const StartedMark = "started"
 //   - spec: the node, the node selector (the partition a token names), the
 //     run-as user and groups of the pod and of each container, and each
 //     container's name and requests (capability, node use, resizes);
-//   - status: phase, reason, message, conditions (binding time,
-//     disruption, resize), ObservedGeneration, and each container's and
-//     init container's name, state and resources (exit codes, termination
-//     messages, resize outcome).
+//   - status: phase, reason, message, the conditions of the binding (its
+//     time), a disruption and a resize, ObservedGeneration, each
+//     container's name, whether it runs, its exit code and termination
+//     message and the requests it runs with (resize outcome), and the
+//     init containers that failed, with their exit code and message.
+//
+// Strings many pods share are interned (see intern).
 //
 // Readers: RGS (controller.go, update.go), the node view (rgs/nodes.UseOf),
 // RKS through Controller.ContainerPod (started, runAs, the node), and the web
@@ -51,17 +55,17 @@ func StripPod(obj any) (any, error) {
 		TypeMeta: p.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              p.Name,
-			Namespace:         p.Namespace,
+			Namespace:         intern(p.Namespace),
 			UID:               p.UID,
 			ResourceVersion:   p.ResourceVersion,
 			Generation:        p.Generation,
 			CreationTimestamp: p.CreationTimestamp,
 			DeletionTimestamp: p.DeletionTimestamp,
-			Labels:            p.Labels,
+			Labels:            knitLabels(p.Labels),
 			Annotations:       knitAnnotations(p.Annotations),
 		},
 		Spec: corev1.PodSpec{
-			NodeName:        p.Spec.NodeName,
+			NodeName:        intern(p.Spec.NodeName),
 			NodeSelector:    p.Spec.NodeSelector,
 			SecurityContext: runAsOfPod(p.Spec.SecurityContext),
 			Containers:      make([]corev1.Container, len(p.Spec.Containers)),
@@ -70,20 +74,55 @@ func StripPod(obj any) (any, error) {
 			Phase:              p.Status.Phase,
 			Reason:             p.Status.Reason,
 			Message:            p.Status.Message,
-			Conditions:         p.Status.Conditions,
+			Conditions:         readConditions(p.Status.Conditions),
 			ObservedGeneration: p.Status.ObservedGeneration,
 		},
 	}
 	for i, c := range p.Spec.Containers {
 		out.Spec.Containers[i] = corev1.Container{
-			Name:            c.Name,
+			Name:            intern(c.Name),
 			Resources:       corev1.ResourceRequirements{Requests: c.Resources.Requests},
 			SecurityContext: runAsOfContainer(c.SecurityContext),
 		}
 	}
-	out.Status.ContainerStatuses = statesOf(p.Status.ContainerStatuses)
-	out.Status.InitContainerStatuses = statesOf(p.Status.InitContainerStatuses)
+	out.Status.ContainerStatuses = containerStates(p.Status.ContainerStatuses)
+	out.Status.InitContainerStatuses = failedInits(p.Status.InitContainerStatuses)
 	return out, nil
+}
+
+// intern shares one copy of a string that many pods repeat (namespaces,
+// nodes, label keys, queues, users, application ids) instead of one per
+// decoded pod; the runtime drops a copy no pod holds any more.
+func intern(s string) string { return unique.Make(s).Value() }
+
+// knitLabels are every label, each interned but the container id, which is
+// the pod's own.
+func knitLabels(in map[string]string) map[string]string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		if k != launch.LabelContainer {
+			v = intern(v)
+		}
+		out[intern(k)] = v
+	}
+	return out
+}
+
+// readConditions are the conditions the RM reads: the binding, a
+// disruption, a resize's progress.
+func readConditions(in []corev1.PodCondition) []corev1.PodCondition {
+	var out []corev1.PodCondition
+	for _, c := range in {
+		switch c.Type {
+		case corev1.PodScheduled, corev1.DisruptionTarget, corev1.PodResizePending, corev1.PodResizeInProgress:
+			c.LastProbeTime = metav1.Time{}
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func knitAnnotations(in map[string]string) map[string]string {
@@ -98,11 +137,11 @@ func knitAnnotations(in map[string]string) map[string]string {
 	}
 	out := make(map[string]string, n)
 	for k, v := range in {
-		if strings.HasPrefix(k, knitPrefix) {
-			out[k] = v
+		if strings.HasPrefix(k, knitPrefix) && k != launch.AnnotationContext {
+			out[intern(k)] = intern(v)
 		}
 	}
-	if _, ok := out[launch.AnnotationContext]; ok {
+	if _, ok := in[launch.AnnotationContext]; ok {
 		out[launch.AnnotationContext] = StartedMark
 	}
 	return out
@@ -122,13 +161,41 @@ func runAsOfContainer(sc *corev1.SecurityContext) *corev1.SecurityContext {
 	return &corev1.SecurityContext{RunAsUser: sc.RunAsUser, RunAsGroup: sc.RunAsGroup}
 }
 
-func statesOf(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+// containerStates are each container's state (whether it runs, its exit
+// code and termination message) and the requests it runs with.
+func containerStates(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	if len(in) == 0 {
 		return nil
 	}
 	out := make([]corev1.ContainerStatus, len(in))
 	for i, s := range in {
-		out[i] = corev1.ContainerStatus{Name: s.Name, State: s.State, Resources: s.Resources}
+		out[i] = corev1.ContainerStatus{Name: intern(s.Name), State: readState(s.State)}
+		if s.Resources != nil {
+			out[i].Resources = &corev1.ResourceRequirements{Requests: s.Resources.Requests}
+		}
+	}
+	return out
+}
+
+// failedInits are the init containers that exited with an error: the only
+// ones whose state the RM reads (the setup failure it reports).
+func failedInits(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	var out []corev1.ContainerStatus
+	for _, s := range in {
+		if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
+			out = append(out, corev1.ContainerStatus{Name: s.Name, State: readState(s.State)})
+		}
+	}
+	return out
+}
+
+func readState(s corev1.ContainerState) corev1.ContainerState {
+	var out corev1.ContainerState
+	if s.Running != nil {
+		out.Running = &corev1.ContainerStateRunning{}
+	}
+	if t := s.Terminated; t != nil {
+		out.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Message: t.Message}
 	}
 	return out
 }
