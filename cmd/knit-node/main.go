@@ -364,7 +364,7 @@ func newLogSettings(conf *hadoopconf.Configuration) (logs.Settings, error) {
 func newAggregator(f flags, d nodeDirs, conf *hadoopconf.Configuration, s logs.Settings, status *logs.StatusPublisher, log *slog.Logger) (*logs.Aggregator, error) {
 	cfg := logs.AggregatorConfig{
 		Dirs: logs.Dirs(d.logs), NodeID: net.JoinHostPort(f.address, strconv.Itoa(f.nmPort)),
-		Format: s.Format, Layout: s.Layout, Retain: s.Retain, RollInterval: s.RollInterval, Status: status, Logger: log.With("component", "log-aggregation"),
+		Format: s.Format, Layout: s.Layout, Retain: s.Retain, RollInterval: s.RollInterval, FilesPerApp: s.FilesPerApp, Status: status, Logger: log.With("component", "log-aggregation"),
 	}
 	if s.Aggregate {
 		store, err := logs.StoreFor(s.Layout.Root, hadoopLookup(conf))

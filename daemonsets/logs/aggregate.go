@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,7 +37,17 @@ const (
 	// aggregation; the bare id is its final one. One worker takes both, so
 	// they never run at once.
 	rollKey = "roll/"
+	// defaultFilesPerApp is YarnConfiguration's
+	// DEFAULT_NM_LOG_AGGREGATION_NUM_LOG_FILES_SIZE_PER_APP.
+	defaultFilesPerApp = 30
 )
+
+// remoteTree is a Store that lists and deletes, which the cap on a
+// rolling application's files needs.
+type remoteTree interface {
+	Entries(ctx context.Context, dir string) ([]RemoteEntry, error)
+	Delete(ctx context.Context, path string) error
+}
 
 // Store is the remote app log dir's file system.
 type Store interface {
@@ -85,6 +96,10 @@ type AggregatorConfig struct {
 	// pattern), and names every aggregated file after its upload time
 	// (<node file>_<ms>), as the NodeManager does once the interval is set.
 	RollInterval time.Duration
+	// FilesPerApp is yarn.nodemanager.log-aggregation.num-log-files-per-app:
+	// before each upload of a rolling application, the node's oldest files
+	// of it are deleted so that at most this many stay. Zero means 30.
+	FilesPerApp int
 	// BaseDelay and MaxDelay bound the backoff between attempts; zero
 	// means 1 s and 2 min.
 	BaseDelay, MaxDelay time.Duration
@@ -119,6 +134,9 @@ func NewAggregator(cfg AggregatorConfig) (*Aggregator, error) {
 	}
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = 10
+	}
+	if cfg.FilesPerApp <= 0 {
+		cfg.FilesPerApp = defaultFilesPerApp
 	}
 	if cfg.BaseDelay == 0 {
 		cfg.BaseDelay = time.Second
@@ -297,7 +315,7 @@ func (a *Aggregator) Aggregate(ctx context.Context, app string) error {
 		if ferr != nil {
 			a.log.WarnContext(ctx, "log aggregation patterns", "app", app, "err", ferr)
 		}
-		if _, err := a.upload(ctx, app, rec, containers, fs.final); err != nil {
+		if _, err := a.upload(ctx, app, rec, containers, fs.final, fs.rolled != nil); err != nil {
 			return err
 		}
 	}
@@ -333,7 +351,7 @@ func (a *Aggregator) Roll(ctx context.Context, app string) error {
 	if err != nil || len(containers) == 0 {
 		return err
 	}
-	uploaded, err := a.upload(ctx, app, rec, containers, *fs.rolled)
+	uploaded, err := a.upload(ctx, app, rec, containers, *fs.rolled, true)
 	if err != nil {
 		return err
 	}
@@ -354,8 +372,9 @@ type containerFiles struct {
 // upload writes the files keep picks of the application's containers into
 // one file in the remote app log dir and returns their local paths. It
 // writes nothing when keep picks nothing, as the NodeManager drops an
-// empty cycle's file.
-func (a *Aggregator) upload(ctx context.Context, app string, rec AppRecord, containers []string, keep fileFilter) ([]string, error) {
+// empty cycle's file. For a rolling application it first makes room under
+// FilesPerApp.
+func (a *Aggregator) upload(ctx context.Context, app string, rec AppRecord, containers []string, keep fileFilter, rolling bool) ([]string, error) {
 	var picked []containerFiles
 	var paths []string
 	for _, c := range containers {
@@ -387,6 +406,9 @@ func (a *Aggregator) upload(ctx context.Context, app string, rec AppRecord, cont
 		name += "_" + strconv.FormatInt(start.UnixMilli(), 10)
 	}
 	remote := appDir + "/" + name
+	if rolling && a.cfg.RollInterval > 0 {
+		a.cleanOldFiles(ctx, app, appDir)
+	}
 	var size int64
 	if ss, ok := a.cfg.Store.(StreamStore); ok {
 		up, err := ss.Create(ctx, remote)
@@ -427,6 +449,38 @@ func (a *Aggregator) upload(ctx context.Context, app string, rec AppRecord, cont
 	a.log.InfoContext(ctx, "logs aggregated", "app", app, "containers", len(picked), "files", len(paths), "bytes", size,
 		"path", remote, "format", string(a.cfg.Format), "ms", a.cfg.Now().Sub(start).Milliseconds())
 	return paths, nil
+}
+
+// cleanOldFiles deletes the node's oldest files of a rolling application
+// until fewer than FilesPerApp stay, as the file controllers' cleanOldLogs
+// does before an upload; what fails is logged and tried again before the
+// next one.
+func (a *Aggregator) cleanOldFiles(ctx context.Context, app, appDir string) {
+	tree, ok := a.cfg.Store.(remoteTree)
+	if !ok {
+		return
+	}
+	entries, err := tree.Entries(ctx, appDir)
+	if err != nil {
+		a.log.WarnContext(ctx, "list the application's aggregated files", "app", app, "err", err)
+		return
+	}
+	node := aggregated.NodeFile(a.cfg.NodeID)
+	var mine []RemoteEntry
+	for _, e := range entries {
+		if !e.Dir && strings.Contains(e.Name, node) && !strings.HasSuffix(e.Name, tmpSuffix) {
+			mine = append(mine, e)
+		}
+	}
+	if len(mine) < a.cfg.FilesPerApp {
+		return
+	}
+	slices.SortStableFunc(mine, func(x, y RemoteEntry) int { return x.ModTime.Compare(y.ModTime) })
+	for _, e := range mine[:len(mine)-a.cfg.FilesPerApp+1] {
+		if err := tree.Delete(ctx, e.Path); err != nil {
+			a.log.WarnContext(ctx, "delete an old aggregated file", "app", app, "path", e.Path, "err", err)
+		}
+	}
 }
 
 // write writes the application's aggregated file of the picked files to w.

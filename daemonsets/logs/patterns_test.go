@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -254,4 +255,54 @@ func TestRunRollsOnItsInterval(t *testing.T) {
 		}
 		return n == 2
 	})
+}
+
+func TestRollingKeepsAtMostFilesPerAppOfTheNodeDeletingTheOldest(t *testing.T) {
+	dirs := layOut(t)
+	rec, _ := dirs.Record(endedApp)
+	rec.LogAggregation = &launch.LogAggregationContext{RolledLogsIncludePattern: `^syslog`}
+	if err := dirs.SetRecord(endedApp, rec); err != nil {
+		t.Fatal(err)
+	}
+	_, layout := localRemote(t, aggregated.FormatTFile)
+	appDir, _ := layout.AppDir("alice", endedApp)
+	otherNode := filepath.Join(strings.TrimPrefix(appDir, "file://"), "127.0.1.2_8041_1795680000000")
+	if err := os.MkdirAll(filepath.Dir(otherNode), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(otherNode, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	now := time.UnixMilli(1_795_680_500_000)
+	a, err := NewAggregator(AggregatorConfig{Dirs: dirs, NodeID: "127.0.1.1:8041", Layout: layout, Store: LocalStore{},
+		RollInterval: time.Hour, FilesPerApp: 2, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syslog := filepath.Join(dirs[0], endedApp, "container_1795680442682_0007_01_000001", "syslog")
+	var names []string
+	for i := range 4 {
+		if err := os.WriteFile(syslog, []byte{byte('a' + i)}, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Roll(context.Background(), endedApp); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, "127.0.1.1_8041_"+strconv.FormatInt(now.UnixMilli(), 10))
+		now = now.Add(time.Hour)
+	}
+	ents, err := os.ReadDir(filepath.Dir(otherNode))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	// Two of this node's, the newest; another node's files are not its to
+	// delete.
+	want := []string{names[2], names[3], "127.0.1.2_8041_1795680000000"}
+	if !slices.Equal(got, want) {
+		t.Errorf("files %v, want %v", got, want)
+	}
 }

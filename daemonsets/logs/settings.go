@@ -28,6 +28,9 @@ type Settings struct {
 	// for never, as LogAggregationService.calculateRollingMonitorInterval
 	// reads it.
 	RollInterval time.Duration
+	// FilesPerApp is yarn.nodemanager.log-aggregation.num-log-files-per-app
+	// (30; a value under 1 means 30, as the file controllers read it).
+	FilesPerApp int
 }
 
 // Rolling aggregation's keys and YARN's defaults.
@@ -35,6 +38,7 @@ const (
 	confRollInterval    = "yarn.nodemanager.log-aggregation.roll-monitoring-interval-seconds"
 	confRollIntervalMin = "yarn.nodemanager.log-aggregation.roll-monitoring-interval-seconds.min"
 	confDebugEnabled    = "yarn.nodemanager.log-aggregation.debug-enabled"
+	confFilesPerApp     = "yarn.nodemanager.log-aggregation.num-log-files-per-app"
 	defaultRollMin      = 3600
 )
 
@@ -66,6 +70,11 @@ func SettingsFromHadoop(conf aggregated.Conf) (Settings, error) {
 	if s.RollInterval, err = rollInterval(get); err != nil {
 		return s, err
 	}
+	n, err := hadoopconf.ParseJavaInt(get(confFilesPerApp, strconv.Itoa(defaultFilesPerApp)), 32)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", confFilesPerApp, err)
+	}
+	s.FilesPerApp = int(max(n, 0))
 	return s, nil
 }
 
