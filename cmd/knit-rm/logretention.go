@@ -19,7 +19,10 @@ func runLogRetention(run lifecycle.Runner, c *hadoopconf.Configuration, r *rm.Re
 	}
 	stores, err := retention.Stores(s, c)
 	if err != nil {
-		return err
+		// As knit-node, which then writes nothing there either: a remote
+		// log dir Knit cannot reach does not keep the RM from starting.
+		run.Logger.Error("aggregated logs will not be deleted", "err", err)
+		return nil
 	}
 	svc, err := retention.New(retention.Config{Settings: s, Stores: stores, Apps: r, Logger: run.Logger.With("component", "log-retention")})
 	if err != nil {
