@@ -56,6 +56,8 @@ type flags struct {
 	kubeQPS, podCreateQPS         float64
 	kubeBurst, podCreateBurst     int
 	podCreateConcurrency, workers int
+	// pprof serves Go's profiles on the web address.
+	pprof bool
 }
 
 func main() {
@@ -76,6 +78,7 @@ func main() {
 	flag.IntVar(&f.podCreateBurst, "pod-create-burst", 400, "burst above --pod-create-qps")
 	flag.IntVar(&f.podCreateConcurrency, "pod-create-concurrency", 32, "pod creations RGS has in flight at once")
 	flag.IntVar(&f.workers, "rgs-workers", 16, "RGS workers for bound pods and for asks, each")
+	flag.BoolVar(&f.pprof, "pprof", false, "serve Go's runtime profiles under /debug/pprof/ on the RM web address (yarn.resourcemanager.webapp.address); they expose stacks and heap contents to anyone who reaches the port")
 	flag.Parse()
 
 	app := fx.New(options(f))
@@ -260,7 +263,7 @@ func serveClientProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings c
 	return nil
 }
 
-func serveREST(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, c *hadoopconf.Configuration, m *rmMetrics, sched *rgs.Controller) error {
+func serveREST(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, c *hadoopconf.Configuration, m *rmMetrics, sched *rgs.Controller, f flags) error {
 	e := rmrest.New(rmrest.Config{Cluster: r.REST(), Logger: run.Logger.With("component", "rest")})
 	proxy, err := newWebProxy(r, settings, c, run.Logger.With("component", "webproxy"))
 	if err != nil {
@@ -274,6 +277,9 @@ func serveREST(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSett
 	ui.Register(e)
 	if err := m.register(e, r, sched); err != nil {
 		return err
+	}
+	if f.pprof {
+		registerPprof(e)
 	}
 	run.Lifecycle.Append(fx.StopHook(proxy.Close))
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
