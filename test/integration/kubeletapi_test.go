@@ -6,10 +6,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -199,4 +202,57 @@ func TestKubectlExecAndLogsReachAPodOnAProcessNode(t *testing.T) {
 		}
 		waitPod(t, ns, "web", "succeeded", phaseIs(corev1.PodSucceeded))
 	})
+}
+
+// TestKubectlPortForwardReachesAPodsPort forwards a local port to an HTTP
+// server in a pod on a process node, through the API server, as kubectl
+// does (WebSocket, with SPDY as its fallback).
+func TestKubectlPortForwardReachesAPodsPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	_ = l.Close()
+	ns := namespace(t)
+	pod := shellPod("pf", corev1.RestartPolicyNever, `echo forwarded-page > index.html; exec python3 -u -m http.server `+port+` --bind 127.0.0.1`)
+	createPod(t, ns, pod)
+	waitPod(t, ns, "pf", "running", phaseIs(corev1.PodRunning))
+	// kubectl port-forward gives up on a refused connection: wait until
+	// the server says it listens.
+	waitFor(t, time.Minute, "the server in the pod to listen", func(ctx context.Context) (bool, error) {
+		log, err := cluster.Client.CoreV1().Pods(ns).GetLogs("pf", &corev1.PodLogOptions{}).DoRaw(ctx)
+		return err == nil && strings.Contains(string(log), "Serving HTTP"), nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pf := cluster.ControlPlane.Kubectl(ctx, "-n", ns, "port-forward", "pod/pf", ":"+port)
+	out, err := pf.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf.Stderr = os.Stderr
+	if err := pf.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = pf.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	m := regexp.MustCompile(`^Forwarding from 127\.0\.0\.1:(\d+) -> ` + port).FindStringSubmatch(line)
+	if err != nil || m == nil {
+		t.Fatalf("kubectl port-forward said %q, %v", line, err)
+	}
+	var body []byte
+	waitFor(t, time.Minute, "the page through the forwarded port", func(ctx context.Context) (bool, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+m[1]+"/index.html", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil // the server in the pod may not listen yet
+		}
+		defer resp.Body.Close()
+		body, err = io.ReadAll(resp.Body)
+		return err == nil && resp.StatusCode == http.StatusOK, nil
+	})
+	if string(body) != "forwarded-page\n" {
+		t.Errorf("page %q, want %q", body, "forwarded-page\n")
+	}
 }
