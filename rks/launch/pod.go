@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -363,4 +364,77 @@ func DecodeLogAggregationContext(s string) (LogAggregationContext, error) {
 		return LogAggregationContext{}, fmt.Errorf("launch: decode log aggregation context: %w", err)
 	}
 	return c, nil
+}
+
+// The utilization contract between knit-node and the RM: knit-node
+// measures its node and the containers on it, as a NodeManager's
+// NodeResourceMonitor and ContainersMonitor do, and publishes the figures
+// on its Node; the RM's node reports carry them (NodeReport's
+// node_utilization and containers_utilization).
+const (
+	// AnnotationUtilization, on a Node, holds the JSON of NodeUtilization.
+	AnnotationUtilization = "knit.io/utilization"
+	// MaxUtilizationBytes bounds the annotation: six numbers are small.
+	MaxUtilizationBytes = 1 << 10
+)
+
+// ResourceUtilization is YARN's ResourceUtilization: physical and virtual
+// memory in MiB and CPU in vcores (a fraction: 0.25 is a quarter of one).
+type ResourceUtilization struct {
+	PmemMB int32   `json:"pmemMB"`
+	VmemMB int32   `json:"vmemMB"`
+	CPU    float32 `json:"cpu"`
+}
+
+// Proto is u as a NodeReport carries it.
+func (u ResourceUtilization) Proto() *yarnpb.ResourceUtilizationProto {
+	return &yarnpb.ResourceUtilizationProto{Pmem: &u.PmemMB, Vmem: &u.VmemMB, Cpu: &u.CPU}
+}
+
+// NodeUtilization is what a node publishes: the whole node's use
+// (NodeResourceMonitor's) and the sum of its containers' (ContainersMonitor's).
+type NodeUtilization struct {
+	Node       ResourceUtilization `json:"node"`
+	Containers ResourceUtilization `json:"containers"`
+}
+
+// EncodeUtilization is the AnnotationUtilization value of u.
+func EncodeUtilization(u NodeUtilization) (string, error) {
+	if err := u.check(); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(u)
+	if err != nil {
+		return "", fmt.Errorf("launch: encode utilization: %w", err)
+	}
+	if len(b) > MaxUtilizationBytes {
+		return "", fmt.Errorf("launch: utilization of %d bytes is over the limit of %d", len(b), MaxUtilizationBytes)
+	}
+	return string(b), nil
+}
+
+// DecodeUtilization reads an AnnotationUtilization value.
+func DecodeUtilization(s string) (NodeUtilization, error) {
+	var u NodeUtilization
+	if len(s) > MaxUtilizationBytes {
+		return u, fmt.Errorf("launch: utilization of %d bytes is over the limit of %d", len(s), MaxUtilizationBytes)
+	}
+	if err := json.Unmarshal([]byte(s), &u); err != nil {
+		return NodeUtilization{}, fmt.Errorf("launch: decode utilization: %w", err)
+	}
+	if err := u.check(); err != nil {
+		return NodeUtilization{}, err
+	}
+	return u, nil
+}
+
+// check refuses what no measurement gives: a negative figure. JSON holds
+// no NaN or infinity, and json.Marshal refuses them.
+func (u NodeUtilization) check() error {
+	for _, r := range []ResourceUtilization{u.Node, u.Containers} {
+		if r.PmemMB < 0 || r.VmemMB < 0 || r.CPU < 0 || math.IsNaN(float64(r.CPU)) {
+			return fmt.Errorf("launch: utilization %+v holds a negative or undefined figure", u)
+		}
+	}
+	return nil
 }

@@ -94,3 +94,56 @@ func FuzzDecodeLogAggregationContext(f *testing.F) {
 		}
 	})
 }
+
+func TestUtilizationRoundTripsAndRefusesWhatNoMeasurementGives(t *testing.T) {
+	u := NodeUtilization{
+		Node:       ResourceUtilization{PmemMB: 3626, VmemMB: 3626, CPU: 0.1332889},
+		Containers: ResourceUtilization{PmemMB: 121, VmemMB: 2636, CPU: 0.026},
+	}
+	v, err := EncodeUtilization(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeUtilization(v)
+	if err != nil || back != u {
+		t.Fatalf("round trip %+v, %v", back, err)
+	}
+	p := back.Containers.Proto()
+	if p.GetPmem() != 121 || p.GetVmem() != 2636 || p.GetCpu() != 0.026 {
+		t.Errorf("proto %v", p)
+	}
+	for _, bad := range []string{
+		"", "[1]", "null x", `{"node":{"pmemMB":"1"}}`, `{"node":{"pmemMB":-1}}`,
+		`{"containers":{"cpu":-0.5}}`, `{"node":{"vmemMB":4294967296}}`,
+		`{"node":{"pmemMB":1}` + strings.Repeat(" ", MaxUtilizationBytes) + `}`,
+	} {
+		if _, err := DecodeUtilization(bad); err == nil {
+			t.Errorf("DecodeUtilization(%.30q) accepted", bad)
+		}
+	}
+	if _, err := EncodeUtilization(NodeUtilization{Node: ResourceUtilization{CPU: -1}}); err == nil {
+		t.Error("a negative CPU was encoded")
+	}
+}
+
+func FuzzDecodeUtilization(f *testing.F) {
+	for _, seed := range []string{`{"node":{"pmemMB":3626,"vmemMB":3626,"cpu":0.13},"containers":{"pmemMB":121,"vmemMB":2636,"cpu":0.026}}`, `{}`, `null`, ``, "\xff", `{"node":{"cpu":1e39}}`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := DecodeUtilization(s)
+		if err != nil {
+			return
+		}
+		if len(s) > MaxUtilizationBytes {
+			t.Fatalf("accepted %d bytes, over the limit", len(s))
+		}
+		v, err := EncodeUtilization(u)
+		if err != nil {
+			t.Fatalf("decoded %+v does not encode again: %v", u, err)
+		}
+		if back, err := DecodeUtilization(v); err != nil || back != u {
+			t.Fatalf("%+v does not survive a round trip: %+v, %v", u, back, err)
+		}
+	})
+}
