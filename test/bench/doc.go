@@ -18,5 +18,15 @@
 // 10,000 applications and 1,000 nodes against a scrape of the Go runtime
 // metrics alone.
 //
+// nodeview_bench_test.go measures the RM's cost per pod:
+// BenchmarkClusterMetricsFlatInPods serves getClusterMetrics to 64
+// connections, each its own user, from two RMs in the same run whose node
+// view (rgs/nodes over informers of a fake API server with 1,000 nodes)
+// holds no pods and 100,000 pods, and reports calls/s and process CPU per
+// call for each and their ratios (flat is 1). BenchmarkPodCacheBytesPerPod
+// reports the heap each of 100,000 started pods costs as rgs.StripPod keeps
+// it, against the whole decoded pod and the whole pod without managed
+// fields.
+//
 // Allowed imports: anything (test/ is the room for benchmarks).
 package bench
