@@ -290,8 +290,10 @@ func (c *restCluster) Nodes(ctx context.Context, states []string) ([]rest.Node, 
 	}
 	out := make([]rest.Node, 0, len(resp.GetNodeReports()))
 	for _, r := range resp.GetNodeReports() {
-		// Knit does not measure node utilisation: zero, as an NM that
-		// has not reported any.
+		// The report carries the utilization knit-node measured
+		// (resourceUtilization); memUtilization and cpuUtilization are
+		// shares of the machine's physical memory and processors, which
+		// no node publishes: zero.
 		out = append(out, rest.Node{Report: r, Version: hadoopCompatVersion})
 	}
 	return out, nil

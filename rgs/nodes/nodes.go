@@ -51,6 +51,10 @@ type Info struct {
 	Labels           []string
 	HealthReport     string
 	LastHealthUpdate time.Time
+	// Utilization is what knit-node last measured of the node and its
+	// containers (launch.AnnotationUtilization); zero when it published
+	// none, as an NM that has not reported.
+	Utilization launch.NodeUtilization
 }
 
 // Report is the node's NodeReport.
@@ -72,6 +76,12 @@ func (n Info) Report() *yarnpb.NodeReportProto {
 	if n.Containers != 0 {
 		// A Java RM leaves numContainers out when it is 0 (§40).
 		r.NumContainers = proto.Int32(n.Containers)
+	}
+	if n.Utilization != (launch.NodeUtilization{}) {
+		// An RMNode holds both once its NM has sent one heartbeat, and
+		// neither before: a node knit-node has not measured has none.
+		r.NodeUtilization = n.Utilization.Node.Proto()
+		r.ContainersUtilization = n.Utilization.Containers.Proto()
 	}
 	return r
 }
@@ -155,6 +165,13 @@ func (l *Lister) report(n *corev1.Node) Info {
 		if c.Type == corev1.NodeReady {
 			info.HealthReport = c.Message
 			info.LastHealthUpdate = c.LastHeartbeatTime.Time
+		}
+	}
+	if v, ok := n.Annotations[launch.AnnotationUtilization]; ok {
+		// A value that does not decode is shown as none: the node's
+		// report stays whole either way.
+		if u, err := launch.DecodeUtilization(v); err == nil {
+			info.Utilization = u
 		}
 	}
 	return info

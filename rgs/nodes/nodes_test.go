@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rks/launch"
+	"github.com/knitdev/knit/test/eventually"
 
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
@@ -115,4 +117,76 @@ func TestNodesReportCapabilityUseAndRack(t *testing.T) {
 	if b.Rack != defaultRack || b.Containers != 0 {
 		t.Errorf("node b rack %q containers %d", b.Rack, b.Containers)
 	}
+}
+
+func TestNodeReportsCarryTheUtilizationTheNodePublishes(t *testing.T) {
+	measured := launch.NodeUtilization{
+		Node:       launch.ResourceUtilization{PmemMB: 3626, VmemMB: 3626, CPU: 0.25},
+		Containers: launch.ResourceUtilization{PmemMB: 121, VmemMB: 2636, CPU: 0.5},
+	}
+	v, err := launch.EncodeUtilization(measured)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := node("a", corev1.ConditionTrue, false, "")
+	a.Annotations = map[string]string{launch.AnnotationUtilization: v}
+	garbled := node("b", corev1.ConditionTrue, false, "")
+	garbled.Annotations = map[string]string{launch.AnnotationUtilization: `{"node":{"pmemMB":-5}}`}
+	silent := node("c", corev1.ConditionTrue, false, "")
+	client := fake.NewClientset(a, garbled, silent)
+	podFactory := rgs.NewPodInformerFactory(client)
+	l, nodeFactory, err := New(client, podFactory, Config{NMPort: 8041, NMWebPort: 8042})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nodeFactory.Start(ctx.Done())
+	podFactory.Start(ctx.Done())
+	if err := l.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	report := func(name string) *yarnpb.NodeReportProto {
+		t.Helper()
+		got, err := l.Nodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range got {
+			if n.Name == name {
+				return n.Report()
+			}
+		}
+		t.Fatalf("no node %s", name)
+		return nil
+	}
+
+	r := report("a")
+	if n, c := r.GetNodeUtilization(), r.GetContainersUtilization(); n.GetPmem() != 3626 || n.GetVmem() != 3626 || n.GetCpu() != 0.25 ||
+		c.GetPmem() != 121 || c.GetVmem() != 2636 || c.GetCpu() != 0.5 {
+		t.Errorf("node a: node utilization %v, containers %v", n, c)
+	}
+	// A node that published nothing, or what does not decode, reports
+	// none, as an RMNode before its NM's first heartbeat.
+	for _, name := range []string{"b", "c"} {
+		if r := report(name); r.NodeUtilization != nil || r.ContainersUtilization != nil {
+			t.Errorf("node %s: utilization %v and %v, want none", name, r.NodeUtilization, r.ContainersUtilization)
+		}
+	}
+
+	// A new measurement reaches the report through the node's update
+	// event: the containers ended.
+	measured.Containers = launch.ResourceUtilization{}
+	v, err = launch.EncodeUtilization(measured)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Annotations[launch.AnnotationUtilization] = v
+	if _, err := client.CoreV1().Nodes().Update(ctx, a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 30*time.Second, "the containers' end reported", func() bool {
+		c := report("a").GetContainersUtilization()
+		return c != nil && c.GetPmem() == 0 && c.GetCpu() == 0
+	})
 }
