@@ -749,19 +749,19 @@ func (c *Controller) allocate(ctx context.Context, p *corev1.Pod, attempt yarnid
 	c.mu.Lock()
 	c.containers[id] = nn
 	c.mu.Unlock()
-	cp, err := c.containerProto(pod, id)
-	if err == nil {
-		err = c.sink.Allocated(ctx, scheduling.Allocation{Role: role, Container: cp, Created: pod.CreationTimestamp.Time})
-	}
-	if err != nil {
-		c.log.InfoContext(ctx, "allocated container not taken, deleting its pod", "container", id.String(), "err", err)
-		return c.deletePod(ctx, p.Namespace, p.Name, nil)
-	}
 	var bound time.Time
 	for _, cond := range pod.Status.Conditions {
 		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionTrue {
 			bound = cond.LastTransitionTime.Time
 		}
+	}
+	cp, err := c.containerProto(pod, id)
+	if err == nil {
+		err = c.sink.Allocated(ctx, scheduling.Allocation{Role: role, Container: cp, Created: pod.CreationTimestamp.Time, Bound: bound})
+	}
+	if err != nil {
+		c.log.InfoContext(ctx, "allocated container not taken, deleting its pod", "container", id.String(), "err", err)
+		return c.deletePod(ctx, p.Namespace, p.Name, nil)
 	}
 	if !bound.IsZero() {
 		c.cfg.Observer.ContainerAllocated(pod.Labels[launch.LabelQueue], max(time.Since(bound), 0))

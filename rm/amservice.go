@@ -877,7 +877,11 @@ func (k schedulerSink) Allocated(ctx context.Context, a scheduling.Allocation) e
 		return fmt.Errorf("allocated %s: %w", id, errUnknownApp)
 	}
 	if a.Role == launch.RoleAM {
-		return rm.handle(ctx, e, apps.AMContainerAllocated{Attempt: id.Attempt, Container: a.Container})
+		if err := rm.handle(ctx, e, apps.AMContainerAllocated{Attempt: id.Attempt, Container: a.Container}); err != nil {
+			return err
+		}
+		rm.traceAllocated(ctx, e, a)
+		return nil
 	}
 	st := rm.am.state(id.Attempt)
 	if st == nil {
@@ -886,10 +890,21 @@ func (k schedulerSink) Allocated(ctx context.Context, a scheduling.Allocation) e
 	if err := rm.handle(ctx, e, apps.ContainerAllocated{Container: a.Container}); err != nil {
 		return err
 	}
+	rm.traceAllocated(ctx, e, a)
 	st.qmu.Lock()
 	st.allocated = append(st.allocated, a.Container)
 	st.qmu.Unlock()
 	return nil
+}
+
+// traceAllocated tells the tracer of a container the application took.
+func (rm *ResourceManager) traceAllocated(ctx context.Context, e *entry, a scheduling.Allocation) {
+	if rm.cfg.Tracer == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rm.cfg.Tracer.Allocated(ctx, e.app, a)
 }
 
 // Completed implements scheduling.Sink.

@@ -152,6 +152,8 @@ type envOptions struct {
 	clock     *testClock
 	nodes     NodeLister
 	scheduler Scheduler
+	launcher  ContainerLauncher
+	tracer    AppTracer
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -198,7 +200,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	cfg := Config{
 		Settings: settings, Queues: tree, Store: o.store, IDs: o.ids, Nodes: o.nodes, Scheduler: o.scheduler,
-		Clock: o.clock.Now, Logger: slog.New(slog.DiscardHandler),
+		Launcher: o.launcher, Clock: o.clock.Now, Logger: slog.New(slog.DiscardHandler), Tracer: o.tracer,
 	}
 	rm, err := New(cfg)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/queues"
 	"github.com/knitdev/knit/rm/tokens"
+	"github.com/knitdev/knit/scheduling"
 )
 
 // StoredApp is one application as the AppStore lists it: the indexed fields
@@ -120,9 +121,19 @@ type Config struct {
 	// WebAppURL is the RM web address with scheme; empty means
 	// "http://" + Settings.WebappAddress.
 	WebAppURL string
+	// Tracer, if set, hears every application's events and containers
+	// (rm/apptrace); nil traces nothing.
+	Tracer AppTracer
 	// Clock nil means time.Now.
 	Clock  func() time.Time
 	Logger *slog.Logger
+}
+
+// AppTracer hears each event an application took, under its lock, and each
+// container RGS handed over for it. It must not block.
+type AppTracer interface {
+	Event(ctx context.Context, app *apps.Application, ev apps.Event)
+	Allocated(ctx context.Context, app *apps.Application, a scheduling.Allocation)
 }
 
 // ResourceManager holds every application and serves
@@ -490,6 +501,9 @@ func (rm *ResourceManager) handleLocked(ctx context.Context, e *entry, first app
 				rm.log.WarnContext(ctx, "event refused", "app", e.app.ID().String(), "event", ev.Name(), "err", err)
 			}
 			continue
+		}
+		if rm.cfg.Tracer != nil {
+			rm.cfg.Tracer.Event(ctx, e.app, ev)
 		}
 		for _, eff := range effects {
 			next, err := rm.execute(ctx, e, eff)

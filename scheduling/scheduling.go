@@ -37,6 +37,9 @@ type Allocation struct {
 	// Created is when the backend made the container (a recovered
 	// container's age counts from it).
 	Created time.Time
+	// Bound is when the container was placed on its node; zero if not
+	// known.
+	Bound time.Time
 }
 
 // Completion is a container that ended or went away.

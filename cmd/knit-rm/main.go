@@ -29,6 +29,7 @@ import (
 	"github.com/knitdev/knit/rgs/nodes"
 	"github.com/knitdev/knit/rks"
 	"github.com/knitdev/knit/rm"
+	"github.com/knitdev/knit/rm/apptrace"
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/queues"
 	rmrest "github.com/knitdev/knit/rm/rest"
@@ -58,6 +59,9 @@ type flags struct {
 	podCreateConcurrency, workers int
 	// pprof serves Go's profiles on the web address.
 	pprof bool
+	// otlpEndpoint, when set, turns on the applications' traces, sent
+	// there over OTLP/HTTP.
+	otlpEndpoint string
 }
 
 func main() {
@@ -79,6 +83,7 @@ func main() {
 	flag.IntVar(&f.podCreateConcurrency, "pod-create-concurrency", 32, "pod creations RGS has in flight at once")
 	flag.IntVar(&f.workers, "rgs-workers", 16, "RGS workers for bound pods and for asks, each")
 	flag.BoolVar(&f.pprof, "pprof", false, "serve Go's runtime profiles under /debug/pprof/ on the RM web address (yarn.resourcemanager.webapp.address); they expose stacks and heap contents to anyone who reaches the port")
+	flag.StringVar(&f.otlpEndpoint, "otlp-endpoint", otlpEndpointFromEnv(), "OTLP/HTTP endpoint URL the applications' traces go to (default $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT); empty turns tracing off")
 	flag.Parse()
 
 	app := fx.New(options(f))
@@ -94,7 +99,7 @@ func main() {
 func options(f flags) fx.Option {
 	return fx.Options(
 		fx.Supply(f),
-		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, rm.NewLiveAttempts, rm.NewContainerReports, newTokens, newPodFactory, newNodes, newScheduler, newRKS, newRM, newMetrics),
+		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, rm.NewLiveAttempts, rm.NewContainerReports, newTokens, newPodFactory, newNodes, newScheduler, newRKS, newRM, newMetrics, newTracer),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
 		fx.Invoke(serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveRKS, serveREST, runLogRetention),
 	)
@@ -212,8 +217,8 @@ func newNodes(lc fx.Lifecycle, client kubernetes.Interface, podFactory informers
 	return l, nil
 }
 
-func newRM(run lifecycle.Runner, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, sched *rgs.Controller, containers *rks.Service, live *rm.LiveAttempts, reports *rm.ContainerReports, m *rmMetrics) (*rm.ResourceManager, error) {
-	r, err := rm.New(rm.Config{
+func newRM(run lifecycle.Runner, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, sched *rgs.Controller, containers *rks.Service, live *rm.LiveAttempts, reports *rm.ContainerReports, m *rmMetrics, tracer *apptrace.Recorder) (*rm.ResourceManager, error) {
+	cfg := rm.Config{
 		Settings:  settings,
 		Queues:    q,
 		Tokens:    tm,
@@ -228,7 +233,12 @@ func newRM(run lifecycle.Runner, settings conf.RMSettings, q *queues.Tree, tm *t
 		LiveAttempts:     live,
 		ContainerReports: reports,
 		Logger:           run.Logger.With("component", "rm"),
-	})
+	}
+	if tracer != nil {
+		// A nil *Recorder in the interface would not be nil.
+		cfg.Tracer = tracer
+	}
+	r, err := rm.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -263,18 +273,25 @@ func serveClientProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings c
 	return nil
 }
 
-func serveREST(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, c *hadoopconf.Configuration, m *rmMetrics, sched *rgs.Controller, f flags) error {
+func serveREST(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, c *hadoopconf.Configuration, m *rmMetrics, sched *rgs.Controller, f flags, kc *rest.Config, client kubernetes.Interface) error {
 	e := rmrest.New(rmrest.Config{Cluster: r.REST(), Logger: run.Logger.With("component", "rest")})
 	proxy, err := newWebProxy(r, settings, c, run.Logger.With("component", "webproxy"))
 	if err != nil {
 		return err
 	}
 	proxy.Register(e)
-	ui, err := webui.New(webui.Config{Cluster: r.WebUI(sched), Logger: run.Logger.With("component", "webui")})
+	var links shellLinks
+	ui, err := webui.New(webui.Config{Cluster: r.WebUI(sched), Logger: run.Logger.With("component", "webui"), Shells: &links})
 	if err != nil {
 		return err
 	}
 	ui.Register(e)
+	shell, err := newWebShell(run, r, ui, sched, settings, c, kc, client, f, run.Logger.With("component", "webshell"))
+	if err != nil {
+		return err
+	}
+	links.server = shell
+	shell.Register(e)
 	if err := m.register(e, r, sched); err != nil {
 		return err
 	}
