@@ -16,7 +16,9 @@
 // The caller is the user named by the user.name query parameter (Hadoop's
 // pseudo authentication), or Config.AnonymousUser; every link keeps it.
 // What a user may see is what the Cluster answers for that user, which the
-// RM decides with the view ACLs the REST API uses.
+// RM decides with the view ACLs the REST API uses. A running container's
+// row links to its web shell (rm/webshell, through Config.Shells) for a
+// named user who may open one.
 //
 // Imports: the standard library, echo, protocols/yarnerr, protocols/yarnpb,
 // rm/apps (for apps.Filter) and rm/rest (its answer types, and the HTTP

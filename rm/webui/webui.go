@@ -57,6 +57,15 @@ type Container struct {
 	// Namespace and Pod name the container's pod; empty when it is gone
 	// or unknown.
 	Namespace, Pod string
+	// Shell is the page of the container's web shell, for a running
+	// container the caller may open one into; the page fills it in.
+	Shell string
+}
+
+// ShellLinks tells whether a user may open a web shell into a container,
+// and where (the web shell's page, with user.name); "" if not.
+type ShellLinks interface {
+	Link(ctx context.Context, user, container string) string
 }
 
 // Node is one node as the scheduler sees it, with the Kubernetes node
@@ -94,6 +103,9 @@ type Config struct {
 	AnonymousUser string
 	// Now is the clock for elapsed times. If nil, time.Now is used.
 	Now func() time.Time
+	// Shells links running containers to their web shell; nil shows no
+	// shell links.
+	Shells ShellLinks
 }
 
 //go:embed templates/*.html
@@ -162,6 +174,11 @@ type page struct {
 	Now     time.Time
 	Data    any
 }
+
+// Caller is who a request is from, as every page takes it: the user.name
+// of Hadoop's pseudo authentication, else Config.AnonymousUser with ok
+// false. The web shell authenticates its callers with it too.
+func (u *UI) Caller(c echo.Context) (user string, ok bool) { return u.user(c) }
 
 func (u *UI) user(c echo.Context) (string, bool) {
 	if v := c.QueryParam("user.name"); v != "" {
@@ -244,6 +261,13 @@ func (u *UI) app(c echo.Context) error {
 		v.Denied = fmt.Sprintf("You (User %s) are not authorized to view the attempts and containers of application %s.", user, id)
 	} else if v.Containers, err = u.cfg.Cluster.Containers(ctx, user, id); err != nil {
 		return u.fail(c, err)
+	} else if u.cfg.Shells != nil && p.UserSet {
+		for i, ct := range v.Containers {
+			cid, err := yarnid.ContainerIDFromProto(ct.Report.GetContainerId())
+			if err == nil && ct.Report.GetContainerState() == yarnpb.ContainerStateProto_C_RUNNING {
+				v.Containers[i].Shell = u.cfg.Shells.Link(ctx, user, cid.String())
+			}
+		}
 	}
 	p.Data = v
 	return u.render(c, http.StatusOK, "app", p)

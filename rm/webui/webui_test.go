@@ -332,3 +332,40 @@ func TestApplicationsAreListedByPages(t *testing.T) {
 	_, _, body = get(t, srv, "/cluster/apps?page=99")
 	wantAll(t, "past the end", body, "page 2 of 2")
 }
+
+// bobsShells lets bob alone open shells, and notes whom it was asked about.
+type bobsShells struct{ asked []string }
+
+func (s *bobsShells) Link(_ context.Context, user, container string) string {
+	s.asked = append(s.asked, user+" "+container)
+	if user != "bob" {
+		return ""
+	}
+	return "/shell/" + container + "?user.name=" + user
+}
+
+func TestShellLinksShowOnlyOnRunningContainersTheUserMayOpen(t *testing.T) {
+	shells := &bobsShells{}
+	u, err := New(Config{Cluster: newFake(), Logger: slog.New(slog.DiscardHandler), Shells: shells})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := echo.New()
+	u.Register(e)
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+
+	_, _, body := get(t, srv, "/cluster/app/application_1700000000000_0002?user.name=bob")
+	wantAll(t, "bob's page", body, `<a class="shell" href="/shell/container_1700000000000_0002_01_000001?user.name=bob">shell</a>`)
+	if n := strings.Count(body, `class="shell"`); n != 1 {
+		t.Errorf("bob's page has %d shell links, want the running container's only", n)
+	}
+	for _, path := range []string{"/cluster/app/application_1700000000000_0002?user.name=alice", "/cluster/app/application_1700000000000_0002"} {
+		if _, _, body := get(t, srv, path); strings.Contains(body, `class="shell"`) {
+			t.Errorf("%s shows a shell link", path)
+		}
+	}
+	if want := []string{"bob container_1700000000000_0002_01_000001", "alice container_1700000000000_0002_01_000001"}; !slices.Equal(shells.asked, want) {
+		t.Errorf("asked about %q, want %q (running containers of named users only)", shells.asked, want)
+	}
+}
