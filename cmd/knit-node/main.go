@@ -29,6 +29,7 @@ import (
 	"github.com/knitdev/knit/daemonsets/auxservice"
 	"github.com/knitdev/knit/daemonsets/localizer"
 	"github.com/knitdev/knit/daemonsets/logs"
+	"github.com/knitdev/knit/daemonsets/metrics"
 	"github.com/knitdev/knit/daemonsets/nmrelay"
 	"github.com/knitdev/knit/daemonsets/shuffle"
 	"github.com/knitdev/knit/daemonsets/sparkshuffle"
@@ -66,6 +67,9 @@ type flags struct {
 	// cgroupRoot is where the host's cgroup v2 hierarchy is seen, for
 	// the containers' metrics.
 	cgroupRoot string
+	// utilizationInterval is how often the node's and its containers'
+	// utilization is measured for the RM's node reports; 0 turns it off.
+	utilizationInterval time.Duration
 }
 
 func main() {
@@ -89,6 +93,7 @@ func main() {
 	flag.StringVar(&f.shuffleCert, "shuffle-tls-cert", "", "PEM certificate (chain) of the shuffle's HTTPS, used when mapreduce.shuffle.ssl.enabled is true")
 	flag.StringVar(&f.shuffleKey, "shuffle-tls-key", "", "PEM private key of --shuffle-tls-cert")
 	flag.StringVar(&f.cgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where the host's cgroup v2 hierarchy is mounted, to measure the containers' pods (/metrics)")
+	flag.DurationVar(&f.utilizationInterval, "utilization-interval", metrics.DefaultPublishInterval, "how often to measure the node's and its containers' utilization and publish it on the Node for the RM's node reports, when it moved; 0 turns it off")
 	flag.Parse()
 
 	app := fx.New(options(f))
@@ -408,8 +413,17 @@ func runNodeWeb(run lifecycle.Runner, f flags, d nodeDirs, client kubernetes.Int
 	if err != nil {
 		return err
 	}
-	if err := serveNodeMetrics(e, src, aux, f.cgroupRoot, run.Logger.With("component", "metrics")); err != nil {
+	col, err := serveNodeMetrics(e, src, aux, f.cgroupRoot, run.Logger.With("component", "metrics"))
+	if err != nil {
 		return err
+	}
+	if f.utilizationInterval > 0 {
+		pub, err := metrics.NewPublisher(metrics.PublisherConfig{Client: client, NodeName: f.nodeName, Collector: col,
+			Interval: f.utilizationInterval, Logger: run.Logger.With("component", "utilization")})
+		if err != nil {
+			return err
+		}
+		run.Background("utilization", pub.Run)
 	}
 	run.Serve(lifecycle.Endpoint{Name: "nm web port", Address: web, Server: &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second}})
 	if agg != nil {

@@ -17,32 +17,42 @@ import (
 // serveNodeMetrics serves Prometheus /metrics on the node's web port: its
 // containers' use (daemonsets/metrics), the MapReduce and Spark shuffles'
 // figures when they run here, and the Go runtime of knit-node, on a registry of its
-// own.
-func serveNodeMetrics(e *echo.Echo, pods metrics.Pods, aux []auxservice.Service, cgroupRoot string, log *slog.Logger) error {
+// own. It returns the containers' collector, which the utilization
+// publisher measures with too.
+func serveNodeMetrics(e *echo.Echo, pods metrics.Pods, aux []auxservice.Service, cgroupRoot string, log *slog.Logger) (*metrics.Collector, error) {
+	reg, col, err := nodeRegistry(pods, aux, cgroupRoot, log)
+	if err != nil {
+		return nil, err
+	}
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
+	return col, nil
+}
+
+// nodeRegistry is the registry knit-node serves on /metrics.
+func nodeRegistry(pods metrics.Pods, aux []auxservice.Service, cgroupRoot string, log *slog.Logger) (*prometheus.Registry, *metrics.Collector, error) {
 	reg := prometheus.NewRegistry()
 	col, err := metrics.NewCollector(metrics.Config{Pods: pods, CgroupRoot: cgroupRoot, Logger: log})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	for _, c := range []prometheus.Collector{col, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := reg.Register(c); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	for _, s := range aux {
 		switch sh := s.(type) {
 		case *shuffle.Service:
 			if err := registerShuffle(reg, sh); err != nil {
-				return err
+				return nil, nil, err
 			}
 		case *sparkshuffle.Service:
 			if err := registerSparkShuffle(reg, sh); err != nil {
-				return err
+				return nil, nil, err
 			}
 		}
 	}
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
-	return nil
+	return reg, col, nil
 }
 
 // figure is one number of a service's Stats: a gauge, or a counter when

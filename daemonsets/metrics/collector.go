@@ -45,6 +45,10 @@ type Usage struct {
 	// RSSBytes is resident memory (anon in a cgroup); CacheBytes is page
 	// cache, known only from a cgroup (-1 otherwise).
 	RSSBytes, CacheBytes int64
+	// VirtualBytes is virtual memory: the processes' address space from
+	// /proc, anon and swap from a cgroup (which measures no address
+	// space, as YARN's cgroup v2 calculator says).
+	VirtualBytes int64
 	// ReadBytes and WriteBytes are the bytes read from and written to
 	// storage; -1 where unknown.
 	ReadBytes, WriteBytes int64
@@ -98,11 +102,18 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect measures every running container pod of the node.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+// measured is one container's use, with the labels of its pod.
+type measured struct {
+	application, container, queue, user string
+	Usage
+}
+
+// measure reads every running container pod of the node: the containers
+// measured, how many by source (cgroup, proc, none), and how many could
+// not be read.
+func (c *Collector) measure() (out []measured, counts map[string]int, failed int) {
 	var procs *procTable // read once, when a container needs it
-	counts := map[string]int{"cgroup": 0, "proc": 0, "none": 0}
-	failed := 0
+	counts = map[string]int{"cgroup": 0, "proc": 0, "none": 0}
 	for _, p := range c.cfg.Pods.Pods() {
 		if p.Status.Phase != corev1.PodRunning {
 			continue
@@ -128,7 +139,18 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		counts[u.Source]++
-		lv := []string{labelOf(p, launch.LabelApplication), id, labelOf(p, launch.LabelQueue), labelOf(p, launch.LabelUser)}
+		out = append(out, measured{application: labelOf(p, launch.LabelApplication), container: id,
+			queue: labelOf(p, launch.LabelQueue), user: labelOf(p, launch.LabelUser), Usage: u})
+	}
+	return out, counts, failed
+}
+
+// Collect measures every running container pod of the node.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	all, counts, failed := c.measure()
+	for _, m := range all {
+		u := m.Usage
+		lv := []string{m.application, m.container, m.queue, m.user}
 		ch <- prometheus.MustNewConstMetric(c.cpu, prometheus.CounterValue, u.CPUSeconds, lv...)
 		ch <- prometheus.MustNewConstMetric(c.rss, prometheus.GaugeValue, float64(u.RSSBytes), lv...)
 		if u.CacheBytes >= 0 {
@@ -198,8 +220,11 @@ func (c *Collector) cgroupUsage(p *corev1.Pod) (Usage, bool, error) {
 		}
 		u := Usage{
 			CPUSeconds: float64(cpu["usage_usec"]) / 1e6,
-			RSSBytes:   mem["anon"], CacheBytes: mem["file"],
+			RSSBytes:   mem["anon"], CacheBytes: mem["file"], VirtualBytes: mem["anon"],
 			ReadBytes: -1, WriteBytes: -1, Processes: -1, Source: "cgroup",
+		}
+		if swap, err := readSingle(filepath.Join(dir, "memory.swap.current")); err == nil {
+			u.VirtualBytes += swap
 		}
 		if r, w, err := readIOStat(filepath.Join(dir, "io.stat")); err == nil {
 			u.ReadBytes, u.WriteBytes = r, w
@@ -228,6 +253,15 @@ func readKeyed(path string) (map[string]int64, error) {
 		}
 	}
 	return out, nil
+}
+
+// readSingle reads a single-value file, as memory.swap.current is.
+func readSingle(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 }
 
 // readIOStat sums rbytes and wbytes over the devices of an io.stat

@@ -18,6 +18,14 @@
 // Each scrape reads the files anew (a Collector keeps no samples), once for
 // all containers. The registry is the caller's.
 //
-// Imports: the standard library, prometheus/client_golang, client-go's
-// core types and rks/launch (the pod labels).
+// A Publisher turns the same measurements, and the machine's /proc/meminfo
+// and /proc/stat, into the figures a NodeManager's NodeResourceMonitor and
+// ContainersMonitor send the RM (YARN's ResourceUtilization of the node
+// and of its containers), and publishes them on the node's Node
+// (launch.AnnotationUtilization) every interval, only when they moved
+// beyond a threshold, for the RM's node reports.
+//
+// Imports: the standard library, prometheus/client_golang, client-go,
+// rks/launch (the pod labels and the Node annotation) and
+// daemonsets/auxservice (the Node annotation write).
 package metrics

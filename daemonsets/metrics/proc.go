@@ -14,6 +14,7 @@ type proc struct {
 	ppid        int
 	cpuTicks    uint64 // utime + stime + cutime + cstime
 	rssPages    int64
+	sizePages   int64 // the address space (statm's size)
 	read, write int64 // -1 when /proc/<pid>/io is not readable
 	container   string
 }
@@ -78,6 +79,7 @@ func readProc(dir string) (*proc, bool) {
 	}
 	if statm, err := os.ReadFile(filepath.Join(dir, "statm")); err == nil {
 		if g := strings.Fields(string(statm)); len(g) > 1 {
+			p.sizePages, _ = strconv.ParseInt(g[0], 10, 64)
 			p.rssPages, _ = strconv.ParseInt(g[1], 10, 64)
 		}
 	}
@@ -142,6 +144,7 @@ func (t *procTable) usage(id string) (Usage, bool) {
 		// lives, by the parent that waited for it after.
 		ticks += p.cpuTicks
 		u.RSSBytes += p.rssPages * t.pageSize
+		u.VirtualBytes += p.sizePages * t.pageSize
 		if p.read < 0 {
 			ioKnown = false
 		}
