@@ -1,0 +1,410 @@
+// Package admission decides which of Knit's gated pods may go to the
+// Kubernetes scheduler, in the order and to the limits YARN's
+// CapacityScheduler would allocate containers: each leaf queue's
+// guaranteed capacity first, elastic use up to its maximum capacity of
+// what others leave idle, user limits, the AM resource limit, the
+// maximum of parallel applications, application priorities and the
+// leaf's ordering policy (FIFO or fair). Pods it admits are counted as
+// used whether the Kubernetes scheduler has bound them or not.
+//
+// Admit is a pure function of a snapshot: no clock, no I/O. RGS builds
+// the snapshot from its informer and the RM's queues, lifts the gates of
+// what Admit returns, and runs it again when pods or queues change.
+//
+// Resources are memory and vcores; a limit holds when it holds for both
+// (Kubernetes places pods by both), and a queue's use is its dominant
+// share of its guarantee, as YARN's DominantResourceCalculator sees it.
+package admission
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/knitdev/knit/protocols/yarnid"
+)
+
+// Resource is an amount of memory (MB) and vcores.
+type Resource struct {
+	MemoryMB, Vcores int64
+}
+
+func (r Resource) add(o Resource) Resource {
+	return Resource{r.MemoryMB + o.MemoryMB, r.Vcores + o.Vcores}
+}
+
+func (r Resource) sub(o Resource) Resource {
+	return Resource{r.MemoryMB - o.MemoryMB, r.Vcores - o.Vcores}
+}
+
+// fitsIn reports whether r is within limit in both dimensions.
+func (r Resource) fitsIn(limit Resource) bool {
+	return r.MemoryMB <= limit.MemoryMB && r.Vcores <= limit.Vcores
+}
+
+// greaterThan reports whether r exceeds limit in some dimension.
+func (r Resource) greaterThan(limit Resource) bool { return !r.fitsIn(limit) }
+
+// scale is r times f, rounded down, as a limit.
+func (r Resource) scale(f float64) Resource {
+	return Resource{int64(math.Floor(float64(r.MemoryMB) * f)), int64(math.Floor(float64(r.Vcores) * f))}
+}
+
+func maxOf(a, b Resource) Resource {
+	return Resource{max(a.MemoryMB, b.MemoryMB), max(a.Vcores, b.Vcores)}
+}
+
+func minOf(a, b Resource) Resource {
+	return Resource{min(a.MemoryMB, b.MemoryMB), min(a.Vcores, b.Vcores)}
+}
+
+// share is r's dominant share of of: the larger of its two fractions.
+func (r Resource) share(of Resource) float64 {
+	f := func(x, y int64) float64 {
+		switch {
+		case y > 0:
+			return float64(x) / float64(y)
+		case x > 0:
+			return math.Inf(1)
+		}
+		return 0
+	}
+	return max(f(r.MemoryMB, of.MemoryMB), f(r.Vcores, of.Vcores))
+}
+
+// Queue is one CapacityScheduler queue's limits, parents included.
+type Queue struct {
+	// Path is the full path ("root.a.b"); its parent is the path up to the
+	// last dot.
+	Path string
+	// AbsoluteCapacity and AbsoluteMaximumCapacity are fractions of the
+	// cluster (0..1).
+	AbsoluteCapacity, AbsoluteMaximumCapacity float64
+	// Priority orders the queue among its siblings.
+	Priority int
+	// The leaf's limits. UserLimitFactor -1 is no limit;
+	// MinimumUserLimitPercent is 0..100; MaxAMResourcePercent 0..1;
+	// MaxParallelApps 0 is no limit.
+	UserLimitFactor         float64
+	MinimumUserLimitPercent float64
+	MaxAMResourcePercent    float64
+	MaxParallelApps         int
+	// Fair orders the leaf's applications by their use (FairOrderingPolicy)
+	// instead of priority and submission (FIFO, fifo-with-priority).
+	Fair bool
+}
+
+// Pod is one Knit pod: a container asked for, gated or admitted.
+type Pod struct {
+	// Key names the pod to the caller.
+	Key   string
+	Queue string
+	User  string
+	App   yarnid.ApplicationID
+	// AppPriority is the application's priority: higher goes first.
+	AppPriority int32
+	AM          bool
+	Resource    Resource
+	// Seq orders an application's own pods: lower goes first.
+	Seq int64
+	// Admitted pods are no longer gated: they count as used.
+	Admitted bool
+}
+
+// Snapshot is what one admission pass reads.
+type Snapshot struct {
+	Cluster Resource
+	Queues  []Queue
+	Pods    []Pod
+}
+
+// Admit returns the keys of the gated pods to admit now, in the order the
+// CapacityScheduler would allocate them.
+func Admit(s Snapshot) []string {
+	st := newState(s)
+	var out []string
+	for {
+		p := st.next()
+		if p == nil {
+			return out
+		}
+		st.admit(p)
+		out = append(out, p.Key)
+	}
+}
+
+// node is a queue with its use in this pass.
+type node struct {
+	Queue
+	parent   *node
+	children []*node
+	used     Resource
+	// leaf only
+	apps     map[yarnid.ApplicationID]*app
+	users    map[string]Resource
+	amUsed   Resource
+	running  int // applications with an admitted pod
+	blocked  bool
+	hasQueue bool
+}
+
+// app is one application's pods in a leaf.
+type app struct {
+	id       yarnid.ApplicationID
+	priority int32
+	user     string
+	used     Resource
+	admitted bool
+	pending  []*Pod // gated, in Seq order
+}
+
+type state struct {
+	cluster, free Resource
+	root          *node
+	byPath        map[string]*node
+}
+
+func newState(s Snapshot) *state {
+	st := &state{cluster: s.Cluster, free: s.Cluster, byPath: map[string]*node{}}
+	qs := slices.Clone(s.Queues)
+	slices.SortFunc(qs, func(a, b Queue) int { return cmp.Compare(strings.Count(a.Path, "."), strings.Count(b.Path, ".")) })
+	for _, q := range qs {
+		n := &node{Queue: q, hasQueue: true}
+		st.byPath[q.Path] = n
+		if i := strings.LastIndexByte(q.Path, '.'); i >= 0 {
+			if p := st.byPath[q.Path[:i]]; p != nil {
+				n.parent = p
+				p.children = append(p.children, n)
+			}
+		} else if st.root == nil {
+			st.root = n
+		}
+	}
+	for i := range s.Pods {
+		p := &s.Pods[i]
+		leaf := st.byPath[p.Queue]
+		if leaf == nil || len(leaf.children) > 0 {
+			// A pod of a queue the RM no longer has is not Knit's to
+			// admit; admitted, it still takes room.
+			if p.Admitted {
+				st.free = st.free.sub(p.Resource)
+			}
+			continue
+		}
+		if leaf.apps == nil {
+			leaf.apps, leaf.users = map[yarnid.ApplicationID]*app{}, map[string]Resource{}
+		}
+		a := leaf.apps[p.App]
+		if a == nil {
+			a = &app{id: p.App, priority: p.AppPriority, user: p.User}
+			leaf.apps[p.App] = a
+		}
+		if !p.Admitted {
+			a.pending = append(a.pending, p)
+			continue
+		}
+		if !a.admitted {
+			a.admitted = true
+			leaf.running++
+		}
+		a.used = a.used.add(p.Resource)
+		leaf.users[p.User] = leaf.users[p.User].add(p.Resource)
+		if p.AM {
+			leaf.amUsed = leaf.amUsed.add(p.Resource)
+		}
+		for n := leaf; n != nil; n = n.parent {
+			n.used = n.used.add(p.Resource)
+		}
+		st.free = st.free.sub(p.Resource)
+	}
+	for _, n := range st.byPath {
+		for _, a := range n.apps {
+			// AMs first: an application without its AM has no use for
+			// its tasks.
+			slices.SortFunc(a.pending, func(x, y *Pod) int {
+				if x.AM != y.AM {
+					if x.AM {
+						return -1
+					}
+					return 1
+				}
+				return cmp.Compare(x.Seq, y.Seq)
+			})
+		}
+	}
+	return st
+}
+
+// guaranteed is the queue's guaranteed resource.
+func (st *state) guaranteed(n *node) Resource { return st.cluster.scale(n.AbsoluteCapacity) }
+
+// maximum is the queue's maximum resource.
+func (st *state) maximum(n *node) Resource { return st.cluster.scale(n.AbsoluteMaximumCapacity) }
+
+// next is the pod the CapacityScheduler would allocate next, or nil.
+func (st *state) next() *Pod {
+	if st.root == nil {
+		return nil
+	}
+	for {
+		leaf := st.pickLeaf(st.root)
+		if leaf == nil {
+			return nil
+		}
+		if p := st.pickPod(leaf); p != nil {
+			return p
+		}
+		leaf.blocked = true
+	}
+}
+
+// pickLeaf descends from n to the leaf with pending pods that the
+// CapacityScheduler's priority-utilization ordering offers first.
+func (st *state) pickLeaf(n *node) *node {
+	if len(n.children) == 0 {
+		if n.blocked || !n.hasPending() {
+			return nil
+		}
+		return n
+	}
+	kids := slices.Clone(n.children)
+	slices.SortStableFunc(kids, func(a, b *node) int { return st.compareQueues(a, b) })
+	for _, k := range kids {
+		if l := st.pickLeaf(k); l != nil {
+			return l
+		}
+	}
+	return nil
+}
+
+// compareQueues orders siblings as PriorityUtilizationQueueOrderingPolicy
+// does: queues under their guarantee first, by priority among them; then
+// by how much of their guarantee they use.
+func (st *state) compareQueues(a, b *node) int {
+	ra, rb := a.used.share(st.guaranteed(a)), b.used.share(st.guaranteed(b))
+	underA, underB := ra < 1, rb < 1
+	switch {
+	case underA && !underB:
+		return -1
+	case underB && !underA:
+		return 1
+	case underA && underB:
+		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+			return c
+		}
+		return cmp.Compare(ra, rb)
+	}
+	if c := cmp.Compare(ra, rb); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.Priority, a.Priority)
+}
+
+func (n *node) hasPending() bool {
+	for _, a := range n.apps {
+		if len(a.pending) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// pickPod offers the leaf's applications in its ordering policy's order
+// and returns the first pod every limit lets through.
+func (st *state) pickPod(leaf *node) *Pod {
+	apps := make([]*app, 0, len(leaf.apps))
+	activeUsers := map[string]bool{}
+	for _, a := range leaf.apps {
+		if len(a.pending) > 0 {
+			apps = append(apps, a)
+			activeUsers[a.user] = true
+		}
+	}
+	slices.SortFunc(apps, func(x, y *app) int {
+		if leaf.Fair {
+			if c := cmp.Compare(x.used.share(st.cluster), y.used.share(st.cluster)); c != 0 {
+				return c
+			}
+		} else if c := cmp.Compare(y.priority, x.priority); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.id.ClusterTimestamp, y.id.ClusterTimestamp); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.id.ID, y.id.ID)
+	})
+	for _, a := range apps {
+		p := a.pending[0]
+		if st.allows(leaf, a, p, len(activeUsers)) {
+			return p
+		}
+	}
+	return nil
+}
+
+// allows checks one pod against the cluster, the queue and its parents'
+// maximum capacities, the maximum of parallel applications, the AM limit
+// and the user limit, as the CapacityScheduler checks an allocation.
+func (st *state) allows(leaf *node, a *app, p *Pod, activeUsers int) bool {
+	if !p.Resource.fitsIn(st.free) {
+		return false
+	}
+	for n := leaf; n != nil; n = n.parent {
+		if !n.used.add(p.Resource).fitsIn(st.maximum(n)) {
+			return false
+		}
+	}
+	if !a.admitted && leaf.MaxParallelApps > 0 && leaf.running >= leaf.MaxParallelApps {
+		return false
+	}
+	if p.AM && leaf.amUsed != (Resource{}) {
+		// LeafQueue.getAMResourceLimitPerPartition: a share of what the
+		// queue may use now, never less than its guarantee; one AM always
+		// runs.
+		current := minOf(st.maximum(leaf), leaf.used.add(st.free))
+		limit := maxOf(st.guaranteed(leaf), current).scale(leaf.MaxAMResourcePercent)
+		if !leaf.amUsed.add(p.Resource).fitsIn(limit) {
+			return false
+		}
+	}
+	// LeafQueue.computeUserLimit and canAssignToUser: a user is refused
+	// once its use is over its limit (a ">" check: the last container may
+	// take it over).
+	guaranteed := st.guaranteed(leaf)
+	current := guaranteed
+	if !leaf.used.fitsIn(guaranteed) || leaf.used == guaranteed {
+		current = leaf.used.add(p.Resource)
+	}
+	users := int64(max(activeUsers, 1))
+	ceilDiv := func(x int64) int64 { return (x + users - 1) / users }
+	limit := maxOf(Resource{ceilDiv(current.MemoryMB), ceilDiv(current.Vcores)}, current.scale(leaf.MinimumUserLimitPercent/100))
+	userMax := st.maximum(leaf)
+	if leaf.UserLimitFactor >= 0 {
+		userMax = guaranteed.scale(leaf.UserLimitFactor)
+	}
+	limit = minOf(limit, userMax)
+	return !leaf.users[a.user].greaterThan(limit)
+}
+
+// admit counts p as used.
+func (st *state) admit(p *Pod) {
+	leaf := st.byPath[p.Queue]
+	a := leaf.apps[p.App]
+	a.pending = a.pending[1:]
+	if !a.admitted {
+		a.admitted = true
+		leaf.running++
+	}
+	a.used = a.used.add(p.Resource)
+	leaf.users[p.User] = leaf.users[p.User].add(p.Resource)
+	if p.AM {
+		leaf.amUsed = leaf.amUsed.add(p.Resource)
+	}
+	for n := leaf; n != nil; n = n.parent {
+		n.used = n.used.add(p.Resource)
+	}
+	st.free = st.free.sub(p.Resource)
+	// Room taken here may have closed other leaves' ways; room is never
+	// given back within a pass, so a blocked leaf stays blocked.
+}

@@ -1,0 +1,207 @@
+package admission
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/knitdev/knit/protocols/yarnid"
+)
+
+// The cluster of these tests: 16 GiB and 8 vcores, one node of a local
+// cluster; each container asks 2 GiB and 1 vcore, so 8 fit.
+var (
+	cluster = Resource{MemoryMB: 16384, Vcores: 8}
+	slot    = Resource{MemoryMB: 2048, Vcores: 1}
+)
+
+// leaf is a leaf queue with YARN's defaults: no user limit to speak of
+// (minimum-user-limit-percent 100 with one user, user-limit-factor 1 of a
+// guarantee), AMs up to 10%.
+func leaf(path string, capacity, maxCapacity float64) Queue {
+	return Queue{Path: path, AbsoluteCapacity: capacity, AbsoluteMaximumCapacity: maxCapacity,
+		UserLimitFactor: -1, MinimumUserLimitPercent: 100, MaxAMResourcePercent: 1}
+}
+
+func root(children ...Queue) []Queue {
+	return append([]Queue{{Path: "root", AbsoluteCapacity: 1, AbsoluteMaximumCapacity: 1}}, children...)
+}
+
+// demand is n gated task pods of application app (its id's sequence) in
+// queue, for user.
+func demand(queue, user string, app int32, n int) []Pod {
+	var out []Pod
+	for i := range n {
+		out = append(out, Pod{Key: fmt.Sprintf("%s/%d/%d", queue, app, i), Queue: queue, User: user,
+			App: yarnid.ApplicationID{ClusterTimestamp: 1, ID: app}, Resource: slot, Seq: int64(i)})
+	}
+	return out
+}
+
+func admitted(pods ...Pod) []Pod {
+	for i := range pods {
+		pods[i].Admitted = true
+	}
+	return pods
+}
+
+// count groups admitted keys by what counted names them.
+func count(keys []string, group func(string) string) map[string]int {
+	out := map[string]int{}
+	for _, k := range keys {
+		out[group(k)]++
+	}
+	return out
+}
+
+// byQueue and byApp read a demand key ("queue/app/i").
+func byQueue(k string) string { return strings.Split(k, "/")[0] }
+
+func byApp(k string) string {
+	parts := strings.Split(k, "/")
+	return parts[0] + "/" + parts[1]
+}
+
+func concat(parts ...[]Pod) []Pod {
+	var out []Pod
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// TestSharesConvergeToWhatTheCapacitySchedulerGives states each case's
+// numbers from YARN's rules.
+func TestSharesConvergeToWhatTheCapacitySchedulerGives(t *testing.T) {
+	twoLeaves := root(leaf("root.a", 0.25, 1), leaf("root.b", 0.75, 0.75))
+	tests := []struct {
+		name   string
+		queues []Queue
+		pods   []Pod
+		group  func(string) string
+		want   map[string]int
+	}{
+		{
+			name:   "both leaves asking more than the cluster get their guarantees (25% and 75% of 8)",
+			queues: twoLeaves, pods: concat(demand("root.a", "u", 1, 20), demand("root.b", "u", 2, 20)),
+			group: byQueue, want: map[string]int{"root.a": 2, "root.b": 6},
+		},
+		{
+			name:   "a leaf alone grows elastically up to its maximum capacity (100%)",
+			queues: twoLeaves, pods: demand("root.a", "u", 1, 20),
+			group: byQueue, want: map[string]int{"root.a": 8},
+		},
+		{
+			name:   "a leaf alone stops at its maximum capacity (75%), leaving the rest idle",
+			queues: twoLeaves, pods: demand("root.b", "u", 2, 20),
+			group: byQueue, want: map[string]int{"root.b": 6},
+		},
+		{
+			name:   "what is admitted stays: nothing is taken back without preemption",
+			queues: twoLeaves, pods: concat(admitted(demand("root.a", "u", 1, 8)...), demand("root.b", "u", 2, 20)),
+			group: byQueue, want: map[string]int{},
+		},
+		{
+			name:   "freed room goes to the leaf furthest below its guarantee",
+			queues: twoLeaves, pods: concat(admitted(demand("root.a", "u", 1, 5)...), demand("root.a", "u", 3, 5), demand("root.b", "u", 2, 20)),
+			group: byQueue, want: map[string]int{"root.b": 3},
+		},
+		{
+			name: "a parent's maximum capacity bounds its children",
+			queues: root(Queue{Path: "root.p", AbsoluteCapacity: 0.5, AbsoluteMaximumCapacity: 0.5},
+				leaf("root.p.x", 0.25, 0.5), leaf("root.p.y", 0.25, 0.5), leaf("root.q", 0.5, 1)),
+			pods:  demand("root.p.x", "u", 1, 20),
+			group: byQueue, want: map[string]int{"root.p.x": 4},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := count(Admit(Snapshot{Cluster: cluster, Queues: tc.queues, Pods: tc.pods}), tc.group)
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("admitted %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWithinALeafUsersApplicationsAndAMsAreLimitedAsYARNLimitsThem(t *testing.T) {
+	one := func(q Queue) []Queue { return root(q) }
+	def := leaf("root.default", 1, 1)
+	twoUsers := def
+	twoUsers.MinimumUserLimitPercent, twoUsers.UserLimitFactor = 50, 1
+	fair := def
+	fair.Fair = true
+	amLimited := def
+	amLimited.MaxAMResourcePercent = 0.25
+	oneAtATime := def
+	oneAtATime.MaxParallelApps = 1
+	withAMs := func(app int32, n int) []Pod {
+		pods := demand("root.default", "u", app, n)
+		pods[0].AM = true
+		return pods
+	}
+	prioritized := demand("root.default", "u", 2, 20)
+	for i := range prioritized {
+		prioritized[i].AppPriority = 5
+	}
+	tests := []struct {
+		name   string
+		queues []Queue
+		pods   []Pod
+		want   map[string]int
+	}{
+		// Each user's limit is half of 16 GiB; canAssignToUser refuses only
+		// a user already over it, so the first takes one container more.
+		{"two users share the leaf by minimum-user-limit-percent 50, the first one container over", one(twoUsers),
+			concat(demand("root.default", "alice", 1, 20), demand("root.default", "bob", 2, 20)),
+			map[string]int{"root.default/1": 5, "root.default/2": 3}},
+		{"one user alone takes it all", one(twoUsers), demand("root.default", "alice", 1, 20),
+			map[string]int{"root.default/1": 8}},
+		{"FIFO gives the first application everything it asks", one(def),
+			concat(demand("root.default", "u", 1, 20), demand("root.default", "u", 2, 20)),
+			map[string]int{"root.default/1": 8}},
+		{"fair ordering shares between applications", one(fair),
+			concat(demand("root.default", "u", 1, 20), demand("root.default", "u", 2, 20)),
+			map[string]int{"root.default/1": 4, "root.default/2": 4}},
+		{"a higher application priority goes first under FIFO", one(def),
+			concat(demand("root.default", "u", 1, 20), prioritized),
+			map[string]int{"root.default/2": 8}},
+		{"AMs stop at maximum-am-resource-percent (25% of 16 GiB: two 2 GiB AMs)", one(amLimited),
+			concat(withAMs(1, 1), withAMs(2, 1), withAMs(3, 1), withAMs(4, 1)),
+			map[string]int{"root.default/1": 1, "root.default/2": 1}},
+		{"the first AM always runs, even over the AM limit", one(func() Queue { q := amLimited; q.MaxAMResourcePercent = 0.01; return q }()),
+			concat(withAMs(1, 2), withAMs(2, 2)),
+			map[string]int{"root.default/1": 2}},
+		{"max-parallel-apps holds back a second application", one(oneAtATime),
+			concat(demand("root.default", "u", 1, 3), demand("root.default", "u", 2, 3)),
+			map[string]int{"root.default/1": 3}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := count(Admit(Snapshot{Cluster: cluster, Queues: tc.queues, Pods: tc.pods}), byApp)
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("admitted %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestQueuePriorityDecidesBetweenLeavesBelowTheirGuarantee(t *testing.T) {
+	a, b := leaf("root.a", 0.5, 1), leaf("root.b", 0.5, 1)
+	b.Priority = 1
+	keys := Admit(Snapshot{Cluster: cluster, Queues: root(a, b), Pods: concat(demand("root.a", "u", 1, 1), demand("root.b", "u", 2, 1))})
+	if len(keys) != 2 || byQueue(keys[0]) != "root.b" {
+		t.Errorf("admitted %v, want root.b's pod first", keys)
+	}
+}
+
+func TestAnAMGoesBeforeItsTasksAndUnknownQueuesAreLeft(t *testing.T) {
+	pods := demand("root.default", "u", 1, 3)
+	pods[2].AM = true
+	pods = append(pods, Pod{Key: "gone/1", Queue: "root.gone", App: yarnid.ApplicationID{ClusterTimestamp: 1, ID: 9}, Resource: slot})
+	keys := Admit(Snapshot{Cluster: cluster, Queues: root(leaf("root.default", 1, 1)), Pods: pods})
+	if len(keys) != 3 || keys[0] != "root.default/1/2" {
+		t.Errorf("admitted %v, want the AM first and nothing of a queue the RM does not have", keys)
+	}
+}
