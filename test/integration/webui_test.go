@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/test/eventually"
 )
 
@@ -33,8 +36,9 @@ func httpGet(ctx context.Context, url string) (int, string, error) {
 // TestWebUIAndNodeMetricsOfARunningApplication: on the local cluster, the
 // RM's page of a running application names its AM container, the pod and
 // the node's log link; the node's /metrics measures that container (a
-// process tree on a process node) with its application, queue and user;
-// once killed, the page says KILLED.
+// process tree on a process node) with its application, queue and user,
+// and the node's report shows its containers' utilization; once killed,
+// the page says KILLED.
 func TestWebUIAndNodeMetricsOfARunningApplication(t *testing.T) {
 	dumpOnFailure(t)
 	rm := knitRM(t)
@@ -104,6 +108,49 @@ func TestWebUIAndNodeMetricsOfARunningApplication(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("%s: %d, no %s in\n%s", metrics, code, want, body)
+	})
+
+	// The node publishes what its containers use, as a NodeManager's
+	// heartbeat carries it: the AM's node report, over RPC and REST,
+	// shows the containers' memory.
+	yarn, err := ipc.NewClient(rm.addrs.Client, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: "dsuser"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer yarn.Close()
+	amNode := fmt.Sprintf("%s:%d", am.GetNodeId().GetHost(), am.GetNodeId().GetPort())
+	eventually.WithinEvery(t, 2*time.Minute, time.Second, func(ctx context.Context) error {
+		var nodes yarnpb.GetClusterNodesResponseProto
+		if err := yarn.Call(ctx, "getClusterNodes", &yarnpb.GetClusterNodesRequestProto{}, &nodes); err != nil {
+			return err
+		}
+		for _, r := range nodes.GetNodeReports() {
+			if fmt.Sprintf("%s:%d", r.GetNodeId().GetHost(), r.GetNodeId().GetPort()) != amNode {
+				continue
+			}
+			if c := r.GetContainersUtilization(); c.GetPmem() <= 0 || c.GetVmem() <= 0 || r.GetNodeUtilization().GetPmem() <= 0 {
+				return fmt.Errorf("node %s: containers utilization %v, node utilization %v", amNode, c, r.GetNodeUtilization())
+			}
+			return nil
+		}
+		return fmt.Errorf("no report of node %s in %v", amNode, nodes.GetNodeReports())
+	})
+	eventually.WithinEvery(t, time.Minute, time.Second, func(ctx context.Context) error {
+		code, body, err := httpGet(ctx, "http://"+rm.addrs.Web+"/ws/v1/cluster/nodes/"+amNode)
+		if err != nil {
+			return err
+		}
+		var doc struct {
+			Node struct {
+				ResourceUtilization struct {
+					AggregatedContainersPhysicalMemoryMB int32 `json:"aggregatedContainersPhysicalMemoryMB"`
+				} `json:"resourceUtilization"`
+			} `json:"node"`
+		}
+		if err := json.Unmarshal([]byte(body), &doc); err != nil || doc.Node.ResourceUtilization.AggregatedContainersPhysicalMemoryMB <= 0 {
+			return fmt.Errorf("REST node %s: %d %v\n%s", amNode, code, err, body)
+		}
+		return nil
 	})
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
