@@ -344,6 +344,13 @@ func (c *conn) processCall(hdr *commonpb.RpcRequestHeaderProto, rest []byte) *Re
 	reply := callReply{id: hdr.GetCallId(), retry: hdr.GetRetryCount(), clientID: hdr.GetClientId()}
 
 	svc := c.srv.lookup(rh.GetDeclaringClassProtocolName())
+	if svc == nil || svc.methods[rh.GetMethodName()].call == nil {
+		// A server that refuses calls (a standby) refuses those it does not
+		// serve too, so a client fails over instead of failing.
+		if re := c.refuseUnserved(rh.GetDeclaringClassProtocolName(), rh.GetMethodName(), reply); re {
+			return nil
+		}
+	}
 	if svc == nil {
 		c.sendError(reply, &RemoteError{ClassName: ClassNoSuchProtocol, Code: commonpb.RpcResponseHeaderProto_ERROR_NO_SUCH_PROTOCOL,
 			Message: "Unknown protocol: " + rh.GetDeclaringClassProtocolName()})
@@ -384,6 +391,27 @@ func (c *conn) processCall(hdr *commonpb.RpcRequestHeaderProto, rest []byte) *Re
 	c.inflight.Add(1)
 	go c.runCall(reply, svc.name, m, req, received)
 	return nil
+}
+
+// refuseUnserved asks AdmitCall about a call to a protocol or method the
+// server does not serve, on the reading goroutine, and answers the call with
+// its refusal; it reports whether it did.
+func (c *conn) refuseUnserved(protocol, method string, reply callReply) bool {
+	admit := c.srv.cfg.AdmitCall
+	if admit == nil {
+		return false
+	}
+	caller := *c.caller
+	caller.CallID, caller.RetryCount, caller.ClientID = reply.id, reply.retry, reply.clientID
+	err := admit(context.WithValue(c.ctx, callerKey{}, &caller), protocol, method)
+	if err == nil {
+		return false
+	}
+	if o := c.srv.cfg.Observer; o != nil {
+		o.ObserveCall(protocol, method, 0, 0, err)
+	}
+	c.sendError(reply, remoteErrorFor(err))
+	return true
 }
 
 // callReply is what a response needs of its request.

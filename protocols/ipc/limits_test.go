@@ -236,3 +236,36 @@ func TestTheObserverSeesEveryAnsweredCall(t *testing.T) {
 		t.Errorf("observed %q, want %q", log.calls, want)
 	}
 }
+
+func TestAdmitCallRefusalAnswersCallsTheServerDoesNotServe(t *testing.T) {
+	const classStandby = "org.apache.hadoop.ipc.StandbyException"
+	refuse := func(context.Context, string, string) error {
+		return javaErr{class: classStandby, msg: "ResourceManager rm2 is not Active!"}
+	}
+	tests := []struct {
+		name      string
+		admit     func(context.Context, string, string) error
+		protocol  string
+		method    string
+		wantClass string
+	}{
+		{"unknown protocol refused", refuse, "org.example.Unserved", "getApplicationReport", classStandby},
+		{"unknown method refused", refuse, testProtocol, "noSuchMethod", classStandby},
+		{"unknown protocol admitted is unknown", func(context.Context, string, string) error { return nil }, "org.example.Unserved", "getApplicationReport", ClassNoSuchProtocol},
+		{"unknown method without a hook is unknown", nil, testProtocol, "noSuchMethod", ClassNoSuchMethod},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := startServer(t, Config{Simple: true, AdmitCall: tt.admit})
+			c := newTestClient(t, ts.addr, ClientConfig{User: "alice", Protocol: tt.protocol})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var resp yarnpb.GetApplicationReportResponseProto
+			err := c.Call(ctx, tt.method, &yarnpb.GetApplicationReportRequestProto{}, &resp)
+			var re *RemoteError
+			if !errors.As(err, &re) || re.ClassName != tt.wantClass || re.Fatal {
+				t.Fatalf("err = %v, want a non-fatal %s", err, tt.wantClass)
+			}
+		})
+	}
+}

@@ -71,7 +71,10 @@ type Config struct {
 	// call's context (CallerFrom works) and its protocol and method. An
 	// error answers the call as a handler's error would, and the connection
 	// stays open: a standby ResourceManager answers every call with
-	// StandbyException here. It runs on the call's own goroutine.
+	// StandbyException here. It runs on the call's own goroutine. A call
+	// to a protocol or method the server does not serve is put to it too,
+	// on the connection's reading goroutine (so it must be quick), and
+	// answered with its error if it refuses, else as unknown.
 	AdmitCall func(ctx context.Context, protocol, method string) error
 	// Observer, if set, is told of every call a handler answered (or
 	// AdmitCall refused), as Hadoop's RpcMetrics and RpcDetailedMetrics
