@@ -61,19 +61,31 @@ func as(ctx context.Context, user string) context.Context {
 func internal(ctx context.Context) context.Context { return as(ctx, "") }
 
 func (c *restCluster) Info(context.Context) (rest.ClusterInfo, error) {
+	return clusterInfo(c.started, "ACTIVE", fmt.Sprintf("%T", c.rm.cfg.Store)), nil
+}
+
+// StandbyClusterInfo is what a standby RM started at startedMillis answers
+// on /ws/v1/cluster/info: haState STANDBY, and no state store, which only
+// the active RM opens.
+func StandbyClusterInfo(startedMillis int64) rest.ClusterInfo {
+	return clusterInfo(startedMillis, "STANDBY", "")
+}
+
+func clusterInfo(started int64, haState, storeName string) rest.ClusterInfo {
 	v := knitVersion()
 	return rest.ClusterInfo{
-		ID: c.started, StartedOn: c.started, State: "STARTED", HAState: "ACTIVE",
-		RMStateStoreName:              fmt.Sprintf("%T", c.rm.cfg.Store),
+		ID: started, StartedOn: started, State: "STARTED", HAState: haState,
+		RMStateStoreName:              storeName,
 		ResourceManagerVersion:        v,
 		ResourceManagerBuildVersion:   v,
 		ResourceManagerVersionBuiltOn: "",
 		HadoopVersion:                 hadoopCompatVersion,
 		HadoopBuildVersion:            hadoopCompatVersion + " (" + v + ")",
 		HadoopVersionBuiltOn:          "",
-		// Knit has no ZooKeeper elector; Hadoop's answer without one.
+		// Knit elects through a Lease, not ZooKeeper; Hadoop's answer
+		// without a ZooKeeper elector.
 		HAZooKeeperConnectionState: "Could not find leader elector. Verify both HA and automatic failover are enabled.",
-	}, nil
+	}
 }
 
 func (c *restCluster) Metrics(ctx context.Context) (rest.ClusterMetrics, error) {

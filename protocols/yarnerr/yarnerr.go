@@ -43,6 +43,10 @@ const (
 	// Hadoop's failover proxy tries the next one.
 	Standby   Class = "org.apache.hadoop.ipc.StandbyException"
 	Retriable Class = "org.apache.hadoop.ipc.RetriableException"
+	// HealthCheckFailed and ServiceFailed are HAServiceProtocol's answers:
+	// an unhealthy service, and a state transition that did not happen.
+	HealthCheckFailed Class = "org.apache.hadoop.ha.HealthCheckFailedException"
+	ServiceFailed     Class = "org.apache.hadoop.ha.ServiceFailedException"
 )
 
 // Java's own exceptions.
