@@ -20,7 +20,8 @@ import (
 // own. It returns the containers' collector, which the utilization
 // publisher measures with too.
 func serveNodeMetrics(e *echo.Echo, pods metrics.Pods, aux []auxservice.Service, cgroupRoot string, log *slog.Logger) (*metrics.Collector, error) {
-	reg, col, err := nodeRegistry(pods, aux, cgroupRoot, log)
+	reg := prometheus.NewRegistry()
+	col, err := registerNodeMetrics(reg, pods, aux, cgroupRoot, log)
 	if err != nil {
 		return nil, err
 	}
@@ -28,31 +29,30 @@ func serveNodeMetrics(e *echo.Echo, pods metrics.Pods, aux []auxservice.Service,
 	return col, nil
 }
 
-// nodeRegistry is the registry knit-node serves on /metrics.
-func nodeRegistry(pods metrics.Pods, aux []auxservice.Service, cgroupRoot string, log *slog.Logger) (*prometheus.Registry, *metrics.Collector, error) {
-	reg := prometheus.NewRegistry()
+// registerNodeMetrics registers what knit-node serves on /metrics on reg.
+func registerNodeMetrics(reg prometheus.Registerer, pods metrics.Pods, aux []auxservice.Service, cgroupRoot string, log *slog.Logger) (*metrics.Collector, error) {
 	col, err := metrics.NewCollector(metrics.Config{Pods: pods, CgroupRoot: cgroupRoot, Logger: log})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for _, c := range []prometheus.Collector{col, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := reg.Register(c); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	for _, s := range aux {
 		switch sh := s.(type) {
 		case *shuffle.Service:
 			if err := registerShuffle(reg, sh); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		case *sparkshuffle.Service:
 			if err := registerSparkShuffle(reg, sh); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		}
 	}
-	return reg, col, nil
+	return col, nil
 }
 
 // figure is one number of a service's Stats: a gauge, or a counter when

@@ -24,6 +24,17 @@ type rmMetrics struct {
 
 func newMetrics() (*rmMetrics, error) {
 	reg := prometheus.NewRegistry()
+	m, err := registerMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	m.reg = reg
+	return m, nil
+}
+
+// registerMetrics registers the Go runtime and the observers' figures on
+// reg.
+func registerMetrics(reg prometheus.Registerer) (*rmMetrics, error) {
 	if err := metrics.Runtime(reg); err != nil {
 		return nil, err
 	}
@@ -39,7 +50,7 @@ func newMetrics() (*rmMetrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rmMetrics{reg: reg, rpc: rpc, rgs: g, containers: c}, nil
+	return &rmMetrics{rpc: rpc, rgs: g, containers: c}, nil
 }
 
 // sink counts the containers the scheduler hands the RM and takes back.
@@ -55,12 +66,18 @@ func (m *rmMetrics) register(e *echo.Echo, r *rm.ResourceManager, sched *rgs.Con
 		s.Pending = metrics.PendingOf(sched.Pending())
 		return s, err
 	})
-	if err := m.reg.Register(metrics.NewHadoopCollector(src, 0, nil)); err != nil {
-		return err
-	}
-	if err := metrics.RegisterPending(m.reg, sched.Pending); err != nil {
+	if err := registerState(m.reg, src, sched.Pending); err != nil {
 		return err
 	}
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})))
 	return nil
+}
+
+// registerState registers the figures read from the RM's state (Hadoop's
+// ClusterMetrics and QueueMetrics) and RGS's pending pods on reg.
+func registerState(reg prometheus.Registerer, src metrics.Source, pending func() []rgs.Pending) error {
+	if err := reg.Register(metrics.NewHadoopCollector(src, 0, nil)); err != nil {
+		return err
+	}
+	return metrics.RegisterPending(reg, pending)
 }
