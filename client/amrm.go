@@ -86,6 +86,7 @@ type AMRMClient struct {
 
 // NewAMRMClient returns a client of the RM's scheduler service at addr
 // (yarn.resourcemanager.scheduler.address); it connects on the first call.
+// An addr listing several RMs (HA, see Addresses) fails over between them.
 func NewAMRMClient(addr string, cfg AMRMConfig) (*AMRMClient, error) {
 	if cfg.Token.Kind != KindAMRMToken {
 		return nil, fmt.Errorf("client: new AMRM client: token of kind %q, want %s", cfg.Token.Kind, KindAMRMToken)
@@ -124,7 +125,13 @@ func NewAMRMClient(addr string, cfg AMRMConfig) (*AMRMClient, error) {
 		blacklistRemove: map[string]bool{},
 	}
 	c.dial = func(tok *commonpb.TokenProto) (caller, error) {
-		return ipc.NewClient(addr, ipc.ClientConfig{Protocol: yarnrpc.ApplicationMasterProtocolName, Token: tok, Logger: log, Errors: yarnerr.FromRemote})
+		addrs := Addresses(addr)
+		if len(addrs) <= 1 {
+			return ipc.NewClient(addr, ipc.ClientConfig{Protocol: yarnrpc.ApplicationMasterProtocolName, Token: tok, Logger: log, Errors: yarnerr.FromRemote})
+		}
+		return newFailover(addrs, func(a string) (caller, error) {
+			return ipc.NewClient(a, ipc.ClientConfig{Protocol: yarnrpc.ApplicationMasterProtocolName, Token: tok, Logger: log, Errors: yarnerr.FromRemote, NewBackOff: noConnectRetries})
+		}, log)
 	}
 	return c, nil
 }

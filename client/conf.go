@@ -8,6 +8,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/token"
@@ -39,8 +40,11 @@ const (
 // reports whether the file named the address (through the key or the
 // hostname); a missing confDir or file is not an error.
 //
-// It reads only what an application needs; RM HA (rm-ids) and files other
-// than yarn-site.xml are not looked at.
+// With RM HA on (yarn.resourcemanager.ha.enabled and .rm-ids), addr lists
+// each RM's address (key.<id>, else hostname.<id>), comma-separated in
+// rm-ids order, which NewRMClient and NewAMRMClient fail over between, as
+// ConfiguredRMFailoverProxyProvider does. Files other than yarn-site.xml
+// are not looked at.
 func ConfAddress(confDir, key string, defaultPort int) (addr string, ok bool, err error) {
 	c := hadoopconf.New(hadoopconf.Options{})
 	if confDir != "" {
@@ -49,6 +53,27 @@ func ConfAddress(confDir, key string, defaultPort int) (addr string, ok bool, er
 			return "", false, fmt.Errorf("client: read %s: %w", path, err)
 		}
 	}
+	ids, err := hadoopconf.RMHAIDs(c)
+	if err != nil {
+		return "", false, fmt.Errorf("client: %w", err)
+	}
+	if ids == nil {
+		return confAddress(c, key, defaultPort)
+	}
+	addrs := make([]string, len(ids))
+	for i, id := range ids {
+		a, named, err := confAddress(hadoopconf.ForRM(c, id), key, defaultPort)
+		if err != nil {
+			return "", false, err
+		}
+		addrs[i], ok = a, ok || named
+	}
+	return strings.Join(addrs, ","), ok, nil
+}
+
+// confAddress is ConfAddress for one RM.
+func confAddress(c *hadoopconf.Configuration, key string, defaultPort int) (addr string, ok bool, err error) {
+	c = c.Clone()
 	ok = c.Has(key) || c.Has(KeyRMHostname)
 	for _, p := range hadoopconf.YarnDefaults() {
 		c.SetDefault(p.Name, p.Value)

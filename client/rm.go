@@ -50,7 +50,8 @@ type RMClient struct {
 }
 
 // NewRMClient returns a client of the RM's client service at addr
-// (yarn.resourcemanager.address); it connects on the first call.
+// (yarn.resourcemanager.address); it connects on the first call. An addr
+// listing several RMs (HA, see Addresses) fails over between them.
 func NewRMClient(addr string, cfg RMConfig) (*RMClient, error) {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -59,7 +60,20 @@ func NewRMClient(addr string, cfg RMConfig) (*RMClient, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	rpc, err := ipc.NewClient(addr, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: cfg.User, Logger: log, Errors: yarnerr.FromRemote})
+	dial := func(addr string, ha bool) (caller, error) {
+		cc := ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: cfg.User, Logger: log, Errors: yarnerr.FromRemote}
+		if ha {
+			cc.NewBackOff = noConnectRetries
+		}
+		return ipc.NewClient(addr, cc)
+	}
+	var rpc caller
+	var err error
+	if addrs := Addresses(addr); len(addrs) > 1 {
+		rpc, err = newFailover(addrs, func(a string) (caller, error) { return dial(a, true) }, log)
+	} else {
+		rpc, err = dial(addr, false)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("client: new RM client: %w", err)
 	}

@@ -1,0 +1,129 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/protocols/ipc"
+)
+
+// Addresses splits an RM address as the clients take it: one host:port, or
+// with RM HA a comma-separated list, one per RM id in
+// yarn.resourcemanager.ha.rm-ids order (ConfAddress writes it so).
+func Addresses(addr string) []string {
+	var out []string
+	for _, a := range strings.Split(addr, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// noConnectRetries is the connect backoff of each RM of a failover client:
+// one attempt, as RMProxy sets ipc.client.connect.max.retries to
+// yarn.client.failover-retries (0) under HA, since the next RM is the
+// retry.
+func noConnectRetries() backoff.BackOff { return &backoff.StopBackOff{} }
+
+// failoverBackOff paces rounds over all the RMs that found none active:
+// from 100 ms to 2 s (RMProxy's yarn.client.failover-sleep-base-ms and
+// max-ms are 100 ms and 2 s under HA), for at most 15 minutes
+// (yarn.resourcemanager.connect.max-wait.ms).
+func failoverBackOff() backoff.BackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 100 * time.Millisecond
+	b.MaxInterval = 2 * time.Second
+	b.MaxElapsedTime = 15 * time.Minute
+	return b
+}
+
+// failover is a caller over the RMs of an HA cluster, as Hadoop's
+// ConfiguredRMFailoverProxyProvider with RMProxy's retry policy: calls go
+// to the current RM; a StandbyException or a call that got no answer (the
+// RM refused the connection, or died) moves on to the next RM and sends
+// the call again. Every ApplicationClientProtocol and
+// ApplicationMasterProtocol call Knit's clients make is safe to send again
+// (YARN marks them @Idempotent or @AtMostOnce).
+type failover struct {
+	addrs  []string
+	conns  []caller
+	log    *slog.Logger
+	policy func() backoff.BackOff
+
+	mu  sync.Mutex
+	cur int
+}
+
+// newFailover makes a caller of each address with dial; none connects yet.
+func newFailover(addrs []string, dial func(addr string) (caller, error), log *slog.Logger) (*failover, error) {
+	f := &failover{addrs: addrs, log: log, policy: failoverBackOff}
+	for _, a := range addrs {
+		c, err := dial(a)
+		if err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+		f.conns = append(f.conns, c)
+	}
+	return f, nil
+}
+
+func (f *failover) current() (int, caller) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cur, f.conns[f.cur]
+}
+
+// next moves on from RM i, unless another call already did.
+func (f *failover) next(i int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cur == i {
+		f.cur = (i + 1) % len(f.conns)
+	}
+}
+
+// Call sends the call to the current RM, failing over as the type says.
+func (f *failover) Call(ctx context.Context, method string, req, resp proto.Message) error {
+	var b backoff.BackOff
+	for tried := 1; ; tried++ {
+		i, c := f.current()
+		err := c.Call(ctx, method, req, resp)
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		f.next(i)
+		f.log.Info("failing over to the next ResourceManager", "method", method, "from", f.addrs[i], "to", f.addrs[(i+1)%len(f.addrs)], "err", err)
+		if tried%len(f.conns) != 0 {
+			continue // the next RM at once
+		}
+		if b == nil {
+			b = f.policy()
+		}
+		wait := b.NextBackOff()
+		if wait == backoff.Stop {
+			return fmt.Errorf("client: no active ResourceManager among %v: %w", f.addrs, err)
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+}
+
+// Close closes every RM's connection.
+func (f *failover) Close() error {
+	for _, c := range f.conns {
+		_ = c.Close()
+	}
+	return nil
+}
+
+var _ ipc.Invoker = (*failover)(nil)
