@@ -15,6 +15,7 @@ const usage = `usage:
   knit application|applicationattempt|container|node|queue ...  as yarn (knit application -help)
   knit rmadmin -refreshQueues|-refreshAdminAcls|...    as yarn rmadmin (knit rmadmin -help)
   knit logs -applicationId ID [-containerId ID] [-log_files F,...] [-size N]   as yarn logs
+  knit shell [-t] [-T] CONTAINER_ID [-- COMMAND ...]   a terminal, or one command, in a running container
   knit local up [--nodes N] [--dir DIR]   start the local cluster in the background
   knit local status [--dir DIR]           show it
   knit local down [--dir DIR]             stop it
@@ -41,6 +42,11 @@ func run(args []string, out io.Writer) error {
 		return nil
 	case "logs":
 		if code := runLogs(args[1:], out, os.Stderr); code != 0 {
+			os.Exit(code)
+		}
+		return nil
+	case "shell":
+		if code := runShell(args[1:]); code != 0 {
 			os.Exit(code)
 		}
 		return nil
