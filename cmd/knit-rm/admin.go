@@ -8,6 +8,8 @@ import (
 	"os/user"
 	"path/filepath"
 
+	"go.uber.org/fx"
+
 	"github.com/knitdev/knit/cmd/internal/lifecycle"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
@@ -55,7 +57,7 @@ func daemonUser() string {
 // serveAdminProtocol serves ResourceManagerAdministrationProtocol (`yarn
 // rmadmin`) on yarn.resourcemanager.admin.address. Its refreshes re-read
 // the configuration folder.
-func serveAdminProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, f flags, m *rmMetrics) error {
+func serveAdminProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, f flags, m *rmMetrics, rep *replica) error {
 	log := run.Logger
 	admin, err := rm.NewAdminService(r, rm.AdminConfig{
 		LoadConf: func(ctx context.Context) (*hadoopconf.Configuration, error) {
@@ -70,11 +72,24 @@ func serveAdminProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings co
 	if err != nil {
 		return err
 	}
-	srv, err := ipc.NewServer(ipc.Config{Simple: true, Observer: m.rpc, Logger: log.With("component", "admin-rpc")})
+	srv, err := ipc.NewServer(ipc.Config{Simple: true, AdmitCall: rep.admission().AdmitCall, Observer: m.rpc, Logger: log.With("component", "admin-rpc")})
 	if err != nil {
 		return err
 	}
 	if err := admin.Register(srv); err != nil {
+		return err
+	}
+	// A forced transition to standby stops the active RM; its Lease is
+	// released once everything has stopped, and it restarts as a standby.
+	svc, err := newHAService(rep, settings, func() {
+		if err := run.Shutdowner.Shutdown(fx.ExitCode(lifecycle.ExitCode)); err != nil {
+			log.Error("stepping down", "err", err)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if err := svc.Register(srv); err != nil {
 		return err
 	}
 	run.Serve(lifecycle.Endpoint{Name: "admin port (ResourceManagerAdministrationProtocol)", Address: settings.AdminAddress, Server: srv})

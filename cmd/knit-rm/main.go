@@ -13,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 	"k8s.io/client-go/dynamic"
@@ -31,6 +32,7 @@ import (
 	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/rm/apptrace"
 	"github.com/knitdev/knit/rm/conf"
+	"github.com/knitdev/knit/rm/ha"
 	"github.com/knitdev/knit/rm/queues"
 	rmrest "github.com/knitdev/knit/rm/rest"
 	"github.com/knitdev/knit/rm/store"
@@ -62,6 +64,8 @@ type flags struct {
 	// otlpEndpoint, when set, turns on the applications' traces, sent
 	// there over OTLP/HTTP.
 	otlpEndpoint string
+	// ha is the election among the RM's replicas.
+	ha haFlags
 }
 
 func main() {
@@ -84,24 +88,19 @@ func main() {
 	flag.IntVar(&f.workers, "rgs-workers", 16, "RGS workers for bound pods and for asks, each")
 	flag.BoolVar(&f.pprof, "pprof", false, "serve Go's runtime profiles under /debug/pprof/ on the RM web address (yarn.resourcemanager.webapp.address); they expose stacks and heap contents to anyone who reaches the port")
 	flag.StringVar(&f.otlpEndpoint, "otlp-endpoint", otlpEndpointFromEnv(), "OTLP/HTTP endpoint URL the applications' traces go to (default $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT); empty turns tracing off")
+	f.ha.register(flag.CommandLine)
 	flag.Parse()
-
-	app := fx.New(options(f))
-	app.Run()
-	if err := app.Err(); err != nil {
-		fmt.Fprintln(os.Stderr, "knit-rm:", err)
-		os.Exit(1)
-	}
+	os.Exit(run(f))
 }
 
-// options is the whole app: main runs it, and a test checks its graph
-// with fx.ValidateApp.
-func options(f flags) fx.Option {
+// options is the active RM: run starts it once the replica leads, and a
+// test checks its graph with fx.ValidateApp.
+func options(f flags, r *replica) fx.Option {
 	return fx.Options(
-		fx.Supply(f),
+		fx.Supply(f, r),
 		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, rm.NewLiveAttempts, rm.NewContainerReports, newTokens, newPodFactory, newNodes, newScheduler, newRKS, newRM, newMetrics, newTracer),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
-		fx.Invoke(serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveRKS, serveREST, runLogRetention),
+		fx.Invoke(serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveRKS, serveREST, runLogRetention, runLeadership),
 	)
 }
 
@@ -117,11 +116,12 @@ type loaded struct {
 	Settings conf.RMSettings
 }
 
-func loadConf(f flags) (loaded, error) {
+func loadConf(f flags, r *replica) (loaded, error) {
 	c, err := readConf(f.confDir)
 	if err != nil {
 		return loaded{}, err
 	}
+	c = r.rmConf(c)
 	settings, err := conf.LoadRMSettings(c)
 	if err != nil {
 		return loaded{}, fmt.Errorf("configuration: %w", err)
@@ -137,12 +137,15 @@ type kube struct {
 	Dynamic dynamic.Interface
 }
 
-func newKubernetes(f flags) (kube, error) {
+func newKubernetes(f flags, r *replica) (kube, error) {
 	// With no kubeconfig this is the in-cluster service account.
 	cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 	if err != nil {
 		return kube{}, fmt.Errorf("kubernetes config: %w", err)
 	}
+	// Every write of the RM (its state, pods, secrets, events) is fenced:
+	// a replica that no longer leads sends none.
+	cfg.Wrap(ha.FenceTransport(r.elector.Fence))
 	cfg.QPS, cfg.Burst = float32(f.kubeQPS), f.kubeBurst
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -155,8 +158,8 @@ func newKubernetes(f flags) (kube, error) {
 	return kube{Config: cfg, Client: client, Dynamic: dyn}, nil
 }
 
-func newStore(lc fx.Lifecycle, f flags, client kubernetes.Interface, dyn dynamic.Interface, log *slog.Logger) (*store.Store, error) {
-	s, err := store.New(store.Config{Dynamic: dyn, Core: client, Namespace: f.namespace, Logger: log.With("component", "store")})
+func newStore(lc fx.Lifecycle, f flags, client kubernetes.Interface, dyn dynamic.Interface, log *slog.Logger, r *replica) (*store.Store, error) {
+	s, err := store.New(store.Config{Dynamic: dyn, Core: client, Namespace: f.namespace, Logger: log.With("component", "store"), Fence: r.elector.Fence})
 	if err != nil {
 		return nil, err
 	}
@@ -261,8 +264,8 @@ func newRM(run lifecycle.Runner, settings conf.RMSettings, q *queues.Tree, tm *t
 	return r, nil
 }
 
-func serveClientProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, m *rmMetrics) error {
-	srv, err := ipc.NewServer(ipc.Config{Simple: true, Observer: m.rpc, Logger: run.Logger.With("component", "client-rpc")})
+func serveClientProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, m *rmMetrics, rep *replica) error {
+	srv, err := ipc.NewServer(ipc.Config{Simple: true, AdmitCall: rep.admission().AdmitCall, Observer: m.rpc, Logger: run.Logger.With("component", "client-rpc")})
 	if err != nil {
 		return err
 	}
@@ -273,8 +276,9 @@ func serveClientProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings c
 	return nil
 }
 
-func serveREST(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, c *hadoopconf.Configuration, m *rmMetrics, sched *rgs.Controller, f flags, kc *rest.Config, client kubernetes.Interface) error {
+func serveREST(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, c *hadoopconf.Configuration, m *rmMetrics, sched *rgs.Controller, f flags, kc *rest.Config, client kubernetes.Interface, rep *replica) error {
 	e := rmrest.New(rmrest.Config{Cluster: r.REST(), Logger: run.Logger.With("component", "rest")})
+	e.GET(ha.IsActivePath, echo.WrapHandler(ha.IsActive(rep.active)))
 	proxy, err := newWebProxy(r, settings, c, run.Logger.With("component", "webproxy"))
 	if err != nil {
 		return err

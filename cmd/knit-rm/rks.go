@@ -59,10 +59,12 @@ func relayedNode(ctx context.Context) *yarnpb.NodeIdProto {
 
 // serveRKS serves ContainerManagementProtocol for knit-node's relays, with
 // NMTokens only.
-func serveRKS(run lifecycle.Runner, svc *rks.Service, tm *tokens.Manager, f flags, m *rmMetrics) error {
+func serveRKS(run lifecycle.Runner, svc *rks.Service, tm *tokens.Manager, f flags, m *rmMetrics, rep *replica) error {
 	log := run.Logger
+	a := rep.admission()
 	srv, err := ipc.NewServer(ipc.Config{
-		Tokens:      tm.NMTokens().SecretLookup(relayedNode),
+		Tokens:      a.Tokens(tm.NMTokens().SecretLookup(relayedNode)),
+		AdmitCall:   a.AdmitCall,
 		ConnContext: relay.ConnContext,
 		Observer:    m.rpc,
 		Logger:      log.With("component", "rks-rpc"),

@@ -55,9 +55,10 @@ func newScheduler(f flags, client kubernetes.Interface, podFactory informers.Sha
 
 // serveAMProtocol serves ApplicationMasterProtocol on the scheduler port,
 // where AMs authenticate with their AMRMTokens only.
-func serveAMProtocol(run lifecycle.Runner, r *rm.ResourceManager, tm *tokens.Manager, settings conf.RMSettings, m *rmMetrics) error {
+func serveAMProtocol(run lifecycle.Runner, r *rm.ResourceManager, tm *tokens.Manager, settings conf.RMSettings, m *rmMetrics, rep *replica) error {
 	log := run.Logger
-	srv, err := ipc.NewServer(ipc.Config{Tokens: tm.AMRM().SecretLookup(), Observer: m.rpc, Logger: log.With("component", "scheduler-rpc")})
+	a := rep.admission()
+	srv, err := ipc.NewServer(ipc.Config{Tokens: a.Tokens(tm.AMRM().SecretLookup()), AdmitCall: a.AdmitCall, Observer: m.rpc, Logger: log.With("component", "scheduler-rpc")})
 	if err != nil {
 		return err
 	}

@@ -77,6 +77,9 @@ func (s *Store) NextApplicationIDs(ctx context.Context, n int32) (IDBlock, error
 			if err != nil {
 				return err
 			}
+			if err := s.checkEpoch(cm); err != nil {
+				return err
+			}
 			if reserved > math.MaxInt32-int64(n) {
 				return fmt.Errorf("application ids exhausted: %d reserved, %d more asked", reserved, n)
 			}
@@ -128,6 +131,7 @@ func (s *Store) NextEpoch(ctx context.Context) (int64, error) {
 				return err
 			}
 			epoch = cur + 1
+			s.epoch.Store(epoch)
 			return nil
 		}
 		return errContended
@@ -137,6 +141,26 @@ func (s *Store) NextEpoch(ctx context.Context) (int64, error) {
 	}
 	s.log.Info("raised RM epoch", "epoch", epoch)
 	return epoch, nil
+}
+
+// checkEpoch refuses to write cm, as read, when it holds a higher epoch
+// than this Store's: another RM has started since, and leads. The update
+// that follows is conditioned on cm's resourceVersion, so an epoch raised
+// after the read fails it with a conflict, and the re-read sees it.
+func (s *Store) checkEpoch(cm *corev1.ConfigMap) error {
+	mine := s.epoch.Load()
+	raw, ok := cm.Data[keyEpoch]
+	if mine == 0 || !ok {
+		return nil
+	}
+	stored, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		return fmt.Errorf("configmap %s: %s %q is not an epoch", ClusterConfigMap, keyEpoch, raw)
+	}
+	if stored > mine {
+		return fmt.Errorf("%w: RM epoch %d has started since this RM's %d", ErrFenced, stored, mine)
+	}
+	return nil
 }
 
 // clusterConfigMap reads ClusterConfigMap, creating it with the cluster

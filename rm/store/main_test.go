@@ -105,6 +105,7 @@ type storeOptions struct {
 	// failures counts backoffs (failed attempts); nil means not counted.
 	failures *atomic.Int64
 	now      func() time.Time
+	fence    func() error
 }
 
 // store returns a Store in the test's namespace with a fast backoff, as a
@@ -134,6 +135,7 @@ func (e *testEnv) store(t *testing.T, o storeOptions) *Store {
 		Logger:     slog.New(slog.NewTextHandler(t.Output(), nil)),
 		NewBackOff: fastBackOff(failures),
 		Now:        o.now,
+		Fence:      o.fence,
 	})
 	if err != nil {
 		t.Fatal(err)

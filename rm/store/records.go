@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/knitdev/knit/rks/launch"
@@ -111,6 +112,9 @@ func (s *Store) write(ctx context.Context, obj *unstructured.Unstructured) (*uns
 		case err != nil:
 			return nil, err
 		default:
+			if err := s.checkWriter(cur); err != nil {
+				return nil, err
+			}
 			s.log.Debug("overwriting changed application", "name", obj.GetName(),
 				"had", obj.GetResourceVersion(), "current", cur.GetResourceVersion())
 			obj.SetResourceVersion(cur.GetResourceVersion())
@@ -200,8 +204,29 @@ func (s *Store) toObject(rec Record) (*unstructured.Unstructured, error) {
 		launch.LabelUser:        launch.LabelValue(rec.User),
 		launch.LabelQueue:       launch.LabelValue(rec.Queue),
 	})
+	if e := s.epoch.Load(); e > 0 {
+		obj.SetAnnotations(map[string]string{annotationEpoch: strconv.FormatInt(e, 10)})
+	}
 	obj.SetResourceVersion(rec.ResourceVersion)
 	return obj, nil
+}
+
+// annotationEpoch is the RM epoch of a YarnApplication's last writer.
+const annotationEpoch = "knit.io/rm-epoch"
+
+// checkWriter refuses to overwrite an application last written by a newer
+// RM epoch than this Store's: that RM leads now. The write that follows is
+// conditioned on cur's resourceVersion, so the check holds for it.
+func (s *Store) checkWriter(cur *unstructured.Unstructured) error {
+	mine := s.epoch.Load()
+	raw, ok := cur.GetAnnotations()[annotationEpoch]
+	if mine == 0 || !ok {
+		return nil
+	}
+	if theirs, err := strconv.ParseInt(raw, 10, 64); err == nil && theirs > mine {
+		return fmt.Errorf("%w: %s last written by RM epoch %d, this RM's is %d", ErrFenced, cur.GetName(), theirs, mine)
+	}
+	return nil
 }
 
 // fromObject reads a Record back from its YarnApplication.

@@ -40,6 +40,11 @@ func (s *Store) retry(ctx context.Context, what string, op func(context.Context)
 	b := s.newBackOff()
 	b.Reset()
 	for attempt := 1; ; attempt++ {
+		if s.fence != nil {
+			if err := s.fence(); err != nil {
+				return fmt.Errorf("store: %s: %w: %w", what, ErrFenced, err)
+			}
+		}
 		err := runAttempt(ctx, op)
 		if err == nil {
 			if attempt > 1 {
@@ -98,6 +103,8 @@ func classify(err error) (transient bool, after time.Duration) {
 		return false, 0
 	case errors.Is(err, errTryAgain):
 		return true, 0
+	case errors.Is(err, ErrFenced):
+		return false, 0
 	case errors.Is(err, context.Canceled):
 		return false, 0
 	}

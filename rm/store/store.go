@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -33,7 +34,16 @@ type Config struct {
 	// Now is the clock, read once: when the cluster timestamp is first
 	// fixed. Nil means time.Now.
 	Now func() time.Time
+	// Fence, if set, is asked before every attempt of every call; an error
+	// fails the call at once (wrapping ErrFenced and the fence's error),
+	// unretried: the RM that may no longer write is the leader that lost
+	// its Lease.
+	Fence func() error
 }
+
+// ErrFenced is the error of a call refused because this RM may no longer
+// write: its fence said so, or a newer RM epoch has taken over.
+var ErrFenced = errors.New("store: fenced")
 
 // Store reads and writes the RM's state in the Kubernetes API. It is safe
 // for concurrent use and holds no cache: every call goes to the API server.
@@ -44,6 +54,10 @@ type Store struct {
 	log        *slog.Logger
 	newBackOff func() backoff.BackOff
 	now        func() time.Time
+	fence      func() error
+	// epoch is the RM epoch NextEpoch took for this Store, 0 before: the
+	// cluster's identity is not written once a higher epoch is stored.
+	epoch atomic.Int64
 }
 
 // New checks cfg and returns a Store. It does no I/O; call Install before
@@ -69,6 +83,7 @@ func New(cfg Config) (*Store, error) {
 		log:        cfg.Logger,
 		newBackOff: cfg.NewBackOff,
 		now:        cfg.Now,
+		fence:      cfg.Fence,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
