@@ -33,7 +33,10 @@ func (rm *ResourceManager) MetricsSnapshot(ctx context.Context) (metrics.Snapsho
 	for _, e := range rm.snapshot() {
 		e.mu.Lock()
 		a := metrics.App{Queue: e.app.Queue(), User: e.app.User(), State: e.app.ClientState(), Unmanaged: e.app.Unmanaged()}
-		if !e.app.State().Final() {
+		// An application with no containers yet (one waiting for its AM,
+		// as most of a busy queue's are) has no live use to count, and
+		// LiveUsage would build a report to say so.
+		if !e.app.State().Final() && len(e.app.Containers()) > 0 {
 			u := e.app.LiveUsage()
 			if u.GetNumUsedContainers() > 0 {
 				a.UsedContainers = int64(u.GetNumUsedContainers())

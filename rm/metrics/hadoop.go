@@ -3,10 +3,13 @@ package metrics
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
@@ -278,22 +281,71 @@ func (h *HadoopCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(f.desc, prometheus.GaugeValue, f.cluster(&c))
 	}
 	totals, users := queuesOf(s, &c)
-	for _, path := range sortedKeys(totals) {
-		q := totals[path]
-		for _, f := range h.queue {
-			ch <- prometheus.MustNewConstMetric(f.desc, f.valueType(), f.queue(q), path, "")
-		}
-		for _, f := range h.totals {
-			ch <- prometheus.MustNewConstMetric(f.desc, f.valueType(), f.queue(q), path, "")
-		}
+	// A queue's own figures come just before its users', in the order the
+	// registry sorts each family's samples (queue, then user, "" first), so
+	// its sort finds them in place.
+	keys := make([]seriesKey, 0, len(totals)+len(users))
+	for path := range totals {
+		keys = append(keys, seriesKey{queue: path})
 	}
-	for _, k := range sortedKeys(users) {
+	for k := range users {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b seriesKey) int {
+		if c := strings.Compare(a.queue, b.queue); c != 0 {
+			return c
+		}
+		return strings.Compare(a.user, b.user)
+	})
+	for _, k := range keys {
+		// One pair of labels for every family of the series.
+		labels := []*dto.LabelPair{{Name: proto.String("queue"), Value: proto.String(k.queue)}, {Name: proto.String("user"), Value: proto.String(k.user)}}
+		if k.user == "" {
+			q := totals[k.queue]
+			for _, f := range h.queue {
+				ch <- &sample{desc: f.desc, counter: f.counter, value: f.queue(q), labels: labels}
+			}
+			for _, f := range h.totals {
+				ch <- &sample{desc: f.desc, counter: f.counter, value: f.queue(q), labels: labels}
+			}
+			continue
+		}
 		q := users[k]
-		path, user, _ := strings.Cut(k, "\x00")
 		for _, f := range h.queue {
-			ch <- prometheus.MustNewConstMetric(f.desc, f.valueType(), f.queue(q), path, user)
+			ch <- &sample{desc: f.desc, counter: f.counter, value: f.queue(q), labels: labels}
 		}
 	}
+}
+
+// seriesKey names the series of a queue (user "") or of one user of it.
+type seriesKey struct{ queue, user string }
+
+// sample is one queue series of one family. Unlike
+// prometheus.MustNewConstMetric, which builds and sorts the label pairs of
+// every sample, it shares its series' pairs with the series' other
+// families: a scrape of 10,000 applications carries tens of thousands of
+// queue samples, and their labels were most of the collector's work.
+type sample struct {
+	desc    *prometheus.Desc
+	counter bool
+	value   float64
+	labels  []*dto.LabelPair // queue, user: sorted by name, read only
+}
+
+var _ prometheus.Metric = (*sample)(nil)
+
+// Desc implements prometheus.Metric.
+func (s *sample) Desc() *prometheus.Desc { return s.desc }
+
+// Write implements prometheus.Metric.
+func (s *sample) Write(m *dto.Metric) error {
+	m.Label = s.labels
+	if s.counter {
+		m.Counter = &dto.Counter{Value: &s.value}
+	} else {
+		m.Gauge = &dto.Gauge{Value: &s.value}
+	}
+	return nil
 }
 
 func clusterOf(nodes []Node) clusterFigures {
@@ -335,11 +387,10 @@ func ancestors(path string) []string {
 }
 
 // queuesOf adds up applications and pending pods per queue (every queue
-// above theirs too) and per user of each queue (users keyed by
-// queue "\x00" user).
-func queuesOf(s Snapshot, c *clusterFigures) (totals, users map[string]*queueFigures) {
+// above theirs too) and per user of each queue.
+func queuesOf(s Snapshot, c *clusterFigures) (totals map[string]*queueFigures, users map[seriesKey]*queueFigures) {
 	totals = map[string]*queueFigures{}
-	users = map[string]*queueFigures{}
+	users = map[seriesKey]*queueFigures{}
 	for i := range s.Queues {
 		totals[s.Queues[i].Path] = &queueFigures{q: &s.Queues[i], activeUsers: map[string]bool{}}
 	}
@@ -350,7 +401,7 @@ func queuesOf(s Snapshot, c *clusterFigures) (totals, users map[string]*queueFig
 				continue // a queue removed by a refresh while apps remain
 			}
 			fn(t)
-			k := path + "\x00" + user
+			k := seriesKey{queue: path, user: user}
 			u := users[k]
 			if u == nil {
 				u = &queueFigures{activeUsers: map[string]bool{}}

@@ -14,9 +14,9 @@
 // hold.
 //
 // webproxy_bench_test.go measures the RM's web application proxy against
-// direct requests to the same AM web server, and one /metrics scrape at
-// 10,000 applications and 1,000 nodes against a scrape of the Go runtime
-// metrics alone.
+// direct requests to the same AM web server. metrics_bench_test.go measures
+// knit-rm's /metrics on a ResourceManager holding 10,000 applications with
+// 1,000 nodes in its node view, against a scrape of an empty registry.
 //
 // nodeview_bench_test.go measures the RM's cost per pod:
 // BenchmarkClusterMetricsFlatInPods serves getClusterMetrics to 64

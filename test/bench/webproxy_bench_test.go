@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,12 +12,9 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/rm/metrics"
 	"github.com/knitdev/knit/rm/webproxy"
 )
 
@@ -84,56 +80,5 @@ func BenchmarkWebProxyVersusDirect(b *testing.B) {
 	b.ReportMetric(direct/float64(b.N), "direct-pages/s")
 	b.ReportMetric(proxied/float64(b.N), "proxy-pages/s")
 	b.ReportMetric(proxied/direct, "proxy/direct")
-	b.ReportMetric(0, "ns/op")
-}
-
-// BenchmarkMetricsScrape measures one /metrics scrape of the Hadoop figures
-// with 10,000 applications in 20 queues and 1,000 nodes, against a scrape
-// of the Go runtime metrics alone in the same run.
-func BenchmarkMetricsScrape(b *testing.B) {
-	var s metrics.Snapshot
-	for i := range 1000 {
-		s.Nodes = append(s.Nodes, metrics.Node{State: yarnpb.NodeStateProto_NS_RUNNING, CapabilityMB: 65536, CapabilityVCores: 32, UsedMB: int64(i % 65536)})
-	}
-	s.Queues = append(s.Queues, metrics.Queue{Path: "root", Capacity: 1, MaximumCapacity: 1, AbsoluteCapacity: 1, AbsoluteMaxCapacity: 1})
-	for q := range 20 {
-		s.Queues = append(s.Queues, metrics.Queue{Path: fmt.Sprintf("root.q%d", q), Capacity: 0.05, MaximumCapacity: 1, AbsoluteCapacity: 0.05, AbsoluteMaxCapacity: 1})
-	}
-	for i := range 10000 {
-		state := yarnpb.YarnApplicationStateProto_FINISHED
-		if i%10 == 0 {
-			state = yarnpb.YarnApplicationStateProto_RUNNING
-		}
-		s.Apps = append(s.Apps, metrics.App{Queue: fmt.Sprintf("root.q%d", i%20), User: fmt.Sprintf("user%d", i%100), State: state, UsedContainers: 3, UsedMB: 3072, UsedVCores: 3})
-	}
-	scrape := func(reg *prometheus.Registry) time.Duration {
-		srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		defer srv.Close()
-		start := time.Now()
-		resp, err := http.Get(srv.URL)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return time.Since(start)
-	}
-	full := prometheus.NewRegistry()
-	full.MustRegister(metrics.NewHadoopCollector(metrics.SourceFunc(func(context.Context) (metrics.Snapshot, error) { return s, nil }), 0, nil))
-	if err := metrics.Runtime(full); err != nil {
-		b.Fatal(err)
-	}
-	base := prometheus.NewRegistry()
-	if err := metrics.Runtime(base); err != nil {
-		b.Fatal(err)
-	}
-	var tFull, tBase time.Duration
-	for range b.N {
-		tFull += scrape(full)
-		tBase += scrape(base)
-	}
-	b.ReportMetric(float64(tFull.Microseconds())/1000/float64(b.N), "scrape-ms")
-	b.ReportMetric(float64(tBase.Microseconds())/1000/float64(b.N), "runtime-only-ms")
-	b.ReportMetric(float64(tFull)/float64(tBase), "scrape/runtime-only")
 	b.ReportMetric(0, "ns/op")
 }
