@@ -30,7 +30,7 @@ const eventsComponent = "knit-rm"
 // audit Events sent through an events broadcaster stopped with the RM.
 func newWebShell(run lifecycle.Runner, r *rm.ResourceManager, ui *webui.UI, sched *rgs.Controller, settings conf.RMSettings,
 	c *hadoopconf.Configuration, cfg *rest.Config, client kubernetes.Interface, f flags, log *slog.Logger) (*webshell.Server, error) {
-	ss, err := webshell.LoadSettings(c, webproxy.ResolvedAddress(settings.WebappAddress))
+	ss, err := webshell.LoadSettings(c, settings.WebappAddress, webproxy.ResolvedAddress(settings.WebappAddress))
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}

@@ -261,14 +261,14 @@ func (s streamWriter) Write(p []byte) (int, error) {
 func (s *Server) audit(ss *session, opened bool, code int32, reason string) {
 	attrs := []any{"user", ss.user, "container", ss.id.String(), "namespace", ss.pod.Namespace, "pod", ss.pod.Name,
 		"remote", ss.remote, "command", ss.start.Command, "tty", ss.start.TTY, "start", ss.opened}
-	what := "interactive shell"
+	what := "an interactive shell"
 	if len(ss.start.Command) > 0 {
-		what = "command"
+		what = "a command"
 	}
 	if opened {
 		s.log.Info("web shell opened", attrs...)
 		s.cfg.Events.Eventf(ss.pod, nil, corev1.EventTypeNormal, ReasonOpened, "Exec",
-			"User %s opened a %s into container %s", ss.user, what, ss.id)
+			"User %s opened %s into container %s", ss.user, what, ss.id)
 		return
 	}
 	end := s.cfg.Clock.Now()
@@ -278,6 +278,6 @@ func (s *Server) audit(ss *session, opened bool, code int32, reason string) {
 	s.log.Info("web shell closed", append(attrs, "end", end, "bytes_in", ss.in.Load(), "bytes_out", ss.out.Load(),
 		"exit_code", code, "reason", reason)...)
 	s.cfg.Events.Eventf(ss.pod, nil, corev1.EventTypeNormal, ReasonClosed, "Exec",
-		"User %s closed a %s into container %s after %s (%s): %d bytes in, %d bytes out",
+		"User %s closed %s into container %s after %s (%s): %d bytes in, %d bytes out",
 		ss.user, what, ss.id, end.Sub(ss.opened).Round(time.Second), truncate(reason, 300), ss.in.Load(), ss.out.Load())
 }

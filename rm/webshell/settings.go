@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,10 +64,11 @@ type Settings struct {
 	Origins []string
 }
 
-// LoadSettings reads the settings from the RM's configuration. rmWeb is
-// the RM's web address as users reach it (host:port); its origin is always
-// allowed, with KeyOrigins' list (comma-separated) added.
-func LoadSettings(c *hadoopconf.Configuration, rmWeb string) (Settings, error) {
+// LoadSettings reads the settings from the RM's configuration. rmWeb are
+// the RM's web addresses as users reach it (host:port: as configured, as
+// resolved); their origins are always allowed, with KeyOrigins' list
+// (comma-separated) added.
+func LoadSettings(c *hadoopconf.Configuration, rmWeb ...string) (Settings, error) {
 	var s Settings
 	var err error
 	if s.Enabled, err = c.GetBool(KeyEnabled, true); err != nil {
@@ -93,7 +95,10 @@ func LoadSettings(c *hadoopconf.Configuration, rmWeb string) (Settings, error) {
 	if err != nil {
 		return s, err
 	}
-	s.Origins = append(OriginsOf(rmWeb), origins...)
+	for _, a := range rmWeb {
+		s.Origins = append(s.Origins, OriginsOf(a)...)
+	}
+	s.Origins = append(s.Origins, origins...)
 	return s, s.validate()
 }
 
@@ -150,5 +155,7 @@ func (s *Settings) validate() error {
 		}
 		s.Origins[i] = u.Scheme + "://" + strings.ToLower(u.Host)
 	}
+	slices.Sort(s.Origins)
+	s.Origins = slices.Compact(s.Origins)
 	return nil
 }
