@@ -37,6 +37,9 @@ type haFlags struct {
 	// addresses of yarn.resourcemanager.ha.rm-ids to serve on.
 	id                                        string
 	leaseDuration, renewDeadline, retryPeriod time.Duration
+	// standbyRKS serves the RKS port on a standby too; off where the
+	// replicas share one RKS address that only the active may hold.
+	standbyRKS bool
 }
 
 func (h *haFlags) register(fs *flag.FlagSet) {
@@ -44,6 +47,7 @@ func (h *haFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&h.leaseDuration, "lease-duration", ha.DefaultLeaseDuration, "how long standbys wait after the leader's last renewal before taking its Lease")
 	fs.DurationVar(&h.renewDeadline, "lease-renew-deadline", ha.DefaultRenewDeadline, "how long the leader tries to renew before it stops writing and exits; below --lease-duration")
 	fs.DurationVar(&h.retryPeriod, "lease-retry-period", ha.DefaultRetryPeriod, "how often replicas try to take or renew the Lease")
+	fs.BoolVar(&h.standbyRKS, "standby-rks", true, "a standby serves --rks-address too, answering StandbyException; false where the replicas share one RKS address only the active holds (knit local, as a Service selecting the active would)")
 }
 
 // rmID is this replica's id: the flag, else yarn.resourcemanager.ha.id,
@@ -286,9 +290,11 @@ func serveStandby(run lifecycle.Runner, r *replica, settings conf.RMSettings, f 
 		rpc("client port", settings.Address, ipc.Config{Simple: true}, nil, nil),
 		rpc("scheduler port", settings.SchedulerAddress, ipc.Config{Tokens: a.Tokens(nil)}, nil, nil),
 		rpc("admin port", settings.AdminAddress, ipc.Config{Simple: true}, svc.Register, nil),
-		rpc("RKS port", f.rksAddress, ipc.Config{Tokens: a.Tokens(nil), ConnContext: relay.ConnContext}, nil,
-			func(l net.Listener) net.Listener { return relay.NewListener(l) }),
 	)
+	if err == nil && f.ha.standbyRKS {
+		err = rpc("RKS port", f.rksAddress, ipc.Config{Tokens: a.Tokens(nil), ConnContext: relay.ConnContext}, nil,
+			func(l net.Listener) net.Listener { return relay.NewListener(l) })
+	}
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ func runLocal(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("local "+args[0], flag.ContinueOnError)
 	dir := fs.String("dir", filepath.Join(home, ".knit", "local"), "folder for everything the local cluster keeps")
 	nodes := fs.Int("nodes", 2, "number of process nodes (up and run)")
+	rms := fs.Int("rms", 1, "number of knit-rm replicas; 2 or more run RM HA (one active through the Lease, the others standby) and hadoop-conf/ lists them all (up and run)")
 	binDir := fs.String("bin-dir", "", "folder of the Kubernetes binaries (default: the `make tools` cache)")
 	rmBinary := fs.String("rm-binary", besideMe("knit-rm"), "knit-rm program to run against the cluster; empty runs none")
 	confDir := fs.String("conf-dir", "", "your Hadoop configuration folder (yarn-site.xml, capacity-scheduler.xml, mapred-site.xml, ...) for knit-rm, the nodes and clients (up and run)")
@@ -37,7 +38,7 @@ func runLocal(args []string, out io.Writer) error {
 	if *dir, err = filepath.Abs(*dir); err != nil {
 		return fmt.Errorf("local: %w", err)
 	}
-	opts := localcluster.Options{Dir: *dir, Nodes: *nodes, BinDir: *binDir}
+	opts := localcluster.Options{Dir: *dir, Nodes: *nodes, BinDir: *binDir, RMs: *rms}
 	if *confDir != "" {
 		if opts.ConfDir, err = filepath.Abs(*confDir); err != nil {
 			return fmt.Errorf("local: %w", err)

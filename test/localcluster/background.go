@@ -157,6 +157,9 @@ func Up(ctx context.Context, opts Options, command []string) (*State, error) {
 	if opts.BinDir != "" {
 		args = append(args, "--bin-dir", opts.BinDir)
 	}
+	if opts.RMs > 1 {
+		args = append(args, "--rms", strconv.Itoa(opts.RMs))
+	}
 	if len(opts.RMCommand) > 0 {
 		args = append(args, "--rm-binary", opts.RMCommand[0])
 	}

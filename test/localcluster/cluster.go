@@ -47,6 +47,10 @@ type Options struct {
 	// ConfDir is the user's Hadoop configuration folder (`knit local up
 	// --conf-dir`) for knit-rm, the knit-nodes and clients; see userconf.go.
 	ConfDir string
+	// RMs is how many knit-rm replicas RMCommand runs; zero means one.
+	// Two or more run with RM HA (rm1, rm2, …: one active, elected by the
+	// Lease, the others standby), and hadoop-conf/ says so to clients.
+	RMs int
 }
 
 // Node is one process node of a running cluster.
@@ -60,8 +64,11 @@ type Cluster struct {
 	ControlPlane *controlplane.ControlPlane
 	Nodes        []Node
 	Client       kubernetes.Interface
-	// RM holds knit-rm's addresses when Options.RMCommand started one.
+	// RM holds knit-rm's addresses when Options.RMCommand started one: with
+	// several, rm1's.
 	RM *RMAddresses
+	// RMs holds every replica's addresses, rm1 first.
+	RMs []RMAddresses
 
 	log     *slog.Logger
 	confDir string
@@ -70,7 +77,10 @@ type Cluster struct {
 	// statusMu orders the writes of the components file.
 	mu       sync.Mutex
 	statusMu sync.Mutex
-	rm       *process
+	// rms are the knit-rm replicas, rm1 first; rmCount is how many a
+	// start runs.
+	rms     []*process
+	rmCount int
 	// nodeServices are the knit-node processes, one per node; ports are
 	// theirs and RKS's, picked with the first knit-rm.
 	nodeServices []*process
@@ -124,7 +134,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, errors.Join(err, cp.Stop())
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &Cluster{ControlPlane: cp, Client: client, log: log, confDir: opts.ConfDir, cancel: cancel}
+	c := &Cluster{ControlPlane: cp, Client: client, log: log, confDir: opts.ConfDir, cancel: cancel, rmCount: max(opts.RMs, 1)}
 	started.Store(c)
 	c.componentsChanged()
 	host, port, err := net.SplitHostPort(cp.Server[len("https://"):])
@@ -179,7 +189,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		if err != nil {
 			return nil, errors.Join(err, c.Stop(context.WithoutCancel(ctx)))
 		}
-		c.RM = &addrs
+		c.RM, c.RMs = &addrs[0], addrs
 	}
 	return c, nil
 }

@@ -22,8 +22,8 @@ func (c *Cluster) Components() []supervise.Status {
 	out := c.ControlPlane.Components()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.rm != nil {
-		out = append(out, c.rm.sp.Status())
+	for _, p := range c.rms {
+		out = append(out, p.sp.Status())
 	}
 	for _, p := range c.nodeServices {
 		out = append(out, p.sp.Status())

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -80,7 +81,7 @@ func (c *Cluster) startProcess(name, logPath string, supervised bool, build func
 func (c *Cluster) track(p *process, asRM bool) {
 	c.mu.Lock()
 	if asRM {
-		c.rm = p
+		c.rms = append(c.rms, p)
 	} else {
 		c.nodeServices = append(c.nodeServices, p)
 	}
@@ -121,6 +122,61 @@ func pickRMAddresses(dir string) (RMAddresses, error) {
 		defer l.Close()
 	}
 	return RMAddresses{Client: picked[0], Scheduler: picked[1], Admin: picked[2], Web: picked[3]}, nil
+}
+
+// freeRMAddresses are four free loopback ports, for a replica after the
+// first.
+func freeRMAddresses() (RMAddresses, error) {
+	var picked [4]string
+	for i := range picked {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return RMAddresses{}, fmt.Errorf("localcluster: rm port: %w", err)
+		}
+		picked[i] = l.Addr().String()
+		defer l.Close()
+	}
+	return RMAddresses{Client: picked[0], Scheduler: picked[1], Admin: picked[2], Web: picked[3]}, nil
+}
+
+// rmID is the RM id of the i-th replica (from 0): rm1, rm2, …
+func rmID(i int) string { return "rm" + strconv.Itoa(i+1) }
+
+// rmOwned are the RM properties the cluster picks: the addresses of a
+// single RM, or with several the RM HA keys and each id's addresses (and
+// rm1's as the plain keys, for tools that know no HA).
+func rmOwned(a []RMAddresses) []hadoopconf.Property {
+	owned := []hadoopconf.Property{
+		{Name: "yarn.resourcemanager.hostname", Value: "127.0.0.1"},
+		{Name: "yarn.resourcemanager.address", Value: a[0].Client},
+		{Name: "yarn.resourcemanager.scheduler.address", Value: a[0].Scheduler},
+		{Name: "yarn.resourcemanager.admin.address", Value: a[0].Admin},
+		{Name: "yarn.resourcemanager.webapp.address", Value: a[0].Web},
+	}
+	if len(a) < 2 {
+		return owned
+	}
+	ids := make([]string, len(a))
+	for i := range a {
+		ids[i] = rmID(i)
+	}
+	owned = append(owned,
+		hadoopconf.Property{Name: hadoopconf.KeyRMHAEnabled, Value: "true"},
+		hadoopconf.Property{Name: hadoopconf.KeyRMHAAutomaticFailover, Value: "true"},
+		hadoopconf.Property{Name: hadoopconf.KeyRMHAIDs, Value: strings.Join(ids, ",")},
+		hadoopconf.Property{Name: hadoopconf.KeyRMClusterID, Value: "knit-local"},
+	)
+	for i, x := range a {
+		id := ids[i]
+		owned = append(owned,
+			hadoopconf.Property{Name: "yarn.resourcemanager.hostname." + id, Value: "127.0.0.1"},
+			hadoopconf.Property{Name: "yarn.resourcemanager.address." + id, Value: x.Client},
+			hadoopconf.Property{Name: "yarn.resourcemanager.scheduler.address." + id, Value: x.Scheduler},
+			hadoopconf.Property{Name: "yarn.resourcemanager.admin.address." + id, Value: x.Admin},
+			hadoopconf.Property{Name: "yarn.resourcemanager.webapp.address." + id, Value: x.Web},
+		)
+	}
+	return owned
 }
 
 // RMSettings reads the RM settings of the yarn-site.xml in confDir, as a
@@ -169,14 +225,8 @@ func appLogsURI(dir string) string {
 // (log aggregation into AppLogsDir among them),
 // then the user's properties (u), then site, later ones winning; and links
 // u's other files there.
-func writeRMConf(log *slog.Logger, dir string, a RMAddresses, p nodePorts, u userConf, site []hadoopconf.Property) (rmConfDir string, err error) {
-	owned := []hadoopconf.Property{
-		{Name: "yarn.resourcemanager.hostname", Value: "127.0.0.1"},
-		{Name: "yarn.resourcemanager.address", Value: a.Client},
-		{Name: "yarn.resourcemanager.scheduler.address", Value: a.Scheduler},
-		{Name: "yarn.resourcemanager.admin.address", Value: a.Admin},
-		{Name: "yarn.resourcemanager.webapp.address", Value: a.Web},
-	}
+func writeRMConf(log *slog.Logger, dir string, a []RMAddresses, p nodePorts, u userConf, site []hadoopconf.Property) (rmConfDir string, err error) {
+	owned := rmOwned(a)
 	defaults := []hadoopconf.Property{
 		{Name: "yarn.resourcemanager.max-completed-applications", Value: "1000"},
 		{Name: "yarn.timeline-service.enabled", Value: "false"},
@@ -234,58 +284,64 @@ type Identities struct {
 // StartRMAs is StartRM with knit-rm and every knit-node using the
 // kubeconfigs of ids.
 func (c *Cluster) StartRMAs(ctx context.Context, ids Identities, command []string, site ...hadoopconf.Property) (RMAddresses, error) {
-	if c.rm != nil {
+	c.mu.Lock()
+	running := len(c.rms) > 0
+	c.mu.Unlock()
+	if running {
 		return RMAddresses{}, errors.New("localcluster: knit-rm already runs")
 	}
 	addrs, err := c.startRMAs(ctx, c.ControlPlane.Dir, ids, command, site)
 	if err != nil {
 		return RMAddresses{}, err
 	}
-	c.RM = &addrs
-	return addrs, nil
+	c.RM, c.RMs = &addrs[0], addrs
+	return addrs[0], nil
 }
 
 // startRM is startRMAs with the admin kubeconfig.
-func (c *Cluster) startRM(ctx context.Context, dir string, command []string, site []hadoopconf.Property) (RMAddresses, error) {
+func (c *Cluster) startRM(ctx context.Context, dir string, command []string, site []hadoopconf.Property) ([]RMAddresses, error) {
 	return c.startRMAs(ctx, dir, Identities{}, command, site)
 }
 
 // startRMAs creates the RM's namespace, writes its configuration and starts
-// command as knit-rm, returning once its client and admin ports accept
-// connections.
-func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, command []string, site []hadoopconf.Property) (RMAddresses, error) {
+// command as knit-rm, as many replicas as the cluster runs, returning once
+// each one's client and admin ports accept connections.
+func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, command []string, site []hadoopconf.Property) ([]RMAddresses, error) {
 	_, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: RMNamespace}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return RMAddresses{}, fmt.Errorf("localcluster: rm namespace: %w", err)
+		return nil, fmt.Errorf("localcluster: rm namespace: %w", err)
 	}
 	if err := CheckConfDir(dir, c.confDir); err != nil {
-		return RMAddresses{}, err
+		return nil, err
 	}
 	user, err := readUserConf(c.confDir)
 	if err != nil {
-		return RMAddresses{}, err
+		return nil, err
 	}
-	addrs, err := pickRMAddresses(dir)
+	first, err := pickRMAddresses(dir)
 	if err != nil {
-		return RMAddresses{}, err
+		return nil, err
+	}
+	addrs := []RMAddresses{first}
+	for len(addrs) < max(c.rmCount, 1) {
+		a, err := freeRMAddresses()
+		if err != nil {
+			return nil, err
+		}
+		addrs = append(addrs, a)
 	}
 	if c.ports.rks == "" {
-		addrs := make([]string, len(c.Nodes))
+		nodeAddrs := make([]string, len(c.Nodes))
 		for i, n := range c.Nodes {
-			addrs[i] = n.Address
+			nodeAddrs[i] = n.Address
 		}
-		if c.ports, err = pickNodePorts(addrs); err != nil {
-			return RMAddresses{}, err
+		if c.ports, err = pickNodePorts(nodeAddrs); err != nil {
+			return nil, err
 		}
 	}
 	confDir, err := writeRMConf(c.log, dir, addrs, c.ports, user, site)
 	if err != nil {
-		return RMAddresses{}, err
-	}
-	logPath := filepath.Join(dir, "logs", "knit-rm.log")
-	offset := int64(0)
-	if fi, err := os.Stat(logPath); err == nil {
-		offset = fi.Size()
+		return nil, err
 	}
 	// Process nodes ignore images: the launcher's init container copies
 	// knit-launcher from beside knit-rm.
@@ -294,27 +350,55 @@ func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, com
 	if kubeconfig == "" {
 		kubeconfig = c.ControlPlane.Kubeconfig
 	}
-	args := append(command[1:len(command):len(command)],
-		"--kubeconfig", kubeconfig, "--namespace", RMNamespace, "--conf-dir", confDir,
-		"--launcher-binary", launcher)
-	args = append(args, c.rmNodeArgs(dir)...)
-	p, err := c.startProcess("knit-rm", logPath, false, func() *exec.Cmd {
-		cmd := exec.Command(command[0], args...)
+	ha := len(addrs) > 1
+	ctx, cancel := context.WithTimeout(ctx, rmStartTimeout)
+	defer cancel()
+	for i, a := range addrs {
+		name, logName := "knit-rm", "knit-rm.log"
+		args := append(command[1:len(command):len(command)],
+			"--kubeconfig", kubeconfig, "--namespace", RMNamespace, "--conf-dir", confDir,
+			"--launcher-binary", launcher)
+		args = append(args, c.rmNodeArgs(dir)...)
+		if ha {
+			if i > 0 {
+				name, logName = "knit-rm-"+rmID(i), "knit-rm-"+rmID(i)+".log"
+			}
+			// One RKS address for all, which only the active holds, as a
+			// Service selecting the active RM would give the nodes.
+			args = append(args, "--ha-id", rmID(i), "--standby-rks=false")
+		}
+		if err := c.startOneRM(ctx, name, filepath.Join(dir, "logs", logName), command[0], args, confDir, a); err != nil {
+			return nil, err
+		}
+	}
+	c.log.Info("knit-rm up", "replicas", len(addrs), "client", addrs[0].Client, "web", addrs[0].Web)
+	if err := c.startNodeServices(dir, command[0], ids.NodeKubeconfig); err != nil {
+		return nil, err
+	}
+	return addrs, nil
+}
+
+// startOneRM starts one knit-rm replica and waits for its client and admin
+// ports, which a standby serves too; then supervises it.
+func (c *Cluster) startOneRM(ctx context.Context, name, logPath, bin string, args []string, confDir string, addrs RMAddresses) error {
+	offset := int64(0)
+	if fi, err := os.Stat(logPath); err == nil {
+		offset = fi.Size()
+	}
+	p, err := c.startProcess(name, logPath, false, func() *exec.Cmd {
+		cmd := exec.Command(bin, args...)
 		cmd.Env = append(os.Environ(), "HADOOP_CONF_DIR="+confDir)
 		return cmd
 	})
 	if err != nil {
-		return RMAddresses{}, err
+		return err
 	}
 	c.track(p, true)
-
-	ctx, cancel := context.WithTimeout(ctx, rmStartTimeout)
-	defer cancel()
 	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond), backoff.WithMaxInterval(time.Second), backoff.WithMaxElapsedTime(0))
 	err = backoff.Retry(func() error {
 		select {
 		case <-p.sp.Done():
-			return backoff.Permanent(fmt.Errorf("knit-rm exited: %w", p.sp.Err()))
+			return backoff.Permanent(fmt.Errorf("%s exited: %w", name, p.sp.Err()))
 		default:
 		}
 		for _, addr := range []string{addrs.Client, addrs.Admin} {
@@ -327,15 +411,11 @@ func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, com
 		return nil
 	}, backoff.WithContext(b, ctx))
 	if err != nil {
-		return RMAddresses{}, fmt.Errorf("localcluster: waiting for knit-rm: %w; its log:\n%s", err, tailFrom(logPath, offset))
+		return fmt.Errorf("localcluster: waiting for %s: %w; its log:\n%s", name, err, tailFrom(logPath, offset))
 	}
 	// Up, knit-rm is restarted whenever it ends, as a Deployment's pod.
 	p.sp.Supervise()
-	c.log.Info("knit-rm up", "client", addrs.Client, "web", addrs.Web)
-	if err := c.startNodeServices(dir, command[0], ids.NodeKubeconfig); err != nil {
-		return RMAddresses{}, err
-	}
-	return addrs, nil
+	return nil
 }
 
 // stopRM ends the node services and knit-rm with SIGTERM and, after their
@@ -343,13 +423,15 @@ func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, com
 func (c *Cluster) stopRM() {
 	c.stopNodeServices()
 	c.mu.Lock()
-	p := c.rm
-	c.rm = nil
+	ps := c.rms
+	c.rms = nil
 	c.mu.Unlock()
-	if p == nil {
+	if len(ps) == 0 {
 		return
 	}
-	p.stop(15 * time.Second)
+	for _, p := range ps {
+		p.stop(15 * time.Second)
+	}
 	c.log.Info("knit-rm stopped")
 	c.componentsChanged()
 }

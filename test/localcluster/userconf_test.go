@@ -38,7 +38,7 @@ func TestConfDirIsMergedAndLinkedIntoTheClientFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := RMAddresses{Client: "127.0.0.1:1", Scheduler: "127.0.0.1:2", Admin: "127.0.0.1:3", Web: "127.0.0.1:4"}
-	confDir, err := writeRMConf(slog.New(slog.DiscardHandler), dir, a, nodePorts{}, u, []hadoopconf.Property{{Name: "test.extra", Value: "x"}})
+	confDir, err := writeRMConf(slog.New(slog.DiscardHandler), dir, []RMAddresses{a}, nodePorts{}, u, []hadoopconf.Property{{Name: "test.extra", Value: "x"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestConfDirIsMergedAndLinkedIntoTheClientFolder(t *testing.T) {
 
 	// A start without --conf-dir keeps none of its files, and aggregates
 	// logs into the cluster's folder.
-	if _, err := writeRMConf(slog.New(slog.DiscardHandler), dir, a, nodePorts{}, userConf{}, nil); err != nil {
+	if _, err := writeRMConf(slog.New(slog.DiscardHandler), dir, []RMAddresses{a}, nodePorts{}, userConf{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	c = hadoopconf.New(hadoopconf.Options{})
