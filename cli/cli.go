@@ -113,12 +113,19 @@ type runner struct {
 	cfg         Config
 	client      Caller // ApplicationClientProtocol
 	admin       Caller // ResourceManagerAdministrationProtocol
+	// extra are the connections to each RM of HA commands.
+	extra []*Caller
 }
 
 func (r *runner) close() {
 	for _, c := range []Caller{r.client, r.admin} {
 		if c != nil {
 			_ = c.Close()
+		}
+	}
+	for _, c := range r.extra {
+		if *c != nil {
+			_ = (*c).Close()
 		}
 	}
 }
@@ -151,7 +158,12 @@ func (l lazyConn) Call(ctx context.Context, method string, req, resp proto.Messa
 		dial := r.cfg.Dial
 		if dial == nil {
 			dial = func(ctx context.Context, addr, protocol, user string) (Caller, error) {
-				return ipc.Dial(ctx, addr, ipc.ClientConfig{Protocol: protocol, User: user, Errors: yarnerr.FromRemote})
+				cfg := ipc.ClientConfig{Protocol: protocol, User: user, Errors: yarnerr.FromRemote}
+				if len(client.Addresses(addr)) > 1 {
+					// RM HA: the RMs in turn, as RMProxy fails over.
+					return client.NewCaller(addr, cfg)
+				}
+				return ipc.Dial(ctx, addr, cfg)
 			}
 		}
 		c, err := dial(ctx, addr, protocol, r.cfg.User)

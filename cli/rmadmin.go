@@ -76,6 +76,12 @@ func (r *runner) rmadmin(args []string) int {
 		r.rmadminUsage("")
 		return exitOK
 	}
+	// Without RM HA, as for RMAdminCLI, the HA commands are unknown.
+	if _, ok := haCommands[cmd]; ok {
+		if ids, _, err := r.haTargets(); err == nil && ids != nil {
+			return r.haAdmin(cmd, args[1:])
+		}
+	}
 	ref, ok := refreshes[cmd]
 	if !ok {
 		fmt.Fprintf(r.errOut, "%s: Unknown command\n", strings.TrimPrefix(cmd, "-"))
@@ -136,6 +142,10 @@ func (r *runner) getGroups(users []string) error {
 // rmadmin has (a shorter list than RMAdminCLI's).
 func (r *runner) rmadminUsage(cmd string) {
 	refreshes := adminRefreshes()
+	if usage, ok := haCommands[cmd]; ok {
+		fmt.Fprintf(r.errOut, "Usage: rmadmin [%s %s]\n", cmd, usage)
+		return
+	}
 	if cmd != "" {
 		fmt.Fprintf(r.errOut, "Usage: yarn rmadmin [%s]\n", cmd)
 		return
@@ -147,6 +157,10 @@ func (r *runner) rmadminUsage(cmd string) {
 		fmt.Fprintf(&b, "   %s: %s\n", flag, refreshes[flag].usageLine)
 	}
 	b.WriteString("   -getGroups [username]: Get the groups which given user belongs to.\n")
+	b.WriteString("   -transitionToActive [--forcemanual] <serviceId>: Transitions the service into Active state (refused: the Lease elects the active RM).\n")
+	b.WriteString("   -transitionToStandby [--forcemanual] <serviceId>: Transitions the service into Standby state.\n")
+	b.WriteString("   -getServiceState <serviceId>: Returns the state of the service.\n")
+	b.WriteString("   -getAllServiceState: Returns the state of all the services.\n")
 	b.WriteString("   -help: Display this help.\n")
 	fmt.Fprint(r.errOut, b.String())
 }

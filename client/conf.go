@@ -60,15 +60,39 @@ func ConfAddress(confDir, key string, defaultPort int) (addr string, ok bool, er
 	if ids == nil {
 		return confAddress(c, key, defaultPort)
 	}
-	addrs := make([]string, len(ids))
+	addrs, ok, err := haAddresses(c, ids, key, defaultPort)
+	return strings.Join(addrs, ","), ok, err
+}
+
+// ConfRMAddresses returns, with RM HA on, the RM ids of
+// confDir/yarn-site.xml and each one's address for key, as ConfAddress
+// reads them; both nil with HA off. `yarn rmadmin -getServiceState <id>`
+// resolves ids so.
+func ConfRMAddresses(confDir, key string, defaultPort int) (ids, addrs []string, err error) {
+	c := hadoopconf.New(hadoopconf.Options{})
+	if confDir != "" {
+		path := filepath.Join(confDir, "yarn-site.xml")
+		if err := c.AddFile(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, nil, fmt.Errorf("client: read %s: %w", path, err)
+		}
+	}
+	if ids, err = hadoopconf.RMHAIDs(c); err != nil || ids == nil {
+		return nil, nil, err
+	}
+	addrs, _, err = haAddresses(c, ids, key, defaultPort)
+	return ids, addrs, err
+}
+
+func haAddresses(c *hadoopconf.Configuration, ids []string, key string, defaultPort int) (addrs []string, ok bool, err error) {
+	addrs = make([]string, len(ids))
 	for i, id := range ids {
 		a, named, err := confAddress(hadoopconf.ForRM(c, id), key, defaultPort)
 		if err != nil {
-			return "", false, err
+			return nil, false, err
 		}
 		addrs[i], ok = a, ok || named
 	}
-	return strings.Join(addrs, ","), ok, nil
+	return addrs, ok, nil
 }
 
 // confAddress is ConfAddress for one RM.

@@ -127,3 +127,27 @@ func (f *failover) Close() error {
 }
 
 var _ ipc.Invoker = (*failover)(nil)
+
+// Caller is a connection to an RM protocol: one RM, or an HA list of them
+// failing over (NewCaller).
+type Caller interface {
+	ipc.Invoker
+	Close() error
+}
+
+// NewCaller returns a caller of the protocol cfg names at addr: an
+// ipc.Client for one address, or a failover caller over an HA list (see
+// Addresses), whose RMs are each tried once per round. It connects on the
+// first call.
+func NewCaller(addr string, cfg ipc.ClientConfig) (Caller, error) {
+	addrs := Addresses(addr)
+	if len(addrs) <= 1 {
+		return ipc.NewClient(addr, cfg)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	cfg.NewBackOff = noConnectRetries
+	return newFailover(addrs, func(a string) (caller, error) { return ipc.NewClient(a, cfg) }, log)
+}
