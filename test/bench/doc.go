@@ -14,9 +14,12 @@
 // hold.
 //
 // webproxy_bench_test.go measures the RM's web application proxy against
-// direct requests to the same AM web server. metrics_bench_test.go measures
-// knit-rm's /metrics on a ResourceManager holding 10,000 applications with
-// 1,000 nodes in its node view, against a scrape of an empty registry.
+// direct requests to the same AM web server, with the CPU per page of each
+// path. metrics_bench_test.go measures knit-rm's /metrics on a
+// ResourceManager holding 10,000 applications with 1,000 nodes in its node
+// view, against a scrape of an empty registry; webui_bench_test.go the REST
+// and UI answers from that RM and the UI pages alone over a fixed list,
+// against a no-op handler.
 //
 // nodeview_bench_test.go measures the RM's cost per pod:
 // BenchmarkClusterMetricsFlatInPods serves getClusterMetrics to 64

@@ -41,11 +41,11 @@ const (
 	scrapeKillOne = 3  // every third application is killed
 )
 
-// scrapeRM is a ResourceManager holding scrapeApps applications of
+// appsRM is a ResourceManager holding scrapeApps applications of
 // scrapeUsers users in scrapeQueues queues, its nodes from rgs/nodes'
 // Lister over a fake API server holding scrapeNodes nodes, and a registry
 // with what knit-rm registers.
-type scrapeRM struct {
+type appsRM struct {
 	rm      *rm.ResourceManager
 	nodes   *nodeLister
 	stop    func()
@@ -53,7 +53,7 @@ type scrapeRM struct {
 	reg     *prometheus.Registry
 }
 
-func startScrapeRM(b *testing.B) *scrapeRM {
+func startAppsRM(b *testing.B) *appsRM {
 	b.Helper()
 	objs := make([]kruntime.Object, 0, scrapeNodes)
 	for i := range scrapeNodes {
@@ -68,6 +68,7 @@ func startScrapeRM(b *testing.B) *scrapeRM {
 	}
 	c.Set("yarn.scheduler.capacity.root.queues", strings.Join(leaves, ","))
 	c.Set("yarn.scheduler.capacity.maximum-applications", "100000")
+	c.Set(hadoopconf.KeyRMMaxCompletedApplications, fmt.Sprint(scrapeApps)) // the RM keeps every killed one
 	settings, err := conf.LoadRMSettings(c)
 	if err != nil {
 		b.Fatal(err)
@@ -114,7 +115,7 @@ func startScrapeRM(b *testing.B) *scrapeRM {
 		b.Fatal(err)
 	}
 	addr, stop := serveIPC(b, srv)
-	s := &scrapeRM{rm: r, nodes: nl, stop: stop, reg: reg}
+	s := &appsRM{rm: r, nodes: nl, stop: stop, reg: reg}
 	for i := range scrapeUsers {
 		cl, err := ipc.Dial(context.Background(), addr, ipc.ClientConfig{
 			Protocol: yarnrpc.ApplicationClientProtocolName, User: fmt.Sprintf("user%d", i), MaxIdleTime: benchIdle, Logger: quiet,
@@ -131,7 +132,7 @@ func startScrapeRM(b *testing.B) *scrapeRM {
 // submit has each user submit its share of scrapeApps round the queues,
 // and kill every scrapeKillOne-th of them, so that the RM holds running
 // (ACCEPTED) and ended applications.
-func (s *scrapeRM) submit(b *testing.B) {
+func (s *appsRM) submit(b *testing.B) {
 	b.Helper()
 	run(b, s.clients, scrapeApps, func(c *ipc.Client, i int) error {
 		ctx, cancel := callCtx()
@@ -163,7 +164,7 @@ func (s *scrapeRM) submit(b *testing.B) {
 	})
 }
 
-func (s *scrapeRM) close() {
+func (s *appsRM) close() {
 	closeClients(s.clients)
 	s.stop()
 	s.nodes.stop()
@@ -209,7 +210,7 @@ func scrapeOnce(b *testing.B, c *http.Client, url string) (time.Duration, int) {
 // client's part is the same for both), and the samples a full scrape
 // carries.
 func BenchmarkRMMetricsScrape(b *testing.B) {
-	s := startScrapeRM(b)
+	s := startAppsRM(b)
 	defer s.close()
 	e := echo.New()
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg})))

@@ -109,3 +109,79 @@ func BenchmarkWebUIWith10000Applications(b *testing.B) {
 	b.ReportMetric(ms(quantile(noop, 0.99)), "noop-p99-ms")
 	b.ReportMetric(0, "ns/op")
 }
+
+// BenchmarkRESTAndUIOnTheRM measures the p50 and p99 time of the REST and
+// UI answers served from a real ResourceManager holding 10,000
+// applications of 50 users in 20 queues (a third killed) and 1,000 nodes
+// (the RM of BenchmarkRMMetricsScrape): every application
+// (/ws/v1/cluster/apps), the first 100 that have not ended, one
+// application, the applications page and an application's page, against a
+// handler that does no work behind the same server, in rounds of the same
+// run. It reports the size of the full applications list too.
+func BenchmarkRESTAndUIOnTheRM(b *testing.B) {
+	s := startAppsRM(b)
+	defer s.close()
+	ui, err := webui.New(webui.Config{Cluster: s.rm.WebUI(nil), Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pages := echo.New()
+	ui.Register(pages)
+	pages.GET("/noop", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
+	mux := http.NewServeMux()
+	mux.Handle("/ws/", rest.New(rest.Config{Cluster: s.rm.REST(), Logger: quiet}))
+	mux.Handle("/", pages)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c := &http.Client{}
+	defer c.CloseIdleConnections()
+	var listBytes int64
+	fetch := func(path string) time.Duration {
+		start := time.Now()
+		resp, err := c.Get(srv.URL + path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("GET %s: %s", path, resp.Status)
+		}
+		if path == "/ws/v1/cluster/apps" {
+			listBytes = n
+		}
+		return time.Since(start)
+	}
+	app := func(i int) string { return fmt.Sprintf("application_%d_%04d", clusterTimestamp, 1+(i*97)%scrapeApps) }
+	paths := []struct {
+		name string
+		path func(i int) string
+	}{
+		{"rest-apps", func(int) string { return "/ws/v1/cluster/apps" }},
+		{"rest-apps100", func(int) string { return "/ws/v1/cluster/apps?states=ACCEPTED,RUNNING&limit=100" }},
+		{"rest-app", func(i int) string { return "/ws/v1/cluster/apps/" + app(i) }},
+		{"ui-apps", func(int) string { return "/cluster/apps?sort=name&order=asc" }},
+		{"ui-app", func(i int) string { return "/cluster/app/" + app(i) }},
+		{"noop", func(int) string { return "/noop" }},
+	}
+	const rounds = 30
+	took := make([][]time.Duration, len(paths))
+	for range b.N {
+		for i := range rounds {
+			for k, p := range paths {
+				took[k] = append(took[k], fetch(p.path(i)))
+			}
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	noop := quantile(took[len(paths)-1], 0.99)
+	for k, p := range paths {
+		b.ReportMetric(ms(quantile(took[k], 0.5)), p.name+"-p50-ms")
+		b.ReportMetric(ms(quantile(took[k], 0.99)), p.name+"-p99-ms")
+		if p.name != "noop" {
+			b.ReportMetric(float64(quantile(took[k], 0.99))/float64(noop), p.name+"/noop-p99")
+		}
+	}
+	b.ReportMetric(float64(listBytes), "rest-apps-bytes")
+	b.ReportMetric(0, "ns/op")
+}
