@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -475,11 +476,31 @@ func TestRMAndNodesAgree(t *testing.T) {
 	each(t, func(t *testing.T, r *rendered) {
 		k := load(t, r)
 		rm, node := k.rmArgs, k.nodeArgs
-		if got := k.rm.Spec.Replicas; got == nil || *got != 1 {
-			t.Errorf("knit-rm has %v replicas; without leader election it must have 1", got)
+		if got := k.rm.Spec.Replicas; got == nil || *got < 2 {
+			t.Errorf("knit-rm has %v replicas; HA needs a standby", got)
 		}
-		if k.rm.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-			t.Errorf("knit-rm's strategy is %q; a rolling update would run two RMs at once", k.rm.Spec.Strategy.Type)
+		if ru := k.rm.Spec.Strategy.RollingUpdate; k.rm.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType ||
+			ru == nil || ru.MaxUnavailable == nil || ru.MaxUnavailable.IntValue() != 1 {
+			t.Errorf("knit-rm's strategy is %+v; an update replaces one replica at a time", k.rm.Spec.Strategy)
+		}
+		pdb := one[*policyv1.PodDisruptionBudget](t, r, k.ns, "knit-rm")
+		if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 1 ||
+			pdb.Spec.Selector == nil || pdb.Spec.Selector.MatchLabels["app.kubernetes.io/name"] != "knit-rm" {
+			t.Errorf("knit-rm's PodDisruptionBudget %+v: one RM must stay through a drain", pdb.Spec)
+		}
+		if got := k.rmService.Spec.Selector["knit.io/rm-role"]; got != "active" {
+			t.Errorf("Service knit-rm selects knit.io/rm-role=%q, want the active RM only", got)
+		}
+		role := one[*rbacv1.Role](t, r, k.ns, "knit-rm")
+		lease := false
+		for _, rule := range role.Rules {
+			if slices.Contains(rule.APIGroups, "coordination.k8s.io") && slices.Contains(rule.Resources, "leases") &&
+				slices.Contains(rule.Verbs, "update") && slices.Contains(rule.ResourceNames, "knit-rm") {
+				lease = true
+			}
+		}
+		if !lease {
+			t.Error("Role knit-rm may not update the Lease knit-rm the replicas elect the active RM with")
 		}
 		if rm["namespace"] != k.ns {
 			t.Errorf("knit-rm --namespace=%s, but it is deployed in %s", rm["namespace"], k.ns)
@@ -616,8 +637,11 @@ func TestAMsFilterAcceptsTheProxy(t *testing.T) {
 		if svc.Spec.ClusterIP != corev1.ClusterIPNone {
 			t.Errorf("Service %s has a cluster IP; AmIpFilter would refuse the RM pods' own addresses", name)
 		}
-		if !maps.Equal(svc.Spec.Selector, k.rmService.Spec.Selector) {
-			t.Errorf("Service %s selects %v, the RM's %v", name, svc.Spec.Selector, k.rmService.Spec.Selector)
+		// Every RM replica, not only the active one: an AM's filter keeps
+		// the addresses it resolved for a while, and a failover must not
+		// leave the new active's proxy outside them.
+		if !maps.Equal(svc.Spec.Selector, k.rm.Spec.Selector.MatchLabels) {
+			t.Errorf("Service %s selects %v, the RM's pods are %v", name, svc.Spec.Selector, k.rm.Spec.Selector.MatchLabels)
 		}
 		if got, want := port(t, addr), servicePort(t, svc, k.rmc, "web"); got != want {
 			t.Errorf("yarn.web-proxy.address %s, the Service serves the web port on %d", addr, want)

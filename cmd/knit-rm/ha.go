@@ -15,8 +15,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -40,6 +43,9 @@ type haFlags struct {
 	// standbyRKS serves the RKS port on a standby too; off where the
 	// replicas share one RKS address that only the active may hold.
 	standbyRKS bool
+	// podName, when set, is this replica's pod in --namespace, labelled
+	// with its role so that the RM's Service selects only the active.
+	podName string
 }
 
 func (h *haFlags) register(fs *flag.FlagSet) {
@@ -47,7 +53,35 @@ func (h *haFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&h.leaseDuration, "lease-duration", ha.DefaultLeaseDuration, "how long standbys wait after the leader's last renewal before taking its Lease")
 	fs.DurationVar(&h.renewDeadline, "lease-renew-deadline", ha.DefaultRenewDeadline, "how long the leader tries to renew before it stops writing and exits; below --lease-duration")
 	fs.DurationVar(&h.retryPeriod, "lease-retry-period", ha.DefaultRetryPeriod, "how often replicas try to take or renew the Lease")
+	fs.StringVar(&h.podName, "pod-name", os.Getenv("POD_NAME"), "this replica's pod in --namespace (default $POD_NAME): labelled "+labelRole+"=active or standby, for the Service that sends clients, AMs and node relays to the active RM only")
 	fs.BoolVar(&h.standbyRKS, "standby-rks", true, "a standby serves --rks-address too, answering StandbyException; false where the replicas share one RKS address only the active holds (knit local, as a Service selecting the active would)")
+}
+
+// labelRole is the pod label saying whether a replica is the active RM.
+const labelRole = "knit.io/rm-role"
+
+// labelPod sets this replica's pod's role label, when it knows its pod: a
+// merge patch of its own pod, through the election's client (it is no
+// write of the RM's state, and a standby makes it too). A failure is
+// logged: the RM still serves, and a client configured with every RM id
+// finds it anyway.
+func (r *replica) labelPod(ctx context.Context, role string, log *slog.Logger) {
+	if r.podName == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, labelRole, role))
+	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithInitialInterval(100*time.Millisecond)), ctx)
+	err := backoff.Retry(func() error {
+		_, err := r.kube.CoreV1().Pods(r.namespace).Patch(ctx, r.podName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "knit-rm"})
+		return err
+	}, b)
+	if err != nil {
+		log.Error("labelling the pod", "pod", r.podName, "role", role, "err", err)
+		return
+	}
+	log.Info("labelled the pod", "pod", r.podName, "role", role)
 }
 
 // rmID is this replica's id: the flag, else yarn.resourcemanager.ha.id,
@@ -80,6 +114,10 @@ type replica struct {
 	// conf is the configuration as read, before ForRM picked this RM's
 	// addresses: the standby finds the active's web address in it.
 	conf *hadoopconf.Configuration
+	// kube is the election's client; podName and namespace name this
+	// replica's pod, if known.
+	kube               kubernetes.Interface
+	podName, namespace string
 }
 
 // active reports whether this replica leads and may write.
@@ -143,6 +181,7 @@ func run(f flags) int {
 	if err := startApp(ctx, standby); err != nil {
 		return fail(err)
 	}
+	r.labelPod(ctx, "standby", log)
 	select {
 	case <-r.elector.Elected():
 	case <-ctx.Done():
@@ -159,6 +198,7 @@ func run(f flags) int {
 	if err := startApp(ctx, app); err != nil {
 		return fail(err)
 	}
+	r.labelPod(ctx, "active", log)
 	sig := <-app.Wait()
 	stopApp(app, log)
 	return sig.ExitCode
@@ -212,7 +252,7 @@ func newReplica(f flags, log *slog.Logger) (*replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &replica{id: id, ids: ids, elector: el, conf: c}, nil
+	return &replica{id: id, ids: ids, elector: el, conf: c, kube: client, podName: f.ha.podName, namespace: f.namespace}, nil
 }
 
 // rmConf is this RM's view of the configuration: with HA, its own
