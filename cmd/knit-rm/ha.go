@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -244,8 +246,15 @@ func newReplica(f flags, log *slog.Logger) (*replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
+	// The Lease names this process, not only this RM id: a replica
+	// restarted at once after a crash is a standby like the others, and
+	// the one that has waited longest for the dead leader's Lease takes it.
+	var nonce [4]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, err
+	}
 	el, err := ha.NewElector(ha.Config{
-		Client: client, Namespace: f.namespace, Identity: id,
+		Client: client, Namespace: f.namespace, Identity: id + "/" + hex.EncodeToString(nonce[:]),
 		LeaseDuration: f.ha.leaseDuration, RenewDeadline: f.ha.renewDeadline, RetryPeriod: f.ha.retryPeriod,
 		Logger: log.With("component", "election"),
 	})
@@ -340,7 +349,10 @@ func serveStandby(run lifecycle.Runner, r *replica, settings conf.RMSettings, f 
 	}
 	web := ha.StandbyWeb(ha.WebConfig{
 		Info:      rm.StandbyClusterInfo(time.Now().UnixMilli()),
-		ActiveURL: func() string { return r.webURL(strings.TrimSpace(r.elector.Leader())) },
+		ActiveURL: func() string {
+			leader, _, _ := strings.Cut(r.elector.Leader(), "/")
+			return r.webURL(leader)
+		},
 	})
 	srv := &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second}
 	run.Serve(lifecycle.Endpoint{Name: "web port (standby)", Address: settings.WebappAddress, Server: srv})

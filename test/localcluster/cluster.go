@@ -25,6 +25,7 @@ import (
 
 	"github.com/knitdev/knit/test/controlplane"
 	"github.com/knitdev/knit/test/procnode"
+	"github.com/knitdev/knit/test/supervise"
 )
 
 // Options describe a local cluster.
@@ -47,6 +48,9 @@ type Options struct {
 	// ConfDir is the user's Hadoop configuration folder (`knit local up
 	// --conf-dir`) for knit-rm, the knit-nodes and clients; see userconf.go.
 	ConfDir string
+	// RMRestarts is knit-rm's restart policy; the zero value is the
+	// kubelet's. Benchmarks that kill RMs over and over shorten it.
+	RMRestarts supervise.Backoff
 	// RMs is how many knit-rm replicas RMCommand runs; zero means one.
 	// Two or more run with RM HA (rm1, rm2, …: one active, elected by the
 	// Lease, the others standby), and hadoop-conf/ says so to clients.
@@ -79,8 +83,9 @@ type Cluster struct {
 	statusMu sync.Mutex
 	// rms are the knit-rm replicas, rm1 first; rmCount is how many a
 	// start runs.
-	rms     []*process
-	rmCount int
+	rms        []*process
+	rmCount    int
+	rmRestarts supervise.Backoff
 	// nodeServices are the knit-node processes, one per node; ports are
 	// theirs and RKS's, picked with the first knit-rm.
 	nodeServices []*process
@@ -134,7 +139,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, errors.Join(err, cp.Stop())
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &Cluster{ControlPlane: cp, Client: client, log: log, confDir: opts.ConfDir, cancel: cancel, rmCount: max(opts.RMs, 1)}
+	c := &Cluster{ControlPlane: cp, Client: client, log: log, confDir: opts.ConfDir, cancel: cancel, rmCount: max(opts.RMs, 1), rmRestarts: opts.RMRestarts}
 	started.Store(c)
 	c.componentsChanged()
 	host, port, err := net.SplitHostPort(cp.Server[len("https://"):])

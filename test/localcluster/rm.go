@@ -53,6 +53,11 @@ type process struct {
 // logPath, with restarts after every end once supervised (at once for a
 // knit-node, after its start-up for knit-rm).
 func (c *Cluster) startProcess(name, logPath string, supervised bool, build func() *exec.Cmd) (*process, error) {
+	return c.startProcessWith(name, logPath, supervised, supervise.Backoff{}, build)
+}
+
+// startProcessWith is startProcess with a restart policy of its own.
+func (c *Cluster) startProcessWith(name, logPath string, supervised bool, restarts supervise.Backoff, build func() *exec.Cmd) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("localcluster: %s log: %w", name, err)
@@ -66,6 +71,7 @@ func (c *Cluster) startProcess(name, logPath string, supervised bool, build func
 			return cmd, nil
 		},
 		Supervised: supervised,
+		Backoff:    restarts,
 		Logger:     c.log,
 		OnChange:   c.componentsChanged,
 	})
@@ -385,7 +391,7 @@ func (c *Cluster) startOneRM(ctx context.Context, name, logPath, bin string, arg
 	if fi, err := os.Stat(logPath); err == nil {
 		offset = fi.Size()
 	}
-	p, err := c.startProcess(name, logPath, false, func() *exec.Cmd {
+	p, err := c.startProcessWith(name, logPath, false, c.rmRestarts, func() *exec.Cmd {
 		cmd := exec.Command(bin, args...)
 		cmd.Env = append(os.Environ(), "HADOOP_CONF_DIR="+confDir)
 		return cmd
