@@ -348,7 +348,7 @@ func serveStandby(run lifecycle.Runner, r *replica, settings conf.RMSettings, f 
 		return err
 	}
 	web := ha.StandbyWeb(ha.WebConfig{
-		Info:      rm.StandbyClusterInfo(time.Now().UnixMilli()),
+		Info: rm.StandbyClusterInfo(time.Now().UnixMilli()),
 		ActiveURL: func() string {
 			leader, _, _ := strings.Cut(r.elector.Leader(), "/")
 			return r.webURL(leader)
