@@ -214,7 +214,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.page(w, r, http.StatusLoopDetected, "The tracking URL leads back to the proxy")
 		return
 	}
-	req, msg := p.parse(r)
+	query := r.URL.Query()
+	req, msg := p.parse(r, query)
 	if msg != "" {
 		p.log.WarnContext(r.Context(), "invalid proxy path", "user", req.user, "path", r.URL.Path)
 		p.page(w, r, http.StatusNotFound, msg)
@@ -228,7 +229,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	approved := r.URL.Query().Get(approvalParam) == "true"
+	approved := query.Get(approvalParam) == "true"
 	warned := false
 	if p.cfg.SecurityEnabled {
 		if c, err := r.Cookie(checkCookieName(req.appID)); err == nil {
@@ -283,8 +284,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // parse splits /proxy[/redirect]/<application>[/<rest>]; msg is the 404
 // message of a path that names no application.
-func (p *Proxy) parse(r *http.Request) (req request, msg string) {
-	req.user = r.URL.Query().Get("user.name")
+func (p *Proxy) parse(r *http.Request, query url.Values) (req request, msg string) {
+	req.user = query.Get("user.name")
 	if req.user == "" {
 		req.user = p.cfg.AnonymousUser
 	}
