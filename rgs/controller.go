@@ -99,8 +99,10 @@ func (nopObserver) ContainerAllocated(string, time.Duration) {}
 type Controller struct {
 	cfg  Config
 	sink scheduling.Sink
-	// mapping is the Kubernetes side of a queue, given at Start.
+	// mapping is the Kubernetes side of a queue, and policy the queues'
+	// limits admission follows (nil: no admission), given at Start.
 	mapping func(queue string) Mapping
+	policy  Policy
 	log     *slog.Logger
 	pods    corelisters.PodLister
 	synced  cache.InformerSynced
@@ -126,6 +128,13 @@ type Controller struct {
 	// reported are the containers whose end went to the Sink.
 	reported map[yarnid.ContainerID]bool
 	warned   map[yarnid.ContainerID]bool
+
+	// admitQueue runs admission passes (admit.go); ungated are the pods
+	// whose gate a pass lifted and the cache may not show lifted yet
+	// (admission's expectations).
+	admitQueue workqueue.TypedRateLimitingInterface[string]
+	admitMu    sync.Mutex
+	ungated    map[types.UID]bool
 }
 
 type bookKey struct {
@@ -179,10 +188,15 @@ func New(cfg Config) (*Controller, error) {
 		byPod:      map[types.UID]yarnid.ContainerID{},
 		reported:   map[yarnid.ContainerID]bool{},
 		warned:     map[yarnid.ContainerID]bool{},
+		admitQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "rgs-admission"}),
+		ungated: map[types.UID]bool{},
 	}
 	enqueue := func(obj any) {
 		if p, ok := podOf(obj); ok {
 			c.podQueue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+			c.queueAdmission()
 		}
 	}
 	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -191,6 +205,7 @@ func New(cfg Config) (*Controller, error) {
 		DeleteFunc: func(obj any) {
 			if p, ok := podOf(obj); ok {
 				c.podGone(p)
+				c.queueAdmission()
 			}
 		},
 	})
@@ -222,9 +237,11 @@ func podOf(obj any) (*corev1.Pod, bool) {
 // pending pods are kept for the AM's resync and the running containers are
 // returned, for the RM to recover. Everything that happens to pods from then
 // on goes to sink. mapping gives the Kubernetes side of a queue (namespace,
-// scheduler, pod template) at the time a pod is built.
-func (c *Controller) Start(ctx context.Context, sink scheduling.Sink, mapping func(queue string) Mapping) ([]scheduling.Allocation, error) {
-	c.sink, c.mapping = sink, mapping
+// scheduler, pod template) at the time a pod is built. With a policy,
+// every pod waits behind a scheduling gate until the queues admit it
+// (admit.go); without, pods go to the Kubernetes scheduler as created.
+func (c *Controller) Start(ctx context.Context, sink scheduling.Sink, mapping func(queue string) Mapping, policy Policy) ([]scheduling.Allocation, error) {
+	c.sink, c.mapping, c.policy = sink, mapping, policy
 	// The informer lives as long as the controller, not as long as ctx,
 	// which bounds only the start-up.
 	c.factory.Start(c.stop)
@@ -294,9 +311,17 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 		})
 	}
+	if c.policy != nil {
+		c.queueAdmission()
+		wg.Go(func() {
+			for c.processAdmission(ctx) {
+			}
+		})
+	}
 	<-ctx.Done()
 	c.podQueue.ShutDown()
 	c.bookQueue.ShutDown()
+	c.admitQueue.ShutDown()
 	c.goneQueue.ShutDown()
 	wg.Wait()
 	close(c.stop)
@@ -621,7 +646,7 @@ func (c *Controller) buildPod(b *book, w want) (*corev1.Pod, error) {
 		LogAggregation: s.LogAggregation,
 		Strict:         w.strict,
 		Resources:      c.cfg.Resources,
-		Mapping:        c.mapping(s.Queue),
+		Mapping:        c.gatedMapping(s.Queue),
 		Launcher:       c.cfg.Launcher,
 		AskHash:        w.hash,
 	}

@@ -41,7 +41,7 @@ const StartedMark = "started"
 //
 // Strings many pods share are interned (see intern).
 //
-// Readers: RGS (controller.go, update.go), the node view (rgs/nodes.UseOf),
+// Readers: RGS (controller.go, update.go, admit.go: the scheduling gates), the node view (rgs/nodes.UseOf),
 // RKS through Controller.ContainerPod (started, runAs, the node), and the web
 // UI (the pod's name). knit-node's services watch pods with informers of
 // their own and see whole pods. A non-pod passes unchanged; stripping a
@@ -69,6 +69,8 @@ func StripPod(obj any) (any, error) {
 			NodeSelector:    p.Spec.NodeSelector,
 			SecurityContext: runAsOfPod(p.Spec.SecurityContext),
 			Containers:      make([]corev1.Container, len(p.Spec.Containers)),
+			// Admission reads whether Knit's gate is still there.
+			SchedulingGates: p.Spec.SchedulingGates,
 		},
 		Status: corev1.PodStatus{
 			Phase:              p.Status.Phase,

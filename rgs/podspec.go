@@ -90,7 +90,23 @@ type Mapping struct {
 	// HostNetwork runs the pod on the node's network, as YARN tasks expect;
 	// callers pass true unless the queue says otherwise.
 	HostNetwork bool
+	// Gated creates the pod with launch.SchedulingGate: it waits for Knit's
+	// admission.
+	Gated bool
+	// Delegate and DelegateQueue, when set, name the batch scheduler that
+	// queues the pod and its queue there (queues.DelegateYuniKorn, ...).
+	Delegate, DelegateQueue string
 }
+
+// What each batch scheduler reads as a pod's queue.
+const (
+	// YuniKornQueueAnnotation is YuniKorn's queue of a pod.
+	YuniKornQueueAnnotation = "yunikorn.apache.org/queue"
+	// VolcanoQueueAnnotation is Volcano's queue of a pod.
+	VolcanoQueueAnnotation = "scheduling.volcano.sh/queue-name"
+	// KueueQueueLabel is Kueue's LocalQueue of a plain pod.
+	KueueQueueLabel = "kueue.x-k8s.io/queue-name"
+)
 
 // Launcher is the launcher init container and the main container's
 // entrypoint: the init container copies knit-launcher from Image into the
@@ -362,6 +378,18 @@ func newPod(r *PodRequest) (*corev1.Pod, error) {
 		labels[t] = "true"
 	}
 	annotations[launch.AnnotationResourceName] = ask.resourceName
+	switch r.Mapping.Delegate {
+	case "yunikorn":
+		annotations[YuniKornQueueAnnotation] = r.Mapping.DelegateQueue
+	case "volcano":
+		annotations[VolcanoQueueAnnotation] = r.Mapping.DelegateQueue
+	case "kueue":
+		labels[KueueQueueLabel] = r.Mapping.DelegateQueue
+	}
+	var gates []corev1.PodSchedulingGate
+	if r.Mapping.Gated && r.Mapping.Delegate == "" {
+		gates = []corev1.PodSchedulingGate{{Name: launch.SchedulingGate}}
+	}
 	annotations[launch.AnnotationExecutionType] = ask.executionType.String()
 	if lac, ok := launch.LogAggregationContextOf(r.LogAggregation); ok {
 		v, err := launch.EncodeLogAggregationContext(lac)
@@ -451,6 +479,7 @@ func newPod(r *PodRequest) (*corev1.Pod, error) {
 			Tolerations:                   tmpl.Spec.Tolerations,
 			PriorityClassName:             r.Mapping.PriorityClass,
 			EnableServiceLinks:            ptr.To(false),
+			SchedulingGates:               gates,
 		},
 	}
 	return pod, nil

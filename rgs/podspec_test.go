@@ -237,6 +237,30 @@ func TestBuildPod(t *testing.T) {
 			},
 		},
 		{
+			name:    "a gated mapping holds the pod back for Knit's admission",
+			request: func(r *PodRequest) { r.Mapping.Gated = true },
+			want: func(p *corev1.Pod) {
+				p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: launch.SchedulingGate}}
+			},
+		},
+		{
+			name: "a queue delegated to Kueue names its LocalQueue and is not gated",
+			request: func(r *PodRequest) {
+				r.Mapping.Gated, r.Mapping.Delegate, r.Mapping.DelegateQueue = true, "kueue", "team-a"
+			},
+			want: func(p *corev1.Pod) { p.Labels[KueueQueueLabel] = "team-a" },
+		},
+		{
+			name:    "a queue delegated to YuniKorn names its queue",
+			request: func(r *PodRequest) { r.Mapping.Delegate, r.Mapping.DelegateQueue = "yunikorn", "root.a" },
+			want:    func(p *corev1.Pod) { p.Annotations[YuniKornQueueAnnotation] = "root.a" },
+		},
+		{
+			name:    "a queue delegated to Volcano names its queue",
+			request: func(r *PodRequest) { r.Mapping.Delegate, r.Mapping.DelegateQueue = "volcano", "q1" },
+			want:    func(p *corev1.Pod) { p.Annotations[VolcanoQueueAnnotation] = "q1" },
+		},
+		{
 			name:    "an AM ask is labelled role am",
 			request: func(r *PodRequest) { r.Role = launch.RoleAM },
 			want:    func(p *corev1.Pod) { p.Labels[launch.LabelRole] = "am" },

@@ -18,6 +18,7 @@ import (
 	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rm/apps"
+	"github.com/knitdev/knit/rm/queues"
 	"github.com/knitdev/knit/scheduling"
 )
 
@@ -691,6 +692,17 @@ func (rm *ResourceManager) QueueMapping(queue string) rgs.Mapping {
 	m := rgs.Mapping{HostNetwork: true}
 	if q, err := rm.queueTree().Lookup(queue); err == nil {
 		m.Namespace, m.SchedulerName, m.PriorityClass = q.Kube.Namespace, q.Kube.SchedulerName, q.Kube.PriorityClass
+		if m.Delegate = q.Kube.Delegate; m.Delegate != "" {
+			m.DelegateQueue = q.Kube.DelegateQueue
+			if m.DelegateQueue == "" {
+				// YuniKorn's queues are paths as YARN's are; Volcano's and
+				// Kueue's are names.
+				m.DelegateQueue = q.Name
+				if m.Delegate == queues.DelegateYuniKorn {
+					m.DelegateQueue = q.Path
+				}
+			}
+		}
 		m.Template = (*rm.live.templates.Load())[q.Kube.PodTemplate]
 	}
 	return m

@@ -66,6 +66,9 @@ type flags struct {
 	otlpEndpoint string
 	// ha is the election among the RM's replicas.
 	ha haFlags
+	// queueAdmission holds every pod behind a scheduling gate until its
+	// queue's limits admit it (rgs/admission).
+	queueAdmission bool
 }
 
 func main() {
@@ -88,6 +91,7 @@ func main() {
 	flag.IntVar(&f.workers, "rgs-workers", 16, "RGS workers for bound pods and for asks, each")
 	flag.BoolVar(&f.pprof, "pprof", false, "serve Go's runtime profiles under /debug/pprof/ on the RM web address (yarn.resourcemanager.webapp.address); they expose stacks and heap contents to anyone who reaches the port")
 	flag.StringVar(&f.otlpEndpoint, "otlp-endpoint", otlpEndpointFromEnv(), "OTLP/HTTP endpoint URL the applications' traces go to (default $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT); empty turns tracing off")
+	flag.BoolVar(&f.queueAdmission, "queue-admission", true, "hold each pod behind a scheduling gate until its queue's capacity, user limits and ordering admit it, as the CapacityScheduler allocates; false leaves the order to the Kubernetes scheduler")
 	f.ha.register(flag.CommandLine)
 	flag.Parse()
 	os.Exit(run(f))
@@ -220,7 +224,7 @@ func newNodes(lc fx.Lifecycle, client kubernetes.Interface, podFactory informers
 	return l, nil
 }
 
-func newRM(run lifecycle.Runner, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, sched *rgs.Controller, containers *rks.Service, live *rm.LiveAttempts, reports *rm.ContainerReports, m *rmMetrics, tracer *apptrace.Recorder) (*rm.ResourceManager, error) {
+func newRM(run lifecycle.Runner, f flags, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, sched *rgs.Controller, containers *rks.Service, live *rm.LiveAttempts, reports *rm.ContainerReports, m *rmMetrics, tracer *apptrace.Recorder) (*rm.ResourceManager, error) {
 	cfg := rm.Config{
 		Settings:  settings,
 		Queues:    q,
@@ -251,7 +255,11 @@ func newRM(run lifecycle.Runner, settings conf.RMSettings, q *queues.Tree, tm *t
 		}
 		// Pods outlive the RM: the containers they hold come back
 		// before any AM can resync.
-		running, err := sched.Start(ctx, m.sink(r), r.QueueMapping)
+		var policy rgs.Policy
+		if f.queueAdmission {
+			policy = r
+		}
+		running, err := sched.Start(ctx, m.sink(r), r.QueueMapping, policy)
 		if err != nil {
 			return err
 		}

@@ -438,3 +438,8 @@ func (u NodeUtilization) check() error {
 	}
 	return nil
 }
+
+// SchedulingGate holds a Knit pod back from the Kubernetes scheduler until
+// Knit admits it to its queue's share (rgs/admission); a pod of a queue
+// whose admission is delegated to a batch scheduler has none.
+const SchedulingGate = "knit.io/admission"

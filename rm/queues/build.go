@@ -47,6 +47,8 @@ const (
 	knitSchedulerName = "scheduler-name"
 	knitPriorityClass = "priority-class"
 	knitPodTemplate   = "pod-template"
+	knitDelegate      = "delegate"
+	knitDelegateQueue = "delegate-queue"
 )
 
 // Options are what a Tree needs besides the configuration.
@@ -355,6 +357,11 @@ func (b *builder) limits(q *Queue, leaf bool) error {
 	if err != nil {
 		return configError(err)
 	}
+	if v, ok, lerr := b.c.Lookup(b.key(q, "ordering-policy")); lerr != nil {
+		return configError(lerr)
+	} else if ok {
+		q.FairOrdering = strings.EqualFold(strings.TrimSpace(v), "fair")
+	}
 	if !leaf {
 		return nil
 	}
@@ -429,6 +436,10 @@ func (b *builder) kube(q *Queue, _ bool) error {
 		{knitSchedulerName, &q.Kube.SchedulerName, isDNSSubdomain, "a Kubernetes scheduler name (RFC 1123 subdomain)"},
 		{knitPriorityClass, &q.Kube.PriorityClass, isDNSSubdomain, "a Kubernetes priority class name (RFC 1123 subdomain)"},
 		{knitPodTemplate, &q.Kube.PodTemplate, func(string) bool { return true }, ""},
+		{knitDelegate, &q.Kube.Delegate, func(v string) bool {
+			return v == "" || v == DelegateYuniKorn || v == DelegateVolcano || v == DelegateKueue
+		}, "one of yunikorn, volcano, kueue or empty"},
+		{knitDelegateQueue, &q.Kube.DelegateQueue, func(v string) bool { return v == "" || isDNSSubdomain(v) || strings.HasPrefix(v, "root") }, "a queue name of the delegate"},
 	} {
 		key := KnitPrefix + q.Path + "." + s.name
 		v, ok, err := b.c.Lookup(key)

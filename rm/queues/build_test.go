@@ -124,7 +124,7 @@ func TestFixtureBuildsTheHierarchyAsWritten(t *testing.T) {
 		t.Errorf("dev submit ACL = %q: the ${team.dev.users} reference was not substituted", got)
 	}
 	wantWarnings := []string{
-		"knit.queue.root.dev.nmespace: unknown Knit queue setting nmespace (want one of namespace, scheduler-name, priority-class, pod-template); ignored",
+		"knit.queue.root.dev.nmespace: unknown Knit queue setting nmespace (want one of namespace, scheduler-name, priority-class, pod-template, delegate, delegate-queue); ignored",
 		"yarn.scheduler.capacity.root.old.capacity: no queue root.old in the hierarchy; ignored",
 	}
 	if got := tree.Warnings(); !slices.Equal(got, wantWarnings) {
@@ -460,5 +460,29 @@ func TestJavaIntCastSaturates(t *testing.T) {
 		if got := javaInt(tt.f); got != tt.want {
 			t.Errorf("javaInt(%v) = %d, want %d", tt.f, got, tt.want)
 		}
+	}
+}
+
+func TestOrderingPolicyAndDelegationAreReadPerQueue(t *testing.T) {
+	tree, err := Build(csConf(
+		cs("root.queues"), "a,b",
+		cs("root.a.capacity"), "50", cs("root.b.capacity"), "50",
+		cs("root.a.ordering-policy"), "fair",
+		cs("root.b.ordering-policy"), "fifo",
+		KnitPrefix+"root.b.delegate", "kueue",
+		KnitPrefix+"root.b.delegate-queue", "team-b",
+	), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := mustLookup(t, tree, "root.a"), mustLookup(t, tree, "root.b")
+	if !a.FairOrdering || b.FairOrdering {
+		t.Errorf("fair ordering: a %v, b %v", a.FairOrdering, b.FairOrdering)
+	}
+	if a.Kube.Delegate != "" || b.Kube.Delegate != DelegateKueue || b.Kube.DelegateQueue != "team-b" {
+		t.Errorf("delegation: a %+v, b %+v", a.Kube, b.Kube)
+	}
+	if _, err := Build(csConf(cs("root.queues"), "a", cs("root.a.capacity"), "100", KnitPrefix+"root.a.delegate", "slurm"), Options{}); err == nil {
+		t.Error("an unknown delegate was accepted")
 	}
 }

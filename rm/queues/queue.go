@@ -51,7 +51,20 @@ type KubeMapping struct {
 	// PodTemplate is the path of a YAML or JSON pod template the pods start
 	// from; empty means none. It is kept as written, never read here.
 	PodTemplate string
+	// Delegate names the Kubernetes batch scheduler that queues this
+	// queue's pods itself (DelegateYuniKorn, DelegateVolcano,
+	// DelegateKueue): Knit then admits nothing and labels each pod with
+	// DelegateQueue, that scheduler's queue. Empty: Knit admits.
+	Delegate      string
+	DelegateQueue string
 }
+
+// The batch schedulers a queue may delegate its admission to.
+const (
+	DelegateYuniKorn = "yunikorn"
+	DelegateVolcano  = "volcano"
+	DelegateKueue    = "kueue"
+)
 
 // Queue is one CapacityScheduler queue as configured. Queues belong to the
 // Tree that built them and are never modified; callers must not modify them
@@ -102,6 +115,9 @@ type Queue struct {
 	Priority int
 	// MaxParallelApps caps the queue's running applications.
 	MaxParallelApps int
+	// FairOrdering is a leaf's ordering-policy "fair" (FairOrderingPolicy);
+	// otherwise applications go by priority, then submission ("fifo").
+	FairOrdering bool
 
 	// AccessibleNodeLabels are the node labels the queue may use; root's
 	// are always "*", other queues inherit their parent's unless set.

@@ -186,7 +186,7 @@ func knownSuffixes() []string {
 // Knit settings that do not exist.
 func unknownQueueWarnings(c *hadoopconf.Configuration, t *Tree) []string {
 	var out []string
-	knit := []string{knitNamespace, knitSchedulerName, knitPriorityClass, knitPodTemplate}
+	knit := []string{knitNamespace, knitSchedulerName, knitPriorityClass, knitPodTemplate, knitDelegate, knitDelegateQueue}
 	for _, name := range c.Names() {
 		if rest, ok := strings.CutPrefix(name, Prefix); ok && strings.HasPrefix(rest, "root.") {
 			i := strings.LastIndexByte(rest, '.')

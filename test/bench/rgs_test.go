@@ -231,7 +231,7 @@ func startRGS(b *testing.B, cfg rgs.Config, sink scheduling.Sink, ns string) *rg
 	}
 	startCtx, cancelStart := context.WithTimeout(context.Background(), time.Minute)
 	defer cancelStart()
-	if _, err := c.Start(startCtx, sink, func(string) rgs.Mapping { return benchMapping(ns) }); err != nil {
+	if _, err := c.Start(startCtx, sink, func(string) rgs.Mapping { return benchMapping(ns) }, nil); err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -966,7 +966,7 @@ func BenchmarkAllocateWith10000OutstandingAsks(b *testing.B) {
 			b.Fatal(err)
 		}
 		a = startAllocRM(b, ns, lister.l, c, tm)
-		if _, err := c.Start(ctx, a.rm.SchedulerSink(), a.rm.QueueMapping); err != nil {
+		if _, err := c.Start(ctx, a.rm.SchedulerSink(), a.rm.QueueMapping, nil); err != nil {
 			b.Fatal(err)
 		}
 		runCtx, cancel := context.WithCancel(ctx)

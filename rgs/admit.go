@@ -1,0 +1,182 @@
+package rgs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rgs/admission"
+	"github.com/knitdev/knit/rks/launch"
+)
+
+// Policy is what admission reads of the RM. Started with a Policy, RGS
+// creates every pod of a queue that does not delegate with
+// launch.SchedulingGate and lifts the gates as rgs/admission decides.
+type Policy interface {
+	// AdmissionQueues are the queues' limits now, parents included.
+	AdmissionQueues() []admission.Queue
+	// ClusterResource is what the cluster's usable nodes hold.
+	ClusterResource() admission.Resource
+	// AppPriority is the application's priority now.
+	AppPriority(app yarnid.ApplicationID) int32
+}
+
+// admitKey is the one key of the admission queue: a pass looks at every
+// pod, so changes made while one runs need one more pass, not one each.
+const admitKey = "admission"
+
+// admitPeriod bounds how long a change the informers do not see (the
+// cluster's size, a queue refresh, an application's priority) waits.
+const admitPeriod = time.Second
+
+// fieldManager names RGS's writes.
+const fieldManager = "knit-rgs"
+
+// queueAdmission asks for an admission pass.
+func (c *Controller) queueAdmission() {
+	if c.policy != nil {
+		c.admitQueue.Add(admitKey)
+	}
+}
+
+// processAdmission runs one pass; false when the queue is shut down.
+func (c *Controller) processAdmission(ctx context.Context) bool {
+	k, quit := c.admitQueue.Get()
+	if quit {
+		return false
+	}
+	defer c.admitQueue.Done(k)
+	if err := c.admit(ctx); err != nil {
+		c.log.WarnContext(ctx, "admission", "err", err)
+		c.admitQueue.AddRateLimited(k)
+		return true
+	}
+	c.admitQueue.Forget(k)
+	c.admitQueue.AddAfter(k, admitPeriod)
+	return true
+}
+
+// admit lifts the gates of the pods the queues admit now.
+func (c *Controller) admit(ctx context.Context) error {
+	pods, err := c.pods.List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("rgs: list pods: %w", err)
+	}
+	snap := admission.Snapshot{Cluster: c.policy.ClusterResource(), Queues: c.policy.AdmissionQueues()}
+	byKey := map[string]*corev1.Pod{}
+	priorities := map[yarnid.ApplicationID]int32{}
+	// The expectations are read once and settled after the walk: the
+	// Policy is the RM's, called without RGS's locks.
+	c.admitMu.Lock()
+	lifting := maps.Clone(c.ungated)
+	c.admitMu.Unlock()
+	seen := make(map[types.UID]bool, len(lifting))
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		attempt, role, ok := attemptOf(p)
+		if !ok {
+			continue
+		}
+		gated := hasGate(p)
+		if lifting[p.UID] {
+			// Lifted and not yet seen lifted, it counts as used; seen
+			// lifted, it needs no expectation any more.
+			seen[p.UID] = gated
+			gated = false
+		}
+		prio, ok := priorities[attempt.App]
+		if !ok {
+			prio = c.policy.AppPriority(attempt.App)
+			priorities[attempt.App] = prio
+		}
+		mem, vcores := yarnpb.MemoryAndVcores(resourceOf(p, c.cfg.Resources))
+		key := p.Namespace + "/" + p.Name
+		byKey[key] = p
+		snap.Pods = append(snap.Pods, admission.Pod{
+			Key: key, Queue: annotationOrLabel(p, launch.LabelQueue), User: annotationOrLabel(p, launch.LabelUser),
+			App: attempt.App, AppPriority: prio, AM: role == launch.RoleAM,
+			Resource: admission.Resource{MemoryMB: mem, Vcores: int64(vcores)},
+			Seq:      p.CreationTimestamp.UnixNano(), Admitted: !gated,
+		})
+	}
+	c.admitMu.Lock()
+	for uid := range lifting {
+		if !seen[uid] {
+			// Seen lifted, or gone from the cache.
+			delete(c.ungated, uid)
+		}
+	}
+	c.admitMu.Unlock()
+	for _, key := range admission.Admit(snap) {
+		if err := c.liftGate(ctx, byKey[key]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hasGate reports whether the pod still waits for Knit's admission.
+func hasGate(p *corev1.Pod) bool {
+	for _, g := range p.Spec.SchedulingGates {
+		if g.Name == launch.SchedulingGate {
+			return true
+		}
+	}
+	return false
+}
+
+// liftGate removes Knit's scheduling gate from the pod, and only it: a
+// JSON patch that tests the gate is where the cache saw it, so a pod
+// changed meanwhile is left for the next pass.
+func (c *Controller) liftGate(ctx context.Context, p *corev1.Pod) error {
+	i := -1
+	for j, g := range p.Spec.SchedulingGates {
+		if g.Name == launch.SchedulingGate {
+			i = j
+		}
+	}
+	if i < 0 {
+		return nil
+	}
+	path := "/spec/schedulingGates/" + strconv.Itoa(i)
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": path + "/name", "value": launch.SchedulingGate},
+		{"op": "remove", "path": path},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = c.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsInvalid(err), apierrors.IsConflict(err):
+		// Gone, or changed since the cache saw it: the next pass decides
+		// again on what it sees then.
+		return nil
+	case err != nil:
+		return fmt.Errorf("rgs: admit pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	c.admitMu.Lock()
+	c.ungated[p.UID] = true
+	c.admitMu.Unlock()
+	return nil
+}
+
+// gatedMapping is the queue's mapping, gated when admission is on.
+func (c *Controller) gatedMapping(queue string) Mapping {
+	m := c.mapping(queue)
+	m.Gated = c.policy != nil
+	return m
+}
