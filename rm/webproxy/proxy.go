@@ -416,7 +416,8 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req request, tar
 		}
 		body = bytes.NewReader(b)
 	}
-	out, err := http.NewRequestWithContext(ctx, r.Method, target.String(), body)
+	targetURL := target.String()
+	out, err := http.NewRequestWithContext(ctx, r.Method, targetURL, body)
 	if err != nil {
 		p.page(w, r, http.StatusInternalServerError, "Cannot build the request to the application master")
 		return
@@ -438,7 +439,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req request, tar
 	start := time.Now()
 	resp, err := p.client.Do(out)
 	if err != nil {
-		p.log.WarnContext(r.Context(), "proxy: application master unreachable", "application", req.appID, "url", target.String(), "err", err)
+		p.log.WarnContext(r.Context(), "proxy: application master unreachable", "application", req.appID, "url", targetURL, "err", err)
 		p.page(w, r, http.StatusBadGateway, "Cannot reach the application master of "+req.appID)
 		return
 	}
@@ -483,8 +484,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req request, tar
 	if err == nil && n > p.cfg.MaxResponseBytes {
 		err = fmt.Errorf("answer longer than %d bytes", p.cfg.MaxResponseBytes)
 	}
-	p.log.DebugContext(r.Context(), "proxied", "user", req.user, "application", req.appID, "url", target.String(),
-		"status", resp.StatusCode, "bytes", n, "elapsed", time.Since(start))
+	if p.log.Enabled(r.Context(), slog.LevelDebug) { // its arguments would cost every request
+		p.log.DebugContext(r.Context(), "proxied", "user", req.user, "application", req.appID, "url", targetURL,
+			"status", resp.StatusCode, "bytes", n, "elapsed", time.Since(start))
+	}
 	if err != nil {
 		// The status line is out: all that is left is to cut the answer.
 		p.log.WarnContext(r.Context(), "proxy: answer cut", "application", req.appID, "bytes", n, "err", err)
