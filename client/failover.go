@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
 )
 
 // Addresses splits an RM address as the clients take it: one host:port, or
@@ -57,6 +58,8 @@ type failover struct {
 	conns  []caller
 	log    *slog.Logger
 	policy func() backoff.BackOff
+	// again tells the failures that move on to the next RM.
+	again func(error) bool
 
 	mu  sync.Mutex
 	cur int
@@ -64,7 +67,7 @@ type failover struct {
 
 // newFailover makes a caller of each address with dial; none connects yet.
 func newFailover(addrs []string, dial func(addr string) (caller, error), log *slog.Logger) (*failover, error) {
-	f := &failover{addrs: addrs, log: log, policy: failoverBackOff}
+	f := &failover{addrs: addrs, log: log, policy: failoverBackOff, again: retryable}
 	for _, a := range addrs {
 		c, err := dial(a)
 		if err != nil {
@@ -97,11 +100,15 @@ func (f *failover) Call(ctx context.Context, method string, req, resp proto.Mess
 	for tried := 1; ; tried++ {
 		i, c := f.current()
 		err := c.Call(ctx, method, req, resp)
-		if err == nil || !retryable(err) || ctx.Err() != nil {
+		if err == nil || !f.again(err) || ctx.Err() != nil {
 			return err
 		}
 		f.next(i)
-		f.log.Info("failing over to the next ResourceManager", "method", method, "from", f.addrs[i], "to", f.addrs[(i+1)%len(f.addrs)], "err", err)
+		if len(f.addrs) > 1 {
+			f.log.Info("failing over to the next ResourceManager", "method", method, "from", f.addrs[i], "to", f.addrs[(i+1)%len(f.addrs)], "err", err)
+		} else {
+			f.log.Info("calling the ResourceManager again", "method", method, "rm", f.addrs[i], "err", err)
+		}
 		if tried%len(f.conns) != 0 {
 			continue // the next RM at once
 		}
@@ -116,6 +123,24 @@ func (f *failover) Call(ctx context.Context, method string, req, resp proto.Mess
 			return err
 		}
 	}
+}
+
+// newStandbyRetry is a caller of one RM that sends a call again, after a
+// pause, while the RM answers StandbyException: an RM starting, or behind
+// a Service that selects the active RM, is briefly a standby. Its other
+// failures are the ipc client's, as before.
+func newStandbyRetry(addr string, dial func(addr string) (caller, error), log *slog.Logger) (*failover, error) {
+	f, err := newFailover([]string{addr}, dial, log)
+	if err != nil {
+		return nil, err
+	}
+	f.again = isStandby
+	return f, nil
+}
+
+func isStandby(err error) bool {
+	e, ok := yarnerr.Find(err)
+	return ok && e.Class == yarnerr.Standby
 }
 
 // Close closes every RM's connection.

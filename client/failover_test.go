@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/knitdev/knit/protocols/ipc"
@@ -98,5 +99,27 @@ func TestConfAddressListsEveryRMUnderHA(t *testing.T) {
 	}
 	if got := Addresses(" a:1, b:2 ,"); strings.Join(got, "|") != "a:1|b:2" {
 		t.Errorf("Addresses = %q", got)
+	}
+}
+
+func TestRMClientOfOneRMWaitsOutAStandby(t *testing.T) {
+	var calls atomic.Int32
+	f := &fakeRM{}
+	addr := ipctest.Serve(t, ipc.Config{Simple: true, AdmitCall: func(context.Context, string, string) error {
+		if calls.Add(1) <= 2 { // a starting RM: standby until it wins the Lease
+			return yarnerr.Standby.New("ResourceManager rm1 is not Active!")
+		}
+		return nil
+	}}, yarnrpc.ApplicationClientProtocolName, f.methods()...)
+	c, err := NewRMClient(addr, RMConfig{User: "alice", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.GetResourceTypeInfo(testCtx(t)); err != nil {
+		t.Fatalf("call: %v", err)
+	}
+	if got := calls.Load(); got != 3 {
+		t.Errorf("%d calls reached the RM, want 3", got)
 	}
 }

@@ -72,7 +72,7 @@ func NewRMClient(addr string, cfg RMConfig) (*RMClient, error) {
 	if addrs := Addresses(addr); len(addrs) > 1 {
 		rpc, err = newFailover(addrs, func(a string) (caller, error) { return dial(a, true) }, log)
 	} else {
-		rpc, err = dial(addr, false)
+		rpc, err = newStandbyRetry(addr, func(a string) (caller, error) { return dial(a, false) }, log)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("client: new RM client: %w", err)

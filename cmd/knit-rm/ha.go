@@ -246,15 +246,22 @@ func newReplica(f flags, log *slog.Logger) (*replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	// The Lease names this process, not only this RM id: a replica
-	// restarted at once after a crash is a standby like the others, and
-	// the one that has waited longest for the dead leader's Lease takes it.
-	var nonce [4]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return nil, err
+	// With rm-ids, the Lease names this process, not only this RM id: a
+	// replica restarted at once after a crash is a standby like the others,
+	// and the one that has waited longest for the dead leader's Lease takes
+	// it. Without, the name is the replica's (its host, a pod's name), so a
+	// restarted replica takes its own Lease back at once, as a lone RM
+	// restarting must.
+	identity := id
+	if ids != nil {
+		var nonce [4]byte
+		if _, err := rand.Read(nonce[:]); err != nil {
+			return nil, err
+		}
+		identity = id + "/" + hex.EncodeToString(nonce[:])
 	}
 	el, err := ha.NewElector(ha.Config{
-		Client: client, Namespace: f.namespace, Identity: id + "/" + hex.EncodeToString(nonce[:]),
+		Client: client, Namespace: f.namespace, Identity: identity,
 		LeaseDuration: f.ha.leaseDuration, RenewDeadline: f.ha.renewDeadline, RetryPeriod: f.ha.retryPeriod,
 		Logger: log.With("component", "election"),
 	})

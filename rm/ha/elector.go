@@ -45,9 +45,9 @@ type Config struct {
 	// Name of the Lease; empty means LeaseName.
 	Name string
 	// Identity names this replica in the Lease. An elector whose identity
-	// holds the Lease takes it back at once; knit-rm names each process
-	// (<rm id>/<nonce>), so that a restarted replica is a standby like the
-	// others and a standby can still name the active RM id.
+	// holds the Lease takes it back at once. With rm-ids knit-rm names each
+	// process (<rm id>/<nonce>), so that a restarted replica is a standby
+	// like the others and a standby can still name the active RM id.
 	Identity string
 	// LeaseDuration, RenewDeadline and RetryPeriod are leaderelection's;
 	// zero means the defaults above.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -377,11 +378,46 @@ func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, com
 			return nil, err
 		}
 	}
+	if err := waitActive(ctx, addrs); err != nil {
+		return nil, err
+	}
 	c.log.Info("knit-rm up", "replicas", len(addrs), "client", addrs[0].Client, "web", addrs[0].Web)
 	if err := c.startNodeServices(dir, command[0], ids.NodeKubeconfig); err != nil {
 		return nil, err
 	}
 	return addrs, nil
+}
+
+// waitActive waits until one replica is the active RM (its web port's
+// /isActive answers 200) and serves its client port: a standby serves its
+// ports at once, and the replica that wins the Lease swaps its standby
+// servers for the RM's.
+func waitActive(ctx context.Context, addrs []RMAddresses) error {
+	hc := &http.Client{Timeout: time.Second}
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond), backoff.WithMaxInterval(500*time.Millisecond), backoff.WithMaxElapsedTime(0))
+	err := backoff.Retry(func() error {
+		for _, a := range addrs {
+			resp, err := hc.Get("http://" + a.Web + "/isActive")
+			if err != nil {
+				continue
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				continue
+			}
+			conn, err := net.DialTimeout("tcp", a.Client, time.Second)
+			if err != nil {
+				continue
+			}
+			conn.Close()
+			return nil
+		}
+		return errors.New("no active knit-rm yet")
+	}, backoff.WithContext(b, ctx))
+	if err != nil {
+		return fmt.Errorf("localcluster: waiting for the active knit-rm: %w", err)
+	}
+	return nil
 }
 
 // startOneRM starts one knit-rm replica and waits for its client and admin
