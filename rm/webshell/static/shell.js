@@ -13,10 +13,14 @@
   term.loadAddon(fit);
   term.open(el);
   fit.fit();
-  // Tests and users read the screen's text from here.
+  // Tests and users read the screen's text from here, a line the
+  // terminal wrapped joined back into one.
   window.knitShell = { term: term, text: function () {
     const b = term.buffer.active, lines = [];
-    for (let i = 0; i < b.length; i++) { lines.push(b.getLine(i).translateToString(true)); }
+    for (let i = 0; i < b.length; i++) {
+      const line = b.getLine(i), s = line.translateToString(true);
+      if (line.isWrapped && lines.length > 0) { lines[lines.length - 1] += s; } else { lines.push(s); }
+    }
     return lines.join("\n");
   } };
 
@@ -83,4 +87,6 @@
   });
   term.onResize(sendSize);
   window.addEventListener("resize", function () { fit.fit(); });
+  // Leaving the page ends the session at once, cached page or not.
+  window.addEventListener("pagehide", function () { ws.close(1000, "page closed"); });
 })();
