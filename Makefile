@@ -21,7 +21,7 @@ KWOK_VERSION := v0.8.0
 KWOK_BIN ?= $(or $(KNIT_KWOK_BIN),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/knit/kwok-$(KWOK_VERSION)/bin/kwok)
 export KNIT_KWOK_BIN := $(KWOK_BIN)
 
-.PHONY: all build test test-short bench proto lint fuzz clean tools kwok local local-mr etcd
+.PHONY: all build test test-short bench proto lint fuzz clean tools kwok local local-mr etcd webshell-assets
 
 all: lint build test
 
@@ -135,6 +135,22 @@ kwok:
 	@[ -x "$(KWOK_BIN)" ] || { echo "building kwok $(KWOK_VERSION) into $(dir $(KWOK_BIN)) (a few minutes, once)"; \
 	  mkdir -p "$(dir $(KWOK_BIN))" && cd tools/kwok && \
 	  $(GO) build -trimpath -ldflags=-s -o "$(KWOK_BIN)" sigs.k8s.io/kwok/cmd/kwok; }
+
+# The web shell's terminal, xterm.js and its fit addon, are committed as the
+# npm registry ships them (rm/webshell/static/vendor, embedded in knit-rm);
+# this refreshes them to the versions named here.
+XTERM_VERSION := 6.0.0
+XTERM_FIT_VERSION := 0.11.0
+WEBSHELL_VENDOR := rm/webshell/static/vendor
+webshell-assets:
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	cd $$tmp && npm pack --silent @xterm/xterm@$(XTERM_VERSION) @xterm/addon-fit@$(XTERM_FIT_VERSION) >/dev/null && \
+	mkdir xterm fit && tar xzf xterm-xterm-$(XTERM_VERSION).tgz -C xterm && tar xzf xterm-addon-fit-$(XTERM_FIT_VERSION).tgz -C fit && cd - >/dev/null && \
+	cp $$tmp/xterm/package/lib/xterm.js $$tmp/xterm/package/css/xterm.css $(WEBSHELL_VENDOR)/ && \
+	cp $$tmp/xterm/package/LICENSE $(WEBSHELL_VENDOR)/xterm.LICENSE && \
+	cp $$tmp/fit/package/lib/addon-fit.js $(WEBSHELL_VENDOR)/ && \
+	cp $$tmp/fit/package/LICENSE $(WEBSHELL_VENDOR)/addon-fit.LICENSE && \
+	sed -i '/^\/\/# sourceMappingURL=/d' $(WEBSHELL_VENDOR)/xterm.js $(WEBSHELL_VENDOR)/addon-fit.js
 
 clean:
 	rm -rf $(BIN)
