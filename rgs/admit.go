@@ -30,6 +30,40 @@ type Policy interface {
 	ClusterResource() admission.Resource
 	// AppPriority is the application's priority now.
 	AppPriority(app yarnid.ApplicationID) int32
+	// Preemption says whether and how containers are taken back from
+	// queues over their share.
+	Preemption() Preemption
+}
+
+// Preemption is how RGS takes containers back (admission.Preempt): each
+// round it marks the containers to take with a DisruptionTarget condition
+// (reason ReasonPreemptionByKnit), which the AM hears of in its next
+// allocate, and deletes those still marked MaxWaitBeforeKill later; they
+// complete PREEMPTED.
+type Preemption struct {
+	Enabled                     bool
+	Policy                      admission.Preemption
+	Interval, MaxWaitBeforeKill time.Duration
+}
+
+// ReasonPreemptionByKnit is the reason of the DisruptionTarget condition
+// RGS sets on a container's pod it takes back for another queue.
+const ReasonPreemptionByKnit = "PreemptionByKnit"
+
+// preemptedByKnit reports whether RGS marked the pod to be taken back.
+func preemptedByKnit(p *corev1.Pod) bool {
+	c := disruption(p)
+	return c != nil && c.Status == corev1.ConditionTrue && c.Reason == ReasonPreemptionByKnit
+}
+
+// disruption is the pod's DisruptionTarget condition, nil if none.
+func disruption(p *corev1.Pod) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == corev1.DisruptionTarget {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // admitKey is the one key of the admission queue: a pass looks at every
@@ -105,11 +139,13 @@ func (c *Controller) admit(ctx context.Context) error {
 		mem, vcores := yarnpb.MemoryAndVcores(resourceOf(p, c.cfg.Resources))
 		key := p.Namespace + "/" + p.Name
 		byKey[key] = p
+		_, isContainer := containerOf(p)
 		snap.Pods = append(snap.Pods, admission.Pod{
 			Key: key, Queue: annotationOrLabel(p, launch.LabelQueue), User: annotationOrLabel(p, launch.LabelUser),
 			App: attempt.App, AppPriority: prio, AM: role == launch.RoleAM,
 			Resource: admission.Resource{MemoryMB: mem, Vcores: int64(vcores)},
 			Seq:      p.CreationTimestamp.UnixNano(), Admitted: !gated,
+			Running: isContainer && !gated, Preempting: preemptedByKnit(p),
 		})
 	}
 	c.admitMu.Lock()
@@ -124,6 +160,56 @@ func (c *Controller) admit(ctx context.Context) error {
 		if err := c.liftGate(ctx, byKey[key]); err != nil {
 			return err
 		}
+	}
+	return c.preempt(ctx, snap, byKey)
+}
+
+// preempt runs a preemption round when one is due: it marks the
+// containers admission.Preempt chooses, lets go of those it no longer
+// chooses, and deletes those chosen MaxWaitBeforeKill ago or more.
+func (c *Controller) preempt(ctx context.Context, snap admission.Snapshot, byKey map[string]*corev1.Pod) error {
+	settings := c.policy.Preemption()
+	now := time.Now()
+	if !settings.Enabled || now.Sub(c.lastPreemption) < settings.Interval {
+		return nil
+	}
+	c.lastPreemption = now
+	chosen := map[string]bool{}
+	for _, k := range admission.Preempt(snap, settings.Policy) {
+		chosen[k] = true
+	}
+	for _, sp := range snap.Pods {
+		p := byKey[sp.Key]
+		var err error
+		switch {
+		case chosen[sp.Key] && !sp.Preempting:
+			err = c.markPreempted(ctx, p, corev1.ConditionTrue, "taken back for a queue below its guaranteed capacity")
+		case !chosen[sp.Key] && sp.Preempting:
+			err = c.markPreempted(ctx, p, corev1.ConditionFalse, "no longer needed by a queue below its guaranteed capacity")
+		case chosen[sp.Key] && now.Sub(disruption(p).LastTransitionTime.Time) >= settings.MaxWaitBeforeKill:
+			c.log.InfoContext(ctx, "preempting container", "pod", sp.Key, "queue", sp.Queue, "waited", settings.MaxWaitBeforeKill.String())
+			err = c.deletePod(ctx, p.Namespace, p.Name, nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// markPreempted sets the pod's DisruptionTarget condition with
+// ReasonPreemptionByKnit: True to take it back, False to let it go.
+func (c *Controller) markPreempted(ctx context.Context, p *corev1.Pod, status corev1.ConditionStatus, message string) error {
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
+		Type: corev1.DisruptionTarget, Status: status, Reason: ReasonPreemptionByKnit, Message: message,
+		LastTransitionTime: metav1.Now(),
+	}}}})
+	if err != nil {
+		return err
+	}
+	_, err = c.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}, "status")
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("rgs: mark pod %s/%s preempted: %w", p.Namespace, p.Name, err)
 	}
 	return nil
 }

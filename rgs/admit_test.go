@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,10 @@ import (
 
 // policy is a fixed Policy: two leaves of 25% (max 100%) and 75% (max
 // 75%) of a 16 GiB, 8-vcore cluster.
-type policy struct{ priorities map[yarnid.ApplicationID]int32 }
+type policy struct {
+	priorities map[yarnid.ApplicationID]int32
+	preemption Preemption
+}
 
 func (policy) AdmissionQueues() []admission.Queue {
 	leaf := func(path string, c, m float64) admission.Queue {
@@ -33,9 +37,13 @@ func (policy) AdmissionQueues() []admission.Queue {
 	return []admission.Queue{{Path: "root", AbsoluteCapacity: 1, AbsoluteMaximumCapacity: 1}, leaf("root.a", 0.25, 1), leaf("root.b", 0.75, 0.75)}
 }
 
-func (policy) ClusterResource() admission.Resource { return admission.Resource{MemoryMB: 16384, Vcores: 8} }
+func (policy) ClusterResource() admission.Resource {
+	return admission.Resource{MemoryMB: 16384, Vcores: 8}
+}
 
 func (p policy) AppPriority(app yarnid.ApplicationID) int32 { return p.priorities[app] }
+
+func (p policy) Preemption() Preemption { return p.preemption }
 
 type noSigner struct{}
 
@@ -46,7 +54,7 @@ func (noSigner) Sign(*yarnpb.ContainerProto, string, string, bool, *yarnpb.LogAg
 type noNodes struct{}
 
 func (noNodes) NodeID(string) (*yarnpb.NodeIdProto, string, bool) { return nil, "", false }
-func (noNodes) NodeName(string) (string, bool)                     { return "", false }
+func (noNodes) NodeName(string) (string, bool)                    { return "", false }
 
 // gatedPod is a task pod of application app in queue, 2 GiB and 1 vcore,
 // gated unless lifted.
@@ -69,6 +77,15 @@ func gatedPod(name, queue string, app int32, lifted bool) *corev1.Pod {
 // patched, with each patch.
 func admitOnce(t *testing.T, pods ...*corev1.Pod) map[string]string {
 	t.Helper()
+	patched, _ := passOnce(t, policy{}, pods...)
+	return patched
+}
+
+// passOnce runs one admission pass under pol and returns the pods it
+// patched (name → patch; a status patch's name ends in /status) and those
+// it deleted.
+func passOnce(t *testing.T, pol policy, pods ...*corev1.Pod) (map[string]string, []string) {
+	t.Helper()
 	client := fake.NewClientset()
 	for _, p := range pods {
 		if _, err := client.CoreV1().Pods(p.Namespace).Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
@@ -80,7 +97,7 @@ func admitOnce(t *testing.T, pods ...*corev1.Pod) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.policy = policy{}
+	c.policy = pol
 	// Run is not called: its queues are shut down here.
 	t.Cleanup(func() {
 		c.podQueue.ShutDown()
@@ -98,18 +115,24 @@ func admitOnce(t *testing.T, pods ...*corev1.Pod) map[string]string {
 		t.Fatal(err)
 	}
 	patched := map[string]string{}
+	var deleted []string
 	for _, a := range client.Actions() {
-		pa, ok := a.(k8stesting.PatchAction)
-		if !ok {
+		switch a := a.(type) {
+		case k8stesting.PatchAction:
+			name := a.GetName()
+			if a.GetSubresource() == "status" {
+				name += "/status"
+			} else if a.GetPatchType() != types.JSONPatchType {
+				t.Errorf("patch type %s", a.GetPatchType())
+			}
+			patched[name] = string(a.GetPatch())
+		case k8stesting.DeleteAction:
+			deleted = append(deleted, a.GetName())
+		default:
 			t.Errorf("unexpected action %s %s", a.GetVerb(), a.GetResource().Resource)
-			continue
 		}
-		if pa.GetPatchType() != types.JSONPatchType {
-			t.Errorf("patch type %s", pa.GetPatchType())
-		}
-		patched[pa.GetName()] = string(pa.GetPatch())
 	}
-	return patched
+	return patched, deleted
 }
 
 func TestAnAdmissionPassLiftsOnlyKnitsGateOfThePodsTheQueuesAdmit(t *testing.T) {
@@ -153,5 +176,53 @@ func TestLiftedPodsCountAsUsedWhetherBoundOrNot(t *testing.T) {
 	patched := admitOnce(t, pods...)
 	if len(patched) != 2 || patched["a1"] == "" || patched["a22"] == "" {
 		t.Errorf("lifted %v, want a1 and a22", patched)
+	}
+}
+
+// runningPod is gatedPod lifted, bound and allocated as a container.
+func runningPod(name, queue string, app int32, seq int) *corev1.Pod {
+	p := gatedPod(name, queue, app, true)
+	p.Spec.NodeName = "n1"
+	p.Labels[launch.LabelContainer] = yarnid.ContainerID{Attempt: yarnid.AttemptID{App: yarnid.ApplicationID{ClusterTimestamp: 1, ID: app}, ID: 1}, Epoch: 0, Sequence: int64(seq)}.String()
+	return p
+}
+
+func TestAPreemptionRoundMarksTheContainersItTakesAndDeletesThemAfterTheWait(t *testing.T) {
+	pol := policy{preemption: Preemption{Enabled: true, Policy: admission.DefaultPreemption, MaxWaitBeforeKill: time.Minute}}
+	var pods []*corev1.Pod
+	for i, n := range []string{"a1", "a22", "a333", "a4444", "a55555", "a666666", "a7777777", "a88888888"} {
+		pods = append(pods, runningPod(n, "root.a", 1, i+1))
+	}
+	pods = append(pods, gatedPod("b1", "root.b", 2, false))
+
+	// root.a holds the cluster and root.b waits: the newest container is
+	// marked, not yet deleted.
+	patched, deleted := passOnce(t, pol, pods...)
+	mark, ok := patched["a88888888/status"]
+	if len(patched) != 1 || !ok || len(deleted) != 0 {
+		t.Fatalf("patched %v, deleted %v; want only a88888888 marked", patched, deleted)
+	}
+	var body struct {
+		Status struct{ Conditions []corev1.PodCondition } `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(mark), &body); err != nil {
+		t.Fatal(err)
+	}
+	if c := body.Status.Conditions; len(c) != 1 || c[0].Type != corev1.DisruptionTarget || c[0].Status != corev1.ConditionTrue || c[0].Reason != ReasonPreemptionByKnit {
+		t.Errorf("mark %s", mark)
+	}
+
+	// Marked past the wait, it is deleted.
+	pods[7].Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: ReasonPreemptionByKnit,
+		LastTransitionTime: metav1.NewTime(time.Now().Add(-2 * time.Minute))}}
+	_, deleted = passOnce(t, pol, pods...)
+	if !slices.Contains(deleted, "a88888888") {
+		t.Errorf("deleted %v, want a88888888 after its wait", deleted)
+	}
+
+	// root.b gone: the mark is let go.
+	patched, deleted = passOnce(t, pol, pods[:8]...)
+	if c := patched["a88888888/status"]; len(deleted) != 0 || !strings.Contains(c, `"status":"False"`) {
+		t.Errorf("patched %v, deleted %v; want the mark let go", patched, deleted)
 	}
 }

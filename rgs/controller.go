@@ -135,6 +135,9 @@ type Controller struct {
 	admitQueue workqueue.TypedRateLimitingInterface[string]
 	admitMu    sync.Mutex
 	ungated    map[types.UID]bool
+	// lastPreemption is when the last preemption round ran; only the
+	// admission worker reads and writes it.
+	lastPreemption time.Time
 }
 
 type bookKey struct {
@@ -730,7 +733,7 @@ func (c *Controller) syncPod(ctx context.Context, nn types.NamespacedName) error
 		c.warned[id] = true
 		c.mu.Unlock()
 		if first {
-			c.sink.Preempting(ctx, id)
+			c.sink.Preempting(ctx, scheduling.Preemption{Container: id, Strict: !preemptedByKnit(p), Resource: resourceOf(p, c.cfg.Resources)})
 		}
 	}
 	return nil
@@ -979,6 +982,9 @@ func disrupted(p *corev1.Pod) bool {
 }
 
 func preemptedDiagnostics(p *corev1.Pod) string {
+	if preemptedByKnit(p) {
+		return preemptedByScheduler
+	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.DisruptionTarget {
 			return "Container preempted by Kubernetes: " + c.Reason + ": " + c.Message
@@ -986,6 +992,10 @@ func preemptedDiagnostics(p *corev1.Pod) string {
 	}
 	return "Container preempted by Kubernetes: " + p.Status.Reason + ": " + p.Status.Message
 }
+
+// preemptedByScheduler is SchedulerUtils.PREEMPTED_CONTAINER, the
+// diagnostics of a container the queues took back.
+const preemptedByScheduler = "Container preempted by scheduler"
 
 // YARN's ContainerExitStatus values RGS reports.
 const (

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rgs/admission"
 	"github.com/knitdev/knit/rm/queues"
 )
@@ -59,4 +60,15 @@ func (rm *ResourceManager) AppPriority(app yarnid.ApplicationID) int32 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.app.Priority()
+}
+
+// Preemption is the scheduler monitor's preemption policy (rgs.Policy).
+func (rm *ResourceManager) Preemption() rgs.Preemption {
+	p := rm.cfg.Settings.Preemption
+	return rgs.Preemption{
+		Enabled: p.Enabled,
+		Policy: admission.Preemption{MaxIgnoredOverCapacity: p.MaxIgnoredOverCapacity,
+			NaturalTerminationFactor: p.NaturalTerminationFactor, TotalPreemptionPerRound: p.PerRound},
+		Interval: p.Interval, MaxWaitBeforeKill: p.MaxWaitBeforeKill,
+	}
 }

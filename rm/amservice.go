@@ -81,7 +81,7 @@ type amState struct {
 	qmu        sync.Mutex
 	allocated  []*yarnpb.ContainerProto
 	completed  []*yarnpb.ContainerStatusProto
-	preempting []yarnid.ContainerID
+	preempting []scheduling.Preemption
 	// increasing are the requests of increases the nodes have not answered;
 	// updated and updateErrors wait for the next allocate.
 	increasing   map[yarnid.ContainerID]*yarnpb.UpdateContainerRequestProto
@@ -349,11 +349,7 @@ func (rm *ResourceManager) Allocate(ctx context.Context, req *yarnpb.AllocateReq
 	st.qmu.Lock()
 	resp.CompletedContainerStatuses, st.completed = st.completed, nil
 	if len(st.preempting) > 0 {
-		msg := &yarnpb.StrictPreemptionContractProto{}
-		for _, id := range st.preempting {
-			msg.Container = append(msg.Container, &yarnpb.PreemptionContainerProto{Id: id.Proto()})
-		}
-		resp.Preempt = &yarnpb.PreemptionMessageProto{StrictContract: msg}
+		resp.Preempt = rm.preemptionMessage(st.preempting)
 		st.preempting = nil
 	}
 	st.qmu.Unlock()
@@ -958,12 +954,59 @@ func (rm *ResourceManager) currentAMState(app yarnid.ApplicationID) *amState {
 }
 
 // Preempting implements scheduling.Sink.
-func (k schedulerSink) Preempting(_ context.Context, id yarnid.ContainerID) {
-	if st := k.rm.currentAMState(id.Attempt.App); st != nil {
+func (k schedulerSink) Preempting(_ context.Context, p scheduling.Preemption) {
+	if st := k.rm.currentAMState(p.Container.Attempt.App); st != nil {
 		st.qmu.Lock()
-		st.preempting = append(st.preempting, id)
+		st.preempting = append(st.preempting, p)
 		st.qmu.Unlock()
 	}
+}
+
+// preemptionMessage is the PreemptionMessage of an allocate answer, as
+// ApplicationMasterService.generatePreemptionMessage builds it: the
+// containers Kubernetes takes in the strict contract; those the queues take
+// in the negotiable one, with the resource to give back as
+// FiCaSchedulerApp.getAllocation asks it (priority UNDEFINED, "*", the
+// minimum allocation times as many as cover their total).
+func (rm *ResourceManager) preemptionMessage(ps []scheduling.Preemption) *yarnpb.PreemptionMessageProto {
+	msg := &yarnpb.PreemptionMessageProto{}
+	var totalMB int64
+	for _, p := range ps {
+		c := &yarnpb.PreemptionContainerProto{Id: p.Container.Proto()}
+		if p.Strict {
+			if msg.StrictContract == nil {
+				msg.StrictContract = &yarnpb.StrictPreemptionContractProto{}
+			}
+			msg.StrictContract.Container = append(msg.StrictContract.Container, c)
+			continue
+		}
+		if msg.Contract == nil {
+			msg.Contract = &yarnpb.PreemptionContractProto{}
+		}
+		msg.Contract.Container = append(msg.Contract.Container, c)
+		mem, _ := yarnpb.MemoryAndVcores(p.Resource)
+		totalMB += mem
+	}
+	if msg.Contract != nil {
+		// Counted in memory, as the DefaultResourceCalculator divides.
+		minMB, minVcores := int64(rm.cfg.Settings.MinAllocationMB), int64(rm.cfg.Settings.MinAllocationVcores)
+		n := ceilDiv(totalMB, minMB)
+		msg.Contract.Resource = []*yarnpb.PreemptionResourceRequestProto{{Resource: &yarnpb.ResourceRequestProto{
+			Priority:      &yarnpb.PriorityProto{Priority: proto.Int32(-1)},
+			ResourceName:  proto.String("*"),
+			Capability:    yarnpb.NewResource(minMB, int32(minVcores)),
+			NumContainers: proto.Int32(int32(n)),
+		}}}
+	}
+	return msg
+}
+
+// ceilDiv is a/b rounded up; 0 when b is not positive.
+func ceilDiv(a, b int64) int64 {
+	if b <= 0 {
+		return 0
+	}
+	return (a + b - 1) / b
 }
 
 // Recovered rebuilds the containers RGS found running after a restart.

@@ -436,3 +436,37 @@ func TestAnIncreaseNotBroughtToTheNodeInTimeIsRolledBack(t *testing.T) {
 		t.Errorf("the AM heard %v, want the roll back as a DECREASE to 1024 MB", u)
 	}
 }
+
+// TestPreemptionReachesTheAMAsTheCapacitySchedulerSendsIt: a container the
+// queues take back is offered in the negotiable contract with the resource
+// to give back; one Kubernetes evicts is in the strict contract.
+func TestPreemptionReachesTheAMAsTheCapacitySchedulerSendsIt(t *testing.T) {
+	e := newEnv(t, envOptions{scheduler: &recordingScheduler{}})
+	attempt, ctx := unmanagedAM(t, e)
+	queues := yarnid.ContainerID{Attempt: attempt, Epoch: 1, Sequence: 2}
+	evicted := yarnid.ContainerID{Attempt: attempt, Epoch: 1, Sequence: 3}
+	sink := e.rm.SchedulerSink()
+	sink.Preempting(t.Context(), scheduling.Preemption{Container: queues, Resource: yarnpb.NewResource(2048, 1)})
+	sink.Preempting(t.Context(), scheduling.Preemption{Container: evicted, Strict: true, Resource: yarnpb.NewResource(1024, 1)})
+	resp, err := e.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &yarnpb.PreemptionMessageProto{
+		StrictContract: &yarnpb.StrictPreemptionContractProto{Container: []*yarnpb.PreemptionContainerProto{{Id: evicted.Proto()}}},
+		Contract: &yarnpb.PreemptionContractProto{
+			Container: []*yarnpb.PreemptionContainerProto{{Id: queues.Proto()}},
+			Resource: []*yarnpb.PreemptionResourceRequestProto{{Resource: &yarnpb.ResourceRequestProto{
+				Priority: &yarnpb.PriorityProto{Priority: proto.Int32(-1)}, ResourceName: proto.String("*"),
+				Capability: yarnpb.NewResource(1024, 1), NumContainers: proto.Int32(2),
+			}}},
+		},
+	}
+	if !proto.Equal(resp.GetPreempt(), want) {
+		t.Errorf("preemption message\n%v\nwant\n%v", resp.GetPreempt(), want)
+	}
+	resp, _ = e.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(1)})
+	if resp.GetPreempt() != nil {
+		t.Errorf("the message came twice: %v", resp.GetPreempt())
+	}
+}

@@ -83,6 +83,18 @@ type UpdateResult struct {
 	Reason string
 }
 
+// Preemption is a container the cluster is about to take back.
+type Preemption struct {
+	Container yarnid.ContainerID
+	// Strict: the container goes whatever the AM does (Kubernetes evicts
+	// it). Otherwise the queues take it back and the AM may give back
+	// other containers of as much instead (the CapacityScheduler's
+	// negotiable contract).
+	Strict bool
+	// Resource is the container's size.
+	Resource *yarnpb.ResourceProto
+}
+
 // Sink is told what happens to containers; the ResourceManager implements
 // it. A backend calls it one container at a time.
 type Sink interface {
@@ -92,7 +104,7 @@ type Sink interface {
 	// Completed reports a container that ended, once.
 	Completed(ctx context.Context, c Completion)
 	// Preempting warns that the cluster is about to take a container back.
-	Preempting(ctx context.Context, id yarnid.ContainerID)
+	Preempting(ctx context.Context, p Preemption)
 	// Updated reports how an increase ended, once.
 	Updated(ctx context.Context, r UpdateResult)
 }

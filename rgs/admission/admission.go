@@ -110,6 +110,9 @@ type Pod struct {
 	Seq int64
 	// Admitted pods are no longer gated: they count as used.
 	Admitted bool
+	// Running marks an admitted pod that is a container: only those are
+	// taken back by Preempt. Preempting marks one an earlier round chose.
+	Running, Preempting bool
 }
 
 // Snapshot is what one admission pass reads.
@@ -157,6 +160,7 @@ type app struct {
 	used     Resource
 	admitted bool
 	pending  []*Pod // gated, in Seq order
+	running  []*Pod // admitted containers
 }
 
 type state struct {
@@ -209,6 +213,9 @@ func newState(s Snapshot) *state {
 			leaf.running++
 		}
 		a.used = a.used.add(p.Resource)
+		if p.Running {
+			a.running = append(a.running, p)
+		}
 		leaf.users[p.User] = leaf.users[p.User].add(p.Resource)
 		if p.AM {
 			leaf.amUsed = leaf.amUsed.add(p.Resource)

@@ -3,6 +3,7 @@ package admission
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -203,5 +204,78 @@ func TestAnAMGoesBeforeItsTasksAndUnknownQueuesAreLeft(t *testing.T) {
 	keys := Admit(Snapshot{Cluster: cluster, Queues: root(leaf("root.default", 1, 1)), Pods: pods})
 	if len(keys) != 3 || keys[0] != "root.default/1/2" {
 		t.Errorf("admitted %v, want the AM first and nothing of a queue the RM does not have", keys)
+	}
+}
+
+// running is n admitted containers of application app in queue.
+func running(queue string, app int32, n int) []Pod {
+	pods := admitted(demand(queue, "u", app, n)...)
+	for i := range pods {
+		pods[i].Running = true
+	}
+	return pods
+}
+
+func TestPreemptionTakesBackWhatALeafHoldsOverItsIdealShare(t *testing.T) {
+	twoLeaves := root(leaf("root.a", 0.25, 1), leaf("root.b", 0.75, 0.75))
+	tests := []struct {
+		name string
+		pods []Pod
+		want []string
+	}{
+		{
+			// root.a holds all 8; root.b wants its 6. root.a's ideal is 2
+			// slots (4 GiB), its excess 12 GiB; a round takes 20% of it,
+			// at most 10% of the cluster (1.6 GiB): one container, the
+			// newest.
+			name: "a round takes the newest container of the leaf over its share",
+			pods: concat(running("root.a", 1, 8), demand("root.b", "u", 2, 6)),
+			want: []string{"root.a/1/7"},
+		},
+		{
+			name: "containers chosen before stay chosen, and the round adds its own",
+			pods: func() []Pod {
+				pods := concat(running("root.a", 1, 8), demand("root.b", "u", 2, 6))
+				pods[7].Preempting = true
+				return pods
+			}(),
+			want: []string{"root.a/1/7", "root.a/1/6"},
+		},
+		{
+			name: "nothing is taken without demand that waits",
+			pods: running("root.a", 1, 8),
+			want: nil,
+		},
+		{
+			name: "a leaf within its share gives nothing back and its chosen containers go free",
+			pods: func() []Pod {
+				pods := concat(running("root.a", 1, 2), running("root.b", 2, 6), demand("root.b", "u", 2, 3))
+				pods[0].Preempting = true
+				return pods
+			}(),
+			want: nil,
+		},
+		{
+			name: "AM containers go last",
+			pods: func() []Pod {
+				pods := concat(running("root.a", 1, 8), demand("root.b", "u", 2, 6))
+				pods[7].AM = true
+				return pods
+			}(),
+			want: []string{"root.a/1/6"},
+		},
+		{
+			name: "the last submitted application gives first",
+			pods: concat(running("root.a", 1, 4), running("root.a", 3, 4), demand("root.b", "u", 2, 6)),
+			want: []string{"root.a/3/3"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Preempt(Snapshot{Cluster: cluster, Queues: twoLeaves, Pods: tc.pods}, DefaultPreemption)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("preempt %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

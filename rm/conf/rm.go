@@ -75,6 +75,8 @@ type RMSettings struct {
 	ContainerTokenRollingInterval time.Duration
 	// NMTokenRollingInterval rolls the NMToken master key.
 	NMTokenRollingInterval time.Duration
+	// Preemption is the scheduler monitor's preemption policy.
+	Preemption Preemption
 }
 
 // DefaultRMSettings returns YARN's defaults.
@@ -112,6 +114,9 @@ func LoadRMSettings(c *hadoopconf.Configuration) (RMSettings, error) {
 		*dst = v
 		errs = append(errs, err)
 	}
+	preemption, err := LoadPreemption(d)
+	s.Preemption = preemption
+	errs = append(errs, err)
 	str(&s.Hostname, hadoopconf.KeyRMHostname)
 	str(&s.Address, hadoopconf.KeyRMAddress)
 	str(&s.SchedulerAddress, hadoopconf.KeyRMSchedulerAddress)

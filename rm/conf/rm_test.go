@@ -42,6 +42,8 @@ func TestDefaultRMSettingsAreYarns(t *testing.T) {
 		AMRMTokenRollingInterval:          24 * time.Hour,
 		ContainerTokenRollingInterval:     24 * time.Hour,
 		NMTokenRollingInterval:            24 * time.Hour,
+		Preemption: Preemption{Interval: 3 * time.Second, MaxWaitBeforeKill: 15 * time.Second,
+			PerRound: f32(0.1), MaxIgnoredOverCapacity: f32(0.1), NaturalTerminationFactor: f32(0.2)},
 	}
 	if got := DefaultRMSettings(); got != want {
 		t.Errorf("DefaultRMSettings() =\n%+v\nwant\n%+v", got, want)

@@ -171,3 +171,79 @@ func startUnmanagedAM(t *testing.T, clientAddr, schedulerAddr, user, queue strin
 	am.register()
 	return am
 }
+
+// TestPreemptionTakesContainersBackForAQueueBelowItsGuarantee: with the
+// scheduler monitor on (a round every half second, two seconds for the AM
+// to give back), root.a holds all 8 containers when root.b's application
+// asks for 6. root.a's AM hears of the containers taken back in a
+// PreemptionMessage's contract, they complete PREEMPTED (-102), and root.b
+// gets its guarantee.
+func TestPreemptionTakesContainersBackForAQueueBelowItsGuarantee(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "local")
+	confDir := t.TempDir()
+	writeConfFile(t, filepath.Join(confDir, "capacity-scheduler.xml"),
+		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.queues", Value: "a,b"},
+		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.a.capacity", Value: "25"},
+		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.a.maximum-capacity", Value: "100"},
+		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.a.user-limit-factor", Value: "4"},
+		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.b.capacity", Value: "75"},
+		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.b.maximum-capacity", Value: "75"})
+	writeConfFile(t, filepath.Join(confDir, "yarn-site.xml"),
+		hadoopconf.Property{Name: "yarn.resourcemanager.scheduler.monitor.enable", Value: "true"},
+		hadoopconf.Property{Name: "yarn.resourcemanager.monitor.capacity.preemption.monitoring_interval", Value: "500"},
+		hadoopconf.Property{Name: "yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill", Value: "2000"})
+	run := knitLocal(t, dir)
+	if out, err := run("up", "--nodes", "1", "--conf-dir", confDir); err != nil {
+		t.Fatalf("knit local up: %v\n%s", err, out)
+	}
+	settings, err := localcluster.RMSettings(localcluster.HadoopConfDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	amA := startUnmanagedAM(t, settings.Address, settings.SchedulerAddress, "alice", "a")
+	if _, err := amA.allocate(&yarnpb.AllocateRequestProto{Ask: []*yarnpb.ResourceRequestProto{ask(1, "*", 8, 2048, 1, true)}}); err != nil {
+		t.Fatal(err)
+	}
+	held, _, _ := amA.collect("root.a's 8 containers", func(a []*yarnpb.ContainerProto, _ []*yarnpb.ContainerStatusProto) bool { return len(a) == 8 })
+
+	amB := startUnmanagedAM(t, settings.Address, settings.SchedulerAddress, "bob", "b")
+	if _, err := amB.allocate(&yarnpb.AllocateRequestProto{Ask: []*yarnpb.ResourceRequestProto{ask(1, "*", 6, 2048, 1, true)}}); err != nil {
+		t.Fatal(err)
+	}
+	// root.a's AM: the contract names containers it holds, then they
+	// complete PREEMPTED.
+	heldIDs := map[string]bool{}
+	for _, c := range held {
+		heldIDs[c.GetId().String()] = true
+	}
+	var offered int
+	var preempted []*yarnpb.ContainerStatusProto
+	eventually.WithinEvery(t, 3*time.Minute, 200*time.Millisecond, func(context.Context) error {
+		resp, err := amA.allocate(nil)
+		if err != nil {
+			return err
+		}
+		for _, c := range resp.GetPreempt().GetContract().GetContainer() {
+			if !heldIDs[c.GetId().String()] {
+				t.Errorf("the contract offers %v, not one of root.a's", c.GetId())
+			}
+			offered++
+		}
+		if s := resp.GetPreempt().GetStrictContract(); s != nil {
+			t.Errorf("a strict contract for the queues' preemption: %v", s)
+		}
+		for _, s := range resp.GetCompletedContainerStatuses() {
+			if s.GetExitStatus() == -102 {
+				preempted = append(preempted, s)
+			}
+		}
+		if offered == 0 || len(preempted) < 6 {
+			return fmt.Errorf("%d containers offered, %d completed PREEMPTED", offered, len(preempted))
+		}
+		return nil
+	})
+	if d := preempted[0].GetDiagnostics(); d != "Container preempted by scheduler" {
+		t.Errorf("diagnostics %q", d)
+	}
+	amB.collect("root.b's guarantee", func(a []*yarnpb.ContainerProto, _ []*yarnpb.ContainerStatusProto) bool { return len(a) == 6 })
+}
