@@ -98,10 +98,6 @@ func (c *restCluster) Metrics(ctx context.Context) (rest.ClusterMetrics, error) 
 	if err != nil {
 		return rest.ClusterMetrics{}, err
 	}
-	list, err := c.rm.GetApplications(ctx, &yarnpb.GetApplicationsRequestProto{})
-	if err != nil {
-		return rest.ClusterMetrics{}, err
-	}
 	m := cm.GetClusterMetrics()
 	out := rest.ClusterMetrics{
 		TotalNodes: m.GetNumNodeManagers(), ActiveNodes: m.GetNumActiveNms(), LostNodes: m.GetNumLostNms(),
@@ -109,9 +105,15 @@ func (c *restCluster) Metrics(ctx context.Context) (rest.ClusterMetrics, error) 
 		DecommissionedNodes: m.GetNumDecommissionedNms(), RebootedNodes: m.GetNumRebootedNms(),
 		ShutdownNodes: m.GetNumShutdownNms(),
 	}
-	for _, a := range list.GetApplications() {
+	// Counted by each application's state under its own lock, not from
+	// reports: building 10,000 reports to count them is what the RM must
+	// not do on a page load.
+	for _, e := range c.rm.snapshot() {
+		e.mu.Lock()
+		state := e.app.ClientState()
+		e.mu.Unlock()
 		out.AppsSubmitted++
-		switch a.GetYarnApplicationState() {
+		switch state {
 		case yarnpb.YarnApplicationStateProto_RUNNING:
 			out.AppsRunning++
 		case yarnpb.YarnApplicationStateProto_FINISHED:
