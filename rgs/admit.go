@@ -74,14 +74,29 @@ const admitKey = "admission"
 // cluster's size, a queue refresh, an application's priority) waits.
 const admitPeriod = time.Second
 
+// A pass looks at every pod, and a stream of pod events must not keep a
+// core busy with back-to-back passes: after one, the next waits three
+// times as long as it took (so passes take at most a quarter of a core),
+// within these bounds. Events within the wait share the next pass.
+const (
+	admitMinGap = 10 * time.Millisecond
+	admitMaxGap = time.Second
+)
+
 // fieldManager names RGS's writes.
 const fieldManager = "knit-rgs"
 
-// queueAdmission asks for an admission pass.
+// queueAdmission asks for an admission pass: now, or when the wait after
+// the last one is over. The queue keeps one key, at its earliest time.
 func (c *Controller) queueAdmission() {
-	if c.policy != nil {
-		c.admitQueue.Add(admitKey)
+	if c.policy == nil {
+		return
 	}
+	if wait := time.Until(time.Unix(0, c.nextAdmission.Load())); wait > 0 {
+		c.admitQueue.AddAfter(admitKey, wait)
+		return
+	}
+	c.admitQueue.Add(admitKey)
 }
 
 // processAdmission runs one pass; false when the queue is shut down.
@@ -91,12 +106,15 @@ func (c *Controller) processAdmission(ctx context.Context) bool {
 		return false
 	}
 	defer c.admitQueue.Done(k)
-	if err := c.admit(ctx); err != nil {
+	start := time.Now()
+	err := c.admit(ctx)
+	end := time.Now()
+	c.nextAdmission.Store(end.Add(min(max(3*end.Sub(start), admitMinGap), admitMaxGap)).UnixNano())
+	if err != nil {
 		c.log.WarnContext(ctx, "admission", "err", err)
 		c.admitQueue.AddRateLimited(k)
 		return true
 	}
-	c.admitQueue.Forget(k)
 	c.admitQueue.AddAfter(k, admitPeriod)
 	return true
 }

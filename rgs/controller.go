@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -136,8 +137,10 @@ type Controller struct {
 	admitMu    sync.Mutex
 	ungated    map[types.UID]bool
 	// lastPreemption is when the last preemption round ran; only the
-	// admission worker reads and writes it.
+	// admission worker reads and writes it. nextAdmission is the earliest
+	// time (UnixNano) the next pass may start, read by the event handlers.
 	lastPreemption time.Time
+	nextAdmission  atomic.Int64
 }
 
 type bookKey struct {
