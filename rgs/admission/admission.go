@@ -208,22 +208,10 @@ func newState(s Snapshot) *state {
 			a.pending = append(a.pending, p)
 			continue
 		}
-		if !a.admitted {
-			a.admitted = true
-			leaf.running++
-		}
-		a.used = a.used.add(p.Resource)
 		if p.Running {
 			a.running = append(a.running, p)
 		}
-		leaf.users[p.User] = leaf.users[p.User].add(p.Resource)
-		if p.AM {
-			leaf.amUsed = leaf.amUsed.add(p.Resource)
-		}
-		for n := leaf; n != nil; n = n.parent {
-			n.used = n.used.add(p.Resource)
-		}
-		st.free = st.free.sub(p.Resource)
+		st.use(leaf, a, p)
 	}
 	for _, n := range st.byPath {
 		for _, a := range n.apps {
@@ -394,11 +382,19 @@ func (st *state) allows(leaf *node, a *app, p *Pod, activeUsers int) bool {
 	return !leaf.users[a.user].greaterThan(limit)
 }
 
-// admit counts p as used.
+// admit counts p, its application's next pending pod, as used.
 func (st *state) admit(p *Pod) {
 	leaf := st.byPath[p.Queue]
 	a := leaf.apps[p.App]
 	a.pending = a.pending[1:]
+	st.use(leaf, a, p)
+	// Room taken here may have closed other leaves' ways; room is never
+	// given back within a pass, so a blocked leaf stays blocked.
+}
+
+// use counts p as used by its application, user, leaf and the leaf's
+// parents.
+func (st *state) use(leaf *node, a *app, p *Pod) {
 	if !a.admitted {
 		a.admitted = true
 		leaf.running++
@@ -412,6 +408,4 @@ func (st *state) admit(p *Pod) {
 		n.used = n.used.add(p.Resource)
 	}
 	st.free = st.free.sub(p.Resource)
-	// Room taken here may have closed other leaves' ways; room is never
-	// given back within a pass, so a blocked leaf stays blocked.
 }

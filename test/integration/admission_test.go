@@ -34,13 +34,7 @@ import (
 func TestQueuesShareTheClusterAsTheCapacitySchedulerWould(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "local")
 	confDir := t.TempDir()
-	writeConfFile(t, filepath.Join(confDir, "capacity-scheduler.xml"),
-		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.queues", Value: "a,b"},
-		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.a.capacity", Value: "25"},
-		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.a.maximum-capacity", Value: "100"},
-		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.a.user-limit-factor", Value: "4"},
-		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.b.capacity", Value: "75"},
-		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.b.maximum-capacity", Value: "75"})
+	writeTwoLeaves(t, confDir)
 	run := knitLocal(t, dir)
 	if out, err := run("up", "--nodes", "1", "--conf-dir", confDir); err != nil {
 		t.Fatalf("knit local up: %v\n%s", err, out)
@@ -181,13 +175,7 @@ func startUnmanagedAM(t *testing.T, clientAddr, schedulerAddr, user, queue strin
 func TestPreemptionTakesContainersBackForAQueueBelowItsGuarantee(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "local")
 	confDir := t.TempDir()
-	writeConfFile(t, filepath.Join(confDir, "capacity-scheduler.xml"),
-		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.queues", Value: "a,b"},
-		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.a.capacity", Value: "25"},
-		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.a.maximum-capacity", Value: "100"},
-		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.a.user-limit-factor", Value: "4"},
-		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.b.capacity", Value: "75"},
-		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.b.maximum-capacity", Value: "75"})
+	writeTwoLeaves(t, confDir)
 	writeConfFile(t, filepath.Join(confDir, "yarn-site.xml"),
 		hadoopconf.Property{Name: "yarn.resourcemanager.scheduler.monitor.enable", Value: "true"},
 		hadoopconf.Property{Name: "yarn.resourcemanager.monitor.capacity.preemption.monitoring_interval", Value: "500"},
@@ -246,4 +234,17 @@ func TestPreemptionTakesContainersBackForAQueueBelowItsGuarantee(t *testing.T) {
 		t.Errorf("diagnostics %q", d)
 	}
 	amB.collect("root.b's guarantee", func(a []*yarnpb.ContainerProto, _ []*yarnpb.ContainerStatusProto) bool { return len(a) == 6 })
+}
+
+// writeTwoLeaves writes the capacity-scheduler.xml of these tests: root.a
+// (25%, maximum 100%, user-limit-factor 4) and root.b (75%, maximum 75%).
+func writeTwoLeaves(t *testing.T, confDir string) {
+	t.Helper()
+	writeConfFile(t, filepath.Join(confDir, "capacity-scheduler.xml"),
+		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.queues", Value: "a,b"},
+		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.a.capacity", Value: "25"},
+		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.a.maximum-capacity", Value: "100"},
+		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.a.user-limit-factor", Value: "4"},
+		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.b.capacity", Value: "75"},
+		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.b.maximum-capacity", Value: "75"})
 }
