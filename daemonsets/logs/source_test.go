@@ -31,7 +31,7 @@ func TestPodSourceReadsContainersAndKeepsTheApplicationsACLs(t *testing.T) {
 	}
 	running := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p1", Namespace: "apps",
-			Labels:      map[string]string{launch.LabelContainer: runningCID, launch.LabelApplication: runningApp},
+			Labels: map[string]string{launch.LabelContainer: runningCID, launch.LabelApplication: runningApp},
 			Annotations: map[string]string{launch.AnnotationContext: ctxValue,
 				launch.AnnotationLogAggregationContext: `{"includePattern":"std","rolledLogsIncludePattern":"syslog"}`}},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{

@@ -250,7 +250,7 @@ type nullSink struct{}
 
 func (nullSink) Allocated(context.Context, scheduling.Allocation) error { return nil }
 func (nullSink) Completed(context.Context, scheduling.Completion)       {}
-func (nullSink) Preempting(context.Context, scheduling.Preemption)       {}
+func (nullSink) Preempting(context.Context, scheduling.Preemption)      {}
 func (nullSink) Updated(context.Context, scheduling.UpdateResult)       {}
 
 // noNodes is an rgs.Nodes of an empty cluster and an rgs.Signer that signs
@@ -457,9 +457,9 @@ func (s *allocSink) Allocated(_ context.Context, a scheduling.Allocation) error 
 	}
 	return nil
 }
-func (*allocSink) Completed(context.Context, scheduling.Completion) {}
+func (*allocSink) Completed(context.Context, scheduling.Completion)  {}
 func (*allocSink) Preempting(context.Context, scheduling.Preemption) {}
-func (*allocSink) Updated(context.Context, scheduling.UpdateResult) {}
+func (*allocSink) Updated(context.Context, scheduling.UpdateResult)  {}
 
 // boundLatencies are, per pod, the time from the start of its Binding call
 // to RGS's Sink.Allocated and to the watch seeing it bound.
