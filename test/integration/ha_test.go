@@ -106,7 +106,8 @@ func activeRM(t *testing.T, c *localcluster.Cluster) int {
 }
 
 // TestKillingTheActiveRMLosesNoJob runs distshell jobs on two RMs, kills
-// the active one with SIGKILL while they run, and expects every job to
+// the active one with SIGKILL once the first job's containers run (the
+// others are submitted and wait for the queue to admit them), and expects every job to
 // finish SUCCEEDED through the other: clients and AMs fail over (the
 // client's yarn-site.xml lists both RMs), and the new leader recovers the
 // applications, their attempts and their containers. Before the kill, the
@@ -167,7 +168,8 @@ func TestKillingTheActiveRMLosesNoJob(t *testing.T) {
 			results[i] = result{buf.String(), err}
 		}()
 	}
-	// Kill once every job's containers run.
+	// Kill once a job's containers run. (The queue admits the jobs a few
+	// at a time: the others wait, submitted, through the failover.)
 	eventually.Within(t, 4*time.Minute, func(ctx context.Context) error {
 		pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: launch.LabelRole + "=" + launch.RoleTask})
 		if err != nil {
@@ -179,8 +181,8 @@ func TestKillingTheActiveRMLosesNoJob(t *testing.T) {
 				n++
 			}
 		}
-		if n < 2*jobs {
-			return fmt.Errorf("%d of %d task containers running", n, 2*jobs)
+		if n < 2 {
+			return fmt.Errorf("%d task containers running, want a job's 2", n)
 		}
 		return nil
 	})
