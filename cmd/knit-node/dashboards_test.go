@@ -3,10 +3,13 @@ package main
 import (
 	"log/slog"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/knitdev/knit/daemonsets/auxservice"
+	"github.com/knitdev/knit/daemonsets/localizer"
+	"github.com/knitdev/knit/daemonsets/logs"
 	"github.com/knitdev/knit/daemonsets/shuffle"
 	"github.com/knitdev/knit/daemonsets/sparkshuffle"
 	"github.com/knitdev/knit/test/dashboards"
@@ -31,7 +34,16 @@ func TestTheNodesDashboardUsesOnlyMetricsKnitNodeServes(t *testing.T) {
 	}
 	t.Cleanup(func() { spark.Close() })
 	served := dashboards.NewServed()
-	if _, err := registerNodeMetrics(served, noPods{}, []auxservice.Service{mr, spark}, t.TempDir(), slog.New(slog.DiscardHandler)); err != nil {
+	loc, err := localizer.New(localizer.Config{LocalDirs: []string{t.TempDir()}, LogDirs: []string{t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { loc.Close() })
+	agg, err := logs.NewAggregator(logs.AggregatorConfig{Dirs: logs.Dirs{t.TempDir()}, NodeID: "n:1", Retain: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := registerNodeMetrics(served, noPods{}, nodeServices{aux: []auxservice.Service{mr, spark}, localizer: loc, aggregator: agg}, t.TempDir(), slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	used, err := dashboards.MetricNames(dashboards.Dir)

@@ -392,7 +392,7 @@ func newStatusPublisher(f flags, client kubernetes.Interface, log *slog.Logger) 
 
 // runNodeWeb serves the NodeManager web port (node web services and log
 // pages) and runs log aggregation when it is on.
-func runNodeWeb(run lifecycle.Runner, f flags, d nodeDirs, client kubernetes.Interface, conf *hadoopconf.Configuration, s logs.Settings, agg *logs.Aggregator, status *logs.StatusPublisher, aux []auxservice.Service) error {
+func runNodeWeb(run lifecycle.Runner, f flags, d nodeDirs, client kubernetes.Interface, conf *hadoopconf.Configuration, s logs.Settings, agg *logs.Aggregator, status *logs.StatusPublisher, aux []auxservice.Service, loc *localizer.Localizer) error {
 	src, err := logs.NewPodSource(client, f.nodeName, logs.Dirs(d.logs), run.Logger.With("component", "logs"))
 	if err != nil {
 		return err
@@ -413,7 +413,7 @@ func runNodeWeb(run lifecycle.Runner, f flags, d nodeDirs, client kubernetes.Int
 	if err != nil {
 		return err
 	}
-	col, err := serveNodeMetrics(e, src, aux, f.cgroupRoot, run.Logger.With("component", "metrics"))
+	col, err := serveNodeMetrics(e, src, nodeServices{aux: aux, localizer: loc, aggregator: agg}, f.cgroupRoot, run.Logger.With("component", "metrics"))
 	if err != nil {
 		return err
 	}

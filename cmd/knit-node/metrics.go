@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/knitdev/knit/daemonsets/auxservice"
+	"github.com/knitdev/knit/daemonsets/localizer"
+	"github.com/knitdev/knit/daemonsets/logs"
 	"github.com/knitdev/knit/daemonsets/metrics"
 	"github.com/knitdev/knit/daemonsets/shuffle"
 	"github.com/knitdev/knit/daemonsets/sparkshuffle"
@@ -19,9 +21,9 @@ import (
 // figures when they run here, and the Go runtime of knit-node, on a registry of its
 // own. It returns the containers' collector, which the utilization
 // publisher measures with too.
-func serveNodeMetrics(e *echo.Echo, pods metrics.Pods, aux []auxservice.Service, cgroupRoot string, log *slog.Logger) (*metrics.Collector, error) {
+func serveNodeMetrics(e *echo.Echo, pods metrics.Pods, svc nodeServices, cgroupRoot string, log *slog.Logger) (*metrics.Collector, error) {
 	reg := prometheus.NewRegistry()
-	col, err := registerNodeMetrics(reg, pods, aux, cgroupRoot, log)
+	col, err := registerNodeMetrics(reg, pods, svc, cgroupRoot, log)
 	if err != nil {
 		return nil, err
 	}
@@ -29,8 +31,16 @@ func serveNodeMetrics(e *echo.Echo, pods metrics.Pods, aux []auxservice.Service,
 	return col, nil
 }
 
+// nodeServices are the services whose figures /metrics publishes; a nil
+// one is not running.
+type nodeServices struct {
+	aux        []auxservice.Service
+	localizer  *localizer.Localizer
+	aggregator *logs.Aggregator
+}
+
 // registerNodeMetrics registers what knit-node serves on /metrics on reg.
-func registerNodeMetrics(reg prometheus.Registerer, pods metrics.Pods, aux []auxservice.Service, cgroupRoot string, log *slog.Logger) (*metrics.Collector, error) {
+func registerNodeMetrics(reg prometheus.Registerer, pods metrics.Pods, svc nodeServices, cgroupRoot string, log *slog.Logger) (*metrics.Collector, error) {
 	col, err := metrics.NewCollector(metrics.Config{Pods: pods, CgroupRoot: cgroupRoot, Logger: log})
 	if err != nil {
 		return nil, err
@@ -40,7 +50,17 @@ func registerNodeMetrics(reg prometheus.Registerer, pods metrics.Pods, aux []aux
 			return nil, err
 		}
 	}
-	for _, s := range aux {
+	if svc.localizer != nil {
+		if err := registerLocalizer(reg, svc.localizer); err != nil {
+			return nil, err
+		}
+	}
+	if svc.aggregator != nil {
+		if err := registerAggregator(reg, svc.aggregator); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range svc.aux {
 		switch sh := s.(type) {
 		case *shuffle.Service:
 			if err := registerShuffle(reg, sh); err != nil {
@@ -102,5 +122,31 @@ func registerSparkShuffle(reg prometheus.Registerer, svc *sparkshuffle.Service) 
 		{"knit_spark_shuffle_blocks_sent_total", "Blocks the Spark shuffle service sent whole.", true, func(s sparkshuffle.Stats) float64 { return float64(s.BlocksSent) }},
 		{"knit_spark_shuffle_bytes_sent_total", "Bytes of the blocks the Spark shuffle service sent whole.", true, func(s sparkshuffle.Stats) float64 { return float64(s.BytesSent) }},
 		{"knit_spark_shuffle_auth_failures_total", "Connections the Spark shuffle service refused at authentication.", true, func(s sparkshuffle.Stats) float64 { return float64(s.AuthFailures) }},
+	})
+}
+
+// registerLocalizer publishes the localizer's figures.
+func registerLocalizer(reg prometheus.Registerer, l *localizer.Localizer) error {
+	return registerStats(reg, l.Stats, []figure[localizer.Stats]{
+		{"knit_localizer_containers_prepared_total", "Containers whose resources the localizer prepared.", true, func(s localizer.Stats) float64 { return float64(s.Prepared) }},
+		{"knit_localizer_containers_failed_total", "Containers whose localization failed.", true, func(s localizer.Stats) float64 { return float64(s.Failed) }},
+		{"knit_localizer_fetched_bytes_total", "Bytes of resources the localizer fetched.", true, func(s localizer.Stats) float64 { return float64(s.BytesFetched) }},
+		{"knit_localizer_cached_bytes_total", "Bytes of resources the localizer found in its cache.", true, func(s localizer.Stats) float64 { return float64(s.BytesCached) }},
+		{"knit_localizer_fetched_files_total", "Resources the localizer fetched.", true, func(s localizer.Stats) float64 { return float64(s.FilesFetched) }},
+		{"knit_localizer_cached_files_total", "Resources the localizer found in its cache.", true, func(s localizer.Stats) float64 { return float64(s.FilesCached) }},
+		{"knit_localizer_seconds_total", "Seconds the localizer spent preparing containers.", true, func(s localizer.Stats) float64 { return s.Seconds }},
+	})
+}
+
+// registerAggregator publishes log aggregation's figures.
+func registerAggregator(reg prometheus.Registerer, a *logs.Aggregator) error {
+	return registerStats(reg, a.Stats, []figure[logs.AggregationStats]{
+		{"knit_log_aggregation_applications_total", "Applications whose logs were aggregated.", true, func(s logs.AggregationStats) float64 { return float64(s.Aggregated) }},
+		{"knit_log_aggregation_applications_failed_total", "Applications whose log aggregation was given up (FAILED).", true, func(s logs.AggregationStats) float64 { return float64(s.Failed) }},
+		{"knit_log_aggregation_uploads_total", "Aggregated files written to the remote app log dir.", true, func(s logs.AggregationStats) float64 { return float64(s.Uploads) }},
+		{"knit_log_aggregation_bytes_total", "Bytes of the aggregated files written.", true, func(s logs.AggregationStats) float64 { return float64(s.Bytes) }},
+		{"knit_log_aggregation_upload_failures_total", "Uploads that failed (each is tried again).", true, func(s logs.AggregationStats) float64 { return float64(s.UploadFailures) }},
+		{"knit_log_aggregation_seconds_total", "Seconds spent writing aggregated files.", true, func(s logs.AggregationStats) float64 { return s.Seconds }},
+		{"knit_log_aggregation_queued_applications", "Applications waiting for their logs to be aggregated.", false, func(s logs.AggregationStats) float64 { return float64(s.Queued) }},
 	})
 }

@@ -99,6 +99,7 @@ type Localizer struct {
 	cfg   Config
 	log   *slog.Logger
 	cache *cache
+	stats stats
 }
 
 // New checks cfg, creates the local and log folders and rebuilds the
@@ -230,6 +231,9 @@ func (l *Localizer) Prepare(ctx context.Context, c launch.Context, credentials [
 		}
 	}
 	var fl *failure
+	if err == nil || errors.As(err, &fl) {
+		l.stats.count(count, l.cfg.Now().Sub(started), err != nil)
+	}
 	switch {
 	case errors.As(err, &fl):
 		l.cache.release(c.ContainerID)

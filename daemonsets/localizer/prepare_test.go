@@ -75,7 +75,17 @@ func TestPrepareBuildsTheWorkFolder(t *testing.T) {
 	if b, _ := os.ReadFile(f.TokenFile); string(b) != string(creds) {
 		t.Errorf("token file holds %q, want the credentials", b)
 	}
-
+	// A second container of the application finds both in the cache.
+	if _, err := e.l.Prepare(context.Background(), launchContext(t, 2, []kv{
+		{"job.jar", lr(t, jarURL, jarSize, jarTS, typeFile, visApp, "")},
+		{"conf/core-site.xml", lr(t, xmlURL, xmlSize, xmlTS, typeFile, visPrivate, "")},
+	}, nil, []string{"true"}), creds); err != nil {
+		t.Fatal(err)
+	}
+	wantStats := Stats{Prepared: 2, BytesFetched: jarSize + xmlSize, BytesCached: jarSize + xmlSize, FilesFetched: 2, FilesCached: 2}
+	if got := e.l.Stats(); got != wantStats {
+		t.Errorf("Stats %+v, want %+v", got, wantStats)
+	}
 }
 
 func TestPrepareMakesTheFoldersAndFilesTheNodeManagerDoes(t *testing.T) {

@@ -116,6 +116,7 @@ type Aggregator struct {
 
 	mu       sync.Mutex
 	attempts map[string]int
+	stats    aggStats
 }
 
 // NewAggregator returns an aggregator; Run works its queue.
@@ -249,6 +250,7 @@ func (a *Aggregator) process(ctx context.Context) bool {
 		// is left.
 		a.queue.Forget(app)
 		if err := a.Roll(ctx, running); err != nil && ctx.Err() == nil {
+			a.stats.uploadFailures.Add(1)
 			a.log.WarnContext(ctx, "rolling log aggregation, will retry at the next interval", "app", running, "err", err)
 		}
 		return true
@@ -264,6 +266,7 @@ func (a *Aggregator) process(ctx context.Context) bool {
 	}
 	err := a.Aggregate(ctx, app)
 	if err == nil {
+		a.stats.aggregated.Add(1)
 		a.setStatus(app, StatusSucceeded)
 		a.queue.Forget(app)
 		a.mu.Lock()
@@ -274,6 +277,7 @@ func (a *Aggregator) process(ctx context.Context) bool {
 	if ctx.Err() != nil {
 		return true
 	}
+	a.stats.uploadFailures.Add(1)
 	a.mu.Lock()
 	a.attempts[app]++
 	n := a.attempts[app]
@@ -282,6 +286,7 @@ func (a *Aggregator) process(ctx context.Context) bool {
 		a.log.ErrorContext(ctx, "log aggregation FAILED; the logs stay on the node", "app", app, "attempts", n, "err", err)
 		_ = os.WriteFile(filepath.Join(a.cfg.Dirs[0], app, failedMarker), []byte(err.Error()), 0o644)
 		_ = os.Remove(filepath.Join(a.cfg.Dirs[0], app, endedMarker))
+		a.stats.failed.Add(1)
 		a.setStatus(app, StatusFailed)
 		a.queue.Forget(app)
 		a.mu.Lock()
@@ -446,6 +451,9 @@ func (a *Aggregator) upload(ctx context.Context, app string, rec AppRecord, cont
 			return nil, fmt.Errorf("logs: store %s: %w", remote, err)
 		}
 	}
+	a.stats.uploads.Add(1)
+	a.stats.bytes.Add(size)
+	a.stats.nanos.Add(int64(a.cfg.Now().Sub(start)))
 	a.log.InfoContext(ctx, "logs aggregated", "app", app, "containers", len(picked), "files", len(paths), "bytes", size,
 		"path", remote, "format", string(a.cfg.Format), "ms", a.cfg.Now().Sub(start).Milliseconds())
 	return paths, nil

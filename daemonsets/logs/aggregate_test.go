@@ -124,6 +124,10 @@ func TestAggregatorWritesBothFormatsAndRemovesLocalCopy(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dirs[1], endedApp)); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("second log dir kept: %v", err)
 			}
+			waitFor(t, "the aggregation counted", func() bool { return a.Stats().Aggregated == 1 })
+			if st := a.Stats(); st.Uploads != 1 || st.Bytes != int64(len(b)) || st.Failed != 0 || st.UploadFailures != 0 {
+				t.Errorf("stats %+v, want one upload of %d bytes", st, len(b))
+			}
 		})
 	}
 }
@@ -151,6 +155,10 @@ func TestAggregatorKeepsLogsWhenTheStoreFails(t *testing.T) {
 	})
 	if n := store.calls.Load(); n != 3 {
 		t.Errorf("%d attempts, want 3", n)
+	}
+	waitFor(t, "the failure counted", func() bool { return a.Stats().Failed == 1 })
+	if st := a.Stats(); st.UploadFailures != 3 || st.Uploads != 0 || st.Aggregated != 0 {
+		t.Errorf("stats %+v, want 3 failed attempts and no upload", st)
 	}
 	for _, p := range []string{filepath.Join(dirs[0], endedApp, "container_1795680442682_0007_01_000001", "stdout"), filepath.Join(dirs[1], endedApp, "container_1795680442682_0007_01_000002", "stdout")} {
 		if _, err := os.Stat(p); err != nil {
