@@ -24,10 +24,12 @@ const (
 	// keyReservedThrough is the highest application sequence number handed
 	// to any RM; every id in use is at most this.
 	keyReservedThrough = "applicationIDsReservedThrough"
-	// keyEpoch is the RM epoch: how many times an RM of this cluster has
+	// KeyEpoch is the RM epoch: how many times an RM of this cluster has
 	// started. Container ids carry it (container_e<epoch>_…), so ids handed
-	// out after a restart never repeat ones from before.
-	keyEpoch = "epoch"
+	// out after a restart never repeat ones from before. Exported for the
+	// tests that check, from the API server's history, that a deposed
+	// leader writes nothing once a newer epoch is raised.
+	KeyEpoch = "epoch"
 )
 
 // DefaultIDBlockSize is how many application sequence numbers IDs reserves
@@ -116,13 +118,13 @@ func (s *Store) NextEpoch(ctx context.Context) (int64, error) {
 				return err
 			}
 			cur := int64(0)
-			if raw, ok := cm.Data[keyEpoch]; ok {
+			if raw, ok := cm.Data[KeyEpoch]; ok {
 				if cur, err = strconv.ParseInt(raw, 10, 64); err != nil || cur < 0 {
-					return fmt.Errorf("configmap %s: %s %q is not an epoch", ClusterConfigMap, keyEpoch, raw)
+					return fmt.Errorf("configmap %s: %s %q is not an epoch", ClusterConfigMap, KeyEpoch, raw)
 				}
 			}
 			cm = cm.DeepCopy()
-			cm.Data[keyEpoch] = strconv.FormatInt(cur+1, 10)
+			cm.Data[KeyEpoch] = strconv.FormatInt(cur+1, 10)
 			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: FieldManager})
 			if apierrors.IsConflict(err) {
 				continue
@@ -149,13 +151,13 @@ func (s *Store) NextEpoch(ctx context.Context) (int64, error) {
 // after the read fails it with a conflict, and the re-read sees it.
 func (s *Store) checkEpoch(cm *corev1.ConfigMap) error {
 	mine := s.epoch.Load()
-	raw, ok := cm.Data[keyEpoch]
+	raw, ok := cm.Data[KeyEpoch]
 	if mine == 0 || !ok {
 		return nil
 	}
 	stored, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil {
-		return fmt.Errorf("configmap %s: %s %q is not an epoch", ClusterConfigMap, keyEpoch, raw)
+		return fmt.Errorf("configmap %s: %s %q is not an epoch", ClusterConfigMap, KeyEpoch, raw)
 	}
 	if stored > mine {
 		return fmt.Errorf("%w: RM epoch %d has started since this RM's %d", ErrFenced, stored, mine)

@@ -205,21 +205,22 @@ func (s *Store) toObject(rec Record) (*unstructured.Unstructured, error) {
 		launch.LabelQueue:       launch.LabelValue(rec.Queue),
 	})
 	if e := s.epoch.Load(); e > 0 {
-		obj.SetAnnotations(map[string]string{annotationEpoch: strconv.FormatInt(e, 10)})
+		obj.SetAnnotations(map[string]string{AnnotationEpoch: strconv.FormatInt(e, 10)})
 	}
 	obj.SetResourceVersion(rec.ResourceVersion)
 	return obj, nil
 }
 
-// annotationEpoch is the RM epoch of a YarnApplication's last writer.
-const annotationEpoch = "knit.io/rm-epoch"
+// AnnotationEpoch is the RM epoch of a YarnApplication's last writer.
+// Exported, as KeyEpoch, for tests that read the writes' order.
+const AnnotationEpoch = "knit.io/rm-epoch"
 
 // checkWriter refuses to overwrite an application last written by a newer
 // RM epoch than this Store's: that RM leads now. The write that follows is
 // conditioned on cur's resourceVersion, so the check holds for it.
 func (s *Store) checkWriter(cur *unstructured.Unstructured) error {
 	mine := s.epoch.Load()
-	raw, ok := cur.GetAnnotations()[annotationEpoch]
+	raw, ok := cur.GetAnnotations()[AnnotationEpoch]
 	if mine == 0 || !ok {
 		return nil
 	}

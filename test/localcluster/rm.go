@@ -286,6 +286,10 @@ func (c *Cluster) StartRM(ctx context.Context, command []string, site ...hadoopc
 type Identities struct {
 	RMKubeconfig   string
 	NodeKubeconfig string
+	// RMKubeconfigs, when set, gives each knit-rm replica its own (rm1's
+	// first; an empty one means RMKubeconfig): a test can then cut one
+	// replica off the API server and not the other.
+	RMKubeconfigs []string
 }
 
 // StartRMAs is StartRM with knit-rm and every knit-node using the
@@ -362,8 +366,12 @@ func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, com
 	defer cancel()
 	for i, a := range addrs {
 		name, logName := "knit-rm", "knit-rm.log"
+		rmKubeconfig := kubeconfig
+		if i < len(ids.RMKubeconfigs) && ids.RMKubeconfigs[i] != "" {
+			rmKubeconfig = ids.RMKubeconfigs[i]
+		}
 		args := append(command[1:len(command):len(command)],
-			"--kubeconfig", kubeconfig, "--namespace", RMNamespace, "--conf-dir", confDir,
+			"--kubeconfig", rmKubeconfig, "--namespace", RMNamespace, "--conf-dir", confDir,
 			"--launcher-binary", launcher)
 		args = append(args, c.rmNodeArgs(dir)...)
 		if ha {
