@@ -115,9 +115,9 @@ func (s *session) execTTY(ctx context.Context, c *exec.Cmd, in io.Reader, out io
 	}
 	stop := s.endWith(ctx, c.Process.Pid)
 	var (
-		copiers sync.WaitGroup
-		output  = make(chan struct{})
-		done    = make(chan struct{})
+		copiers, resizer sync.WaitGroup
+		output           = make(chan struct{})
+		done             = make(chan struct{})
 	)
 	copiers.Go(func() {
 		defer close(output)
@@ -126,7 +126,7 @@ func (s *session) execTTY(ctx context.Context, c *exec.Cmd, in io.Reader, out io
 		}
 		_, _ = io.Copy(out, ptmx) // ends with EIO once no process holds the terminal
 	})
-	copiers.Go(func() {
+	resizer.Go(func() {
 		for {
 			select {
 			case <-done:
@@ -155,7 +155,9 @@ func (s *session) execTTY(ctx context.Context, c *exec.Cmd, in io.Reader, out io
 	case <-drain.C:
 	}
 	drain.Stop()
+	// The resizer lets go of the terminal before it is closed.
 	close(done)
+	resizer.Wait()
 	_ = ptmx.Close()
 	copiers.Wait()
 	return exitError(c, err)
