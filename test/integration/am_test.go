@@ -2,9 +2,11 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,7 +149,27 @@ func restartRM(t *testing.T, dir, waitFor string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// A restarted RM is a standby until it has its Lease back and has
+	// recovered: only then does it say ACTIVE and serve as the RM.
+	settings, err := localcluster.RMSettings(localcluster.HadoopConfDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
 	eventually.WithinEvery(t, time.Minute, 100*time.Millisecond, func(context.Context) error {
+		resp, err := http.Get("http://" + settings.WebappAddress + "/ws/v1/cluster/info")
+		if err != nil {
+			return fmt.Errorf("restarted knit-rm does not answer: %w", err)
+		}
+		var info struct {
+			ClusterInfo struct {
+				HAState string `json:"haState"`
+			} `json:"clusterInfo"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&info)
+		resp.Body.Close()
+		if err != nil || info.ClusterInfo.HAState != "ACTIVE" {
+			return fmt.Errorf("restarted knit-rm's haState %q (%v)", info.ClusterInfo.HAState, err)
+		}
 		conn, err := net.DialTimeout("tcp", waitFor, time.Second)
 		if err != nil {
 			return fmt.Errorf("restarted knit-rm does not listen: %w", err)
