@@ -240,6 +240,10 @@ func (rm *ResourceManager) SubmitApplication(ctx context.Context, req *yarnpb.Su
 
 	if err := rm.handle(ctx, e, apps.Start{}); err != nil {
 		rm.log.ErrorContext(ctx, "submitting application", "app", id.String(), "err", err)
+		if errors.Is(err, ErrFenced) {
+			// Not stored: the client submits it again to the active RM.
+			return nil, yarnerr.Standby.Wrap(err)
+		}
 		return nil, yarnerr.YarnException.Wrap(err)
 	}
 	rm.log.InfoContext(ctx, "application submitted", "app", id.String(), "user", user, "queue", app.Queue(), "rejected", rejection != "")

@@ -487,6 +487,21 @@ func TestSubmissionIsAcknowledgedOnlyOnceStored(t *testing.T) {
 	}
 }
 
+// A deposed RM's store refuses its writes for good: the submission is
+// written once, not retried until the client gives up, and the client is
+// told to find the active RM, as a standby tells it, so that a failover
+// client submits again there.
+func TestASubmissionTheStoreRefusesAsFencedIsSentToTheActiveRM(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	c := e.client("alice")
+	e.store.fence()
+	_, err := e.submit(c, subOpts{})
+	wantRemote(t, err, yarnerr.Standby, "")
+	if n := e.store.fence(); n != 1 {
+		t.Errorf("the fenced store was written %d times, want once", n)
+	}
+}
+
 func TestNilAndEmptyRequestsDoNotPanic(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	rm := e.rm

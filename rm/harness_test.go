@@ -3,6 +3,7 @@ package rm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net"
@@ -35,6 +36,10 @@ type memStore struct {
 	mu       sync.Mutex
 	apps     map[string]StoredApp
 	failPuts int
+	// fenced refuses every write from now on, as a store whose RM lost
+	// its leadership does; fencedPuts counts the writes it refused.
+	fenced     bool
+	fencedPuts int
 }
 
 func newMemStore() *memStore { return &memStore{apps: map[string]StoredApp{}} }
@@ -42,6 +47,10 @@ func newMemStore() *memStore { return &memStore{apps: map[string]StoredApp{}} }
 func (s *memStore) Put(_ context.Context, id, state, user, queue string, finish time.Time, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.fenced {
+		s.fencedPuts++
+		return fmt.Errorf("put %s: %w", id, ErrFenced)
+	}
 	if s.failPuts > 0 {
 		s.failPuts--
 		return errors.New("store unavailable")
@@ -88,6 +97,15 @@ type fixedNodes []NodeInfo
 func (n fixedNodes) Nodes(context.Context) ([]NodeInfo, error) { return n, nil }
 
 func (n fixedNodes) Census(context.Context) (NodeCensus, error) { return nodes.CensusOf(n), nil }
+
+// fence makes every later write fail as fenced; it returns how many
+// writes it has refused so far.
+func (s *memStore) fence() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fenced = true
+	return s.fencedPuts
+}
 
 // failNextPuts makes the next n writes fail.
 func (s *memStore) failNextPuts(n int) {

@@ -41,13 +41,20 @@ type StoredApp struct {
 // says, so an implementation returns only once the write is durable.
 type AppStore interface {
 	// Put creates or replaces the record of application id. state is the
-	// RM state the record brings back; finish is zero while it runs.
+	// RM state the record brings back; finish is zero while it runs. A
+	// write refused because this RM no longer leads wraps ErrFenced.
 	Put(ctx context.Context, id, state, user, queue string, finish time.Time, data []byte) error
 	// Delete removes the record; deleting an absent record is no error.
 	Delete(ctx context.Context, id string) error
 	// List returns every stored record, in any order.
 	List(ctx context.Context) ([]StoredApp, error)
 }
+
+// ErrFenced is what an AppStore's writes wrap once this RM may no longer
+// write: another leads, or may by now. Such a write never succeeds again,
+// so the RM does not retry it, and a client's call that needed it is told
+// to go to the active RM (StandbyException).
+var ErrFenced = errors.New("rm: store refuses the writes of a ResourceManager that no longer leads")
 
 // IDSource hands out application ids that never repeat, across restarts
 // and leaders: the cluster timestamp of the RM that issued them and a
@@ -604,6 +611,11 @@ func (rm *ResourceManager) persist(ctx context.Context, e *entry) error {
 		err = rm.cfg.Store.Put(ctx, e.record.ID.String(), state, e.record.User, e.record.Queue, e.record.FinishTime, data)
 		if err == nil {
 			return nil
+		}
+		if errors.Is(err, ErrFenced) {
+			// Retrying would only hold up the deposed RM's stop, and with it
+			// the successor's taking over the addresses they share.
+			return fmt.Errorf("store application %s: %w", e.record.ID, err)
 		}
 		rm.log.WarnContext(ctx, "storing application failed, retrying", "app", e.record.ID.String(), "err", err, "wait", wait)
 		select {

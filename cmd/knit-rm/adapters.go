@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -15,6 +17,9 @@ type appStore struct{ s *store.Store }
 
 func (a appStore) Put(ctx context.Context, id, state, user, queue string, finish time.Time, data []byte) error {
 	_, err := a.s.Put(ctx, store.Record{ID: id, State: state, User: user, Queue: queue, FinishTime: finish, Data: data})
+	if errors.Is(err, store.ErrFenced) {
+		return fmt.Errorf("%w: %w", rm.ErrFenced, err)
+	}
 	return err
 }
 
