@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -45,7 +46,7 @@ func (s *Store) retry(ctx context.Context, what string, op func(context.Context)
 				return fmt.Errorf("store: %s: %w: %w", what, ErrFenced, err)
 			}
 		}
-		err := runAttempt(ctx, op)
+		err := s.runAttempt(ctx, op)
 		if err == nil {
 			if attempt > 1 {
 				s.log.Info("store call succeeded after retries", "op", what, "attempts", attempt)
@@ -81,10 +82,47 @@ func (s *Store) retry(ctx context.Context, what string, op func(context.Context)
 	}
 }
 
-func runAttempt(ctx context.Context, op func(context.Context) error) error {
+// fencePoll is how often an attempt in flight asks the fence. A deposed
+// leader's request held by a half-open connection (a read, which the
+// fenced transport lets through) then ends at once rather than after
+// attemptTimeout: the RPC it serves returns, the RM stops, and its
+// successor may take the addresses they share.
+const fencePoll = 100 * time.Millisecond
+
+// runAttempt runs op with a deadline of attemptTimeout, cancelled early,
+// with an error wrapping ErrFenced, if the fence fails meanwhile.
+func (s *Store) runAttempt(ctx context.Context, op func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
-	return op(ctx)
+	if s.fence == nil {
+		return op(ctx)
+	}
+	ctx, fenced := context.WithCancelCause(ctx)
+	var watch sync.WaitGroup
+	watch.Add(1)
+	go func() {
+		defer watch.Done()
+		tick := time.NewTicker(fencePoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if err := s.fence(); err != nil {
+					fenced(fmt.Errorf("%w: %w", ErrFenced, err))
+					return
+				}
+			}
+		}
+	}()
+	err := op(ctx)
+	fenced(nil)
+	watch.Wait()
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, ErrFenced) {
+		return cause
+	}
+	return err
 }
 
 // classify tells a transient error, worth another attempt, from a permanent

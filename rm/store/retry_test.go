@@ -182,6 +182,32 @@ func TestRetryGivesEachAttemptItsOwnDeadline(t *testing.T) {
 	}
 }
 
+// A deposed leader's request in flight, held by a connection a partition
+// left half-open, ends as soon as the fence fails, not at the attempt's
+// deadline: the RM it serves can then stop and hand over.
+func TestAnAttemptInFlightEndsWhenTheFenceFails(t *testing.T) {
+	s := retryStore(t, nil)
+	var lost atomic.Bool
+	notLeader := errors.New("not the leader")
+	s.fence = func() error {
+		if lost.Load() {
+			return notLeader
+		}
+		return nil
+	}
+	// Well below attemptTimeout: only the fence can end the attempt first.
+	ctx, cancel := context.WithTimeout(t.Context(), attemptTimeout/3)
+	defer cancel()
+	err := s.retry(ctx, "test op", func(ctx context.Context) error {
+		lost.Store(true)
+		<-ctx.Done() // a request that gets no answer
+		return ctx.Err()
+	})
+	if !errors.Is(err, ErrFenced) || !errors.Is(err, notLeader) {
+		t.Fatalf("retry = %v, want ErrFenced wrapping the fence's error", err)
+	}
+}
+
 func TestRetryStopsWhenTheBackOffStops(t *testing.T) {
 	s := retryStore(t, nil)
 	s.newBackOff = func() backoff.BackOff { return backoff.WithMaxRetries(&backoff.ZeroBackOff{}, 2) }
