@@ -729,7 +729,9 @@ func TestKillingEachRMInTurnLosesNoSubmissionNorContainer(t *testing.T) {
 	requireOneLeaderAtATime(t, appsRec, clusterRec, kills+1)
 }
 
-// runningTasks counts the task pods last seen running.
+// runningTasks counts the task pods last seen running a launched
+// container (a pod runs from its allocation on, its launcher waiting for
+// the AM's startContainers).
 func runningTasks(events []watch.Event) int {
 	phase := map[string]corev1.PodPhase{}
 	for _, ev := range events {
@@ -737,7 +739,7 @@ func runningTasks(events []watch.Event) int {
 		if !ok || p.Labels[launch.LabelRole] != launch.RoleTask {
 			continue
 		}
-		if ev.Type == watch.Deleted {
+		if _, launched := p.Annotations[launch.AnnotationContext]; ev.Type == watch.Deleted || !launched {
 			delete(phase, string(p.UID))
 			continue
 		}
