@@ -58,7 +58,11 @@ func TestQueuesShareTheClusterAsTheCapacitySchedulerWould(t *testing.T) {
 
 	amA := startUnmanagedAM(t, settings.Address, settings.SchedulerAddress, "alice", "a")
 	amB := startUnmanagedAM(t, settings.Address, settings.SchedulerAddress, "bob", "b")
-	for _, am := range []*testAM{amA, amB} {
+	// root.b asks first: whatever passes run before root.a's pods exist,
+	// root.b stops at its maximum (6) and root.a gets the rest (2). Asked
+	// the other way, root.a could take the idle cluster before root.b's
+	// pods appear, and without preemption keep it, as on YARN.
+	for _, am := range []*testAM{amB, amA} {
 		if _, err := am.allocate(&yarnpb.AllocateRequestProto{Ask: []*yarnpb.ResourceRequestProto{ask(1, "*", 20, 2048, 1, true)}}); err != nil {
 			t.Fatal(err)
 		}

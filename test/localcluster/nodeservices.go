@@ -37,8 +37,9 @@ type nodePorts struct {
 
 // pickNodePorts prefers YARN's NM ports (8041, 8042), the MapReduce
 // shuffle's (13562) and Spark's external shuffle's (7337) where they are
-// free on every node's address, else ports free on all of them.
-func pickNodePorts(addrs []string) (nodePorts, error) {
+// free on every node's address, else ports free on all of them; the RKS
+// address is none of avoid.
+func pickNodePorts(addrs, avoid []string) (nodePorts, error) {
 	free := func(port int) bool {
 		for _, a := range addrs {
 			l, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(port)))
@@ -80,13 +81,21 @@ func pickNodePorts(addrs []string) (nodePorts, error) {
 	if ports.sparkShuffle, err = pick(sparkshuffle.DefaultPort, ports.nm, ports.web, ports.shuffle); err != nil {
 		return ports, fmt.Errorf("localcluster: spark shuffle port: %w", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return ports, fmt.Errorf("localcluster: rks port: %w", err)
+	// The RKS port must not be one the RM replicas were given: their
+	// listeners are closed by now, and the kernel may hand the same port
+	// out again. Each refused pick stays held until one is found.
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return ports, fmt.Errorf("localcluster: rks port: %w", err)
+		}
+		defer l.Close()
+		if addr := l.Addr().String(); !slices.Contains(avoid, addr) {
+			ports.rks = addr
+			return ports, nil
+		}
 	}
-	ports.rks = l.Addr().String()
-	l.Close()
-	return ports, nil
+	return ports, errors.New("localcluster: no rks port free of the RMs' addresses")
 }
 
 // nodeConf are the properties of the node services the cluster writes in

@@ -346,7 +346,11 @@ func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, com
 		for i, n := range c.Nodes {
 			nodeAddrs[i] = n.Address
 		}
-		if c.ports, err = pickNodePorts(nodeAddrs); err != nil {
+		var avoid []string
+		for _, a := range addrs {
+			avoid = append(avoid, a.Client, a.Scheduler, a.Admin, a.Web)
+		}
+		if c.ports, err = pickNodePorts(nodeAddrs, avoid); err != nil {
 			return nil, err
 		}
 	}
