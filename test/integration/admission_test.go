@@ -62,11 +62,13 @@ func TestQueuesShareTheClusterAsTheCapacitySchedulerWould(t *testing.T) {
 	// root.b stops at its maximum (6) and root.a gets the rest (2). Asked
 	// the other way, root.a could take the idle cluster before root.b's
 	// pods appear, and without preemption keep it, as on YARN.
-	for _, am := range []*testAM{amB, amA} {
+	askFor20 := func(am *testAM) {
+		t.Helper()
 		if _, err := am.allocate(&yarnpb.AllocateRequestProto{Ask: []*yarnpb.ResourceRequestProto{ask(1, "*", 20, 2048, 1, true)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	askFor20(amB)
 	// admitted counts each queue's pods without Knit's gate, and gated
 	// those still behind it.
 	counts := func(ctx context.Context) (admitted, gated map[string]int, err error) {
@@ -103,6 +105,19 @@ func TestQueuesShareTheClusterAsTheCapacitySchedulerWould(t *testing.T) {
 			return nil
 		})
 	}
+	eventually.WithinEvery(t, time.Minute, 200*time.Millisecond, func(context.Context) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		admitted, gated, err := counts(ctx)
+		if err != nil {
+			return err
+		}
+		if admitted["root.b"]+gated["root.b"] != 20 {
+			return fmt.Errorf("root.b's pods: %d admitted, %d gated; want 20", admitted["root.b"], gated["root.b"])
+		}
+		return nil
+	})
+	askFor20(amA)
 	converged(2, 6)
 	// The admitted pods bind and come to their AMs as containers.
 	amA.collect("root.a's containers", func(a []*yarnpb.ContainerProto, _ []*yarnpb.ContainerStatusProto) bool { return len(a) == 2 })
