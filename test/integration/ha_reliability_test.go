@@ -61,35 +61,8 @@ import (
 // again and again is back within a second, not the kubelet's 10 s to 5 min.
 func reliabilityCluster(t *testing.T, nodes int) *localcluster.Cluster {
 	t.Helper()
-	if err := knitBinaries(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	c, err := localcluster.Start(ctx, localcluster.Options{
-		Dir:        filepath.Join(t.TempDir(), "local"),
-		Nodes:      nodes,
-		RMs:        2,
-		RMRestarts: supervise.Backoff{Initial: 200 * time.Millisecond, Max: time.Second, Reset: 5 * time.Second},
-		Logger:     clusterLogger().With("cluster", "ha-reliability"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			logs, _ := filepath.Glob(filepath.Join(c.ControlPlane.Dir, "logs", "knit-rm*.log"))
-			for _, p := range logs {
-				if b, err := os.ReadFile(p); err == nil {
-					t.Logf("%s:\n%s", filepath.Base(p), tail(string(b), 80))
-				}
-			}
-		}
-		if err := c.Stop(context.Background()); err != nil {
-			t.Errorf("stopping the cluster: %v", err)
-		}
-	})
-	return c
+	return haCluster(t, "ha-reliability", localcluster.Options{Nodes: nodes,
+		RMRestarts: supervise.Backoff{Initial: 200 * time.Millisecond, Max: time.Second, Reset: 5 * time.Second}})
 }
 
 // startHARMs starts the two knit-rm replicas, talking to the API server

@@ -29,21 +29,17 @@ import (
 	"github.com/knitdev/knit/test/localcluster"
 )
 
-// haCluster is a local cluster of its own with two knit-rm replicas.
-func haCluster(t *testing.T, nodes int) *localcluster.Cluster {
+// haCluster is a local cluster of its own with two knit-rm replicas, o
+// giving the rest; on failure the test shows each replica's log.
+func haCluster(t *testing.T, name string, o localcluster.Options) *localcluster.Cluster {
 	t.Helper()
 	if err := knitBinaries(); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	c, err := localcluster.Start(ctx, localcluster.Options{
-		Dir:       filepath.Join(t.TempDir(), "local"),
-		Nodes:     nodes,
-		RMs:       2,
-		RMCommand: []string{filepath.Join(binDir, "knit-rm")},
-		Logger:    clusterLogger().With("cluster", "ha"),
-	})
+	o.Dir, o.RMs, o.Logger = filepath.Join(t.TempDir(), "local"), 2, clusterLogger().With("cluster", name)
+	c, err := localcluster.Start(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +48,7 @@ func haCluster(t *testing.T, nodes int) *localcluster.Cluster {
 			logs, _ := filepath.Glob(filepath.Join(c.ControlPlane.Dir, "logs", "knit-rm*.log"))
 			for _, p := range logs {
 				if b, err := os.ReadFile(p); err == nil {
-					t.Logf("%s:\n%s", filepath.Base(p), tail(string(b), 60))
+					t.Logf("%s:\n%s", filepath.Base(p), tail(string(b), 80))
 				}
 			}
 		}
@@ -114,7 +110,7 @@ func activeRM(t *testing.T, c *localcluster.Cluster) int {
 // standby refuses a plain (non-failover) client with StandbyException, and
 // its web port says STANDBY.
 func TestKillingTheActiveRMLosesNoJob(t *testing.T) {
-	c := haCluster(t, 2)
+	c := haCluster(t, "ha", localcluster.Options{Nodes: 2, RMCommand: []string{filepath.Join(binDir, "knit-rm")}})
 	active := activeRM(t, c)
 	standby := c.RMs[1-active]
 
