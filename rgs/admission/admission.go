@@ -144,12 +144,11 @@ type node struct {
 	children []*node
 	used     Resource
 	// leaf only
-	apps     map[yarnid.ApplicationID]*app
-	users    map[string]Resource
-	amUsed   Resource
-	running  int // applications with an admitted pod
-	blocked  bool
-	hasQueue bool
+	apps    map[yarnid.ApplicationID]*app
+	users   map[string]Resource
+	amUsed  Resource
+	running int // applications with an admitted pod
+	blocked bool
 }
 
 // app is one application's pods in a leaf.
@@ -174,7 +173,7 @@ func newState(s Snapshot) *state {
 	qs := slices.Clone(s.Queues)
 	slices.SortFunc(qs, func(a, b Queue) int { return cmp.Compare(strings.Count(a.Path, "."), strings.Count(b.Path, ".")) })
 	for _, q := range qs {
-		n := &node{Queue: q, hasQueue: true}
+		n := &node{Queue: q}
 		st.byPath[q.Path] = n
 		if i := strings.LastIndexByte(q.Path, '.'); i >= 0 {
 			if p := st.byPath[q.Path[:i]]; p != nil {

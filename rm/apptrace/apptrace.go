@@ -204,8 +204,7 @@ func (r *Recorder) spans(ctx context.Context, app *apps.Application, ev apps.Eve
 	}
 	// The root is a trace of its own, not a child of the RPC that
 	// submitted it: it outlives that call by hours.
-	rootCtx, root := r.tracer.Start(trace.ContextWithSpanContext(ctx, trace.SpanContext{}), SpanApplication,
-		trace.WithNewRoot(), trace.WithAttributes(attrs...))
+	rootCtx, root := r.tracer.Start(ctx, SpanApplication, trace.WithNewRoot(), trace.WithAttributes(attrs...))
 	s := &appSpans{root: root, ctx: rootCtx, containers: map[yarnid.ContainerID]trace.Span{}}
 	if fresh {
 		_, s.submission = r.tracer.Start(rootCtx, SpanSubmission)
