@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/knitdev/knit/test/eventually"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
@@ -32,7 +34,7 @@ import (
 func TestKubectlExecAndLogsReachAPodOnAProcessNode(t *testing.T) {
 	ns := namespace(t)
 	pod := shellPod("web", corev1.RestartPolicyNever,
-		`echo started; echo to-stderr >&2; while [ ! -e stop ]; do sleep 0.1; done; echo bye`)
+		`echo started; sleep 1; echo to-stderr >&2; while [ ! -e stop ]; do sleep 0.1; done; echo bye`)
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MARKER", Value: "from-the-pod-spec"}}
 	createPod(t, ns, pod)
 	running := waitPod(t, ns, "web", "running", phaseIs(corev1.PodRunning))
@@ -157,6 +159,15 @@ func TestKubectlExecAndLogsReachAPodOnAProcessNode(t *testing.T) {
 	})
 
 	t.Run("logs hold stdout and stderr, with timestamps and a byte limit", func(t *testing.T) {
+		// The two streams are two pipes: the container writes stderr a
+		// second after stdout so their order in the log is known, and the
+		// test waits for both.
+		eventually.WithinEvery(t, 30*time.Second, 200*time.Millisecond, func(context.Context) error {
+			if out, _ := kubectl("logs", "web").CombinedOutput(); !strings.Contains(string(out), "to-stderr") {
+				return fmt.Errorf("logs so far %q", out)
+			}
+			return nil
+		})
 		out, err := kubectl("logs", "web").CombinedOutput()
 		if err != nil || string(out) != "started\nto-stderr\n" {
 			t.Errorf("kubectl logs: %v, %q, want %q", err, out, "started\nto-stderr\n")
