@@ -617,22 +617,35 @@ func (rm *ResourceManager) GetClusterMetrics(ctx context.Context, _ *yarnpb.GetC
 // GetClusterNodes reports the nodes in the states asked for (all when
 // none).
 func (rm *ResourceManager) GetClusterNodes(ctx context.Context, req *yarnpb.GetClusterNodesRequestProto) (*yarnpb.GetClusterNodesResponseProto, error) {
-	nodes, err := rm.nodes(ctx)
+	nodes, err := rm.clusterNodes(ctx, req.GetNodeStates())
 	if err != nil {
 		return nil, err
 	}
-	want := map[yarnpb.NodeStateProto]bool{}
-	for _, s := range req.GetNodeStates() {
-		want[s] = true
-	}
 	resp := &yarnpb.GetClusterNodesResponseProto{}
 	for _, n := range nodes {
-		if len(want) > 0 && !want[n.State] {
-			continue
-		}
 		resp.NodeReports = append(resp.NodeReports, n.Report())
 	}
 	return resp, nil
+}
+
+// clusterNodes is the nodes in one of states, every node when states is
+// empty: those getClusterNodes reports, and REST's nodes.
+func (rm *ResourceManager) clusterNodes(ctx context.Context, states []yarnpb.NodeStateProto) ([]NodeInfo, error) {
+	nodes, err := rm.nodes(ctx)
+	if err != nil || len(states) == 0 {
+		return nodes, err
+	}
+	want := make(map[yarnpb.NodeStateProto]bool, len(states))
+	for _, s := range states {
+		want[s] = true
+	}
+	var in []NodeInfo
+	for _, n := range nodes {
+		if want[n.State] {
+			in = append(in, n)
+		}
+	}
+	return in, nil
 }
 
 // inQueue reports whether an application queue path is path or below it.

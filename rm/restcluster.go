@@ -17,6 +17,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnrpc"
+	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/queues"
 	"github.com/knitdev/knit/rm/rest"
@@ -289,28 +290,46 @@ func (c *restCluster) Submit(ctx context.Context, user string, sc *yarnpb.Applic
 }
 
 func (c *restCluster) Nodes(ctx context.Context, states []string) ([]rest.Node, error) {
-	req := &yarnpb.GetClusterNodesRequestProto{}
+	var want []yarnpb.NodeStateProto
 	for _, s := range states {
 		v, ok := yarnpb.NodeStateProto_value["NS_"+strings.ToUpper(s)]
 		if !ok {
 			return nil, yarnerr.IllegalArgument.Errorf(
 				"No enum constant org.apache.hadoop.yarn.api.records.NodeState.%s", strings.ToUpper(s))
 		}
-		req.NodeStates = append(req.NodeStates, yarnpb.NodeStateProto(v))
+		want = append(want, yarnpb.NodeStateProto(v))
 	}
-	resp, err := c.rm.GetClusterNodes(internal(ctx), req)
+	// The nodes getClusterNodes reports, as Infos: the machine's physical
+	// resource, which a NodeReport has no field for, is in them.
+	nodes, err := c.rm.clusterNodes(internal(ctx), want)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]rest.Node, 0, len(resp.GetNodeReports()))
-	for _, r := range resp.GetNodeReports() {
-		// The report carries the utilization knit-node measured
-		// (resourceUtilization); memUtilization and cpuUtilization are
-		// shares of the machine's physical memory and processors, which
-		// no node publishes: zero.
-		out = append(out, rest.Node{Report: r, Version: hadoopCompatVersion})
+	out := make([]rest.Node, 0, len(nodes))
+	for _, n := range nodes {
+		mem, cpu := physicalUtilization(n.Utilization)
+		out = append(out, rest.Node{Report: n.Report(), Version: hadoopCompatVersion, MemUtilization: mem, CPUUtilization: cpu})
 	}
 	return out, nil
+}
+
+// physicalUtilization is a node's memUtilization and cpuUtilization as
+// Hadoop's NodeInfo DAO computes them: the node's physical memory in use
+// and its processors busy, in percent of the machine's memory and
+// processors (the NodeManager's physicalResource), in Java float
+// arithmetic. Each is 0 when the machine's figure is 0 (unknown: an older
+// knit-node publishes none), and both are when the node published no
+// utilization.
+func physicalUtilization(u launch.NodeUtilization) (mem, cpu float32) {
+	// Java's int * 100F / long and float * 100F / int: each operation
+	// rounds to a float, which the explicit conversions make sure of.
+	if u.Physical.MemoryMB != 0 {
+		mem = float32(float32(u.Node.PmemMB)*100) / float32(u.Physical.MemoryMB)
+	}
+	if u.Physical.Vcores != 0 {
+		cpu = float32(u.Node.CPU*100) / float32(u.Physical.Vcores)
+	}
+	return mem, cpu
 }
 
 func (c *restCluster) Node(ctx context.Context, id string) (rest.Node, error) {

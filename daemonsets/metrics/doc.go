@@ -21,7 +21,8 @@
 // A Publisher turns the same measurements, and the machine's /proc/meminfo
 // and /proc/stat, into the figures a NodeManager's NodeResourceMonitor and
 // ContainersMonitor send the RM (YARN's ResourceUtilization of the node
-// and of its containers), and publishes them on the node's Node
+// and of its containers) with the machine's physical memory and processors
+// (the NodeManager's physicalResource), and publishes them on the node's Node
 // (launch.AnnotationUtilization) every interval, only when they moved
 // beyond a threshold, for the RM's node reports.
 //

@@ -120,6 +120,9 @@ func newSampler(col *Collector) *sampler {
 //     virtual memory, and their CPU as vcores: the share of all
 //     processors they keep busy times the node's vcores (with
 //     yarn.nodemanager.resource.percentage-physical-cpu-limit at 100).
+//   - physical (the NodeManager's physicalResource, sent when it
+//     registers): the machine's memory in MiB and its processors, which
+//     the RM's REST nodes divide the node's figures by.
 func (s *sampler) sample(now time.Time, vcores int) (launch.NodeUtilization, error) {
 	m, err := readMachine(s.col.cfg.ProcRoot)
 	if err != nil {
@@ -152,6 +155,10 @@ func (s *sampler) sample(now time.Time, vcores int) (launch.NodeUtilization, err
 		vcores = m.processors
 	}
 	u.Containers.CPU = float32(containerCPU / float64(m.processors) * float64(vcores))
+	u.Physical = launch.PhysicalResource{
+		MemoryMB: max(m.physicalKB, 0) >> 10,
+		Vcores:   int32(min(m.processors, math.MaxInt32)),
+	}
 	s.at, s.busy, s.cpu = now, m.busyTicks, cpu
 	return u, nil
 }
@@ -171,10 +178,15 @@ const (
 )
 
 // changed reports whether now differs from published enough to publish:
-// a figure that turned zero or non-zero (containers started on an idle
-// node, or all ended), or one that moved by more than threshold of its
-// published value and more than the floor above.
+// the machine differs (its memory or processors changed, or what is
+// published came from a knit-node that published none), a figure turned
+// zero or non-zero (containers started on an idle node, or all ended), or
+// one moved by more than threshold of its published value and more than
+// the floor above.
 func changed(published, now launch.NodeUtilization, threshold float64) bool {
+	if published.Physical != now.Physical {
+		return true
+	}
 	pairs := []struct {
 		was, is, floor float64
 	}{

@@ -121,10 +121,60 @@ func TestSamplesGiveTheFiguresANodeManagerSends(t *testing.T) {
 	}
 }
 
+// TestSamplesCarryTheMachinesPhysicalResource: every sample, the first
+// among them, carries the machine as a NodeManager registers it:
+// SysInfoLinux's physical memory (MemTotal less corrupted RAM and huge
+// pages) in whole MiB, and its processors.
+func TestSamplesCarryTheMachinesPhysicalResource(t *testing.T) {
+	tests := []struct {
+		name    string
+		meminfo string
+		cpus    int
+		want    launch.PhysicalResource
+	}{
+		{"MemTotal in MiB and two processors", "MemTotal: 24681472 kB\nMemFree: 20000000 kB\n", 2,
+			launch.PhysicalResource{MemoryMB: 24103, Vcores: 2}},
+		{"a part of a MiB is dropped", "MemTotal: 24682495 kB\nMemFree: 20000000 kB\n", 2,
+			launch.PhysicalResource{MemoryMB: 24103, Vcores: 2}},
+		{"corrupted RAM and huge pages are not the node's", "MemTotal: 24681472 kB\nMemFree: 20000000 kB\n" +
+			"HardwareCorrupted: 1024 kB\nHugePages_Total: 512\nHugepagesize: 2048 kB\n", 16,
+			launch.PhysicalResource{MemoryMB: 24103 - 1 - 1024, Vcores: 16}},
+		{"huge pages over MemTotal leave no memory", "MemTotal: 1048576 kB\nHugePages_Total: 1024\nHugepagesize: 2048 kB\n", 1,
+			launch.PhysicalResource{MemoryMB: 0, Vcores: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			write(t, filepath.Join(root, "meminfo"), tt.meminfo)
+			stat := "cpu  100 0 50 123456 0 0 0 0 0 0\n"
+			for i := range tt.cpus {
+				stat += fmt.Sprintf("cpu%d 1 0 0 1\n", i)
+			}
+			write(t, filepath.Join(root, "stat"), stat)
+			col, err := NewCollector(Config{Pods: fixedPods{}, ProcRoot: root, CgroupRoot: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := newSampler(col)
+			t0 := time.Unix(1700000000, 0)
+			for i, at := range []time.Time{t0, t0.Add(10 * time.Second)} {
+				u, err := s.sample(at, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if u.Physical != tt.want {
+					t.Errorf("sample %d: physical %+v, want %+v", i, u.Physical, tt.want)
+				}
+			}
+		})
+	}
+}
+
 func TestOnlyChangesBeyondTheThresholdArePublished(t *testing.T) {
 	base := launch.NodeUtilization{
 		Node:       launch.ResourceUtilization{PmemMB: 4000, VmemMB: 4000, CPU: 1},
 		Containers: launch.ResourceUtilization{PmemMB: 1000, VmemMB: 3000, CPU: 0.5},
+		Physical:   launch.PhysicalResource{MemoryMB: 16000, Vcores: 4},
 	}
 	with := func(f func(u *launch.NodeUtilization)) launch.NodeUtilization {
 		u := base
@@ -144,6 +194,9 @@ func TestOnlyChangesBeyondTheThresholdArePublished(t *testing.T) {
 		{"containers' CPU doubled", with(func(u *launch.NodeUtilization) { u.Containers.CPU = 1 }), true},
 		{"node CPU fell by half", with(func(u *launch.NodeUtilization) { u.Node.CPU = 0.5 }), true},
 		{"the containers ended", with(func(u *launch.NodeUtilization) { u.Containers = launch.ResourceUtilization{} }), true},
+		{"the machine's memory changed by a MiB", with(func(u *launch.NodeUtilization) { u.Physical.MemoryMB = 15999 }), true},
+		{"the machine gained processors", with(func(u *launch.NodeUtilization) { u.Physical.Vcores = 8 }), true},
+		{"the published figures have no machine", with(func(u *launch.NodeUtilization) { u.Physical = launch.PhysicalResource{} }), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -211,7 +264,10 @@ func TestPublisherWritesTheNodeOnlyWhenItsFiguresMove(t *testing.T) {
 	}
 	// 1000 ticks in 10 s of one container: one processor of 4, a quarter
 	// of the node's 8 vcores.
-	if u := annotation(); u.Containers.PmemMB != 64 || u.Containers.CPU != 2 || u.Node.CPU != 1 {
+	// The machine: MemTotal less corrupted RAM and huge pages, and its 4
+	// processors.
+	if u := annotation(); u.Containers.PmemMB != 64 || u.Containers.CPU != 2 || u.Node.CPU != 1 ||
+		u.Physical != (launch.PhysicalResource{MemoryMB: (16<<20 - 1024 - 2*2048) >> 10, Vcores: 4}) {
 		t.Errorf("published %+v", u)
 	}
 	patches := 0
@@ -235,6 +291,40 @@ func TestPublisherWritesTheNodeOnlyWhenItsFiguresMove(t *testing.T) {
 		if wrote, err := again.tick(ctx, t0.Add(at)); err != nil || wrote {
 			t.Fatalf("after a restart, sample %d: wrote %v, %v", i, wrote, err)
 		}
+	}
+
+	// What an older knit-node published, without the machine, is written
+	// again once the CPU rate is known, though no figure moved.
+	old := annotation()
+	old.Physical = launch.PhysicalResource{}
+	v, err := launch.EncodeUtilization(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := client.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Annotations[launch.AnnotationUtilization] = v
+	if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	upgraded, err := NewPublisher(PublisherConfig{Client: client, NodeName: "node-1", Collector: col})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []struct {
+		at    time.Duration
+		wrote bool
+	}{{60 * time.Second, false}, {70 * time.Second, true}} {
+		fakeMachine(t, root, 16<<20, 4<<20, 2<<20, 0, 0, 7000+1000*i)
+		fakeProc(t, root, 500, 1, "S", [4]int{5100 + 1000*i, 0, 0, 0}, int((64<<20)/int64(os.Getpagesize())), "CONTAINER_ID="+id)
+		if wrote, err := upgraded.tick(ctx, t0.Add(s.at)); err != nil || wrote != s.wrote {
+			t.Fatalf("after an upgrade, sample %d: wrote %v, %v; want %v", i, wrote, err, s.wrote)
+		}
+	}
+	if u := annotation(); u.Physical.Vcores != 4 || u.Containers.CPU != old.Containers.CPU {
+		t.Errorf("after an upgrade, published %+v", u)
 	}
 }
 

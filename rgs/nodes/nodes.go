@@ -52,7 +52,9 @@ type Info struct {
 	HealthReport     string
 	LastHealthUpdate time.Time
 	// Utilization is what knit-node last measured of the node and its
-	// containers (launch.AnnotationUtilization); zero when it published
+	// containers, and the machine's physical memory and processors
+	// (Utilization.Physical, zero when an older knit-node published
+	// none), from launch.AnnotationUtilization; zero when it published
 	// none, as an NM that has not reported.
 	Utilization launch.NodeUtilization
 }

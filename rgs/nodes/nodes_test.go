@@ -123,6 +123,7 @@ func TestNodeReportsCarryTheUtilizationTheNodePublishes(t *testing.T) {
 	measured := launch.NodeUtilization{
 		Node:       launch.ResourceUtilization{PmemMB: 3626, VmemMB: 3626, CPU: 0.25},
 		Containers: launch.ResourceUtilization{PmemMB: 121, VmemMB: 2636, CPU: 0.5},
+		Physical:   launch.PhysicalResource{MemoryMB: 24103, Vcores: 2},
 	}
 	v, err := launch.EncodeUtilization(measured)
 	if err != nil {
@@ -146,7 +147,7 @@ func TestNodeReportsCarryTheUtilizationTheNodePublishes(t *testing.T) {
 	if err := l.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	report := func(name string) *yarnpb.NodeReportProto {
+	info := func(name string) Info {
 		t.Helper()
 		got, err := l.Nodes(ctx)
 		if err != nil {
@@ -154,13 +155,22 @@ func TestNodeReportsCarryTheUtilizationTheNodePublishes(t *testing.T) {
 		}
 		for _, n := range got {
 			if n.Name == name {
-				return n.Report()
+				return n
 			}
 		}
 		t.Fatalf("no node %s", name)
-		return nil
+		return Info{}
+	}
+	report := func(name string) *yarnpb.NodeReportProto {
+		t.Helper()
+		return info(name).Report()
 	}
 
+	// The machine reaches the node's Info, for the REST nodes' shares of
+	// it; a NodeReport has no field for it.
+	if got := info("a").Utilization; got != measured {
+		t.Errorf("node a: utilization %+v, want %+v", got, measured)
+	}
 	r := report("a")
 	if n, c := r.GetNodeUtilization(), r.GetContainersUtilization(); n.GetPmem() != 3626 || n.GetVmem() != 3626 || n.GetCpu() != 0.25 ||
 		c.GetPmem() != 121 || c.GetVmem() != 2636 || c.GetCpu() != 0.5 {

@@ -369,12 +369,14 @@ func DecodeLogAggregationContext(s string) (LogAggregationContext, error) {
 // The utilization contract between knit-node and the RM: knit-node
 // measures its node and the containers on it, as a NodeManager's
 // NodeResourceMonitor and ContainersMonitor do, and publishes the figures
-// on its Node; the RM's node reports carry them (NodeReport's
-// node_utilization and containers_utilization).
+// on its Node, with the machine's physical memory and processors; the RM's
+// node reports carry the figures (NodeReport's node_utilization and
+// containers_utilization), and its REST nodes' memUtilization and
+// cpuUtilization are the node's figures as shares of the machine.
 const (
 	// AnnotationUtilization, on a Node, holds the JSON of NodeUtilization.
 	AnnotationUtilization = "knit.io/utilization"
-	// MaxUtilizationBytes bounds the annotation: six numbers are small.
+	// MaxUtilizationBytes bounds the annotation: eight numbers are small.
 	MaxUtilizationBytes = 1 << 10
 )
 
@@ -391,11 +393,24 @@ func (u ResourceUtilization) Proto() *yarnpb.ResourceUtilizationProto {
 	return &yarnpb.ResourceUtilizationProto{Pmem: &u.PmemMB, Vmem: &u.VmemMB, Cpu: &u.CPU}
 }
 
+// PhysicalResource is the machine a node runs on: what a NodeManager sends
+// once, in RegisterNodeManagerRequest's physicalResource, from
+// SysInfoLinux's getPhysicalMemorySize (MemTotal less corrupted RAM and
+// reserved huge pages) in MiB and getNumProcessors.
+type PhysicalResource struct {
+	MemoryMB int64 `json:"memoryMB"`
+	Vcores   int32 `json:"vcores"`
+}
+
 // NodeUtilization is what a node publishes: the whole node's use
-// (NodeResourceMonitor's) and the sum of its containers' (ContainersMonitor's).
+// (NodeResourceMonitor's), the sum of its containers' (ContainersMonitor's)
+// and the machine they are measured on. Physical is zero, and left out of
+// the JSON, when unknown: a knit-node from before it was published sends
+// none.
 type NodeUtilization struct {
 	Node       ResourceUtilization `json:"node"`
 	Containers ResourceUtilization `json:"containers"`
+	Physical   PhysicalResource    `json:"physical,omitzero"`
 }
 
 // EncodeUtilization is the AnnotationUtilization value of u.
@@ -435,6 +450,9 @@ func (u NodeUtilization) check() error {
 		if r.PmemMB < 0 || r.VmemMB < 0 || r.CPU < 0 || math.IsNaN(float64(r.CPU)) {
 			return fmt.Errorf("launch: utilization %+v holds a negative or undefined figure", u)
 		}
+	}
+	if u.Physical.MemoryMB < 0 || u.Physical.Vcores < 0 {
+		return fmt.Errorf("launch: utilization %+v holds a negative physical resource", u)
 	}
 	return nil
 }

@@ -99,6 +99,7 @@ func TestUtilizationRoundTripsAndRefusesWhatNoMeasurementGives(t *testing.T) {
 	u := NodeUtilization{
 		Node:       ResourceUtilization{PmemMB: 3626, VmemMB: 3626, CPU: 0.1332889},
 		Containers: ResourceUtilization{PmemMB: 121, VmemMB: 2636, CPU: 0.026},
+		Physical:   PhysicalResource{MemoryMB: 24103, Vcores: 2},
 	}
 	v, err := EncodeUtilization(u)
 	if err != nil {
@@ -116,6 +117,8 @@ func TestUtilizationRoundTripsAndRefusesWhatNoMeasurementGives(t *testing.T) {
 		"", "[1]", "null x", `{"node":{"pmemMB":"1"}}`, `{"node":{"pmemMB":-1}}`,
 		`{"containers":{"cpu":-0.5}}`, `{"node":{"vmemMB":4294967296}}`,
 		`{"node":{"pmemMB":1}` + strings.Repeat(" ", MaxUtilizationBytes) + `}`,
+		`{"physical":{"memoryMB":-1,"vcores":2}}`, `{"physical":{"memoryMB":24103,"vcores":-2}}`,
+		`{"physical":{"vcores":2147483648}}`, `{"physical":[]}`,
 	} {
 		if _, err := DecodeUtilization(bad); err == nil {
 			t.Errorf("DecodeUtilization(%.30q) accepted", bad)
@@ -124,10 +127,54 @@ func TestUtilizationRoundTripsAndRefusesWhatNoMeasurementGives(t *testing.T) {
 	if _, err := EncodeUtilization(NodeUtilization{Node: ResourceUtilization{CPU: -1}}); err == nil {
 		t.Error("a negative CPU was encoded")
 	}
+	if _, err := EncodeUtilization(NodeUtilization{Physical: PhysicalResource{MemoryMB: -1}}); err == nil {
+		t.Error("a negative physical memory was encoded")
+	}
+}
+
+// TestUtilizationWithoutThePhysicalResourceDecodesAsUnknown: an annotation
+// from a knit-node that publishes no physical resource still decodes, its
+// figures whole and its machine zero (unknown), and a zero machine is left
+// out of what is encoded.
+func TestUtilizationWithoutThePhysicalResourceDecodesAsUnknown(t *testing.T) {
+	figures := NodeUtilization{
+		Node:       ResourceUtilization{PmemMB: 3626, VmemMB: 3626, CPU: 0.13},
+		Containers: ResourceUtilization{PmemMB: 121, VmemMB: 2636, CPU: 0.026},
+	}
+	withPhysical := func(p PhysicalResource) NodeUtilization { u := figures; u.Physical = p; return u }
+	tests := []struct {
+		name       string
+		annotation string
+		want       NodeUtilization
+	}{
+		{"an older knit-node's annotation", `{"node":{"pmemMB":3626,"vmemMB":3626,"cpu":0.13},"containers":{"pmemMB":121,"vmemMB":2636,"cpu":0.026}}`, figures},
+		{"an annotation with the machine",
+			`{"node":{"pmemMB":3626,"vmemMB":3626,"cpu":0.13},"containers":{"pmemMB":121,"vmemMB":2636,"cpu":0.026},"physical":{"memoryMB":24103,"vcores":2}}`,
+			withPhysical(PhysicalResource{MemoryMB: 24103, Vcores: 2})},
+		{"a machine with its memory only",
+			`{"node":{"pmemMB":3626,"vmemMB":3626,"cpu":0.13},"containers":{"pmemMB":121,"vmemMB":2636,"cpu":0.026},"physical":{"memoryMB":24103}}`,
+			withPhysical(PhysicalResource{MemoryMB: 24103})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DecodeUtilization(tt.annotation)
+			if err != nil || got != tt.want {
+				t.Fatalf("decoded %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+	v, err := EncodeUtilization(figures)
+	if err != nil || strings.Contains(v, "physical") {
+		t.Errorf("an unknown machine encodes as %s, %v; want no physical key", v, err)
+	}
 }
 
 func FuzzDecodeUtilization(f *testing.F) {
-	for _, seed := range []string{`{"node":{"pmemMB":3626,"vmemMB":3626,"cpu":0.13},"containers":{"pmemMB":121,"vmemMB":2636,"cpu":0.026}}`, `{}`, `null`, ``, "\xff", `{"node":{"cpu":1e39}}`} {
+	for _, seed := range []string{
+		`{"node":{"pmemMB":3626,"vmemMB":3626,"cpu":0.13},"containers":{"pmemMB":121,"vmemMB":2636,"cpu":0.026}}`,
+		`{"node":{"pmemMB":3626,"vmemMB":3626,"cpu":0.13},"containers":{"pmemMB":121,"vmemMB":2636,"cpu":0.026},"physical":{"memoryMB":24103,"vcores":2}}`,
+		`{"physical":{"memoryMB":-1}}`, `{}`, `null`, ``, "\xff", `{"node":{"cpu":1e39}}`,
+	} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -152,6 +152,8 @@ type Node struct {
 	// Version is the node's software version ("3.4.1").
 	Version string
 	// MemUtilization and CPUUtilization are the node's physical memory and
-	// CPU use in percent.
+	// CPU use in percent of the machine's memory and processors, as
+	// Hadoop's NodeInfo computes them; each 0 when the machine's figure is
+	// unknown.
 	MemUtilization, CPUUtilization float32
 }
