@@ -4,21 +4,53 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // rmHeaders are the headers the RM's own filters put on every answer of
 // its web port (no-cache, the XFS and XSS filters); an AM's answer
 // replaces those it sets itself.
 func (p *Proxy) rmHeaders(h http.Header) {
-	now := p.cfg.Now().UTC().Format(http.TimeFormat)
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Expires", now)
-	h.Set("Date", now)
-	h.Set("Pragma", "no-cache")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h["X-FRAME-OPTIONS"] = []string{"SAMEORIGIN"} // as Hadoop spells it
-	h.Set("X-XSS-Protection", "1; mode=block")
-	h.Set("Vary", "Accept-Encoding")
+	for k, v := range p.fixedHeaders {
+		h[k] = v
+	}
+	now := []string{p.date()}
+	h["Expires"] = now
+	h["Date"] = now
+}
+
+// xFrameOptions is spelled as Hadoop spells it, not canonically.
+const xFrameOptions = "X-FRAME-OPTIONS"
+
+// fixedHeaders are the rmHeaders every answer shares: net/http only reads
+// their values, and copies the map before it writes them.
+func fixedHeaders() http.Header {
+	return http.Header{
+		"Cache-Control":          {"no-cache"},
+		"Pragma":                 {"no-cache"},
+		"X-Content-Type-Options": {"nosniff"},
+		xFrameOptions:            {"SAMEORIGIN"},
+		"X-Xss-Protection":       {"1; mode=block"},
+		"Vary":                   {"Accept-Encoding"},
+	}
+}
+
+// date is the Date and Expires of an answer made now, formatted once a
+// second.
+func (p *Proxy) date() string {
+	now := p.cfg.Now().Unix()
+	if d := p.dateCache.Load(); d != nil && d.unix == now {
+		return d.text
+	}
+	d := &formattedDate{unix: now, text: time.Unix(now, 0).UTC().Format(http.TimeFormat)}
+	p.dateCache.Store(d)
+	return d.text
+}
+
+// formattedDate is a second and its HTTP date.
+type formattedDate struct {
+	unix int64
+	text string
 }
 
 // escape is Hamlet's escaping of text and attribute values.

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -45,6 +46,9 @@ const (
 	DefaultMaxRequestBytes  = 1 << 20
 	DefaultMaxResponseBytes = 256 << 20
 	maxRedirects            = 10
+	// copyBufferBytes is the size of the reads from an AM and of the
+	// writes to the browser.
+	copyBufferBytes = 64 << 10
 )
 
 // Application is what the proxy needs of one application.
@@ -108,7 +112,11 @@ type Proxy struct {
 	tr     *http.Transport // nil when Config.Transport was given
 	// bufs are the buffers answers are copied through: large, so a page
 	// goes out in few writes.
-	bufs sync.Pool
+	bufs         sync.Pool
+	fixedHeaders http.Header
+	// dateCache holds the last Date header made, for the second it
+	// names.
+	dateCache atomic.Pointer[formattedDate]
 }
 
 var _ http.Handler = (*Proxy)(nil)
@@ -138,8 +146,8 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	p := &Proxy{cfg: cfg, log: cfg.Logger}
-	p.bufs.New = func() any { b := make([]byte, 64<<10); return &b }
+	p := &Proxy{cfg: cfg, log: cfg.Logger, fixedHeaders: fixedHeaders()}
+	p.bufs.New = func() any { b := make([]byte, copyBufferBytes); return &b }
 	if p.log == nil {
 		p.log = slog.Default()
 	}
@@ -157,6 +165,9 @@ func New(cfg Config) (*Proxy, error) {
 			DisableCompression:    true, // the browser's Accept-Encoding goes through; bodies are copied as sent
 			MaxIdleConnsPerHost:   64,   // a busy UI's page loads, kept open between requests
 			IdleConnTimeout:       90 * time.Second,
+			// An AM's answer comes in whole pages: read as much of it as
+			// has arrived in one call, and send it on in as few writes.
+			ReadBufferSize: copyBufferBytes,
 		}
 		rt = p.tr
 	}
@@ -403,7 +414,7 @@ func hopByHop(name string) bool {
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req request, target *url.URL, cookie *http.Cookie) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	var body io.Reader
+	var body *bytes.Reader
 	if r.Method == http.MethodPut {
 		b, err := io.ReadAll(io.LimitReader(r.Body, p.cfg.MaxRequestBytes+1))
 		if err != nil {
@@ -416,22 +427,18 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req request, tar
 		}
 		body = bytes.NewReader(b)
 	}
-	targetURL := target.String()
-	out, err := http.NewRequestWithContext(ctx, r.Method, targetURL, body)
-	if err != nil {
-		p.page(w, r, http.StatusInternalServerError, "Cannot build the request to the application master")
-		return
-	}
+	out := outgoing(ctx, r.Method, target, body)
 	out.Header["User-Agent"] = []string{""} // none unless the caller sent one
 	for name, v := range r.Header {
+		// The server canonicalized the caller's header names.
 		if passesThrough(name) && len(v) > 0 {
-			out.Header.Set(name, v[0])
+			out.Header[name] = v[:1]
 		}
 	}
 	if req.user != "" {
-		out.Header.Set("Cookie", ProxyUserCookie+"="+url.QueryEscape(req.user))
+		out.Header["Cookie"] = []string{ProxyUserCookie + "=" + url.QueryEscape(req.user)}
 	}
-	out.Header.Set("Via", "1.1 "+viaToken)
+	out.Header["Via"] = []string{"1.1 " + viaToken}
 	// The timeout bounds each pause, not the whole answer: a page that
 	// keeps streaming keeps its connection.
 	idle := time.AfterFunc(p.cfg.Timeout, cancel)
@@ -439,7 +446,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req request, tar
 	start := time.Now()
 	resp, err := p.client.Do(out)
 	if err != nil {
-		p.log.WarnContext(r.Context(), "proxy: application master unreachable", "application", req.appID, "url", targetURL, "err", err)
+		p.log.WarnContext(r.Context(), "proxy: application master unreachable", "application", req.appID, "url", target.String(), "err", err)
 		p.page(w, r, http.StatusBadGateway, "Cannot reach the application master of "+req.appID)
 		return
 	}
@@ -461,13 +468,13 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req request, tar
 	h := w.Header()
 	p.rmHeaders(h)
 	for name, v := range resp.Header {
+		// The client canonicalized the AM's header names, and the RM's
+		// are canonical but for one.
 		if hopByHop(name) {
 			continue
 		}
-		for k := range h {
-			if strings.EqualFold(k, name) {
-				delete(h, k) // the AM's value replaces the RM's, as setHeader does
-			}
+		if name == "X-Frame-Options" {
+			delete(h, xFrameOptions) // the AM's value replaces the RM's, as setHeader does
 		}
 		h[name] = v
 	}
@@ -485,7 +492,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req request, tar
 		err = fmt.Errorf("answer longer than %d bytes", p.cfg.MaxResponseBytes)
 	}
 	if p.log.Enabled(r.Context(), slog.LevelDebug) { // its arguments would cost every request
-		p.log.DebugContext(r.Context(), "proxied", "user", req.user, "application", req.appID, "url", targetURL,
+		p.log.DebugContext(r.Context(), "proxied", "user", req.user, "application", req.appID, "url", target.String(),
 			"status", resp.StatusCode, "bytes", n, "elapsed", time.Since(start))
 	}
 	if err != nil {
@@ -493,6 +500,31 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req request, tar
 		p.log.WarnContext(r.Context(), "proxy: answer cut", "application", req.appID, "bytes", n, "err", err)
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// outgoing is the request to the AM for target, as
+// http.NewRequestWithContext makes it from the URL's text, without
+// printing and parsing again the URL already built.
+func outgoing(ctx context.Context, method string, target *url.URL, body *bytes.Reader) *http.Request {
+	out := &http.Request{
+		Method:     method,
+		URL:        target,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     make(http.Header, 8),
+		Host:       target.Host,
+	}
+	if body != nil {
+		out.Body = io.NopCloser(body)
+		out.ContentLength = int64(body.Len())
+		snapshot := *body
+		out.GetBody = func() (io.ReadCloser, error) { r := snapshot; return io.NopCloser(&r), nil }
+		if out.ContentLength == 0 {
+			out.Body, out.GetBody = http.NoBody, func() (io.ReadCloser, error) { return http.NoBody, nil }
+		}
+	}
+	return out.WithContext(ctx)
 }
 
 func isRedirect(code int) bool { return code >= 300 && code < 400 }

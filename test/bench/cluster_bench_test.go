@@ -23,6 +23,9 @@ import (
 func TestMain(m *testing.M) {
 	// Pods on process nodes run under a shim that is this test binary.
 	procnode.RunShimIfRequested()
+	// The web proxy's benchmark runs the AM and the proxy as this test
+	// binary too.
+	runWebPartyIfRequested()
 	os.Exit(m.Run())
 }
 

@@ -15,7 +15,9 @@
 //
 // webproxy_bench_test.go measures the RM's web application proxy against
 // direct requests to the same AM web server, with the CPU per page of each
-// path. metrics_bench_test.go measures knit-rm's /metrics on a
+// path: once in this process, and once with the AM and the proxy in
+// processes of their own (this test binary again, pinned to a CPU each
+// way, Linux only). metrics_bench_test.go measures knit-rm's /metrics on a
 // ResourceManager holding 10,000 applications with 1,000 nodes in its node
 // view, against a scrape of an empty registry; webui_bench_test.go the REST
 // and UI answers from that RM and the UI pages alone over a fixed list,

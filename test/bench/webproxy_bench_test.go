@@ -1,12 +1,18 @@
 package bench
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -140,8 +146,13 @@ func amPage(size int, declared bool, conns *atomic.Int64) *httptest.Server {
 // BenchmarkWebProxyVersusDirect measures the pages per second proxyClients
 // clients get from an AM's web server through the RM's web proxy, against
 // the same clients asking the AM directly, in alternating rounds (direct,
-// proxy, proxy, direct) of the same run, then proxyAlone pages of one client
-// alone on each path. It does so for two pages: the size of the recorded
+// proxy, proxy, direct) of the same run, twice: first with clients, proxy
+// and AM sharing this process and both cores, then ("separate") with the
+// clients and the AM held to one core and the proxy in a process of its own
+// on the other, as the RM's proxy runs on its own host; the separate ratio
+// is the goal (0.8), since on shared cores every proxied page also
+// pays the proxy's CPU out of the clients' and the AM's budget (see below).
+// Then proxyAlone pages of one client alone on each path. It does so for two pages: the size of the recorded
 // MapReduce AM's job page with its length declared, and 64 KiB streamed in
 // 8 KiB chunks. Every connection is kept alive: client to AM, client to
 // proxy, proxy to AM. It reports pages/s, the ratio proxy/direct (the
@@ -176,6 +187,7 @@ func BenchmarkWebProxyVersusDirect(b *testing.B) {
 		var direct, proxied fetched
 		var directAlone, proxiedAlone []time.Duration
 		var directConns, proxiedConns int64
+		var sepDirect, sepProxied separate
 		// Connections the AM accepts during a round: a round's clients
 		// dial proxyClients of their own, the proxy keeps its own open
 		// across rounds; more would mean connections not kept alive.
@@ -196,6 +208,9 @@ func BenchmarkWebProxyVersusDirect(b *testing.B) {
 					proxiedConns += n
 				}
 			}
+			d, p := separateRounds(b, page.size, page.declared, round)
+			sepDirect.add(d)
+			sepProxied.add(p)
 			directAlone = append(directAlone, pageTimes(b, am.URL+"/page", proxyAlone)...)
 			proxiedAlone = append(proxiedAlone, pageTimes(b, rm.URL+"/proxy/application_1_0001/page", proxyAlone)...)
 		}
@@ -213,8 +228,253 @@ func BenchmarkWebProxyVersusDirect(b *testing.B) {
 		// CPU has room, as where the proxy has cores of its own.
 		b.ReportMetric(float64(quantile(directAlone, 0.5).Microseconds()), page.name+"-alone-direct-p50-µs")
 		b.ReportMetric(float64(quantile(proxiedAlone, 0.5).Microseconds()), page.name+"-alone-proxy-p50-µs")
+		if sepDirect.pages > 0 && sepProxied.pages > 0 {
+			// Three processes, the proxy on a core of its own: what a
+			// client gets through it when it takes neither the AM's nor
+			// the client's CPU.
+			b.ReportMetric(sepDirect.perSec(), page.name+"-separate-direct-pages/s")
+			b.ReportMetric(sepProxied.perSec(), page.name+"-separate-proxy-pages/s")
+			b.ReportMetric(sepProxied.perSec()/sepDirect.perSec(), page.name+"-separate-proxy/direct")
+			b.ReportMetric(sepDirect.peersCPUPerPage(), page.name+"-separate-direct-peers-cpu-µs/page")
+			b.ReportMetric(sepProxied.peersCPUPerPage(), page.name+"-separate-proxied-peers-cpu-µs/page")
+			b.ReportMetric(sepProxied.proxyCPUPerPage(), page.name+"-separate-proxy-cpu-µs/page")
+		}
 		b.ReportMetric(float64(directConns)/float64(2*b.N), page.name+"-direct-am-conns/round")
 		b.ReportMetric(float64(proxiedConns)/float64(2*b.N), page.name+"-proxy-am-conns/round")
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// benchProcessEnv, set in this test binary's environment, makes it one
+// party of the web proxy's separate-process rounds instead of running
+// tests (see TestMain): "am <size> <declared>" serves amPage, "proxy <url>"
+// the RM's web proxy to the AM at url.
+const benchProcessEnv = "KNIT_BENCH_WEB_PARTY"
+
+// proxyProfileEnv names a file the proxy process writes its CPU profile to,
+// to see where the proxy's own time goes.
+const proxyProfileEnv = "KNIT_BENCH_PROXY_CPUPROFILE"
+
+// The CPUs of the separate-process rounds: the clients and the AM share
+// peerCPU, the proxy has proxyCPU, as the RM's proxy runs on a host of its
+// own, not on the browser's or the AM's.
+const (
+	peerCPU  = 0
+	proxyCPU = 1
+)
+
+// runWebPartyIfRequested serves as one party and exits when
+// benchProcessEnv is set.
+func runWebPartyIfRequested() {
+	role := os.Getenv(benchProcessEnv)
+	if role == "" {
+		return
+	}
+	if err := serveWebParty(strings.Fields(role), os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench party:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// serveWebParty pins this process to its CPU, serves its part on a
+// loopback port whose URL it writes to out as its first line, then
+// answers each line "cpu" read from in with its CPU time in nanoseconds,
+// and returns when in ends.
+func serveWebParty(role []string, in io.Reader, out io.Writer) error {
+	var h http.Handler
+	cpu := peerCPU
+	switch {
+	case len(role) == 3 && role[0] == "am":
+		size, err := strconv.Atoi(role[1])
+		if err != nil {
+			return err
+		}
+		var conns atomic.Int64
+		am := amPage(size, role[2] == "true", &conns)
+		am.Close()
+		h = am.Config.Handler
+	case len(role) == 2 && role[0] == "proxy":
+		cpu = proxyCPU
+		p, err := webproxy.New(webproxy.Config{Apps: benchApps{url: role[1]}, RMWebURL: "http://rm:8088", Logger: quiet})
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		e := echo.New()
+		p.Register(e)
+		h = e
+		if path := os.Getenv(proxyProfileEnv); path != "" {
+			f, err := os.Create(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
+	default:
+		return fmt.Errorf("unknown role %q", role)
+	}
+	if err := pinProcess(cpu); err != nil {
+		return err
+	}
+	runtime.GOMAXPROCS(1)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	if _, err := fmt.Fprintln(out, srv.URL); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		if sc.Text() == "cpu" {
+			if _, err := fmt.Fprintln(out, int64(processCPU())); err != nil {
+				return err
+			}
+		}
+	}
+	return sc.Err()
+}
+
+// webParty is an AM or a proxy running in a child process.
+type webParty struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+	url string
+}
+
+func startWebParty(role ...string) (*webParty, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), benchProcessEnv+"="+strings.Join(role, " "))
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	wp := &webParty{cmd: cmd, in: in, out: bufio.NewScanner(stdout)}
+	if !wp.out.Scan() {
+		_ = wp.stop()
+		return nil, fmt.Errorf("bench party %v: no address", role)
+	}
+	wp.url = wp.out.Text()
+	return wp, nil
+}
+
+// cpu is the CPU time the party's process has used.
+func (wp *webParty) cpu() (time.Duration, error) {
+	if _, err := io.WriteString(wp.in, "cpu\n"); err != nil {
+		return 0, err
+	}
+	if !wp.out.Scan() {
+		return 0, errors.New("bench party: no CPU figure")
+	}
+	ns, err := strconv.ParseInt(wp.out.Text(), 10, 64)
+	return time.Duration(ns), err
+}
+
+func (wp *webParty) stop() error {
+	wp.in.Close()
+	return wp.cmd.Wait()
+}
+
+// separate is what the separate-process rounds of one path measured: the
+// clients' pages and CPU, and the CPU of the AM's and the proxy's
+// processes over the same rounds.
+type separate struct {
+	fetched
+	amCPU, proxyCPU time.Duration
+}
+
+func (s *separate) add(t separate) {
+	s.fetched.add(t.fetched)
+	s.amCPU += t.amCPU
+	s.proxyCPU += t.proxyCPU
+}
+
+// peersCPUPerPage is the clients' and the AM's CPU per page, in
+// microseconds.
+func (s separate) peersCPUPerPage() float64 {
+	return float64((s.cpu + s.amCPU).Microseconds()) / float64(s.pages)
+}
+
+func (s separate) proxyCPUPerPage() float64 {
+	return float64(s.proxyCPU.Microseconds()) / float64(s.pages)
+}
+
+// separateRounds runs rounds of direct and proxied fetches (direct, proxy,
+// proxy, direct) with three processes, as browsers, the RM and an AM are
+// on three hosts: this one (the clients) and the AM's on peerCPU, the
+// proxy's on proxyCPU. It restores this process's CPUs before it returns.
+func separateRounds(b *testing.B, size int, declared bool, round time.Duration) (direct, proxied separate) {
+	b.Helper()
+	cpus, err := allowedCPUs()
+	if err != nil || len(cpus) < 2 {
+		b.Logf("separate-process rounds skipped: need 2 CPUs to pin to (have %v, %v)", cpus, err)
+		return
+	}
+	am, err := startWebParty("am", strconv.Itoa(size), strconv.FormatBool(declared))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := am.stop(); err != nil {
+			b.Error(err)
+		}
+	}()
+	proxy, err := startWebParty("proxy", am.url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := proxy.stop(); err != nil {
+			b.Error(err)
+		}
+	}()
+	if err := pinProcess(peerCPU); err != nil {
+		b.Fatal(err)
+	}
+	procs := runtime.GOMAXPROCS(1)
+	defer func() {
+		runtime.GOMAXPROCS(procs)
+		if err := pinProcess(cpus...); err != nil {
+			b.Fatal(err)
+		}
+	}()
+	cpuOf := func(wp *webParty) time.Duration {
+		d, err := wp.cpu()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	for _, k := range []int{0, 1, 1, 0} {
+		amBefore, proxyBefore := cpuOf(am), cpuOf(proxy)
+		var s separate
+		if k == 0 {
+			s.fetched = pageRound(b, am.url+"/page", round)
+		} else {
+			s.fetched = pageRound(b, proxy.url+"/proxy/application_1_0001/page", round)
+		}
+		s.amCPU, s.proxyCPU = cpuOf(am)-amBefore, cpuOf(proxy)-proxyBefore
+		if k == 0 {
+			direct.add(s)
+		} else {
+			proxied.add(s)
+		}
+	}
+	return direct, proxied
 }
