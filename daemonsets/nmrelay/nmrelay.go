@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/knitdev/knit/protocols/accept"
 	"github.com/knitdev/knit/rks/relay"
 )
@@ -24,10 +26,22 @@ type Config struct {
 	Node string
 	// Upstream is RKS's address.
 	Upstream string
-	// DialTimeout bounds the dial to RKS; zero means 10s.
+	// DialTimeout bounds each dial to RKS; zero means 10s.
 	DialTimeout time.Duration
-	Logger      *slog.Logger
+	// UpstreamWait is how long an AM's connection is held while RKS
+	// cannot be reached, dialing again with a growing pause: during an
+	// RM failover RKS is down until the new leader takes its address,
+	// and an AM's startContainers then waits instead of failing, as
+	// Hadoop's NMProxy retries a NodeManager it cannot reach. Zero means
+	// DefaultUpstreamWait.
+	UpstreamWait time.Duration
+	Logger       *slog.Logger
 }
+
+// DefaultUpstreamWait covers an RM failover (a few seconds with the
+// default Lease settings) many times over, and stays well inside the
+// IPC client's call timeout an AM waits with.
+const DefaultUpstreamWait = 30 * time.Second
 
 // Relay relays a node's NM port to RKS.
 type Relay struct {
@@ -49,6 +63,9 @@ func New(cfg Config) (*Relay, error) {
 	}
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = 10 * time.Second
+	}
+	if cfg.UpstreamWait == 0 {
+		cfg.UpstreamWait = DefaultUpstreamWait
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -112,10 +129,10 @@ func (r *Relay) relay(ctx context.Context, down net.Conn) {
 	r.track(down, true)
 	defer r.track(down, false)
 	defer down.Close()
-	d := net.Dialer{Timeout: r.cfg.DialTimeout}
-	up, err := d.DialContext(ctx, "tcp", r.cfg.Upstream)
+	up, err := r.dialUpstream(ctx, down)
 	if err != nil {
-		r.log.WarnContext(ctx, "rks unreachable", "upstream", r.cfg.Upstream, "remote", down.RemoteAddr().String(), "err", err)
+		r.log.WarnContext(ctx, "rks unreachable", "upstream", r.cfg.Upstream, "remote", down.RemoteAddr().String(),
+			"waited", r.cfg.UpstreamWait, "err", err)
 		return
 	}
 	r.track(up, true)
@@ -140,4 +157,23 @@ func (r *Relay) relay(ctx context.Context, down net.Conn) {
 	go pipe(down, up)
 	<-done
 	<-done
+}
+
+// dialUpstream dials RKS until it answers, for at most UpstreamWait. What
+// the AM sends meanwhile waits in its connection.
+func (r *Relay) dialUpstream(ctx context.Context, down net.Conn) (net.Conn, error) {
+	d := net.Dialer{Timeout: r.cfg.DialTimeout}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 100 * time.Millisecond
+	b.MaxInterval = 2 * time.Second
+	b.MaxElapsedTime = r.cfg.UpstreamWait
+	attempts := 0
+	up, err := backoff.RetryWithData(func() (net.Conn, error) {
+		attempts++
+		return d.DialContext(ctx, "tcp", r.cfg.Upstream)
+	}, backoff.WithContext(b, ctx))
+	if err == nil && attempts > 1 {
+		r.log.InfoContext(ctx, "rks reached again", "upstream", r.cfg.Upstream, "remote", down.RemoteAddr().String(), "attempts", attempts)
+	}
+	return up, err
 }
