@@ -35,8 +35,9 @@ type Policy interface {
 	Preemption() Preemption
 }
 
-// Preemption is how RGS takes containers back (admission.Preempt): each
-// round it marks the containers to take with a DisruptionTarget condition
+// Preemption is how RGS takes containers back (admission.Preempt, between
+// queues and, with Policy.IntraQueue, within them): each round it marks
+// the containers to take with a DisruptionTarget condition
 // (reason ReasonPreemptionByKnit), which the AM hears of in its next
 // allocate, and deletes those still marked MaxWaitBeforeKill later; they
 // complete PREEMPTED.
@@ -47,7 +48,8 @@ type Preemption struct {
 }
 
 // ReasonPreemptionByKnit is the reason of the DisruptionTarget condition
-// RGS sets on a container's pod it takes back for another queue.
+// RGS sets on a container's pod it takes back for another queue, or for
+// another application or user of its queue.
 const ReasonPreemptionByKnit = "PreemptionByKnit"
 
 // preemptedByKnit reports whether RGS marked the pod to be taken back.
@@ -174,9 +176,19 @@ func (c *Controller) admit(ctx context.Context) error {
 		}
 	}
 	c.admitMu.Unlock()
+	lifted := map[string]bool{}
 	for _, key := range admission.Admit(snap) {
 		if err := c.liftGate(ctx, byKey[key]); err != nil {
 			return err
+		}
+		lifted[key] = true
+	}
+	// Preemption sees what this pass admitted as used, as YARN's policy
+	// sees what the scheduler allocated: room just given to a queue's
+	// pending pods is no reason to take its containers back.
+	for i := range snap.Pods {
+		if lifted[snap.Pods[i].Key] {
+			snap.Pods[i].Admitted = true
 		}
 	}
 	return c.preempt(ctx, snap, byKey)
@@ -201,9 +213,9 @@ func (c *Controller) preempt(ctx context.Context, snap admission.Snapshot, byKey
 		var err error
 		switch {
 		case chosen[sp.Key] && !sp.Preempting:
-			err = c.markPreempted(ctx, p, corev1.ConditionTrue, "taken back for a queue below its guaranteed capacity")
+			err = c.markPreempted(ctx, p, corev1.ConditionTrue, "taken back for a queue below its guaranteed capacity, or within its queue for an application of higher priority or a user below its limit")
 		case !chosen[sp.Key] && sp.Preempting:
-			err = c.markPreempted(ctx, p, corev1.ConditionFalse, "no longer needed by a queue below its guaranteed capacity")
+			err = c.markPreempted(ctx, p, corev1.ConditionFalse, "no longer needed by another queue or application")
 		case chosen[sp.Key] && now.Sub(disruption(p).LastTransitionTime.Time) >= settings.MaxWaitBeforeKill:
 			c.log.InfoContext(ctx, "preempting container", "pod", sp.Key, "queue", sp.Queue, "waited", settings.MaxWaitBeforeKill.String())
 			err = c.deletePod(ctx, p.Namespace, p.Name, nil)

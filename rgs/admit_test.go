@@ -3,6 +3,7 @@ package rgs
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -224,5 +225,80 @@ func TestAPreemptionRoundMarksTheContainersItTakesAndDeletesThemAfterTheWait(t *
 	patched, deleted = passOnce(t, pol, pods[:8]...)
 	if c := patched["a88888888/status"]; len(deleted) != 0 || !strings.Contains(c, `"status":"False"`) {
 		t.Errorf("patched %v, deleted %v; want the mark let go", patched, deleted)
+	}
+}
+
+// intraQueuePolicy takes containers back within root.a for its
+// higher-priority applications: application 3 has priority 5, the others
+// 0. priority_first, since every pod's user is "u" and, with no
+// user-limit factor, its limit is the cluster: userlimit_first would never
+// take it below. A round may take half the cluster: its default 10% is
+// less than a 2 GiB pod, and YARN takes no container larger than what is
+// left of the round's budget.
+func intraQueuePolicy() policy {
+	p := admission.DefaultPreemption
+	p.TotalPreemptionPerRound = 0.5
+	p.IntraQueue.Enabled, p.IntraQueue.Order = true, admission.PriorityFirst
+	return policy{priorities: map[yarnid.ApplicationID]int32{{ClusterTimestamp: 1, ID: 3}: 5},
+		preemption: Preemption{Enabled: true, Policy: p, MaxWaitBeforeKill: time.Minute}}
+}
+
+func TestIntraQueuePreemptionMarksTheContainersAHigherPriorityApplicationWaitsFor(t *testing.T) {
+	var pods []*corev1.Pod
+	for i, n := range []string{"a1", "a22", "a333", "a4444", "a55555", "a666666", "a7777777", "a88888888"} {
+		pods = append(pods, runningPod(n, "root.a", 1, i+1))
+	}
+	pods = append(pods, gatedPod("h1", "root.a", 3, false))
+
+	// Off, as in YARN by default: nothing is marked.
+	off := intraQueuePolicy()
+	off.preemption.Policy.IntraQueue.Enabled = false
+	if patched, deleted := passOnce(t, off, pods...); len(patched) != 0 || len(deleted) != 0 {
+		t.Fatalf("patched %v, deleted %v; want nothing without intra-queue preemption", patched, deleted)
+	}
+
+	// root.a holds the cluster (400% of its 4 GiB guarantee) and alone
+	// wants more: its 16 GiB go first to application 3's 2 GiB, and a
+	// round takes at most int(4096 * 0.2) = 819 MB within it, so
+	// application 1 gives its newest pod, marked as between queues.
+	patched, deleted := passOnce(t, intraQueuePolicy(), pods...)
+	mark, ok := patched["a88888888/status"]
+	if len(patched) != 1 || !ok || len(deleted) != 0 {
+		t.Fatalf("patched %v, deleted %v; want only a88888888 marked", patched, deleted)
+	}
+	var body struct {
+		Status struct{ Conditions []corev1.PodCondition } `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(mark), &body); err != nil {
+		t.Fatal(err)
+	}
+	if c := body.Status.Conditions; len(c) != 1 || c[0].Type != corev1.DisruptionTarget || c[0].Status != corev1.ConditionTrue || c[0].Reason != ReasonPreemptionByKnit {
+		t.Errorf("mark %s", mark)
+	}
+
+	// Marked past the wait, it is deleted.
+	pods[7].Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: ReasonPreemptionByKnit,
+		LastTransitionTime: metav1.NewTime(time.Now().Add(-2 * time.Minute))}}
+	if _, deleted = passOnce(t, intraQueuePolicy(), pods...); !slices.Equal(deleted, []string{"a88888888"}) {
+		t.Errorf("deleted %v, want a88888888 after its wait", deleted)
+	}
+}
+
+func TestPreemptionCountsWhatThePassAdmittedAsUsed(t *testing.T) {
+	// Application 1 runs 4 of the 8 slots; application 3, of higher
+	// priority, asks 4. The pass lifts its 4 gates into the idle room; had
+	// preemption seen them still pending, root.a's 8 GiB would have gone
+	// to application 3 and application 1 given a pod back.
+	var pods []*corev1.Pod
+	for i, n := range []string{"a1", "a22", "a333", "a4444"} {
+		pods = append(pods, runningPod(n, "root.a", 1, i+1))
+	}
+	for _, n := range []string{"h1", "h22", "h333", "h4444"} {
+		pods = append(pods, gatedPod(n, "root.a", 3, false))
+	}
+	patched, deleted := passOnce(t, intraQueuePolicy(), pods...)
+	got := slices.Sorted(maps.Keys(patched))
+	if want := []string{"h1", "h22", "h333", "h4444"}; !slices.Equal(got, want) || len(deleted) != 0 {
+		t.Errorf("patched %v, deleted %v; want only %v lifted", got, deleted, want)
 	}
 }

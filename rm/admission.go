@@ -64,11 +64,15 @@ func (rm *ResourceManager) AppPriority(app yarnid.ApplicationID) int32 {
 
 // Preemption is the scheduler monitor's preemption policy (rgs.Policy).
 func (rm *ResourceManager) Preemption() rgs.Preemption {
-	p := rm.cfg.Settings.Preemption
+	s := rm.cfg.Settings
+	p := s.Preemption
 	return rgs.Preemption{
 		Enabled: p.Enabled,
 		Policy: admission.Preemption{MaxIgnoredOverCapacity: p.MaxIgnoredOverCapacity,
-			NaturalTerminationFactor: p.NaturalTerminationFactor, TotalPreemptionPerRound: p.PerRound},
+			NaturalTerminationFactor: p.NaturalTerminationFactor, TotalPreemptionPerRound: p.PerRound,
+			MinimumAllocation: admission.Resource{MemoryMB: int64(s.MinAllocationMB), Vcores: int64(s.MinAllocationVcores)},
+			IntraQueue: admission.IntraQueuePreemption{Enabled: p.IntraQueue, MinimumThreshold: p.IntraQueueMinimumThreshold,
+				MaxAllowableLimit: p.IntraQueueMaxAllowableLimit, Order: admission.IntraQueueOrder(p.IntraQueueOrderPolicy)}},
 		Interval: p.Interval, MaxWaitBeforeKill: p.MaxWaitBeforeKill,
 	}
 }

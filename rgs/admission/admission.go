@@ -157,6 +157,7 @@ type app struct {
 	priority int32
 	user     string
 	used     Resource
+	amUsed   Resource // admitted AM pods
 	admitted bool
 	pending  []*Pod // gated, in Seq order
 	running  []*Pod // admitted containers
@@ -401,6 +402,7 @@ func (st *state) use(leaf *node, a *app, p *Pod) {
 	a.used = a.used.add(p.Resource)
 	leaf.users[p.User] = leaf.users[p.User].add(p.Resource)
 	if p.AM {
+		a.amUsed = a.amUsed.add(p.Resource)
 		leaf.amUsed = leaf.amUsed.add(p.Resource)
 	}
 	for n := leaf; n != nil; n = n.parent {

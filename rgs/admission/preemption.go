@@ -16,12 +16,20 @@ type Preemption struct {
 	// do the rest.
 	NaturalTerminationFactor float64
 	// TotalPreemptionPerRound (0.1): the most of the cluster one round
-	// takes back.
+	// takes back, between and within queues together.
 	TotalPreemptionPerRound float64
+	// MinimumAllocation is yarn.scheduler.minimum-allocation-mb and -vcores
+	// (1024 MB, 1), the leaf's minimum allocation to the policy: the step
+	// a user limit is rounded up to, and what intra-queue preemption
+	// leaves an application under userlimit_first.
+	MinimumAllocation Resource
+	// IntraQueue is preemption within a leaf, off by default as in YARN.
+	IntraQueue IntraQueuePreemption
 }
 
 // DefaultPreemption are YARN's defaults.
-var DefaultPreemption = Preemption{MaxIgnoredOverCapacity: 0.1, NaturalTerminationFactor: 0.2, TotalPreemptionPerRound: 0.1}
+var DefaultPreemption = Preemption{MaxIgnoredOverCapacity: 0.1, NaturalTerminationFactor: 0.2, TotalPreemptionPerRound: 0.1,
+	MinimumAllocation: Resource{MemoryMB: 1024, Vcores: 1}, IntraQueue: DefaultIntraQueuePreemption}
 
 // Preempt returns the keys of the running containers (admitted pods with
 // Running set) to take back now so that leaves below their guarantee with
@@ -35,6 +43,11 @@ var DefaultPreemption = Preemption{MaxIgnoredOverCapacity: 0.1, NaturalTerminati
 // leaf, the last applications (lowest priority, last submitted) give
 // first, each its newest containers, and AM containers only after every
 // other.
+//
+// With IntraQueue enabled, the containers taken within leaves for their
+// applications of higher priority and their users below their limit
+// follow (preemptWithinLeaves), after those taken between queues, as YARN
+// runs its IntraQueueCandidatesSelector after the FifoCandidatesSelector.
 //
 // Amounts are memory, as the DefaultResourceCalculator counts them.
 func Preempt(s Snapshot, p Preemption) []string {
@@ -57,9 +70,9 @@ func Preempt(s Snapshot, p Preemption) []string {
 		}
 		wanted[l] = min(float64(l.used.MemoryMB)+pending, float64(st.maximum(l).MemoryMB))
 	}
-	ideal := idealShares(leaves, wanted, cluster)
+	ideal, underServed := idealShares(leaves, wanted, cluster)
 	budget := p.TotalPreemptionPerRound * cluster
-	var out []string
+	var chosen []*Pod
 	for _, l := range leaves {
 		used := float64(l.used.MemoryMB)
 		if used <= ideal[l]*(1+p.MaxIgnoredOverCapacity) {
@@ -72,7 +85,7 @@ func Preempt(s Snapshot, p Preemption) []string {
 		// they are still running until their wait is over.
 		for _, v := range order {
 			if v.Preempting && excess > 0 {
-				out = append(out, v.Key)
+				chosen = append(chosen, v)
 				excess -= float64(v.Resource.MemoryMB)
 			}
 		}
@@ -86,28 +99,40 @@ func Preempt(s Snapshot, p Preemption) []string {
 			}
 			// Like the policy, the last container may take it past the
 			// amount: what it frees goes to the queues that wait.
-			out = append(out, v.Key)
+			chosen = append(chosen, v)
 			take -= float64(v.Resource.MemoryMB)
 			budget -= float64(v.Resource.MemoryMB)
 		}
+	}
+	if p.IntraQueue.Enabled {
+		chosen = append(chosen, st.preemptWithinLeaves(leaves, ideal, underServed, chosen, budget, p)...)
+	}
+	var out []string
+	for _, v := range chosen {
+		out = append(out, v.Key)
 	}
 	return out
 }
 
 // idealShares divides the cluster among the leaves in proportion to their
 // guarantees, none above what it wants, round by round as
-// computeFixpointAllocation does.
-func idealShares(leaves []*node, wanted map[*node]float64, cluster float64) map[*node]float64 {
-	ideal := map[*node]float64{}
+// computeFixpointAllocation does. underServed are the leaves the policy
+// leaves wanting: when the cluster is all given, those that took a share
+// in the last round (YARN keeps offering a leaf until it takes nothing
+// more, so one whose want the last round met is still among them); when
+// room is left over, none.
+func idealShares(leaves []*node, wanted map[*node]float64, cluster float64) (ideal map[*node]float64, underServed map[*node]bool) {
+	ideal = map[*node]float64{}
 	remaining := cluster
 	active := slices.Clone(leaves)
+	var took []*node
 	for remaining > 0.5 && len(active) > 0 {
 		var guaranteed float64
 		for _, l := range active {
 			guaranteed += l.AbsoluteCapacity
 		}
 		var given float64
-		var next []*node
+		var next, taking []*node
 		for _, l := range active {
 			share := remaining / float64(len(active))
 			if guaranteed > 0 {
@@ -116,6 +141,9 @@ func idealShares(leaves []*node, wanted map[*node]float64, cluster float64) map[
 			give := min(share, wanted[l]-ideal[l])
 			ideal[l] += give
 			given += give
+			if give > 0 {
+				taking = append(taking, l)
+			}
 			if ideal[l] < wanted[l]-0.5 {
 				next = append(next, l)
 			}
@@ -124,9 +152,15 @@ func idealShares(leaves []*node, wanted map[*node]float64, cluster float64) map[
 		if given < 0.5 {
 			break
 		}
-		active = next
+		active, took = next, taking
 	}
-	return ideal
+	underServed = map[*node]bool{}
+	if remaining <= 0.5 {
+		for _, l := range took {
+			underServed[l] = true
+		}
+	}
+	return ideal, underServed
 }
 
 // victims are a leaf's running containers in the order the policy takes

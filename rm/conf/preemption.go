@@ -1,6 +1,7 @@
 package conf
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -18,6 +19,18 @@ const (
 	KeyPreemptionPerRound       = keyPreemptionPrefix + "total_preemption_per_round"
 	KeyPreemptionMaxIgnored     = keyPreemptionPrefix + "max_ignored_over_capacity"
 	KeyPreemptionNaturalFactor  = keyPreemptionPrefix + "natural_termination_factor"
+
+	// The IntraQueueCandidatesSelector's keys.
+	keyIntraQueuePrefix            = keyPreemptionPrefix + "intra-queue-preemption."
+	KeyIntraQueuePreemption        = keyIntraQueuePrefix + "enabled"
+	KeyIntraQueueMinimumThreshold  = keyIntraQueuePrefix + "minimum-threshold"
+	KeyIntraQueueMaxAllowableLimit = keyIntraQueuePrefix + "max-allowable-limit"
+	KeyIntraQueueOrderPolicy       = keyIntraQueuePrefix + "preemption-order-policy"
+
+	// IntraQueueUserLimitFirst and IntraQueuePriorityFirst are the
+	// preemption-order-policy values.
+	IntraQueueUserLimitFirst = "userlimit_first"
+	IntraQueuePriorityFirst  = "priority_first"
 
 	// proportionalPolicy is the policy class Knit carries out.
 	proportionalPolicy = "ProportionalCapacityPreemptionPolicy"
@@ -37,6 +50,18 @@ type Preemption struct {
 	// total_preemption_per_round (0.1), max_ignored_over_capacity (0.1) and
 	// natural_termination_factor (0.2).
 	PerRound, MaxIgnoredOverCapacity, NaturalTerminationFactor float64
+	// IntraQueue is intra-queue-preemption.enabled (false): containers are
+	// also taken back within a leaf, for its applications of higher
+	// priority and its users below their limit.
+	IntraQueue bool
+	// IntraQueueMinimumThreshold and IntraQueueMaxAllowableLimit are
+	// intra-queue-preemption.minimum-threshold (0.5) and
+	// max-allowable-limit (0.2).
+	IntraQueueMinimumThreshold, IntraQueueMaxAllowableLimit float64
+	// IntraQueueOrderPolicy is intra-queue-preemption.preemption-order-policy,
+	// IntraQueueUserLimitFirst (the default) or IntraQueuePriorityFirst, in
+	// lower case whatever case it was given in.
+	IntraQueueOrderPolicy string
 }
 
 // LoadPreemption reads the preemption settings of c, with YARN's defaults.
@@ -65,12 +90,28 @@ func LoadPreemption(c *hadoopconf.Configuration) (Preemption, error) {
 		{&p.PerRound, KeyPreemptionPerRound, 0.1},
 		{&p.MaxIgnoredOverCapacity, KeyPreemptionMaxIgnored, 0.1},
 		{&p.NaturalTerminationFactor, KeyPreemptionNaturalFactor, 0.2},
+		{&p.IntraQueueMinimumThreshold, KeyIntraQueueMinimumThreshold, 0.5},
+		{&p.IntraQueueMaxAllowableLimit, KeyIntraQueueMaxAllowableLimit, 0.2},
 	} {
 		v, err := c.GetFloat(f.key, f.def)
 		if err != nil {
 			return p, err
 		}
 		*f.dst = float64(v)
+	}
+	if p.IntraQueue, err = c.GetBool(KeyIntraQueuePreemption, false); err != nil {
+		return p, err
+	}
+	// ProportionalCapacityPreemptionPolicy reads the order as the name of an
+	// enum constant in upper case, and fails on any other.
+	order, err := c.GetTrimmed(KeyIntraQueueOrderPolicy, IntraQueueUserLimitFirst)
+	if err != nil {
+		return p, err
+	}
+	switch p.IntraQueueOrderPolicy = strings.ToLower(order); p.IntraQueueOrderPolicy {
+	case IntraQueueUserLimitFirst, IntraQueuePriorityFirst:
+	default:
+		return p, fmt.Errorf("%s: %w: %q is neither %s nor %s", KeyIntraQueueOrderPolicy, hadoopconf.ErrInvalidValue, order, IntraQueueUserLimitFirst, IntraQueuePriorityFirst)
 	}
 	return p, nil
 }

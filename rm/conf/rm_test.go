@@ -43,7 +43,8 @@ func TestDefaultRMSettingsAreYarns(t *testing.T) {
 		ContainerTokenRollingInterval:     24 * time.Hour,
 		NMTokenRollingInterval:            24 * time.Hour,
 		Preemption: Preemption{Interval: 3 * time.Second, MaxWaitBeforeKill: 15 * time.Second,
-			PerRound: f32(0.1), MaxIgnoredOverCapacity: f32(0.1), NaturalTerminationFactor: f32(0.2)},
+			PerRound: f32(0.1), MaxIgnoredOverCapacity: f32(0.1), NaturalTerminationFactor: f32(0.2),
+			IntraQueueMinimumThreshold: f32(0.5), IntraQueueMaxAllowableLimit: f32(0.2), IntraQueueOrderPolicy: IntraQueueUserLimitFirst},
 	}
 	if got := DefaultRMSettings(); got != want {
 		t.Errorf("DefaultRMSettings() =\n%+v\nwant\n%+v", got, want)
