@@ -104,7 +104,12 @@ func options(f flags, r *replica) fx.Option {
 		fx.Supply(f, r),
 		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, rm.NewLiveAttempts, rm.NewContainerReports, newTokens, newPodFactory, newNodes, newScheduler, newRKS, newRM, newMetrics, newTracer),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
-		fx.Invoke(serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveRKS, serveREST, runLogRetention, runLeadership),
+		// fx stops in the reverse order of starting, and RKS's port is
+		// invoked last so that it closes first: in knit local the
+		// replicas share its address, and a deposed leader whose other
+		// parts take their time stopping (calls to an API server it is
+		// cut off from) must not hold it from its successor.
+		fx.Invoke(serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveREST, runLogRetention, runLeadership, serveRKS),
 	)
 }
 
