@@ -66,24 +66,7 @@ func testRelay(t *testing.T, acceptFailures int32) {
 	if _, err := c.Write([]byte("hrpc")); err != nil {
 		t.Fatal(err)
 	}
-	s, err := up.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if node := s.(*relay.Conn).Node(); node != "127.0.1.7:8041" {
-		t.Errorf("node %q", node)
-	}
-	buf := make([]byte, 4)
-	if _, err := io.ReadFull(s, buf); err != nil || string(buf) != "hrpc" {
-		t.Fatalf("upstream read %q, %v", buf, err)
-	}
-	if _, err := s.Write([]byte("pong")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "pong" {
-		t.Fatalf("downstream read %q, %v", buf, err)
-	}
+	requireRelayed(t, c, up)
 	cancel()
 	if err := <-served; err != nil {
 		t.Errorf("Serve: %v", err)
@@ -151,6 +134,30 @@ func TestAnAMsConnectionWaitsForRKSAcrossAFailover(t *testing.T) {
 	}
 	up := relay.NewListener(upL)
 	defer up.Close()
+	requireRelayed(t, c, up)
+}
+
+func TestAnAMsConnectionIsClosedWhenRKSStaysAway(t *testing.T) {
+	c, err := net.Dial("tcp", serveRelay(t, freeAddress(t), 300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// A guard against a hang, far above the wait.
+	if err := c.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.Read(make([]byte, 1))
+	if n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("read %d bytes, %v; want the connection closed once the wait is over", n, err)
+	}
+}
+
+// requireRelayed checks that the AM's connection c, which has sent "hrpc",
+// reaches RKS's listener up named as the relay's node, and carries an
+// answer back.
+func requireRelayed(t *testing.T, c net.Conn, up net.Listener) {
+	t.Helper()
 	s, err := up.Accept()
 	if err != nil {
 		t.Fatal(err)
@@ -168,21 +175,5 @@ func TestAnAMsConnectionWaitsForRKSAcrossAFailover(t *testing.T) {
 	}
 	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "pong" {
 		t.Fatalf("downstream read %q, %v", buf, err)
-	}
-}
-
-func TestAnAMsConnectionIsClosedWhenRKSStaysAway(t *testing.T) {
-	c, err := net.Dial("tcp", serveRelay(t, freeAddress(t), 300*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	// A guard against a hang, far above the wait.
-	if err := c.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	n, err := c.Read(make([]byte, 1))
-	if n != 0 || !errors.Is(err, io.EOF) {
-		t.Fatalf("read %d bytes, %v; want the connection closed once the wait is over", n, err)
 	}
 }
