@@ -141,27 +141,12 @@ type amService struct {
 
 // clusterView is what allocate answers say about the cluster: node count
 // and free resources, refreshed at most once a second so heartbeats do not
-// each walk every node and pod.
+// each walk every node. The queues' use comes from the queue usage index
+// at each allocate.
 type clusterView struct {
 	nodes            int32
 	freeMB, totalMB  int64
 	freeVC, totalVCs int32
-	// queues are the queues' consumption, by queue path.
-	queues map[string]*queueUse
-}
-
-// usage is memory and vcores held.
-type usage struct {
-	mb int64
-	vc int32
-}
-
-// queueUse is what a queue's unfinished applications hold, in all and per
-// user; its users are those with such applications (the active users a
-// user limit is shared between).
-type queueUse struct {
-	used  usage
-	users map[string]usage
 }
 
 func newAMService(rm *ResourceManager, s Scheduler) *amService {
@@ -557,22 +542,6 @@ func (s *amService) clusterView(ctx context.Context) clusterView {
 			v.freeVC += max(n.CapabilityVcores-n.UsedVcores, 0)
 		}
 	}
-	v.queues = map[string]*queueUse{}
-	for _, e := range s.rm.snapshot() {
-		e.mu.Lock()
-		if !e.app.State().Final() {
-			q := v.queues[e.app.Queue()]
-			if q == nil {
-				q = &queueUse{users: map[string]usage{}}
-				v.queues[e.app.Queue()] = q
-			}
-			mb, vc := e.app.Used()
-			q.used.mb, q.used.vc = q.used.mb+mb, q.used.vc+vc
-			u := q.users[e.app.User()]
-			q.users[e.app.User()] = usage{u.mb + mb, u.vc + vc}
-		}
-		e.mu.Unlock()
-	}
 	s.cluster, s.clusterTime = v, now
 	return v
 }
@@ -651,21 +620,20 @@ func nodeUpdate(n NodeInfo) *yarnpb.NodeReportProto {
 // up to the user limit. The user limit is the queue's capacity (or its use,
 // when more) shared between its active users, at least
 // minimum-user-limit-percent of it, times user-limit-factor, within the
-// queue's maximum.
+// queue's maximum. The queue's and the user's use are read from the queue
+// usage index: O(1) at any number of applications.
 func (s *amService) headroom(v clusterView, queue, user string) *yarnpb.ResourceProto {
-	mem, vc := v.freeMB, v.freeVC
 	q, err := s.rm.queueTree().Lookup(queue)
 	if err != nil {
-		return yarnpb.NewResource(max(mem, 0), max(vc, 0))
+		return yarnpb.NewResource(max(v.freeMB, 0), max(v.freeVC, 0))
 	}
-	use := v.queues[q.Path]
-	if use == nil {
-		use = &queueUse{}
-	}
-	active := len(use.users)
-	if _, ok := use.users[user]; !ok {
-		active++ // the asking user counts once it asks
-	}
+	return headroomIn(v, q, s.rm.usage.room(q.Path, user))
+}
+
+// headroomIn is the headroom of a user in leaf q with r its use.
+func headroomIn(v clusterView, q *queues.Queue, r queueRoom) *yarnpb.ResourceProto {
+	mem, vc := v.freeMB, v.freeVC
+	active := r.users
 	room := func(total, used, userUsed float64) float64 {
 		maxCap := total * float64(q.AbsoluteMaximumCapacity)
 		capacity := max(total*float64(q.AbsoluteCapacity), used)
@@ -676,9 +644,8 @@ func (s *amService) headroom(v clusterView, queue, user string) *yarnpb.Resource
 		}
 		return min(maxCap-used, limit-userUsed)
 	}
-	u := use.users[user]
-	mem = min(mem, int64(room(float64(v.totalMB), float64(use.used.mb), float64(u.mb))))
-	vc = min(vc, int32(room(float64(v.totalVCs), float64(use.used.vc), float64(u.vc))))
+	mem = min(mem, int64(room(float64(v.totalMB), float64(r.used.MemoryMB), float64(r.user.MemoryMB))))
+	vc = min(vc, int32(room(float64(v.totalVCs), float64(r.used.VCores), float64(r.user.VCores))))
 	return yarnpb.NewResource(max(mem, 0), max(vc, 0))
 }
 

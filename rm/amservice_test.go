@@ -275,6 +275,12 @@ func TestUpdateRequestsAreCheckedAsYARNChecksThem(t *testing.T) {
 	}
 }
 
+// usage is memory and vcores held.
+type usage struct {
+	mb int64
+	vc int32
+}
+
 // TestHeadroomIsTheLeastOfClusterQueueAndUserRoom checks the
 // CapacityScheduler's headroom with queue b at 50% capacity, 100% maximum,
 // of a 10,000 MB / 10 vcore cluster.
@@ -284,40 +290,41 @@ func TestHeadroomIsTheLeastOfClusterQueueAndUserRoom(t *testing.T) {
 		maps.Copy(props, extra)
 		return baseQueues(props)
 	}
-	view := func(freeMB int64, users map[string]usage) clusterView {
-		v := clusterView{totalMB: 10000, totalVCs: 10, freeMB: freeMB, freeVC: 10, queues: map[string]*queueUse{}}
-		q := &queueUse{users: users}
-		for _, u := range users {
-			q.used.mb += u.mb
-			q.used.vc += u.vc
-		}
-		v.queues["root.b"] = q
-		return v
+	// view is the cluster's room and the unfinished applications of b's
+	// users, one each holding what it says.
+	type view struct {
+		freeMB int64
+		users  map[string]usage
 	}
 	tests := []struct {
 		name   string
 		queues map[string]string
-		view   clusterView
+		view   view
 		user   string
 		wantMB int64
 	}{
-		{"an idle queue: the user limit is the queue's capacity", queueB(nil), view(10000, nil), "alice", 5000},
-		{"the cluster's free room is less", queueB(nil), view(2000, nil), "alice", 2000},
-		{"what the user holds counts against it", queueB(nil), view(10000, map[string]usage{"alice": {3000, 3}}), "alice", 2000},
-		{"minimum-user-limit-percent 100, the default, shares nothing", queueB(nil), view(10000, map[string]usage{"bob": {1000, 1}}), "alice", 5000},
+		{"an idle queue: the user limit is the queue's capacity", queueB(nil), view{10000, nil}, "alice", 5000},
+		{"the cluster's free room is less", queueB(nil), view{2000, nil}, "alice", 2000},
+		{"what the user holds counts against it", queueB(nil), view{10000, map[string]usage{"alice": {3000, 3}}}, "alice", 2000},
+		{"minimum-user-limit-percent 100, the default, shares nothing", queueB(nil), view{10000, map[string]usage{"bob": {1000, 1}}}, "alice", 5000},
 		{"a second user shares the capacity", queueB(map[string]string{"yarn.scheduler.capacity.root.b.minimum-user-limit-percent": "25"}),
-			view(10000, map[string]usage{"bob": {1000, 1}}), "alice", 2500},
+			view{10000, map[string]usage{"bob": {1000, 1}}}, "alice", 2500},
 		{"the user limit factor multiplies it", queueB(map[string]string{"yarn.scheduler.capacity.root.b.user-limit-factor": "2"}),
-			view(10000, nil), "alice", 10000},
+			view{10000, nil}, "alice", 10000},
 		{"a factor of -1 leaves the queue's maximum", queueB(map[string]string{"yarn.scheduler.capacity.root.b.user-limit-factor": "-1"}),
-			view(10000, map[string]usage{"bob": {6000, 1}}), "alice", 4000},
+			view{10000, map[string]usage{"bob": {6000, 1}}}, "alice", 4000},
 		{"minimum-user-limit-percent keeps a share", queueB(map[string]string{"yarn.scheduler.capacity.root.b.minimum-user-limit-percent": "50"}),
-			view(10000, map[string]usage{"bob": {1000, 1}, "carol": {1000, 1}}), "alice", 2500},
+			view{10000, map[string]usage{"bob": {1000, 1}, "carol": {1000, 1}}}, "alice", 2500},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, envOptions{queues: tt.queues})
-			if got := e.rm.am.headroom(tt.view, "root.b", tt.user).GetMemory(); got != tt.wantMB {
+			for user, u := range tt.view.users {
+				e.rm.usage.apply(appUse{queue: "root.b", user: user, state: yarnpb.YarnApplicationStateProto_RUNNING, unfinished: true,
+					live: apps.Holding{Containers: 1, MemoryMB: u.mb, VCores: u.vc}}, 1)
+			}
+			v := clusterView{totalMB: 10000, totalVCs: 10, freeMB: tt.view.freeMB, freeVC: 10}
+			if got := e.rm.am.headroom(v, "root.b", tt.user).GetMemory(); got != tt.wantMB {
 				t.Errorf("headroom = %d MB, want %d", got, tt.wantMB)
 			}
 		})

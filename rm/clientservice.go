@@ -235,6 +235,7 @@ func (rm *ResourceManager) SubmitApplication(ctx context.Context, req *yarnpb.Su
 	}
 	rm.apps[id] = e
 	rm.countLocked(e, 1)
+	rm.usage.insert(e)
 	rm.mu.Unlock()
 	rm.admitMu.Unlock()
 
@@ -655,41 +656,17 @@ func inQueue(appQueue, path string) bool {
 
 // GetQueueInfo describes a queue with its live figures. An unknown queue
 // gets an empty answer: ClientRMService logs the scheduler's IOException
-// and returns the response without a queue.
+// and returns the response without a queue. The figures come from the
+// queue usage index, so the answer costs O(queues), not O(applications);
+// only the applications, when asked for, are found by walking them.
 func (rm *ResourceManager) GetQueueInfo(ctx context.Context, req *yarnpb.GetQueueInfoRequestProto) (*yarnpb.GetQueueInfoResponseProto, error) {
 	user := callerOf(ctx).User
-	type appState struct {
-		queue string
-		state yarnpb.YarnApplicationStateProto
-		e     *entry
-	}
-	var all []appState
-	for _, e := range rm.snapshot() {
-		e.mu.Lock()
-		all = append(all, appState{e.app.Queue(), e.app.ClientState(), e})
-		e.mu.Unlock()
-	}
+	figs := rm.usage.byQueue()
 	stats := func(q *queues.Queue) queues.Stats {
-		var s queues.Stats
-		for _, a := range all {
-			if !inQueue(a.queue, q.Path) {
-				continue
-			}
-			s.AppsSubmitted++
-			switch a.state {
-			case yarnpb.YarnApplicationStateProto_RUNNING:
-				s.AppsRunning++
-			case yarnpb.YarnApplicationStateProto_FINISHED:
-				s.AppsCompleted++
-			case yarnpb.YarnApplicationStateProto_KILLED:
-				s.AppsKilled++
-			case yarnpb.YarnApplicationStateProto_FAILED:
-				s.AppsFailed++
-			default:
-				s.AppsPending++
-			}
+		if f := figs[q.Path]; f != nil {
+			return f.queueStats()
 		}
-		return s
+		return queues.Stats{}
 	}
 	tree := rm.queueTree()
 	info, err := tree.QueueInfo(req.GetQueueName(), req.GetIncludeChildQueues(), req.GetRecursive(), stats)
@@ -701,17 +678,14 @@ func (rm *ResourceManager) GetQueueInfo(ctx context.Context, req *yarnpb.GetQueu
 		q, err := tree.Lookup(req.GetQueueName())
 		if err == nil {
 			now := rm.now()
-			for _, a := range all {
-				if !inQueue(a.queue, q.Path) {
-					continue
-				}
-				a.e.mu.Lock()
+			for _, e := range rm.snapshot() {
+				e.mu.Lock()
 				// The scheduler holds only applications that have not ended.
-				if !a.e.app.State().Final() && activeState(a.e.app.State()) &&
-					rm.canAccess(a.e, user, yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP) {
-					info.Applications = append(info.Applications, a.e.app.Report(apps.ReportOptions{Now: now, Access: true}))
+				if inQueue(e.app.Queue(), q.Path) && !e.app.State().Final() && activeState(e.app.State()) &&
+					rm.canAccess(e, user, yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP) {
+					info.Applications = append(info.Applications, e.app.Report(apps.ReportOptions{Now: now, Access: true}))
 				}
-				a.e.mu.Unlock()
+				e.mu.Unlock()
 			}
 		}
 	}

@@ -4,13 +4,12 @@ import (
 	"context"
 
 	"github.com/knitdev/knit/protocols/yarnid"
-	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/metrics"
 )
 
 // MetricsSnapshot is the RM's state as the Hadoop metrics need it: nodes,
-// the queue tree, and every application it holds with its live resources.
-// Pending pods are RGS's to add.
+// the queue tree, and the applications it holds with their live resources,
+// added up per queue and user. Pending pods are RGS's to add.
 func (rm *ResourceManager) MetricsSnapshot(ctx context.Context) (metrics.Snapshot, error) {
 	var s metrics.Snapshot
 	nodes, err := rm.nodes(ctx)
@@ -30,31 +29,9 @@ func (rm *ResourceManager) MetricsSnapshot(ctx context.Context) (metrics.Snapsho
 			MaxAMResourcePercent: float64(q.MaxAMResourcePercent),
 		})
 	}
-	for _, e := range rm.snapshot() {
-		e.mu.Lock()
-		a := metrics.App{Queue: e.app.Queue(), User: e.app.User(), State: e.app.ClientState(), Unmanaged: e.app.Unmanaged()}
-		// An application with no containers yet (one waiting for its AM,
-		// as most of a busy queue's are) has no live use to count, and
-		// LiveUsage would build a report to say so.
-		if !e.app.State().Final() && len(e.app.Containers()) > 0 {
-			u := e.app.LiveUsage()
-			if u.GetNumUsedContainers() > 0 {
-				a.UsedContainers = int64(u.GetNumUsedContainers())
-				a.UsedMB, a.UsedVCores = u.GetUsedResources().GetMemory(), int64(u.GetUsedResources().GetVirtualCores())
-			}
-			if u.GetNumReservedContainers() > 0 {
-				a.ReservedContainers = int64(u.GetNumReservedContainers())
-				a.ReservedMB, a.ReservedVCores = u.GetReservedResources().GetMemory(), int64(u.GetReservedResources().GetVirtualCores())
-			}
-			if t := e.app.CurrentAttempt(); t != nil && a.State == yarnpb.YarnApplicationStateProto_RUNNING {
-				if c := t.AMContainer(); c != nil {
-					a.AMUsedMB, a.AMUsedVCores = c.GetResource().GetMemory(), int64(c.GetResource().GetVirtualCores())
-				}
-			}
-		}
-		e.mu.Unlock()
-		s.Apps = append(s.Apps, a)
-	}
+	// The applications added up per queue and user, from the queue usage
+	// index: a scrape costs the same at any number of applications.
+	s.Sums = rm.usage.metricSums()
 	return s, nil
 }
 

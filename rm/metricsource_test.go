@@ -18,9 +18,9 @@ func TestMetricsSnapshotHoldsTheApplicationsAndQueues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Apps) != 1 || s.Apps[0].Queue != "root.default" || s.Apps[0].User != "alice" ||
-		s.Apps[0].State != yarnpb.YarnApplicationStateProto_RUNNING || !s.Apps[0].Unmanaged {
-		t.Errorf("apps %+v", s.Apps)
+	if len(s.Sums) != 1 || s.Sums[0].Queue != "root.default" || s.Sums[0].User != "alice" ||
+		s.Sums[0].States[yarnpb.YarnApplicationStateProto_RUNNING] != 1 || s.Sums[0].Unmanaged[yarnpb.YarnApplicationStateProto_RUNNING] != 1 {
+		t.Errorf("applications %+v", s.Sums)
 	}
 	paths := map[string]bool{}
 	for _, q := range s.Queues {
@@ -58,10 +58,10 @@ func TestMetricsSnapshotCountsLiveContainersOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Apps) != 2 {
-		t.Fatalf("apps %+v", s.Apps)
+	if len(s.Sums) != 2 {
+		t.Fatalf("applications %+v", s.Sums)
 	}
-	for _, a := range s.Apps {
+	for _, a := range s.Sums {
 		switch a.User {
 		case "alice":
 			if a.UsedContainers != 2 || a.UsedMB != 4096 || a.UsedVCores != 4 {

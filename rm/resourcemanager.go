@@ -163,6 +163,9 @@ type ResourceManager struct {
 	// active counts the accepted, unfinished entries for admission, kept as
 	// entries come, finish, move and go so a submission does not walk them all.
 	active appCounts
+	// usage adds the entries up per queue and user for the queue reports,
+	// the headroom and the metrics (queueusage.go).
+	usage queueUsage
 
 	am           *amService
 	launcherOnce sync.Once
@@ -190,6 +193,11 @@ type entry struct {
 	queue string
 	user  string
 	done  bool
+
+	// use is what the entry counts for in rm.usage while indexed; both
+	// are guarded by rm.usage.mu.
+	use     appUse
+	indexed bool
 }
 
 // New returns a ResourceManager with no applications; call Recover before
@@ -362,6 +370,7 @@ func (rm *ResourceManager) Recover(ctx context.Context) error {
 		rm.mu.Lock()
 		rm.apps[rec.ID] = e
 		rm.countLocked(e, 1)
+		rm.usage.insert(e)
 		rm.mu.Unlock()
 		// Retention waits until every application is back, so that the
 		// oldest are dropped, not the first listed.
@@ -372,6 +381,7 @@ func (rm *ResourceManager) Recover(ctx context.Context) error {
 			rm.log.ErrorContext(ctx, "recovering application", "app", s.ID, "err", err)
 			rm.mu.Lock()
 			rm.countLocked(e, -1)
+			rm.usage.remove(e)
 			delete(rm.apps, rec.ID)
 			rm.mu.Unlock()
 			continue
@@ -525,6 +535,7 @@ func (rm *ResourceManager) handleLocked(ctx context.Context, e *entry, first app
 			}
 		}
 	}
+	rm.usage.update(e)
 	return firstErr
 }
 
@@ -642,6 +653,7 @@ func (rm *ResourceManager) enforceRetention(ctx context.Context) {
 		rm.completed = rm.completed[1:]
 		if e := rm.apps[id]; e != nil {
 			rm.countLocked(e, -1)
+			rm.usage.remove(e)
 		}
 		delete(rm.apps, id)
 		drop = append(drop, id)

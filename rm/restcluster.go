@@ -106,29 +106,16 @@ func (c *restCluster) Metrics(ctx context.Context) (rest.ClusterMetrics, error) 
 		DecommissionedNodes: m.GetNumDecommissionedNms(), RebootedNodes: m.GetNumRebootedNms(),
 		ShutdownNodes: m.GetNumShutdownNms(),
 	}
-	// Counted by each application's state under its own lock, not from
-	// reports: building 10,000 reports to count them is what the RM must
-	// not do on a page load.
-	for _, e := range c.rm.snapshot() {
-		e.mu.Lock()
-		state := e.app.ClientState()
-		e.mu.Unlock()
-		out.AppsSubmitted++
-		switch state {
-		case yarnpb.YarnApplicationStateProto_RUNNING:
-			out.AppsRunning++
-		case yarnpb.YarnApplicationStateProto_FINISHED:
-			out.AppsCompleted++
-		case yarnpb.YarnApplicationStateProto_FAILED:
-			out.AppsFailed++
-			out.AppsCompleted++ // Hadoop counts failed and killed as completed too
-		case yarnpb.YarnApplicationStateProto_KILLED:
-			out.AppsKilled++
-			out.AppsCompleted++
-		default:
-			out.AppsPending++
-		}
-	}
+	// Read from the queue usage index: counting 10,000 applications on a
+	// page load is what the RM must not do.
+	tot := c.rm.usage.totals()
+	out.AppsSubmitted = int32(tot.submitted())
+	out.AppsRunning = int32(tot.count(yarnpb.YarnApplicationStateProto_RUNNING))
+	out.AppsFailed = int32(tot.count(yarnpb.YarnApplicationStateProto_FAILED))
+	out.AppsKilled = int32(tot.count(yarnpb.YarnApplicationStateProto_KILLED))
+	// Hadoop counts failed and killed as completed too.
+	out.AppsCompleted = int32(tot.count(yarnpb.YarnApplicationStateProto_FINISHED)) + out.AppsFailed + out.AppsKilled
+	out.AppsPending = out.AppsSubmitted - out.AppsRunning - out.AppsCompleted
 	// The scheduler's resources are those of the usable nodes: Hadoop
 	// counts only nodes the scheduler holds (running ones).
 	out.TotalMB, out.TotalVirtualCores = census.RunningCapabilityMB, census.RunningCapabilityVcores
@@ -353,12 +340,12 @@ func field(key string, value any) rest.Field { return rest.Field{Key: key, Value
 
 var emptyObj = rest.Object{}
 
-// queueFigures are the live numbers of one queue, from the applications
-// the RM holds.
+// queueFigures are the live numbers of one queue, from the queue usage
+// index.
 type queueFigures struct {
 	active, pending int
 	users           map[string]*[2]int // user → active, pending
-	userOrder       []string
+	userOrder       []string           // by name
 }
 
 func (c *restCluster) Scheduler(ctx context.Context) (json.RawMessage, error) {
@@ -374,41 +361,33 @@ func (c *restCluster) Scheduler(ctx context.Context) (json.RawMessage, error) {
 	if info.GetQueueInfo() == nil {
 		return nil, fmt.Errorf("scheduler: no queue info for %s", root.Path)
 	}
-	list, err := c.rm.GetApplications(ctx, &yarnpb.GetApplicationsRequestProto{})
-	if err != nil {
-		return nil, err
-	}
+	// Each user's applications the leaf queue has activated (ACCEPTED,
+	// RUNNING) and those still pending; ended ones the scheduler no longer
+	// holds.
 	figs := map[string]*queueFigures{}
-	for _, a := range list.GetApplications() {
-		var slot int
-		switch a.GetYarnApplicationState() {
-		case yarnpb.YarnApplicationStateProto_ACCEPTED, yarnpb.YarnApplicationStateProto_RUNNING:
-			slot = 0 // the leaf queue has activated it
-		case yarnpb.YarnApplicationStateProto_NEW, yarnpb.YarnApplicationStateProto_NEW_SAVING,
-			yarnpb.YarnApplicationStateProto_SUBMITTED:
-			slot = 1
-		default:
-			continue // ended: the scheduler no longer holds it
+	for _, u := range c.rm.usage.byUser() {
+		active := int(u.count(yarnpb.YarnApplicationStateProto_ACCEPTED) + u.count(yarnpb.YarnApplicationStateProto_RUNNING))
+		pending := int(u.count(yarnpb.YarnApplicationStateProto_NEW) + u.count(yarnpb.YarnApplicationStateProto_NEW_SAVING) +
+			u.count(yarnpb.YarnApplicationStateProto_SUBMITTED))
+		if active+pending == 0 {
+			continue
 		}
-		f := figs[a.GetQueue()]
+		f := figs[u.queue]
 		if f == nil {
 			f = &queueFigures{users: map[string]*[2]int{}}
-			figs[a.GetQueue()] = f
+			figs[u.queue] = f
 		}
-		if slot == 0 {
-			f.active++
-		} else {
-			f.pending++
-		}
-		u := f.users[a.GetUser()]
-		if u == nil {
-			u = &[2]int{}
-			f.users[a.GetUser()] = u
-			f.userOrder = append(f.userOrder, a.GetUser())
-		}
-		u[slot]++
+		f.active += active
+		f.pending += pending
+		f.users[u.user] = &[2]int{active, pending}
+		f.userOrder = append(f.userOrder, u.user)
 	}
 	s := &schedJSON{c: c, tree: tree, figs: figs}
+	// The capacity of the usable nodes, which the queues' effective
+	// capacities are shares of, counted once for every queue.
+	if census, err := c.rm.census(ctx); err == nil {
+		s.cluster = rest.Resource{MemoryMB: census.RunningCapabilityMB, VCores: census.RunningCapabilityVcores}
+	}
 	ri := info.GetQueueInfo()
 	out := rest.Object{
 		field("type", "capacityScheduler"),
@@ -442,9 +421,10 @@ func (c *restCluster) Scheduler(ctx context.Context) (json.RawMessage, error) {
 }
 
 type schedJSON struct {
-	c    *restCluster
-	tree *queues.Tree
-	figs map[string]*queueFigures
+	c       *restCluster
+	tree    *queues.Tree
+	figs    map[string]*queueFigures
+	cluster rest.Resource
 }
 
 func (c *restCluster) maxAllocation() rest.Resource {
@@ -507,20 +487,7 @@ func (s *schedJSON) children(info *yarnpb.QueueInfoProto) rest.Object {
 
 // clusterResource is the capacity of the usable nodes, which the queues'
 // effective capacities are shares of.
-func (s *schedJSON) clusterResource() rest.Resource {
-	var r rest.Resource
-	nodes, err := s.c.rm.nodes(context.Background())
-	if err != nil {
-		return r
-	}
-	for _, n := range nodes {
-		if n.State == yarnpb.NodeStateProto_NS_RUNNING {
-			r.MemoryMB += n.CapabilityMB
-			r.VCores += int64(n.CapabilityVcores)
-		}
-	}
-	return r
-}
+func (s *schedJSON) clusterResource() rest.Resource { return s.cluster }
 
 func scale(r rest.Resource, f float32) rest.Resource {
 	return rest.Resource{MemoryMB: int64(float64(r.MemoryMB) * float64(f)), VCores: int64(float64(r.VCores) * float64(f))}

@@ -107,6 +107,11 @@ type Application struct {
 	containers map[ContainerID]*Container
 	order      []ContainerID // allocation order, for reports
 	usage      Usage         // of ended containers and of recovered attempts
+	// live and holdings are what the containers hold (Held), kept as they
+	// change: every live container's, and per holding attempt its live
+	// containers' and reservations'.
+	live     Holding
+	holdings map[AttemptID]*[2]Holding
 
 	fx []Effect // effects of the Handle call in progress
 }

@@ -149,3 +149,35 @@ func TestLiveUsageIsTheReportsLiveFigures(t *testing.T) {
 		t.Errorf("live usage %v, report's %v", u, r)
 	}
 }
+
+// TestHeldFollowsReservationsResizesAndKeptContainers: what Held says the
+// containers hold follows a reservation becoming an allocation, a resize,
+// an AM failure that keeps the running task for the next attempt, and the
+// task's end; driveOn checks it against a recount after every event.
+func TestHeldFollowsReservationsResizesAndKeptContainers(t *testing.T) {
+	task2 := ContainerID{Attempt: att1, Sequence: 3}
+	a := drive(t, append(clip(toRunning),
+		ContainerReserved{Container: containerProto(task1, 2048, 2)},
+		ContainerAllocated{Container: containerProto(task1, 2048, 2)},
+		ContainerAcquired{Container: task1},
+		ContainerLaunched{Container: task1},
+		ContainerUpdated{Container: containerProto(task1, 4096, 3)},
+		ContainerReserved{Container: containerProto(task2, 1024, 1)},
+	), keepContainers())
+	want := Held{
+		Live: Holding{2, 1024 + 4096, 1 + 3}, Current: Holding{2, 1024 + 4096, 1 + 3},
+		Reserved: Holding{1, 1024, 1}, AM: Holding{1, 1024, 1}, Containers: 3,
+	}
+	if got := a.Held(); got != want {
+		t.Fatalf("running with a resized task and a reservation: %+v, want %+v", got, want)
+	}
+	driveOn(t, a, []Event{amExited(am1, 1), AttemptFinalSaved{Attempt: att1}})
+	// Attempt 2 holds the kept task; the scheduler holds it once it is added.
+	if got := a.Held(); got.Live != (Holding{1, 4096, 3}) || got.Current != (Holding{}) || got.AM != (Holding{}) {
+		t.Fatalf("after the AM failed: %+v", got)
+	}
+	driveOn(t, a, []Event{AttemptAdded{Attempt: att2}, ContainerFinished{Container: task1}})
+	if got := a.Held(); got.Live != (Holding{}) || got.Current != (Holding{}) || got.Containers != 3 {
+		t.Errorf("after the kept task ended: %+v", got)
+	}
+}

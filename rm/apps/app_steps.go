@@ -248,7 +248,9 @@ func (a *Application) startAttempt(transfer bool, now time.Time) {
 	if transfer && prev != nil {
 		for _, id := range a.order {
 			if c := a.containers[id]; c.holder == prev.id && c.state.live() {
+				h := c.hold()
 				c.holder = t.id
+				a.rehold(h, c.hold())
 			}
 		}
 	}

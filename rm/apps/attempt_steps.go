@@ -58,8 +58,8 @@ func (a *Application) handleAttemptEvent(ev AttemptEvent, now time.Time) error {
 			t.state = AttemptStateAllocatedSaving
 			a.emit(PersistAttempt{Record: t.Record(), Done: AttemptSaved{Attempt: id}})
 			// The RM itself pulls the AM container from the scheduler.
-			a.addContainer(c)
 			c.state = ContainerStateAcquired
+			a.addContainer(c)
 			a.emit(WatchAllocation{Container: cid})
 			return nil
 		case AttemptStateRunning, AttemptStateFinalSaving, AttemptStateFinishing, AttemptStateFinished, AttemptStateFailed, AttemptStateKilled:
@@ -393,7 +393,9 @@ func (a *Application) handleContainerEvent(ev ContainerEvent, now time.Time) err
 // stepContainer runs one container event and, if the container has just
 // ended, accounts its usage and tells its attempt when it was the AM's.
 func (a *Application) stepContainer(c *Container, ev ContainerEvent, now time.Time) error {
+	h := c.hold()
 	ended, fx, err := c.step(ev, now)
+	a.rehold(h, c.hold())
 	if err != nil {
 		return err
 	}
@@ -477,14 +479,15 @@ func (a *Application) recoverContainer(e ContainerRecovered, now time.Time) erro
 	if cur := a.CurrentAttempt(); a.keepContainers && !c.am && cur != nil {
 		c.holder = cur.id
 	}
-	a.addContainer(c)
+	c.state = ContainerStateRunning
 	if !e.Running {
-		c.state = ContainerStateRunning
-		a.emit(c.end(ContainerStateCompleted, e.ExitStatus, e.Diagnostics, false, now)...)
+		fx := c.end(ContainerStateCompleted, e.ExitStatus, e.Diagnostics, false, now)
+		a.addContainer(c)
+		a.emit(fx...)
 		a.containerEnded(c, now)
 		return nil
 	}
-	c.state = ContainerStateRunning
+	a.addContainer(c)
 	if h := a.Attempt(c.holder); h == nil || h.state.Final() {
 		// Nobody will use it: the attempt holding it has ended.
 		return a.stepContainer(c, ContainerKilled{Container: id, ExitStatus: ExitAborted, Diagnostics: DiagCompletedApplication}, now)
@@ -492,7 +495,9 @@ func (a *Application) recoverContainer(e ContainerRecovered, now time.Time) erro
 	return nil
 }
 
+// addContainer takes a new container in, in the state it has reached.
 func (a *Application) addContainer(c *Container) {
 	a.containers[c.id] = c
 	a.order = append(a.order, c.id)
+	a.rehold(hold{}, c.hold())
 }

@@ -157,7 +157,48 @@ func driveOn(t *testing.T, a *Application, path []Event) {
 		if _, err := a.Handle(ev, at(i)); err != nil {
 			t.Fatalf("event %d %T: %v", i, ev, err)
 		}
+		if got, want := a.Held(), heldRecount(a); got != want {
+			t.Fatalf("after event %d %T the application holds %+v, its containers %+v", i, ev, got, want)
+		}
 	}
+}
+
+// heldRecount is Held counted from every container, as Used and LiveUsage
+// count them.
+func heldRecount(a *Application) Held {
+	h := Held{Containers: len(a.Containers())}
+	one := func(c *Container) Holding {
+		mb, vc := c.Resource()
+		return Holding{1, mb, vc}
+	}
+	t := a.CurrentAttempt()
+	for _, c := range a.Containers() {
+		if c.State().live() {
+			h.Live = h.Live.Add(one(c))
+		}
+		if t == nil || !t.inScheduler() || c.Attempt() != t.ID() {
+			continue
+		}
+		switch {
+		case c.State().live():
+			h.Current = h.Current.Add(one(c))
+		case c.State() == ContainerStateReserved:
+			h.Reserved = h.Reserved.Add(one(c))
+		}
+	}
+	if u := a.LiveUsage(); u != nil {
+		live := Holding{u.GetNumUsedContainers(), u.GetUsedResources().GetMemory(), u.GetUsedResources().GetVirtualCores()}
+		reserved := Holding{u.GetNumReservedContainers(), u.GetReservedResources().GetMemory(), u.GetReservedResources().GetVirtualCores()}
+		if live != h.Current || reserved != h.Reserved {
+			panic("heldRecount disagrees with LiveUsage")
+		}
+	}
+	if t != nil {
+		if c := t.AMContainer(); c != nil {
+			h.AM = Holding{1, c.GetResource().GetMemory(), c.GetResource().GetVirtualCores()}
+		}
+	}
+	return h
 }
 
 // effectNames lists the effects' type names.

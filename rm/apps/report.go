@@ -112,15 +112,9 @@ func (a *Application) lifetimeReport(now time.Time) *yarnpb.AppTimeoutsMapProto 
 // liveUsage is the scheduler's view of the attempt: the containers it holds
 // and reserves now. Knit has no queue or cluster share to report.
 // Used is what the application's live containers hold, over all its
-// attempts (the scheduler's consumption of the application).
+// attempts (the scheduler's consumption of the application); Held().Live.
 func (a *Application) Used() (memoryMB int64, vcores int32) {
-	for _, c := range a.containers {
-		if c.state.live() {
-			m, v := c.Resource()
-			memoryMB, vcores = memoryMB+m, vcores+v
-		}
-	}
-	return memoryMB, vcores
+	return a.live.MemoryMB, a.live.VCores
 }
 
 // LiveUsage is what the scheduler holds and reserves for the current

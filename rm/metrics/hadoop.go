@@ -19,6 +19,10 @@ type Snapshot struct {
 	Nodes  []Node
 	Queues []Queue
 	Apps   []App
+	// Sums are applications added up per leaf queue and user, counted as
+	// Apps are; the RM keeps them as its applications change, so that a
+	// scrape costs the same at any number of applications.
+	Sums []AppSums
 	// Pending is what waits for the Kubernetes scheduler, per queue and
 	// user (RGS's pending pods).
 	Pending []Pending
@@ -49,6 +53,19 @@ type App struct {
 	UsedContainers, UsedMB, UsedVCores             int64
 	ReservedContainers, ReservedMB, ReservedVCores int64
 	// AMUsedMB and AMUsedVCores are its AM container's, while it runs.
+	AMUsedMB, AMUsedVCores int64
+}
+
+// AppSums are the applications of one user in one queue added up: how
+// many are in each state clients see (and of those, how many have an
+// unmanaged AM), and the resources of App summed over them.
+type AppSums struct {
+	Queue, User       string
+	States, Unmanaged map[yarnpb.YarnApplicationStateProto]int64
+	// Live resources of their current attempts.
+	UsedContainers, UsedMB, UsedVCores             int64
+	ReservedContainers, ReservedMB, ReservedVCores int64
+	// AMUsedMB and AMUsedVCores are their running AM containers'.
 	AMUsedMB, AMUsedVCores int64
 }
 
@@ -100,20 +117,29 @@ type appCounts struct {
 	submitted, running, pending, completed, failed, killed int64
 }
 
-func (c *appCounts) add(state yarnpb.YarnApplicationStateProto) {
-	c.submitted++
+func (c *appCounts) add(state yarnpb.YarnApplicationStateProto) { c.addN(state, 1) }
+
+// addN counts n applications in state.
+func (c *appCounts) addN(state yarnpb.YarnApplicationStateProto, n int64) {
+	c.submitted += n
 	switch state {
 	case yarnpb.YarnApplicationStateProto_RUNNING:
-		c.running++
+		c.running += n
 	case yarnpb.YarnApplicationStateProto_FINISHED:
-		c.completed++
+		c.completed += n
 	case yarnpb.YarnApplicationStateProto_FAILED:
-		c.failed++
+		c.failed += n
 	case yarnpb.YarnApplicationStateProto_KILLED:
-		c.killed++
+		c.killed += n
 	default:
-		c.pending++
+		c.pending += n
 	}
+}
+
+// activeState is whether the leaf queue has activated an application in
+// state (LeafQueue's active applications).
+func activeState(state yarnpb.YarnApplicationStateProto) bool {
+	return state == yarnpb.YarnApplicationStateProto_ACCEPTED || state == yarnpb.YarnApplicationStateProto_RUNNING
 }
 
 // queueFigures are QueueMetrics' for one queue, or one user of it.
@@ -416,10 +442,31 @@ func queuesOf(s Snapshot, c *clusterFigures) (totals map[string]*queueFigures, u
 			if a.Unmanaged {
 				q.unmanaged.add(a.State)
 			}
-			switch a.State {
-			case yarnpb.YarnApplicationStateProto_ACCEPTED, yarnpb.YarnApplicationStateProto_RUNNING:
+			if activeState(a.State) {
 				q.activeApplications++
 				q.activeUsers[a.User] = true
+			}
+			q.allocatedContainers += a.UsedContainers
+			q.allocatedMB += a.UsedMB
+			q.allocatedVCores += a.UsedVCores
+			q.reservedContainers += a.ReservedContainers
+			q.reservedMB += a.ReservedMB
+			q.reservedVCores += a.ReservedVCores
+			q.usedAMMB += a.AMUsedMB
+			q.usedAMVCores += a.AMUsedVCores
+		})
+	}
+	for _, a := range s.Sums {
+		each(a.Queue, a.User, func(q *queueFigures) {
+			for state, n := range a.States {
+				q.apps.addN(state, n)
+				if activeState(state) && n > 0 {
+					q.activeApplications += n
+					q.activeUsers[a.User] = true
+				}
+			}
+			for state, n := range a.Unmanaged {
+				q.unmanaged.addN(state, n)
 			}
 			q.allocatedContainers += a.UsedContainers
 			q.allocatedMB += a.UsedMB

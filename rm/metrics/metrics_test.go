@@ -387,3 +387,60 @@ func TestRPCOutcomeIsTheClassTheClientIsAnswered(t *testing.T) {
 		t.Errorf("calls by outcome: %v, want %v", got, want)
 	}
 }
+
+// sums adds apps up per queue and user, as the RM's index keeps them.
+func sums(apps []App) []AppSums {
+	type key struct{ queue, user string }
+	by := map[key]*AppSums{}
+	var out []*AppSums
+	for _, a := range apps {
+		s := by[key{a.Queue, a.User}]
+		if s == nil {
+			s = &AppSums{Queue: a.Queue, User: a.User, States: map[yarnpb.YarnApplicationStateProto]int64{},
+				Unmanaged: map[yarnpb.YarnApplicationStateProto]int64{}}
+			by[key{a.Queue, a.User}] = s
+			out = append(out, s)
+		}
+		s.States[a.State]++
+		if a.Unmanaged {
+			s.Unmanaged[a.State]++
+		}
+		s.UsedContainers += a.UsedContainers
+		s.UsedMB += a.UsedMB
+		s.UsedVCores += a.UsedVCores
+		s.ReservedContainers += a.ReservedContainers
+		s.ReservedMB += a.ReservedMB
+		s.ReservedVCores += a.ReservedVCores
+		s.AMUsedMB += a.AMUsedMB
+		s.AMUsedVCores += a.AMUsedVCores
+	}
+	res := make([]AppSums, 0, len(out))
+	for _, s := range out {
+		res = append(res, *s)
+	}
+	return res
+}
+
+func TestApplicationsAddedUpPerQueueAndUserGiveTheSameFigures(t *testing.T) {
+	one := snapshot()
+	summed := snapshot()
+	summed.Sums, summed.Apps = sums(summed.Apps), nil
+	text := func(s Snapshot) string {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(NewHadoopCollector(SourceFunc(func(context.Context) (Snapshot, error) { return s, nil }), 0, nil))
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		for _, mf := range mfs {
+			if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return b.String()
+	}
+	if got, want := text(summed), text(one); got != want {
+		t.Errorf("added up:\n%s\none by one:\n%s", got, want)
+	}
+}

@@ -33,6 +33,13 @@
 // it, against the whole decoded pod and the whole pod without managed
 // fields.
 //
+// queueindex_bench_test.go measures the RM's cost per application:
+// BenchmarkQueueInfoAndHeadroomFlatInApps calls getQueueInfo of root
+// (recursively, 16 leaves) and an AM's allocate that refreshes the cluster
+// view and answers the headroom, on two RMs in the same run holding 100 and
+// 10,000 applications, and reports µs per call for each and the ratios
+// (flat is 1).
+//
 // webshell_bench_test.go measures a keystroke's round trip (a byte typed
 // into cat on a terminal until its echo) through the RM's web shell
 // (WebSocket, rm/webshell, pods/exec to a process node) against client-go's

@@ -1,0 +1,108 @@
+package apps
+
+// Holding is a number of containers and the memory and vcores they hold.
+type Holding struct {
+	Containers int32
+	MemoryMB   int64
+	VCores     int32
+}
+
+// Add returns h and o added up.
+func (h Holding) Add(o Holding) Holding {
+	return Holding{h.Containers + o.Containers, h.MemoryMB + o.MemoryMB, h.VCores + o.VCores}
+}
+
+// Sub returns h less o.
+func (h Holding) Sub(o Holding) Holding {
+	return Holding{h.Containers - o.Containers, h.MemoryMB - o.MemoryMB, h.VCores - o.VCores}
+}
+
+// Held is what an application's containers hold now. The application keeps
+// it up to date as its containers come, change size, move to a later
+// attempt and end, so reading it costs the same at any number of
+// containers (Used and LiveUsage count them).
+type Held struct {
+	// Live is every live container's (allocated, acquired or running),
+	// over all attempts: Used's figures.
+	Live Holding
+	// Current and Reserved are the current attempt's live containers and
+	// reservations while the scheduler holds the attempt, LiveUsage's
+	// figures; zero when it holds none.
+	Current, Reserved Holding
+	// AM is the current attempt's AM container as allocated (one
+	// container), whatever its state; zero before it has one.
+	AM Holding
+	// Containers is how many containers the application has had
+	// (Containers' length).
+	Containers int
+}
+
+// Held returns what the application's containers hold now.
+func (a *Application) Held() Held {
+	h := Held{Live: a.live, Containers: len(a.order)}
+	t := a.CurrentAttempt()
+	if t == nil {
+		return h
+	}
+	if t.inScheduler() {
+		if p := a.holdings[t.id]; p != nil {
+			h.Current, h.Reserved = p[0], p[1]
+		}
+	}
+	if t.amContainer != nil {
+		r := t.amContainer.GetResource()
+		h.AM = Holding{1, r.GetMemory(), r.GetVirtualCores()}
+	}
+	return h
+}
+
+// hold is what one container counts for in Held: its holder and, when it
+// is live or reserved, its size.
+type hold struct {
+	holder         AttemptID
+	live, reserved bool
+	mb             int64
+	vc             int32
+}
+
+func (c *Container) hold() hold {
+	h := hold{holder: c.holder, live: c.state.live(), reserved: c.state == ContainerStateReserved}
+	if h.live || h.reserved {
+		h.mb, h.vc = c.Resource()
+	}
+	return h
+}
+
+// rehold moves what a container counts for from before to after a change
+// of its state, size or holder.
+func (a *Application) rehold(before, after hold) {
+	if before == after {
+		return
+	}
+	a.count(before, -1)
+	a.count(after, 1)
+}
+
+func (a *Application) count(h hold, sign int64) {
+	if !h.live && !h.reserved {
+		return
+	}
+	x := Holding{int32(sign), sign * h.mb, int32(sign) * h.vc}
+	kind := 1
+	if h.live {
+		a.live = a.live.Add(x)
+		kind = 0
+	}
+	p := a.holdings[h.holder]
+	if p == nil {
+		if a.holdings == nil {
+			a.holdings = map[AttemptID]*[2]Holding{}
+		}
+		p = &[2]Holding{}
+		a.holdings[h.holder] = p
+	}
+	p[kind] = p[kind].Add(x)
+	if *p == ([2]Holding{}) {
+		delete(a.holdings, h.holder)
+	}
+}
