@@ -477,11 +477,40 @@ func TestCompletedApplicationsBeyondTheLimitAreForgotten(t *testing.T) {
 	e.report(c, ids[2])
 }
 
+// The store retries what is worth retrying itself; a write it refuses for
+// good fails the submission once, with the store's reason, and the
+// application with it, instead of being tried again until the client gives
+// up.
+func TestASubmissionTheStoreRefusesForGoodFailsAndIsNotRetried(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	c := e.client("alice")
+	e.store.failNextPuts(1)
+	before := e.store.putCount()
+	id, err := e.submit(c, subOpts{})
+	wantRemote(t, err, yarnerr.YarnException, "")
+	if !strings.Contains(err.Error(), "is invalid") {
+		t.Errorf("error %v does not give the store's reason", err)
+	}
+	if n := e.store.putCount() - before; n < 1 || n > 2 {
+		// The new record's write, and at most the failed application's.
+		t.Errorf("the store was written %d times, want the refused write once and at most the failure", n)
+	}
+	if r := e.report(c, id); r.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_FAILED {
+		t.Errorf("state = %v, want FAILED", r.GetYarnApplicationState())
+	}
+}
+
 func TestSubmissionIsAcknowledgedOnlyOnceStored(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.store.failNextPuts(2) // retried with backoff, then succeeds
 	c := e.client("alice")
 	id := e.mustSubmit(c, subOpts{})
+	stored, ok := e.store.Get(appIDOf(t, id).String())
+	if !ok {
+		t.Fatal("an acknowledged submission is not stored")
+	}
+	if stored.State == "" {
+		t.Error("stored without a state")
+	}
 	if r := e.report(c, id); r.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_ACCEPTED {
 		t.Errorf("state = %v", r.GetYarnApplicationState())
 	}

@@ -29,13 +29,15 @@ import (
 	"github.com/knitdev/knit/rm/queues"
 )
 
-// memStore is an AppStore in memory whose next writes can be made to fail,
-// to show that the RM retries them. (Other packages' tests use
+// memStore is an AppStore in memory whose next writes can be refused, as
+// the store refuses a write for good (its retries are its own). (Other packages' tests use
 // rmtest.MemoryStore, which this package's tests cannot import.)
 type memStore struct {
 	mu       sync.Mutex
 	apps     map[string]StoredApp
 	failPuts int
+	// puts counts every write asked of it.
+	puts int
 	// fenced refuses every write from now on, as a store whose RM lost
 	// its leadership does; fencedPuts counts the writes it refused.
 	fenced     bool
@@ -47,13 +49,14 @@ func newMemStore() *memStore { return &memStore{apps: map[string]StoredApp{}} }
 func (s *memStore) Put(_ context.Context, id, state, user, queue string, finish time.Time, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.puts++
 	if s.fenced {
 		s.fencedPuts++
 		return fmt.Errorf("put %s: %w", id, ErrFenced)
 	}
 	if s.failPuts > 0 {
 		s.failPuts--
-		return errors.New("store unavailable")
+		return errors.New("yarnapplications.knit.io is invalid")
 	}
 	s.apps[id] = StoredApp{ID: id, State: state, User: user, Queue: queue, FinishTime: finish, Data: slices.Clone(data)}
 	return nil
@@ -107,7 +110,14 @@ func (s *memStore) fence() int {
 	return s.fencedPuts
 }
 
-// failNextPuts makes the next n writes fail.
+// putCount is how many writes were asked of the store.
+func (s *memStore) putCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.puts
+}
+
+// failNextPuts makes the next n writes fail for good.
 func (s *memStore) failNextPuts(n int) {
 	s.mu.Lock()
 	s.failPuts = n

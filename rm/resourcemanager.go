@@ -38,7 +38,10 @@ type StoredApp struct {
 
 // AppStore keeps application records durably (the RM state store). The
 // ResourceManager writes a record before it acknowledges what the record
-// says, so an implementation returns only once the write is durable.
+// says, so an implementation returns only once the write is durable. It
+// retries what is worth retrying itself (an API server away or
+// overloaded), for as long as ctx lasts: the ResourceManager takes an
+// error as final for that write.
 type AppStore interface {
 	// Put creates or replaces the record of application id. state is the
 	// RM state the record brings back; finish is zero while it runs. A
@@ -606,8 +609,11 @@ func (rm *ResourceManager) launch(ctx context.Context, id apps.ApplicationID, ef
 	return nil
 }
 
-// persist writes the entry's record with its attempts, retrying with
-// backoff while ctx lasts: a store outage delays, never loses.
+// persist writes the entry's record with its attempts. The store has the
+// one retry policy of the RM's writes (AppStore): what it returns is final
+// for this write, and fails the event that needed it rather than being
+// tried again here: a permanent answer (a record the API server refuses as
+// invalid, a write it forbids), this RM fenced, or ctx ended.
 func (rm *ResourceManager) persist(ctx context.Context, e *entry) error {
 	data, err := encodeRecord(e.record, e.attempts)
 	if err != nil {
@@ -617,25 +623,10 @@ func (rm *ResourceManager) persist(ctx context.Context, e *entry) error {
 	if e.record.State != 0 {
 		state = e.record.State.String()
 	}
-	wait := 50 * time.Millisecond
-	for {
-		err = rm.cfg.Store.Put(ctx, e.record.ID.String(), state, e.record.User, e.record.Queue, e.record.FinishTime, data)
-		if err == nil {
-			return nil
-		}
-		if errors.Is(err, ErrFenced) {
-			// Retrying would only hold up the deposed RM's stop, and with it
-			// the successor's taking over the addresses they share.
-			return fmt.Errorf("store application %s: %w", e.record.ID, err)
-		}
-		rm.log.WarnContext(ctx, "storing application failed, retrying", "app", e.record.ID.String(), "err", err, "wait", wait)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("store application %s: %w", e.record.ID, err)
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 2*time.Second)
+	if err := rm.cfg.Store.Put(ctx, e.record.ID.String(), state, e.record.User, e.record.Queue, e.record.FinishTime, data); err != nil {
+		return fmt.Errorf("store application %s: %w", e.record.ID, err)
 	}
+	return nil
 }
 
 // enforceRetention forgets the oldest completed applications beyond
