@@ -610,6 +610,28 @@ func runShellJob(conf string, args ...string) (string, error) {
 	return buf.String(), err
 }
 
+// startLoad starts a submitter of an application every interval and one
+// distshell job of two containers sleeping seconds, and returns once the
+// job's containers run and three submissions were accepted; the lane then
+// starts no job after this one.
+func startLoad(t *testing.T, c *localcluster.Cluster, pods *recorder, every time.Duration, seconds string) (*submitter, *shellJobs) {
+	t.Helper()
+	subs := startSubmitter(t, c, every)
+	jobs := startShellJobs(c, 1, "-shell_command", "sleep", "-shell_args", seconds,
+		"-num_containers", "2", "-container_memory", "128", "-master_memory", "128")
+	eventually.WithinEvery(t, 3*time.Minute, 100*time.Millisecond, func(ctx context.Context) error {
+		if n := runningTasks(pods.snapshot()); n < 2 {
+			return fmt.Errorf("%d task containers running, want the job's 2", n)
+		}
+		if n := subs.count(); n < 3 {
+			return fmt.Errorf("%d submissions accepted", n)
+		}
+		return nil
+	})
+	jobs.cancel()
+	return subs, jobs
+}
+
 // stop lets the jobs running finish, starts no more, and fails t unless
 // every job succeeded; it returns the jobs' application ids.
 func (j *shellJobs) stop(t *testing.T) map[string]bool {
@@ -878,20 +900,7 @@ func TestAnAPIServerOutageLosesNoSubmission(t *testing.T) {
 	leader := activeRM(t, c)
 	standbyUp(t, c, 1-leader)
 
-	subs := startSubmitter(t, c, 500*time.Millisecond)
-	through := startShellJobs(c, 1, "-shell_command", "sleep", "-shell_args", "45",
-		"-num_containers", "2", "-container_memory", "128", "-master_memory", "128")
-	eventually.WithinEvery(t, 3*time.Minute, 100*time.Millisecond, func(ctx context.Context) error {
-		if n := runningTasks(pods.snapshot()); n < 2 {
-			return fmt.Errorf("%d task containers running, want the job's 2", n)
-		}
-		if n := subs.count(); n < 3 {
-			return fmt.Errorf("%d submissions accepted", n)
-		}
-		return nil
-	})
-	// The lane starts no job after this one.
-	through.cancel()
+	subs, through := startLoad(t, c, pods, 500*time.Millisecond, "45")
 
 	atCut := subs.count()
 	t.Logf("cutting rm%d, the leader, and rm%d off the API server; %d submissions accepted", leader+1, 2-leader, atCut)
@@ -1001,19 +1010,7 @@ func TestALeaderCutOffAloneIsReplacedAndWritesNothingMore(t *testing.T) {
 	deposed := activeRM(t, c)
 	standbyUp(t, c, 1-deposed)
 
-	subs := startSubmitter(t, c, 300*time.Millisecond)
-	jobs := startShellJobs(c, 1, "-shell_command", "sleep", "-shell_args", "15",
-		"-num_containers", "2", "-container_memory", "128", "-master_memory", "128")
-	eventually.WithinEvery(t, 3*time.Minute, 100*time.Millisecond, func(ctx context.Context) error {
-		if n := runningTasks(pods.snapshot()); n < 2 {
-			return fmt.Errorf("%d task containers running, want the job's 2", n)
-		}
-		if n := subs.count(); n < 3 {
-			return fmt.Errorf("%d submissions accepted", n)
-		}
-		return nil
-	})
-	jobs.cancel() // no job after this one
+	subs, jobs := startLoad(t, c, pods, 300*time.Millisecond, "15")
 
 	t.Logf("cutting rm%d, the leader, off the API server; %d submissions accepted", deposed+1, subs.count())
 	healAt := time.Now().Add(cut)

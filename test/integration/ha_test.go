@@ -16,8 +16,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/commonrpc"
 	"github.com/knitdev/knit/protocols/ipc"
@@ -101,18 +103,29 @@ func activeRM(t *testing.T, c *localcluster.Cluster) int {
 	return active
 }
 
-// TestKillingTheActiveRMLosesNoJob runs distshell jobs on two RMs, kills
-// the active one with SIGKILL once the first job's containers run (the
-// others are submitted and wait for the queue to admit them), and expects every job to
-// finish SUCCEEDED through the other: clients and AMs fail over (the
-// client's yarn-site.xml lists both RMs), and the new leader recovers the
-// applications, their attempts and their containers. Before the kill, the
-// standby refuses a plain (non-failover) client with StandbyException, and
-// its web port says STANDBY.
+// TestKillingTheActiveRMLosesNoJob runs 20 distshell jobs on two RMs,
+// kills the active one with SIGKILL once every job's AM and containers
+// run, and expects every job to finish SUCCEEDED through the other: clients
+// and AMs fail over (the client's yarn-site.xml lists both RMs), and the
+// new leader recovers the applications, their attempts and their
+// containers, each launched once in one pod, none lost. Before the kill,
+// the standby refuses a plain (non-failover) client with StandbyException,
+// and its web port says STANDBY.
 func TestKillingTheActiveRMLosesNoJob(t *testing.T) {
-	c := haCluster(t, "ha", localcluster.Options{Nodes: 2, RMCommand: []string{filepath.Join(binDir, "knit-rm")}})
+	// All 20 run at once: AMs may take the whole queue, and the smallest
+	// container is the 128 MB the jobs ask for (20 × 3 × 128 MB of the
+	// 32 GiB two nodes hold).
+	confDir := t.TempDir()
+	writeConfFile(t, filepath.Join(confDir, "yarn-site.xml"), hadoopconf.Property{Name: "yarn.scheduler.minimum-allocation-mb", Value: "128"})
+	writeConfFile(t, filepath.Join(confDir, "capacity-scheduler.xml"), append(queuesOf("default"),
+		hadoopconf.Property{Name: "yarn.scheduler.capacity.maximum-am-resource-percent", Value: "1.0"})...)
+	// 60 containers of a vcore each: more CPUs than procnode's 8 a node
+	// (they sleep; what is counted is what they ask for).
+	c := haCluster(t, "ha", localcluster.Options{Nodes: 2, ConfDir: confDir, RMCommand: []string{filepath.Join(binDir, "knit-rm")},
+		NodeCapacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32")}})
 	active := activeRM(t, c)
 	standby := c.RMs[1-active]
+	pods := podRecorder(t, c)
 
 	// A Hadoop client without failover, on the standby: StandbyException,
 	// with the message a YARN standby gives.
@@ -141,7 +154,7 @@ func TestKillingTheActiveRMLosesNoJob(t *testing.T) {
 	}
 
 	// The jobs, each with containers that outlive the failover.
-	const jobs = 4
+	const jobs, perJob = 20, 2
 	conf := localcluster.HadoopConfDir(c.ControlPlane.Dir)
 	type result struct {
 		out string
@@ -155,8 +168,8 @@ func TestKillingTheActiveRMLosesNoJob(t *testing.T) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, filepath.Join(binDir, "distshell"), "-shell_command", "sleep", "-shell_args", "20",
-				"-num_containers", "2", "-container_memory", "128", "-master_memory", "128")
+			cmd := exec.CommandContext(ctx, filepath.Join(binDir, "distshell"), "-shell_command", "sleep", "-shell_args", "45",
+				"-num_containers", fmt.Sprint(perJob), "-container_memory", "128", "-master_memory", "128")
 			cmd.Env = append(os.Environ(), "HADOOP_CONF_DIR="+conf, "USER=dsuser")
 			var buf bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &buf, &buf
@@ -164,21 +177,20 @@ func TestKillingTheActiveRMLosesNoJob(t *testing.T) {
 			results[i] = result{buf.String(), err}
 		}()
 	}
-	// Kill once a job's containers run. (The queue admits the jobs a few
-	// at a time: the others wait, submitted, through the failover.)
-	eventually.Within(t, 4*time.Minute, func(ctx context.Context) error {
-		pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: launch.LabelRole + "=" + launch.RoleTask})
+	// Kill once every job runs: its AM and its containers.
+	eventually.WithinEvery(t, 5*time.Minute, 200*time.Millisecond, func(ctx context.Context) error {
+		pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: launch.LabelRole})
 		if err != nil {
 			return err
 		}
-		n := 0
+		running := map[string]int{}
 		for _, p := range pods.Items {
 			if p.Status.Phase == corev1.PodRunning {
-				n++
+				running[p.Labels[launch.LabelRole]]++
 			}
 		}
-		if n < 2 {
-			return fmt.Errorf("%d task containers running, want a job's 2", n)
+		if running[launch.RoleAM] < jobs || running[launch.RoleTask] < jobs*perJob {
+			return fmt.Errorf("%d AMs and %d task containers running, want %d and %d", running[launch.RoleAM], running[launch.RoleTask], jobs, jobs*perJob)
 		}
 		return nil
 	})
@@ -191,11 +203,20 @@ func TestKillingTheActiveRMLosesNoJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
+	apps := map[string]bool{}
 	for i, r := range results {
 		if r.err != nil || !strings.Contains(r.out, "SUCCEEDED") {
 			t.Errorf("job %d: %v\n%s", i, r.err, tail(r.out, 40))
 		}
+		if m := submittedApp.FindStringSubmatch(r.out); m != nil {
+			apps[m[1]] = true
+		}
 	}
+	if len(apps) != jobs {
+		t.Errorf("%d jobs said which application they submitted, want %d", len(apps), jobs)
+	}
+	launched, unlaunched := checkContainerStarts(t, pods.stop(), apps)
+	t.Logf("%d containers of %d distshell jobs launched, each once, in one pod; %d allocated and released unlaunched", launched, len(apps), unlaunched)
 	// The killed RM came back at once (supervised) as a standby; the
 	// standby that had waited longer for the Lease usually took it.
 	t.Logf("rm%d active after the kill of rm%d", activeRM(t, c)+1, active+1)

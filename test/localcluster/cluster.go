@@ -55,6 +55,10 @@ type Options struct {
 	// Two or more run with RM HA (rm1, rm2, …: one active, elected by the
 	// Lease, the others standby), and hadoop-conf/ says so to clients.
 	RMs int
+	// NodeCapacity, when set, is each node's capacity (and allocatable)
+	// in place of procnode's defaults, name by name: a test that runs
+	// more containers at once than 8 CPUs a node hold gives more.
+	NodeCapacity corev1.ResourceList
 }
 
 // Node is one process node of a running cluster.
@@ -170,6 +174,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			Client:        client,
 			APIServerHost: host,
 			APIServerPort: port,
+			Capacity:      opts.NodeCapacity,
 			Logger:        log,
 		})
 		if err != nil {
