@@ -70,11 +70,6 @@ func errReservation() error {
 	return yarnerr.YarnException.Errorf("%s", msgReservationDisabled)
 }
 
-func callerOf(ctx context.Context) ipc.Caller {
-	c, _ := ipc.CallerFrom(ctx)
-	return c
-}
-
 // shortName is UGI.getShortUserName for the simple names SIMPLE auth
 // carries: the part before any '/' or '@'.
 func shortName(user string) string {
@@ -859,7 +854,7 @@ func (rm *ResourceManager) delegationAllowed(ctx context.Context) bool {
 	if rm.cfg.Tokens == nil {
 		return false
 	}
-	return callerOf(ctx).Auth != ipc.AuthToken
+	return !callerOf(ctx).Token
 }
 
 // GetDelegationToken issues an RM delegation token to the caller.

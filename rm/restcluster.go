@@ -12,11 +12,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/acl"
-	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
-	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/queues"
@@ -54,7 +52,7 @@ type restCluster struct {
 
 // as is the context an RPC from user would carry.
 func as(ctx context.Context, user string) context.Context {
-	return ipc.WithCaller(ctx, ipc.Caller{User: user, Protocol: yarnrpc.ApplicationClientProtocolName})
+	return WithCaller(ctx, Caller{User: user})
 }
 
 // internal is the caller for cluster-wide figures no ACL guards; only the
