@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -51,8 +52,12 @@ type Nodes interface {
 // Config holds what a Controller needs.
 type Config struct {
 	Client kubernetes.Interface
-	Signer Signer
-	Nodes  Nodes
+	// Dynamic writes the PodGroups of queues delegated to Volcano
+	// (podgroup.go); nil means none: their pods carry Volcano's queue
+	// annotation only. Like Client, the RM builds it fenced.
+	Dynamic dynamic.Interface
+	Signer  Signer
+	Nodes   Nodes
 	// Epoch goes into every container id this controller assigns.
 	Epoch     int64
 	Resources Resources
@@ -141,6 +146,9 @@ type Controller struct {
 	// time (UnixNano) the next pass may start, read by the event handlers.
 	lastPreemption time.Time
 	nextAdmission  atomic.Int64
+
+	// groups are the Volcano PodGroups of applications (podgroup.go).
+	groups *podGroups
 }
 
 type bookKey struct {
@@ -198,6 +206,7 @@ func New(cfg Config) (*Controller, error) {
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "rgs-admission"}),
 		ungated: map[types.UID]bool{},
+		groups:  newPodGroups(),
 	}
 	enqueue := func(obj any) {
 		if p, ok := podOf(obj); ok {
@@ -254,6 +263,7 @@ func (c *Controller) Start(ctx context.Context, sink scheduling.Sink, mapping fu
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
 		return nil, fmt.Errorf("rgs: pod cache not synced: %w", ctx.Err())
 	}
+	c.listPodGroups(ctx)
 	pods, err := c.pods.List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("rgs: list pods: %w", err)
@@ -463,7 +473,8 @@ func (c *Controller) DeleteContainer(ctx context.Context, id yarnid.ContainerID)
 	return c.deletePod(ctx, nn.Namespace, nn.Name, nil)
 }
 
-// RemoveApplication deletes every pod of an application that has ended.
+// RemoveApplication deletes every pod of an application that has ended,
+// then its Volcano PodGroups.
 func (c *Controller) RemoveApplication(ctx context.Context, app yarnid.ApplicationID) error {
 	sel := labels.SelectorFromSet(labels.Set{launch.LabelApplication: app.String()})
 	pods, err := c.pods.List(sel)
@@ -481,6 +492,7 @@ func (c *Controller) RemoveApplication(ctx context.Context, app yarnid.Applicati
 	for _, p := range pods {
 		errs = append(errs, c.deletePod(ctx, p.Namespace, p.Name, nil))
 	}
+	errs = append(errs, c.deletePodGroups(ctx, app))
 	return errors.Join(errs...)
 }
 
@@ -570,6 +582,21 @@ func (c *Controller) syncBook(ctx context.Context, k bookKey) error {
 	c.mu.Unlock()
 
 	errs := []error{buildErr}
+	// An application's PodGroup exists before its pods.
+	if failed, err := c.ensurePodGroups(ctx, create); err != nil {
+		errs = append(errs, err)
+		kept := create[:0]
+		c.mu.Lock()
+		for _, p := range create {
+			if failed[p.pod.Name] {
+				delete(b.pending, p.pod.Name)
+			} else {
+				kept = append(kept, p)
+			}
+		}
+		c.mu.Unlock()
+		create = kept
+	}
 	errs = append(errs, c.createPods(ctx, b, create)...)
 	for _, p := range remove {
 		var rv *string
@@ -655,6 +682,9 @@ func (c *Controller) buildPod(b *book, w want) (*corev1.Pod, error) {
 		Mapping:        c.gatedMapping(s.Queue),
 		Launcher:       c.cfg.Launcher,
 		AskHash:        w.hash,
+	}
+	if req.Mapping.Delegate == "volcano" && c.cfg.Dynamic != nil {
+		req.PodGroup = PodGroupName(s.Attempt.App)
 	}
 	if req.Ask.GetNodeLabelExpression() == "" && s.NodeLabel != "" {
 		req.Ask = proto.CloneOf(req.Ask)

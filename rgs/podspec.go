@@ -104,6 +104,10 @@ const (
 	YuniKornQueueAnnotation = "yunikorn.apache.org/queue"
 	// VolcanoQueueAnnotation is Volcano's queue of a pod.
 	VolcanoQueueAnnotation = "scheduling.volcano.sh/queue-name"
+	// VolcanoGroupAnnotation names the PodGroup a pod belongs to, the key
+	// Volcano's scheduler reads (and its controller, which then makes no
+	// PodGroup of the pod's own).
+	VolcanoGroupAnnotation = "scheduling.k8s.io/group-name"
 	// KueueQueueLabel is Kueue's LocalQueue of a plain pod.
 	KueueQueueLabel = "kueue.x-k8s.io/queue-name"
 )
@@ -191,6 +195,9 @@ type PodRequest struct {
 	AskHash string
 	// Owner, if set, becomes the pod's only owner reference.
 	Owner *metav1.OwnerReference
+	// PodGroup, with Mapping.Delegate volcano, is the Volcano PodGroup of
+	// the pod's application (VolcanoGroupAnnotation); empty for none.
+	PodGroup string
 }
 
 // BuildPod builds the pending pod for one container ask. It does no I/O and
@@ -383,6 +390,9 @@ func newPod(r *PodRequest) (*corev1.Pod, error) {
 		annotations[YuniKornQueueAnnotation] = r.Mapping.DelegateQueue
 	case "volcano":
 		annotations[VolcanoQueueAnnotation] = r.Mapping.DelegateQueue
+		if r.PodGroup != "" {
+			annotations[VolcanoGroupAnnotation] = r.PodGroup
+		}
 	case "kueue":
 		labels[KueueQueueLabel] = r.Mapping.DelegateQueue
 	}

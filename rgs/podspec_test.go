@@ -261,6 +261,22 @@ func TestBuildPod(t *testing.T) {
 			want:    func(p *corev1.Pod) { p.Annotations[VolcanoQueueAnnotation] = "q1" },
 		},
 		{
+			name: "a pod of a Volcano-delegated queue names its application's PodGroup",
+			request: func(r *PodRequest) {
+				r.Mapping.Gated, r.Mapping.Delegate, r.Mapping.DelegateQueue = true, "volcano", "q1"
+				r.PodGroup = "application-1700000000000-0007"
+			},
+			want: func(p *corev1.Pod) {
+				p.Annotations[VolcanoQueueAnnotation] = "q1"
+				p.Annotations[VolcanoGroupAnnotation] = "application-1700000000000-0007"
+			},
+		},
+		{
+			name:    "a PodGroup without Volcano's delegation is not named",
+			request: func(r *PodRequest) { r.PodGroup = "application-1700000000000-0007" },
+			want:    func(*corev1.Pod) {},
+		},
+		{
 			name:    "an AM ask is labelled role am",
 			request: func(r *PodRequest) { r.Role = launch.RoleAM },
 			want:    func(p *corev1.Pod) { p.Labels[launch.LabelRole] = "am" },

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"path"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
@@ -19,8 +20,9 @@ import (
 	"github.com/knitdev/knit/rm/tokens"
 )
 
-// newScheduler builds RGS with this start's epoch.
-func newScheduler(f flags, client kubernetes.Interface, podFactory informers.SharedInformerFactory, s *store.Store, tm *tokens.Manager, l *nodes.Lister, m *rmMetrics, log *slog.Logger) (*rgs.Controller, error) {
+// newScheduler builds RGS with this start's epoch. Both clients are the
+// RM's fenced ones.
+func newScheduler(f flags, client kubernetes.Interface, dyn dynamic.Interface, podFactory informers.SharedInformerFactory, s *store.Store, tm *tokens.Manager, l *nodes.Lister, m *rmMetrics, log *slog.Logger) (*rgs.Controller, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), constructTimeout)
 	defer cancel()
 	epoch, err := s.NextEpoch(ctx)
@@ -30,6 +32,7 @@ func newScheduler(f flags, client kubernetes.Interface, podFactory informers.Sha
 	mount := "/knit"
 	return rgs.New(rgs.Config{
 		Client:            client,
+		Dynamic:           dyn,
 		Signer:            tm.ContainerTokens(),
 		Nodes:             l,
 		Epoch:             epoch,

@@ -211,6 +211,13 @@ func TestManifestsRBACIsEnoughForADistributedShellJob(t *testing.T) {
 		{user: rmServiceAccount, verb: "delete", resource: "yarnapplications", group: "knit.io", ns: "knit", wantAllow: true},
 		{user: rmServiceAccount, verb: "create", resource: "pods", sub: "exec", ns: baseQueueNamespace, wantAllow: true},
 		{user: rmServiceAccount, verb: "create", resource: "events", group: "events.k8s.io", ns: baseQueueNamespace, wantAllow: true},
+		// Volcano's PodGroups of a delegated queue's applications
+		// (rgs/podgroup.go): made and deleted in a queue's namespace,
+		// listed across the cluster at start, nowhere else written.
+		{user: rmServiceAccount, verb: "create", resource: "podgroups", group: "scheduling.volcano.sh", ns: baseQueueNamespace, wantAllow: true},
+		{user: rmServiceAccount, verb: "delete", resource: "podgroups", group: "scheduling.volcano.sh", ns: baseQueueNamespace, wantAllow: true},
+		{user: rmServiceAccount, verb: "list", resource: "podgroups", group: "scheduling.volcano.sh", wantAllow: true},
+		{user: rmServiceAccount, verb: "create", resource: "podgroups", group: "scheduling.volcano.sh", ns: "default"},
 		{user: rmServiceAccount, verb: "create", resource: "pods", sub: "exec", ns: "default"},
 		{user: rmServiceAccount, verb: "create", resource: "pods", sub: "exec", ns: "knit"},
 		{user: nodeServiceAccount, verb: "create", resource: "pods", sub: "exec", ns: baseQueueNamespace},
