@@ -199,23 +199,10 @@ func TestAPreemptionRoundMarksTheContainersItTakesAndDeletesThemAfterTheWait(t *
 	// root.a holds the cluster and root.b waits: the newest container is
 	// marked, not yet deleted.
 	patched, deleted := passOnce(t, pol, pods...)
-	mark, ok := patched["a88888888/status"]
-	if len(patched) != 1 || !ok || len(deleted) != 0 {
-		t.Fatalf("patched %v, deleted %v; want only a88888888 marked", patched, deleted)
-	}
-	var body struct {
-		Status struct{ Conditions []corev1.PodCondition } `json:"status"`
-	}
-	if err := json.Unmarshal([]byte(mark), &body); err != nil {
-		t.Fatal(err)
-	}
-	if c := body.Status.Conditions; len(c) != 1 || c[0].Type != corev1.DisruptionTarget || c[0].Status != corev1.ConditionTrue || c[0].Reason != ReasonPreemptionByKnit {
-		t.Errorf("mark %s", mark)
-	}
+	requireOnlyMarked(t, patched, deleted, "a88888888")
 
 	// Marked past the wait, it is deleted.
-	pods[7].Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: ReasonPreemptionByKnit,
-		LastTransitionTime: metav1.NewTime(time.Now().Add(-2 * time.Minute))}}
+	markedLongAgo(pods[7])
 	_, deleted = passOnce(t, pol, pods...)
 	if !slices.Contains(deleted, "a88888888") {
 		t.Errorf("deleted %v, want a88888888 after its wait", deleted)
@@ -262,23 +249,10 @@ func TestIntraQueuePreemptionMarksTheContainersAHigherPriorityApplicationWaitsFo
 	// round takes at most int(4096 * 0.2) = 819 MB within it, so
 	// application 1 gives its newest pod, marked as between queues.
 	patched, deleted := passOnce(t, intraQueuePolicy(), pods...)
-	mark, ok := patched["a88888888/status"]
-	if len(patched) != 1 || !ok || len(deleted) != 0 {
-		t.Fatalf("patched %v, deleted %v; want only a88888888 marked", patched, deleted)
-	}
-	var body struct {
-		Status struct{ Conditions []corev1.PodCondition } `json:"status"`
-	}
-	if err := json.Unmarshal([]byte(mark), &body); err != nil {
-		t.Fatal(err)
-	}
-	if c := body.Status.Conditions; len(c) != 1 || c[0].Type != corev1.DisruptionTarget || c[0].Status != corev1.ConditionTrue || c[0].Reason != ReasonPreemptionByKnit {
-		t.Errorf("mark %s", mark)
-	}
+	requireOnlyMarked(t, patched, deleted, "a88888888")
 
 	// Marked past the wait, it is deleted.
-	pods[7].Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: ReasonPreemptionByKnit,
-		LastTransitionTime: metav1.NewTime(time.Now().Add(-2 * time.Minute))}}
+	markedLongAgo(pods[7])
 	if _, deleted = passOnce(t, intraQueuePolicy(), pods...); !slices.Equal(deleted, []string{"a88888888"}) {
 		t.Errorf("deleted %v, want a88888888 after its wait", deleted)
 	}
@@ -301,4 +275,31 @@ func TestPreemptionCountsWhatThePassAdmittedAsUsed(t *testing.T) {
 	if want := []string{"h1", "h22", "h333", "h4444"}; !slices.Equal(got, want) || len(deleted) != 0 {
 		t.Errorf("patched %v, deleted %v; want only %v lifted", got, deleted, want)
 	}
+}
+
+// requireOnlyMarked checks that a pass marked pod name alone to be taken
+// back, as RGS marks it (a DisruptionTarget condition of Knit's reason),
+// and deleted nothing.
+func requireOnlyMarked(t *testing.T, patched map[string]string, deleted []string, name string) {
+	t.Helper()
+	mark, ok := patched[name+"/status"]
+	if len(patched) != 1 || !ok || len(deleted) != 0 {
+		t.Fatalf("patched %v, deleted %v; want only %s marked", patched, deleted, name)
+	}
+	var body struct {
+		Status struct{ Conditions []corev1.PodCondition } `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(mark), &body); err != nil {
+		t.Fatal(err)
+	}
+	if c := body.Status.Conditions; len(c) != 1 || c[0].Type != corev1.DisruptionTarget || c[0].Status != corev1.ConditionTrue || c[0].Reason != ReasonPreemptionByKnit {
+		t.Errorf("mark %s", mark)
+	}
+}
+
+// markedLongAgo is p as RGS marked it two minutes ago, past any test's
+// wait before kill.
+func markedLongAgo(p *corev1.Pod) {
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: ReasonPreemptionByKnit,
+		LastTransitionTime: metav1.NewTime(time.Now().Add(-2 * time.Minute))}}
 }

@@ -18,10 +18,9 @@ import (
 type Snapshot struct {
 	Nodes  []Node
 	Queues []Queue
-	Apps   []App
-	// Sums are applications added up per leaf queue and user, counted as
-	// Apps are; the RM keeps them as its applications change, so that a
-	// scrape costs the same at any number of applications.
+	// Sums are the applications added up per leaf queue and user; the RM
+	// keeps them as its applications change, so that a scrape costs the
+	// same at any number of applications.
 	Sums []AppSums
 	// Pending is what waits for the Kubernetes scheduler, per queue and
 	// user (RGS's pending pods).
@@ -44,21 +43,9 @@ type Queue struct {
 	MaxAMResourcePercent                  float64
 }
 
-// App is one application the RM holds.
-type App struct {
-	Queue, User string
-	State       yarnpb.YarnApplicationStateProto
-	Unmanaged   bool
-	// Live resources of its current attempt (zero once it ended).
-	UsedContainers, UsedMB, UsedVCores             int64
-	ReservedContainers, ReservedMB, ReservedVCores int64
-	// AMUsedMB and AMUsedVCores are its AM container's, while it runs.
-	AMUsedMB, AMUsedVCores int64
-}
-
 // AppSums are the applications of one user in one queue added up: how
 // many are in each state clients see (and of those, how many have an
-// unmanaged AM), and the resources of App summed over them.
+// unmanaged AM), and the live resources of their current attempts.
 type AppSums struct {
 	Queue, User       string
 	States, Unmanaged map[yarnpb.YarnApplicationStateProto]int64
@@ -435,26 +422,6 @@ func queuesOf(s Snapshot, c *clusterFigures) (totals map[string]*queueFigures, u
 			}
 			fn(u)
 		}
-	}
-	for _, a := range s.Apps {
-		each(a.Queue, a.User, func(q *queueFigures) {
-			q.apps.add(a.State)
-			if a.Unmanaged {
-				q.unmanaged.add(a.State)
-			}
-			if activeState(a.State) {
-				q.activeApplications++
-				q.activeUsers[a.User] = true
-			}
-			q.allocatedContainers += a.UsedContainers
-			q.allocatedMB += a.UsedMB
-			q.allocatedVCores += a.UsedVCores
-			q.reservedContainers += a.ReservedContainers
-			q.reservedMB += a.ReservedMB
-			q.reservedVCores += a.ReservedVCores
-			q.usedAMMB += a.AMUsedMB
-			q.usedAMVCores += a.AMUsedVCores
-		})
 	}
 	for _, a := range s.Sums {
 		each(a.Queue, a.User, func(q *queueFigures) {
