@@ -373,7 +373,7 @@ func (s *amService) checkAsks(e *entry, attempt apps.AttemptID, req *yarnpb.Allo
 	e.mu.Lock()
 	app := e.app
 	spec := scheduling.AttemptSpec{Attempt: attempt, Role: launch.RoleTask, Queue: app.Queue(), User: app.User(),
-		NodeLabel: app.Submission().GetNodeLabelExpression(), LogAggregation: app.Submission().GetLogAggregationContext()}
+		NodeLabel: app.NodeLabelExpression(), LogAggregation: app.LogAggregationContext()}
 	e.mu.Unlock()
 	var asks []*yarnpb.ResourceRequestProto
 	for _, r := range req.GetAsk() {
@@ -696,8 +696,8 @@ func (s *amService) execute(ctx context.Context, e *entry, eff apps.Effect) (app
 		app := e.app
 		spec := scheduling.AttemptSpec{
 			Attempt: x.Attempt, Role: launch.RoleAM, Queue: app.Queue(), User: app.User(),
-			NodeLabel:      app.Submission().GetNodeLabelExpression(),
-			LogAggregation: app.Submission().GetLogAggregationContext(),
+			NodeLabel:      app.NodeLabelExpression(),
+			LogAggregation: app.LogAggregationContext(),
 		}
 		var asks []*yarnpb.ResourceRequestProto
 		for _, r := range x.Requests {

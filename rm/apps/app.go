@@ -386,6 +386,21 @@ func (a *Application) Submission() *yarnpb.ApplicationSubmissionContextProto {
 	return proto.Clone(a.ctx).(*yarnpb.ApplicationSubmissionContextProto)
 }
 
+// NodeLabelExpression returns the submission's node label expression as
+// given, "" when none: what the scheduler places the application's
+// containers by. Unlike Submission it copies nothing.
+func (a *Application) NodeLabelExpression() string { return a.ctx.GetNodeLabelExpression() }
+
+// LogAggregationContext returns a copy of the submission's
+// LogAggregationContext, nil when it gave none, without copying the rest of
+// the submission (an AM's every heartbeat reads it).
+func (a *Application) LogAggregationContext() *yarnpb.LogAggregationContextProto {
+	if a.ctx.GetLogAggregationContext() == nil {
+		return nil
+	}
+	return proto.CloneOf(a.ctx.GetLogAggregationContext())
+}
+
 // AppNodeLabelExpression returns the application's node label expression as
 // reports show it: "<Not set>" when none was given, "<DEFAULT_PARTITION>"
 // for a blank one.

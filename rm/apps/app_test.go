@@ -281,6 +281,44 @@ func TestNewApplicationRejectsAContextOfAnotherApplication(t *testing.T) {
 	}
 }
 
+func TestPlacementFieldsWithoutCopyingTheSubmission(t *testing.T) {
+	t.Run("given", func(t *testing.T) {
+		lac := &yarnpb.LogAggregationContextProto{IncludePattern: proto.String("*.log"), RolledLogsIncludePattern: proto.String("stderr")}
+		a := newApp(t, func(c *yarnpb.ApplicationSubmissionContextProto) {
+			c.NodeLabelExpression = proto.String("gpu")
+			c.LogAggregationContext = proto.CloneOf(lac)
+		})
+		if got := a.NodeLabelExpression(); got != "gpu" {
+			t.Errorf("node label expression = %q, want gpu", got)
+		}
+		got := a.LogAggregationContext()
+		if !proto.Equal(got, lac) {
+			t.Errorf("log aggregation context = %v, want %v", got, lac)
+		}
+		got.IncludePattern = proto.String("changed")
+		if p := a.Submission().GetLogAggregationContext().GetIncludePattern(); p != "*.log" {
+			t.Errorf("the caller's change reached the stored submission: include pattern %q", p)
+		}
+	})
+	t.Run("none", func(t *testing.T) {
+		a := newApp(t)
+		if got := a.NodeLabelExpression(); got != "" {
+			t.Errorf("node label expression = %q, want none", got)
+		}
+		if got := a.LogAggregationContext(); got != nil {
+			t.Errorf("log aggregation context = %v, want nil", got)
+		}
+		// Every allocate heartbeat reads both: they must not copy the
+		// submission as Submission does.
+		if n := testing.AllocsPerRun(100, func() {
+			_ = a.NodeLabelExpression()
+			_ = a.LogAggregationContext()
+		}); n != 0 {
+			t.Errorf("%v allocations to read them, want 0", n)
+		}
+	})
+}
+
 func TestSubmissionFollowsMoveAndPriority(t *testing.T) {
 	a := drive(t, append(clip(toRunning), Move{Queue: "root.b"}, UpdatePriority{Priority: 7}))
 	if a.Queue() != "root.b" || a.Priority() != 7 {
