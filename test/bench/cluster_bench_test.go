@@ -26,6 +26,8 @@ func TestMain(m *testing.M) {
 	// The web proxy's benchmark runs the AM and the proxy as this test
 	// binary too.
 	runWebPartyIfRequested()
+	// BenchmarkRMCallsVersusNoOp's load generator is this test binary too.
+	runRPCLoadIfRequested()
 	os.Exit(m.Run())
 }
 

@@ -33,6 +33,19 @@
 // it, against the whole decoded pod and the whole pod without managed
 // fields.
 //
+// rmcalls_bench_test.go measures the RM's cost per call against the
+// engine's own: BenchmarkRMCallsVersusNoOp serves getClusterMetrics,
+// getApplicationReport, getClusterNodes and allocate (an AM's heartbeat
+// that changes nothing, over TOKEN with its AMRMToken) from a real
+// ResourceManager (1,000 nodes in the node view, 641 applications) and
+// from the same engine answering the smallest valid message, and the RM's
+// own answer made once, to a Go client in a process of its own (this test
+// binary again) at 8, 64 and 256 connections, each its own user or AM, in
+// alternating rounds. It prints calls/s and the server process's CPU per
+// call of each, and the ratios RM/no-op and RM/same-answer;
+// KNIT_BENCH_RMCALLS=method[/conns],… runs only the cases named (to
+// profile one with -cpuprofile, which then sees the servers alone).
+//
 // queueindex_bench_test.go measures the RM's cost per application:
 // BenchmarkQueueInfoAndHeadroomFlatInApps calls getQueueInfo of root
 // (recursively, 16 leaves) and an AM's allocate that refreshes the cluster

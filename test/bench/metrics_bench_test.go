@@ -25,10 +25,8 @@ import (
 	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rm"
-	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/metrics"
 	"github.com/knitdev/knit/rm/queues"
-	"github.com/knitdev/knit/rm/rmtest"
 )
 
 // Sizes of BenchmarkRMMetricsScrape.
@@ -69,24 +67,7 @@ func startAppsRM(b *testing.B) *appsRM {
 	c.Set("yarn.scheduler.capacity.root.queues", strings.Join(leaves, ","))
 	c.Set("yarn.scheduler.capacity.maximum-applications", "100000")
 	c.Set(hadoopconf.KeyRMMaxCompletedApplications, fmt.Sprint(scrapeApps)) // the RM keeps every killed one
-	settings, err := conf.LoadRMSettings(c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tree, err := queues.Build(c, queues.Options{AdminACL: acl.Parse("*")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := rm.New(rm.Config{
-		Settings: settings, Queues: tree, Store: rmtest.NewMemoryStore(),
-		IDs: &rmtest.MemoryIDs{ClusterTimestamp: clusterTimestamp}, Nodes: nl.l, Logger: quiet,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := r.Recover(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	r := newRM(b, c, queues.Options{AdminACL: acl.Parse("*")}, rm.Config{Nodes: nl.l})
 	// The registry as knit-rm fills it (cmd/knit-rm/metrics.go), the RPC
 	// figures observed from the same server the applications go through.
 	reg := prometheus.NewRegistry()

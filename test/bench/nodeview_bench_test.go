@@ -24,9 +24,7 @@ import (
 	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rm"
-	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/queues"
-	"github.com/knitdev/knit/rm/rmtest"
 )
 
 // Sizes of BenchmarkClusterMetricsFlatInPods and BenchmarkPodCacheBytesPerPod.
@@ -271,38 +269,11 @@ type metricsRM struct {
 
 func startMetricsRM(b *testing.B, pods int) *metricsRM {
 	b.Helper()
-	objs := make([]kruntime.Object, 0, viewNodes+pods)
-	for i := range viewNodes {
-		objs = append(objs, viewNode(i))
-	}
-	for i := range pods {
-		p := viewPod(b, i, fmt.Sprintf("kwok-node-%d", i%viewNodes))
-		p.ManagedFields = nil // the fake API server's memory, not the RM's
-		objs = append(objs, p)
-	}
-	client := fake.NewClientset(objs...)
-	nl := startNodeLister(b, client, nil)
+	nl := startViewLister(b, pods)
 	c := hadoopconf.New(hadoopconf.Options{})
 	c.Set("yarn.scheduler.capacity.root.queues", "default")
 	c.Set("yarn.scheduler.capacity.root.default.capacity", "100")
-	settings, err := conf.LoadRMSettings(c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tree, err := queues.Build(c, queues.Options{AdminACL: acl.Parse("*")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := rm.New(rm.Config{
-		Settings: settings, Queues: tree, Store: rmtest.NewMemoryStore(),
-		IDs: &rmtest.MemoryIDs{ClusterTimestamp: clusterTimestamp}, Nodes: nl.l, Logger: quiet,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := r.Recover(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	r := newRM(b, c, queues.Options{AdminACL: acl.Parse("*")}, rm.Config{Nodes: nl.l})
 	srv, err := ipc.NewServer(ipc.Config{Simple: true, IdleTimeout: benchIdle, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
@@ -321,6 +292,24 @@ func startMetricsRM(b *testing.B, pods int) *metricsRM {
 		}
 		m.clients = append(m.clients, cl)
 	}
+	return m
+}
+
+// startViewLister starts rgs/nodes' Lister over informers of a fake API
+// server holding viewNodes nodes and pods of Knit's running task pods
+// (viewPod, spread round the nodes).
+func startViewLister(b *testing.B, pods int) *nodeLister {
+	b.Helper()
+	objs := make([]kruntime.Object, 0, viewNodes+pods)
+	for i := range viewNodes {
+		objs = append(objs, viewNode(i))
+	}
+	for i := range pods {
+		p := viewPod(b, i, fmt.Sprintf("kwok-node-%d", i%viewNodes))
+		p.ManagedFields = nil // the fake API server's memory, not the RM's
+		objs = append(objs, p)
+	}
+	nl := startNodeLister(b, fake.NewClientset(objs...), nil)
 	census, err := nl.l.Census(context.Background())
 	if err != nil {
 		b.Fatal(err)
@@ -329,7 +318,7 @@ func startMetricsRM(b *testing.B, pods int) *metricsRM {
 		b.Fatalf("the lister counts %d running nodes and %d containers, want %d and %d",
 			census.Nodes(yarnpb.NodeStateProto_NS_RUNNING), census.RunningContainers, viewNodes, pods)
 	}
-	return m
+	return nl
 }
 
 func (m *metricsRM) close() {

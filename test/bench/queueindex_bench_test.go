@@ -18,7 +18,6 @@ import (
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rm"
-	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/queues"
 	"github.com/knitdev/knit/rm/rmtest"
 	"github.com/knitdev/knit/scheduling"
@@ -87,14 +86,6 @@ func startQueueRM(b *testing.B, apps int) *queueRM {
 	c.Set("yarn.scheduler.capacity.root.queues", strings.Join(parents, ","))
 	c.Set("yarn.scheduler.capacity.maximum-applications", "100000")
 	c.Set(hadoopconf.KeyRMMaxCompletedApplications, fmt.Sprint(apps)) // the RM keeps every killed one
-	settings, err := conf.LoadRMSettings(c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tree, err := queues.Build(c, queues.Options{AdminACL: acl.Parse("*")})
-	if err != nil {
-		b.Fatal(err)
-	}
 	var nodes rmtest.NodeList
 	for i := range qiNodes {
 		nodes = append(nodes, rm.NodeInfo{
@@ -104,17 +95,10 @@ func startQueueRM(b *testing.B, apps int) *queueRM {
 		})
 	}
 	clock := &benchClock{now: time.UnixMilli(clusterTimestamp + 60_000)}
-	r, err := rm.New(rm.Config{
-		Settings: settings, Queues: tree, Store: rmtest.NewMemoryStore(),
-		IDs: &rmtest.MemoryIDs{ClusterTimestamp: clusterTimestamp}, Nodes: nodes, Scheduler: noopScheduler{}, // rgs_test.go's
-		Clock: clock.Now, Logger: quiet,
+	r := newRM(b, c, queues.Options{AdminACL: acl.Parse("*")}, rm.Config{
+		Nodes: nodes, Scheduler: noopScheduler{}, // rgs_test.go's
+		Clock: clock.Now,
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := r.Recover(context.Background()); err != nil {
-		b.Fatal(err)
-	}
 	q := &queueRM{rm: r, clock: clock, caller: asUser(context.Background(), "admin"),
 		request: &yarnpb.GetQueueInfoRequestProto{QueueName: proto.String("root"), IncludeChildQueues: proto.Bool(true), Recursive: proto.Bool(true)}}
 	for i := range apps {
@@ -122,14 +106,14 @@ func startQueueRM(b *testing.B, apps int) *queueRM {
 		queue := fmt.Sprintf("root.p%d.l%d", i%qiParents, (i/qiParents)%qiLeaves)
 		switch i % 3 {
 		case 0:
-			id := q.submit(b, user, queue)
+			id := submitUnmanaged(b, q.rm, user, queue)
 			if _, err := r.ForceKillApplication(asUser(context.Background(), user), &yarnpb.KillApplicationRequestProto{ApplicationId: id.Proto()}); err != nil {
 				b.Fatal(err)
 			}
 		case 1:
 			q.runAM(b, user, queue, qiTasksEach)
 		default:
-			q.submit(b, user, queue)
+			submitUnmanaged(b, q.rm, user, queue)
 		}
 	}
 	q.amCtx = q.runAM(b, "bench", "root.p0.l0", qiTasksEach)
@@ -140,10 +124,11 @@ func asUser(ctx context.Context, user string) context.Context {
 	return ipc.WithCaller(ctx, ipc.Caller{User: user})
 }
 
-// submit submits an application with an unmanaged AM.
-func (q *queueRM) submit(b *testing.B, user, queue string) yarnid.ApplicationID {
+// submitUnmanaged submits an application with an unmanaged AM to r as
+// user, straight to its methods.
+func submitUnmanaged(b *testing.B, r *rm.ResourceManager, user, queue string) yarnid.ApplicationID {
 	ctx := asUser(context.Background(), user)
-	na, err := q.rm.GetNewApplication(ctx, &yarnpb.GetNewApplicationRequestProto{})
+	na, err := r.GetNewApplication(ctx, &yarnpb.GetNewApplicationRequestProto{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -151,7 +136,7 @@ func (q *queueRM) submit(b *testing.B, user, queue string) yarnid.ApplicationID 
 		ApplicationId: na.GetApplicationId(), Queue: proto.String(queue), UnmanagedAm: proto.Bool(true),
 		AmContainerSpec: &yarnpb.ContainerLaunchContextProto{}, Resource: yarnpb.NewResource(1024, 1),
 	}
-	if _, err := q.rm.SubmitApplication(ctx, &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: sc}); err != nil {
+	if _, err := r.SubmitApplication(ctx, &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: sc}); err != nil {
 		b.Fatal(err)
 	}
 	id, err := yarnid.ApplicationIDFromProto(na.GetApplicationId())
@@ -164,7 +149,7 @@ func (q *queueRM) submit(b *testing.B, user, queue string) yarnid.ApplicationID 
 // runAM submits an application, registers its AM and hands it tasks task
 // containers; it returns the AM's context (its AMRMToken identity).
 func (q *queueRM) runAM(b *testing.B, user, queue string, tasks int) context.Context {
-	id := q.submit(b, user, queue)
+	id := submitUnmanaged(b, q.rm, user, queue)
 	attempt := yarnid.AttemptID{App: id, ID: 1}
 	ctx := ipc.WithCaller(context.Background(), ipc.Caller{
 		User: attempt.String(), Auth: ipc.AuthToken,
@@ -173,15 +158,21 @@ func (q *queueRM) runAM(b *testing.B, user, queue string, tasks int) context.Con
 	if _, err := q.rm.RegisterApplicationMaster(ctx, &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("am"), RpcPort: proto.Int32(-1)}); err != nil {
 		b.Fatal(err)
 	}
+	giveTasks(b, q.rm, attempt, tasks, "node1")
+	return ctx
+}
+
+// giveTasks hands attempt tasks task containers of 2 GiB and a vcore on
+// node, as RGS does once their pods are bound.
+func giveTasks(b *testing.B, r *rm.ResourceManager, attempt yarnid.AttemptID, tasks int, node string) {
 	for t := range tasks {
 		cid := yarnid.ContainerID{Attempt: attempt, Sequence: int64(2 + t)}
-		c := &yarnpb.ContainerProto{Id: cid.Proto(), NodeId: &yarnpb.NodeIdProto{Host: proto.String("node1"), Port: proto.Int32(8041)},
+		c := &yarnpb.ContainerProto{Id: cid.Proto(), NodeId: &yarnpb.NodeIdProto{Host: proto.String(node), Port: proto.Int32(8041)},
 			Resource: yarnpb.NewResource(2048, 1), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
-		if err := q.rm.SchedulerSink().Allocated(context.Background(), scheduling.Allocation{Role: launch.RoleTask, Container: c}); err != nil {
+		if err := r.SchedulerSink().Allocated(context.Background(), scheduling.Allocation{Role: launch.RoleTask, Container: c}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	return ctx
 }
 
 // queueInfo is one getQueueInfo of root, its children recursively.

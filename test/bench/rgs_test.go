@@ -32,9 +32,7 @@ import (
 	"github.com/knitdev/knit/rgs/nodes"
 	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rm"
-	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/queues"
-	"github.com/knitdev/knit/rm/rmtest"
 	"github.com/knitdev/knit/rm/tokens"
 	"github.com/knitdev/knit/scheduling"
 	"github.com/knitdev/knit/test/controlplane"
@@ -757,7 +755,6 @@ func (a *allocRM) stop() {
 // submits an unmanaged AM and registers it.
 func startAllocRM(b *testing.B, ns string, lister *nodes.Lister, sched rm.Scheduler, tm *tokens.Manager) *allocRM {
 	b.Helper()
-	ctx := context.Background()
 	c := hadoopconf.New(hadoopconf.Options{})
 	for k, v := range map[string]string{
 		"yarn.scheduler.capacity.root.queues":           "default",
@@ -765,25 +762,8 @@ func startAllocRM(b *testing.B, ns string, lister *nodes.Lister, sched rm.Schedu
 	} {
 		c.Set(k, v)
 	}
-	settings, err := conf.LoadRMSettings(c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tree, err := queues.Build(c, queues.Options{DefaultNamespace: ns, AdminACL: acl.Parse("*")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := rm.New(rm.Config{
-		Settings: settings, Queues: tree, Tokens: tm,
-		Store: rmtest.NewMemoryStore(), IDs: &rmtest.MemoryIDs{ClusterTimestamp: clusterTimestamp},
-		Nodes: lister, Scheduler: sched, Logger: quiet,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := r.Recover(ctx); err != nil {
-		b.Fatal(err)
-	}
+	r := newRM(b, c, queues.Options{DefaultNamespace: ns, AdminACL: acl.Parse("*")},
+		rm.Config{Tokens: tm, Nodes: lister, Scheduler: sched})
 	a := &allocRM{rm: r}
 	clientSrv, err := ipc.NewServer(ipc.Config{Simple: true, IdleTimeout: benchIdle, Logger: quiet})
 	if err != nil {
@@ -809,14 +789,26 @@ func startAllocRM(b *testing.B, ns string, lister *nodes.Lister, sched rm.Schedu
 		b.Fatal(err)
 	}
 	defer yc.Close()
+	a.am, _, _ = startUnmanagedAM(b, yc, amAddr, "bench-am", "default")
+	return a
+}
+
+// startUnmanagedAM submits an unmanaged AM named name to queue through yc
+// (as yc's user), reads its AMRMToken from the application's report as
+// its submitter may, and registers it over ApplicationMasterProtocol at
+// amAddr with that token (SASL DIGEST-MD5). It returns the registered
+// AM's client, its token and the application's id.
+func startUnmanagedAM(b *testing.B, yc *ipc.Client, amAddr, name, queue string) (*ipc.Client, *commonpb.TokenProto, *yarnpb.ApplicationIdProto) {
+	b.Helper()
+	ctx := context.Background()
 	var na yarnpb.GetNewApplicationResponseProto
 	if err := yc.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &na); err != nil {
 		b.Fatal(err)
 	}
 	if err := yc.Call(ctx, "submitApplication", &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{
 		ApplicationId:   na.GetApplicationId(),
-		ApplicationName: proto.String("bench-am"),
-		Queue:           proto.String("default"),
+		ApplicationName: proto.String(name),
+		Queue:           proto.String(queue),
 		UnmanagedAm:     proto.Bool(true),
 		AmContainerSpec: &yarnpb.ContainerLaunchContextProto{},
 		Resource:        &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
@@ -824,7 +816,7 @@ func startAllocRM(b *testing.B, ns string, lister *nodes.Lister, sched rm.Schedu
 		b.Fatal(err)
 	}
 	var token *commonpb.TokenProto
-	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		var rep yarnpb.GetApplicationReportResponseProto
 		if err := yc.Call(ctx, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: na.GetApplicationId()}, &rep); err != nil {
 			return false, err
@@ -835,15 +827,15 @@ func startAllocRM(b *testing.B, ns string, lister *nodes.Lister, sched rm.Schedu
 	if err != nil {
 		b.Fatalf("AMRMToken of the unmanaged AM: %v", err)
 	}
-	a.am, err = ipc.NewClient(amAddr, ipc.ClientConfig{Protocol: yarnrpc.ApplicationMasterProtocolName, Token: token, MaxIdleTime: benchIdle, Logger: quiet})
+	am, err := ipc.NewClient(amAddr, ipc.ClientConfig{Protocol: yarnrpc.ApplicationMasterProtocolName, Token: token, MaxIdleTime: benchIdle, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("bench-am"), RpcPort: proto.Int32(-1), TrackingUrl: proto.String("")}
-	if err := a.am.Call(ctx, "registerApplicationMaster", req, &yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
+	req := &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String(name), RpcPort: proto.Int32(-1), TrackingUrl: proto.String("")}
+	if err := am.Call(ctx, "registerApplicationMaster", req, &yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
 		b.Fatal(err)
 	}
-	return a
+	return am, token, na.GetApplicationId()
 }
 
 // allocate makes one heartbeat with asks and returns its duration as the

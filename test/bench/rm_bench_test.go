@@ -49,14 +49,6 @@ func startRM(b *testing.B) (string, func()) {
 	} {
 		c.Set(k, v)
 	}
-	settings, err := conf.LoadRMSettings(c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tree, err := queues.Build(c, queues.Options{AdminACL: acl.Parse("*")})
-	if err != nil {
-		b.Fatal(err)
-	}
 	var nodes rmtest.NodeList
 	for i := range 8 {
 		nodes = append(nodes, rm.NodeInfo{
@@ -66,17 +58,7 @@ func startRM(b *testing.B) (string, func()) {
 			CapabilityMB: 65536, CapabilityVcores: 32,
 		})
 	}
-	r, err := rm.New(rm.Config{
-		Settings: settings, Queues: tree,
-		Store: rmtest.NewMemoryStore(), IDs: &rmtest.MemoryIDs{ClusterTimestamp: clusterTimestamp}, Nodes: nodes,
-		Logger: quiet,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := r.Recover(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	r := newRM(b, c, queues.Options{AdminACL: acl.Parse("*")}, rm.Config{Nodes: nodes})
 	srv, err := ipc.NewServer(ipc.Config{Simple: true, IdleTimeout: benchIdle, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
@@ -85,6 +67,40 @@ func startRM(b *testing.B) (string, func()) {
 		b.Fatal(err)
 	}
 	return serveIPC(b, srv)
+}
+
+// newRM builds a ResourceManager as knit-rm does: its settings and queues
+// (built with opts) from c, the rest of cfg as given, with an in-memory
+// store, ids at clusterTimestamp and a quiet logger unless cfg names its
+// own, and recovers it from its store.
+func newRM(b *testing.B, c *hadoopconf.Configuration, opts queues.Options, cfg rm.Config) *rm.ResourceManager {
+	b.Helper()
+	settings, err := conf.LoadRMSettings(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tree, err := queues.Build(c, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.Settings, cfg.Queues = settings, tree
+	if cfg.Store == nil {
+		cfg.Store = rmtest.NewMemoryStore()
+	}
+	if cfg.IDs == nil {
+		cfg.IDs = &rmtest.MemoryIDs{ClusterTimestamp: clusterTimestamp}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
+	}
+	r, err := rm.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.Recover(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return r
 }
 
 // startNoop serves the fixed getApplicationReport answer of appService (a

@@ -347,31 +347,42 @@ type webParty struct {
 }
 
 func startWebParty(role ...string) (*webParty, error) {
-	exe, err := os.Executable()
+	cmd, in, out, err := startSelf(benchProcessEnv, strings.Join(role, " "))
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), benchProcessEnv+"="+strings.Join(role, " "))
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	wp := &webParty{cmd: cmd, in: in, out: bufio.NewScanner(stdout)}
+	wp := &webParty{cmd: cmd, in: in, out: out}
 	if !wp.out.Scan() {
 		_ = wp.stop()
 		return nil, fmt.Errorf("bench party %v: no address", role)
 	}
 	wp.url = wp.out.Text()
 	return wp, nil
+}
+
+// startSelf starts this test binary again, running no tests, with env set
+// to value in its environment (TestMain hands it to the party it names),
+// and returns its standard input and output.
+func startSelf(env, value string) (*exec.Cmd, io.WriteCloser, *bufio.Scanner, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), env+"="+value)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, err
+	}
+	return cmd, in, bufio.NewScanner(stdout), nil
 }
 
 // cpu is the CPU time the party's process has used.
