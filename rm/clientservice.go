@@ -619,7 +619,7 @@ func (rm *ResourceManager) GetClusterNodes(ctx context.Context, req *yarnpb.GetC
 	}
 	resp := &yarnpb.GetClusterNodesResponseProto{}
 	for _, n := range nodes {
-		resp.NodeReports = append(resp.NodeReports, n.Report())
+		resp.NodeReports = append(resp.NodeReports, n.SharedReport())
 	}
 	return resp, nil
 }

@@ -293,7 +293,7 @@ func (c *restCluster) Nodes(ctx context.Context, states []string) ([]rest.Node, 
 	out := make([]rest.Node, 0, len(nodes))
 	for _, n := range nodes {
 		mem, cpu := physicalUtilization(n.Utilization)
-		out = append(out, rest.Node{Report: n.Report(), Version: hadoopCompatVersion, MemUtilization: mem, CPUUtilization: cpu})
+		out = append(out, rest.Node{Report: n.SharedReport(), Version: hadoopCompatVersion, MemUtilization: mem, CPUUtilization: cpu})
 	}
 	return out, nil
 }

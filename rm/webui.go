@@ -71,7 +71,7 @@ func (w *webUI) Nodes(ctx context.Context) ([]webui.Node, error) {
 	}
 	out := make([]webui.Node, 0, len(list))
 	for _, n := range list {
-		out = append(out, webui.Node{Report: n.Report(), KubeNode: n.Name})
+		out = append(out, webui.Node{Report: n.SharedReport(), KubeNode: n.Name})
 	}
 	return out, nil
 }

@@ -57,6 +57,20 @@ type Info struct {
 	// none), from launch.AnnotationUtilization; zero when it published
 	// none, as an NM that has not reported.
 	Utilization launch.NodeUtilization
+
+	// shared is the report the node view built for this very Info, if it
+	// did (SharedReport).
+	shared *yarnpb.NodeReportProto
+}
+
+// SharedReport is the node's NodeReport as Report builds it, shared with
+// every other caller listing the same node while it has not changed: the
+// caller must not modify it (Report gives a copy of its own).
+func (n Info) SharedReport() *yarnpb.NodeReportProto {
+	if n.shared != nil {
+		return n.shared
+	}
+	return n.Report()
 }
 
 // Report is the node's NodeReport.

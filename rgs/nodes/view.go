@@ -3,6 +3,7 @@ package nodes
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -126,6 +127,11 @@ type view struct {
 type nodeEntry struct {
 	info      Info
 	addresses []string
+	// report is the node's NodeReport with the use it was built with,
+	// made again only when that use changed: a node's change makes a new
+	// entry. Lists share it (Info.SharedReport), so a getClusterNodes of
+	// a thousand nodes builds none of them while nothing moves.
+	report atomic.Pointer[builtReport]
 }
 
 func newView(report func(*corev1.Node) Info) *view {
@@ -258,9 +264,25 @@ func (v *view) list() []Info {
 	defer v.mu.RUnlock()
 	out := make([]Info, 0, len(v.nodes))
 	for name, e := range v.nodes {
-		out = append(out, withUse(e.info, v.use[name]))
+		u := v.use[name]
+		info := withUse(e.info, u)
+		b := e.report.Load()
+		if b == nil || b.use != u {
+			// Entries change under the write lock only; two lists racing
+			// here build the same report, and either may be kept.
+			b = &builtReport{use: u, report: info.Report()}
+			e.report.Store(b)
+		}
+		info.shared = b.report
+		out = append(out, info)
 	}
 	return out
+}
+
+// builtReport is a node's report and the use it shows.
+type builtReport struct {
+	use    Use
+	report *yarnpb.NodeReportProto
 }
 
 func withUse(info Info, u Use) Info {

@@ -12,6 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rks/launch"
 )
 
@@ -200,6 +203,13 @@ func (w *world) check(t *testing.T, l *Lister, step int) {
 	slices.SortFunc(want, byName)
 	got := l.view.list()
 	slices.SortFunc(got, byName)
+	for i, g := range got {
+		// The report a list shares is never one of an earlier state.
+		if !proto.Equal(g.SharedReport(), g.Report()) {
+			t.Fatalf("after step %d node %s's shared report\n%v\nis not its report\n%v", step, g.Name, g.SharedReport(), g.Report())
+		}
+		got[i].shared = nil
+	}
 	if !slices.EqualFunc(got, want, func(a, b Info) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
 		t.Fatalf("after step %d the index lists\n%+v\nand a recount\n%+v", step, got, want)
 	}
@@ -273,5 +283,34 @@ func TestIndexMatchesARecountAfterRandomEvents(t *testing.T) {
 				t.Errorf("with no pods left the index still holds use %v", l.view.use)
 			}
 		})
+	}
+}
+
+func TestListsShareANodesReportUntilTheNodeOrItsUseChanges(t *testing.T) {
+	l := &Lister{cfg: Config{NMPort: 8041, NMWebPort: 8042}}
+	l.view = newView(l.report)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.NodeStatus{
+		Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+	}}
+	l.view.nodeHandler().OnAdd(node, true)
+	report := func() *yarnpb.NodeReportProto { return l.view.list()[0].SharedReport() }
+	first := report()
+	if again := report(); again != first {
+		t.Error("an unchanged node's report was built again")
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "knit", Labels: map[string]string{launch.LabelApplication: "application_1_0001"}},
+		Spec: corev1.PodSpec{NodeName: "a", Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourceCPU: resource.MustParse("1")}}}}}}
+	l.view.podHandler().OnAdd(pod, false)
+	used := report()
+	if used == first || used.GetUsed().GetMemory() != 1024 {
+		t.Errorf("after a pod was bound: report %p (was %p) with %v used", used, first, used.GetUsed())
+	}
+	changed := node.DeepCopy()
+	changed.Spec.Unschedulable = true
+	l.view.nodeHandler().OnUpdate(node, changed)
+	if r := report(); r == used || r.GetNodeState() != yarnpb.NodeStateProto_NS_DECOMMISSIONING {
+		t.Errorf("after the node was cordoned: report %p (was %p) in state %v", r, used, r.GetNodeState())
 	}
 }
