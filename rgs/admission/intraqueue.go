@@ -242,15 +242,7 @@ func (st *state) intraQueueDemand(l *node, between []*Pod, selected map[*Pod]boo
 	}
 	// TAPriorityComparator: higher priority first, then the earlier
 	// submitted.
-	slices.SortFunc(as, func(x, y *intraApp) int {
-		if c := cmp.Compare(y.priority, x.priority); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.id.ClusterTimestamp, y.id.ClusterTimestamp); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.id.ID, y.id.ID)
-	})
+	slices.SortFunc(as, func(x, y *intraApp) int { return byPriorityThenAge(x.app, y.app) })
 
 	// calculateIdealAssignedResourcePerApp. An application reached once the
 	// leaf's use is handed out keeps an ideal of 0 and, as in YARN, is not

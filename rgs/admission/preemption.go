@@ -171,15 +171,7 @@ func victims(l *node) []*Pod {
 	for _, a := range l.apps {
 		apps = append(apps, a)
 	}
-	slices.SortFunc(apps, func(x, y *app) int {
-		if c := cmp.Compare(x.priority, y.priority); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(y.id.ClusterTimestamp, x.id.ClusterTimestamp); c != 0 {
-			return c
-		}
-		return cmp.Compare(y.id.ID, x.id.ID)
-	})
+	slices.SortFunc(apps, func(x, y *app) int { return byPriorityThenAge(y, x) })
 	var tasks, ams []*Pod
 	for _, a := range apps {
 		running := slices.Clone(a.running)
@@ -193,4 +185,17 @@ func victims(l *node) []*Pod {
 		}
 	}
 	return append(tasks, ams...)
+}
+
+// byPriorityThenAge orders applications as YARN's TAPriorityComparator
+// does: higher priority first, then the earlier submitted. Preemption takes
+// from the other end.
+func byPriorityThenAge(x, y *app) int {
+	if c := cmp.Compare(y.priority, x.priority); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(x.id.ClusterTimestamp, y.id.ClusterTimestamp); c != 0 {
+		return c
+	}
+	return cmp.Compare(x.id.ID, y.id.ID)
 }

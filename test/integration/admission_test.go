@@ -35,17 +35,7 @@ func TestQueuesShareTheClusterAsTheCapacitySchedulerWould(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "local")
 	confDir := t.TempDir()
 	writeTwoLeaves(t, confDir)
-	run := knitLocal(t, dir)
-	if out, err := run("up", "--nodes", "1", "--conf-dir", confDir); err != nil {
-		t.Fatalf("knit local up: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			if b, err := os.ReadFile(filepath.Join(dir, "logs", "knit-rm.log")); err == nil {
-				t.Logf("knit-rm.log:\n%s", tail(string(b), 60))
-			}
-		}
-	})
+	upWithConf(t, dir, confDir)
 	settings, err := localcluster.RMSettings(localcluster.HadoopConfDir(dir))
 	if err != nil {
 		t.Fatal(err)
@@ -266,4 +256,21 @@ func writeTwoLeaves(t *testing.T, confDir string) {
 		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.a.user-limit-factor", Value: "4"},
 		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.b.capacity", Value: "75"},
 		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.b.maximum-capacity", Value: "75"})
+}
+
+// upWithConf starts a one-node knit local in dir with the Hadoop
+// configuration in confDir, and shows knit-rm's log if the test fails.
+func upWithConf(t *testing.T, dir, confDir string) {
+	t.Helper()
+	run := knitLocal(t, dir)
+	if out, err := run("up", "--nodes", "1", "--conf-dir", confDir); err != nil {
+		t.Fatalf("knit local up: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			if b, err := os.ReadFile(filepath.Join(dir, "logs", "knit-rm.log")); err == nil {
+				t.Logf("knit-rm.log:\n%s", tail(string(b), 60))
+			}
+		}
+	})
 }

@@ -64,17 +64,7 @@ func TestAVolcanoQueuesApplicationRunsInOnePodGroupDeletedAtItsEnd(t *testing.T)
 	writeConfFile(t, filepath.Join(confDir, "capacity-scheduler.xml"), append(queuesOf("default", "vc"),
 		hadoopconf.Property{Name: "knit.queue.root.vc.delegate", Value: "volcano"},
 		hadoopconf.Property{Name: "knit.queue.root.vc.delegate-queue", Value: "yarn-batch"})...)
-	run := knitLocal(t, dir)
-	if out, err := run("up", "--nodes", "1", "--conf-dir", confDir); err != nil {
-		t.Fatalf("knit local up: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			if b, err := os.ReadFile(filepath.Join(dir, "logs", "knit-rm.log")); err == nil {
-				t.Logf("knit-rm.log:\n%s", tail(string(b), 60))
-			}
-		}
-	})
+	upWithConf(t, dir, confDir)
 	restCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
 	if err != nil {
 		t.Fatal(err)
