@@ -263,3 +263,84 @@ func TestNodeAddress(t *testing.T) {
 		})
 	}
 }
+
+// scriptedNode answers each startContainers with the next of its answers:
+// an error is a call the node did not answer (or refused, when remote).
+type scriptedNode struct {
+	mu      sync.Mutex
+	answers []any // error or *yarnpb.StartContainersResponseProto
+	calls   int
+}
+
+func (s *scriptedNode) Call(_ context.Context, _ string, _, resp proto.Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.answers[min(s.calls, len(s.answers)-1)]
+	s.calls++
+	if err, ok := a.(error); ok {
+		return err
+	}
+	proto.Merge(resp, a.(proto.Message))
+	return nil
+}
+
+func (s *scriptedNode) Close() error { return nil }
+
+func TestAStartTheNodeDidNotAnswerIsSentAgainAsNMProxyDoes(t *testing.T) {
+	node := &yarnpb.NodeIdProto{Host: proto.String("10.0.0.1"), Port: proto.Int32(8041)}
+	c := testContainer(t, 2, node)
+	shuffle := []*yarnpb.StringBytesMapProto{{Key: proto.String("mapreduce_shuffle"), Value: []byte{0, 0, 0x34, 0xba}}}
+	started := &yarnpb.StartContainersResponseProto{SucceededRequests: []*yarnpb.ContainerIdProto{c.GetId()}, ServicesMetaData: shuffle}
+	refused := func(msg string) *yarnpb.StartContainersResponseProto {
+		return &yarnpb.StartContainersResponseProto{FailedRequests: []*yarnpb.ContainerExceptionMapProto{{
+			ContainerId: c.GetId(), Exception: &yarnpb.SerializedExceptionProto{ClassName: proto.String(string(yarnerr.YarnException)), Message: proto.String(msg)}}}}
+	}
+	relaunch := refused("Unauthorized request to start container. \n " + yarnerr.RelaunchMessage + containerString(c.GetId()) + ".")
+	lost := errors.New("ipc: call startContainers: ipc: read response: EOF")
+	tests := []struct {
+		name string
+		// before is what an earlier start on the node answered, if any.
+		before    *yarnpb.StartContainersResponseProto
+		answers   []any
+		wantCalls int
+		wantErr   string
+		wantMeta  bool
+	}{
+		{"an answer lost, then the start", nil, []any{lost, started}, 2, "", true},
+		{"an answer lost, then a relaunch refusal: the lost attempt started it", started, []any{lost, relaunch}, 2, "", true},
+		{"a relaunch refusal at the first attempt stays a refusal", nil, []any{relaunch}, 1, "relaunch the same container", false},
+		{"the node's refusal is not sent again", nil, []any{refused("container token expired")}, 1, "container token expired", false},
+		{"a remote exception is not sent again", nil, []any{yarnerr.InvalidContainer.Errorf("bad token"), started}, 1, "bad token", false},
+		{"a RetriableException is", nil, []any{yarnerr.Retriable.Errorf("busy"), started}, 2, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cache := NewNMTokenCache()
+			cache.Set(NodeAddress(node), &commonpb.TokenProto{Identifier: []byte("nm"), Password: []byte("pw"), Kind: proto.String("NMToken")})
+			nm := NewNMClient(cache, NMConfig{Logger: quiet})
+			script := &scriptedNode{}
+			nm.dial = func(string, *commonpb.TokenProto) (caller, error) { return script, nil }
+			if tt.before != nil {
+				script.answers = []any{tt.before}
+				if _, err := nm.StartContainer(t.Context(), testContainer(t, 1, node), nil); err != nil {
+					t.Fatal(err)
+				}
+				script.calls = 0
+			}
+			script.answers = tt.answers
+			meta, err := nm.StartContainer(t.Context(), c, nil)
+			if script.calls != tt.wantCalls {
+				t.Errorf("%d calls, want %d", script.calls, tt.wantCalls)
+			}
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("StartContainer: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("StartContainer = %v, want an error with %q", err, tt.wantErr)
+			}
+			if got := string(meta["mapreduce_shuffle"]); tt.wantMeta != (got == "\x00\x004\xba") {
+				t.Errorf("metadata %q, want the node's: %v", meta, tt.wantMeta)
+			}
+		})
+	}
+}

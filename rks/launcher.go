@@ -134,7 +134,7 @@ func (s *Service) forgetGone() {
 }
 
 func relaunch(id yarnid.ContainerID) error {
-	return yarnerr.YarnException.Errorf("Unauthorized request to start container. \n Attempt to relaunch the same container with id %s.", id)
+	return yarnerr.YarnException.Errorf("Unauthorized request to start container. \n %s%s.", yarnerr.RelaunchMessage, id)
 }
 
 // started reports whether a pod's container was given its launch context.

@@ -16,6 +16,11 @@ type Class string
 
 // YARN's exceptions (org.apache.hadoop.yarn.exceptions), each a subclass of
 // YarnException.
+// RelaunchMessage begins the part of a NodeManager's refusal to start a
+// container it started already (ContainerManagerImpl) that names it; the
+// message goes on with the container id and a period.
+const RelaunchMessage = "Attempt to relaunch the same container with id "
+
 const (
 	YarnException                   Class = "org.apache.hadoop.yarn.exceptions.YarnException"
 	ApplicationNotFound             Class = "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException"
