@@ -38,11 +38,15 @@ func noConnectRetries() backoff.BackOff { return &backoff.StopBackOff{} }
 // from 100 ms to 2 s (RMProxy's yarn.client.failover-sleep-base-ms and
 // max-ms are 100 ms and 2 s under HA), for at most 15 minutes
 // (yarn.resourcemanager.connect.max-wait.ms).
-func failoverBackOff() backoff.BackOff {
+func failoverBackOff() backoff.BackOff { return growingBackOff(15 * time.Minute) }
+
+// growingBackOff waits from 100 ms, doubling to 2 s, until maxElapsed has
+// gone by.
+func growingBackOff(maxElapsed time.Duration) backoff.BackOff {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = 100 * time.Millisecond
 	b.MaxInterval = 2 * time.Second
-	b.MaxElapsedTime = 15 * time.Minute
+	b.MaxElapsedTime = maxElapsed
 	return b
 }
 

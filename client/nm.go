@@ -137,13 +137,7 @@ func relaunched(err error) bool {
 // NMProxy's retry policy does; from 100 ms to 2 s apart rather than its
 // fixed 10 s, since a Knit node's NM port answers again as soon as an RM
 // serves RKS.
-func nodeManagerBackOff() backoff.BackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 100 * time.Millisecond
-	b.MaxInterval = 2 * time.Second
-	b.MaxElapsedTime = 3 * time.Minute
-	return b
-}
+func nodeManagerBackOff() backoff.BackOff { return growingBackOff(3 * time.Minute) }
 
 // unanswered tells the failures NMProxy sends a call again after: no
 // answer (the connection refused, cut or timed out) and
