@@ -5,6 +5,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +34,20 @@ type RPC struct {
 	calls      *prometheus.CounterVec
 	queue      *prometheus.HistogramVec
 	processing *prometheus.HistogramVec
+	// answered holds each method's series of a call answered without
+	// error, looked up once (methodKey → *methodSeries): finding them by
+	// hashing their label values took some 7% of the servers' CPU in a
+	// profile of small calls. Only methods a handler serves answer without
+	// error, so it holds no more keys than the servers register.
+	answered sync.Map
+}
+
+type methodKey struct{ protocol, method string }
+
+// methodSeries are one method's series of a call answered without error.
+type methodSeries struct {
+	ok                prometheus.Counter
+	queue, processing prometheus.Observer
 }
 
 var _ ipc.CallObserver = (*RPC)(nil)
@@ -64,13 +79,25 @@ func NewRPC(reg prometheus.Registerer) (*RPC, error) {
 // chain that knows its Java class, else java.io.IOException, as the
 // engine answers (yarnerr.ClassOf).
 func (r *RPC) ObserveCall(protocol, method string, queued, processing time.Duration, err error) {
-	outcome := "ok"
 	if err != nil {
-		outcome = string(yarnerr.ClassOf(err))
+		r.calls.WithLabelValues(protocol, method, string(yarnerr.ClassOf(err))).Inc()
+		r.queue.WithLabelValues(protocol, method).Observe(queued.Seconds())
+		r.processing.WithLabelValues(protocol, method).Observe(processing.Seconds())
+		return
 	}
-	r.calls.WithLabelValues(protocol, method, outcome).Inc()
-	r.queue.WithLabelValues(protocol, method).Observe(queued.Seconds())
-	r.processing.WithLabelValues(protocol, method).Observe(processing.Seconds())
+	k := methodKey{protocol, method}
+	v, ok := r.answered.Load(k)
+	if !ok {
+		v, _ = r.answered.LoadOrStore(k, &methodSeries{
+			ok:         r.calls.WithLabelValues(protocol, method, "ok"),
+			queue:      r.queue.WithLabelValues(protocol, method),
+			processing: r.processing.WithLabelValues(protocol, method),
+		})
+	}
+	s := v.(*methodSeries)
+	s.ok.Inc()
+	s.queue.Observe(queued.Seconds())
+	s.processing.Observe(processing.Seconds())
 }
 
 // RGS counts RGS's pod work.

@@ -374,6 +374,7 @@ func TestRPCOutcomeIsTheClassTheClientIsAnswered(t *testing.T) {
 	r.ObserveCall(proto, method, 0, 0, fmt.Errorf("report: %w", yarnerr.ApplicationNotFound.New("gone")))
 	r.ObserveCall(proto, method, 0, 0, errors.New("store unreachable"))
 	r.ObserveCall(proto, method, 0, 0, nil)
+	r.ObserveCall(proto, method, 0, 0, nil) // its series found, not looked up again
 	got := map[string]float64{}
 	for _, m := range gather(t, reg)["knit_rpc_calls_total"].GetMetric() {
 		for _, l := range m.GetLabel() {
@@ -382,9 +383,14 @@ func TestRPCOutcomeIsTheClassTheClientIsAnswered(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]float64{string(yarnerr.ApplicationNotFound): 1, string(yarnerr.IOException): 1, "ok": 1}
+	want := map[string]float64{string(yarnerr.ApplicationNotFound): 1, string(yarnerr.IOException): 1, "ok": 2}
 	if !maps.Equal(got, want) {
 		t.Errorf("calls by outcome: %v, want %v", got, want)
+	}
+	for _, name := range []string{"knit_rpc_queue_time_seconds", "knit_rpc_processing_time_seconds"} {
+		if n := gather(t, reg)[name].GetMetric()[0].GetHistogram().GetSampleCount(); n != 4 {
+			t.Errorf("%s counted %d calls, want 4", name, n)
+		}
 	}
 }
 
