@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/hadoopconf"
@@ -36,24 +36,6 @@ const (
 	qiTasksEach = 2 // task containers of each running application
 )
 
-// benchClock is the RM's clock; the benchmark moves it.
-type benchClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *benchClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *benchClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // queueRM is a ResourceManager holding apps applications of qiUsers users
 // round qiParents × qiLeaves leaf queues: a third killed, a third running
 // an unmanaged AM with qiTasksEach task containers, a third accepted and
@@ -61,7 +43,7 @@ func (c *benchClock) add(d time.Duration) {
 // root.p0.l0.
 type queueRM struct {
 	rm      *rm.ResourceManager
-	clock   *benchClock
+	clock   *testingclock.FakeClock // the RM's; the benchmark moves it
 	amCtx   context.Context
 	nextID  int32
 	caller  context.Context
@@ -94,7 +76,7 @@ func startQueueRM(b *testing.B, apps int) *queueRM {
 			CapabilityMB: 262144, CapabilityVcores: 64,
 		})
 	}
-	clock := &benchClock{now: time.UnixMilli(clusterTimestamp + 60_000)}
+	clock := testingclock.NewFakeClock(time.UnixMilli(clusterTimestamp + 60_000))
 	r := newRM(b, c, queues.Options{AdminACL: acl.Parse("*")}, rm.Config{
 		Nodes: nodes, Scheduler: noopScheduler{}, // rgs_test.go's
 		Clock: clock.Now,
@@ -187,7 +169,7 @@ func (q *queueRM) queueInfo(b *testing.B) {
 // second after the last: the allocate that refreshes the cluster view and
 // computes the headroom, the first of each second for every AM.
 func (q *queueRM) allocate(b *testing.B) {
-	q.clock.add(time.Second)
+	q.clock.Step(time.Second)
 	resp, err := q.rm.Allocate(q.amCtx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(q.nextID)})
 	if err != nil || resp.GetLimit().GetMemory() <= 0 {
 		b.Fatalf("allocate: %v, headroom %v", err, resp.GetLimit())
