@@ -105,6 +105,7 @@ func passOnce(t *testing.T, pol policy, pods ...*corev1.Pod) (map[string]string,
 		c.bookQueue.ShutDown()
 		c.goneQueue.ShutDown()
 		c.admitQueue.ShutDown()
+		c.removeQueue.ShutDown()
 	})
 	for _, p := range pods {
 		if err := factory.Core().V1().Pods().Informer().GetIndexer().Add(p); err != nil {

@@ -121,6 +121,8 @@ type Controller struct {
 	// goneQueue carries the ends of deleted pods out of the informer's
 	// handler, which must not wait on the Sink.
 	goneQueue workqueue.TypedInterface[scheduling.Completion]
+	// removeQueue carries the RM's removals of pods (removal.go).
+	removeQueue workqueue.TypedRateLimitingInterface[removal]
 
 	mu    sync.Mutex
 	books map[bookKey]*book
@@ -195,7 +197,10 @@ func New(cfg Config) (*Controller, error) {
 		bookQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[bookKey](),
 			workqueue.TypedRateLimitingQueueConfig[bookKey]{Name: "rgs-asks"}),
-		goneQueue:  workqueue.NewTyped[scheduling.Completion](),
+		goneQueue: workqueue.NewTyped[scheduling.Completion](),
+		removeQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[removal](),
+			workqueue.TypedRateLimitingQueueConfig[removal]{Name: "rgs-removals"}),
 		books:      map[bookKey]*book{},
 		seq:        map[yarnid.AttemptID]int64{},
 		containers: map[yarnid.ContainerID]types.NamespacedName{},
@@ -326,6 +331,10 @@ func (c *Controller) Run(ctx context.Context) error {
 			for c.processBook(ctx) {
 			}
 		})
+		wg.Go(func() {
+			for c.processRemoval(ctx) {
+			}
+		})
 	}
 	if c.policy != nil {
 		c.queueAdmission()
@@ -339,6 +348,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.bookQueue.ShutDown()
 	c.admitQueue.ShutDown()
 	c.goneQueue.ShutDown()
+	c.removeQueue.ShutDown()
 	wg.Wait()
 	close(c.stop)
 	c.factory.Shutdown()
@@ -380,27 +390,6 @@ func (c *Controller) Blacklist(spec scheduling.AttemptSpec, add, remove []string
 		delete(b.blacklist, h)
 	}
 	c.mu.Unlock()
-}
-
-// ForgetAttempt drops the attempt's asks and deletes its pending pods.
-func (c *Controller) ForgetAttempt(ctx context.Context, attempt yarnid.AttemptID) error {
-	var doomed []*pendingPod
-	c.mu.Lock()
-	for _, role := range []string{launch.RoleAM, launch.RoleTask} {
-		k := bookKey{attempt, role}
-		if b := c.books[k]; b != nil {
-			for _, p := range b.pending {
-				doomed = append(doomed, p)
-			}
-			delete(c.books, k)
-		}
-	}
-	c.mu.Unlock()
-	var errs []error
-	for _, p := range doomed {
-		errs = append(errs, c.deletePod(ctx, p.namespace, p.name, nil))
-	}
-	return errors.Join(errs...)
 }
 
 // ContainerPod returns the pod of an allocated container from the informer's
@@ -460,40 +449,6 @@ func (c *Controller) StopContainer(ctx context.Context, id yarnid.ContainerID) e
 		return fmt.Errorf("rgs: mark %s stopped: %w", id, err)
 	}
 	return c.deletePod(ctx, nn.Namespace, nn.Name, nil)
-}
-
-// DeleteContainer deletes a container's pod: a release, a stop, an expiry.
-func (c *Controller) DeleteContainer(ctx context.Context, id yarnid.ContainerID) error {
-	c.mu.Lock()
-	nn, ok := c.containers[id]
-	c.mu.Unlock()
-	if !ok {
-		return nil // never allocated here, or already gone
-	}
-	return c.deletePod(ctx, nn.Namespace, nn.Name, nil)
-}
-
-// RemoveApplication deletes every pod of an application that has ended,
-// then its Volcano PodGroups.
-func (c *Controller) RemoveApplication(ctx context.Context, app yarnid.ApplicationID) error {
-	sel := labels.SelectorFromSet(labels.Set{launch.LabelApplication: app.String()})
-	pods, err := c.pods.List(sel)
-	if err != nil {
-		return fmt.Errorf("rgs: pods of %s: %w", app, err)
-	}
-	c.mu.Lock()
-	for k := range c.books {
-		if k.attempt.App == app {
-			delete(c.books, k)
-		}
-	}
-	c.mu.Unlock()
-	var errs []error
-	for _, p := range pods {
-		errs = append(errs, c.deletePod(ctx, p.Namespace, p.Name, nil))
-	}
-	errs = append(errs, c.deletePodGroups(ctx, app))
-	return errors.Join(errs...)
 }
 
 // deletePod deletes a pod, retrying with backoff; a pod already gone is no

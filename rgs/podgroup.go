@@ -287,32 +287,3 @@ func (c *Controller) withoutPodGroup(ctx context.Context, queue string, pods []*
 	}
 	c.log.ErrorContext(ctx, why+": the queue's pods are created with Volcano's queue annotation only, and Volcano puts each in a PodGroup of its own", args...)
 }
-
-// deletePodGroups deletes the PodGroups of an application that has ended;
-// one already gone, or no PodGroup CRD, is no error.
-func (c *Controller) deletePodGroups(ctx context.Context, app yarnid.ApplicationID) error {
-	if c.cfg.Dynamic == nil {
-		return nil
-	}
-	c.groups.mu.Lock()
-	made := c.groups.made[app]
-	delete(c.groups.made, app)
-	c.groups.mu.Unlock()
-	var errs []error
-	for nn := range made {
-		err := backoff.Retry(func() error {
-			err := c.cfg.Dynamic.Resource(PodGroupResource).Namespace(nn.Namespace).Delete(ctx, nn.Name, metav1.DeleteOptions{})
-			switch {
-			case err == nil, apierrors.IsNotFound(err), meta.IsNoMatchError(err):
-				return nil
-			case isPermanent(err):
-				return backoff.Permanent(err)
-			}
-			return err
-		}, backoff.WithContext(retryPolicy(), ctx))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("rgs: delete PodGroup %s: %w", nn, err))
-		}
-	}
-	return errors.Join(errs...)
-}

@@ -83,6 +83,7 @@ func newVolcanoRig(t *testing.T, podGroups ...runtime.Object) *volcanoRig {
 		c.bookQueue.ShutDown()
 		c.goneQueue.ShutDown()
 		c.admitQueue.ShutDown()
+		c.removeQueue.ShutDown()
 	})
 	r.c = c
 	return r
@@ -96,6 +97,20 @@ func (r *volcanoRig) ask(t *testing.T, app yarnid.ApplicationID, role, queue str
 	r.c.Ask(spec, []*yarnpb.ResourceRequestProto{req(1, "*", n, true)})
 	if err := r.c.syncBook(context.Background(), bookKey{spec.Attempt, role}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// remove records the end of app, as the RM does, and carries the removal
+// out as a removal worker would, once.
+func (r *volcanoRig) remove(t *testing.T, app yarnid.ApplicationID) {
+	t.Helper()
+	r.c.RemoveApplication(app)
+	if n := r.c.removeQueue.Len(); n != 1 {
+		t.Fatalf("%d removals queued, want 1", n)
+	}
+	r.c.processRemoval(context.Background())
+	if n := r.c.removeQueue.NumRequeues(removal{app: app}); n != 0 {
+		t.Fatalf("the removal of %s was requeued %d times", app, n)
 	}
 }
 
@@ -235,9 +250,7 @@ func TestAQueueWithoutVolcanoGetsNoPodGroup(t *testing.T) {
 			t.Errorf("pod %s names a PodGroup", p.Name)
 		}
 	}
-	if err := r.c.RemoveApplication(context.Background(), app7); err != nil {
-		t.Fatal(err)
-	}
+	r.remove(t, app7)
 	if a := r.dyn.Actions(); len(a) != 0 {
 		t.Errorf("removing the application: dynamic client actions %v, want none", a)
 	}
@@ -305,9 +318,7 @@ func TestWithoutThePodGroupCRDPodsGoWithTheQueueAnnotationAndOneErrorPerQueue(t 
 				}
 			}
 			// The end of an application without a PodGroup deletes none.
-			if err := r.c.RemoveApplication(context.Background(), app7); err != nil {
-				t.Fatal(err)
-			}
+			r.remove(t, app7)
 		})
 	}
 }
@@ -364,9 +375,7 @@ func TestTheApplicationsEndDeletesItsPodGroup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := r.c.RemoveApplication(context.Background(), app7); err != nil {
-		t.Fatal(err)
-	}
+	r.remove(t, app7)
 	writes := r.takeWrites()
 	if len(writes) != 2 || !strings.HasPrefix(writes[0], "delete pods/app-1700000000000-0007-") || writes[1] != "delete podgroups/application-1700000000000-0007" {
 		t.Errorf("writes %q, want the pod, then the PodGroup", writes)
@@ -376,9 +385,7 @@ func TestTheApplicationsEndDeletesItsPodGroup(t *testing.T) {
 		t.Errorf("PodGroups left %v, want only the other application's", groups)
 	}
 	// Gone already: no error, no write.
-	if err := r.c.RemoveApplication(context.Background(), app7); err != nil {
-		t.Errorf("removing it again: %v", err)
-	}
+	r.remove(t, app7)
 }
 
 func TestPodGroupsOfARestartsPredecessorAreDeletedAtTheirApplicationsEnd(t *testing.T) {
@@ -392,9 +399,7 @@ func TestPodGroupsOfARestartsPredecessorAreDeletedAtTheirApplicationsEnd(t *test
 	foreign.SetName("someone-elses")
 	r := newVolcanoRig(t, made, foreign)
 	r.c.listPodGroups(context.Background())
-	if err := r.c.RemoveApplication(context.Background(), app7); err != nil {
-		t.Fatal(err)
-	}
+	r.remove(t, app7)
 	groups := r.podGroups(t)
 	if len(groups) != 1 || groups[0].GetName() != "someone-elses" {
 		t.Errorf("PodGroups left %v, want only the one RGS did not make", groups)

@@ -49,12 +49,16 @@ type Scheduler interface {
 	Ask(spec scheduling.AttemptSpec, asks []*yarnpb.ResourceRequestProto)
 	// Blacklist changes the hosts the attempt's new pods avoid.
 	Blacklist(spec scheduling.AttemptSpec, add, remove []string)
-	// ForgetAttempt drops the attempt's asks and pending pods.
-	ForgetAttempt(ctx context.Context, attempt yarnid.AttemptID) error
+	// The removals below are intents: the scheduler records them and
+	// carries them out in its own time, retrying as it must, so that no
+	// client's call and no application's lock waits on the pods going.
+
+	// ForgetAttempt drops the attempt's asks and removes its pending pods.
+	ForgetAttempt(attempt yarnid.AttemptID)
 	// DeleteContainer removes a container's pod.
-	DeleteContainer(ctx context.Context, id yarnid.ContainerID) error
+	DeleteContainer(id yarnid.ContainerID)
 	// RemoveApplication removes every pod of an application.
-	RemoveApplication(ctx context.Context, app yarnid.ApplicationID) error
+	RemoveApplication(app yarnid.ApplicationID)
 	// CurrentContainer reads a running container's version, size and
 	// execution type.
 	CurrentContainer(id yarnid.ContainerID) (scheduling.Current, bool)
@@ -734,7 +738,8 @@ func (s *amService) execute(ctx context.Context, e *entry, eff apps.Effect) (app
 		if s.scheduler == nil {
 			return nil, nil
 		}
-		return nil, s.scheduler.DeleteContainer(ctx, x.Container)
+		s.scheduler.DeleteContainer(x.Container)
+		return nil, nil
 	case apps.ReleaseAttempt:
 		s.mu.Lock()
 		delete(s.attempts, x.Attempt)
@@ -747,12 +752,12 @@ func (s *amService) execute(ctx context.Context, e *entry, eff apps.Effect) (app
 			s.rm.cfg.Tokens.NMTokens().ForgetAttempt(x.Attempt.Proto())
 		}
 		if s.scheduler != nil {
-			return nil, s.scheduler.ForgetAttempt(ctx, x.Attempt)
+			s.scheduler.ForgetAttempt(x.Attempt)
 		}
 		return nil, nil
 	case apps.RemoveFromScheduler:
 		if s.scheduler != nil {
-			return nil, s.scheduler.RemoveApplication(ctx, x.App)
+			s.scheduler.RemoveApplication(x.App)
 		}
 		return nil, nil
 	}

@@ -40,21 +40,17 @@ func (s *recordingScheduler) Ask(_ scheduling.AttemptSpec, asks []*yarnpb.Resour
 	s.asks = append(s.asks, asks...)
 }
 func (s *recordingScheduler) Blacklist(scheduling.AttemptSpec, []string, []string) {}
-func (s *recordingScheduler) ForgetAttempt(_ context.Context, a yarnid.AttemptID) error {
+func (s *recordingScheduler) ForgetAttempt(a yarnid.AttemptID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.forgotten = append(s.forgotten, a)
-	return nil
 }
-func (s *recordingScheduler) DeleteContainer(_ context.Context, id yarnid.ContainerID) error {
+func (s *recordingScheduler) DeleteContainer(id yarnid.ContainerID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.deleted = append(s.deleted, id)
-	return nil
 }
-func (s *recordingScheduler) RemoveApplication(context.Context, yarnid.ApplicationID) error {
-	return nil
-}
+func (s *recordingScheduler) RemoveApplication(yarnid.ApplicationID) {}
 func (s *recordingScheduler) CurrentContainer(id yarnid.ContainerID) (scheduling.Current, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -703,15 +703,9 @@ type noopScheduler struct{}
 
 func (noopScheduler) Ask(scheduling.AttemptSpec, []*yarnpb.ResourceRequestProto) {}
 func (noopScheduler) Blacklist(scheduling.AttemptSpec, []string, []string)       {}
-func (noopScheduler) ForgetAttempt(context.Context, yarnid.AttemptID) error {
-	return nil
-}
-func (noopScheduler) DeleteContainer(context.Context, yarnid.ContainerID) error {
-	return nil
-}
-func (noopScheduler) RemoveApplication(context.Context, yarnid.ApplicationID) error {
-	return nil
-}
+func (noopScheduler) ForgetAttempt(yarnid.AttemptID)                             {}
+func (noopScheduler) DeleteContainer(yarnid.ContainerID)                         {}
+func (noopScheduler) RemoveApplication(yarnid.ApplicationID)                     {}
 func (noopScheduler) CurrentContainer(yarnid.ContainerID) (scheduling.Current, bool) {
 	return scheduling.Current{}, false
 }

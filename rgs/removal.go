@@ -1,0 +1,165 @@
+package rgs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/rks/launch"
+)
+
+// removal is one of the RM's intents to take pods away: a single pod (a
+// released, stopped or expired container, a pending pod of an attempt that
+// is over), or every pod of an application that has ended, with its
+// PodGroups. The RM records it and goes on; RGS's removal workers carry it
+// out, so no client's call and no application's lock waits on the API
+// server for it.
+type removal struct {
+	pod types.NamespacedName
+	app yarnid.ApplicationID
+}
+
+func (r removal) String() string {
+	if r.pod.Name != "" {
+		return "pod " + r.pod.String()
+	}
+	return "application " + r.app.String()
+}
+
+// DeleteContainer records that a container's pod must go (a release, a
+// stop, an expiry) and returns: a removal worker deletes it.
+func (c *Controller) DeleteContainer(id yarnid.ContainerID) {
+	c.mu.Lock()
+	nn, ok := c.containers[id]
+	c.mu.Unlock()
+	if ok { // else never allocated here, or already gone
+		c.removeQueue.Add(removal{pod: nn})
+	}
+}
+
+// ForgetAttempt drops the attempt's asks at once, so that no pod is created
+// for them from now on, and leaves the deletion of its pending pods to the
+// removal workers.
+func (c *Controller) ForgetAttempt(attempt yarnid.AttemptID) {
+	var doomed []removal
+	c.mu.Lock()
+	for _, role := range []string{launch.RoleAM, launch.RoleTask} {
+		k := bookKey{attempt, role}
+		if b := c.books[k]; b != nil {
+			for _, p := range b.pending {
+				doomed = append(doomed, removal{pod: types.NamespacedName{Namespace: p.namespace, Name: p.name}})
+			}
+			delete(c.books, k)
+		}
+	}
+	c.mu.Unlock()
+	for _, r := range doomed {
+		c.removeQueue.Add(r)
+	}
+}
+
+// RemoveApplication drops every ask of an application that has ended and
+// leaves the deletion of its pods and PodGroups to the removal workers.
+func (c *Controller) RemoveApplication(app yarnid.ApplicationID) {
+	c.mu.Lock()
+	for k := range c.books {
+		if k.attempt.App == app {
+			delete(c.books, k)
+		}
+	}
+	c.mu.Unlock()
+	c.removeQueue.Add(removal{app: app})
+}
+
+// processRemoval carries out one removal. A failure goes back to the queue
+// through its rate limiter, the one retry policy of removals.
+func (c *Controller) processRemoval(ctx context.Context) bool {
+	r, quit := c.removeQueue.Get()
+	if quit {
+		return false
+	}
+	defer c.removeQueue.Done(r)
+	if err := c.syncRemoval(ctx, r); err != nil {
+		c.log.WarnContext(ctx, "removal", "removal", r.String(), "err", err)
+		c.removeQueue.AddRateLimited(r)
+		return true
+	}
+	c.removeQueue.Forget(r)
+	return true
+}
+
+// syncRemoval makes one removal true: the pod, or the application's pods
+// (as the informer lists them) and then its PodGroups, are gone. It is
+// idempotent: what is already gone is no error and costs no write.
+func (c *Controller) syncRemoval(ctx context.Context, r removal) error {
+	if r.pod.Name != "" {
+		return c.deleteOnce(ctx, r.pod)
+	}
+	sel := labels.SelectorFromSet(labels.Set{launch.LabelApplication: r.app.String()})
+	pods, err := c.pods.List(sel)
+	if err != nil {
+		return fmt.Errorf("rgs: pods of %s: %w", r.app, err)
+	}
+	var errs []error
+	for _, p := range pods {
+		errs = append(errs, c.deleteOnce(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}))
+	}
+	errs = append(errs, c.deletePodGroups(ctx, r.app))
+	return errors.Join(errs...)
+}
+
+// deleteOnce deletes a pod with one call. A pod already gone is no error;
+// nor is a refusal that cannot change (the delete forbidden), which is
+// logged: retrying it would only repeat it.
+func (c *Controller) deleteOnce(ctx context.Context, nn types.NamespacedName) error {
+	err := c.cfg.Client.CoreV1().Pods(nn.Namespace).Delete(ctx, nn.Name, metav1.DeleteOptions{})
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case isPermanent(err):
+		c.log.ErrorContext(ctx, "deleting a pod refused for good", "pod", nn.String(), "err", err)
+		return nil
+	}
+	return fmt.Errorf("rgs: delete pod %s: %w", nn, err)
+}
+
+// deletePodGroups deletes the PodGroups RGS made for app. Each stays in
+// the record of made groups until its delete succeeds, so a retry of the
+// removal finds what is left.
+func (c *Controller) deletePodGroups(ctx context.Context, app yarnid.ApplicationID) error {
+	if c.cfg.Dynamic == nil {
+		return nil
+	}
+	c.groups.mu.Lock()
+	var made []types.NamespacedName
+	for nn := range c.groups.made[app] {
+		made = append(made, nn)
+	}
+	c.groups.mu.Unlock()
+	var errs []error
+	for _, nn := range made {
+		err := c.cfg.Dynamic.Resource(PodGroupResource).Namespace(nn.Namespace).Delete(ctx, nn.Name, metav1.DeleteOptions{})
+		switch {
+		case err == nil, apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+		case isPermanent(err):
+			c.log.ErrorContext(ctx, "deleting a PodGroup refused for good", "podGroup", nn.String(), "err", err)
+		default:
+			errs = append(errs, fmt.Errorf("rgs: delete PodGroup %s: %w", nn, err))
+			continue
+		}
+		c.groups.mu.Lock()
+		delete(c.groups.made[app], nn)
+		if len(c.groups.made[app]) == 0 {
+			delete(c.groups.made, app)
+		}
+		c.groups.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
