@@ -712,9 +712,13 @@ func (rm *ResourceManager) MoveApplicationAcrossQueues(ctx context.Context, req 
 		return nil, yarnerr.YarnException.Errorf("%s: User %s cannot submit applications to target queue or the target queue doesn't exist: %s while moving %s",
 			yarnerr.AccessControl, short, target, id)
 	}
+	// In the application's turn, no event comes between the checks and
+	// the move.
+	e.turn.Lock()
+	defer e.turn.Unlock()
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	st := e.app.State()
+	st, current := e.app.State(), e.app.Queue()
+	e.mu.Unlock()
 	if !activeState(st) {
 		return nil, yarnerr.YarnException.Errorf("App in %s state cannot be moved.", st)
 	}
@@ -725,14 +729,14 @@ func (rm *ResourceManager) MoveApplicationAcrossQueues(ctx context.Context, req 
 	if !q.IsLeaf() {
 		return nil, yarnerr.YarnException.Wrap(yarnerr.IOException.Errorf("Target queue %s is not a leaf queue", target))
 	}
-	if q.Path == e.app.Queue() {
+	if q.Path == current {
 		return nil, yarnerr.YarnException.Errorf("App %s is already present in queue %s", id, q.Path)
 	}
 	if q.EffectiveState(0) != queues.Running {
 		return nil, yarnerr.YarnException.Errorf("%s: Queue %s is STOPPED. Cannot accept submission of application: %s",
 			yarnerr.AccessControl, q.Path, id)
 	}
-	if err := rm.handleLocked(ctx, e, apps.Move{Queue: q.Path}); err != nil {
+	if err := rm.handleInTurn(ctx, e, apps.Move{Queue: q.Path}); err != nil {
 		return nil, yarnerr.YarnException.Errorf("%s", err)
 	}
 	rm.mu.Lock()
@@ -751,22 +755,30 @@ func (rm *ResourceManager) UpdateApplicationPriority(ctx context.Context, req *y
 	if err != nil {
 		return nil, err
 	}
+	e.turn.Lock()
+	defer e.turn.Unlock()
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	st := e.app.State()
+	st, current := e.app.State(), e.app.Priority()
+	e.mu.Unlock()
+	answer := func(p int32) *yarnpb.UpdateApplicationPriorityResponseProto {
+		return &yarnpb.UpdateApplicationPriorityResponseProto{ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(p)}}
+	}
 	if !activeState(st) && st != apps.AppStateSubmitted {
 		if completedState(st) {
-			return &yarnpb.UpdateApplicationPriorityResponseProto{ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(e.app.Priority())}}, nil
+			return answer(current), nil
 		}
 		return nil, yarnerr.YarnException.Errorf("Application in %s state cannot update priority.", st)
 	}
 	p := min(req.GetApplicationPriority().GetPriority(), rm.maxPriority())
-	if p != e.app.Priority() {
-		if err := rm.handleLocked(ctx, e, apps.UpdatePriority{Priority: p}); err != nil {
-			return nil, yarnerr.YarnException.Errorf("%s", err)
-		}
+	if p == current {
+		return answer(current), nil
 	}
-	return &yarnpb.UpdateApplicationPriorityResponseProto{ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(e.app.Priority())}}, nil
+	if err := rm.handleInTurn(ctx, e, apps.UpdatePriority{Priority: p}); err != nil {
+		return nil, yarnerr.YarnException.Errorf("%s", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return answer(e.app.Priority()), nil
 }
 
 // UpdateApplicationTimeouts sets a new absolute lifetime expiry.
@@ -780,9 +792,11 @@ func (rm *ResourceManager) UpdateApplicationTimeouts(ctx context.Context, req *y
 		return nil, yarnerr.YarnException.Errorf("At least one ApplicationTimeoutType should be configured for updating timeouts.")
 	}
 	resp := &yarnpb.UpdateApplicationTimeoutsResponseProto{ApplicationTimeouts: timeouts}
+	e.turn.Lock()
+	defer e.turn.Unlock()
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	st := e.app.State()
+	e.mu.Unlock()
 	if !activeState(st) {
 		if completedState(st) {
 			return resp, nil
@@ -797,7 +811,7 @@ func (rm *ResourceManager) UpdateApplicationTimeouts(ctx context.Context, req *y
 		if err != nil {
 			return nil, yarnerr.YarnException.Errorf("Expire time is not in ISO8601 format. ISO8601 supported format is %s", iso8601Java)
 		}
-		if err := rm.handleLocked(ctx, e, apps.UpdateTimeout{Expiry: expiry}); err != nil {
+		if err := rm.handleInTurn(ctx, e, apps.UpdateTimeout{Expiry: expiry}); err != nil {
 			msg := err.Error()
 			if errors.Is(err, apps.ErrInvalidTimeout) {
 				msg = fmt.Sprintf("Expire time is less than current time, current-time=%s expire-time=%s",

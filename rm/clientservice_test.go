@@ -606,3 +606,50 @@ func TestQueueLimitsFollowApplicationsThatFinishOrMove(t *testing.T) {
 		t.Error("b still full after its application was killed")
 	}
 }
+
+// An application's store write in flight (a slow or unreachable API
+// server) holds its events, in order, but none of its readers: a client
+// polling the report is answered at once, with the state the stored record
+// would bring back, and the kill waiting on the write ends it after.
+func TestAStoreWriteInFlightHoldsTheApplicationsEventsButNotItsReports(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	c := e.client("alice")
+	id := e.mustSubmit(c, subOpts{})
+	entered, release := e.store.holdPuts()
+	released := false
+	defer func() {
+		if !released {
+			release()
+		}
+	}()
+	killed := make(chan error, 1)
+	killer := e.client("alice")
+	go func() {
+		_, err := call(t, killer, "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{})
+		killed <- err
+	}()
+	if got := <-entered; got != appIDOf(t, id).String() {
+		t.Fatalf("write of %s began, want the kill's of %s", got, appIDOf(t, id))
+	}
+
+	// The kill's final write is in flight: readers answer meanwhile.
+	if r := e.report(c, id); r.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_ACCEPTED {
+		t.Errorf("report while the kill is being stored: state %v, want ACCEPTED (FINAL_SAVING shows the state before it)", r.GetYarnApplicationState())
+	}
+	list := mustCall(t, c, "getApplications", &yarnpb.GetApplicationsRequestProto{}, &yarnpb.GetApplicationsResponseProto{})
+	if n := len(list.GetApplications()); n != 1 {
+		t.Errorf("getApplications listed %d applications while a write was in flight, want 1", n)
+	}
+
+	release()
+	released = true
+	if err := <-killed; err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	if r := e.report(c, id); r.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_KILLED {
+		t.Errorf("state after the write = %v, want KILLED", r.GetYarnApplicationState())
+	}
+	if rec, _ := e.store.Get(appIDOf(t, id).String()); rec.State != "KILLED" {
+		t.Errorf("stored state = %q, want KILLED", rec.State)
+	}
+}

@@ -42,11 +42,22 @@ type memStore struct {
 	// its leadership does; fencedPuts counts the writes it refused.
 	fenced     bool
 	fencedPuts int
+	// held, while set, keeps every write waiting until it is closed, and
+	// each write says on entered that it has begun (holdPuts).
+	held    chan struct{}
+	entered chan string
 }
 
 func newMemStore() *memStore { return &memStore{apps: map[string]StoredApp{}} }
 
 func (s *memStore) Put(_ context.Context, id, state, user, queue string, finish time.Time, data []byte) error {
+	s.mu.Lock()
+	held, entered := s.held, s.entered
+	s.mu.Unlock()
+	if held != nil {
+		entered <- id
+		<-held
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.puts++
@@ -108,6 +119,21 @@ func (s *memStore) fence() int {
 	defer s.mu.Unlock()
 	s.fenced = true
 	return s.fencedPuts
+}
+
+// holdPuts keeps the writes from now on in flight, as a slow API server
+// would, until release is called; each tells entered when it begins.
+func (s *memStore) holdPuts() (entered <-chan string, release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held, ch := make(chan struct{}), make(chan string, 16)
+	s.held, s.entered = held, ch
+	return ch, func() {
+		s.mu.Lock()
+		s.held, s.entered = nil, nil
+		s.mu.Unlock()
+		close(held)
+	}
 }
 
 // putCount is how many writes were asked of the store.

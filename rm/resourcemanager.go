@@ -178,10 +178,16 @@ type ResourceManager struct {
 	live liveConfig
 }
 
-// entry is one application with the lock that serialises its events.
+// entry is one application with its two locks. turn serialises the
+// application's events and the carrying out of their effects, in order,
+// and is held through the effects' I/O (the store's writes). mu guards the
+// application and the fields below and is never held across I/O: reports,
+// the web and the metrics read through it while a write is in flight. Lock
+// order: turn, then mu, then ResourceManager.mu.
 type entry struct {
-	mu  sync.Mutex
-	app *apps.Application
+	turn sync.Mutex
+	mu   sync.Mutex
+	app  *apps.Application
 	// attempts are the stored attempt records, written with the app record.
 	attempts map[apps.AttemptID]apps.AttemptRecord
 	record   apps.AppRecord
@@ -377,8 +383,10 @@ func (rm *ResourceManager) Recover(ctx context.Context) error {
 		rm.mu.Unlock()
 		// Retention waits until every application is back, so that the
 		// oldest are dropped, not the first listed.
+		e.turn.Lock()
+		err = rm.handleInTurn(ctx, e, apps.Recover{App: rec, Attempts: attempts})
+		e.turn.Unlock()
 		e.mu.Lock()
-		err = rm.handleLocked(ctx, e, apps.Recover{App: rec, Attempts: attempts})
 		if err != nil {
 			e.mu.Unlock()
 			rm.log.ErrorContext(ctx, "recovering application", "app", s.ID, "err", err)
@@ -493,12 +501,14 @@ func (rm *ResourceManager) snapshot() []*entry {
 }
 
 // handle applies ev and every event its effects lead to (Done events,
-// the scheduler's answers), in order, under the entry's lock. The first
+// the scheduler's answers), in order, in the entry's turn. The first
 // event's error is returned; errors of later ones are logged, since the
 // caller's request has already taken effect.
 func (rm *ResourceManager) handle(ctx context.Context, e *entry, ev apps.Event) error {
+	e.turn.Lock()
+	err := rm.handleInTurn(ctx, e, ev)
+	e.turn.Unlock()
 	e.mu.Lock()
-	err := rm.handleLocked(ctx, e, ev)
 	final := e.app.State().Final()
 	e.mu.Unlock()
 	if final {
@@ -507,13 +517,22 @@ func (rm *ResourceManager) handle(ctx context.Context, e *entry, ev apps.Event) 
 	return err
 }
 
-func (rm *ResourceManager) handleLocked(ctx context.Context, e *entry, first apps.Event) error {
+// handleInTurn is handle for a caller that holds e.turn (and not e.mu): one
+// that must check the application and change it with no other event in
+// between. Each event's step and the effects that only touch memory run
+// under e.mu; the store's writes run with e.mu released.
+func (rm *ResourceManager) handleInTurn(ctx context.Context, e *entry, first apps.Event) error {
 	queue := []apps.Event{first}
 	var firstErr error
 	for i := 0; len(queue) > 0; i++ {
 		ev := queue[0]
 		queue = queue[1:]
+		e.mu.Lock()
 		effects, err := e.app.Handle(ev, rm.now())
+		if err == nil && rm.cfg.Tracer != nil {
+			rm.cfg.Tracer.Event(ctx, e.app, ev)
+		}
+		e.mu.Unlock()
 		if err != nil {
 			if i == 0 {
 				firstErr = err
@@ -522,11 +541,13 @@ func (rm *ResourceManager) handleLocked(ctx context.Context, e *entry, first app
 			}
 			continue
 		}
-		if rm.cfg.Tracer != nil {
-			rm.cfg.Tracer.Event(ctx, e.app, ev)
-		}
 		for _, eff := range effects {
-			next, err := rm.execute(ctx, e, eff)
+			e.mu.Lock()
+			next, write, err := rm.execute(ctx, e, eff)
+			e.mu.Unlock()
+			if write != nil {
+				next, err = write(ctx)
+			}
 			if err != nil {
 				if i == 0 && firstErr == nil {
 					firstErr = err
@@ -538,47 +559,54 @@ func (rm *ResourceManager) handleLocked(ctx context.Context, e *entry, first app
 			}
 		}
 	}
+	e.mu.Lock()
 	rm.usage.update(e)
+	e.mu.Unlock()
 	return firstErr
 }
 
-// execute carries out one effect and returns the event to feed back, if
-// any.
-func (rm *ResourceManager) execute(ctx context.Context, e *entry, eff apps.Effect) (apps.Event, error) {
+// storeWrite is the I/O an effect leaves for after e.mu is released: it
+// returns the event to feed back, if any.
+type storeWrite func(ctx context.Context) (apps.Event, error)
+
+// execute carries out one effect, with e.mu held, and returns the event to
+// feed back, if any, or the write that will return it.
+func (rm *ResourceManager) execute(ctx context.Context, e *entry, eff apps.Effect) (apps.Event, storeWrite, error) {
 	id := e.app.ID()
 	switch x := eff.(type) {
 	case apps.PersistApp:
 		e.record = x.Record
-		if err := rm.persist(ctx, e); err != nil {
-			if _, ok := x.Done.(apps.AppSaved); ok {
-				return apps.AppSaveFailed{Diagnostics: err.Error()}, err
-			}
-			return nil, err
+		write := rm.recordWrite(e, x.Done)
+		if _, ok := x.Done.(apps.AppSaved); ok {
+			return nil, func(ctx context.Context) (apps.Event, error) {
+				next, err := write(ctx)
+				if err != nil {
+					return apps.AppSaveFailed{Diagnostics: err.Error()}, err
+				}
+				return next, nil
+			}, nil
 		}
-		return x.Done, nil
+		return nil, write, nil
 	case apps.PersistAttempt:
 		e.attempts[x.Record.ID] = x.Record
-		if err := rm.persist(ctx, e); err != nil {
-			return nil, err
-		}
-		return x.Done, nil
+		return nil, rm.recordWrite(e, x.Done), nil
 	case apps.RemoveAttemptRecord:
 		delete(e.attempts, x.Attempt)
-		return nil, rm.persist(ctx, e)
+		return nil, rm.recordWrite(e, nil), nil
 	case apps.AddToScheduler:
 		if x.Recovering {
-			return nil, nil
+			return nil, nil, nil
 		}
 		if e.rejection != "" {
-			return apps.Rejected{Diagnostics: e.rejection}, nil
+			return apps.Rejected{Diagnostics: e.rejection}, nil, nil
 		}
-		return apps.Accepted{}, nil
+		return apps.Accepted{}, nil, nil
 	case apps.ScheduleTimeout:
 		e.expiry = x.Expiry
-		return nil, nil
+		return nil, nil, nil
 	case apps.CancelTimeout:
 		e.expiry = time.Time{}
-		return nil, nil
+		return nil, nil, nil
 	case apps.AppCompleted:
 		rm.mu.Lock()
 		if !e.done {
@@ -586,11 +614,12 @@ func (rm *ResourceManager) execute(ctx context.Context, e *entry, eff apps.Effec
 			rm.completed = append(rm.completed, id)
 		}
 		rm.mu.Unlock()
-		return nil, nil
+		return nil, nil, nil
 	default:
 		// Admission counts come from the entries' done flags; the rest is
 		// the cluster's.
-		return rm.am.execute(ctx, e, eff)
+		next, err := rm.am.execute(ctx, e, eff)
+		return next, nil, err
 	}
 }
 
@@ -609,24 +638,30 @@ func (rm *ResourceManager) launch(ctx context.Context, id apps.ApplicationID, ef
 	return nil
 }
 
-// persist writes the entry's record with its attempts. The store has the
-// one retry policy of the RM's writes (AppStore): what it returns is final
-// for this write, and fails the event that needed it rather than being
-// tried again here: a permanent answer (a record the API server refuses as
-// invalid, a write it forbids), this RM fenced, or ctx ended.
-func (rm *ResourceManager) persist(ctx context.Context, e *entry) error {
-	data, err := encodeRecord(e.record, e.attempts)
-	if err != nil {
-		return err
-	}
+// recordWrite takes the entry's record with its attempts as they are now
+// (e.mu held) and returns their write, which feeds done back once durable.
+// The store has the one retry policy of the RM's writes (AppStore): what it
+// returns is final for this write, and fails the event that needed it
+// rather than being tried again here: a permanent answer (a record the API
+// server refuses as invalid, a write it forbids), this RM fenced, or ctx
+// ended. The entry's turn, held until the write returns, keeps an
+// application's writes in the order of its events.
+func (rm *ResourceManager) recordWrite(e *entry, done apps.Event) storeWrite {
+	r := e.record
+	data, err := encodeRecord(r, e.attempts)
 	state := e.app.State().String()
-	if e.record.State != 0 {
-		state = e.record.State.String()
+	if r.State != 0 {
+		state = r.State.String()
 	}
-	if err := rm.cfg.Store.Put(ctx, e.record.ID.String(), state, e.record.User, e.record.Queue, e.record.FinishTime, data); err != nil {
-		return fmt.Errorf("store application %s: %w", e.record.ID, err)
+	return func(ctx context.Context) (apps.Event, error) {
+		if err != nil {
+			return nil, err
+		}
+		if err := rm.cfg.Store.Put(ctx, r.ID.String(), state, r.User, r.Queue, r.FinishTime, data); err != nil {
+			return nil, fmt.Errorf("store application %s: %w", r.ID, err)
+		}
+		return done, nil
 	}
-	return nil
 }
 
 // enforceRetention forgets the oldest completed applications beyond
