@@ -55,11 +55,9 @@ type Config struct {
 	// Dynamic writes the PodGroups of queues delegated to Volcano
 	// (podgroup.go); nil means none: their pods carry Volcano's queue
 	// annotation only. Like Client, the RM builds it fenced.
-	Dynamic dynamic.Interface
-	Signer  Signer
-	Nodes   Nodes
-	// Epoch goes into every container id this controller assigns.
-	Epoch     int64
+	Dynamic   dynamic.Interface
+	Signer    Signer
+	Nodes     Nodes
 	Resources Resources
 	Launcher  Launcher
 	// CreateQPS and CreateBurst rate-limit pod creation, so one AM asking
@@ -103,8 +101,10 @@ func (nopObserver) ContainerAllocated(string, time.Duration) {}
 // as client-go's ReplicaSet controller keeps pods at a count: informer,
 // work queues, idempotent syncs.
 type Controller struct {
-	cfg  Config
-	sink scheduling.Sink
+	cfg Config
+	// epoch and sink come with Start.
+	epoch int64
+	sink  scheduling.Sink
 	// mapping is the Kubernetes side of a queue, and policy the queues'
 	// limits admission follows (nil: no admission), given at Start.
 	mapping func(queue string) Mapping
@@ -252,16 +252,29 @@ func podOf(obj any) (*corev1.Pod, bool) {
 	return p, ok
 }
 
+// StartConfig is what RGS takes from the RM that leads when it starts.
+type StartConfig struct {
+	// Epoch is the leader's term: it goes into every container id this
+	// controller assigns, so ids of different terms never collide.
+	Epoch int64
+	// Sink hears of everything that happens to pods.
+	Sink scheduling.Sink
+	// Mapping gives the Kubernetes side of a queue (namespace, scheduler,
+	// pod template) at the time a pod is built.
+	Mapping func(queue string) Mapping
+	// Policy, if set, holds every pod behind a scheduling gate until the
+	// queues admit it (admit.go); nil sends pods to the Kubernetes
+	// scheduler as created.
+	Policy Policy
+}
+
 // Start starts the informer and waits for its cache, then rebuilds the books
 // and container sequences from the pods that exist: after a restart, the
 // pending pods are kept for the AM's resync and the running containers are
 // returned, for the RM to recover. Everything that happens to pods from then
-// on goes to sink. mapping gives the Kubernetes side of a queue (namespace,
-// scheduler, pod template) at the time a pod is built. With a policy,
-// every pod waits behind a scheduling gate until the queues admit it
-// (admit.go); without, pods go to the Kubernetes scheduler as created.
-func (c *Controller) Start(ctx context.Context, sink scheduling.Sink, mapping func(queue string) Mapping, policy Policy) ([]scheduling.Allocation, error) {
-	c.sink, c.mapping, c.policy = sink, mapping, policy
+// on goes to the Sink.
+func (c *Controller) Start(ctx context.Context, sc StartConfig) ([]scheduling.Allocation, error) {
+	c.epoch, c.sink, c.mapping, c.policy = sc.Epoch, sc.Sink, sc.Mapping, sc.Policy
 	// The informer lives as long as the controller, not as long as ctx,
 	// which bounds only the start-up.
 	c.factory.Start(c.stop)
@@ -745,7 +758,7 @@ func (c *Controller) allocate(ctx context.Context, p *corev1.Pod, attempt yarnid
 		c.seq[attempt] = max(c.seq[attempt], 1) + 1
 		seq = c.seq[attempt]
 	}
-	id := yarnid.ContainerID{Attempt: attempt, Epoch: c.cfg.Epoch, Sequence: seq}
+	id := yarnid.ContainerID{Attempt: attempt, Epoch: c.epoch, Sequence: seq}
 	c.byPod[p.UID] = id
 	c.mu.Unlock()
 

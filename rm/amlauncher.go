@@ -32,9 +32,7 @@ func (rm *ResourceManager) launchAM(ctx context.Context, x apps.LaunchAM) {
 	sub := e.app.Submission()
 	user := e.app.User()
 	submitted := e.app.SubmitTime()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), amLaunchTimeout)
-	go func() {
-		defer cancel()
+	rm.goLaunch(ctx, amLaunchTimeout, func(ctx context.Context) {
 		err := rm.startAM(ctx, x, sub.GetAmContainerSpec(), user, submitted)
 		var ev apps.Event = apps.AttemptLaunched{Attempt: x.Attempt}
 		if err != nil {
@@ -44,7 +42,7 @@ func (rm *ResourceManager) launchAM(ctx context.Context, x apps.LaunchAM) {
 		if err := rm.Handle(ctx, x.Attempt.App, ev); err != nil {
 			rm.log.WarnContext(ctx, "AM launch report", "attempt", x.Attempt.String(), "event", ev.Name(), "err", err)
 		}
-	}()
+	})
 }
 
 func (rm *ResourceManager) startAM(ctx context.Context, x apps.LaunchAM, clc *yarnpb.ContainerLaunchContextProto, user string, submitted time.Time) error {

@@ -172,6 +172,14 @@ type ResourceManager struct {
 
 	am           *amService
 	launcherOnce sync.Once
+	// life bounds the work the RM starts on its own (AM launches); Close
+	// ends it and waits for launches, counted in launches while closed is
+	// false.
+	life     context.Context
+	end      context.CancelFunc
+	launchMu sync.Mutex
+	closed   bool
+	launches sync.WaitGroup
 
 	// live is what the admin protocol replaces while the RM runs (the
 	// queue tree, the cluster's maximum priority); see refresh.go.
@@ -235,6 +243,7 @@ func New(cfg Config) (*ResourceManager, error) {
 		now:     cfg.Clock,
 		apps:    map[apps.ApplicationID]*entry{},
 	}
+	rm.life, rm.end = context.WithCancel(context.Background())
 	if err := rm.live.init(cfg); err != nil {
 		return nil, fmt.Errorf("rm: %w", err)
 	}
@@ -662,6 +671,47 @@ func (rm *ResourceManager) recordWrite(e *entry, done apps.Event) storeWrite {
 		}
 		return done, nil
 	}
+}
+
+// Close ends the work the RM started on its own and waits for it: AM
+// launches in flight are cancelled (their attempts recover with the next
+// leader). The servers and Run are their callers' to stop.
+func (rm *ResourceManager) Close(ctx context.Context) error {
+	rm.launchMu.Lock()
+	rm.closed = true
+	rm.launchMu.Unlock()
+	rm.end()
+	done := make(chan struct{})
+	go func() {
+		rm.launches.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("rm: AM launches still running: %w", ctx.Err())
+	}
+}
+
+// goLaunch runs f on a goroutine Close waits for, with ctx's values, for
+// at most timeout, cancelled by Close; once closed, f does not run. The
+// launch outlives the call that led to it, not the RM.
+func (rm *ResourceManager) goLaunch(ctx context.Context, timeout time.Duration, f func(ctx context.Context)) {
+	rm.launchMu.Lock()
+	defer rm.launchMu.Unlock()
+	if rm.closed {
+		return
+	}
+	rm.launches.Add(1)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	stop := context.AfterFunc(rm.life, cancel)
+	go func() {
+		defer rm.launches.Done()
+		defer stop()
+		defer cancel()
+		f(ctx)
+	}()
 }
 
 // enforceRetention forgets the oldest completed applications beyond

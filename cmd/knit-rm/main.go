@@ -5,7 +5,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -102,14 +101,17 @@ func main() {
 func options(f flags, r *replica) fx.Option {
 	return fx.Options(
 		fx.Supply(f, r),
-		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, rm.NewLiveAttempts, rm.NewContainerReports, newTokens, newPodFactory, newNodes, newScheduler, newRKS, newRM, newMetrics, newTracer),
+		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, rm.NewLiveAttempts, rm.NewContainerReports, newTokens, newPodFactory, newNodes, newScheduler, newRKS, newRM, newMetrics, newTracer, newActivation),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
-		// fx stops in the reverse order of starting, and RKS's port is
-		// invoked last so that it closes first: in knit local the
-		// replicas share its address, and a deposed leader whose other
-		// parts take their time stopping (calls to an API server it is
-		// cut off from) must not hold it from its successor.
-		fx.Invoke(serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveREST, runLogRetention, runLeadership, serveRKS),
+		// The constructors above read and write nothing: runActive's
+		// activation, invoked first, is where the active RM's I/O begins,
+		// and its loops and the ports start after it. fx stops in the
+		// reverse order of starting, and RKS's port is invoked last so
+		// that it closes first: in knit local the replicas share its
+		// address, and a deposed leader whose other parts take their time
+		// stopping (calls to an API server it is cut off from) must not
+		// hold it from its successor.
+		fx.Invoke(runActive, serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveREST, runLogRetention, runLeadership, serveRKS),
 	)
 }
 
@@ -167,42 +169,20 @@ func newKubernetes(f flags, r *replica) (kube, error) {
 	return kube{Config: cfg, Client: client, Dynamic: dyn}, nil
 }
 
-func newStore(lc fx.Lifecycle, f flags, client kubernetes.Interface, dyn dynamic.Interface, log *slog.Logger, r *replica) (*store.Store, error) {
-	s, err := store.New(store.Config{Dynamic: dyn, Core: client, Namespace: f.namespace, Logger: log.With("component", "store"), Fence: r.elector.Fence})
-	if err != nil {
-		return nil, err
-	}
-	lc.Append(fx.StartHook(s.Install))
-	return s, nil
+func newStore(f flags, client kubernetes.Interface, dyn dynamic.Interface, log *slog.Logger, r *replica) (*store.Store, error) {
+	return store.New(store.Config{Dynamic: dyn, Core: client, Namespace: f.namespace, Logger: log.With("component", "store"), Fence: r.elector.Fence})
 }
 
 func newQueues(c *hadoopconf.Configuration, settings conf.RMSettings, f flags) (*queues.Tree, error) {
 	return queues.Build(c, queues.Options{DefaultNamespace: f.namespace, ACLsEnabled: settings.ACLEnable, AdminACL: acl.Parse(settings.AdminACL)})
 }
 
-// constructTimeout bounds the API calls made while the RM is being put
-// together (cluster identity, token keys): the store retries through an API
-// server outage, and past this the RM exits for its Deployment to restart it.
-const constructTimeout = 2 * time.Minute
-
-func newTokens(run lifecycle.Runner, s *store.Store, settings conf.RMSettings, live *rm.LiveAttempts) (*tokens.Manager, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), constructTimeout)
-	defer cancel()
-	ts, err := s.ClusterTimestamp(ctx)
-	if err != nil {
-		return nil, err
-	}
-	m, err := tokens.New(ctx, tokens.Config{
+func newTokens(s *store.Store, settings conf.RMSettings, live *rm.LiveAttempts) (*tokens.Manager, error) {
+	return tokens.New(tokens.Config{
 		Store:                  keyStore{blob: s.TokenKeys()},
-		RMIdentifier:           ts,
 		ContainerTokenLifetime: settings.ContainerAllocationExpiry,
 		AttemptValid:           live.Valid,
 	})
-	if err != nil {
-		return nil, err
-	}
-	run.Background("token key rolling", rollKeys(run.Logger.With("loop", "token-keys"), m, time.Minute))
-	return m, nil
 }
 
 // newPodFactory is the one informer of Knit's pods, shared by the node view
@@ -211,25 +191,28 @@ func newPodFactory(client kubernetes.Interface) informers.SharedInformerFactory 
 	return rgs.NewPodInformerFactory(client)
 }
 
-func newNodes(lc fx.Lifecycle, client kubernetes.Interface, podFactory informers.SharedInformerFactory, f flags) (*nodes.Lister, error) {
-	l, nodeFactory, err := nodes.New(client, podFactory, nodes.Config{NMPort: int32(f.nmPort), NMWebPort: int32(f.nmWebPort)})
-	if err != nil {
-		return nil, err
-	}
-	stop := make(chan struct{})
-	lc.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error {
-			for _, fac := range []informers.SharedInformerFactory{nodeFactory, podFactory} {
-				fac.Start(stop)
-			}
-			return l.WaitForSync(ctx)
-		},
-		OnStop: func(context.Context) error { close(stop); return nil },
-	})
-	return l, nil
+// nodeView is the RM's view of nodes, with the informers it reads, which
+// the activation starts.
+type nodeView struct {
+	fx.Out
+	Lister    *nodes.Lister
+	Informers nodeInformers
 }
 
-func newRM(run lifecycle.Runner, f flags, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, sched *rgs.Controller, containers *rks.Service, live *rm.LiveAttempts, reports *rm.ContainerReports, m *rmMetrics, tracer *apptrace.Recorder) (*rm.ResourceManager, error) {
+// nodeInformers are the informers of nodes and of Knit's pods.
+type nodeInformers struct {
+	nodes, pods informers.SharedInformerFactory
+}
+
+func newNodes(client kubernetes.Interface, podFactory informers.SharedInformerFactory, f flags) (nodeView, error) {
+	l, nodeFactory, err := nodes.New(client, podFactory, nodes.Config{NMPort: int32(f.nmPort), NMWebPort: int32(f.nmWebPort)})
+	if err != nil {
+		return nodeView{}, err
+	}
+	return nodeView{Lister: l, Informers: nodeInformers{nodes: nodeFactory, pods: podFactory}}, nil
+}
+
+func newRM(log *slog.Logger, settings conf.RMSettings, q *queues.Tree, tm *tokens.Manager, s *store.Store, l *nodes.Lister, sched *rgs.Controller, containers *rks.Service, live *rm.LiveAttempts, reports *rm.ContainerReports, tracer *apptrace.Recorder) (*rm.ResourceManager, error) {
 	cfg := rm.Config{
 		Settings:  settings,
 		Queues:    q,
@@ -244,37 +227,13 @@ func newRM(run lifecycle.Runner, f flags, settings conf.RMSettings, q *queues.Tr
 		// it keeps the live attempts and takes RKS's reports.
 		LiveAttempts:     live,
 		ContainerReports: reports,
-		Logger:           run.Logger.With("component", "rm"),
+		Logger:           log.With("component", "rm"),
 	}
 	if tracer != nil {
 		// A nil *Recorder in the interface would not be nil.
 		cfg.Tracer = tracer
 	}
-	r, err := rm.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	run.Lifecycle.Append(fx.StartHook(func(ctx context.Context) error {
-		if err := r.Recover(ctx); err != nil {
-			return err
-		}
-		// Pods outlive the RM: the containers they hold come back
-		// before any AM can resync.
-		var policy rgs.Policy
-		if f.queueAdmission {
-			policy = r
-		}
-		running, err := sched.Start(ctx, m.sink(r), r.QueueMapping, policy)
-		if err != nil {
-			return err
-		}
-		r.Recovered(ctx, running)
-		return nil
-	}))
-	// Appended after recovery, so they start once it is done.
-	run.Background("RGS", sched.Run)
-	run.Background("application timeouts", r.Run)
-	return r, nil
+	return rm.New(cfg)
 }
 
 func serveClientProtocol(run lifecycle.Runner, r *rm.ResourceManager, settings conf.RMSettings, m *rmMetrics, rep *replica) error {

@@ -1,6 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"go.uber.org/fx"
@@ -32,5 +38,38 @@ func TestWiringIsValid(t *testing.T) {
 		if err := fx.ValidateApp(opts); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// Building the active RM reads and writes nothing of the cluster: a
+// replica may build it and still fail to lead, and the order of what the
+// active RM reads and writes is the activation's alone.
+func TestBuildingTheActiveRMSendsTheAPIServerNothing(t *testing.T) {
+	var requests atomic.Int64
+	var first atomic.Value
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) == 1 {
+			first.Store(r.Method + " " + r.URL.Path)
+		}
+		http.Error(w, "not now", http.StatusServiceUnavailable)
+	}))
+	defer api.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: %q}}]
+users: [{name: test, user: {token: test}}]
+contexts: [{name: test, context: {cluster: test, user: test}}]
+current-context: test
+`, api.URL)
+	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	app := fx.New(options(flags{kubeconfig: kubeconfig, namespace: "knit", queueAdmission: true}, testReplica(t)))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("building the active RM sent the API server %d requests, the first %v", n, first.Load())
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 	"path"
 
@@ -16,26 +15,18 @@ import (
 	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/rm/conf"
-	"github.com/knitdev/knit/rm/store"
 	"github.com/knitdev/knit/rm/tokens"
 )
 
-// newScheduler builds RGS with this start's epoch. Both clients are the
-// RM's fenced ones.
-func newScheduler(f flags, client kubernetes.Interface, dyn dynamic.Interface, podFactory informers.SharedInformerFactory, s *store.Store, tm *tokens.Manager, l *nodes.Lister, m *rmMetrics, log *slog.Logger) (*rgs.Controller, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), constructTimeout)
-	defer cancel()
-	epoch, err := s.NextEpoch(ctx)
-	if err != nil {
-		return nil, err
-	}
+// newScheduler builds RGS; the activation gives it this term's epoch. Both
+// clients are the RM's fenced ones.
+func newScheduler(f flags, client kubernetes.Interface, dyn dynamic.Interface, podFactory informers.SharedInformerFactory, tm *tokens.Manager, l *nodes.Lister, m *rmMetrics, log *slog.Logger) (*rgs.Controller, error) {
 	mount := "/knit"
 	return rgs.New(rgs.Config{
 		Client:            client,
 		Dynamic:           dyn,
 		Signer:            tm.ContainerTokens(),
 		Nodes:             l,
-		Epoch:             epoch,
 		Resources:         rgs.Resources{MillicoresPerVcore: int64(f.millicoresPerVcore)},
 		PodFactory:        podFactory,
 		CreateQPS:         float32(f.podCreateQPS),

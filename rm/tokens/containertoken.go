@@ -88,7 +88,7 @@ func (c ContainerTokens) Create(spec ContainerTokenSpec) (token.Token, *yarnpb.C
 		AppSubmitter:        proto.String(spec.AppSubmitter),
 		ExpiryTimeStamp:     proto.Int64(now.Add(c.m.cfg.ContainerTokenLifetime).UnixMilli()),
 		MasterKeyId:         proto.Int32(key.ID),
-		RmIdentifier:        proto.Int64(c.m.cfg.RMIdentifier),
+		RmIdentifier:        proto.Int64(c.m.rmIdentifier.Load()),
 		CreationTime:        proto.Int64(created.UnixMilli()),
 		NodeLabelExpression: proto.String(spec.NodeLabelExpression),
 		ContainerType:       containerType.Enum(),
@@ -145,7 +145,7 @@ func (c ContainerTokens) Verify(tok token.Token) (*yarnpb.ContainerTokenIdentifi
 			"Note: System times on machines may be out of sync. Check system time and time zones.",
 			nowMs, id.GetExpiryTimeStamp())
 	}
-	if id.GetRmIdentifier() != c.m.cfg.RMIdentifier {
+	if id.GetRmIdentifier() != c.m.rmIdentifier.Load() {
 		return &id, yarnerr.InvalidContainer.Errorf("\nContainer %s rejected as it is allocated by a previous RM",
 			containerString(id.GetContainerId()))
 	}

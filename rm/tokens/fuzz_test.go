@@ -11,8 +11,11 @@ import (
 // name or a startContainers request carries them, to every check: none may
 // panic, and none may accept bytes it did not sign.
 func FuzzChecks(f *testing.F) {
-	m, err := New(context.Background(), testConfig(newClock(t0), nil))
+	m, err := New(testConfig(newClock(t0), nil))
 	if err != nil {
+		f.Fatal(err)
+	}
+	if err := m.Activate(context.Background(), testRMIdentifier); err != nil {
 		f.Fatal(err)
 	}
 	ctok, _, err := m.ContainerTokens().Create(testContainerSpec())

@@ -90,18 +90,30 @@ func (s *memStore) setFail(err error) {
 // Hadoop default schedules.
 func testConfig(clock Clock, store KeyStore) Config {
 	return Config{
-		Store:        store,
-		Clock:        clock,
-		Rand:         rand.NewChaCha8([32]byte{'k', 'n', 'i', 't'}),
-		RMIdentifier: 1732230000000,
+		Store: store,
+		Clock: clock,
+		Rand:  rand.NewChaCha8([32]byte{'k', 'n', 'i', 't'}),
 	}
 }
 
+// testRMIdentifier is the cluster timestamp newManager's RM activates with.
+const testRMIdentifier = 1732230000000
+
+// newManager is a Manager activated as the RM with testRMIdentifier.
 func newManager(t *testing.T, cfg Config) *Manager {
 	t.Helper()
-	m, err := New(context.Background(), cfg)
+	return newManagerAs(t, cfg, testRMIdentifier)
+}
+
+// newManagerAs is a Manager activated as the RM with the given identifier.
+func newManagerAs(t *testing.T, cfg Config, rmIdentifier int64) *Manager {
+	t.Helper()
+	m, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
+	}
+	if err := m.Activate(context.Background(), rmIdentifier); err != nil {
+		t.Fatalf("Activate: %v", err)
 	}
 	return m
 }

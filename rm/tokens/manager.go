@@ -106,9 +106,6 @@ type Config struct {
 	// Hadoop's KeyGenerator makes 8-byte keys; any length verifies the same
 	// way, and 20 bytes fills HMAC-SHA1's output size.
 	KeyLength int
-	// RMIdentifier goes into every ContainerTokenIdentifier and must match
-	// when one is checked: Hadoop uses the RM's cluster timestamp.
-	RMIdentifier int64
 	// AttemptValid reports whether an application attempt is still live.
 	// AMRMTokens and ClientToAM tokens of other attempts are refused, and
 	// NMToken pins of dead attempts are dropped by Roll. It is called on
@@ -197,6 +194,8 @@ func defaultShortName(principal string) string {
 // ContainerTokens, ClientToAM, Delegation) to sign and check tokens.
 type Manager struct {
 	cfg Config
+	// rmIdentifier is set by Activate, before any token is signed.
+	rmIdentifier atomic.Int64
 
 	// opMu serializes changes: each takes the current snapshot, saves the
 	// changed Keys, then publishes a new snapshot.
@@ -224,34 +223,46 @@ type dtEntry struct {
 	renewDate time.Time
 }
 
-// New returns a Manager with the keys cfg.Store holds, after creating any
-// key that is missing and doing whatever rolling is due at cfg.Clock's time.
-// A new Manager with an empty store creates and saves its first keys.
-func New(ctx context.Context, cfg Config) (*Manager, error) {
+// New returns a Manager that holds no keys yet: it reads and writes
+// nothing until Activate.
+func New(cfg Config) (*Manager, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	var keys Keys
-	if cfg.Store != nil {
-		var err error
-		if keys, err = cfg.Store.Load(ctx); err != nil {
-			return nil, fmt.Errorf("tokens: load keys: %w", err)
-		}
-	}
-	if keys.Version != 0 && keys.Version != KeysVersion {
-		return nil, fmt.Errorf("tokens: stored keys have version %d, want %d", keys.Version, KeysVersion)
-	}
 	m := &Manager{cfg: cfg, sent: map[attemptKey]map[nodeKey]int32{}}
-	snap, err := newSnapshot(keys)
+	snap, err := newSnapshot(Keys{})
 	if err != nil {
 		return nil, err
 	}
 	m.snap.Store(snap)
-	if err := m.Roll(ctx, cfg.Clock.Now()); err != nil {
-		return nil, err
-	}
 	return m, nil
+}
+
+// Activate takes up the keys cfg.Store holds, creating any key that is
+// missing and doing whatever rolling is due at cfg.Clock's time (a store
+// with no keys gets its first ones), and the RM's identifier: it goes into
+// every ContainerTokenIdentifier and must match when one is checked
+// (Hadoop uses the RM's cluster timestamp). The RM activates its Manager
+// once it leads, before it signs or checks a token.
+func (m *Manager) Activate(ctx context.Context, rmIdentifier int64) error {
+	m.rmIdentifier.Store(rmIdentifier)
+	var keys Keys
+	if m.cfg.Store != nil {
+		var err error
+		if keys, err = m.cfg.Store.Load(ctx); err != nil {
+			return fmt.Errorf("tokens: load keys: %w", err)
+		}
+	}
+	if keys.Version != 0 && keys.Version != KeysVersion {
+		return fmt.Errorf("tokens: stored keys have version %d, want %d", keys.Version, KeysVersion)
+	}
+	snap, err := newSnapshot(keys)
+	if err != nil {
+		return err
+	}
+	m.snap.Store(snap)
+	return m.Roll(ctx, m.cfg.Clock.Now())
 }
 
 // Roll does every key transition due at now: it creates the first keys,

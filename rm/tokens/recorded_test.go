@@ -172,14 +172,13 @@ func TestCreatedIdentifiersMatchRecordedBytes(t *testing.T) {
 				got = newManager(t, cfg).NMTokens().Create(id.GetAppAttemptId(), id.GetNodeId(), id.GetAppSubmitter())
 			case *yarnpb.ContainerTokenIdentifierProto:
 				cfg.Store = seededStore(t, nil, nil, keyFor(KindContainer, id.GetMasterKeyId()))
-				cfg.RMIdentifier = id.GetRmIdentifier()
 				cfg.TokenService = func(string, int32) string { return rt.tok.Service }
 				// The RM signs when it hands the container out; the expiry
 				// is that time plus the allocation expiry interval.
 				clock.Set(time.UnixMilli(id.GetExpiryTimeStamp()).Add(-10 * time.Minute))
 				host, port := splitHostPort(t, id.GetNmHostAddr())
 				var err error
-				got, _, err = newManager(t, cfg).ContainerTokens().Create(ContainerTokenSpec{
+				got, _, err = newManagerAs(t, cfg, id.GetRmIdentifier()).ContainerTokens().Create(ContainerTokenSpec{
 					ContainerID:         id.GetContainerId(),
 					NodeID:              node(host, port),
 					AppSubmitter:        id.GetAppSubmitter(),
@@ -242,8 +241,7 @@ func TestRecordedPasswordsRecompute(t *testing.T) {
 	}
 	clock := newClock(t0)
 	cfg := testConfig(clock, seededStore(t, keys[KindAMRM], keys[KindNM], keys[KindContainer]))
-	cfg.RMIdentifier = rk.ClusterTimestamp
-	m := newManager(t, cfg)
+	m := newManagerAs(t, cfg, rk.ClusterTimestamp)
 	for _, rt := range toks {
 		t.Run(rt.where+"/"+rt.tok.Kind, func(t *testing.T) {
 			var pw []byte

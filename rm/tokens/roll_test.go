@@ -499,7 +499,7 @@ func TestPolicyValidation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig(newClock(t0), nil)
 			tt.cfg(&cfg)
-			_, err := New(context.Background(), cfg)
+			_, err := New(cfg)
 			if (err == nil) != tt.ok {
 				t.Errorf("New: err = %v, want ok=%v", err, tt.ok)
 			}

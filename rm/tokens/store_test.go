@@ -96,8 +96,12 @@ func TestFailedSaveChangesNothing(t *testing.T) {
 
 func TestStoredKeysOfAnotherVersionAreRefused(t *testing.T) {
 	store := &memStore{data: []byte(`{"version": 2}`)}
-	if _, err := New(context.Background(), testConfig(newClock(t0), store)); err == nil {
-		t.Error("New accepted keys of version 2")
+	m, err := New(testConfig(newClock(t0), store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Activate(context.Background(), testRMIdentifier); err == nil {
+		t.Error("Activate accepted keys of version 2")
 	}
 }
 
@@ -129,4 +133,27 @@ func mustEncode(t *testing.T, k Keys) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// countingStore counts the reads and writes of the keys.
+type countingStore struct{ loads, saves int }
+
+func (s *countingStore) Load(context.Context) (Keys, error) { s.loads++; return Keys{}, nil }
+func (s *countingStore) Save(context.Context, Keys) error   { s.saves++; return nil }
+
+func TestAManagerTouchesItsStoreOnlyOnceActivated(t *testing.T) {
+	store := &countingStore{}
+	m, err := New(testConfig(newClock(t0), store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if store.loads != 0 || store.saves != 0 {
+		t.Fatalf("New read the keys %d times and wrote them %d times; a standby must do neither", store.loads, store.saves)
+	}
+	if err := m.Activate(context.Background(), testRMIdentifier); err != nil {
+		t.Fatal(err)
+	}
+	if store.loads != 1 || store.saves != 1 {
+		t.Errorf("Activate read the keys %d times and wrote them %d times, want the first keys read once and saved once", store.loads, store.saves)
+	}
 }

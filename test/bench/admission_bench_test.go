@@ -252,7 +252,7 @@ func admissionLatency(b *testing.B, rounds int) (freed, created []time.Duration)
 	}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := c.Start(ctx, nullSink{}, func(string) rgs.Mapping { return benchMapping("bench") }, admissionPolicy{}); err != nil {
+	if _, err := c.Start(ctx, rgs.StartConfig{Sink: nullSink{}, Mapping: func(string) rgs.Mapping { return benchMapping("bench") }, Policy: admissionPolicy{}}); err != nil {
 		b.Fatal(err)
 	}
 	var wg sync.WaitGroup

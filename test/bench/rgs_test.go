@@ -217,6 +217,16 @@ type rgsRun struct {
 	done   chan error
 }
 
+// activeTokens is a token manager activated as the RM of clusterTimestamp,
+// its keys in memory.
+func activeTokens(ctx context.Context) (*tokens.Manager, error) {
+	tm, err := tokens.New(tokens.Config{})
+	if err != nil {
+		return nil, err
+	}
+	return tm, tm.Activate(ctx, clusterTimestamp)
+}
+
 // startRGS starts RGS with every queue's pods in namespace ns.
 func startRGS(b *testing.B, cfg rgs.Config, sink scheduling.Sink, ns string) *rgsRun {
 	b.Helper()
@@ -229,7 +239,7 @@ func startRGS(b *testing.B, cfg rgs.Config, sink scheduling.Sink, ns string) *rg
 	}
 	startCtx, cancelStart := context.WithTimeout(context.Background(), time.Minute)
 	defer cancelStart()
-	if _, err := c.Start(startCtx, sink, func(string) rgs.Mapping { return benchMapping(ns) }, nil); err != nil {
+	if _, err := c.Start(startCtx, rgs.StartConfig{Epoch: 1, Sink: sink, Mapping: func(string) rgs.Mapping { return benchMapping(ns) }}); err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -333,7 +343,7 @@ func BenchmarkRGSCreatesPodsVersusClientGo(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				r := startRGS(b, rgs.Config{Client: client, Signer: noNodes{}, Nodes: noNodes{}, Epoch: 1, Launcher: benchLauncher}, nullSink{}, ns)
+				r := startRGS(b, rgs.Config{Client: client, Signer: noNodes{}, Nodes: noNodes{}, Launcher: benchLauncher}, nullSink{}, ns)
 				began := time.Now()
 				r.c.Ask(spec, []*yarnpb.ResourceRequestProto{ask})
 				took = w.waitAll(b, createWithin).Sub(began)
@@ -495,7 +505,7 @@ func BenchmarkRGSBoundToContainer(b *testing.B) {
 		createNode(b, env.client, name, fmt.Sprintf("10.11.0.%d", i+1))
 		nodeNames = append(nodeNames, name)
 	}
-	tm, err := tokens.New(ctx, tokens.Config{RMIdentifier: clusterTimestamp})
+	tm, err := activeTokens(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -509,7 +519,7 @@ func BenchmarkRGSBoundToContainer(b *testing.B) {
 			b.Fatal(err)
 		}
 		sink := &allocSink{at: map[string]time.Time{}}
-		r := startRGS(b, rgs.Config{Client: client, Signer: tm.ContainerTokens(), Nodes: lister.l, Epoch: 1, Launcher: benchLauncher}, sink, ns)
+		r := startRGS(b, rgs.Config{Client: client, Signer: tm.ContainerTokens(), Nodes: lister.l, Launcher: benchLauncher}, sink, ns)
 		sink.pods = r.c
 		w := watchNamespace(b, env.client, ns, burstPods+pacedPods)
 		spec := benchSpec(int32(i+1), ns)
@@ -927,7 +937,7 @@ func BenchmarkAllocateWith10000OutstandingAsks(b *testing.B) {
 	var mapPass time.Duration
 	for range b.N {
 		// The no-op Scheduler first, before any RGS work exists.
-		tm, err := tokens.New(ctx, tokens.Config{RMIdentifier: clusterTimestamp})
+		tm, err := activeTokens(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -936,7 +946,7 @@ func BenchmarkAllocateWith10000OutstandingAsks(b *testing.B) {
 		noop = a.measure(b, asks)
 		a.stop()
 
-		tm, err = tokens.New(ctx, tokens.Config{RMIdentifier: clusterTimestamp})
+		tm, err = activeTokens(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -945,14 +955,14 @@ func BenchmarkAllocateWith10000OutstandingAsks(b *testing.B) {
 			b.Fatal(err)
 		}
 		c, err := rgs.New(rgs.Config{
-			Client: client, Signer: tm.ContainerTokens(), Nodes: lister.l, Epoch: 1, Launcher: benchLauncher,
+			Client: client, Signer: tm.ContainerTokens(), Nodes: lister.l, Launcher: benchLauncher,
 			CreateQPS: kubeQPS, CreateBurst: kubeBurst, CreateConcurrency: createConcurrency, Logger: quiet,
 		})
 		if err != nil {
 			b.Fatal(err)
 		}
 		a = startAllocRM(b, ns, lister.l, c, tm)
-		if _, err := c.Start(ctx, a.rm.SchedulerSink(), a.rm.QueueMapping, nil); err != nil {
+		if _, err := c.Start(ctx, rgs.StartConfig{Epoch: 1, Sink: a.rm.SchedulerSink(), Mapping: a.rm.QueueMapping}); err != nil {
 			b.Fatal(err)
 		}
 		runCtx, cancel := context.WithCancel(ctx)
@@ -1069,7 +1079,7 @@ func BenchmarkRGSHeapPerPod(b *testing.B) {
 		time.Sleep(200 * time.Millisecond) // the informer's goroutines end
 		h0 := heapInUse()
 		podFactory := rgs.NewPodInformerFactory(client)
-		r := startRGS(b, rgs.Config{Client: client, Signer: noNodes{}, Nodes: noNodes{}, Epoch: 1, Launcher: benchLauncher, PodFactory: podFactory}, nullSink{}, ns)
+		r := startRGS(b, rgs.Config{Client: client, Signer: noNodes{}, Nodes: noNodes{}, Launcher: benchLauncher, PodFactory: podFactory}, nullSink{}, ns)
 		time.Sleep(time.Second) // Run's workers handle the pods' events
 		h1 := heapInUse()
 		lister := startNodeLister(b, client, podFactory)

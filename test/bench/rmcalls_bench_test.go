@@ -205,7 +205,7 @@ func startRCScene(b *testing.B) *rcScene {
 	ctx := context.Background()
 	s := &rcScene{nodes: startViewLister(b, rcPods), answers: map[string]proto.Message{}}
 	var err error
-	if s.tm, err = tokens.New(ctx, tokens.Config{RMIdentifier: clusterTimestamp}); err != nil {
+	if s.tm, err = activeTokens(ctx); err != nil {
 		b.Fatal(err)
 	}
 	c := hadoopconf.New(hadoopconf.Options{})
