@@ -24,15 +24,27 @@ import (
 // creates every pod of a queue that does not delegate with
 // launch.SchedulingGate and lifts the gates as rgs/admission decides.
 type Policy interface {
-	// AdmissionQueues are the queues' limits now, parents included.
+	// AdmissionQueues are the queues' limits now, parents included, with
+	// their shares of the labelled partitions they may use
+	// (PartitionPolicy).
 	AdmissionQueues() []admission.Queue
-	// ClusterResource is what the cluster's usable nodes hold.
+	// ClusterResource is what the usable nodes of the default partition
+	// (the nodes without a launch.NodeLabelPartition label) hold.
 	ClusterResource() admission.Resource
 	// AppPriority is the application's priority now.
 	AppPriority(app yarnid.ApplicationID) int32
 	// Preemption says whether and how containers are taken back from
 	// queues over their share.
 	Preemption() Preemption
+}
+
+// PartitionPolicy is a Policy that knows node-label partitions. Under a
+// Policy without it, pods asking a labelled partition are never admitted,
+// as no node of theirs is known.
+type PartitionPolicy interface {
+	// PartitionResources are what the usable nodes of each labelled
+	// partition hold, by partition name.
+	PartitionResources() map[string]admission.Resource
 }
 
 // Preemption is how RGS takes containers back (admission.Preempt, between
@@ -128,6 +140,9 @@ func (c *Controller) admit(ctx context.Context) error {
 		return fmt.Errorf("rgs: list pods: %w", err)
 	}
 	snap := admission.Snapshot{Cluster: c.policy.ClusterResource(), Queues: c.policy.AdmissionQueues()}
+	if pp, ok := c.policy.(PartitionPolicy); ok {
+		snap.Partitions = pp.PartitionResources()
+	}
 	byKey := map[string]*corev1.Pod{}
 	priorities := map[yarnid.ApplicationID]int32{}
 	// The expectations are read once and settled after the walk: the
@@ -163,8 +178,9 @@ func (c *Controller) admit(ctx context.Context) error {
 		snap.Pods = append(snap.Pods, admission.Pod{
 			Key: key, Queue: annotationOrLabel(p, launch.LabelQueue), User: annotationOrLabel(p, launch.LabelUser),
 			App: attempt.App, AppPriority: prio, AM: role == launch.RoleAM,
-			Resource: admission.Resource{MemoryMB: mem, Vcores: int64(vcores)},
-			Seq:      p.CreationTimestamp.UnixNano(), Admitted: !gated,
+			Resource:  admission.Resource{MemoryMB: mem, Vcores: int64(vcores)},
+			Partition: p.Spec.NodeSelector[launch.NodeLabelPartition],
+			Seq:       p.CreationTimestamp.UnixNano(), Admitted: !gated,
 			Running: isContainer && !gated, Preempting: preemptedByKnit(p),
 		})
 	}

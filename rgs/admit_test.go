@@ -87,6 +87,12 @@ func admitOnce(t *testing.T, pods ...*corev1.Pod) map[string]string {
 // it deleted.
 func passOnce(t *testing.T, pol policy, pods ...*corev1.Pod) (map[string]string, []string) {
 	t.Helper()
+	return passPolicy(t, pol, pods...)
+}
+
+// passPolicy is passOnce under any Policy.
+func passPolicy(t *testing.T, pol Policy, pods ...*corev1.Pod) (map[string]string, []string) {
+	t.Helper()
 	client := fake.NewClientset()
 	for _, p := range pods {
 		if _, err := client.CoreV1().Pods(p.Namespace).Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
@@ -303,4 +309,67 @@ func requireOnlyMarked(t *testing.T, patched map[string]string, deleted []string
 func markedLongAgo(p *corev1.Pod) {
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: ReasonPreemptionByKnit,
 		LastTransitionTime: metav1.NewTime(time.Now().Add(-2 * time.Minute))}}
+}
+
+// partitionPolicy is policy with a gpu partition of 8 GiB and 4 vcores
+// (4 slots), of which root.a has 50% (max 100%); root.b may not use it.
+type partitionPolicy struct{ policy }
+
+func (p partitionPolicy) AdmissionQueues() []admission.Queue {
+	qs := p.policy.AdmissionQueues()
+	qs[0].Partitions = map[string]admission.Capacity{"gpu": {AbsoluteCapacity: 1, AbsoluteMaximumCapacity: 1, MaxAMResourcePercent: 1}}
+	qs[1].Partitions = map[string]admission.Capacity{"gpu": {AbsoluteCapacity: 0.5, AbsoluteMaximumCapacity: 1, MaxAMResourcePercent: 1}}
+	return qs
+}
+
+func (partitionPolicy) PartitionResources() map[string]admission.Resource {
+	return map[string]admission.Resource{"gpu": {MemoryMB: 8192, Vcores: 4}}
+}
+
+var _ PartitionPolicy = partitionPolicy{}
+
+// onGPU is gatedPod asking the gpu partition, as newPod selects it.
+func onGPU(name, queue string, app int32) *corev1.Pod {
+	p := gatedPod(name, queue, app, false)
+	p.Spec.NodeSelector = map[string]string{launch.NodeLabelPartition: "gpu"}
+	return p
+}
+
+func TestAnAdmissionPassAdmitsEachPartitionAgainstItsOwnNodes(t *testing.T) {
+	var pods []*corev1.Pod
+	for _, n := range []string{"ga1", "ga22", "ga333", "ga4444", "ga55555", "ga666666"} {
+		pods = append(pods, onGPU(n, "root.a", 11))
+	}
+	pods = append(pods, onGPU("gb1", "root.b", 12), onGPU("gb22", "root.b", 12))
+	for _, n := range []string{"b1", "b22", "b333"} {
+		pods = append(pods, gatedPod(n, "root.b", 2, false))
+	}
+	tests := []struct {
+		name string
+		pol  Policy
+		want []string
+	}{
+		{
+			// gpu: root.a alone grows to its maximum, 100% of 4 slots, its
+			// oldest pods first; root.b may not use gpu. Default
+			// partition: root.b's 3 are within its 6.
+			name: "a policy that knows partitions",
+			pol:  partitionPolicy{},
+			want: []string{"b1", "b22", "b333", "ga1", "ga22", "ga333", "ga4444"},
+		},
+		{
+			// No partition is known: no node would take the gpu pods.
+			name: "a policy that knows no partition",
+			pol:  policy{},
+			want: []string{"b1", "b22", "b333"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			patched, _ := passPolicy(t, tc.pol, pods...)
+			if got := slices.Sorted(maps.Keys(patched)); !slices.Equal(got, tc.want) {
+				t.Errorf("lifted %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

@@ -7,16 +7,31 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rgs/admission"
+	"github.com/knitdev/knit/rgs/nodes"
 	"github.com/knitdev/knit/rm/queues"
 )
 
 // AdmissionQueues are the CapacityScheduler limits RGS admits pods by
-// (rgs.Policy), from the queue tree in force.
+// (rgs.Policy), from the queue tree in force, with each queue's share of
+// every labelled partition some running node is in and the queue may use.
 func (rm *ResourceManager) AdmissionQueues() []admission.Queue {
 	qs := rm.queueTree().Queues()
+	partitions := rm.partitions()
 	out := make([]admission.Queue, 0, len(qs))
 	for _, q := range qs {
-		out = append(out, admissionQueue(q))
+		aq := admissionQueue(q)
+		for label := range partitions {
+			c, ok := q.Partition(label)
+			if !ok {
+				continue
+			}
+			if aq.Partitions == nil {
+				aq.Partitions = map[string]admission.Capacity{}
+			}
+			aq.Partitions[label] = admission.Capacity{AbsoluteCapacity: float64(c.AbsoluteCapacity),
+				AbsoluteMaximumCapacity: float64(c.AbsoluteMaximumCapacity), MaxAMResourcePercent: float64(c.MaxAMResourcePercent)}
+		}
+		out = append(out, aq)
 	}
 	return out
 }
@@ -39,15 +54,60 @@ func admissionQueue(q *queues.Queue) admission.Queue {
 	}
 }
 
-// ClusterResource is what the RUNNING nodes hold, as the cluster metrics
-// count it.
+// ClusterResource is what the RUNNING nodes of the default partition hold:
+// the cluster metrics' count less the labelled partitions' nodes.
 func (rm *ResourceManager) ClusterResource() admission.Resource {
 	c, err := rm.cfg.Nodes.Census(context.Background())
 	if err != nil {
 		rm.log.Warn("cluster resource for admission", "err", err)
 		return admission.Resource{}
 	}
-	return admission.Resource{MemoryMB: c.RunningCapabilityMB, Vcores: c.RunningCapabilityVcores}
+	r := admission.Resource{MemoryMB: c.RunningCapabilityMB, Vcores: c.RunningCapabilityVcores}
+	for _, p := range rm.partitions() {
+		r.MemoryMB -= p.MB
+		r.Vcores -= p.Vcores
+	}
+	return r
+}
+
+// PartitionResources are what the RUNNING nodes of each labelled partition
+// hold (rgs.PartitionPolicy).
+func (rm *ResourceManager) PartitionResources() map[string]admission.Resource {
+	partitions := rm.partitions()
+	out := make(map[string]admission.Resource, len(partitions))
+	for label, c := range partitions {
+		out[label] = admission.Resource{MemoryMB: c.MB, Vcores: c.Vcores}
+	}
+	return out
+}
+
+var _ rgs.PartitionPolicy = (*ResourceManager)(nil)
+
+// partitionCounter is a NodeLister that keeps its running nodes' sums per
+// labelled partition (nodes.Lister); others are summed from their list.
+type partitionCounter interface {
+	Partitions(context.Context) (map[string]nodes.Capability, error)
+}
+
+// partitions sums the running nodes of each labelled partition; none when
+// the nodes cannot be read, so that no pod of a partition is admitted on
+// a guess.
+func (rm *ResourceManager) partitions() map[string]nodes.Capability {
+	ctx := context.Background()
+	if pc, ok := rm.cfg.Nodes.(partitionCounter); ok {
+		p, err := pc.Partitions(ctx)
+		if err != nil {
+			rm.log.Warn("partitions for admission", "err", err)
+			return nil
+		}
+		return p
+	}
+	list, err := rm.cfg.Nodes.Nodes(ctx)
+	if err != nil {
+		rm.log.Warn("partitions for admission", "err", err)
+		return nil
+	}
+	return nodes.PartitionsOf(list)
 }
 
 // AppPriority is the application's priority now; 0 for one the RM does

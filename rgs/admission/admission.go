@@ -14,6 +14,15 @@
 // Resources are memory and vcores; a limit holds when it holds for both
 // (Kubernetes places pods by both), and a queue's use is its dominant
 // share of its guarantee, as YARN's DominantResourceCalculator sees it.
+//
+// Node-label partitions are admitted apart, as the CapacityScheduler
+// allocates a container asked with a node label expression only on the
+// nodes carrying the label: each partition has its own resource (its
+// nodes'), each queue its own capacity, maximum capacity and AM share in
+// it, and guarantees, elastic limits, user limits and AM limits are
+// reckoned within it. What spans partitions is the leaf's: its running
+// applications (max-parallel-apps) and its active users. A queue that
+// may not use a partition has none of its pods there admitted.
 package admission
 
 import (
@@ -93,6 +102,20 @@ type Queue struct {
 	// Fair orders the leaf's applications by their use (FairOrderingPolicy)
 	// instead of priority and submission (FIFO, fifo-with-priority).
 	Fair bool
+	// The fields above are the queue's in the default partition;
+	// Partitions are its shares of the labelled partitions it may use, by
+	// partition name. A queue may use no labelled partition missing here.
+	Partitions map[string]Capacity
+}
+
+// Capacity is a queue's share of one labelled partition.
+type Capacity struct {
+	// AbsoluteCapacity and AbsoluteMaximumCapacity are fractions of the
+	// partition (0..1).
+	AbsoluteCapacity, AbsoluteMaximumCapacity float64
+	// MaxAMResourcePercent is the share of the queue's guarantee in the
+	// partition its AMs there may use (0..1).
+	MaxAMResourcePercent float64
 }
 
 // Pod is one Knit pod: a container asked for, gated or admitted.
@@ -106,6 +129,9 @@ type Pod struct {
 	AppPriority int32
 	AM          bool
 	Resource    Resource
+	// Partition is the node-label partition the pod asks for; "" is the
+	// default partition, the nodes without a label.
+	Partition string
 	// Seq orders an application's own pods: lower goes first.
 	Seq int64
 	// Admitted pods are no longer gated: they count as used.
@@ -117,24 +143,48 @@ type Pod struct {
 
 // Snapshot is what one admission pass reads.
 type Snapshot struct {
+	// Cluster is what the default partition's usable nodes hold.
 	Cluster Resource
-	Queues  []Queue
-	Pods    []Pod
+	// Partitions are what each labelled partition's usable nodes hold, by
+	// name; a partition missing here has nothing.
+	Partitions map[string]Resource
+	Queues     []Queue
+	Pods       []Pod
 }
 
 // Admit returns the keys of the gated pods to admit now, in the order the
-// CapacityScheduler would allocate them.
+// CapacityScheduler would allocate them: the default partition's first,
+// then each labelled partition's, by name.
 func Admit(s Snapshot) []string {
-	st := newState(s)
+	// Admitted here, a pod counts as running in the partitions that come
+	// after its own: the caller's pods are not touched.
+	s.Pods = slices.Clone(s.Pods)
 	var out []string
-	for {
-		p := st.next()
-		if p == nil {
-			return out
+	for _, partition := range pendingPartitions(s.Pods) {
+		st := newState(s, partition)
+		for {
+			p := st.next()
+			if p == nil {
+				break
+			}
+			st.admit(p)
+			out = append(out, p.Key)
 		}
-		st.admit(p)
-		out = append(out, p.Key)
 	}
+	return out
+}
+
+// pendingPartitions are the partitions of the gated pods, the default
+// first and the others by name.
+func pendingPartitions(pods []Pod) []string {
+	var out []string
+	for i := range pods {
+		if !pods[i].Admitted && !slices.Contains(out, pods[i].Partition) {
+			out = append(out, pods[i].Partition)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // node is a queue with its use in this pass.
@@ -147,8 +197,15 @@ type node struct {
 	apps    map[yarnid.ApplicationID]*app
 	users   map[string]Resource
 	amUsed  Resource
-	running int // applications with an admitted pod
+	running int // applications with an admitted pod, in any partition
 	blocked bool
+	// runningElsewhere are the applications with an admitted pod in
+	// another partition; waitingElsewhere the users with a gated pod in
+	// another partition, who count among the leaf's active users.
+	runningElsewhere map[yarnid.ApplicationID]bool
+	waitingElsewhere map[string]bool
+	// inaccessible marks a queue that may not use the partition.
+	inaccessible bool
 }
 
 // app is one application's pods in a leaf.
@@ -163,18 +220,34 @@ type app struct {
 	running  []*Pod // admitted containers
 }
 
+// state is one partition's pass: its resource, and the queues' shares and
+// use of it.
 type state struct {
+	// partition is "" for the default partition.
+	partition     string
 	cluster, free Resource
 	root          *node
 	byPath        map[string]*node
 }
 
-func newState(s Snapshot) *state {
-	st := &state{cluster: s.Cluster, free: s.Cluster, byPath: map[string]*node{}}
+// newState reads the snapshot for one partition: its pods are counted or
+// pending; the other partitions' only mark their applications running and
+// their users active.
+func newState(s Snapshot, partition string) *state {
+	cluster := s.Cluster
+	if partition != "" {
+		cluster = s.Partitions[partition]
+	}
+	st := &state{partition: partition, cluster: cluster, free: cluster, byPath: map[string]*node{}}
 	qs := slices.Clone(s.Queues)
 	slices.SortFunc(qs, func(a, b Queue) int { return cmp.Compare(strings.Count(a.Path, "."), strings.Count(b.Path, ".")) })
 	for _, q := range qs {
 		n := &node{Queue: q}
+		if partition != "" {
+			c, ok := q.Partitions[partition]
+			n.AbsoluteCapacity, n.AbsoluteMaximumCapacity, n.MaxAMResourcePercent = c.AbsoluteCapacity, c.AbsoluteMaximumCapacity, c.MaxAMResourcePercent
+			n.inaccessible = !ok
+		}
 		st.byPath[q.Path] = n
 		if i := strings.LastIndexByte(q.Path, '.'); i >= 0 {
 			if p := st.byPath[q.Path[:i]]; p != nil {
@@ -187,6 +260,29 @@ func newState(s Snapshot) *state {
 	}
 	for i := range s.Pods {
 		p := &s.Pods[i]
+		leaf := st.byPath[p.Queue]
+		if p.Partition == partition || leaf == nil || len(leaf.children) > 0 {
+			continue
+		}
+		switch {
+		case p.Admitted && !leaf.runningElsewhere[p.App]:
+			if leaf.runningElsewhere == nil {
+				leaf.runningElsewhere = map[yarnid.ApplicationID]bool{}
+			}
+			leaf.runningElsewhere[p.App] = true
+			leaf.running++
+		case !p.Admitted:
+			if leaf.waitingElsewhere == nil {
+				leaf.waitingElsewhere = map[string]bool{}
+			}
+			leaf.waitingElsewhere[p.User] = true
+		}
+	}
+	for i := range s.Pods {
+		p := &s.Pods[i]
+		if p.Partition != partition {
+			continue
+		}
 		leaf := st.byPath[p.Queue]
 		if leaf == nil || len(leaf.children) > 0 {
 			// A pod of a queue the RM no longer has is not Knit's to
@@ -201,7 +297,7 @@ func newState(s Snapshot) *state {
 		}
 		a := leaf.apps[p.App]
 		if a == nil {
-			a = &app{id: p.App, priority: p.AppPriority, user: p.User}
+			a = &app{id: p.App, priority: p.AppPriority, user: p.User, admitted: leaf.runningElsewhere[p.App]}
 			leaf.apps[p.App] = a
 		}
 		if !p.Admitted {
@@ -316,6 +412,10 @@ func (st *state) pickPod(leaf *node) *Pod {
 			activeUsers[a.user] = true
 		}
 	}
+	for u := range leaf.waitingElsewhere {
+		// UsersManager counts a user active whatever partition it asks.
+		activeUsers[u] = true
+	}
 	slices.SortFunc(apps, func(x, y *app) int {
 		if leaf.Fair {
 			if c := cmp.Compare(x.used.share(st.cluster), y.used.share(st.cluster)); c != 0 {
@@ -346,7 +446,7 @@ func (st *state) allows(leaf *node, a *app, p *Pod, activeUsers int) bool {
 		return false
 	}
 	for n := leaf; n != nil; n = n.parent {
-		if !n.used.add(p.Resource).fitsIn(st.maximum(n)) {
+		if n.inaccessible || !n.used.add(p.Resource).fitsIn(st.maximum(n)) {
 			return false
 		}
 	}
@@ -354,12 +454,15 @@ func (st *state) allows(leaf *node, a *app, p *Pod, activeUsers int) bool {
 		return false
 	}
 	if p.AM && leaf.amUsed != (Resource{}) {
-		// LeafQueue.getAMResourceLimitPerPartition: a share of what the
-		// queue may use now, never less than its guarantee; one AM always
-		// runs.
-		current := minOf(st.maximum(leaf), leaf.used.add(st.free))
-		limit := maxOf(st.guaranteed(leaf), current).scale(leaf.MaxAMResourcePercent)
-		if !leaf.amUsed.add(p.Resource).fitsIn(limit) {
+		// AbstractLeafQueue.calculateAndGetAMResourceLimitPerPartition: in
+		// the default partition a share of what the queue may use now,
+		// never less than its guarantee; in a labelled one a share of its
+		// guarantee there alone. One AM always runs in each.
+		usable := st.guaranteed(leaf)
+		if st.partition == "" {
+			usable = maxOf(usable, minOf(st.maximum(leaf), leaf.used.add(st.free)))
+		}
+		if !leaf.amUsed.add(p.Resource).fitsIn(usable.scale(leaf.MaxAMResourcePercent)) {
 			return false
 		}
 	}
@@ -399,6 +502,7 @@ func (st *state) use(leaf *node, a *app, p *Pod) {
 		a.admitted = true
 		leaf.running++
 	}
+	p.Admitted = true
 	a.used = a.used.add(p.Resource)
 	leaf.users[p.User] = leaf.users[p.User].add(p.Resource)
 	if p.AM {

@@ -50,8 +50,11 @@ var DefaultPreemption = Preemption{MaxIgnoredOverCapacity: 0.1, NaturalTerminati
 // runs its IntraQueueCandidatesSelector after the FifoCandidatesSelector.
 //
 // Amounts are memory, as the DefaultResourceCalculator counts them.
+//
+// Preempt looks at the default partition only: containers of labelled
+// partitions are never taken back, nor taken back for.
 func Preempt(s Snapshot, p Preemption) []string {
-	st := newState(s)
+	st := newState(s, "")
 	var leaves []*node
 	for _, n := range st.byPath {
 		if len(n.children) == 0 && n.apps != nil {

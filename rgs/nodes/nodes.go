@@ -49,6 +49,9 @@ type Info struct {
 	UsedVcores       int32
 	Containers       int32
 	Labels           []string
+	// Partition is the node's node-label partition, its
+	// launch.NodeLabelPartition label; "" is the default partition.
+	Partition        string
 	HealthReport     string
 	LastHealthUpdate time.Time
 	// Utilization is what knit-node last measured of the node and its
@@ -176,6 +179,7 @@ func (l *Lister) report(n *corev1.Node) Info {
 		State:            State(n),
 		CapabilityMB:     n.Status.Allocatable.Memory().Value() >> 20,
 		CapabilityVcores: int32(n.Status.Allocatable.Cpu().Value()),
+		Partition:        n.Labels[launch.NodeLabelPartition],
 	}
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {

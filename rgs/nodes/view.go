@@ -122,6 +122,8 @@ type view struct {
 	// loopback address for instance).
 	byAddress map[string][]string
 	census    Census
+	// partitions sum the running nodes of each labelled partition.
+	partitions partitionSums
 }
 
 type nodeEntry struct {
@@ -136,10 +138,11 @@ type nodeEntry struct {
 
 func newView(report func(*corev1.Node) Info) *view {
 	return &view{
-		report:    report,
-		nodes:     map[string]*nodeEntry{},
-		use:       map[string]Use{},
-		byAddress: map[string][]string{},
+		report:     report,
+		nodes:      map[string]*nodeEntry{},
+		use:        map[string]Use{},
+		byAddress:  map[string][]string{},
+		partitions: partitionSums{},
 	}
 }
 
@@ -236,6 +239,7 @@ func (v *view) nodeChanged(n *corev1.Node, gone bool) {
 	defer v.mu.Unlock()
 	if e := v.nodes[n.Name]; e != nil {
 		v.census.add(e.info, v.use[n.Name], -1)
+		v.partitions.add(e.info, -1)
 		for _, a := range e.addresses {
 			rest := slices.DeleteFunc(v.byAddress[a], func(name string) bool { return name == n.Name })
 			if len(rest) == 0 {
@@ -251,6 +255,7 @@ func (v *view) nodeChanged(n *corev1.Node, gone bool) {
 	}
 	v.nodes[n.Name] = &nodeEntry{info: info, addresses: addresses}
 	v.census.add(info, v.use[n.Name], 1)
+	v.partitions.add(info, 1)
 	for _, a := range addresses {
 		if !slices.Contains(v.byAddress[a], n.Name) {
 			v.byAddress[a] = append(v.byAddress[a], n.Name)

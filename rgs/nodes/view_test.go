@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -113,6 +114,12 @@ func (w *world) randomNode(name string) *corev1.Node {
 	if w.rnd.IntN(6) == 0 {
 		n.Status.Conditions = nil // NEW
 	}
+	if partition := []string{"", "", "gpu", "ssd"}[w.rnd.IntN(4)]; partition != "" {
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Labels[launch.NodeLabelPartition] = partition
+	}
 	return n
 }
 
@@ -215,6 +222,9 @@ func (w *world) check(t *testing.T, l *Lister, step int) {
 	}
 	if got, want := l.view.snapshotCensus(), CensusOf(want); got != want {
 		t.Fatalf("after step %d the census is %+v, a recount's %+v", step, got, want)
+	}
+	if got, _ := l.Partitions(t.Context()); !maps.Equal(got, PartitionsOf(want)) {
+		t.Fatalf("after step %d the partitions hold %+v, a recount's %+v", step, got, PartitionsOf(want))
 	}
 	for _, n := range want {
 		if id, http, ok := l.NodeID(n.Name); !ok || id.GetHost() != n.Host || id.GetPort() != n.NMPort || http != n.HTTPAddress {

@@ -80,6 +80,9 @@ type builder struct {
 	userLimitFactor float32
 	userLimit       float32
 	maxParallelApps int
+	// labelsByQueue are the partitions each queue's configuration names
+	// (configuredLabels).
+	labelsByQueue map[string][]string
 }
 
 // Build reads the queue hierarchy from c (capacity-scheduler.xml, usually
@@ -87,7 +90,7 @@ type builder struct {
 // the CapacityScheduler does when it starts. A refusal is a *ConfigError
 // with the CapacityScheduler's message.
 func Build(c *hadoopconf.Configuration, opts Options) (*Tree, error) {
-	b := &builder{c: c, opts: opts}
+	b := &builder{c: c, opts: opts, labelsByQueue: configuredLabels(c.Names())}
 	var err error
 	if b.maxSystemApps, err = c.GetInt(keyMaxSystemApps, defaultMaxSystemApps); err != nil {
 		return nil, configError(err)
@@ -147,7 +150,7 @@ func (b *builder) parse(parent *Queue, name string, depth int) (*Queue, error) {
 		return nil, invalid("Queue configuration missing child queue names for %s", name)
 	}
 	for _, step := range []func(*Queue, bool) error{
-		b.capacities, b.state, b.acls, b.limits, b.labels, b.kube,
+		b.capacities, b.state, b.acls, b.limits, b.labels, b.partitions, b.kube,
 	} {
 		if err := step(q, len(children) == 0); err != nil {
 			return nil, err
@@ -403,6 +406,9 @@ func (b *builder) labels(q *Queue, _ bool) error {
 		slices.Sort(labels)
 		q.AccessibleNodeLabels = slices.Compact(labels)
 	}
+	if err := checkAccessibleLabels(q); err != nil {
+		return err
+	}
 	expr, ok, err := b.c.Lookup(b.key(q, "default-node-label-expression"))
 	if err != nil {
 		return configError(err)
@@ -460,7 +466,8 @@ func (b *builder) kube(q *Queue, _ bool) error {
 
 // checkChildCapacities is AbstractParentQueue.setChildQueues for children
 // configured in percent: their capacities must add up to 100% (or to 0%
-// when the parent's is 0% or allow-zero-capacity-sum is set), within 0.05%.
+// when the parent's is 0% or allow-zero-capacity-sum is set), within 0.05%,
+// in the default partition and in each the parent's configuration names.
 func (b *builder) checkChildCapacities(q *Queue) error {
 	allowZero, err := b.c.GetBool(b.key(q, "allow-zero-capacity-sum"), false)
 	if err != nil {
@@ -470,19 +477,10 @@ func (b *builder) checkChildCapacities(q *Queue) error {
 	for _, c := range q.Children {
 		sum += c.Capacity
 	}
-	abs := func(f float32) float32 { return float32(math.Abs(float64(f))) }
-	switch {
-	case abs(1-sum) > precision && abs(sum) > precision:
-		return invalid("Illegal capacity sum of %s for children of queue %s for label=. It should be either 0 or 1.0",
-			javaFloat(sum), q.Name)
-	case abs(1-sum) > precision && abs(q.Capacity) > precision && !allowZero:
-		return invalid("Illegal capacity sum of %s for children of queue %s for label=. It is set to 0, but parent percent != 0, and doesn't allow children capacity to set to 0",
-			javaFloat(sum), q.Name)
-	case abs(1-sum) <= precision && q.Capacity <= 0 && !allowZero:
-		return invalid("Illegal capacity sum of %s for children of queue %s for label=. queue=%s has zero capacity, but childqueues have positive capacities",
-			javaFloat(sum), q.Name, q.Name)
+	if err := childSumError(q, "", sum, q.Capacity, allowZero); err != nil {
+		return err
 	}
-	return nil
+	return b.checkChildPartitionCapacities(q, allowZero)
 }
 
 // isDNSLabel reports whether s is an RFC 1123 label, as a namespace name

@@ -125,6 +125,10 @@ type Queue struct {
 	// DefaultNodeLabelExpression is given to asks that name none; empty
 	// when unset here and on every ancestor.
 	DefaultNodeLabelExpression string
+	// Partitions are the queue's capacities in the node-label partitions
+	// its configuration names (accessible-node-labels.<label>.*), root's in
+	// every partition any queue names; Partition answers for the others.
+	Partitions map[string]PartitionCapacity
 
 	// Kube maps the queue to Kubernetes.
 	Kube KubeMapping
