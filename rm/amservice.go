@@ -379,9 +379,14 @@ func (s *amService) checkAsks(e *entry, attempt apps.AttemptID, req *yarnpb.Allo
 	spec := scheduling.AttemptSpec{Attempt: attempt, Role: launch.RoleTask, Queue: app.Queue(), User: app.User(),
 		NodeLabel: app.NodeLabelExpression(), LogAggregation: app.LogAggregationContext()}
 	e.mu.Unlock()
+	// A queue a refresh removed under the application checks no labels.
+	q, _ := s.rm.queueTree().Lookup(spec.Queue)
 	var asks []*yarnpb.ResourceRequestProto
 	for _, r := range req.GetAsk() {
 		n, err := s.normalize(r)
+		if err == nil {
+			err = labelAsk(n, spec.NodeLabel, q)
+		}
 		if err != nil {
 			return spec, nil, err
 		}
@@ -389,6 +394,9 @@ func (s *amService) checkAsks(e *entry, attempt apps.AttemptID, req *yarnpb.Allo
 	}
 	for _, sr := range req.GetSchedulingRequests() {
 		n, err := s.fromSchedulingRequest(sr)
+		if err == nil {
+			err = labelAsk(n, spec.NodeLabel, q)
+		}
 		if err != nil {
 			return spec, nil, err
 		}
@@ -704,8 +712,12 @@ func (s *amService) execute(ctx context.Context, e *entry, eff apps.Effect) (app
 			LogAggregation: app.LogAggregationContext(),
 		}
 		var asks []*yarnpb.ResourceRequestProto
+		q, _ := s.rm.queueTree().Lookup(app.Queue())
 		for _, r := range x.Requests {
 			n, err := s.normalize(r)
+			if err == nil {
+				err = labelAsk(n, spec.NodeLabel, q)
+			}
 			if err != nil {
 				return apps.AttemptFailed{Attempt: x.Attempt, Diagnostics: err.Error()}, err
 			}

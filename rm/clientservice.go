@@ -1,6 +1,7 @@
 package rm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -213,6 +214,21 @@ func (rm *ResourceManager) SubmitApplication(ctx context.Context, req *yarnpb.Su
 		}
 		prio = min(prio, rm.maxPriority())
 		sc.Priority = &yarnpb.PriorityProto{Priority: proto.Int32(prio)}
+		// The AM's ask must name partitions the queue may use
+		// (RMAppManager.validateAndCreateResourceRequest); with none of
+		// its own it is placed by the application's, else the queue's
+		// default.
+		for _, r := range app.AMRequests() {
+			expr := r.GetNodeLabelExpression()
+			if expr == "" {
+				expr = cmp.Or(sc.GetNodeLabelExpression(), q.DefaultNodeLabelExpression)
+			}
+			if err := checkLabelAccess(expr, q); err != nil {
+				rm.admitMu.Unlock()
+				rm.log.InfoContext(ctx, "submission refused", "app", id.String(), "user", user, "err", err)
+				return nil, err
+			}
+		}
 		sub.Queue = q.Path
 		sub.AMRequests = app.AMRequests()
 		if app, err = apps.NewApplication(rm.appsCfg, sub); err != nil {

@@ -332,6 +332,8 @@ type subOpts struct {
 	viewACL  *string
 	modACL   *string
 	priority *int32
+	// nodeLabel is the application's node label expression.
+	nodeLabel string
 }
 
 // submit gets a new id and submits an application with it, as
@@ -358,6 +360,9 @@ func (e *env) submit(c *ipc.Client, o subOpts) (*yarnpb.ApplicationIdProto, erro
 	}
 	if o.queue != "" {
 		sc.Queue = proto.String(o.queue)
+	}
+	if o.nodeLabel != "" {
+		sc.NodeLabelExpression = proto.String(o.nodeLabel)
 	}
 	if o.name != "" {
 		sc.ApplicationName = proto.String(o.name)
