@@ -445,25 +445,6 @@ func (c *Controller) ContainerStatus(id yarnid.ContainerID) (*yarnpb.ContainerSt
 	return st, true
 }
 
-// StopContainer ends a container the AM stops (stopContainers): its pod is
-// marked, so the end reads as KILLED_BY_APPMASTER, then deleted, which
-// gives the process the pod's grace period between SIGTERM and SIGKILL.
-func (c *Controller) StopContainer(ctx context.Context, id yarnid.ContainerID) error {
-	c.mu.Lock()
-	nn, ok := c.containers[id]
-	c.mu.Unlock()
-	if !ok {
-		return nil
-	}
-	if _, err := c.patchAnnotations(ctx, nn, map[string]*string{launch.AnnotationStoppedBy: ptr.To("appmaster")}); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("rgs: mark %s stopped: %w", id, err)
-	}
-	return c.deletePod(ctx, nn.Namespace, nn.Name, nil)
-}
-
 // deletePod deletes a pod, retrying with backoff; a pod already gone is no
 // error. With rv set, the pod is deleted only if unchanged since: a pending
 // pod the scheduler has just bound is kept, and becomes a container.

@@ -23,7 +23,10 @@ import (
 // server for it.
 type removal struct {
 	pod types.NamespacedName
-	app yarnid.ApplicationID
+	// byAppMaster marks the pod before it goes, so that its end reads as
+	// KILLED_BY_APPMASTER: an AM's stopContainers, a shutdown signal.
+	byAppMaster bool
+	app         yarnid.ApplicationID
 }
 
 func (r removal) String() string {
@@ -31,6 +34,19 @@ func (r removal) String() string {
 		return "pod " + r.pod.String()
 	}
 	return "application " + r.app.String()
+}
+
+// StopContainer records that a container the AM stops must end and
+// returns, as a NodeManager's stopContainers does: a removal worker marks
+// its pod, so the end reads as KILLED_BY_APPMASTER, then deletes it, which
+// gives the process the pod's grace period between SIGTERM and SIGKILL.
+func (c *Controller) StopContainer(id yarnid.ContainerID) {
+	c.mu.Lock()
+	nn, ok := c.containers[id]
+	c.mu.Unlock()
+	if ok {
+		c.removeQueue.Add(removal{pod: nn, byAppMaster: true})
+	}
 }
 
 // DeleteContainer records that a container's pod must go (a release, a
@@ -99,6 +115,19 @@ func (c *Controller) processRemoval(ctx context.Context) bool {
 // (as the informer lists them) and then its PodGroups, are gone. It is
 // idempotent: what is already gone is no error and costs no write.
 func (c *Controller) syncRemoval(ctx context.Context, r removal) error {
+	if r.byAppMaster {
+		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, launch.AnnotationStoppedBy, launch.StoppedByAppMaster))
+		_, err := c.cfg.Client.CoreV1().Pods(r.pod.Namespace).Patch(ctx, r.pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil // ended already, and reads as it ended
+		case isPermanent(err):
+			// Its end will read as killed rather than stopped; it still goes.
+			c.log.ErrorContext(ctx, "marking a pod stopped by its AM refused for good", "pod", r.pod.String(), "err", err)
+		case err != nil:
+			return fmt.Errorf("rgs: mark %s stopped by its AM: %w", r.pod, err)
+		}
+	}
 	if r.pod.Name != "" {
 		return c.deleteOnce(ctx, r.pod)
 	}

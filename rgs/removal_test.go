@@ -182,3 +182,33 @@ func TestARemovalRefusedForGoodIsLoggedAndNotRetried(t *testing.T) {
 		t.Errorf("errors logged %q, want the refusal once", lines)
 	}
 }
+
+func TestAnAMsStopMarksThePodThenDeletesItInTheBackground(t *testing.T) {
+	r := newVolcanoRig(t)
+	r.ask(t, app7, launch.RoleTask, "root.plain", 1)
+	pod := r.pods(t)[0]
+	id := yarnid.ContainerID{Attempt: yarnid.AttemptID{App: app7, ID: 1}, Sequence: 1}
+	r.c.mu.Lock()
+	r.c.containers[id] = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	r.c.mu.Unlock()
+	r.client.ClearActions()
+
+	r.c.StopContainer(id)
+	if a := r.client.Actions(); len(a) != 0 {
+		t.Fatalf("stopping wrote %v before a worker carried it out", a)
+	}
+	r.drainRemovals()
+	var got []string
+	for _, a := range r.client.Actions() {
+		if a.GetVerb() == "patch" {
+			p := a.(k8stesting.PatchAction)
+			if !strings.Contains(string(p.GetPatch()), `"`+launch.AnnotationStoppedBy+`":"`+launch.StoppedByAppMaster+`"`) {
+				t.Errorf("patch %s does not mark the pod stopped by its AM", p.GetPatch())
+			}
+		}
+		got = append(got, a.GetVerb())
+	}
+	if !slices.Equal(got, []string{"patch", "delete"}) {
+		t.Errorf("actions %v, want the mark, then the delete", got)
+	}
+}

@@ -36,8 +36,10 @@ type Pods interface {
 	ContainerPod(id yarnid.ContainerID) (*corev1.Pod, bool)
 	// ContainerStatus returns its status as the NodeManager reports it.
 	ContainerStatus(id yarnid.ContainerID) (*yarnpb.ContainerStatusProto, bool)
-	// StopContainer ends a container the AM stops.
-	StopContainer(ctx context.Context, id yarnid.ContainerID) error
+	// StopContainer records that a container the AM stops must end; its
+	// pod goes in the background, as a NodeManager's stopContainers
+	// answers before the process has ended.
+	StopContainer(id yarnid.ContainerID)
 	// RequestThreadDump asks the node to signal the container for a thread
 	// dump.
 	RequestThreadDump(ctx context.Context, id yarnid.ContainerID) error
@@ -354,7 +356,7 @@ func (s *Service) StopContainers(ctx context.Context, req *yarnpb.StopContainers
 	}
 	resp := &yarnpb.StopContainersResponseProto{}
 	for _, p := range req.GetContainerId() {
-		if err := s.stop(ctx, nmID, p); err != nil {
+		if err := s.stop(nmID, p); err != nil {
 			resp.FailedRequests = append(resp.FailedRequests, failure(p, err))
 			continue
 		}
@@ -363,7 +365,7 @@ func (s *Service) StopContainers(ctx context.Context, req *yarnpb.StopContainers
 	return resp, nil
 }
 
-func (s *Service) stop(ctx context.Context, nmID *yarnpb.NMTokenIdentifierProto, p *yarnpb.ContainerIdProto) error {
+func (s *Service) stop(nmID *yarnpb.NMTokenIdentifierProto, p *yarnpb.ContainerIdProto) error {
 	id, err := yarnid.ContainerIDFromProto(p)
 	if err != nil {
 		return yarnerr.InvalidContainer.Errorf("bad container id: %v", err)
@@ -378,9 +380,7 @@ func (s *Service) stop(ctx context.Context, nmID *yarnpb.NMTokenIdentifierProto,
 	if status.GetState() == yarnpb.ContainerStateProto_C_COMPLETE {
 		return nil // stopping a finished container is a no-op, as in the NM
 	}
-	if err := s.cfg.Pods.StopContainer(ctx, id); err != nil {
-		return yarnerr.YarnException.Errorf("stopping %s: %v", id, err)
-	}
+	s.cfg.Pods.StopContainer(id)
 	return nil
 }
 
@@ -462,9 +462,7 @@ func (s *Service) SignalContainer(ctx context.Context, id yarnid.ContainerID, _ 
 	}
 	switch cmd {
 	case yarnpb.SignalContainerCommandProto_GRACEFUL_SHUTDOWN, yarnpb.SignalContainerCommandProto_FORCEFUL_SHUTDOWN:
-		if err := s.cfg.Pods.StopContainer(ctx, id); err != nil {
-			return yarnerr.YarnException.Errorf("signalling %s: %v", id, err)
-		}
+		s.cfg.Pods.StopContainer(id)
 		return nil
 	case yarnpb.SignalContainerCommandProto_OUTPUT_THREAD_DUMP:
 		if err := s.cfg.Pods.RequestThreadDump(ctx, id); err != nil {

@@ -54,9 +54,8 @@ func (f *fakePods) ContainerStatus(id yarnid.ContainerID) (*yarnpb.ContainerStat
 	return &yarnpb.ContainerStatusProto{ContainerId: id.Proto(), State: f.status[id].Enum()}, true
 }
 
-func (f *fakePods) StopContainer(_ context.Context, id yarnid.ContainerID) error {
+func (f *fakePods) StopContainer(id yarnid.ContainerID) {
 	f.stopped = append(f.stopped, id)
-	return nil
 }
 
 func (f *fakePods) NodeVersion(id yarnid.ContainerID) int32 { return f.versions[id] }

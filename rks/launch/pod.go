@@ -72,6 +72,8 @@ const (
 	// AnnotationStoppedBy marks a pod whose container the AM stopped
 	// (stopContainers), so its end reads as KILLED_BY_APPMASTER.
 	AnnotationStoppedBy = "knit.io/stopped-by"
+	// StoppedByAppMaster is AnnotationStoppedBy's value.
+	StoppedByAppMaster = "appmaster"
 	// AnnotationVersion holds the container's version: 0 when allocated,
 	// one more at each update the RM grants.
 	AnnotationVersion = "knit.io/container-version"
