@@ -294,9 +294,7 @@ func (rm *ResourceManager) Allocate(ctx context.Context, req *yarnpb.AllocateReq
 		return nil, err
 	}
 	if req.Progress != nil {
-		if err := rm.handle(ctx, e, apps.AttemptStatusUpdate{Attempt: attempt, Progress: req.GetProgress()}); err != nil {
-			rm.log.DebugContext(ctx, "progress", "attempt", attempt.String(), "err", err)
-		}
+		rm.updateProgress(ctx, e, apps.AttemptStatusUpdate{Attempt: attempt, Progress: req.GetProgress()})
 	}
 	for _, id := range releases {
 		if err := rm.handle(ctx, e, apps.ContainerReleased{Container: id}); err != nil {
@@ -361,6 +359,22 @@ func (rm *ResourceManager) Allocate(ctx context.Context, req *yarnpb.AllocateReq
 	resp.ApplicationPriority = &yarnpb.PriorityProto{Priority: proto.Int32(priority)}
 	st.last = resp
 	return resp, nil
+}
+
+// updateProgress hands the heartbeat's progress to the application when it
+// changes anything: most heartbeats carry the progress of the last, and the
+// event's way through the state machine, the tracer and the queue index
+// (with a deeper stack than the rest of allocate) changes nothing then.
+func (rm *ResourceManager) updateProgress(ctx context.Context, e *entry, u apps.AttemptStatusUpdate) {
+	e.mu.Lock()
+	changes := u.Changes(e.app)
+	e.mu.Unlock()
+	if !changes {
+		return
+	}
+	if err := rm.handle(ctx, e, u); err != nil {
+		rm.log.DebugContext(ctx, "progress", "attempt", u.Attempt.String(), "err", err)
+	}
 }
 
 // nextResponseID is AMRMClientUtils.getNextResponseId.
