@@ -51,7 +51,11 @@ func (a *Application) Report(o ReportOptions) *yarnpb.ApplicationReportProto {
 		r.AppTimeouts = ticking(c.report.AppTimeouts, a.secondsLeft(o.Now))
 	}
 	if c.usageAccrues {
-		r.AppResource_Usage = accrued(c.report.AppResource_Usage, a.Usage(o.Now))
+		u := c.ended
+		for _, ct := range c.live {
+			u.add(ct.Usage(o.Now))
+		}
+		r.AppResource_Usage = accrued(c.report.AppResource_Usage, u)
 	}
 	return r
 }
@@ -65,8 +69,12 @@ type cachedReport struct {
 	// completed, so its time left falls each second.
 	lifetimeTicks bool
 	// usageAccrues: the report shows usage and a container is live, so
-	// its memory and vcore seconds grow.
+	// its memory and vcore seconds grow. Usage(now) is then ended and
+	// what the live containers used until now: a walk of a short list,
+	// not of the map of every container the application had.
 	usageAccrues bool
+	ended        Usage
+	live         []*Container
 }
 
 func (a *Application) cacheReport(access bool) *cachedReport {
@@ -80,10 +88,10 @@ func (a *Application) cacheReport(access bool) *cachedReport {
 	if access {
 		for _, ct := range a.containers {
 			if ct.state.live() {
-				c.usageAccrues = true
-				break
+				c.live = append(c.live, ct)
 			}
 		}
+		c.usageAccrues, c.ended = len(c.live) > 0, a.usage
 	}
 	return c
 }
