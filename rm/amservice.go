@@ -309,7 +309,9 @@ func (rm *ResourceManager) Allocate(ctx context.Context, req *yarnpb.AllocateReq
 		rm.am.scheduler.Ask(spec, asks)
 	}
 
-	resp := &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(nextResponseID(lastID))}
+	ans := &allocateAnswer{responseID: nextResponseID(lastID)}
+	resp := &ans.resp
+	resp.ResponseId = &ans.responseID
 	st.qmu.Lock()
 	allocated := st.allocated
 	st.allocated = nil
@@ -342,11 +344,22 @@ func (rm *ResourceManager) Allocate(ctx context.Context, req *yarnpb.AllocateReq
 	st.qmu.Lock()
 	resp.UpdatedNodes, st.updatedNodes = st.updatedNodes, nil
 	st.qmu.Unlock()
-	resp.NumClusterNodes = proto.Int32(view.nodes)
+	ans.nodes, ans.priority = view.nodes, priority
+	resp.NumClusterNodes = &ans.nodes
 	resp.Limit = rm.am.headroom(view, queue, user)
-	resp.ApplicationPriority = &yarnpb.PriorityProto{Priority: proto.Int32(priority)}
+	ans.applicationPriority.Priority = &ans.priority
+	resp.ApplicationPriority = &ans.applicationPriority
 	st.last = resp
 	return resp, nil
+}
+
+// allocateAnswer is an allocate answer with the values its fields point to
+// that every heartbeat sets, in one allocation instead of five.
+type allocateAnswer struct {
+	resp                yarnpb.AllocateResponseProto
+	responseID, nodes   int32
+	priority            int32
+	applicationPriority yarnpb.PriorityProto
 }
 
 // The parts of Allocate below are functions of their own, not inline, for
