@@ -323,7 +323,7 @@ func (rm *ResourceManager) GetApplicationReport(ctx context.Context, req *yarnpb
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	access := rm.canAccess(e, user, yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP)
-	report := e.app.Report(apps.ReportOptions{Now: rm.now(), Access: access})
+	report := e.app.Report(apps.ReportOptions{Now: rm.now(), Access: access, Keep: true})
 	rm.setLogAggregationStatus(ctx, e, report)
 	// An unmanaged AM runs wherever its submitter runs it: the submitter
 	// reads the AMRMToken from the report (RMAppImpl shows it to the owner).

@@ -76,7 +76,7 @@ func sameAsFresh(t *testing.T, a *Application, after string, now time.Time) {
 	t.Helper()
 	for _, access := range []bool{false, true} {
 		for _, later := range []time.Duration{0, 1500 * time.Millisecond, 3 * time.Hour} {
-			o := ReportOptions{Now: now.Add(later), Access: access}
+			o := ReportOptions{Now: now.Add(later), Access: access, Keep: true}
 			for range 2 {
 				if got, want := a.Report(o), a.buildReport(o); !proto.Equal(got, want) {
 					t.Fatalf("after %s, access %v, %v later: cached report\n%s\nfresh\n%s", after, access, later,
@@ -89,7 +89,7 @@ func sameAsFresh(t *testing.T, a *Application, after string, now time.Time) {
 
 func TestAReportsTopLevelIsTheCallersOwn(t *testing.T) {
 	a := drive(t, toRunning)
-	o := ReportOptions{Now: at(20), Access: true}
+	o := ReportOptions{Now: at(20), Access: true, Keep: true}
 	first := a.Report(o)
 	first.AmRmToken = nil
 	first.LogAggregationStatus = yarnpb.LogAggregationStatusProto_LOG_SUCCEEDED.Enum()
@@ -168,11 +168,34 @@ func sample(f protoreflect.FieldDescriptor) protoreflect.Value {
 
 func TestACachedReportCostsAFewAllocations(t *testing.T) {
 	a := drive(t, append(clip(toRunning), ContainerAllocated{Container: containerProto(task1, 2048, 2)}), lifetime(time.Hour))
-	o := ReportOptions{Now: at(20), Access: true}
+	o := ReportOptions{Now: at(20), Access: true, Keep: true}
 	a.Report(o)
 	// The top level, the usage with its seconds, the lifetime with its
 	// time left.
 	if n := testing.AllocsPerRun(100, func() { _ = a.Report(o) }); n != 3 {
 		t.Errorf("a cached report makes %v allocations, want 3", n)
+	}
+}
+
+func TestOnlyAReportAskedToBeKeptIsKept(t *testing.T) {
+	a := drive(t, toRunning)
+	listed := ReportOptions{Now: at(20), Access: true}
+	a.Report(listed)
+	if a.reports != [2]*cachedReport{} {
+		t.Fatal("a report not asked to be kept was kept")
+	}
+	polled := listed
+	polled.Keep = true
+	a.Report(polled)
+	kept := a.reports[1]
+	if kept == nil {
+		t.Fatal("a report asked to be kept was not")
+	}
+	if got := a.Report(listed); !proto.Equal(got, a.buildReport(listed)) || a.reports[1] != kept {
+		t.Error("a listing did not use the kept report as it is")
+	}
+	driveOn(t, a, []Event{UpdatePriority{Priority: 2}})
+	if got := a.Report(listed); !proto.Equal(got, a.buildReport(listed)) || a.reports[1] != nil {
+		t.Error("a listing after a change kept the stale report or answered from it")
 	}
 }
