@@ -95,16 +95,19 @@ func accessName(t yarnpb.ApplicationAccessTypeProto) string {
 	return "VIEW_APP"
 }
 
-// appID reads a wire id; a missing one is reported as Java prints null.
-func appIDString(p *yarnpb.ApplicationIdProto) (apps.ApplicationID, string, bool) {
-	if p == nil {
-		return apps.ApplicationID{}, "null", false
-	}
+// appID reads a wire id; ok is false for a missing one.
+func appID(p *yarnpb.ApplicationIdProto) (id apps.ApplicationID, ok bool) {
 	id, err := yarnid.ApplicationIDFromProto(p)
-	if err != nil {
-		return apps.ApplicationID{}, "null", false
+	return id, err == nil
+}
+
+// appIDText is a wire id as errors name it, a missing one as Java prints
+// null: made for the error, not on every call (two allocations).
+func appIDText(p *yarnpb.ApplicationIdProto) string {
+	if id, ok := appID(p); ok {
+		return id.String()
 	}
-	return id, id.String(), true
+	return "null"
 }
 
 // canAccess is ClientRMService.checkAccess. The caller holds e.mu.
@@ -122,13 +125,13 @@ func (rm *ResourceManager) canAccess(e *entry, user string, t yarnpb.Application
 // verifyUserAccessForRMApp does.
 func (rm *ResourceManager) modifiable(ctx context.Context, p *yarnpb.ApplicationIdProto) (*entry, string, error) {
 	user := callerOf(ctx).User
-	id, s, ok := appIDString(p)
+	id, ok := appID(p)
 	var e *entry
 	if ok {
 		e = rm.lookup(id)
 	}
 	if e == nil {
-		return nil, user, notFound(s)
+		return nil, user, notFound(appIDText(p))
 	}
 	e.mu.Lock()
 	allowed := rm.canAccess(e, user, yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP)
@@ -324,19 +327,19 @@ func (rm *ResourceManager) GetApplicationReport(ctx context.Context, req *yarnpb
 	if req.GetApplicationId() == nil {
 		return nil, yarnerr.ApplicationNotFound.Errorf("Invalid application id: null")
 	}
-	id, s, ok := appIDString(req.GetApplicationId())
+	id, ok := appID(req.GetApplicationId())
 	var e *entry
 	if ok {
 		e = rm.lookup(id)
 	}
 	if e == nil {
-		return nil, notFound(s)
+		return nil, notFound(appIDText(req.GetApplicationId()))
 	}
 	user := callerOf(ctx).User
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	access := rm.canAccess(e, user, yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP)
-	report := e.app.Report(apps.ReportOptions{Now: rm.now(), Access: access})
+	report := e.app.Report(apps.ReportOptions{Now: rm.now(), Access: access, Keep: true})
 	rm.setLogAggregationStatus(ctx, e, report)
 	// An unmanaged AM runs wherever its submitter runs it: the submitter
 	// reads the AMRMToken from the report (RMAppImpl shows it to the owner).
@@ -403,13 +406,13 @@ func activeState(s apps.AppState) bool {
 // isKillCompleted only once the final state is stored, so the client polls.
 func (rm *ResourceManager) ForceKillApplication(ctx context.Context, req *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
 	caller := callerOf(ctx)
-	id, s, ok := appIDString(req.GetApplicationId())
+	id, ok := appID(req.GetApplicationId())
 	var e *entry
 	if ok {
 		e = rm.lookup(id)
 	}
 	if e == nil {
-		return nil, yarnerr.ApplicationNotFound.Errorf("Trying to kill an absent application %s", s)
+		return nil, yarnerr.ApplicationNotFound.Errorf("Trying to kill an absent application %s", appIDText(req.GetApplicationId()))
 	}
 	e.mu.Lock()
 	allowed := rm.canAccess(e, caller.User, yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP)
@@ -511,11 +514,11 @@ func (rm *ResourceManager) GetApplicationAttemptReport(ctx context.Context, req 
 
 // GetApplicationAttempts reports every attempt of an application.
 func (rm *ResourceManager) GetApplicationAttempts(ctx context.Context, req *yarnpb.GetApplicationAttemptsRequestProto) (*yarnpb.GetApplicationAttemptsResponseProto, error) {
-	id, s, ok := appIDString(req.GetApplicationId())
+	id, ok := appID(req.GetApplicationId())
 	if !ok {
-		return nil, yarnerr.ApplicationNotFound.Errorf("Application with id '%s' doesn't exist in RM.", s)
+		return nil, yarnerr.ApplicationNotFound.Errorf("Application with id '%s' doesn't exist in RM.", appIDText(req.GetApplicationId()))
 	}
-	e, err := rm.viewable(ctx, id, "application "+s)
+	e, err := rm.viewable(ctx, id, "application "+id.String())
 	if err != nil {
 		return nil, err
 	}

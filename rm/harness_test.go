@@ -27,6 +27,7 @@ import (
 	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/queues"
+	"github.com/knitdev/knit/rm/tokens"
 )
 
 // memStore is an AppStore in memory whose next writes can be refused, as
@@ -208,6 +209,7 @@ type envOptions struct {
 	scheduler Scheduler
 	launcher  ContainerLauncher
 	tracer    AppTracer
+	tokens    *tokens.Manager
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -254,7 +256,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	cfg := Config{
 		Settings: settings, Queues: tree, Store: o.store, IDs: o.ids, Nodes: o.nodes, Scheduler: o.scheduler,
-		Launcher: o.launcher, Clock: o.clock.Now, Logger: slog.New(slog.DiscardHandler), Tracer: o.tracer,
+		Launcher: o.launcher, Clock: o.clock.Now, Logger: slog.New(slog.DiscardHandler), Tracer: o.tracer, Tokens: o.tokens,
 	}
 	rm, err := New(cfg)
 	if err != nil {

@@ -30,3 +30,30 @@ func TestMemoryAndVcoresPreferFieldsOverTheResourceMap(t *testing.T) {
 		})
 	}
 }
+
+func TestNewResourceIsTheJavaRMsResourceInOneAllocation(t *testing.T) {
+	want := &ResourceProto{
+		Memory:       proto.Int64(2048),
+		VirtualCores: proto.Int32(3),
+		ResourceValueMap: []*ResourceInformationProto{
+			{Key: proto.String("memory-mb"), Value: proto.Int64(2048), Units: proto.String("Mi"), Type: ResourceTypesProto_COUNTABLE.Enum()},
+			{Key: proto.String("vcores"), Value: proto.Int64(3), Units: proto.String(""), Type: ResourceTypesProto_COUNTABLE.Enum()},
+		},
+	}
+	got := NewResource(2048, 3)
+	if !proto.Equal(got, want) {
+		t.Fatalf("NewResource(2048, 3) = %v, want %v", got, want)
+	}
+	// Each field has a value of its own, as when each was allocated apart.
+	*got.Memory = 1
+	*got.ResourceValueMap[1].Units = "G"
+	if got.ResourceValueMap[0].GetValue() != 2048 || got.ResourceValueMap[0].GetUnits() != "Mi" {
+		t.Errorf("changing one field changed another: %v", got)
+	}
+	if got.ResourceValueMap[0].Type == got.ResourceValueMap[1].Type {
+		t.Error("the entries share their type")
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = NewResource(2048, 3) }); n != 1 {
+		t.Errorf("NewResource makes %v allocations, want 1", n)
+	}
+}

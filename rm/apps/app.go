@@ -114,6 +114,12 @@ type Application struct {
 	holdings map[AttemptID]*[2]Holding
 
 	fx []Effect // effects of the Handle call in progress
+
+	// changes counts Handle calls, through which alone an application
+	// changes; reports are Report's, without access and with, each valid
+	// while its at is changes.
+	changes uint64
+	reports [2]*cachedReport
 }
 
 type appAction uint8

@@ -19,6 +19,7 @@ import (
 // error nothing has changed. Events YARN ignores in a state (a kill of a
 // finished application) return no effects and no error.
 func (a *Application) Handle(ev Event, now time.Time) ([]Effect, error) {
+	a.changes++
 	a.fx = nil
 	var err error
 	switch e := ev.(type) {

@@ -291,6 +291,14 @@ func schedulerNote(now time.Time, msg string) string {
 	return "[" + now.UTC().Format(schedulerDateLayout) + "] " + msg
 }
 
+// Changes reports whether Handle(u) would change the application: not when
+// its attempt runs at that progress already, as between most of an AM's
+// heartbeats. The AM service asks, to skip the event's work then.
+func (u AttemptStatusUpdate) Changes(a *Application) bool {
+	t := a.Attempt(u.Attempt)
+	return t == nil || t.state != AttemptStateRunning || t.progress != clampProgress(u.Progress)
+}
+
 // clampProgress keeps an AM's progress within 0..1, as the AM service does.
 func clampProgress(p float32) float32 {
 	switch {

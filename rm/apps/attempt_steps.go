@@ -16,7 +16,9 @@ func (a *Application) handleAttemptEvent(ev AttemptEvent, now time.Time) error {
 	if t == nil {
 		return fmt.Errorf("%w: %s in %s", ErrUnknownAttempt, id, a.id)
 	}
-	invalid := &InvalidTransitionError{Object: id.String(), State: t.state.String(), Event: ev.Name()}
+	// The state the event found, for the error of an event it refuses; the
+	// error itself is made only then, not for every heartbeat's update.
+	from := t.state
 
 	switch e := ev.(type) {
 	case AttemptAdded:
@@ -192,7 +194,7 @@ func (a *Application) handleAttemptEvent(ev AttemptEvent, now time.Time) error {
 		}
 		return nil
 	}
-	return invalid
+	return &InvalidTransitionError{Object: id.String(), State: from.String(), Event: ev.Name()}
 }
 
 // amLaunched is YARN's AMLaunchedTransition. app is set when the launch is

@@ -419,3 +419,40 @@ func TestProgressIsClampedToZeroOne(t *testing.T) {
 		}
 	}
 }
+
+// TestAStatusUpdateChangesOnlyANewProgressOfARunningAttempt checks
+// AttemptStatusUpdate.Changes against what Handle does: where it says no,
+// the event leaves everything as it was.
+func TestAStatusUpdateChangesOnlyANewProgressOfARunningAttempt(t *testing.T) {
+	running := append(clip(toRunning), AttemptStatusUpdate{Attempt: att1, Progress: 1})
+	tests := []struct {
+		name    string
+		path    []Event
+		update  AttemptStatusUpdate
+		changes bool
+	}{
+		{"the same progress", running, AttemptStatusUpdate{Attempt: att1, Progress: 1}, false},
+		{"a progress that clamps to the same", running, AttemptStatusUpdate{Attempt: att1, Progress: 7}, false},
+		{"a new progress", running, AttemptStatusUpdate{Attempt: att1, Progress: 0.5}, true},
+		{"an attempt not yet running", toLaunched, AttemptStatusUpdate{Attempt: att1}, true},
+		{"an unknown attempt", running, AttemptStatusUpdate{Attempt: att2, Progress: 1}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := drive(t, tt.path)
+			if got := tt.update.Changes(a); got != tt.changes {
+				t.Fatalf("Changes = %v, want %v", got, tt.changes)
+			}
+			if tt.changes {
+				return
+			}
+			before := snapshot(a)
+			if fx, err := a.Handle(tt.update, at(50)); err != nil || len(fx) > 0 {
+				t.Fatalf("Handle = %v, %v", fx, err)
+			}
+			if after := snapshot(a); after != before {
+				t.Errorf("the update changed the application:\n%s\nwas\n%s", after, before)
+			}
+		})
+	}
+}

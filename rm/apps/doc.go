@@ -34,7 +34,10 @@
 // Reports (Application.Report, Attempt.Report, Container.Report) fill
 // ApplicationReportProto, ApplicationAttemptReportProto and
 // ContainerReportProto as a Hadoop 3.4 RM does; Filter selects applications
-// for getApplications.
+// for getApplications. An application report asked to be kept
+// (ReportOptions.Keep) is kept until the next Handle, the only way an
+// application changes, apart from what moves with the clock; reports share
+// every message below their top level, so a caller changes only that.
 //
 // # Application states
 //

@@ -19,16 +19,94 @@ type ReportOptions struct {
 	// Without it, as in YARN, the report hides the AM's address, tracking
 	// URLs, diagnostics, progress and resource use.
 	Access bool
+	// Keep keeps the report Report builds for the calls after, until the
+	// application changes: for getApplicationReport, which clients poll.
+	// Without it a kept report is used but none is made, so a listing of
+	// every application leaves nothing behind (some 3 KB an application).
+	Keep bool
 }
 
-// Report builds the application report getApplicationReport and
+// Report is the application report getApplicationReport and
 // getApplications return, field for field as RMAppImpl's
 // createAndGetApplicationReport fills it: "N/A" host and tracking URL and
 // port -1 until the AM registers, attempt id -1 before the first attempt,
 // UNDEFINED final status until the application ends, -1 resource figures
 // while the scheduler does not hold the attempt. Tokens (client-to-AM, an
 // unmanaged AM's AMRMToken) are the caller's to add.
+//
+// Clients poll their applications' reports many times a second between
+// changes, so each kind of caller's report is built once (buildReport) and,
+// if asked to (Keep), kept until the application next changes (Handle); a
+// call copies its top level and makes anew only what moves with the clock:
+// the lifetime's time left and, for a caller with access, the seconds the
+// live containers used. The top level is the caller's own to set fields of; the messages
+// below it are shared with other reports and must not be changed.
 func (a *Application) Report(o ReportOptions) *yarnpb.ApplicationReportProto {
+	k := 0
+	if o.Access {
+		k = 1
+	}
+	c := a.reports[k]
+	if c == nil || c.at != a.changes {
+		if !o.Keep {
+			a.reports[k] = nil
+			return a.buildReport(o)
+		}
+		c = a.cacheReport(o.Access)
+		a.reports[k] = c
+	}
+	r := shareReport(c.report)
+	if c.lifetimeTicks {
+		r.AppTimeouts = ticking(c.report.AppTimeouts, a.secondsLeft(o.Now))
+	}
+	if c.usageAccrues {
+		u := c.ended
+		for _, ct := range c.live {
+			u.add(ct.Usage(o.Now))
+		}
+		r.AppResource_Usage = accrued(c.report.AppResource_Usage, u)
+	}
+	return r
+}
+
+// cachedReport is one kind of caller's report of an application as it was
+// after its at-th change, and which of its figures move with the clock.
+type cachedReport struct {
+	at     uint64
+	report *yarnpb.ApplicationReportProto
+	// lifetimeTicks: the application has a lifetime and has not
+	// completed, so its time left falls each second.
+	lifetimeTicks bool
+	// usageAccrues: the report shows usage and a container is live, so
+	// its memory and vcore seconds grow. Usage(now) is then ended and
+	// what the live containers used until now: a walk of a short list,
+	// not of the map of every container the application had.
+	usageAccrues bool
+	ended        Usage
+	live         []*Container
+}
+
+func (a *Application) cacheReport(access bool) *cachedReport {
+	c := &cachedReport{
+		at: a.changes,
+		// The clock's figures are made at each call; the zero time here
+		// stands for none.
+		report:        a.buildReport(ReportOptions{Access: access}),
+		lifetimeTicks: !a.expiry.IsZero() && !a.state.completed(),
+	}
+	if access {
+		for _, ct := range a.containers {
+			if ct.state.live() {
+				c.live = append(c.live, ct)
+			}
+		}
+		c.usageAccrues, c.ended = len(c.live) > 0, a.usage
+	}
+	return c
+}
+
+// buildReport builds Report's answer from scratch.
+func (a *Application) buildReport(o ReportOptions) *yarnpb.ApplicationReportProto {
 	r := &yarnpb.ApplicationReportProto{
 		ApplicationId:               a.id.Proto(),
 		User:                        proto.String(a.user),
@@ -42,7 +120,6 @@ func (a *Application) Report(o ReportOptions) *yarnpb.ApplicationReportProto {
 		StartTime:                   proto.Int64(millis(a.startTime)),
 		FinishTime:                  proto.Int64(millis(a.finishTime)),
 		FinalApplicationStatus:      a.FinalStatus().Enum(),
-		AppResource_Usage:           unknownUsage(),
 		OriginalTrackingUrl:         proto.String(notAvailable),
 		CurrentApplicationAttemptId: AttemptID{App: a.id, ID: -1}.Proto(),
 		Progress:                    proto.Float32(0),
@@ -58,6 +135,7 @@ func (a *Application) Report(o ReportOptions) *yarnpb.ApplicationReportProto {
 		r.AmNodeLabelExpression = proto.String(l)
 	}
 	if !o.Access {
+		r.AppResource_Usage = unknownUsage()
 		return r
 	}
 	r.TrackingUrl = proto.String(a.proxyURL())
@@ -75,6 +153,9 @@ func (a *Application) Report(o ReportOptions) *yarnpb.ApplicationReportProto {
 		// is an attempt; with it on, the RM's services put the nodes'
 		// status here (rm/logaggregation.go).
 		r.LogAggregationStatus = yarnpb.LogAggregationStatusProto_LOG_DISABLED.Enum()
+	}
+	if r.AppResource_Usage == nil {
+		r.AppResource_Usage = unknownUsage()
 	}
 	r.Diagnostics = proto.String(a.Diagnostics())
 	u := a.Usage(o.Now)
@@ -97,16 +178,43 @@ func (a *Application) lifetimeReport(now time.Time) *yarnpb.AppTimeoutsMapProto 
 	}
 	if !a.expiry.IsZero() {
 		t.ExpireTime = proto.String(formatISO8601(a.expiry))
-		left := int64(0)
-		if !a.state.completed() {
-			left = max(int64(a.expiry.Sub(now)/time.Second), 0)
-		}
-		t.RemainingTime = proto.Int64(left)
+		t.RemainingTime = proto.Int64(a.secondsLeft(now))
 	}
 	return &yarnpb.AppTimeoutsMapProto{
 		ApplicationTimeoutType: yarnpb.ApplicationTimeoutTypeProto_APP_TIMEOUT_LIFETIME.Enum(),
 		ApplicationTimeout:     t,
 	}
+}
+
+// secondsLeft is the lifetime's remaining time the report shows: none
+// once the application has completed.
+func (a *Application) secondsLeft(now time.Time) int64 {
+	if a.state.completed() {
+		return 0
+	}
+	return max(int64(a.expiry.Sub(now)/time.Second), 0)
+}
+
+// tickingLifetime is a report's lifetime entry with the time left now,
+// made in one allocation.
+type tickingLifetime struct {
+	list    [1]*yarnpb.AppTimeoutsMapProto
+	entry   yarnpb.AppTimeoutsMapProto
+	timeout yarnpb.ApplicationTimeoutProto
+	left    int64
+}
+
+// ticking is the entries ts (a cached report's, of one LIFETIME entry)
+// with left as the time left; the rest is ts's, shared.
+func ticking(ts []*yarnpb.AppTimeoutsMapProto, left int64) []*yarnpb.AppTimeoutsMapProto {
+	t := ts[0]
+	x := &tickingLifetime{left: left}
+	x.timeout.ApplicationTimeoutType = t.ApplicationTimeout.ApplicationTimeoutType
+	x.timeout.ExpireTime = t.ApplicationTimeout.ExpireTime
+	x.timeout.RemainingTime = &x.left
+	x.entry.ApplicationTimeoutType, x.entry.ApplicationTimeout = t.ApplicationTimeoutType, &x.timeout
+	x.list[0] = &x.entry
+	return x.list[:]
 }
 
 // liveUsage is the scheduler's view of the attempt: the containers it holds
@@ -180,6 +288,75 @@ func usageMap(mem, vcores int64) []*yarnpb.StringLongMapProto {
 		{Key: proto.String("memory-mb"), Value: proto.Int64(mem)},
 		{Key: proto.String("vcores"), Value: proto.Int64(vcores)},
 	}
+}
+
+// shareReport is a new top level over t's fields: what Report hands out,
+// t's messages shared. TestShareReportCarriesEveryField holds it to every
+// field of the message.
+func shareReport(t *yarnpb.ApplicationReportProto) *yarnpb.ApplicationReportProto {
+	return &yarnpb.ApplicationReportProto{
+		ApplicationId:               t.ApplicationId,
+		User:                        t.User,
+		Queue:                       t.Queue,
+		Name:                        t.Name,
+		Host:                        t.Host,
+		RpcPort:                     t.RpcPort,
+		ClientToAmToken:             t.ClientToAmToken,
+		YarnApplicationState:        t.YarnApplicationState,
+		TrackingUrl:                 t.TrackingUrl,
+		Diagnostics:                 t.Diagnostics,
+		StartTime:                   t.StartTime,
+		FinishTime:                  t.FinishTime,
+		FinalApplicationStatus:      t.FinalApplicationStatus,
+		AppResource_Usage:           t.AppResource_Usage,
+		OriginalTrackingUrl:         t.OriginalTrackingUrl,
+		CurrentApplicationAttemptId: t.CurrentApplicationAttemptId,
+		Progress:                    t.Progress,
+		ApplicationType:             t.ApplicationType,
+		AmRmToken:                   t.AmRmToken,
+		ApplicationTags:             t.ApplicationTags,
+		LogAggregationStatus:        t.LogAggregationStatus,
+		UnmanagedApplication:        t.UnmanagedApplication,
+		Priority:                    t.Priority,
+		AppNodeLabelExpression:      t.AppNodeLabelExpression,
+		AmNodeLabelExpression:       t.AmNodeLabelExpression,
+		AppTimeouts:                 t.AppTimeouts,
+		LaunchTime:                  t.LaunchTime,
+		SubmitTime:                  t.SubmitTime,
+		RmClusterId:                 t.RmClusterId,
+	}
+}
+
+// accruedUsage is a usage report whose seconds are now's, made in one
+// allocation (a report is polled thousands of times a second): the message,
+// the seconds its fields and its maps' entries point to, and the maps.
+type accruedUsage struct {
+	report  yarnpb.ApplicationResourceUsageReportProto
+	seconds [4]int64 // memory, vcores, preempted memory, preempted vcores
+	entries [4]yarnpb.StringLongMapProto
+	maps    [4]*yarnpb.StringLongMapProto
+}
+
+// accrued is t with u's seconds; the rest (containers, resources, the
+// maps' keys) is t's, shared.
+func accrued(t *yarnpb.ApplicationResourceUsageReportProto, u Usage) *yarnpb.ApplicationResourceUsageReportProto {
+	x := &accruedUsage{seconds: [4]int64{u.MemorySeconds, u.VcoreSeconds, u.PreemptedMemorySeconds, u.PreemptedVcoreSeconds}}
+	keys := [4]*string{
+		t.ApplicationResourceUsageMap[0].Key, t.ApplicationResourceUsageMap[1].Key,
+		t.ApplicationPreemptedResourceUsageMap[0].Key, t.ApplicationPreemptedResourceUsageMap[1].Key,
+	}
+	for i := range x.entries {
+		x.entries[i].Key, x.entries[i].Value = keys[i], &x.seconds[i]
+		x.maps[i] = &x.entries[i]
+	}
+	r := &x.report
+	r.NumUsedContainers, r.NumReservedContainers = t.NumUsedContainers, t.NumReservedContainers
+	r.UsedResources, r.ReservedResources, r.NeededResources = t.UsedResources, t.ReservedResources, t.NeededResources
+	r.QueueUsagePercentage, r.ClusterUsagePercentage = t.QueueUsagePercentage, t.ClusterUsagePercentage
+	r.MemorySeconds, r.VcoreSeconds = &x.seconds[0], &x.seconds[1]
+	r.PreemptedMemorySeconds, r.PreemptedVcoreSeconds = &x.seconds[2], &x.seconds[3]
+	r.ApplicationResourceUsageMap, r.ApplicationPreemptedResourceUsageMap = x.maps[0:2:2], x.maps[2:4:4]
+	return r
 }
 
 // Report builds the container report getContainerReport returns, as
