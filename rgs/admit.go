@@ -97,9 +97,6 @@ const (
 	admitMaxGap = time.Second
 )
 
-// fieldManager names RGS's writes.
-const fieldManager = "knit-rgs"
-
 // queueAdmission asks for an admission pass: now, or when the wait after
 // the last one is over. The queue keeps one key, at its earliest time.
 func (c *Controller) queueAdmission() {
@@ -234,7 +231,7 @@ func (c *Controller) preempt(ctx context.Context, snap admission.Snapshot, byKey
 			err = c.markPreempted(ctx, p, corev1.ConditionFalse, "no longer needed by another queue or application")
 		case chosen[sp.Key] && now.Sub(disruption(p).LastTransitionTime.Time) >= settings.MaxWaitBeforeKill:
 			c.log.InfoContext(ctx, "preempting container", "pod", sp.Key, "queue", sp.Queue, "waited", settings.MaxWaitBeforeKill.String())
-			err = c.deletePod(ctx, p.Namespace, p.Name, nil)
+			err = c.deleteOnce(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 		}
 		if err != nil {
 			return err

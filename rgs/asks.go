@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
-	"github.com/cenkalti/backoff/v4"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/yarnid"
@@ -62,37 +61,20 @@ func (c *Controller) Blacklist(spec scheduling.AttemptSpec, add, remove []string
 	c.mu.Unlock()
 }
 
-// deletePod deletes a pod, retrying with backoff; a pod already gone is no
-// error. With rv set, the pod is deleted only if unchanged since: a pending
-// pod the scheduler has just bound is kept, and becomes a container.
-func (c *Controller) deletePod(ctx context.Context, ns, name string, rv *string) error {
+// deletePending deletes a pending pod with one call. With rv set, only if
+// unchanged since: a pod the scheduler has just bound is kept, and becomes
+// a container. A pod already gone is no error; a conflict is, and the
+// book's next sync reads the pod again.
+func (c *Controller) deletePending(ctx context.Context, nn types.NamespacedName, rv *string) error {
 	opts := metav1.DeleteOptions{}
 	if rv != nil {
 		opts.Preconditions = &metav1.Preconditions{ResourceVersion: rv}
 	}
-	op := func() error {
-		err := c.cfg.Client.CoreV1().Pods(ns).Delete(ctx, name, opts)
-		switch {
-		case err == nil, apierrors.IsNotFound(err):
-			return nil
-		case apierrors.IsConflict(err):
-			return backoff.Permanent(err)
-		}
-		return err
+	err := c.cfg.Client.CoreV1().Pods(nn.Namespace).Delete(ctx, nn.Name, opts)
+	if err == nil || apierrors.IsNotFound(err) {
+		return nil
 	}
-	err := backoff.Retry(op, backoff.WithContext(retryPolicy(), ctx))
-	if err != nil && !apierrors.IsConflict(err) {
-		return fmt.Errorf("rgs: delete pod %s/%s: %w", ns, name, err)
-	}
-	return err
-}
-
-func retryPolicy() backoff.BackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 50 * time.Millisecond
-	b.MaxInterval = 2 * time.Second
-	b.MaxElapsedTime = time.Minute
-	return b
+	return fmt.Errorf("rgs: delete pending pod %s: %w", nn, err)
 }
 
 // processBook reconciles one book's pending pods to its asks.
@@ -102,12 +84,8 @@ func (c *Controller) processBook(ctx context.Context) bool {
 		return false
 	}
 	defer c.bookQueue.Done(k)
-	if err := c.syncBook(ctx, k); err != nil {
-		c.log.WarnContext(ctx, "reconciling asks", "attempt", k.attempt.String(), "role", k.role, "err", err)
-		c.bookQueue.AddRateLimited(k)
-		return true
-	}
-	c.bookQueue.Forget(k)
+	err := c.syncBook(ctx, k)
+	finish(ctx, c.log, c.bookQueue, k, err, "reconciling asks", "attempt", k.attempt.String(), "role", k.role)
 	return true
 }
 
@@ -165,6 +143,8 @@ func (c *Controller) syncBook(ctx context.Context, k bookKey) error {
 	}
 	errs = append(errs, c.createPods(ctx, b, create)...)
 	for _, p := range remove {
+		nn := types.NamespacedName{Namespace: p.namespace, Name: p.name}
+		// A pod the cache does not show yet is deleted as it is.
 		var rv *string
 		if cur, err := c.pods.Pods(p.namespace).Get(p.name); err == nil {
 			if cur.Spec.NodeName != "" {
@@ -172,10 +152,7 @@ func (c *Controller) syncBook(ctx context.Context, k bookKey) error {
 			}
 			rv = &cur.ResourceVersion
 		}
-		if err := c.deletePod(ctx, p.namespace, p.name, rv); err != nil {
-			if apierrors.IsConflict(err) {
-				continue
-			}
+		if err := c.deletePending(ctx, nn, rv); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -186,45 +163,63 @@ func (c *Controller) syncBook(ctx context.Context, k bookKey) error {
 	return errors.Join(errs...)
 }
 
-// createPods creates pods concurrently, each after the rate limiter allows.
+// createPods creates pods in slow-start batches, as the ReplicaSet
+// controller does: 1, 2, 4, ... creations at once, each after the create
+// rate limiter allows and at most CreateConcurrency in flight, until a
+// batch has an error. A namespace out of quota, or a webhook refusing
+// every pod, so costs one failed call per sync rather than one per pod.
+// Each pod is tried once; those that failed, and those of the batches not
+// tried, leave the book's pending, for its next sync to make again.
 func (c *Controller) createPods(ctx context.Context, b *book, pods []podToCreate) []error {
-	if len(pods) == 0 {
-		return nil
+	var errs []error
+	done := 0
+	for batch := min(1, len(pods)); done < len(pods); batch = min(2*batch, len(pods)-done) {
+		errs = c.createBatch(ctx, b, pods[done:done+batch])
+		done += batch
+		if len(errs) > 0 {
+			break
+		}
 	}
+	c.mu.Lock()
+	for _, p := range pods[done:] {
+		delete(b.pending, p.pod.Name)
+	}
+	c.mu.Unlock()
+	return errs
+}
+
+// createBatch creates pods at once, each with one call.
+func (c *Controller) createBatch(ctx context.Context, b *book, pods []podToCreate) []error {
 	sem := make(chan struct{}, c.cfg.CreateConcurrency)
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
-	for _, p := range pods {
+	for i, p := range pods {
 		if err := c.limiter.Wait(ctx); err != nil {
-			errs = append(errs, err)
+			c.mu.Lock()
+			for _, q := range pods[i:] {
+				delete(b.pending, q.pod.Name)
+			}
+			c.mu.Unlock()
+			errs = append(errs, fmt.Errorf("rgs: create pods: %w", err))
 			break
 		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			err := backoff.Retry(func() error {
-				_, err := c.cfg.Client.CoreV1().Pods(p.pod.Namespace).Create(ctx, p.pod, metav1.CreateOptions{})
-				if apierrors.IsAlreadyExists(err) {
-					return nil
-				}
-				if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
-					return backoff.Permanent(err)
-				}
-				return err
-			}, backoff.WithContext(retryPolicy(), ctx))
-			if err == nil {
-				c.cfg.Observer.PodCreated(p.pod.Labels[launch.LabelQueue])
+			queue := p.pod.Labels[launch.LabelQueue]
+			_, err := c.cfg.Client.CoreV1().Pods(p.pod.Namespace).Create(ctx, p.pod, metav1.CreateOptions{FieldManager: fieldManager})
+			if err == nil || apierrors.IsAlreadyExists(err) {
+				c.cfg.Observer.PodCreated(queue)
+				return
 			}
-			if err != nil {
-				c.cfg.Observer.PodCreateFailed(p.pod.Labels[launch.LabelQueue])
-				c.mu.Lock()
-				delete(b.pending, p.pod.Name)
-				c.mu.Unlock()
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("rgs: create pod %s/%s: %w", p.pod.Namespace, p.pod.Name, err))
-				mu.Unlock()
-			}
+			c.cfg.Observer.PodCreateFailed(queue)
+			c.mu.Lock()
+			delete(b.pending, p.pod.Name)
+			c.mu.Unlock()
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("rgs: create pod %s/%s: %w", p.pod.Namespace, p.pod.Name, err))
+			mu.Unlock()
 		})
 	}
 	wg.Wait()

@@ -70,12 +70,8 @@ func (c *Controller) processPod(ctx context.Context) bool {
 		return false
 	}
 	defer c.podQueue.Done(nn)
-	if err := c.syncPod(ctx, nn); err != nil {
-		c.log.WarnContext(ctx, "pod", "pod", nn.String(), "err", err)
-		c.podQueue.AddRateLimited(nn)
-		return true
-	}
-	c.podQueue.Forget(nn)
+	err := c.syncPod(ctx, nn)
+	finish(ctx, c.log, c.podQueue, nn, err, "pod", "pod", nn.String())
 	return true
 }
 
@@ -171,8 +167,11 @@ func (c *Controller) allocate(ctx context.Context, p *corev1.Pod, attempt yarnid
 		err = c.sink.Allocated(ctx, scheduling.Allocation{Role: role, Container: cp, Created: pod.CreationTimestamp.Time, Bound: bound})
 	}
 	if err != nil {
+		// The pod goes as the RM's removals do, retried by the removal
+		// queue: this pod's next sync sees a container and would not.
 		c.log.InfoContext(ctx, "allocated container not taken, deleting its pod", "container", id.String(), "err", err)
-		return c.deletePod(ctx, p.Namespace, p.Name, nil)
+		c.removeQueue.Add(removal{pod: nn})
+		return nil
 	}
 	if !bound.IsZero() {
 		c.cfg.Observer.ContainerAllocated(pod.Labels[launch.LabelQueue], max(time.Since(bound), 0))

@@ -102,12 +102,8 @@ func (c *Controller) processRemoval(ctx context.Context) bool {
 		return false
 	}
 	defer c.removeQueue.Done(r)
-	if err := c.syncRemoval(ctx, r); err != nil {
-		c.log.WarnContext(ctx, "removal", "removal", r.String(), "err", err)
-		c.removeQueue.AddRateLimited(r)
-		return true
-	}
-	c.removeQueue.Forget(r)
+	err := c.syncRemoval(ctx, r)
+	finish(ctx, c.log, c.removeQueue, r, err, "removal", "removal", r.String())
 	return true
 }
 
@@ -117,7 +113,7 @@ func (c *Controller) processRemoval(ctx context.Context) bool {
 func (c *Controller) syncRemoval(ctx context.Context, r removal) error {
 	if r.byAppMaster {
 		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, launch.AnnotationStoppedBy, launch.StoppedByAppMaster))
-		_, err := c.cfg.Client.CoreV1().Pods(r.pod.Namespace).Patch(ctx, r.pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err := c.cfg.Client.CoreV1().Pods(r.pod.Namespace).Patch(ctx, r.pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil // ended already, and reads as it ended
