@@ -77,11 +77,18 @@ func (c *Controller) processPod(ctx context.Context) bool {
 
 func (c *Controller) syncPod(ctx context.Context, nn types.NamespacedName) error {
 	p, err := c.pods.Pods(nn.Namespace).Get(nn.Name)
-	if apierrors.IsNotFound(err) {
-		return nil // podGone saw it
-	}
-	if err != nil {
+	if err != nil && !apierrors.IsNotFound(err) {
 		return err
+	}
+	c.goneMu.Lock()
+	last := c.gone[nn]
+	delete(c.gone, nn)
+	c.goneMu.Unlock()
+	if last != nil && (p == nil || p.UID != last.UID) {
+		c.podGone(ctx, last)
+	}
+	if p == nil {
+		return nil
 	}
 	attempt, role, ok := attemptOf(p)
 	if !ok {
@@ -362,10 +369,10 @@ func (c *Controller) complete(ctx context.Context, done scheduling.Completion) {
 	}
 }
 
-// podGone handles a deleted pod: a pending one leaves its book (the next
-// reconcile makes another if still asked for), an allocated one that never
-// ended is reported.
-func (c *Controller) podGone(p *corev1.Pod) {
+// podGone handles a deleted pod, from its last state: a pending one leaves
+// its book (the next reconcile makes another if still asked for), an
+// allocated one's end is reported, and what RGS kept of it is let go.
+func (c *Controller) podGone(ctx context.Context, p *corev1.Pod) {
 	attempt, role, ok := attemptOf(p)
 	if !ok {
 		return
@@ -389,8 +396,14 @@ func (c *Controller) podGone(p *corev1.Pod) {
 	if !allocated {
 		return
 	}
+	defer func() {
+		c.mu.Lock()
+		delete(c.reported, id)
+		delete(c.warned, id)
+		c.mu.Unlock()
+	}()
 	if done, exit, diag, preempted := ended(p); done {
-		c.goneQueue.Add(scheduling.Completion{Container: id, ExitStatus: exit, Diagnostics: diag, Preempted: preempted})
+		c.complete(ctx, scheduling.Completion{Container: id, ExitStatus: exit, Diagnostics: diag, Preempted: preempted})
 		return
 	}
 	preempted := disrupted(p) || p.Status.Reason == "Evicted"
@@ -401,5 +414,5 @@ func (c *Controller) podGone(p *corev1.Pod) {
 	if preempted {
 		exit, diag = ExitPreempted, preemptedDiagnostics(p)
 	}
-	c.goneQueue.Add(scheduling.Completion{Container: id, ExitStatus: exit, Diagnostics: diag, Preempted: preempted, Vanished: true})
+	c.complete(ctx, scheduling.Completion{Container: id, ExitStatus: exit, Diagnostics: diag, Preempted: preempted, Vanished: true})
 }

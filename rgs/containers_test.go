@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -100,7 +101,6 @@ func podRig(t *testing.T, sink scheduling.Sink, pods ...*corev1.Pod) (*Controlle
 	t.Cleanup(func() {
 		c.podQueue.ShutDown()
 		c.bookQueue.ShutDown()
-		c.goneQueue.ShutDown()
 		c.admitQueue.ShutDown()
 		c.removeQueue.ShutDown()
 	})
@@ -173,3 +173,52 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+func TestADeletedPodIsReportedByItsWorkerNotByTheInformersHandler(t *testing.T) {
+	pod := runningPod("p", "root.a", 7, 2)
+	id, _ := containerOf(pod)
+	tests := []struct {
+		name string
+		// deleted is what the informer hands the delete handler.
+		deleted any
+	}{
+		{"the deleted pod", pod},
+		{"a tombstone of a missed delete", cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: pod}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var done []scheduling.Completion
+			c, client := podRig(t, completions(&done))
+			c.containers[id] = types.NamespacedName{Namespace: "ns", Name: "p"}
+			c.byPod[pod.UID] = id
+			c.podDeleted(tt.deleted)
+			if len(done) != 0 || c.podQueue.Len() != 1 {
+				t.Fatalf("the handler reported %v and queued %d keys; want nothing reported, the pod's key queued", done, c.podQueue.Len())
+			}
+			c.processPod(t.Context())
+			if len(done) != 1 || done[0].Container != id || !done[0].Vanished || done[0].ExitStatus != ExitAborted {
+				t.Errorf("reported %+v, want %s vanished, aborted", done, id)
+			}
+			if _, ok := c.containers[id]; ok || len(c.byPod) != 0 || len(c.reported) != 0 || len(c.gone) != 0 {
+				t.Errorf("the deleted container is still kept")
+			}
+			if a := client.Actions(); len(a) != 0 {
+				t.Errorf("actions %v, want none", a)
+			}
+		})
+	}
+}
+
+// completions is a Sink that takes every allocation and records ends.
+func completions(done *[]scheduling.Completion) scheduling.Sink {
+	return completionSink{done}
+}
+
+type completionSink struct{ done *[]scheduling.Completion }
+
+func (completionSink) Allocated(context.Context, scheduling.Allocation) error { return nil }
+func (s completionSink) Completed(_ context.Context, c scheduling.Completion) {
+	*s.done = append(*s.done, c)
+}
+func (completionSink) Preempting(context.Context, scheduling.Preemption) {}
+func (completionSink) Updated(context.Context, scheduling.UpdateResult)  {}

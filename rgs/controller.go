@@ -110,9 +110,11 @@ type Controller struct {
 
 	podQueue  workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	bookQueue workqueue.TypedRateLimitingInterface[bookKey]
-	// goneQueue carries the ends of deleted pods out of the informer's
-	// handler, which must not wait on the Sink.
-	goneQueue workqueue.TypedInterface[scheduling.Completion]
+	// gone are the last states of deleted pods, which the informer's delete
+	// handler keeps for the pod's worker: the cache no longer has them, and
+	// a deleted container's end is read from its last state.
+	goneMu sync.Mutex
+	gone   map[types.NamespacedName]*corev1.Pod
 	// removeQueue carries the RM's removals of pods (removal.go).
 	removeQueue workqueue.TypedRateLimitingInterface[removal]
 
@@ -189,10 +191,10 @@ func New(cfg Config) (*Controller, error) {
 		bookQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[bookKey](),
 			workqueue.TypedRateLimitingQueueConfig[bookKey]{Name: "rgs-asks"}),
-		goneQueue: workqueue.NewTyped[scheduling.Completion](),
 		removeQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[removal](),
 			workqueue.TypedRateLimitingQueueConfig[removal]{Name: "rgs-removals"}),
+		gone:       map[types.NamespacedName]*corev1.Pod{},
 		books:      map[bookKey]*book{},
 		seq:        map[yarnid.AttemptID]int64{},
 		containers: map[yarnid.ContainerID]types.NamespacedName{},
@@ -205,26 +207,38 @@ func New(cfg Config) (*Controller, error) {
 		ungated: map[types.UID]bool{},
 		groups:  newPodGroups(),
 	}
-	enqueue := func(obj any) {
-		if p, ok := podOf(obj); ok {
-			c.podQueue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
-			c.queueAdmission()
-		}
-	}
 	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-		DeleteFunc: func(obj any) {
-			if p, ok := podOf(obj); ok {
-				c.podGone(p)
-				c.queueAdmission()
-			}
-		},
+		AddFunc:    c.podChanged,
+		UpdateFunc: func(_, obj any) { c.podChanged(obj) },
+		DeleteFunc: c.podDeleted,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rgs: pod informer: %w", err)
 	}
 	return c, nil
+}
+
+// The informer's handlers only queue keys (a deleted pod's last state kept
+// for its worker): the workers decide, and no handler waits on a lock held
+// long, the Sink or the API server.
+
+// podChanged queues an added or updated pod's key, and an admission pass.
+func (c *Controller) podChanged(obj any) {
+	if p, ok := podOf(obj); ok {
+		c.podQueue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+		c.queueAdmission()
+	}
+}
+
+// podDeleted keeps a deleted pod's last state, a tombstone's included,
+// and queues its key.
+func (c *Controller) podDeleted(obj any) {
+	if p, ok := podOf(obj); ok {
+		c.goneMu.Lock()
+		c.gone[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
+		c.goneMu.Unlock()
+	}
+	c.podChanged(obj)
 }
 
 // NewPodInformerFactory watches Knit's pods, every namespace, each kept as
@@ -247,20 +261,6 @@ func podOf(obj any) (*corev1.Pod, bool) {
 // Run processes pods and asks until ctx ends. Call Start first.
 func (c *Controller) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			done, quit := c.goneQueue.Get()
-			if quit {
-				return
-			}
-			c.complete(ctx, done)
-			c.mu.Lock()
-			delete(c.reported, done.Container)
-			delete(c.warned, done.Container)
-			c.mu.Unlock()
-			c.goneQueue.Done(done)
-		}
-	})
 	for range c.cfg.Workers {
 		wg.Go(func() {
 			for c.processPod(ctx) {
@@ -286,7 +286,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.podQueue.ShutDown()
 	c.bookQueue.ShutDown()
 	c.admitQueue.ShutDown()
-	c.goneQueue.ShutDown()
 	c.removeQueue.ShutDown()
 	wg.Wait()
 	close(c.stop)

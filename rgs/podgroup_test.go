@@ -81,7 +81,6 @@ func newVolcanoRig(t *testing.T, podGroups ...runtime.Object) *volcanoRig {
 	t.Cleanup(func() {
 		c.podQueue.ShutDown()
 		c.bookQueue.ShutDown()
-		c.goneQueue.ShutDown()
 		c.admitQueue.ShutDown()
 		c.removeQueue.ShutDown()
 	})
