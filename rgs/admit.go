@@ -152,6 +152,9 @@ func (c *Controller) admit(ctx context.Context) error {
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
+		if c.expect.deleting(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}) {
+			continue // deleted by RGS, the cache not yet told
+		}
 		attempt, role, ok := attemptOf(p)
 		if !ok {
 			continue

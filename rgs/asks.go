@@ -72,9 +72,21 @@ func (c *Controller) deletePending(ctx context.Context, nn types.NamespacedName,
 	}
 	err := c.cfg.Client.CoreV1().Pods(nn.Namespace).Delete(ctx, nn.Name, opts)
 	if err == nil || apierrors.IsNotFound(err) {
+		c.expect.expectDelete(nn)
 		return nil
 	}
 	return fmt.Errorf("rgs: delete pending pod %s: %w", nn, err)
+}
+
+// awaitSeen reports whether a pod of b was created and the cache may not
+// show it yet: it may be bound already, and is not deleted blindly. Its
+// worker queues the book again once the cache shows it; the book is
+// marked first, so that a worker seeing the pod meanwhile finds the mark.
+func (c *Controller) awaitSeen(b *book, nn types.NamespacedName) bool {
+	c.mu.Lock()
+	b.awaitingSeen = true
+	c.mu.Unlock()
+	return c.expect.unseen(nn)
 }
 
 // processBook reconciles one book's pending pods to its asks.
@@ -144,14 +156,17 @@ func (c *Controller) syncBook(ctx context.Context, k bookKey) error {
 	errs = append(errs, c.createPods(ctx, b, create)...)
 	for _, p := range remove {
 		nn := types.NamespacedName{Namespace: p.namespace, Name: p.name}
-		// A pod the cache does not show yet is deleted as it is.
 		var rv *string
-		if cur, err := c.pods.Pods(p.namespace).Get(p.name); err == nil {
-			if cur.Spec.NodeName != "" {
-				continue // bound meanwhile: the pod worker makes it a container
-			}
+		cur, err := c.pods.Pods(p.namespace).Get(p.name)
+		switch {
+		case err == nil && cur.Spec.NodeName != "":
+			continue // bound meanwhile: the pod worker makes it a container
+		case err == nil:
 			rv = &cur.ResourceVersion
+		case c.awaitSeen(b, nn):
+			continue
 		}
+		// Else gone from the cache, or never seen in time: deleted as it is.
 		if err := c.deletePending(ctx, nn, rv); err != nil {
 			errs = append(errs, err)
 			continue
@@ -208,12 +223,15 @@ func (c *Controller) createBatch(ctx context.Context, b *book, pods []podToCreat
 		wg.Go(func() {
 			defer func() { <-sem }()
 			queue := p.pod.Labels[launch.LabelQueue]
+			nn := types.NamespacedName{Namespace: p.pod.Namespace, Name: p.pod.Name}
+			c.expect.expectCreate(nn, b.spec.Attempt.App)
 			_, err := c.cfg.Client.CoreV1().Pods(p.pod.Namespace).Create(ctx, p.pod, metav1.CreateOptions{FieldManager: fieldManager})
 			if err == nil || apierrors.IsAlreadyExists(err) {
 				c.cfg.Observer.PodCreated(queue)
 				return
 			}
 			c.cfg.Observer.PodCreateFailed(queue)
+			c.expect.createFailed(nn)
 			c.mu.Lock()
 			delete(b.pending, p.pod.Name)
 			c.mu.Unlock()

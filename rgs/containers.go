@@ -87,12 +87,26 @@ func (c *Controller) syncPod(ctx context.Context, nn types.NamespacedName) error
 	if last != nil && (p == nil || p.UID != last.UID) {
 		c.podGone(ctx, last)
 	}
+	created := c.expect.observe(nn, p != nil)
 	if p == nil {
 		return nil
 	}
 	attempt, role, ok := attemptOf(p)
 	if !ok {
 		return nil
+	}
+	if created {
+		c.mu.Lock()
+		k := bookKey{attempt, role}
+		b := c.books[k]
+		again := b != nil && b.awaitingSeen
+		if again {
+			b.awaitingSeen = false
+		}
+		c.mu.Unlock()
+		if again {
+			c.bookQueue.Add(k)
+		}
 	}
 	id, allocated := containerOf(p)
 	if !allocated {

@@ -143,6 +143,10 @@ type Controller struct {
 	lastPreemption time.Time
 	nextAdmission  atomic.Int64
 
+	// expect are the pods created or deleted that the cache may not show
+	// so yet (expectations.go).
+	expect *podExpectations
+
 	// groups are the Volcano PodGroups of applications (podgroup.go).
 	groups *podGroups
 }
@@ -206,6 +210,7 @@ func New(cfg Config) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "rgs-admission"}),
 		ungated: map[types.UID]bool{},
 		groups:  newPodGroups(),
+		expect:  newPodExpectations(time.Now),
 	}
 	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.podChanged,

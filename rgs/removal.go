@@ -132,9 +132,18 @@ func (c *Controller) syncRemoval(ctx context.Context, r removal) error {
 	if err != nil {
 		return fmt.Errorf("rgs: pods of %s: %w", r.app, err)
 	}
-	var errs []error
+	// Pods created and not yet seen go too: none is created for the
+	// application from now on, but those sent may reach the cache later.
+	doomed := map[types.NamespacedName]bool{}
 	for _, p := range pods {
-		errs = append(errs, c.deleteOnce(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}))
+		doomed[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = true
+	}
+	for _, nn := range c.expect.unseenOf(r.app) {
+		doomed[nn] = true
+	}
+	var errs []error
+	for nn := range doomed {
+		errs = append(errs, c.deleteOnce(ctx, nn))
 	}
 	errs = append(errs, c.deletePodGroups(ctx, r.app))
 	return errors.Join(errs...)
@@ -147,6 +156,7 @@ func (c *Controller) deleteOnce(ctx context.Context, nn types.NamespacedName) er
 	err := c.cfg.Client.CoreV1().Pods(nn.Namespace).Delete(ctx, nn.Name, metav1.DeleteOptions{})
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
+		c.expect.expectDelete(nn)
 		return nil
 	case isPermanent(err):
 		c.log.ErrorContext(ctx, "deleting a pod refused for good", "pod", nn.String(), "err", err)
