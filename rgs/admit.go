@@ -97,9 +97,6 @@ const (
 	admitMaxGap = time.Second
 )
 
-// fieldManager names RGS's writes.
-const fieldManager = "knit-rgs"
-
 // queueAdmission asks for an admission pass: now, or when the wait after
 // the last one is over. The queue keeps one key, at its earliest time.
 func (c *Controller) queueAdmission() {
@@ -154,6 +151,9 @@ func (c *Controller) admit(ctx context.Context) error {
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
+		}
+		if c.expect.deleting(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}) {
+			continue // deleted by RGS, the cache not yet told
 		}
 		attempt, role, ok := attemptOf(p)
 		if !ok {
@@ -234,7 +234,7 @@ func (c *Controller) preempt(ctx context.Context, snap admission.Snapshot, byKey
 			err = c.markPreempted(ctx, p, corev1.ConditionFalse, "no longer needed by another queue or application")
 		case chosen[sp.Key] && now.Sub(disruption(p).LastTransitionTime.Time) >= settings.MaxWaitBeforeKill:
 			c.log.InfoContext(ctx, "preempting container", "pod", sp.Key, "queue", sp.Queue, "waited", settings.MaxWaitBeforeKill.String())
-			err = c.deletePod(ctx, p.Namespace, p.Name, nil)
+			err = c.deleteOnce(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 		}
 		if err != nil {
 			return err

@@ -109,7 +109,6 @@ func passPolicy(t *testing.T, pol Policy, pods ...*corev1.Pod) (map[string]strin
 	t.Cleanup(func() {
 		c.podQueue.ShutDown()
 		c.bookQueue.ShutDown()
-		c.goneQueue.ShutDown()
 		c.admitQueue.ShutDown()
 		c.removeQueue.ShutDown()
 	})

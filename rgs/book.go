@@ -96,6 +96,9 @@ type book struct {
 	// pending are the pods created for asks and not yet bound, by name.
 	pending map[string]*pendingPod
 	created uint64 // orders pending pods, newest deleted first
+	// awaitingSeen: a sync left pods asked for no more that the cache did
+	// not show yet; their worker queues the book again once it does.
+	awaitingSeen bool
 }
 
 // pendingPod is one pod waiting for the Kubernetes scheduler.

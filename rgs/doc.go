@@ -3,7 +3,16 @@
 // the Kubernetes and YARN resource models and nothing of RPC; what it needs
 // from the ResourceManager it declares as small interfaces of its own.
 //
-// book.go keeps an attempt's asks, podspec.go builds the pod of one ask,
-// controller.go reconciles pods to asks and makes containers of bound pods,
-// update.go resizes them in place and moves their versions on.
+// RGS is a level-based controller, in the ReplicaSet controller's shape:
+// the informer's handlers only queue keys, and workers sync each key from
+// the cache and the RM's intents. controller.go holds the controller, its
+// informer and workers; retry.go its one retry policy (the queues' rate
+// limiters, each write tried once per sync) and field manager;
+// expectations.go the pods written and not yet seen. book.go keeps an
+// attempt's asks and asks.go makes pending pods of them, in slow-start
+// batches; podspec.go builds the pod of one ask; containers.go makes
+// containers of bound pods and reports their ends; update.go resizes them
+// in place and moves their versions on; removal.go carries out the RM's
+// removals; admit.go lifts gates as the queues admit; start.go rebuilds
+// the books and containers from the pods at Start.
 package rgs

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -172,8 +171,8 @@ func (c *Controller) listPodGroups(ctx context.Context) {
 // cannot be made for good (no PodGroup CRD, no right to create one, a
 // refusal) loses the annotation and is created as before, with Volcano's
 // queue annotation only, and the queue's trouble is logged once. A
-// PodGroup still failing after retries is an error: its pods are returned
-// in failed, not to be created now.
+// PodGroup that fails otherwise is an error: its pods are returned in
+// failed, not to be created now, and the book's queue retries the sync.
 func (c *Controller) ensurePodGroups(ctx context.Context, pods []podToCreate) (failed map[string]bool, err error) {
 	type group struct {
 		app  yarnid.ApplicationID
@@ -233,8 +232,8 @@ func (c *Controller) ensurePodGroups(ctx context.Context, pods []podToCreate) (f
 // errPodGroupsUnavailable: the CRD was missing a moment ago.
 var errPodGroupsUnavailable = errors.New("PodGroups known unavailable")
 
-// createPodGroup creates the PodGroup of pod's application, retrying with
-// backoff; one that exists already is success. A missing CRD is
+// createPodGroup creates the PodGroup of pod's application with one call;
+// one that exists already is success. A missing CRD is
 // remembered for crdRecheck, so a queue's pods do not each ask.
 func (c *Controller) createPodGroup(ctx context.Context, pod *corev1.Pod, nn types.NamespacedName) error {
 	c.groups.mu.Lock()
@@ -244,28 +243,16 @@ func (c *Controller) createPodGroup(ctx context.Context, pod *corev1.Pod, nn typ
 		return errPodGroupsUnavailable
 	}
 	obj := newPodGroup(pod, nn.Name)
-	err := backoff.Retry(func() error {
-		_, err := c.cfg.Dynamic.Resource(PodGroupResource).Namespace(nn.Namespace).Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager})
-		if err == nil || apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		if isPermanent(err) || crdMissing(err) {
-			return backoff.Permanent(err)
-		}
-		return err
-	}, backoff.WithContext(retryPolicy(), ctx))
+	_, err := c.cfg.Dynamic.Resource(PodGroupResource).Namespace(nn.Namespace).Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
 	if crdMissing(err) {
 		c.groups.mu.Lock()
 		c.groups.missing = time.Now()
 		c.groups.mu.Unlock()
 	}
 	return err
-}
-
-// isPermanent: retrying the same write cannot succeed.
-func isPermanent(err error) bool {
-	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err) ||
-		apierrors.IsBadRequest(err) || apierrors.IsMethodNotSupported(err) || meta.IsNoMatchError(err)
 }
 
 // withoutPodGroup drops the PodGroup from pods not yet created, and logs

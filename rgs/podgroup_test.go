@@ -81,7 +81,6 @@ func newVolcanoRig(t *testing.T, podGroups ...runtime.Object) *volcanoRig {
 	t.Cleanup(func() {
 		c.podQueue.ShutDown()
 		c.bookQueue.ShutDown()
-		c.goneQueue.ShutDown()
 		c.admitQueue.ShutDown()
 		c.removeQueue.ShutDown()
 	})
@@ -343,7 +342,7 @@ func TestAPodGroupRefusedForGoodLeavesThePodsAsBefore(t *testing.T) {
 	}
 }
 
-func TestATransientPodGroupErrorIsRetried(t *testing.T) {
+func TestATransientPodGroupErrorFailsTheSyncForTheQueueToRetry(t *testing.T) {
 	r := newVolcanoRig(t)
 	failures := 2
 	r.dyn.PrependReactor("create", "podgroups", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -353,7 +352,26 @@ func TestATransientPodGroupErrorIsRetried(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	r.ask(t, app7, launch.RoleTask, "root.vc", 1)
+	spec := scheduling.AttemptSpec{Attempt: yarnid.AttemptID{App: app7, ID: 1}, Role: launch.RoleTask, Queue: "root.vc", User: "alice"}
+	r.c.Ask(spec, []*yarnpb.ResourceRequestProto{req(1, "*", 1, true)})
+	k := bookKey{spec.Attempt, spec.Role}
+	// Each sync tries the PodGroup once and creates none of its pods
+	// without it; the error is one the queue retries.
+	for i := range 2 {
+		err := r.c.syncBook(context.Background(), k)
+		if err == nil || terminal(err) {
+			t.Fatalf("sync %d: err %v, want one to retry", i, err)
+		}
+		if failures != 1-i {
+			t.Fatalf("sync %d tried the PodGroup %d times, want once", i, 2-failures-i)
+		}
+		if w := r.takeWrites(); len(w) != 0 {
+			t.Fatalf("sync %d wrote %q without its PodGroup", i, w)
+		}
+	}
+	if err := r.c.syncBook(context.Background(), k); err != nil {
+		t.Fatal(err)
+	}
 	if n := len(r.podGroups(t)); n != 1 {
 		t.Fatalf("%d PodGroups, want 1", n)
 	}

@@ -102,12 +102,8 @@ func (c *Controller) processRemoval(ctx context.Context) bool {
 		return false
 	}
 	defer c.removeQueue.Done(r)
-	if err := c.syncRemoval(ctx, r); err != nil {
-		c.log.WarnContext(ctx, "removal", "removal", r.String(), "err", err)
-		c.removeQueue.AddRateLimited(r)
-		return true
-	}
-	c.removeQueue.Forget(r)
+	err := c.syncRemoval(ctx, r)
+	finish(ctx, c.log, c.removeQueue, r, err, "removal", "removal", r.String())
 	return true
 }
 
@@ -117,7 +113,7 @@ func (c *Controller) processRemoval(ctx context.Context) bool {
 func (c *Controller) syncRemoval(ctx context.Context, r removal) error {
 	if r.byAppMaster {
 		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, launch.AnnotationStoppedBy, launch.StoppedByAppMaster))
-		_, err := c.cfg.Client.CoreV1().Pods(r.pod.Namespace).Patch(ctx, r.pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err := c.cfg.Client.CoreV1().Pods(r.pod.Namespace).Patch(ctx, r.pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil // ended already, and reads as it ended
@@ -136,9 +132,18 @@ func (c *Controller) syncRemoval(ctx context.Context, r removal) error {
 	if err != nil {
 		return fmt.Errorf("rgs: pods of %s: %w", r.app, err)
 	}
-	var errs []error
+	// Pods created and not yet seen go too: none is created for the
+	// application from now on, but those sent may reach the cache later.
+	doomed := map[types.NamespacedName]bool{}
 	for _, p := range pods {
-		errs = append(errs, c.deleteOnce(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}))
+		doomed[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = true
+	}
+	for _, nn := range c.expect.unseenOf(r.app) {
+		doomed[nn] = true
+	}
+	var errs []error
+	for nn := range doomed {
+		errs = append(errs, c.deleteOnce(ctx, nn))
 	}
 	errs = append(errs, c.deletePodGroups(ctx, r.app))
 	return errors.Join(errs...)
@@ -151,6 +156,7 @@ func (c *Controller) deleteOnce(ctx context.Context, nn types.NamespacedName) er
 	err := c.cfg.Client.CoreV1().Pods(nn.Namespace).Delete(ctx, nn.Name, metav1.DeleteOptions{})
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
+		c.expect.expectDelete(nn)
 		return nil
 	case isPermanent(err):
 		c.log.ErrorContext(ctx, "deleting a pod refused for good", "pod", nn.String(), "err", err)

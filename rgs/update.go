@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/cenkalti/backoff/v4"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -234,13 +232,8 @@ func (c *Controller) resizeTo(ctx context.Context, nn types.NamespacedName, res 
 	if err != nil {
 		return err
 	}
-	return backoff.Retry(func() error {
-		_, err := c.cfg.Client.CoreV1().Pods(nn.Namespace).Patch(ctx, nn.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "resize")
-		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			return backoff.Permanent(err)
-		}
-		return err
-	}, backoff.WithContext(retryPolicy(), ctx))
+	_, err = c.cfg.Client.CoreV1().Pods(nn.Namespace).Patch(ctx, nn.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{FieldManager: fieldManager}, "resize")
+	return err
 }
 
 // patchAnnotations sets (or, for nil, removes) annotations of a pod and
@@ -250,23 +243,14 @@ func (c *Controller) patchAnnotations(ctx context.Context, nn types.NamespacedNa
 }
 
 // patchMetadata sets (or, for nil, removes) labels or annotations of a pod
-// with a merge patch, retried with backoff, and returns the pod as patched;
-// a pod that is gone is not retried and gives NotFound.
+// with one merge patch and returns the pod as patched; a pod that is gone
+// gives NotFound.
 func (c *Controller) patchMetadata(ctx context.Context, nn types.NamespacedName, field string, set map[string]*string) (*corev1.Pod, error) {
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{field: set}})
 	if err != nil {
 		return nil, err
 	}
-	var pod *corev1.Pod
-	err = backoff.Retry(func() error {
-		var err error
-		pod, err = c.cfg.Client.CoreV1().Pods(nn.Namespace).Patch(ctx, nn.Name, types.MergePatchType, body, metav1.PatchOptions{})
-		if apierrors.IsNotFound(err) {
-			return backoff.Permanent(err)
-		}
-		return err
-	}, backoff.WithContext(retryPolicy(), ctx))
-	return pod, err
+	return c.cfg.Client.CoreV1().Pods(nn.Namespace).Patch(ctx, nn.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: fieldManager})
 }
 
 // mainRequests are the main container's requests in the pod's spec.

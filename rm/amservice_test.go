@@ -2,6 +2,7 @@ package rm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -32,6 +33,9 @@ type recordingScheduler struct {
 	// updates are the updates carried out.
 	current map[yarnid.ContainerID]scheduling.Current
 	updates []scheduling.Update
+	// failUpdates fail as many updates, after recording them, as an API
+	// server's error would.
+	failUpdates int
 }
 
 func (s *recordingScheduler) Ask(_ scheduling.AttemptSpec, asks []*yarnpb.ResourceRequestProto) {
@@ -64,6 +68,10 @@ func (s *recordingScheduler) UpdateContainer(_ context.Context, u scheduling.Upd
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.updates = append(s.updates, u)
+	if s.failUpdates > 0 {
+		s.failUpdates--
+		return nil, errors.New("the API server is unavailable")
+	}
 	cur := s.current[u.Container]
 	if u.Type == yarnpb.ContainerUpdateTypeProto_INCREASE_RESOURCE {
 		cur.Increasing = true
@@ -437,6 +445,35 @@ func TestAnIncreaseNotBroughtToTheNodeInTimeIsRolledBack(t *testing.T) {
 	u := resp.GetUpdatedContainers()
 	if len(u) != 1 || u[0].GetUpdateType() != yarnpb.ContainerUpdateTypeProto_DECREASE_RESOURCE || u[0].GetContainer().GetResource().GetMemory() != 1024 {
 		t.Errorf("the AM heard %v, want the roll back as a DECREASE to 1024 MB", u)
+	}
+}
+
+// TestARollBackThatFailsIsTriedAgainAtTheMonitorsNextRound: RGS tries a
+// write once, so the roll back's watch stays until the decrease holds.
+func TestARollBackThatFailsIsTriedAgainAtTheMonitorsNextRound(t *testing.T) {
+	sched := &recordingScheduler{current: map[yarnid.ContainerID]scheduling.Current{}, failUpdates: 1}
+	e := newEnv(t, envOptions{scheduler: sched})
+	attempt, ctx := unmanagedAM(t, e)
+	id := yarnid.ContainerID{Attempt: attempt, Epoch: 1, Sequence: 2}
+	ctr := &yarnpb.ContainerProto{Id: id.Proto(), NodeId: &yarnpb.NodeIdProto{Host: proto.String("node1"), Port: proto.Int32(8041)},
+		Resource: yarnpb.NewResource(1024, 1), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
+	if err := e.rm.SchedulerSink().Allocated(t.Context(), scheduling.Allocation{Role: launch.RoleTask, Container: ctr}); err != nil {
+		t.Fatal(err)
+	}
+	sched.current[id] = scheduling.Current{Version: 1, Resource: yarnpb.NewResource(2048, 1)}
+	grown := proto.CloneOf(ctr)
+	grown.Version, grown.Resource = proto.Int32(1), yarnpb.NewResource(2048, 1)
+	e.rm.SchedulerSink().Updated(t.Context(), scheduling.UpdateResult{Container: id, Updated: grown})
+	if _, err := e.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0)}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Add(e.cfg.Settings.ContainerAllocationExpiry + time.Second)
+	for round, want := range []int{1, 2, 2} {
+		e.rm.am.seen(attempt)
+		e.rm.am.checkMonitors(t.Context())
+		if len(sched.updates) != want {
+			t.Fatalf("round %d: %d decreases tried, want %d", round, len(sched.updates), want)
+		}
 	}
 }
 

@@ -204,8 +204,20 @@ func (s *amService) rollBack(ctx context.Context, id yarnid.ContainerID, w incre
 	}
 	updated, err := s.scheduler.UpdateContainer(ctx, scheduling.Update{Container: id,
 		Type: yarnpb.ContainerUpdateTypeProto_DECREASE_RESOURCE, Capability: w.from})
-	if err != nil || updated == nil {
-		s.rm.log.WarnContext(ctx, "increase roll back", "container", id.String(), "err", err)
+	if err != nil {
+		// RGS tries each write once: the watch goes back, and the
+		// monitor's next round tries again while the container stands at
+		// this version.
+		s.rm.log.WarnContext(ctx, "increase roll back, to be tried again", "container", id.String(), "err", err)
+		s.mon.mu.Lock()
+		if _, rearmed := s.mon.increases[id]; !rearmed {
+			s.mon.increases[id] = w
+		}
+		s.mon.mu.Unlock()
+		return
+	}
+	if updated == nil {
+		s.rm.log.WarnContext(ctx, "increase roll back", "container", id.String())
 		return
 	}
 	if st := s.rm.currentAMState(id.Attempt.App); st != nil {
