@@ -19,8 +19,11 @@ import (
 // redacted one. Each asks twice, in every order, before and after changes,
 // and each gets the same report whoever asked first.
 func TestReportsDifferByCallerWhateverOrderTheyAsk(t *testing.T) {
-	tm, err := tokens.New(t.Context(), tokens.Config{RMIdentifier: 1700000000000})
+	tm, err := tokens.New(tokens.Config{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.Activate(t.Context(), 1700000000000); err != nil {
 		t.Fatal(err)
 	}
 	e := newEnv(t, envOptions{aclEnable: true, adminACL: "admin", scheduler: &recordingScheduler{}, tokens: tm})
