@@ -230,6 +230,13 @@ func TestPreemptionIsReckonedPerPartitionAsYARNDoes(t *testing.T) {
 			p:    intraQueue(PriorityFirst, nil),
 			want: []string{"root.a/11/31@gpu", "root.a/11/30@gpu"},
 		},
+		{
+			// ssd is in no Snapshot.Partitions: its resource is nothing and
+			// so is every ideal share there.
+			name: "a partition no node carries takes nothing back",
+			pods: concat(in("ssd", running("root.a", 1, 4)), in("ssd", demand("root.b", "u", 2, 4))),
+			p:    DefaultPreemption,
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -73,6 +73,12 @@ func Preempt(s Snapshot, p Preemption) []string {
 	var rounds []*preemptionRound
 	var chosen []*Pod
 	for _, partition := range podPartitions(s.Pods) {
+		if r, ok := s.Partitions[partition]; partition != "" && (!ok || r.MemoryMB <= 0) {
+			// A partition no node carries runs no container in YARN; here
+			// its pods' nodes are gone or not told, and an ideal share of
+			// nothing would take every one of them back.
+			continue
+		}
 		r := newPreemptionRound(newState(s, partition))
 		var taken []*Pod
 		taken, budget = r.betweenQueues(allowed, budget, p)
