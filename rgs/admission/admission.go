@@ -206,6 +206,10 @@ type node struct {
 	waitingElsewhere map[string]bool
 	// inaccessible marks a queue that may not use the partition.
 	inaccessible bool
+	// everyApp are the leaf's applications in any partition, gated or
+	// admitted, with their users: the leaf's applications and users as
+	// intra-queue preemption counts them (LeafQueue.getAllApplications).
+	everyApp map[yarnid.ApplicationID]string
 }
 
 // app is one application's pods in a leaf.
@@ -261,7 +265,14 @@ func newState(s Snapshot, partition string) *state {
 	for i := range s.Pods {
 		p := &s.Pods[i]
 		leaf := st.byPath[p.Queue]
-		if p.Partition == partition || leaf == nil || len(leaf.children) > 0 {
+		if leaf == nil || len(leaf.children) > 0 {
+			continue
+		}
+		if leaf.everyApp == nil {
+			leaf.everyApp = map[yarnid.ApplicationID]string{}
+		}
+		leaf.everyApp[p.App] = p.User
+		if p.Partition == partition {
 			continue
 		}
 		switch {
@@ -418,16 +429,9 @@ func (st *state) pickPod(leaf *node) *Pod {
 	}
 	slices.SortFunc(apps, func(x, y *app) int {
 		if leaf.Fair {
-			if c := cmp.Compare(x.used.share(st.cluster), y.used.share(st.cluster)); c != 0 {
-				return c
-			}
-		} else if c := cmp.Compare(y.priority, x.priority); c != 0 {
-			return c
+			return st.fairOrder(x, y)
 		}
-		if c := cmp.Compare(x.id.ClusterTimestamp, y.id.ClusterTimestamp); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.id.ID, y.id.ID)
+		return byPriorityThenAge(x, y)
 	})
 	for _, a := range apps {
 		p := a.pending[0]
@@ -436,6 +440,25 @@ func (st *state) pickPod(leaf *node) *Pod {
 		}
 	}
 	return nil
+}
+
+// fairOrder orders a fair leaf's applications as its FairOrderingPolicy
+// does: the least used (dominant share of the partition) first, then the
+// earlier submitted.
+func (st *state) fairOrder(x, y *app) int {
+	if c := cmp.Compare(x.used.share(st.cluster), y.used.share(st.cluster)); c != 0 {
+		return c
+	}
+	return bySubmission(x, y)
+}
+
+// bySubmission orders applications by their ids: the earlier submitted
+// first.
+func bySubmission(x, y *app) int {
+	if c := cmp.Compare(x.id.ClusterTimestamp, y.id.ClusterTimestamp); c != 0 {
+		return c
+	}
+	return cmp.Compare(x.id.ID, y.id.ID)
 }
 
 // allows checks one pod against the cluster, the queue and its parents'

@@ -48,9 +48,12 @@ type intraApp struct {
 	used, amUsed, pending int64
 	// selected is what the policy chose of it between queues.
 	selected int64
-	// ideal is what the leaf's use gives it in priority order;
-	// fromOther what it lacks of that; toBePreempted what it holds over
-	// it; actually what others' demand takes of it this round.
+	// fairShare caps its ideal in a fair leaf (setFairShareForApps).
+	fairShare int64
+	// ideal is what the leaf's use gives it in the leaf's order (its fair
+	// share in a fair leaf); fromOther what it lacks of that;
+	// toBePreempted what it holds over it; actually what others' demand
+	// takes of it this round.
 	ideal, fromOther, toBePreempted, actually int64
 }
 
@@ -59,6 +62,8 @@ type intraUser struct {
 	used, amUsed, selected int64
 	// limit is the user limit less the user's AMs.
 	limit, ideal int64
+	// apps counts the user's applications in the leaf, in any partition.
+	apps int
 	// deltaDone marks the user's excess over its limit as handed out
 	// once (updatePreemptionQuotaForULDeltaAsDone).
 	deltaDone bool
@@ -68,24 +73,28 @@ type intraUser struct {
 // without its AMs is over its limit.
 func (u *intraUser) limitReached() bool { return u.used-u.amUsed > u.limit }
 
-// preemptWithinLeaves returns the containers to take back within leaves,
-// as YARN's IntraQueueCandidatesSelector with the
-// FifoIntraQueuePreemptionPlugin chooses them, after the containers
-// chosen between queues (chosen) and within what is left of the round's
-// budget:
+// preemptWithinLeaves returns the containers of one partition to take back
+// within its leaves, as YARN's IntraQueueCandidatesSelector with the
+// FifoIntraQueuePreemptionPlugin (Hadoop 3.4) chooses them, after the
+// containers chosen between queues there (chosen) and within what is left
+// of the round's budget, which it returns less what it takes. YARN
+// computes the demand and chooses the containers per partition
+// (computeIntraQueuePreemptionDemand and selectCandidates loop over
+// getAllPartitions), each leaf's use, users, user limit and guarantee
+// being those of the partition:
 //
 //   - Only leaves the ideal shares leave wanting (the policy's
 //     under-served queues), using at least MinimumThreshold of their
-//     guarantee, with more than one application, are looked into, those
-//     with the least ideal share of their guarantee first. Leaves with
-//     fair ordering are left out: YARN gives them fair shares per
-//     application, which Knit does not compute.
+//     guarantee, with more than one application (in any partition,
+//     getAllApplications), are looked into, those with the least ideal
+//     share of their guarantee first.
 //   - The leaf's use, less what is taken from it between queues and less
-//     its AMs, is handed out again in FIFO order (priority, then
+//     its AMs, is handed out again in the leaf's order (priority, then
 //     submission), each application up to its use and pending demand and
 //     each user up to its user limit (computeUserLimit over all the
 //     leaf's users); what an application is given over what it holds is
-//     what it needs from others.
+//     what it needs from others. A fair leaf is handed out by fair shares
+//     instead (fairIdeals).
 //   - From the last application up, each gives what it holds over what it
 //     was given (less its AM, and less one minimum allocation under
 //     userlimit_first), all together at most MaxAllowableLimit of the
@@ -94,12 +103,14 @@ func (u *intraUser) limitReached() bool { return u.used-u.amUsed > u.limit }
 //     the last ones: never from its own user's applications of its
 //     priority or higher; from another user only if that user is over its
 //     limit (userlimit_first), and at the same priority no more than that
-//     user's excess over its limit.
-//   - The containers: the lowest-priority, last submitted applications
-//     first, each its newest containers, never an AM, never one chosen
-//     already; under userlimit_first an application stops giving once the
-//     next container would take its user to its limit or below.
-func (st *state) preemptWithinLeaves(leaves []*node, ideal map[*node]float64, underServed map[*node]bool, chosen []*Pod, budget float64, p Preemption) []*Pod {
+//     user's excess over its limit. In a fair leaf any application over
+//     its share gives to any under it.
+//   - The containers: the last applications first, each its newest
+//     containers, never an AM, never one chosen already; under
+//     userlimit_first an application stops giving once the next container
+//     would take its user to its limit or below; in a fair leaf once the
+//     next container is more than what is left of what it gives.
+func (st *state) preemptWithinLeaves(leaves []*node, ideal map[*node]float64, underServed map[*node]bool, chosen []*Pod, budget float64, p Preemption) ([]*Pod, float64) {
 	selected := map[*Pod]bool{}
 	between := map[*node][]*Pod{}
 	for _, v := range chosen {
@@ -109,7 +120,7 @@ func (st *state) preemptWithinLeaves(leaves []*node, ideal map[*node]float64, un
 	}
 	var order []*node
 	for _, l := range leaves {
-		if underServed[l] && !l.Fair {
+		if underServed[l] {
 			order = append(order, l)
 		}
 	}
@@ -172,9 +183,16 @@ func (st *state) preemptWithinLeaves(leaves []*node, ideal map[*node]float64, un
 				if selected[c] || c.AM {
 					continue
 				}
-				// skipContainerBasedOnIntraQueuePolicy: the user would go to
-				// its limit or below; the application gives no more.
-				if p.IntraQueue.Order == UserLimitFirst && rolling[a.user]-mem <= a.user.limit+a.user.amUsed {
+				// skipContainerBasedOnIntraQueuePolicy. A fair leaf: the
+				// container is more than what is left of what the
+				// application gives. Otherwise, under userlimit_first: the
+				// user would go to its limit or below. Either way the
+				// application gives no more.
+				if l.Fair {
+					if mem > a.actually {
+						break
+					}
+				} else if p.IntraQueue.Order == UserLimitFirst && rolling[a.user]-mem <= a.user.limit+a.user.amUsed {
 					break
 				}
 				// tryPreemptContainerAndDeductResToObtain: a container
@@ -190,16 +208,19 @@ func (st *state) preemptWithinLeaves(leaves []*node, ideal map[*node]float64, un
 				if p.IntraQueue.Order == UserLimitFirst {
 					rolling[a.user] -= mem
 				}
+				// deductActuallyToBePreemptedFromApp: what the application
+				// still gives.
+				a.actually = max(a.actually-mem, 0)
 			}
 		}
 	}
-	return out
+	return out, budget
 }
 
 // intraQueueDemand sets, for each application of leaf l, what it gives
 // this round (actually), as computeAppsIdealAllocation does; nil when the
 // leaf is not looked into. between are its containers chosen between
-// queues.
+// queues. The applications come back in the leaf's order, first to last.
 func (st *state) intraQueueDemand(l *node, between []*Pod, selected map[*Pod]bool, budget float64, p Preemption) []*intraApp {
 	q, minAlloc := p.IntraQueue, max(p.MinimumAllocation.MemoryMB, 0)
 	guaranteed := st.guaranteed(l).MemoryMB
@@ -208,15 +229,26 @@ func (st *state) intraQueueDemand(l *node, between []*Pod, selected map[*Pod]boo
 	if used, of := float64(l.used.MemoryMB), float64(max(guaranteed, minAlloc)); of <= 0 || used/of < q.MinimumThreshold {
 		return nil
 	}
-	if len(l.apps) < 2 {
-		// "We do not need preemption for a single app."
+	if len(l.everyApp) < 2 {
+		// "We do not need preemption for a single app": the leaf's
+		// applications in any partition.
 		return nil
 	}
 	var takenBetween int64
 	for _, c := range between {
 		takenBetween += c.Resource.MemoryMB
 	}
+	// Every user of the leaf, with its applications in any partition; its
+	// use and AMs are those in this partition.
 	users := map[string]*intraUser{}
+	for _, user := range l.everyApp {
+		u := users[user]
+		if u == nil {
+			u = &intraUser{used: l.users[user].MemoryMB}
+			users[user] = u
+		}
+		u.apps++
+	}
 	as := make([]*intraApp, 0, len(l.apps))
 	var amUsed int64
 	for _, a := range l.apps {
@@ -224,13 +256,8 @@ func (st *state) intraQueueDemand(l *node, between []*Pod, selected map[*Pod]boo
 		for _, pod := range a.pending {
 			ia.pending += pod.Resource.MemoryMB
 		}
-		u := users[a.user]
-		if u == nil {
-			u = &intraUser{used: l.users[a.user].MemoryMB}
-			users[a.user] = u
-		}
-		u.amUsed += ia.amUsed
-		ia.user = u
+		ia.user = users[a.user]
+		ia.user.amUsed += ia.amUsed
 		amUsed += ia.amUsed
 		as = append(as, ia)
 	}
@@ -240,33 +267,35 @@ func (st *state) intraQueueDemand(l *node, between []*Pod, selected map[*Pod]boo
 	for _, u := range users {
 		u.limit = limit - u.amUsed
 	}
-	// TAPriorityComparator: higher priority first, then the earlier
-	// submitted.
-	slices.SortFunc(as, func(x, y *intraApp) int { return byPriorityThenAge(x.app, y.app) })
-
-	// calculateIdealAssignedResourcePerApp. An application reached once the
-	// leaf's use is handed out keeps an ideal of 0 and, as in YARN, is not
-	// counted as having containers chosen between queues.
+	if l.Fair && q.Order == UserLimitFirst {
+		// TAFairOrderingComparator: the applications of the user using
+		// least (less its AMs) first; a user's own in the leaf's fair
+		// order; between users of equal use, the earlier submitted.
+		slices.SortFunc(as, func(x, y *intraApp) int {
+			if x.user == y.user {
+				return st.fairOrder(x.app, y.app)
+			}
+			if c := cmp.Compare(x.user.used-x.user.amUsed, y.user.used-y.user.amUsed); c != 0 {
+				return c
+			}
+			return bySubmission(x.app, y.app)
+		})
+	} else {
+		// TAPriorityComparator: higher priority first, then the earlier
+		// submitted; priority_first keeps it in a fair leaf too.
+		slices.SortFunc(as, func(x, y *intraApp) int { return byPriorityThenAge(x.app, y.app) })
+	}
 	for _, a := range as {
-		if reassignable <= 0 {
-			continue
-		}
 		for _, c := range a.running {
 			if selected[c] {
 				a.selected += c.Resource.MemoryMB
 			}
 		}
-		u := a.user
-		u.selected += a.selected
-		if u.ideal >= u.limit {
-			continue
-		}
-		a.ideal = min(reassignable, a.used-a.amUsed+a.pending-a.selected, u.limit-u.ideal)
-		u.ideal += a.ideal
-		if own := a.used - a.amUsed - a.selected; a.ideal > own {
-			a.fromOther = a.ideal - own
-		}
-		reassignable = max(reassignable-a.ideal, 0)
+	}
+	if l.Fair {
+		fairIdeals(as, l, reassignable+amUsed)
+	} else {
+		fifoIdeals(as, reassignable)
 	}
 
 	// At most MaxAllowableLimit of the guarantee, less what goes between
@@ -286,7 +315,10 @@ func (st *state) intraQueueDemand(l *node, between []*Pod, selected map[*Pod]boo
 			continue
 		}
 		give := max(a.used-a.ideal-a.selected, 0)
-		give = max(give-a.amUsed, 0)
+		if !l.Fair {
+			// A fair share counts the AMs already.
+			give = max(give-a.amUsed, 0)
+		}
 		if q.Order == UserLimitFirst {
 			give = max(give-minAlloc, 0)
 		}
@@ -297,8 +329,77 @@ func (st *state) intraQueueDemand(l *node, between []*Pod, selected map[*Pod]boo
 		left = max(left-a.toBePreempted, 0)
 	}
 
-	// validateOutSameAppPriorityFromDemand: the first applications in need
-	// take from the last ones.
+	if l.Fair {
+		fairDemand(as)
+	} else {
+		fifoDemand(as, q.Order)
+	}
+	return as
+}
+
+// fifoIdeals is calculateIdealAssignedResourcePerApp in a FIFO leaf: the
+// reassignable use goes in order, each application up to its use and
+// pending demand, its user up to the user's limit. An application reached
+// once it is all handed out keeps an ideal of 0 and, as in YARN, is not
+// counted as having containers chosen between queues.
+func fifoIdeals(as []*intraApp, reassignable int64) {
+	for _, a := range as {
+		if reassignable <= 0 {
+			a.selected = 0
+			continue
+		}
+		u := a.user
+		u.selected += a.selected
+		if u.ideal >= u.limit {
+			continue
+		}
+		a.ideal = min(reassignable, a.used-a.amUsed+a.pending-a.selected, u.limit-u.ideal)
+		u.ideal += a.ideal
+		if own := a.used - a.amUsed - a.selected; a.ideal > own {
+			a.fromOther = a.ideal - own
+		}
+		reassignable = max(reassignable-a.ideal, 0)
+	}
+}
+
+// fairIdeals is setFairShareForApps and calculateIdealAssignedResourcePerApp
+// in a fair leaf (YARN-10559): each application's fair share is the
+// leaf's use less what is taken from it between queues (AMs included)
+// divided among all the leaf's applications, rounded up; when
+// minimum-user-limit-percent is below 100, its user's limit (AMs
+// included) divided among the user's applications instead. Its ideal is
+// its use (less its AM) and pending demand up to that share, less what is
+// chosen of it between queues; every application gets one, neither the
+// leaf's use nor the user's limit is run down as in a FIFO leaf.
+func fairIdeals(as []*intraApp, l *node, reassignable int64) {
+	ceilDiv := func(x, y int64) int64 {
+		if y <= 0 {
+			return 0
+		}
+		if x <= 0 {
+			return x / y
+		}
+		return (x + y - 1) / y
+	}
+	acrossApps := ceilDiv(reassignable, int64(len(l.everyApp)))
+	for _, a := range as {
+		a.fairShare = acrossApps
+		if l.MinimumUserLimitPercent != 100 {
+			a.fairShare = ceilDiv(a.user.limit+a.user.amUsed, int64(a.user.apps))
+		}
+		a.fairShare = max(a.fairShare, 0)
+		a.user.selected += a.selected
+		a.ideal = max(min(a.fairShare, a.used-a.amUsed+a.pending), 0) - a.selected
+		a.user.ideal += a.ideal
+		if own := a.used - a.amUsed - a.selected; a.ideal > own {
+			a.fromOther = a.ideal - own
+		}
+	}
+}
+
+// fifoDemand is validateOutSameAppPriorityFromDemand: the first
+// applications in need take from the last ones.
+func fifoDemand(as []*intraApp, order IntraQueueOrder) {
 	for h := 0; h < len(as); h++ {
 		hi := as[h]
 		if hi.fromOther <= 0 {
@@ -316,7 +417,7 @@ func (st *state) intraQueueDemand(l *node, between []*Pod, selected map[*Pod]boo
 			if from.toBePreempted <= from.actually || hi.fromOther <= 0 {
 				continue
 			}
-			if !sameUser && !from.user.limitReached() && q.Order == UserLimitFirst {
+			if !sameUser && !from.user.limitReached() && order == UserLimitFirst {
 				continue
 			}
 			avail := from.toBePreempted - from.actually
@@ -339,7 +440,33 @@ func (st *state) intraQueueDemand(l *node, between []*Pod, selected map[*Pod]boo
 			}
 		}
 	}
-	return as
+}
+
+// fairDemand is calcActuallyToBePreemptedBasedOnFS: from the first
+// application down, each one under its share takes what it lacks from
+// those over theirs, the last first, whatever their users and priorities.
+func fairDemand(as []*intraApp) {
+	if len(as) < 2 {
+		return
+	}
+	for _, starved := range as {
+		for i := len(as) - 1; i >= 0; i-- {
+			overfed := as[i]
+			if overfed == starved {
+				continue
+			}
+			if starved.fromOther <= 0 {
+				break
+			}
+			avail := max(overfed.toBePreempted-overfed.actually, 0)
+			if avail <= 0 {
+				continue
+			}
+			take := min(avail, starved.fromOther)
+			starved.fromOther = max(starved.fromOther-take, 0)
+			overfed.actually += take
+		}
+	}
 }
 
 // userLimitForAllUsers is the user limit the policy reads

@@ -51,6 +51,8 @@ func TestIntraQueuePreemptionTakesFromALeafsOwnApplicationsAsYARNDoes(t *testing
 	// Priority inversion: the low-priority application 1 holds the whole
 	// 8 GB, the high-priority application 2 of the same user asks 4 GB.
 	inversion := concat(appPods("root.default", "u", 1, 0, 8, true), appPods("root.default", "u", 2, 10, 4, false))
+	threeUsers := concat(appPods("root.default", "alice", 1, 0, 5, true), appPods("root.default", "bob", 2, 0, 3, true),
+		appPods("root.default", "carol", 3, 0, 3, false))
 	halves := []Queue{{Path: "root", AbsoluteCapacity: 1, AbsoluteMaximumCapacity: 1}, leaf("root.a", 0.5, 1), leaf("root.b", 0.5, 1)}
 	tests := []struct {
 		name   string
@@ -162,8 +164,47 @@ func TestIntraQueuePreemptionTakesFromALeafsOwnApplicationsAsYARNDoes(t *testing
 			p: intraQueue(PriorityFirst, func(p *Preemption) { p.TotalPreemptionPerRound = 0.1 }),
 		},
 		{
-			name:   "a leaf with fair ordering is left alone",
+			// Fair ordering (YARN-10559): each of the 2 applications' fair
+			// share is ceil(8192/2) = 4096 (minimum-user-limit-percent
+			// 100). priority_first keeps the priority order: app 2 is given
+			// its 4096 pending, all lacking; app 1 holds 8192 - 4096 over,
+			// at most 1638 this round, which app 2 takes. A fair leaf's
+			// application gives no container larger than what is left of
+			// what it gives: the first leaves 614, the second (1024) stays.
+			name:   "a fair leaf under priority_first takes back from the application over its fair share",
 			queues: root(fair), pods: inversion, p: intraQueue(PriorityFirst, nil),
+			want: []string{"root.default/1/7"},
+		},
+		{
+			// alice's app 1 holds 5 GB, bob's app 2 3 GB, carol's app 3
+			// asks 3 GB. Fair shares: ceil(8192/3) = 2731 each. Under
+			// userlimit_first the applications go by their users' use
+			// (TAFairOrderingComparator): carol's app 3 (0), bob's app 2
+			// (3072), alice's app 1 (5120). Ideals: 2731 each, app 3
+			// lacking all 2731. From the last up: app 1 gives 5120 - 2731
+			// less one minimum allocation = 1365; app 2 3072 - 2731 - 1024
+			// < 0: nothing. App 3 takes app 1's 1365: one container, the
+			// next (1024) being more than the 341 left.
+			name:   "a fair leaf under userlimit_first takes from the application over its fair share for one below it",
+			queues: root(fair), pods: threeUsers, p: intraQueue(UserLimitFirst, func(p *Preemption) { p.IntraQueue.MaxAllowableLimit = 1 }),
+			want: []string{"root.default/1/4"},
+		},
+		{
+			// The same leaf FIFO-ordered: the 8192 go in submission order,
+			// app 1 its 5120, app 2 its 3072, app 3 nothing; no one lacks
+			// what it was given, no one gives.
+			name:   "the same applications in a FIFO leaf give nothing",
+			queues: root(whole), pods: threeUsers, p: intraQueue(UserLimitFirst, func(p *Preemption) { p.IntraQueue.MaxAllowableLimit = 1 }),
+		},
+		{
+			// priority_first in the fair leaf: the priority order (app 1,
+			// 2, 3, all priority 0) and no minimum allocation kept: app 1
+			// gives 5120 - 2731 = 2389, app 2's 341 is less than a minimum
+			// allocation. App 3 takes 2389 of app 1: two containers, the
+			// third (1024) more than the 341 left.
+			name:   "a fair leaf under priority_first keeps no minimum allocation to the giving application",
+			queues: root(fair), pods: threeUsers, p: intraQueue(PriorityFirst, func(p *Preemption) { p.IntraQueue.MaxAllowableLimit = 1 }),
+			want: []string{"root.default/1/4", "root.default/1/3"},
 		},
 		{
 			// root.a and root.b are half the cluster each, both wanting

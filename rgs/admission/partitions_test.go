@@ -2,6 +2,7 @@ package admission
 
 import (
 	"maps"
+	"slices"
 	"testing"
 )
 
@@ -160,16 +161,89 @@ func TestAdmitLeavesTheCallersPodsAlone(t *testing.T) {
 	}
 }
 
-func TestPreemptionLeavesLabelledPartitionsAlone(t *testing.T) {
-	// root.a holds every gpu slot and root.b waits there: the default
-	// partition is idle, and gpu is not preempted for.
+// TestPreemptionIsReckonedPerPartitionAsYARNDoes states each case's
+// numbers from ProportionalCapacityPreemptionPolicy's rules. Default
+// partition: 16384 MB (8 slots of 2048), a 25% (max 100%), b 75% (max
+// 75%). gpu: 32768 MB (16 slots), a 25%, b 75%, both max 100%. The whole
+// cluster, of which total_preemption_per_round is taken, is 49152 MB.
+func TestPreemptionIsReckonedPerPartitionAsYARNDoes(t *testing.T) {
 	queues := []Queue{
 		labelled(Queue{Path: "root", AbsoluteCapacity: 1, AbsoluteMaximumCapacity: 1}, "gpu", 1, 1),
 		labelled(leaf("root.a", 0.25, 1), "gpu", 0.25, 1),
 		labelled(leaf("root.b", 0.75, 0.75), "gpu", 0.75, 1),
 	}
-	pods := concat(in("gpu", running("root.a", 1, 16)), in("gpu", demand("root.b", "u", 2, 12)))
-	if got := Preempt(Snapshot{Cluster: cluster, Partitions: map[string]Resource{"gpu": gpu}, Queues: queues, Pods: pods}, DefaultPreemption); len(got) != 0 {
-		t.Errorf("preempt %v, want nothing", got)
+	with := func(set func(*Preemption)) Preemption {
+		p := DefaultPreemption
+		set(&p)
+		return p
+	}
+	tests := []struct {
+		name string
+		pods []Pod
+		p    Preemption
+		want []string
+	}{
+		{
+			// gpu: a holds 32768, b wants 24576. Ideal shares of gpu's
+			// 32768: a 25% = 8192, b 75% = 24576 (all it wants). a is
+			// 24576 over, more than 0.1 of 49152 = 4915.2 allowed: scaled
+			// by 4915.2/24576 = 0.2, times natural termination 0.2: 983 MB,
+			// one container, a's newest in gpu.
+			name: "a leaf over its share in a labelled partition gives back there",
+			pods: concat(in("gpu", running("root.a", 1, 16)), in("gpu", demand("root.b", "u", 2, 12))),
+			p:    DefaultPreemption,
+			want: []string{"root.a/1/15@gpu"},
+		},
+		{
+			// Default partition: a holds 16384, b wants 12288 (its 75%
+			// maximum): ideal a 4096, b 12288; a's 12288 excess, within
+			// the allowed 49152 (total_preemption_per_round 1), times 0.2:
+			// 2457.6 MB, two containers. gpu: no one else asks there, a's
+			// ideal is all it holds; its gpu containers stay.
+			name: "only the partition's own containers are taken back for demand there",
+			pods: concat(running("root.a", 1, 8), in("gpu", running("root.a", 11, 16)), demand("root.b", "u", 2, 6)),
+			p:    with(func(p *Preemption) { p.TotalPreemptionPerRound = 1 }),
+			want: []string{"root.a/1/7", "root.a/1/6"},
+		},
+		{
+			// total_preemption_per_round 0.125 of 49152: 6144 MB for the
+			// round, natural termination 1. Default: a 12288 over its 4096,
+			// scaled to 6144: three containers, 6144, the whole budget.
+			// gpu: a 24576 over its 8192, scaled to 6144, but nothing of
+			// the budget is left: none there.
+			name: "one budget serves every partition, the default first",
+			pods: concat(running("root.a", 1, 8), demand("root.b", "u", 2, 6),
+				in("gpu", running("root.a", 11, 16)), in("gpu", demand("root.b", "u", 12, 12))),
+			p:    with(func(p *Preemption) { p.TotalPreemptionPerRound, p.NaturalTerminationFactor = 0.125, 1 }),
+			want: []string{"root.a/1/7", "root.a/1/6", "root.a/1/5"},
+		},
+		{
+			// gpu, 1 GB pods: a's low-priority app 11 holds 32 GB, its
+			// high-priority app 12 asks 4 GB; a alone asks in gpu and
+			// wants more than the partition: under-served there, at 400%
+			// of its 8192 guarantee. Its 32768 go to app 12's 4096 first,
+			// app 11 holds 4096 over; a round takes at most
+			// max-allowable-limit 0.2 of the gpu guarantee, int(1638.4) =
+			// 1638 MB: app 11's two newest gpu containers.
+			name: "intra-queue preemption runs in a labelled partition on its guarantee there",
+			pods: concat(in("gpu", appPods("root.a", "u", 11, 0, 32, true)), in("gpu", appPods("root.a", "u", 12, 10, 4, false))),
+			p:    intraQueue(PriorityFirst, nil),
+			want: []string{"root.a/11/31@gpu", "root.a/11/30@gpu"},
+		},
+		{
+			// ssd is in no Snapshot.Partitions: its resource is nothing and
+			// so is every ideal share there.
+			name: "a partition no node carries takes nothing back",
+			pods: concat(in("ssd", running("root.a", 1, 4)), in("ssd", demand("root.b", "u", 2, 4))),
+			p:    DefaultPreemption,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Preempt(Snapshot{Cluster: cluster, Partitions: map[string]Resource{"gpu": gpu}, Queues: queues, Pods: tc.pods}, tc.p)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("preempt %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -44,27 +44,96 @@ var DefaultPreemption = Preemption{MaxIgnoredOverCapacity: 0.1, NaturalTerminati
 // first, each its newest containers, and AM containers only after every
 // other.
 //
+// Each node-label partition is reckoned apart, as the policy clones the
+// queues once per partition (cloneQueues with the partition's resource):
+// a leaf's guarantee, maximum, use and pending demand there, its ideal
+// share of the partition's resource, and candidates only among its
+// containers there. MaxIgnoredOverCapacity and NaturalTerminationFactor
+// apply to each leaf in each partition. TotalPreemptionPerRound is of the
+// whole cluster (scheduler.getClusterResource, every node whatever its
+// label): in each partition the leaves' excess is scaled down to it, and
+// the round's budget is one for all partitions, every container chosen,
+// in any partition, taken off it.
+//
 // With IntraQueue enabled, the containers taken within leaves for their
-// applications of higher priority and their users below their limit
-// follow (preemptWithinLeaves), after those taken between queues, as YARN
-// runs its IntraQueueCandidatesSelector after the FifoCandidatesSelector.
+// applications of higher priority, their users below their limit, or, in
+// fair leaves, their applications below their fair share follow
+// (preemptWithinLeaves), after those taken between queues in every
+// partition, as YARN runs its IntraQueueCandidatesSelector after the
+// FifoCandidatesSelector.
 //
 // Amounts are memory, as the DefaultResourceCalculator counts them.
-//
-// Preempt looks at the default partition only: containers of labelled
-// partitions are never taken back, nor taken back for.
 func Preempt(s Snapshot, p Preemption) []string {
-	st := newState(s, "")
-	var leaves []*node
-	for _, n := range st.byPath {
-		if len(n.children) == 0 && n.apps != nil {
-			leaves = append(leaves, n)
+	whole := s.Cluster
+	for _, r := range s.Partitions {
+		whole = whole.add(r)
+	}
+	allowed := p.TotalPreemptionPerRound * float64(whole.MemoryMB)
+	budget := allowed
+	var rounds []*preemptionRound
+	var chosen []*Pod
+	for _, partition := range podPartitions(s.Pods) {
+		if r, ok := s.Partitions[partition]; partition != "" && (!ok || r.MemoryMB <= 0) {
+			// A partition no node carries runs no container in YARN; here
+			// its pods' nodes are gone or not told, and an ideal share of
+			// nothing would take every one of them back.
+			continue
+		}
+		r := newPreemptionRound(newState(s, partition))
+		var taken []*Pod
+		taken, budget = r.betweenQueues(allowed, budget, p)
+		chosen = append(chosen, taken...)
+		rounds = append(rounds, r)
+	}
+	if p.IntraQueue.Enabled {
+		for _, r := range rounds {
+			var taken []*Pod
+			taken, budget = r.st.preemptWithinLeaves(r.leaves, r.ideal, r.underServed, r.chosen, budget, p)
+			chosen = append(chosen, taken...)
 		}
 	}
-	slices.SortFunc(leaves, func(a, b *node) int { return cmp.Compare(a.Path, b.Path) })
-	cluster := float64(st.cluster.MemoryMB)
+	var out []string
+	for _, v := range chosen {
+		out = append(out, v.Key)
+	}
+	return out
+}
+
+// podPartitions are the partitions of the pods, gated or admitted, the
+// default first and the others by name: a partition without pods has
+// nothing to take back nor to take back for.
+func podPartitions(pods []Pod) []string {
+	var out []string
+	for i := range pods {
+		if !slices.Contains(out, pods[i].Partition) {
+			out = append(out, pods[i].Partition)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// preemptionRound is one partition's part of a round: its leaves with
+// pods there, their ideal shares of it, and the containers taken there
+// between queues.
+type preemptionRound struct {
+	st          *state
+	leaves      []*node
+	ideal       map[*node]float64
+	underServed map[*node]bool
+	chosen      []*Pod
+}
+
+func newPreemptionRound(st *state) *preemptionRound {
+	r := &preemptionRound{st: st}
+	for _, n := range st.byPath {
+		if len(n.children) == 0 && n.apps != nil {
+			r.leaves = append(r.leaves, n)
+		}
+	}
+	slices.SortFunc(r.leaves, func(a, b *node) int { return cmp.Compare(a.Path, b.Path) })
 	wanted := map[*node]float64{}
-	for _, l := range leaves {
+	for _, l := range r.leaves {
 		var pending float64
 		for _, a := range l.apps {
 			for _, pod := range a.pending {
@@ -73,26 +142,45 @@ func Preempt(s Snapshot, p Preemption) []string {
 		}
 		wanted[l] = min(float64(l.used.MemoryMB)+pending, float64(st.maximum(l).MemoryMB))
 	}
-	ideal, underServed := idealShares(leaves, wanted, cluster)
-	budget := p.TotalPreemptionPerRound * cluster
-	var chosen []*Pod
-	for _, l := range leaves {
+	r.ideal, r.underServed = idealShares(r.leaves, wanted, float64(st.cluster.MemoryMB))
+	return r
+}
+
+// betweenQueues chooses the partition's containers taken back from leaves
+// over their ideal share there, within budget, and returns them and what
+// is left of the budget.
+//
+// allowed is TotalPreemptionPerRound of the whole cluster. As
+// computeIdealResourceDistribution does in each partition, when the
+// leaves there are over their ideal shares by more than allowed in all,
+// each gives back only its part of allowed (its excess times
+// allowed/needed) before the natural termination factor.
+func (r *preemptionRound) betweenQueues(allowed, budget float64, p Preemption) ([]*Pod, float64) {
+	var needed float64
+	for _, l := range r.leaves {
+		needed += max(float64(l.used.MemoryMB)-r.ideal[l], 0)
+	}
+	scale := 1.0
+	if needed > allowed {
+		scale = allowed / needed
+	}
+	for _, l := range r.leaves {
 		used := float64(l.used.MemoryMB)
-		if used <= ideal[l]*(1+p.MaxIgnoredOverCapacity) {
+		if used <= r.ideal[l]*(1+p.MaxIgnoredOverCapacity) {
 			// Back within its share: what earlier rounds chose is let go.
 			continue
 		}
-		excess := used - ideal[l]
+		excess := used - r.ideal[l]
 		order := victims(l)
 		// Containers chosen before stay chosen while the excess lasts;
 		// they are still running until their wait is over.
 		for _, v := range order {
 			if v.Preempting && excess > 0 {
-				chosen = append(chosen, v)
+				r.chosen = append(r.chosen, v)
 				excess -= float64(v.Resource.MemoryMB)
 			}
 		}
-		take := min(excess*p.NaturalTerminationFactor, budget)
+		take := min(excess*scale*p.NaturalTerminationFactor, budget)
 		for _, v := range order {
 			if take <= 0 {
 				break
@@ -102,19 +190,12 @@ func Preempt(s Snapshot, p Preemption) []string {
 			}
 			// Like the policy, the last container may take it past the
 			// amount: what it frees goes to the queues that wait.
-			chosen = append(chosen, v)
+			r.chosen = append(r.chosen, v)
 			take -= float64(v.Resource.MemoryMB)
 			budget -= float64(v.Resource.MemoryMB)
 		}
 	}
-	if p.IntraQueue.Enabled {
-		chosen = append(chosen, st.preemptWithinLeaves(leaves, ideal, underServed, chosen, budget, p)...)
-	}
-	var out []string
-	for _, v := range chosen {
-		out = append(out, v.Key)
-	}
-	return out
+	return r.chosen, budget
 }
 
 // idealShares divides the cluster among the leaves in proportion to their
@@ -197,8 +278,5 @@ func byPriorityThenAge(x, y *app) int {
 	if c := cmp.Compare(y.priority, x.priority); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(x.id.ClusterTimestamp, y.id.ClusterTimestamp); c != 0 {
-		return c
-	}
-	return cmp.Compare(x.id.ID, y.id.ID)
+	return bySubmission(x, y)
 }
