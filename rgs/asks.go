@@ -29,15 +29,22 @@ import (
 func (c *Controller) Ask(spec scheduling.AttemptSpec, asks []*yarnpb.ResourceRequestProto) {
 	k := bookKey{spec.Attempt, spec.Role}
 	c.mu.Lock()
+	b := c.bookLocked(k, spec)
+	b.spec = spec
+	b.update(asks)
+	c.mu.Unlock()
+	c.bookQueue.Add(k)
+}
+
+// bookLocked is the book of k, made for spec if there is none; c.mu is
+// held.
+func (c *Controller) bookLocked(k bookKey, spec scheduling.AttemptSpec) *book {
 	b := c.books[k]
 	if b == nil {
 		b = newBook(spec)
 		c.books[k] = b
 	}
-	b.spec = spec
-	b.update(asks)
-	c.mu.Unlock()
-	c.bookQueue.Add(k)
+	return b
 }
 
 // Blacklist adds and removes hosts the attempt's new pods must avoid.
@@ -47,11 +54,7 @@ func (c *Controller) Blacklist(spec scheduling.AttemptSpec, add, remove []string
 	}
 	k := bookKey{spec.Attempt, spec.Role}
 	c.mu.Lock()
-	b := c.books[k]
-	if b == nil {
-		b = newBook(spec)
-		c.books[k] = b
-	}
+	b := c.bookLocked(k, spec)
 	for _, h := range add {
 		b.blacklist[h] = true
 	}

@@ -239,17 +239,27 @@ func (b *builder) capacities(q *Queue, _ bool) error {
 	if q.Parent != nil {
 		parentAbs, parentAbsMax = q.Parent.AbsoluteCapacity, q.Parent.AbsoluteMaximumCapacity
 	}
-	if q.Capacity > 0 {
-		q.AbsoluteCapacity = q.Capacity * parentAbs
+	var err error
+	q.AbsoluteCapacity, q.AbsoluteMaximumCapacity, err = absolute(q.Capacity, q.MaximumCapacity, parentAbs, parentAbsMax, q.Path, "")
+	return err
+}
+
+// absolute is a queue's capacity and maximum capacity in one partition
+// (label "" for the default) as fractions of the partition's whole, from
+// its own and its parent's; a capacity above the maximum is refused as
+// CSQueueUtils.checkAbsoluteCapacity refuses it.
+func absolute(capacity, maximum, parentAbs, parentAbsMax float32, path, label string) (abs, absMax float32, err error) {
+	if capacity > 0 {
+		abs = capacity * parentAbs
 	}
-	if q.MaximumCapacity > 0 {
-		q.AbsoluteMaximumCapacity = q.MaximumCapacity * parentAbsMax
+	if maximum > 0 {
+		absMax = maximum * parentAbsMax
 	}
-	if q.AbsoluteCapacity > q.AbsoluteMaximumCapacity {
-		return invalid("Illegal queue capacity setting (abs-capacity=%s) > (abs-maximum-capacity=%s) for queue=[%s],label=[]",
-			javaFloat(q.AbsoluteCapacity), javaFloat(q.AbsoluteMaximumCapacity), q.Path)
+	if abs > absMax {
+		return abs, absMax, invalid("Illegal queue capacity setting (abs-capacity=%s) > (abs-maximum-capacity=%s) for queue=[%s],label=[%s]",
+			javaFloat(abs), javaFloat(absMax), path, label)
 	}
-	return nil
+	return abs, absMax, nil
 }
 
 // percent reads a capacity property. Absolute resources ("[memory=...]")

@@ -134,15 +134,8 @@ func (b *builder) partitions(q *Queue, _ bool) error {
 			p := q.Parent.partition(label)
 			parentAbs, parentAbsMax = p.AbsoluteCapacity, p.AbsoluteMaximumCapacity
 		}
-		if c.Capacity > 0 {
-			c.AbsoluteCapacity = c.Capacity * parentAbs
-		}
-		if c.MaximumCapacity > 0 {
-			c.AbsoluteMaximumCapacity = c.MaximumCapacity * parentAbsMax
-		}
-		if c.AbsoluteCapacity > c.AbsoluteMaximumCapacity {
-			return invalid("Illegal queue capacity setting (abs-capacity=%s) > (abs-maximum-capacity=%s) for queue=[%s],label=[%s]",
-				javaFloat(c.AbsoluteCapacity), javaFloat(c.AbsoluteMaximumCapacity), q.Path, label)
+		if c.AbsoluteCapacity, c.AbsoluteMaximumCapacity, err = absolute(c.Capacity, c.MaximumCapacity, parentAbs, parentAbsMax, q.Path, label); err != nil {
+			return err
 		}
 		q.Partitions[label] = c
 	}
