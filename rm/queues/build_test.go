@@ -333,16 +333,7 @@ func TestInvalidConfigurationsAreRefusedWithSchedulerMessages(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := Build(csConf(tt.kv...), Options{})
-			var ce *ConfigError
-			if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) {
-				t.Fatalf("Build = %v, want a *ConfigError", err)
-			}
-			if ce.Message != tt.want {
-				t.Errorf("message\n%s\nwant\n%s", ce.Message, tt.want)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { wantConfigError(t, tt.kv, tt.want) })
 	}
 }
 
@@ -484,5 +475,19 @@ func TestOrderingPolicyAndDelegationAreReadPerQueue(t *testing.T) {
 	}
 	if _, err := Build(csConf(cs("root.queues"), "a", cs("root.a.capacity"), "100", KnitPrefix+"root.a.delegate", "slurm"), Options{}); err == nil {
 		t.Error("an unknown delegate was accepted")
+	}
+}
+
+// wantConfigError builds the queues of kv and wants them refused with
+// message, as the CapacityScheduler words the refusal.
+func wantConfigError(t *testing.T, kv []string, message string) {
+	t.Helper()
+	_, err := Build(csConf(kv...), Options{})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("Build = %v, want a *ConfigError", err)
+	}
+	if ce.Message != message {
+		t.Errorf("message\n%s\nwant\n%s", ce.Message, message)
 	}
 }

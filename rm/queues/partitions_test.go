@@ -1,7 +1,6 @@
 package queues
 
 import (
-	"errors"
 	"testing"
 )
 
@@ -121,16 +120,7 @@ func TestInvalidPartitionConfigurationsAreRefusedWithSchedulerMessages(t *testin
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := Build(csConf(tt.kv...), Options{})
-			var ce *ConfigError
-			if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) {
-				t.Fatalf("Build = %v, want a *ConfigError", err)
-			}
-			if ce.Message != tt.want {
-				t.Errorf("message\n%s\nwant\n%s", ce.Message, tt.want)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { wantConfigError(t, tt.kv, tt.want) })
 	}
 }
 
