@@ -108,6 +108,9 @@ func (c *Controller) syncPod(ctx context.Context, nn types.NamespacedName) error
 			c.bookQueue.Add(k)
 		}
 	}
+	if c.collect(ctx, p) {
+		return nil
+	}
 	id, allocated := containerOf(p)
 	if !allocated {
 		c.mu.Lock()
@@ -407,6 +410,7 @@ func (c *Controller) podGone(ctx context.Context, p *corev1.Pod) {
 	}
 	delete(c.byPod, p.UID)
 	c.mu.Unlock()
+	c.orphans.clear(p.UID)
 	if !allocated {
 		return
 	}

@@ -64,6 +64,10 @@ type Config struct {
 	// PodFactory, from NewPodInformerFactory, shares the informer of Knit's
 	// pods with the rest of the RM; nil means one of RGS's own.
 	PodFactory informers.SharedInformerFactory
+	// Resync is how often every pod in the cache is checked against what
+	// the RM holds (gc.go), so that orphans are found without an event.
+	// Zero means a minute.
+	Resync time.Duration
 	// Observer, if set, learns of pod creations and allocations (the
 	// RM's metrics).
 	Observer Observer
@@ -101,6 +105,9 @@ type Controller struct {
 	// limits admission follows (nil: no admission), given at Start.
 	mapping func(queue string) Mapping
 	policy  Policy
+	// desired is what the RM holds, given at Start; nil collects nothing
+	// (gc.go).
+	desired Desired
 	log     *slog.Logger
 	pods    corelisters.PodLister
 	synced  cache.InformerSynced
@@ -147,6 +154,9 @@ type Controller struct {
 	// so yet (expectations.go).
 	expect *podExpectations
 
+	// orphans are the pods seen not held by the RM, and since when (gc.go).
+	orphans *orphans
+
 	// groups are the Volcano PodGroups of applications (podgroup.go).
 	groups *podGroups
 }
@@ -169,6 +179,9 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if cfg.Workers == 0 {
 		cfg.Workers = 16
+	}
+	if cfg.Resync == 0 {
+		cfg.Resync = defaultResync
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -211,6 +224,7 @@ func New(cfg Config) (*Controller, error) {
 		ungated: map[types.UID]bool{},
 		groups:  newPodGroups(),
 		expect:  newPodExpectations(time.Now),
+		orphans: newOrphans(time.Now),
 	}
 	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.podChanged,
@@ -279,6 +293,9 @@ func (c *Controller) Run(ctx context.Context) error {
 			for c.processRemoval(ctx) {
 			}
 		})
+	}
+	if c.desired != nil {
+		wg.Go(func() { c.runSweeps(ctx, c.cfg.Resync) })
 	}
 	if c.policy != nil {
 		c.queueAdmission()

@@ -13,6 +13,7 @@
 // batches; podspec.go builds the pod of one ask; containers.go makes
 // containers of bound pods and reports their ends; update.go resizes them
 // in place and moves their versions on; removal.go carries out the RM's
-// removals; admit.go lifts gates as the queues admit; start.go rebuilds
-// the books and containers from the pods at Start.
+// removals, and gc.go those the intents missed, against what the RM
+// holds (Desired); admit.go lifts gates as the queues admit; start.go
+// rebuilds the books and containers from the pods at Start.
 package rgs

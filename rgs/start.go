@@ -29,6 +29,10 @@ type StartConfig struct {
 	// queues admit it (admit.go); nil sends pods to the Kubernetes
 	// scheduler as created.
 	Policy Policy
+	// Desired, if set, is what the RM holds of applications, attempts and
+	// containers: the pods none of them wants are collected (gc.go). The
+	// RM has recovered its applications before Start.
+	Desired Desired
 }
 
 // Start starts the informer and waits for its cache, then rebuilds the books
@@ -37,7 +41,7 @@ type StartConfig struct {
 // returned, for the RM to recover. Everything that happens to pods from then
 // on goes to the Sink.
 func (c *Controller) Start(ctx context.Context, sc StartConfig) ([]scheduling.Allocation, error) {
-	c.epoch, c.sink, c.mapping, c.policy = sc.Epoch, sc.Sink, sc.Mapping, sc.Policy
+	c.epoch, c.sink, c.mapping, c.policy, c.desired = sc.Epoch, sc.Sink, sc.Mapping, sc.Policy, sc.Desired
 	// The informer lives as long as the controller, not as long as ctx,
 	// which bounds only the start-up.
 	c.factory.Start(c.stop)

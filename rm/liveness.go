@@ -33,6 +33,10 @@ func (l *LiveAttempts) Valid(_ context.Context, attempt *yarnpb.ApplicationAttem
 	if err != nil {
 		return false
 	}
+	return l.has(a)
+}
+
+func (l *LiveAttempts) has(a apps.AttemptID) bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	_, ok := l.set[a]

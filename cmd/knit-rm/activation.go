@@ -81,7 +81,7 @@ func (a *activation) Activate(ctx context.Context) error {
 	if err := a.rm.Recover(ctx); err != nil {
 		return fmt.Errorf("activation: %w", err)
 	}
-	running, err := a.sched.Start(ctx, rgs.StartConfig{Epoch: epoch, Sink: a.sink, Mapping: a.rm.QueueMapping, Policy: a.policy})
+	running, err := a.sched.Start(ctx, rgs.StartConfig{Epoch: epoch, Sink: a.sink, Mapping: a.rm.QueueMapping, Policy: a.policy, Desired: a.rm})
 	if err != nil {
 		return fmt.Errorf("activation: %w", err)
 	}

@@ -51,6 +51,10 @@ func (c *Container) ID() ContainerID { return c.id }
 // State returns the RM state.
 func (c *Container) State() ContainerState { return c.state }
 
+// Live reports whether the container is allocated, acquired or running:
+// its pod still counts.
+func (c *Container) Live() bool { return c.state.live() }
+
 // IsAM reports whether this is an attempt's AM container.
 func (c *Container) IsAM() bool { return c.am }
 
