@@ -261,11 +261,12 @@ func kwokBinder(ctx context.Context, kube kubernetes.Interface, nodes []string, 
 			}
 			return obj, nil
 		},
-		Handler: cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
-			if p, ok := obj.(*corev1.Pod); ok {
-				queue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
-			}
-		}},
+		// As kube-scheduler, it sees a pod only once queue admission has
+		// lifted its scheduling gate.
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { enqueueUngated(queue, obj) },
+			UpdateFunc: func(_, obj any) { enqueueUngated(queue, obj) },
+		},
 	})
 	go inf.Run(ctx.Done())
 	var next, bound atomic.Int64
@@ -278,7 +279,7 @@ func kwokBinder(ctx context.Context, kube kubernetes.Interface, nodes []string, 
 					return
 				}
 				obj, ok, _ := store.GetByKey(key.String())
-				if p, isPod := obj.(*corev1.Pod); ok && isPod {
+				if p, isPod := obj.(*corev1.Pod); ok && isPod && len(p.Spec.SchedulingGates) == 0 {
 					node := nodes[int(next.Add(1))%len(nodes)]
 					err := kube.CoreV1().Pods(p.Namespace).Bind(ctx, &corev1.Binding{
 						ObjectMeta: metav1.ObjectMeta{Name: p.Name, UID: p.UID},
@@ -298,6 +299,13 @@ func kwokBinder(ctx context.Context, kube kubernetes.Interface, nodes []string, 
 		})
 	}
 	wg.Wait()
+}
+
+// enqueueUngated queues a pod for binding once it has no scheduling gate.
+func enqueueUngated(queue workqueue.TypedInterface[types.NamespacedName], obj any) {
+	if p, ok := obj.(*corev1.Pod); ok && len(p.Spec.SchedulingGates) == 0 {
+		queue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+	}
 }
 
 // allocateAll runs apps unmanaged AMs at once; each asks for
