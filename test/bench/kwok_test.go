@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +43,9 @@ const (
 	// the user's cache folder under knit/kwok-<kwokVersion>/bin, as there.
 	kwokBinEnv  = "KNIT_KWOK_BIN"
 	kwokVersion = "v0.8.0"
+	// kwokHeapEnv, when set, names a file the benchmark writes knit-rm's
+	// heap profile to once every pod runs (knit-rm --pprof).
+	kwokHeapEnv = "KNIT_BENCH_KWOK_HEAP"
 	// kwokLabel marks the nodes kwok simulates.
 	kwokLabel = "knit.io/bench-kwok"
 	// benchBinder is the schedulerName of the benchmark's queue: its pods
@@ -100,7 +105,7 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 	nodes := createKwokNodes(kwokCtx, b, kube, pods/podsPerKwokNode)
 
 	hour := strconv.Itoa(int(time.Hour.Milliseconds()))
-	if _, err := c.StartRM(ctx, []string{filepath.Join(bin, "knit-rm"),
+	if _, err := c.StartRM(ctx, []string{filepath.Join(bin, "knit-rm"), "--pprof",
 		"--kube-api-qps", "2000", "--kube-api-burst", "4000", "--pod-create-qps", "1000", "--pod-create-burst", "2000"},
 		// Nothing starts these containers and the AMs stop heartbeating
 		// once served: neither may be taken back while they are measured.
@@ -144,6 +149,9 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 	// Let knit-rm handle the running pods' events and collect garbage.
 	time.Sleep(30 * time.Second)
 	rm, scheduler := mustResident(b, rmPID), mustResident(b, schedulerPID)
+	if path := os.Getenv(kwokHeapEnv); path != "" {
+		saveHeapProfile(ctx, b, "http://"+c.RM.Web+"/debug/pprof/heap", path)
+	}
 	b.Logf("%d pods on %d kwok nodes: all allocated after %s, all running after %s", pods, len(nodes), allocated.Round(time.Second), running.Round(time.Second))
 	b.Logf("knit-rm resident %d MiB (idle %d MiB); kube-scheduler %d MiB (idle %d MiB)", rm>>20, idleRM>>20, scheduler>>20, idleScheduler>>20)
 	b.ReportMetric(float64(pods), "pods")
@@ -154,6 +162,32 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 	b.ReportMetric((float64(scheduler)-float64(idleScheduler))/float64(pods), "scheduler-B/pod")
 	b.ReportMetric(float64(pods)/running.Seconds(), "pods-running/s")
 	b.ReportMetric(0, "ns/op")
+}
+
+// saveHeapProfile writes the heap profile url serves to path.
+func saveHeapProfile(ctx context.Context, b *testing.B, url, path string) {
+	b.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("heap profile: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("knit-rm's heap profile is in %s", path)
 }
 
 // startKwok runs kwok against the cluster, simulating the nodes labelled
