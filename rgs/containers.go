@@ -111,12 +111,7 @@ func (c *Controller) syncPod(ctx context.Context, nn types.NamespacedName) error
 	if c.collect(ctx, p) {
 		return nil
 	}
-	id, allocated := containerOf(p)
-	if !allocated {
-		c.mu.Lock()
-		id, allocated = c.byPod[p.UID]
-		c.mu.Unlock()
-	}
+	id, allocated := c.containerOfPod(p)
 	if !allocated {
 		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
 			return nil
@@ -433,4 +428,16 @@ func (c *Controller) podGone(ctx context.Context, p *corev1.Pod) {
 		exit, diag = ExitPreempted, preemptedDiagnostics(p)
 	}
 	c.complete(ctx, scheduling.Completion{Container: id, ExitStatus: exit, Diagnostics: diag, Preempted: preempted, Vanished: true})
+}
+
+// containerOfPod is the container a pod holds: from its label, or, when
+// the cache does not show the label yet, from what RGS recorded.
+func (c *Controller) containerOfPod(p *corev1.Pod) (yarnid.ContainerID, bool) {
+	if id, ok := containerOf(p); ok {
+		return id, true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id, ok := c.byPod[p.UID]
+	return id, ok
 }

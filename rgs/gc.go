@@ -109,12 +109,7 @@ func (c *Controller) collect(ctx context.Context, p *corev1.Pod) bool {
 	if done, _, _, _ := ended(p); done {
 		return false
 	}
-	id, allocated := containerOf(p)
-	if !allocated {
-		c.mu.Lock()
-		id, allocated = c.byPod[p.UID]
-		c.mu.Unlock()
-	}
+	id, allocated := c.containerOfPod(p)
 	var held bool
 	switch {
 	case allocated:
