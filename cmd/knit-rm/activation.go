@@ -18,12 +18,6 @@ import (
 	"github.com/knitdev/knit/scheduling"
 )
 
-// activationTimeout bounds the active RM's start, its activation first:
-// the store retries through an API server outage within it (fx's default
-// of 15 s would give up on a short one), and past it the RM exits for its
-// Deployment to restart it.
-const activationTimeout = 2 * time.Minute
-
 // activation is this replica becoming the active RM, in one place and in
 // the order it must go: the parts were built without reading or writing
 // anything of the cluster, and Activate is where the active RM's I/O

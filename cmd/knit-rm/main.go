@@ -103,7 +103,6 @@ func options(f flags, r *replica) fx.Option {
 		fx.Supply(f, r),
 		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, rm.NewLiveAttempts, rm.NewContainerReports, newTokens, newPodFactory, newNodes, newScheduler, newRKS, newRM, newMetrics, newTracer, newActivation),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
-		fx.StartTimeout(activationTimeout),
 		// The constructors above read and write nothing: runActive's
 		// activation, invoked first, is where the active RM's I/O begins,
 		// and its loops and the ports start after it. fx stops in the
