@@ -38,7 +38,7 @@ func TestTheRMsRemovalsWriteNothingUntilAWorkerCarriesThemOut(t *testing.T) {
 	attempt := yarnid.AttemptID{App: app7, ID: 1}
 	tests := []struct {
 		name string
-		// setup asks for pods and returns the removal the RM records.
+		// record asks for pods, then records the RM's removal.
 		record func(t *testing.T, r *volcanoRig)
 		want   []string // writes, in order, pod names by prefix
 	}{

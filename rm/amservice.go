@@ -437,6 +437,9 @@ func (s *amService) checkAsks(e *entry, attempt apps.AttemptID, req *yarnpb.Allo
 	spec := scheduling.AttemptSpec{Attempt: attempt, Role: launch.RoleTask, Queue: app.Queue(), User: app.User(),
 		NodeLabel: app.NodeLabelExpression(), LogAggregation: app.LogAggregationContext()}
 	e.mu.Unlock()
+	if len(req.GetAsk()) == 0 && len(req.GetSchedulingRequests()) == 0 {
+		return spec, nil, nil // a heartbeat
+	}
 	// A queue a refresh removed under the application checks no labels.
 	q, _ := s.rm.queueTree().Lookup(spec.Queue)
 	var asks []*yarnpb.ResourceRequestProto

@@ -415,16 +415,7 @@ func TestAnIncreaseNotBroughtToTheNodeInTimeIsRolledBack(t *testing.T) {
 	forgotten := yarnid.ContainerID{Attempt: attempt, Epoch: 1, Sequence: 2}
 	confirmed := yarnid.ContainerID{Attempt: attempt, Epoch: 1, Sequence: 3}
 	for _, id := range []yarnid.ContainerID{forgotten, confirmed} {
-		ctr := &yarnpb.ContainerProto{Id: id.Proto(), NodeId: &yarnpb.NodeIdProto{Host: proto.String("node1"), Port: proto.Int32(8041)},
-			Resource: yarnpb.NewResource(1024, 1), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
-		if err := e.rm.SchedulerSink().Allocated(t.Context(), scheduling.Allocation{Role: launch.RoleTask, Container: ctr}); err != nil {
-			t.Fatal(err)
-		}
-		// The node took the increase: the container is at version 1, 2048 MB.
-		sched.current[id] = scheduling.Current{Version: 1, Resource: yarnpb.NewResource(2048, 1)}
-		grown := proto.CloneOf(ctr)
-		grown.Version, grown.Resource = proto.Int32(1), yarnpb.NewResource(2048, 1)
-		e.rm.SchedulerSink().Updated(t.Context(), scheduling.UpdateResult{Container: id, Updated: grown})
+		growOnNode(t, e, sched, id)
 	}
 	resp, err := e.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0)})
 	if err != nil || len(resp.GetUpdatedContainers()) != 2 {
@@ -455,15 +446,7 @@ func TestARollBackThatFailsIsTriedAgainAtTheMonitorsNextRound(t *testing.T) {
 	e := newEnv(t, envOptions{scheduler: sched})
 	attempt, ctx := unmanagedAM(t, e)
 	id := yarnid.ContainerID{Attempt: attempt, Epoch: 1, Sequence: 2}
-	ctr := &yarnpb.ContainerProto{Id: id.Proto(), NodeId: &yarnpb.NodeIdProto{Host: proto.String("node1"), Port: proto.Int32(8041)},
-		Resource: yarnpb.NewResource(1024, 1), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
-	if err := e.rm.SchedulerSink().Allocated(t.Context(), scheduling.Allocation{Role: launch.RoleTask, Container: ctr}); err != nil {
-		t.Fatal(err)
-	}
-	sched.current[id] = scheduling.Current{Version: 1, Resource: yarnpb.NewResource(2048, 1)}
-	grown := proto.CloneOf(ctr)
-	grown.Version, grown.Resource = proto.Int32(1), yarnpb.NewResource(2048, 1)
-	e.rm.SchedulerSink().Updated(t.Context(), scheduling.UpdateResult{Container: id, Updated: grown})
+	growOnNode(t, e, sched, id)
 	if _, err := e.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0)}); err != nil {
 		t.Fatal(err)
 	}
@@ -509,4 +492,19 @@ func TestPreemptionReachesTheAMAsTheCapacitySchedulerSendsIt(t *testing.T) {
 	if resp.GetPreempt() != nil {
 		t.Errorf("the message came twice: %v", resp.GetPreempt())
 	}
+}
+
+// growOnNode allocates container id at 1024 MB on node1, then has the
+// node take an increase: the container is at version 1, 2048 MB.
+func growOnNode(t *testing.T, e *env, sched *recordingScheduler, id yarnid.ContainerID) {
+	t.Helper()
+	ctr := &yarnpb.ContainerProto{Id: id.Proto(), NodeId: &yarnpb.NodeIdProto{Host: proto.String("node1"), Port: proto.Int32(8041)},
+		Resource: yarnpb.NewResource(1024, 1), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
+	if err := e.rm.SchedulerSink().Allocated(t.Context(), scheduling.Allocation{Role: launch.RoleTask, Container: ctr}); err != nil {
+		t.Fatal(err)
+	}
+	sched.current[id] = scheduling.Current{Version: 1, Resource: yarnpb.NewResource(2048, 1)}
+	grown := proto.CloneOf(ctr)
+	grown.Version, grown.Resource = proto.Int32(1), yarnpb.NewResource(2048, 1)
+	e.rm.SchedulerSink().Updated(t.Context(), scheduling.UpdateResult{Container: id, Updated: grown})
 }

@@ -636,15 +636,34 @@ func TestAStoreWriteInFlightHoldsTheApplicationsEventsButNotItsReports(t *testin
 	if r := e.report(c, id); r.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_ACCEPTED {
 		t.Errorf("report while the kill is being stored: state %v, want ACCEPTED (FINAL_SAVING shows the state before it)", r.GetYarnApplicationState())
 	}
+	// The application's next event waits for its turn: a priority change
+	// sent now cannot be answered before the kill's write is done.
+	moved := make(chan error, 1)
+	mover := e.client("alice")
+	go func() {
+		_, err := call(t, mover, "updateApplicationPriority", &yarnpb.UpdateApplicationPriorityRequestProto{ApplicationId: id,
+			ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}, &yarnpb.UpdateApplicationPriorityResponseProto{})
+		moved <- err
+	}()
 	list := mustCall(t, c, "getApplications", &yarnpb.GetApplicationsRequestProto{}, &yarnpb.GetApplicationsResponseProto{})
 	if n := len(list.GetApplications()); n != 1 {
 		t.Errorf("getApplications listed %d applications while a write was in flight, want 1", n)
+	}
+	select {
+	case err := <-moved:
+		t.Errorf("a priority change was answered (%v) while the kill's write was in flight", err)
+	default:
 	}
 
 	release()
 	released = true
 	if err := <-killed; err != nil {
 		t.Fatalf("kill: %v", err)
+	}
+	// Taken after the kill, on an application that has ended: answered
+	// with its priority, as YARN answers it.
+	if err := <-moved; err != nil {
+		t.Errorf("priority change after the kill: %v", err)
 	}
 	if r := e.report(c, id); r.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_KILLED {
 		t.Errorf("state after the write = %v, want KILLED", r.GetYarnApplicationState())

@@ -1,7 +1,6 @@
 package rm
 
 import (
-	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -10,9 +9,6 @@ import (
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/queues"
 )
-
-// anyLabel in a queue's accessible-node-labels lets it use every partition.
-const anyLabel = "*"
 
 // labelAsk settles the node label expression an ask (normalised, the
 // caller's copy) is placed by, as the CapacityScheduler does: its own;
@@ -36,14 +32,14 @@ func labelAsk(r *yarnpb.ResourceRequestProto, appLabel string, q *queues.Queue) 
 
 // checkLabelAccess is SchedulerUtils.checkQueueLabelExpression with its
 // caller's message: every label of the expression must be one the queue
-// may use.
+// may use (Queue.CanAccess).
 func checkLabelAccess(expr string, q *queues.Queue) error {
 	if q == nil {
 		return nil
 	}
 	for _, l := range strings.Split(expr, "&&") {
 		l = strings.TrimSpace(l)
-		if l == "" || slices.Contains(q.AccessibleNodeLabels, l) || slices.Contains(q.AccessibleNodeLabels, anyLabel) {
+		if q.CanAccess(l) {
 			continue
 		}
 		return yarnerr.InvalidLabelResourceRequest.Errorf("Invalid resource request, queue=%s doesn't have permission to access all labels in resource request. labelExpression of resource request=%s. Queue labels=%s",

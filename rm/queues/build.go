@@ -405,13 +405,13 @@ func (b *builder) labels(q *Queue, _ bool) error {
 	}
 	switch {
 	case q.Parent == nil:
-		q.AccessibleNodeLabels = []string{"*"}
+		q.AccessibleNodeLabels = []string{AnyNodeLabel}
 	case !ok:
 		q.AccessibleNodeLabels = slices.Clone(q.Parent.AccessibleNodeLabels)
 	default:
 		labels := hadoopconf.SplitTrimmed(v)
-		if slices.Contains(labels, "*") {
-			labels = []string{"*"}
+		if slices.Contains(labels, AnyNodeLabel) {
+			labels = []string{AnyNodeLabel}
 		}
 		slices.Sort(labels)
 		q.AccessibleNodeLabels = slices.Compact(labels)

@@ -29,7 +29,7 @@ type PartitionCapacity struct {
 // ("" is the default partition, which every queue may use), as
 // QueueNodeLabelsSettings.isAccessibleToPartition decides.
 func (q *Queue) CanAccess(partition string) bool {
-	return partition == "" || slices.Contains(q.AccessibleNodeLabels, "*") || slices.Contains(q.AccessibleNodeLabels, partition)
+	return partition == "" || slices.Contains(q.AccessibleNodeLabels, AnyNodeLabel) || slices.Contains(q.AccessibleNodeLabels, partition)
 }
 
 // Partition is the queue's capacity in a partition ("" the default) and
@@ -165,10 +165,10 @@ func (b *builder) labelPercent(q *Queue, label, setting string, def float32) (fl
 // a parent that may not use every partition, a queue may use only
 // partitions its parent may.
 func checkAccessibleLabels(q *Queue) error {
-	if q.Parent == nil || slices.Contains(q.Parent.AccessibleNodeLabels, "*") {
+	if q.Parent == nil || slices.Contains(q.Parent.AccessibleNodeLabels, AnyNodeLabel) {
 		return nil
 	}
-	if slices.Contains(q.AccessibleNodeLabels, "*") {
+	if slices.Contains(q.AccessibleNodeLabels, AnyNodeLabel) {
 		return invalid("Parent's accessible queue is not ANY(*), but child's accessible queue is *")
 	}
 	var diff []string

@@ -68,6 +68,10 @@ const (
 
 // Queue is one CapacityScheduler queue as configured. Queues belong to the
 // Tree that built them and are never modified; callers must not modify them
+// AnyNodeLabel among a queue's accessible-node-labels lets it use every
+// partition (RMNodeLabelsManager.ANY).
+const AnyNodeLabel = "*"
+
 // either.
 type Queue struct {
 	// Name is the queue's short name ("b" for root.a.b).
@@ -120,7 +124,8 @@ type Queue struct {
 	FairOrdering bool
 
 	// AccessibleNodeLabels are the node labels the queue may use; root's
-	// are always "*", other queues inherit their parent's unless set.
+	// are always AnyNodeLabel, other queues inherit their parent's unless
+	// set.
 	AccessibleNodeLabels []string
 	// DefaultNodeLabelExpression is given to asks that name none; empty
 	// when unset here and on every ancestor.
