@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/commonpb"
@@ -81,6 +82,12 @@ type NodeLister interface {
 	// metrics ask for it on every call, and it must not cost more as the
 	// cluster grows (nodes.CensusOf counts a list).
 	Census(ctx context.Context) (NodeCensus, error)
+}
+
+// encodedNodeReports is a NodeLister that keeps each node's report encoded
+// (nodes.Lister): getClusterNodes sends those encodings as they are.
+type encodedNodeReports interface {
+	AppendReports(dst []byte, field protowire.Number, keep func(yarnpb.NodeStateProto) bool) ([]byte, error)
 }
 
 // ContainerLauncher starts a container on its pod (RKS); the RM launches AM

@@ -12,6 +12,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -151,6 +152,15 @@ func (l *Lister) WaitForSync(ctx context.Context) error {
 // order.
 func (l *Lister) Nodes(context.Context) ([]Info, error) {
 	return l.view.list(), nil
+}
+
+// AppendReports appends to dst the encoded report of every node whose
+// state keep accepts, each as one element of the repeated message field
+// numbered field (a response's list of NodeReports), in no order: the
+// answer to getClusterNodes without building or encoding again the reports
+// of nodes that have not changed.
+func (l *Lister) AppendReports(dst []byte, field protowire.Number, keep func(yarnpb.NodeStateProto) bool) ([]byte, error) {
+	return l.view.appendReports(dst, field, keep)
 }
 
 // Census counts the nodes by state and sums the capability and use of the

@@ -1,10 +1,13 @@
 package nodes
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -288,6 +291,53 @@ func (v *view) list() []Info {
 type builtReport struct {
 	use    Use
 	report *yarnpb.NodeReportProto
+	// encoded is report's wire encoding, made the first time a listing
+	// asks for it (appendReports): encoding every node's report was most of
+	// a getClusterNodes call.
+	encoded []byte
+}
+
+// appendReports appends to dst, for each node whose state keep accepts,
+// its report's encoding as one element of the repeated message field
+// numbered field. Each encoding is kept until the node or its use changes.
+func (v *view) appendReports(dst []byte, field protowire.Number, keep func(yarnpb.NodeStateProto) bool) ([]byte, error) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	// Every encoding first, to size dst once: growing it as it fills
+	// would allocate its size over again.
+	kept := make([]*builtReport, 0, len(v.nodes))
+	size := 0
+	for name, e := range v.nodes {
+		if !keep(e.info.State) {
+			continue
+		}
+		u := v.use[name]
+		b := e.report.Load()
+		if b == nil || b.use != u || b.encoded == nil {
+			built := &builtReport{use: u}
+			if b != nil && b.use == u {
+				built.report = b.report
+			} else {
+				built.report = withUse(e.info, u).Report()
+			}
+			var err error
+			if built.encoded, err = proto.Marshal(built.report); err != nil {
+				return dst, fmt.Errorf("nodes: encoding the report of %s: %w", name, err)
+			}
+			// As in list: entries change under the write lock only, and
+			// racing listings store equal reports.
+			e.report.Store(built)
+			b = built
+		}
+		kept = append(kept, b)
+		size += protowire.SizeTag(field) + protowire.SizeBytes(len(b.encoded))
+	}
+	dst = slices.Grow(dst, size)
+	for _, b := range kept {
+		dst = protowire.AppendTag(dst, field, protowire.BytesType)
+		dst = protowire.AppendBytes(dst, b.encoded)
+	}
+	return dst, nil
 }
 
 func withUse(info Info, u Use) Info {

@@ -208,6 +208,9 @@ func (w *world) check(t *testing.T, l *Lister, step int) {
 	byName := func(a, b Info) int { return strings.Compare(a.Name, b.Name) }
 	want := recount(l, nodes, pods)
 	slices.SortFunc(want, byName)
+	// Before the list below, which would build anew the reports of
+	// changed nodes: the encodings must follow changes on their own.
+	checkEncodedReports(t, l, want, step)
 	got := l.view.list()
 	slices.SortFunc(got, byName)
 	for i, g := range got {
@@ -239,6 +242,45 @@ func (w *world) check(t *testing.T, l *Lister, step int) {
 		right := ok == wantOK && (!ok || name == wantName || (wantName != host && addressOf(w.nodes[name], host)))
 		if !right {
 			t.Fatalf("after step %d NodeName(%q) = %q %v, a scan finds %q %v", step, host, name, ok, wantName, wantOK)
+		}
+	}
+}
+
+// checkEncodedReports checks that the encoded reports, of every node and
+// of the running ones, decode to the reports of a recount.
+func checkEncodedReports(t *testing.T, l *Lister, want []Info, step int) {
+	t.Helper()
+	field := new(yarnpb.GetClusterNodesResponseProto).ProtoReflect().Descriptor().Fields().ByName("nodeReports").Number()
+	// Nodes may share a host: the whole encoding orders them.
+	encoding := func(r *yarnpb.NodeReportProto) string {
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	byEncoding := func(a, b *yarnpb.NodeReportProto) int { return strings.Compare(encoding(a), encoding(b)) }
+	for _, states := range [][]yarnpb.NodeStateProto{nil, {yarnpb.NodeStateProto_NS_RUNNING}} {
+		keep := func(s yarnpb.NodeStateProto) bool { return len(states) == 0 || slices.Contains(states, s) }
+		raw, err := l.AppendReports(nil, field, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp yarnpb.GetClusterNodesResponseProto
+		if err := proto.Unmarshal(raw, &resp); err != nil {
+			t.Fatalf("after step %d the encoded reports do not decode: %v", step, err)
+		}
+		got := resp.GetNodeReports()
+		var wantReports []*yarnpb.NodeReportProto
+		for _, n := range want {
+			if keep(n.State) {
+				wantReports = append(wantReports, n.Report())
+			}
+		}
+		slices.SortFunc(got, byEncoding)
+		slices.SortFunc(wantReports, byEncoding)
+		if !slices.EqualFunc(got, wantReports, func(a, b *yarnpb.NodeReportProto) bool { return proto.Equal(a, b) }) {
+			t.Fatalf("after step %d the encoded reports of states %v are\n%v\nand a recount's\n%v", step, states, got, wantReports)
 		}
 	}
 }
