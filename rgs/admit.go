@@ -136,11 +136,14 @@ func (c *Controller) admit(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("rgs: list pods: %w", err)
 	}
-	snap := admission.Snapshot{Cluster: c.policy.ClusterResource(), Queues: c.policy.AdmissionQueues()}
+	// Sized once for every pod: a pass runs every few hundred
+	// milliseconds while pods wait, and growing them as they fill made
+	// most of RGS's garbage under a burst of asks.
+	snap := admission.Snapshot{Cluster: c.policy.ClusterResource(), Queues: c.policy.AdmissionQueues(), Pods: make([]admission.Pod, 0, len(pods))}
 	if pp, ok := c.policy.(PartitionPolicy); ok {
 		snap.Partitions = pp.PartitionResources()
 	}
-	byKey := map[string]*corev1.Pod{}
+	byKey := make(map[string]*corev1.Pod, len(pods))
 	priorities := map[yarnid.ApplicationID]int32{}
 	// The expectations are read once and settled after the walk: the
 	// Policy is the RM's, called without RGS's locks.
