@@ -85,7 +85,11 @@ func disruption(p *corev1.Pod) *corev1.PodCondition {
 const admitKey = "admission"
 
 // admitPeriod bounds how long a change the informers do not see (the
-// cluster's size, a queue refresh, an application's priority) waits.
+// cluster's size, a queue refresh, an application's priority) waits. Such
+// a change matters only to pods that wait (gated, or marked to be taken
+// back): while none does, no pass runs until a pod event asks for one
+// (waitingForAdmission), so a cluster of running pods costs no pass over
+// them every second.
 const admitPeriod = time.Second
 
 // A pass looks at every pod, and a stream of pod events must not keep a
@@ -126,7 +130,9 @@ func (c *Controller) processAdmission(ctx context.Context) bool {
 		c.admitQueue.AddRateLimited(k)
 		return true
 	}
-	c.admitQueue.AddAfter(k, admitPeriod)
+	if c.waiting.Load() {
+		c.admitQueue.AddAfter(k, admitPeriod)
+	}
 	return true
 }
 
@@ -205,11 +211,14 @@ func (c *Controller) admit(ctx context.Context) error {
 	// Preemption sees what this pass admitted as used, as YARN's policy
 	// sees what the scheduler allocated: room just given to a queue's
 	// pending pods is no reason to take its containers back.
+	waiting := false
 	for i := range snap.Pods {
 		if lifted[snap.Pods[i].Key] {
 			snap.Pods[i].Admitted = true
 		}
+		waiting = waiting || !snap.Pods[i].Admitted || snap.Pods[i].Preempting
 	}
+	c.waiting.Store(waiting)
 	return c.preempt(ctx, snap, byKey)
 }
 
@@ -264,6 +273,10 @@ func (c *Controller) markPreempted(ctx context.Context, p *corev1.Pod, status co
 }
 
 // hasGate reports whether the pod still waits for Knit's admission.
+// waitingForAdmission reports whether admission passes are for p: it is
+// gated, or marked to be taken back.
+func waitingForAdmission(p *corev1.Pod) bool { return hasGate(p) || preemptedByKnit(p) }
+
 func hasGate(p *corev1.Pod) bool {
 	for _, g := range p.Spec.SchedulingGates {
 		if g.Name == launch.SchedulingGate {

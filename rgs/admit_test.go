@@ -93,6 +93,35 @@ func passOnce(t *testing.T, pol policy, pods ...*corev1.Pod) (map[string]string,
 // passPolicy is passOnce under any Policy.
 func passPolicy(t *testing.T, pol Policy, pods ...*corev1.Pod) (map[string]string, []string) {
 	t.Helper()
+	c, client := admitController(t, pol, pods...)
+	if err := c.admit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	patched := map[string]string{}
+	var deleted []string
+	for _, a := range client.Actions() {
+		switch a := a.(type) {
+		case k8stesting.PatchAction:
+			name := a.GetName()
+			if a.GetSubresource() == "status" {
+				name += "/status"
+			} else if a.GetPatchType() != types.JSONPatchType {
+				t.Errorf("patch type %s", a.GetPatchType())
+			}
+			patched[name] = string(a.GetPatch())
+		case k8stesting.DeleteAction:
+			deleted = append(deleted, a.GetName())
+		default:
+			t.Errorf("unexpected action %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+	return patched, deleted
+}
+
+// admitController is a Controller under pol whose pod cache and API
+// server hold pods, its API server's actions cleared.
+func admitController(t *testing.T, pol Policy, pods ...*corev1.Pod) (*Controller, *fake.Clientset) {
+	t.Helper()
 	client := fake.NewClientset()
 	for _, p := range pods {
 		if _, err := client.CoreV1().Pods(p.Namespace).Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
@@ -118,28 +147,7 @@ func passPolicy(t *testing.T, pol Policy, pods ...*corev1.Pod) (map[string]strin
 		}
 	}
 	client.ClearActions()
-	if err := c.admit(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	patched := map[string]string{}
-	var deleted []string
-	for _, a := range client.Actions() {
-		switch a := a.(type) {
-		case k8stesting.PatchAction:
-			name := a.GetName()
-			if a.GetSubresource() == "status" {
-				name += "/status"
-			} else if a.GetPatchType() != types.JSONPatchType {
-				t.Errorf("patch type %s", a.GetPatchType())
-			}
-			patched[name] = string(a.GetPatch())
-		case k8stesting.DeleteAction:
-			deleted = append(deleted, a.GetName())
-		default:
-			t.Errorf("unexpected action %s %s", a.GetVerb(), a.GetResource().Resource)
-		}
-	}
-	return patched, deleted
+	return c, client
 }
 
 func TestAnAdmissionPassLiftsOnlyKnitsGateOfThePodsTheQueuesAdmit(t *testing.T) {
@@ -170,6 +178,45 @@ func TestAnAdmissionPassLiftsOnlyKnitsGateOfThePodsTheQueuesAdmit(t *testing.T) 
 	if len(ops) != 2 || ops[0]["op"] != "test" || ops[0]["path"] != "/spec/schedulingGates/1/name" || ops[0]["value"] != launch.SchedulingGate ||
 		ops[1]["op"] != "remove" || ops[1]["path"] != "/spec/schedulingGates/1" {
 		t.Errorf("patch %s, want a test and a remove of Knit's gate only", patched["a1"])
+	}
+}
+
+func TestAdmissionRestsWhileNoPodWaits(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pods []*corev1.Pod
+		// waiting is whether a pod still waits after the pass: then
+		// passes go on every admitPeriod and on every pod event.
+		waiting bool
+	}{
+		{name: "every pod lifted", pods: []*corev1.Pod{runningPod("a1", "root.a", 1, 1), runningPod("b1", "root.b", 2, 1)}},
+		{name: "a pod the pass lifts", pods: []*corev1.Pod{runningPod("a1", "root.a", 1, 1), gatedPod("a22", "root.a", 1, false)}},
+		{name: "a pod the queues hold back", waiting: true, pods: []*corev1.Pod{
+			// root.b's maximum is 6 of the 8 slots.
+			runningPod("b1", "root.b", 2, 1), runningPod("b22", "root.b", 2, 2), runningPod("b333", "root.b", 2, 3),
+			runningPod("b4444", "root.b", 2, 4), runningPod("b55555", "root.b", 2, 5), runningPod("b666666", "root.b", 2, 6),
+			gatedPod("b7777777", "root.b", 2, false),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := admitController(t, policy{}, tc.pods...)
+			if err := c.admit(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got := c.waiting.Load(); got != tc.waiting {
+				t.Fatalf("after the pass waiting = %v, want %v", got, tc.waiting)
+			}
+			// A running pod's change matters only while another waits.
+			c.podChanged(runningPod("a9", "root.a", 1, 9))
+			if got, want := c.admitQueue.Len(), map[bool]int{false: 0, true: 1}[tc.waiting]; got != want {
+				t.Errorf("a running pod's change queued %d passes, want %d", got, want)
+			}
+			// A new gated pod always asks for one.
+			c.podChanged(gatedPod("a99", "root.a", 1, false))
+			if got := c.admitQueue.Len(); got != 1 {
+				t.Errorf("a gated pod's arrival left %d passes queued, want 1", got)
+			}
+		})
 	}
 }
 

@@ -142,6 +142,9 @@ type Controller struct {
 	// whose gate a pass lifted and the cache may not show lifted yet
 	// (admission's expectations).
 	admitQueue workqueue.TypedRateLimitingInterface[string]
+	// waiting is whether a pod waited at the end of the last admission
+	// pass (true until the first): passes go on only while one does.
+	waiting atomic.Bool
 	admitMu    sync.Mutex
 	ungated    map[types.UID]bool
 	// lastPreemption is when the last preemption round ran; only the
@@ -226,6 +229,7 @@ func New(cfg Config) (*Controller, error) {
 		expect:  newPodExpectations(time.Now),
 		orphans: newOrphans(time.Now),
 	}
+	c.waiting.Store(true)
 	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.podChanged,
 		UpdateFunc: func(_, obj any) { c.podChanged(obj) },
@@ -241,11 +245,15 @@ func New(cfg Config) (*Controller, error) {
 // for its worker): the workers decide, and no handler waits on a lock held
 // long, the Sink or the API server.
 
-// podChanged queues an added or updated pod's key, and an admission pass.
+// podChanged queues an added or updated pod's key, and an admission pass
+// when one could change something: the pod waits, or others did at the
+// last pass (the pod's end may make room for them).
 func (c *Controller) podChanged(obj any) {
 	if p, ok := podOf(obj); ok {
 		c.podQueue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
-		c.queueAdmission()
+		if c.waiting.Load() || waitingForAdmission(p) {
+			c.queueAdmission()
+		}
 	}
 }
 
