@@ -145,8 +145,8 @@ type Controller struct {
 	// waiting is whether a pod waited at the end of the last admission
 	// pass (true until the first): passes go on only while one does.
 	waiting atomic.Bool
-	admitMu    sync.Mutex
-	ungated    map[types.UID]bool
+	admitMu sync.Mutex
+	ungated map[types.UID]bool
 	// lastPreemption is when the last preemption round ran; only the
 	// admission worker reads and writes it. nextAdmission is the earliest
 	// time (UnixNano) the next pass may start, read by the event handlers.
