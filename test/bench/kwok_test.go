@@ -140,10 +140,22 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 		}
 		return fmt.Sprintf("knit-rm %d MiB, kube-scheduler %d MiB resident", rm>>20, scheduler>>20)
 	})
+	// The calls first on a small cluster: flatAMs applications of
+	// flatContainers running containers each.
+	load := startRCLoad(b)
+	defer func() {
+		if err := load.stop(); err != nil {
+			b.Errorf("load generator: %v", err)
+		}
+	}()
+	small := allocateAll(ctx, b, c.RM, flatAMs, flatContainers)
+	waitAllRunning(ctx, b, kube, flatAMs*flatContainers)
+	costsSmall := measureCalls(b, load, rmPID, c.RM, small)
+
 	began := time.Now()
-	allocateAll(ctx, b, c.RM, pods/containersPerApp)
+	allocateAll(ctx, b, c.RM, pods/containersPerApp, containersPerApp)
 	allocated := time.Since(began)
-	waitAllRunning(ctx, b, kube, pods)
+	waitAllRunning(ctx, b, kube, pods+flatAMs*flatContainers)
 	running := time.Since(began)
 	stopBinding()
 	// Let knit-rm handle the running pods' events and collect garbage.
@@ -152,6 +164,16 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 	if path := os.Getenv(kwokHeapEnv); path != "" {
 		saveHeapProfile(ctx, b, "http://"+c.RM.Web+"/debug/pprof/heap", path)
 	}
+	costsLarge := measureCalls(b, load, rmPID, c.RM, small)
+	for _, call := range rcCalls {
+		m := call.method
+		b.Logf("%s: %.1f µs a call at %d pods, %.1f at %d (%.2f×)", m, costsSmall.perCall[m], flatAMs*flatContainers,
+			costsLarge.perCall[m], pods+flatAMs*flatContainers, costsLarge.perCall[m]/costsSmall.perCall[m])
+		b.ReportMetric(costsLarge.perCall[m]/costsSmall.perCall[m], m+"-cpu-large/small")
+	}
+	b.Logf("knit-rm's CPU with no calls: %.1f ms a second at %d pods, %.1f at %d", costsSmall.idle, flatAMs*flatContainers,
+		costsLarge.idle, pods+flatAMs*flatContainers)
+	b.ReportMetric(costsLarge.idle, "idle-cpu-ms/s-large")
 	b.Logf("%d pods on %d kwok nodes: all allocated after %s, all running after %s", pods, len(nodes), allocated.Round(time.Second), running.Round(time.Second))
 	b.Logf("knit-rm resident %d MiB (idle %d MiB); kube-scheduler %d MiB (idle %d MiB)", rm>>20, idleRM>>20, scheduler>>20, idleScheduler>>20)
 	b.ReportMetric(float64(pods), "pods")
@@ -345,45 +367,159 @@ func enqueueUngated(queue workqueue.TypedInterface[types.NamespacedName], obj an
 // allocateAll runs apps unmanaged AMs at once; each asks for
 // containersPerApp containers and heartbeats once a second until it holds
 // them all.
-func allocateAll(ctx context.Context, b *testing.B, addrs *localcluster.RMAddresses, apps int) {
+func allocateAll(ctx context.Context, b *testing.B, addrs *localcluster.RMAddresses, apps, containers int) []benchAM {
 	b.Helper()
+	out := make([]benchAM, apps)
 	g, gctx := errgroup.WithContext(ctx)
-	for range apps {
+	for i := range apps {
 		g.Go(func() error {
 			rmc, err := client.NewRMClient(addrs.Client, client.RMConfig{User: "bench"})
 			if err != nil {
 				return err
 			}
 			defer rmc.Close()
-			am, _, err := unmanagedAM(gctx, rmc, addrs.Scheduler)
+			am, app, err := unmanagedAM(gctx, rmc, addrs.Scheduler)
 			if err != nil {
 				return err
 			}
 			defer am.Close()
+			report, err := rmc.GetApplicationReport(gctx, app)
+			if err != nil {
+				return err
+			}
+			token, err := proto.Marshal(report.GetAmRmToken())
+			if err != nil {
+				return err
+			}
 			req := &yarnpb.AllocateRequestProto{Ask: []*yarnpb.ResourceRequestProto{{
 				Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, ResourceName: proto.String("*"),
 				Capability:    &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
-				NumContainers: proto.Int32(containersPerApp), RelaxLocality: proto.Bool(true),
+				NumContainers: proto.Int32(int32(containers)), RelaxLocality: proto.Bool(true),
 			}}}
-			for got := 0; got < containersPerApp; {
+			var last int32
+			for got := 0; got < containers; {
 				resp, err := am.Allocate(gctx, req)
 				if err != nil {
 					return err
 				}
 				got += len(resp.GetAllocatedContainers())
+				last = resp.GetResponseId()
 				req = &yarnpb.AllocateRequestProto{}
+				if got == containers {
+					break
+				}
 				select {
 				case <-gctx.Done():
-					return fmt.Errorf("%d of %d containers: %w", got, containersPerApp, gctx.Err())
+					return fmt.Errorf("%d of %d containers: %w", got, containers, gctx.Err())
 				case <-time.After(time.Second):
 				}
 			}
+			out[i] = benchAM{app: app, token: token, responseID: last}
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
 		b.Fatal(err)
 	}
+	return out
+}
+
+// The small cluster the calls are first measured on: flatAMs applications
+// of flatContainers running containers each, 100 pods, as the issue's
+// baseline. Each call then runs on flatAMs connections (a user each, an
+// AM each for allocate), after a warm-up, in flatRounds rounds of
+// flatRound.
+const (
+	flatAMs        = 10
+	flatContainers = 10
+	flatWarm       = 300 * time.Millisecond
+	flatRound      = time.Second
+	flatRounds     = 3
+)
+
+// benchAM is an unmanaged AM allocateAll served: its application, its
+// AMRMToken (a marshalled TokenProto) and the response id its next
+// heartbeat names.
+type benchAM struct {
+	app        *yarnpb.ApplicationIdProto
+	token      []byte
+	responseID int32
+}
+
+// callCosts is what measureCalls found: knit-rm's CPU per call of each
+// method in µs, with its CPU without calls taken out, and that CPU in ms
+// per second.
+type callCosts struct {
+	perCall map[string]float64
+	idle    float64
+}
+
+// measureCalls measures knit-rm's CPU time (process pid, all its threads)
+// per call of each of rcCalls, made by the load generator on one
+// connection per AM of ams: the metrics, the running nodes, the report of
+// an AM's application (each connection another user), an AM's heartbeat
+// that changes nothing. Before each call's rounds it reads knit-rm's CPU
+// over a round without calls, and takes that rate out of the rounds'.
+// ams's response ids advance with the heartbeats made.
+func measureCalls(b *testing.B, load *rcLoad, pid int, addrs *localcluster.RMAddresses, ams []benchAM) callCosts {
+	b.Helper()
+	cpu := func() time.Duration {
+		d, err := processCPUOf(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	out := callCosts{perCall: map[string]float64{}}
+	var idleCPU, idleWall time.Duration
+	for _, call := range rcCalls {
+		load.sets++
+		cmd := rcCmd{Op: "dial", Set: load.sets, Addr: addrs.Client, Method: call.method}
+		for i, am := range ams {
+			req := call.newReq()
+			switch r := req.(type) {
+			case *yarnpb.GetApplicationReportRequestProto:
+				r.ApplicationId = am.app
+			case *yarnpb.AllocateRequestProto:
+				req = rcHeartbeat(am.responseID)
+				cmd.Addr = addrs.Scheduler
+				cmd.Tokens = append(cmd.Tokens, am.token)
+			}
+			raw, err := proto.Marshal(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cmd.Requests = append(cmd.Requests, raw)
+			cmd.Users = append(cmd.Users, fmt.Sprintf("user%d", i))
+		}
+		set := cmd.Set
+		load.do(b, cmd)
+		load.do(b, rcCmd{Op: "run", Set: set, Conns: len(ams), For: flatWarm})
+		before, start := cpu(), time.Now()
+		time.Sleep(flatRound)
+		idle, wall := cpu()-before, time.Since(start)
+		idleCPU, idleWall = idleCPU+idle, idleWall+wall
+		var calls int64
+		var busy, busyWall time.Duration
+		for range flatRounds {
+			before := cpu()
+			r := load.do(b, rcCmd{Op: "run", Set: set, Conns: len(ams), For: flatRound})
+			busy += cpu() - before
+			busyWall += r.Wall
+			calls += r.Calls
+		}
+		// The CPU knit-rm would have spent over the rounds without them.
+		background := time.Duration(float64(idle) * busyWall.Seconds() / wall.Seconds())
+		out.perCall[call.method] = micros(max(busy-background, 0)) / float64(calls)
+		closed := load.do(b, rcCmd{Op: "close", Set: set})
+		if call.am {
+			for i := range ams {
+				ams[i].responseID = closed.ResponseIDs[i]
+			}
+		}
+	}
+	out.idle = float64(idleCPU.Milliseconds()) / idleWall.Seconds()
+	return out
 }
 
 // waitAllRunning waits until n Knit pods run: no Knit pod is left in any

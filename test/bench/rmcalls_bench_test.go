@@ -391,11 +391,13 @@ type rcCmd struct {
 }
 
 // rcReply is the load generator's answer: for run, the calls made and the
-// time they took.
+// time they took; for close of a set of AMs, the response id each AM's
+// next heartbeat names.
 type rcReply struct {
-	Err   string
-	Calls int64
-	Wall  time.Duration
+	Err         string
+	Calls       int64
+	Wall        time.Duration
+	ResponseIDs []int32
 }
 
 // runRPCLoadIfRequested runs the load generator and exits when rcLoadEnv
@@ -451,6 +453,9 @@ func serveRPCLoad(in io.Reader, out io.Writer) error {
 			if s != nil {
 				closeClients(s.clients)
 				delete(sets, cmd.Set)
+				for _, h := range s.heartbeats {
+					reply.ResponseIDs = append(reply.ResponseIDs, h.GetResponseId())
+				}
 			}
 		default:
 			err = fmt.Errorf("unknown order %q", cmd.Op)
@@ -469,6 +474,8 @@ func serveRPCLoad(in io.Reader, out io.Writer) error {
 type rcConns struct {
 	clients []*ipc.Client
 	calls   []func(context.Context) error
+	// heartbeats are the AMs' next allocate requests, for a set of AMs.
+	heartbeats []*yarnpb.AllocateRequestProto
 }
 
 func dialRCConns(cmd rcCmd) (_ *rcConns, err error) {
@@ -504,6 +511,9 @@ func dialRCConns(cmd rcCmd) (_ *rcConns, err error) {
 			return nil, err
 		}
 		heartbeat, _ := req.(*yarnpb.AllocateRequestProto)
+		if heartbeat != nil {
+			s.heartbeats = append(s.heartbeats, heartbeat)
+		}
 		do := func(ctx context.Context) (proto.Message, error) {
 			resp := call.newResp()
 			if err := c.Call(ctx, cmd.Method, req, resp); err != nil {
