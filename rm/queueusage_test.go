@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -412,7 +413,7 @@ func (d *usageDriver) check() error {
 		if f != nil {
 			got = f.queueStats()
 		}
-		if want := walkedStats(rm, q); got != want {
+		if want := walkedStats(rm, q); !reflect.DeepEqual(got, want) {
 			return fmt.Errorf("queue %s's figures are %+v, walked %+v", q.Path, got, want)
 		}
 		for _, label := range usagePartitions {
