@@ -414,17 +414,7 @@ func TestRESTMetricsAndNodesReflectTheNodeLister(t *testing.T) {
 // task on the default partition.
 func labelledEnv(t *testing.T) *env {
 	t.Helper()
-	running := yarnpb.NodeStateProto_NS_RUNNING
-	e := newEnv(t, envOptions{
-		queues: baseQueues(map[string]string{
-			"yarn.scheduler.capacity.root.b.accessible-node-labels":              "gpu",
-			"yarn.scheduler.capacity.root.b.accessible-node-labels.gpu.capacity": "100",
-		}),
-		nodes: fixedNodes{
-			{Name: "n1", State: running, CapabilityMB: 8192, CapabilityVcores: 8},
-			{Name: "g1", State: running, CapabilityMB: 16384, CapabilityVcores: 16, Partition: "gpu"},
-		},
-	})
+	e := newEnv(t, envOptions{queues: gpuQueues(), nodes: gpuNodes()})
 	ctx := t.Context()
 	pid := e.mustSubmit(e.client("alice"), subOpts{queue: "b"})
 	app, err := yarnid.ApplicationIDFromProto(pid)
