@@ -431,7 +431,7 @@ func (a *Application) containerArrived(p *yarnpb.ContainerProto, partition strin
 		return fmt.Errorf("%s for %s: %w", ev.Name(), a.id, err)
 	}
 	if c := a.containers[id]; c != nil {
-		if _, ok := ev.(ContainerAllocated); ok {
+		if _, ok := ev.(ContainerAllocated); ok && c.state == ContainerStateReserved {
 			// A reservation turned into the container takes its
 			// partition, whose holding moves with it.
 			h := c.hold()
