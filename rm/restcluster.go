@@ -702,7 +702,7 @@ func (s *schedJSON) queue(q *queues.Queue, info *yarnpb.QueueInfoProto) rest.Obj
 		field("userLimitFactor", rest.JavaFloat(q.UserLimitFactor)),
 		field("configuredMaxAMResourceLimit", rest.JavaFloat(q.MaxAMResourcePercent)),
 		field("AMResourceLimit", scale(cl, q.AbsoluteCapacity*q.MaxAMResourcePercent)),
-		field("usedAMResource", rest.Resource{}),
+		field("usedAMResource", holdingResource(s.view.inPartition(q, "").am)),
 		field("userAMResourceLimit", scale(cl, q.AbsoluteCapacity*q.MaxAMResourcePercent)),
 		field("preemptionDisabled", info.GetPreemptionDisabled()),
 		field("intraQueuePreemptionDisabled", info.GetIntraQueuePreemptionDisabled()),

@@ -410,9 +410,9 @@ func TestRESTMetricsAndNodesReflectTheNodeLister(t *testing.T) {
 
 // labelledEnv is root.default and root.b, b with all of the gpu partition,
 // over a default node of 8 GiB and a gpu node of 16 GiB; alice's
-// application in b runs its AM (1 GiB) and a 2 GiB task on gpu and a 1 GiB
-// task on the default partition.
-func labelledEnv(t *testing.T) *env {
+// application in b runs its AM (1 GiB) in amPartition, a 2 GiB task on gpu
+// and a 1 GiB task on the default partition.
+func labelledEnv(t *testing.T, amPartition string) *env {
 	t.Helper()
 	e := newEnv(t, envOptions{queues: gpuQueues(), nodes: gpuNodes()})
 	ctx := t.Context()
@@ -427,7 +427,7 @@ func labelledEnv(t *testing.T) *env {
 			NodeId:   &yarnpb.NodeIdProto{Host: proto.String("g1"), Port: proto.Int32(8041)},
 			Resource: yarnpb.NewResource(mb, int32(mb/1024)), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
 	}
-	if err := e.rm.SchedulerSink().Allocated(ctx, scheduling.Allocation{Role: launch.RoleAM, Container: container(1, 1024), Partition: "gpu"}); err != nil {
+	if err := e.rm.SchedulerSink().Allocated(ctx, scheduling.Allocation{Role: launch.RoleAM, Container: container(1, 1024), Partition: amPartition}); err != nil {
 		t.Fatal(err)
 	}
 	for _, ev := range []apps.Event{
@@ -484,7 +484,7 @@ func byPartition(t *testing.T, q map[string]any, key, list string) map[string]ma
 }
 
 func TestRESTSchedulerShowsEachPartitionsCapacitiesAndUse(t *testing.T) {
-	e := labelledEnv(t)
+	e := labelledEnv(t, "gpu")
 	srv := restServer(t, e)
 	code, b := doREST(t, http.MethodGet, srv.URL+"/ws/v1/cluster/scheduler", "")
 	if code != http.StatusOK {
@@ -542,6 +542,37 @@ func TestRESTSchedulerShowsEachPartitionsCapacitiesAndUse(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("%s's %s %s in partition %q = %v, want %v", tt.queue, tt.list, tt.field, tt.partition, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRESTLeafsUsedAMResourceIsTheDefaultPartitions: a leaf's
+// usedAMResource is its AMs' use in the default partition (ResourceUsage.
+// getAMUsed()), an AM on gpu counted only in gpu's row.
+func TestRESTLeafsUsedAMResourceIsTheDefaultPartitions(t *testing.T) {
+	tests := []struct {
+		name, amPartition string
+		wantDefault       float64
+	}{
+		{"an AM on the default partition", "", 1024},
+		{"an AM on gpu", "gpu", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := restServer(t, labelledEnv(t, tt.amPartition))
+			code, b := doREST(t, http.MethodGet, srv.URL+"/ws/v1/cluster/scheduler", "")
+			if code != http.StatusOK {
+				t.Fatalf("GET scheduler: %d %s", code, b)
+			}
+			var doc schedulerDoc
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatal(err)
+			}
+			q := queueObject(t, doc.Scheduler.SchedulerInfo, "b")
+			used, _ := q["usedAMResource"].(map[string]any)
+			if used["memory"] != tt.wantDefault {
+				t.Errorf("b's usedAMResource %v MB, want %v", used["memory"], tt.wantDefault)
 			}
 		})
 	}

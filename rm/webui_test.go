@@ -66,7 +66,7 @@ func TestWebUIShowsContainersWithTheirPodsNodesAndQueues(t *testing.T) {
 }
 
 func TestWebUIQueuesCarryEachLabelledPartitionsFigures(t *testing.T) {
-	e := labelledEnv(t)
+	e := labelledEnv(t, "gpu")
 	qs, err := e.rm.WebUI(fixedPods{}).Queues(t.Context())
 	if err != nil {
 		t.Fatal(err)
