@@ -483,10 +483,10 @@ func byPartition(t *testing.T, q map[string]any, key, list string) map[string]ma
 	return out
 }
 
-func TestRESTSchedulerShowsEachPartitionsCapacitiesAndUse(t *testing.T) {
-	e := labelledEnv(t, "gpu")
-	srv := restServer(t, e)
-	code, b := doREST(t, http.MethodGet, srv.URL+"/ws/v1/cluster/scheduler", "")
+// schedulerInfo is the REST scheduler's schedulerInfo object on e's RM.
+func schedulerInfo(t *testing.T, e *env) json.RawMessage {
+	t.Helper()
+	code, b := doREST(t, http.MethodGet, restServer(t, e).URL+"/ws/v1/cluster/scheduler", "")
 	if code != http.StatusOK {
 		t.Fatalf("GET scheduler: %d %s", code, b)
 	}
@@ -494,6 +494,11 @@ func TestRESTSchedulerShowsEachPartitionsCapacitiesAndUse(t *testing.T) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
+	return doc.Scheduler.SchedulerInfo
+}
+
+func TestRESTSchedulerShowsEachPartitionsCapacitiesAndUse(t *testing.T) {
+	info := schedulerInfo(t, labelledEnv(t, "gpu"))
 	mem := func(v any) any {
 		r, _ := v.(map[string]any)
 		return r["memory"]
@@ -523,7 +528,6 @@ func TestRESTSchedulerShowsEachPartitionsCapacitiesAndUse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			info := doc.Scheduler.SchedulerInfo
 			q := queueObject(t, info, tt.queue)
 			if q == nil {
 				t.Fatalf("no queue %s", tt.queue)
@@ -560,16 +564,7 @@ func TestRESTLeafsUsedAMResourceIsTheDefaultPartitions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := restServer(t, labelledEnv(t, tt.amPartition))
-			code, b := doREST(t, http.MethodGet, srv.URL+"/ws/v1/cluster/scheduler", "")
-			if code != http.StatusOK {
-				t.Fatalf("GET scheduler: %d %s", code, b)
-			}
-			var doc schedulerDoc
-			if err := json.Unmarshal(b, &doc); err != nil {
-				t.Fatal(err)
-			}
-			q := queueObject(t, doc.Scheduler.SchedulerInfo, "b")
+			q := queueObject(t, schedulerInfo(t, labelledEnv(t, tt.amPartition)), "b")
 			used, _ := q["usedAMResource"].(map[string]any)
 			if used["memory"] != tt.wantDefault {
 				t.Errorf("b's usedAMResource %v MB, want %v", used["memory"], tt.wantDefault)
