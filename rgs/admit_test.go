@@ -242,7 +242,12 @@ func runningPod(name, queue string, app int32, seq int) *corev1.Pod {
 }
 
 func TestAPreemptionRoundMarksTheContainersItTakesAndDeletesThemAfterTheWait(t *testing.T) {
-	pol := policy{preemption: Preemption{Enabled: true, Policy: admission.DefaultPreemption, MaxWaitBeforeKill: time.Minute}}
+	// A round may take 15% of the cluster, one 2 GiB pod: YARN's default
+	// 10% is less than one, and YARN takes no container larger than what
+	// is left of the round's budget.
+	p := admission.DefaultPreemption
+	p.TotalPreemptionPerRound = 0.15
+	pol := policy{preemption: Preemption{Enabled: true, Policy: p, MaxWaitBeforeKill: time.Minute}}
 	var pods []*corev1.Pod
 	for i, n := range []string{"a1", "a22", "a333", "a4444", "a55555", "a666666", "a7777777", "a88888888"} {
 		pods = append(pods, runningPod(n, "root.a", 1, i+1))

@@ -183,7 +183,8 @@ func (c *Controller) allocate(ctx context.Context, p *corev1.Pod, attempt yarnid
 	}
 	cp, err := c.containerProto(pod, id)
 	if err == nil {
-		err = c.sink.Allocated(ctx, scheduling.Allocation{Role: role, Container: cp, Created: pod.CreationTimestamp.Time, Bound: bound})
+		err = c.sink.Allocated(ctx, scheduling.Allocation{Role: role, Container: cp, Created: pod.CreationTimestamp.Time, Bound: bound,
+			Partition: pod.Spec.NodeSelector[launch.NodeLabelPartition]})
 	}
 	if err != nil {
 		// The pod goes as the RM's removals do, retried by the removal

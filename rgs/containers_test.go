@@ -119,17 +119,23 @@ func TestABoundPodsSyncRecordsItsContainerWithOnePatch(t *testing.T) {
 		// wantAllocated: the container stands; wantRemoval: the pod is
 		// queued to go.
 		wantAllocated, wantRemoval bool
+		// partition is the node-label partition the pod's ask named.
+		partition string
 	}{
 		{name: "the Sink takes the container", sink: take, wantAllocated: true},
 		{name: "the Sink refuses it: the pod goes through the removal queue",
 			sink: func(scheduling.Allocation) error { return errors.New("attempt over") }, wantAllocated: true, wantRemoval: true},
 		{name: "a failed patch is the queue's to retry", sink: take, patchErr: apierrors.NewServiceUnavailable("busy"), wantErr: true},
 		{name: "a pod deleted meanwhile is done", sink: take, patchErr: apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "p")},
+		{name: "a labelled pod's container is told in its partition", sink: take, partition: "gpu", wantAllocated: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := gatedPod("p", "root.a", 7, true)
 			pod.Spec.NodeName = "n1"
+			if tt.partition != "" {
+				pod.Spec.NodeSelector = map[string]string{launch.NodeLabelPartition: tt.partition}
+			}
 			var told []scheduling.Allocation
 			c, client := podRig(t, sinkFunc(func(a scheduling.Allocation) error {
 				told = append(told, a)
@@ -156,6 +162,11 @@ func TestABoundPodsSyncRecordsItsContainerWithOnePatch(t *testing.T) {
 			_, allocated := c.containers[id]
 			if allocated != tt.wantAllocated || len(told) != btoi(tt.wantAllocated) {
 				t.Errorf("container %s allocated %v, Sink told %d times; want %v", id, allocated, len(told), tt.wantAllocated)
+			}
+			for _, a := range told {
+				if a.Partition != tt.partition {
+					t.Errorf("Sink told the container in partition %q, want %q", a.Partition, tt.partition)
+				}
 			}
 			if _, mapped := c.byPod[pod.UID]; mapped != tt.wantAllocated {
 				t.Errorf("pod mapped to a container: %v, want %v", mapped, tt.wantAllocated)

@@ -7,7 +7,9 @@
 // the informer's handlers only queue keys, and workers sync each key from
 // the cache and the RM's intents. controller.go holds the controller, its
 // informer and workers; retry.go its one retry policy (the queues' rate
-// limiters, each write tried once per sync) and field manager;
+// limiters, each write tried once per sync; a request path's write, which
+// has no key to requeue, tried again in place by the same rule) and field
+// manager;
 // expectations.go the pods written and not yet seen. book.go keeps an
 // attempt's asks and asks.go makes pending pods of them, in slow-start
 // batches; podspec.go builds the pod of one ask; containers.go makes

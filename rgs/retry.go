@@ -2,8 +2,10 @@ package rgs
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,6 +20,11 @@ import (
 // anew from the cache each time. An error a retry cannot mend (terminal)
 // is logged and its key forgotten: the next change of the key's state
 // queues it again.
+//
+// A write made on a request path (an update the AM was granted, the node
+// side of it, a thread dump) has a caller waiting for its outcome and no
+// key to requeue: it is tried again in place (retryRequest), by the same
+// rule and the same backoff as a queue's key, a bounded number of times.
 
 // fieldManager names RGS's writes in the objects' managed fields.
 const fieldManager = "knit-rgs"
@@ -35,6 +42,40 @@ func finish[K comparable](ctx context.Context, log *slog.Logger, q workqueue.Typ
 	default:
 		log.WarnContext(ctx, msg, append(args, "err", err, "requeues", q.NumRequeues(key))...)
 		q.AddRateLimited(key)
+	}
+}
+
+// requestTries bounds the tries of a request path's write: with the
+// queues' backoff (5 ms, doubling), ten tries span about 2.5 s, enough to
+// ride out an API server's brief trouble and well within an RPC client's
+// timeout.
+const requestTries = 10
+
+// retryRequest runs a request path's write op until it succeeds, fails
+// with a terminal error, has been tried requestTries times, or ctx ends,
+// waiting between tries as the work queues' rate limiter would have a key
+// wait. The error is op's last, wrapped.
+func (c *Controller) retryRequest(ctx context.Context, what string, op func(context.Context) error) error {
+	backoff := workqueue.DefaultTypedControllerRateLimiter[string]()
+	for try := 1; ; try++ {
+		err := op(ctx)
+		switch {
+		case err == nil:
+			return nil
+		case terminal(err):
+			return err
+		case try == requestTries:
+			return fmt.Errorf("%s: gave up after %d tries: %w", what, try, err)
+		}
+		wait := backoff.When(what)
+		c.log.WarnContext(ctx, "request write failed, retrying", "write", what, "try", try, "retryIn", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%s: %w (last error: %w)", what, ctx.Err(), err)
+		case <-t.C:
+		}
 	}
 }
 

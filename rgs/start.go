@@ -66,7 +66,8 @@ func (c *Controller) Start(ctx context.Context, sc StartConfig) ([]scheduling.Al
 			c.byPod[p.UID] = id
 			c.seq[attempt] = max(c.seq[attempt], id.Sequence)
 			if cp, err := c.containerProto(p, id); err == nil {
-				running = append(running, scheduling.Allocation{Role: role, Container: cp, Created: p.CreationTimestamp.Time})
+				running = append(running, scheduling.Allocation{Role: role, Container: cp, Created: p.CreationTimestamp.Time,
+					Partition: p.Spec.NodeSelector[launch.NodeLabelPartition]})
 			}
 			continue
 		}

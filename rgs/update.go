@@ -79,23 +79,23 @@ func (c *Controller) UpdateContainer(ctx context.Context, u scheduling.Update) (
 		}
 		// Resize first: a pod marked while its spec still had the old size
 		// would read as resized already.
-		if err := c.resize(ctx, nn, u.Capability); err != nil {
+		if err := c.resizeNow(ctx, nn, u.Capability); err != nil {
 			return nil, fmt.Errorf("rgs: increase of %s: %w", u.Container, err)
 		}
-		if _, err := c.patchAnnotations(ctx, nn, map[string]*string{launch.AnnotationIncreaseFrom: ptr.To(string(from))}); err != nil {
+		if _, err := c.annotateNow(ctx, nn, map[string]*string{launch.AnnotationIncreaseFrom: ptr.To(string(from))}); err != nil {
 			return nil, fmt.Errorf("rgs: increase of %s: %w", u.Container, err)
 		}
 		return nil, nil
 	case yarnpb.ContainerUpdateTypeProto_DECREASE_RESOURCE:
-		if err := c.resize(ctx, nn, u.Capability); err != nil {
+		if err := c.resizeNow(ctx, nn, u.Capability); err != nil {
 			return nil, fmt.Errorf("rgs: decrease of %s: %w", u.Container, err)
 		}
 		// The RM pushes a decrease to the node itself (YARN's NM heartbeat
 		// carries it): the node side holds the new version at once.
-		p, err = c.patchAnnotations(ctx, nn, map[string]*string{launch.AnnotationVersion: &next, launch.AnnotationNodeVersion: &next})
+		p, err = c.annotateNow(ctx, nn, map[string]*string{launch.AnnotationVersion: &next, launch.AnnotationNodeVersion: &next})
 	default:
 		exec := u.ExecutionType.String()
-		p, err = c.patchAnnotations(ctx, nn, map[string]*string{launch.AnnotationVersion: &next, launch.AnnotationExecutionType: &exec})
+		p, err = c.annotateNow(ctx, nn, map[string]*string{launch.AnnotationVersion: &next, launch.AnnotationExecutionType: &exec})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("rgs: update of %s: %w", u.Container, err)
@@ -116,12 +116,12 @@ func (c *Controller) ApplyNodeUpdate(ctx context.Context, id yarnid.ContainerID,
 		return fmt.Errorf("rgs: node update of %s: %w", id, err)
 	}
 	if !sameCPUAndMemory(mainRequests(p), want) {
-		if err := c.resize(ctx, nn, r); err != nil {
+		if err := c.resizeNow(ctx, nn, r); err != nil {
 			return fmt.Errorf("rgs: node update of %s: %w", id, err)
 		}
 	}
 	v := strconv.Itoa(int(version))
-	if _, err := c.patchAnnotations(ctx, nn, map[string]*string{launch.AnnotationNodeVersion: &v}); err != nil {
+	if _, err := c.annotateNow(ctx, nn, map[string]*string{launch.AnnotationNodeVersion: &v}); err != nil {
 		return fmt.Errorf("rgs: node update of %s: %w", id, err)
 	}
 	return nil
@@ -236,6 +236,24 @@ func (c *Controller) resizeTo(ctx context.Context, nn types.NamespacedName, res 
 	return err
 }
 
+// resizeNow is resize on a request path, retried in place (retryRequest):
+// the same size asked again is the same write.
+func (c *Controller) resizeNow(ctx context.Context, nn types.NamespacedName, r *yarnpb.ResourceProto) error {
+	return c.retryRequest(ctx, "resize "+nn.String(), func(ctx context.Context) error { return c.resize(ctx, nn, r) })
+}
+
+// annotateNow is patchAnnotations on a request path, retried in place
+// (retryRequest): a merge patch of the same values is the same write.
+func (c *Controller) annotateNow(ctx context.Context, nn types.NamespacedName, set map[string]*string) (*corev1.Pod, error) {
+	var p *corev1.Pod
+	err := c.retryRequest(ctx, "annotate "+nn.String(), func(ctx context.Context) error {
+		var err error
+		p, err = c.patchAnnotations(ctx, nn, set)
+		return err
+	})
+	return p, err
+}
+
 // patchAnnotations sets (or, for nil, removes) annotations of a pod and
 // returns the pod as patched.
 func (c *Controller) patchAnnotations(ctx context.Context, nn types.NamespacedName, set map[string]*string) (*corev1.Pod, error) {
@@ -301,7 +319,7 @@ func (c *Controller) RequestThreadDump(ctx context.Context, id yarnid.ContainerI
 		return fmt.Errorf("rgs: thread dump: %w", err)
 	}
 	next := strconv.Itoa(int(intAnnotation(p, launch.AnnotationThreadDumps)) + 1)
-	if _, err := c.patchAnnotations(ctx, nn, map[string]*string{launch.AnnotationThreadDumps: &next}); err != nil {
+	if _, err := c.annotateNow(ctx, nn, map[string]*string{launch.AnnotationThreadDumps: &next}); err != nil {
 		return fmt.Errorf("rgs: thread dump of %s: %w", id, err)
 	}
 	return nil

@@ -11,16 +11,11 @@ import (
 func TestAdmissionSeesEachPartitionsNodesAndTheQueuesSharesOfThem(t *testing.T) {
 	running, unhealthy := yarnpb.NodeStateProto_NS_RUNNING, yarnpb.NodeStateProto_NS_UNHEALTHY
 	e := newEnv(t, envOptions{
-		queues: baseQueues(map[string]string{
-			"yarn.scheduler.capacity.root.b.accessible-node-labels":              "gpu",
-			"yarn.scheduler.capacity.root.b.accessible-node-labels.gpu.capacity": "100",
-		}),
-		nodes: fixedNodes{
-			{Name: "n1", State: running, CapabilityMB: 8192, CapabilityVcores: 8},
-			{Name: "g1", State: running, CapabilityMB: 16384, CapabilityVcores: 16, Partition: "gpu"},
-			{Name: "g2", State: unhealthy, CapabilityMB: 16384, CapabilityVcores: 16, Partition: "gpu"},
-			{Name: "s1", State: running, CapabilityMB: 4096, CapabilityVcores: 4, Partition: "ssd"},
-		},
+		queues: gpuQueues(),
+		nodes: gpuNodes(
+			NodeInfo{Name: "g2", State: unhealthy, CapabilityMB: 16384, CapabilityVcores: 16, Partition: "gpu"},
+			NodeInfo{Name: "s1", State: running, CapabilityMB: 4096, CapabilityVcores: 4, Partition: "ssd"},
+		),
 	})
 	// The default partition is the running nodes without a label.
 	if got, want := e.rm.ClusterResource(), (admission.Resource{MemoryMB: 8192, Vcores: 8}); got != want {

@@ -930,7 +930,7 @@ func (k schedulerSink) Allocated(ctx context.Context, a scheduling.Allocation) e
 		return fmt.Errorf("allocated %s: %w", id, errUnknownApp)
 	}
 	if a.Role == launch.RoleAM {
-		if err := rm.handle(ctx, e, apps.AMContainerAllocated{Attempt: id.Attempt, Container: a.Container}); err != nil {
+		if err := rm.handle(ctx, e, apps.AMContainerAllocated{Attempt: id.Attempt, Container: a.Container, Partition: a.Partition}); err != nil {
 			return err
 		}
 		rm.traceAllocated(ctx, e, a)
@@ -940,7 +940,7 @@ func (k schedulerSink) Allocated(ctx context.Context, a scheduling.Allocation) e
 	if st == nil {
 		return fmt.Errorf("allocated %s: attempt %s is over", id, id.Attempt)
 	}
-	if err := rm.handle(ctx, e, apps.ContainerAllocated{Container: a.Container}); err != nil {
+	if err := rm.handle(ctx, e, apps.ContainerAllocated{Container: a.Container, Partition: a.Partition}); err != nil {
 		return err
 	}
 	rm.traceAllocated(ctx, e, a)
@@ -1066,7 +1066,7 @@ func (rm *ResourceManager) Recovered(ctx context.Context, running []scheduling.A
 			continue
 		}
 		created := a.Created
-		if err := rm.handle(ctx, e, apps.ContainerRecovered{Container: a.Container, Created: created, Running: true}); err != nil {
+		if err := rm.handle(ctx, e, apps.ContainerRecovered{Container: a.Container, Created: created, Running: true, Partition: a.Partition}); err != nil {
 			rm.log.InfoContext(ctx, "container not recovered", "container", id.String(), "err", err)
 		}
 	}

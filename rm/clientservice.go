@@ -694,16 +694,14 @@ func inQueue(appQueue, path string) bool {
 // queue usage index, so the answer costs O(queues), not O(applications);
 // only the applications, when asked for, are found by walking them.
 func (rm *ResourceManager) GetQueueInfo(ctx context.Context, req *yarnpb.GetQueueInfoRequestProto) (*yarnpb.GetQueueInfoResponseProto, error) {
+	return rm.queueInfo(ctx, req, rm.queueTree(), rm.queueView(ctx))
+}
+
+// queueInfo answers getQueueInfo from one reading of the queues' use
+// (view), which the REST scheduler and the web UI share with it.
+func (rm *ResourceManager) queueInfo(ctx context.Context, req *yarnpb.GetQueueInfoRequestProto, tree *queues.Tree, view *queueView) (*yarnpb.GetQueueInfoResponseProto, error) {
 	user := callerOf(ctx).User
-	figs := rm.usage.byQueue()
-	stats := func(q *queues.Queue) queues.Stats {
-		if f := figs[q.Path]; f != nil {
-			return f.queueStats()
-		}
-		return queues.Stats{}
-	}
-	tree := rm.queueTree()
-	info, err := tree.QueueInfo(req.GetQueueName(), req.GetIncludeChildQueues(), req.GetRecursive(), stats)
+	info, err := tree.QueueInfo(req.GetQueueName(), req.GetIncludeChildQueues(), req.GetRecursive(), view.stats)
 	if err != nil {
 		rm.log.InfoContext(ctx, "failed to getQueueInfo", "queue", req.GetQueueName(), "err", err)
 		return &yarnpb.GetQueueInfoResponseProto{}, nil

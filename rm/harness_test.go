@@ -181,6 +181,24 @@ type env struct {
 }
 
 // baseQueues is root with "default" and "b", b's ACLs left to the test.
+// gpuQueues are baseQueues with root.b given all of the gpu partition.
+func gpuQueues() map[string]string {
+	return baseQueues(map[string]string{
+		"yarn.scheduler.capacity.root.b.accessible-node-labels":              "gpu",
+		"yarn.scheduler.capacity.root.b.accessible-node-labels.gpu.capacity": "100",
+	})
+}
+
+// gpuNodes are a running default node of 8 GiB and a running gpu node of
+// 16 GiB, then extra.
+func gpuNodes(extra ...NodeInfo) fixedNodes {
+	running := yarnpb.NodeStateProto_NS_RUNNING
+	return append(fixedNodes{
+		{Name: "n1", State: running, CapabilityMB: 8192, CapabilityVcores: 8},
+		{Name: "g1", State: running, CapabilityMB: 16384, CapabilityVcores: 16, Partition: "gpu"},
+	}, extra...)
+}
+
 func baseQueues(extra map[string]string) map[string]string {
 	props := map[string]string{
 		"yarn.scheduler.capacity.root.queues":                          "default,b",

@@ -2,6 +2,7 @@ package rm
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +24,16 @@ type appUse struct {
 	// its AM container while it is RUNNING. All zero once it has ended,
 	// and current, reserved and am while it has had no container.
 	live, current, reserved, am apps.Holding
+	// partitions are current's, reserved's and am's part in each
+	// labelled partition, by name (apps.Held's Partitions).
+	partitions []apps.PartitionHeld
+}
+
+// same reports whether u and o count for the same figures.
+func (u appUse) same(o appUse) bool {
+	return u.queue == o.queue && u.user == o.user && u.state == o.state && u.unmanaged == o.unmanaged &&
+		u.unfinished == o.unfinished && u.live == o.live && u.current == o.current && u.reserved == o.reserved &&
+		u.am == o.am && slices.Equal(u.partitions, o.partitions)
 }
 
 // useOf is what app counts for now; the entry's lock is held (or the
@@ -37,8 +48,17 @@ func useOf(a *apps.Application) appUse {
 	u.live = h.Live
 	if h.Containers > 0 {
 		u.current, u.reserved = h.Current, h.Reserved
-		if u.state == yarnpb.YarnApplicationStateProto_RUNNING {
+		running := u.state == yarnpb.YarnApplicationStateProto_RUNNING
+		if running {
 			u.am = h.AM
+		}
+		for _, p := range h.Partitions {
+			if !running {
+				p.AM = apps.Holding{}
+			}
+			if p != (apps.PartitionHeld{Partition: p.Partition}) {
+				u.partitions = append(u.partitions, p)
+			}
 		}
 	}
 	return u
@@ -108,10 +128,47 @@ func (f *usageFigures) queueStats() queues.Stats {
 	return s
 }
 
+// partitionFigures are what a queue's applications' current attempts hold
+// in one node-label partition: their containers, reservations and AMs.
+type partitionFigures struct {
+	current, reserved, am apps.Holding
+}
+
+// partitionSums are a queue's holdings per labelled partition; a
+// partition left with nothing is absent.
+type partitionSums map[string]partitionFigures
+
+// add adds f in label (sign 1) or takes it away (-1).
+func (m partitionSums) add(label string, f partitionFigures, sign int64) {
+	g := m[label]
+	if sign > 0 {
+		g.current, g.reserved, g.am = g.current.Add(f.current), g.reserved.Add(f.reserved), g.am.Add(f.am)
+	} else {
+		g.current, g.reserved, g.am = g.current.Sub(f.current), g.reserved.Sub(f.reserved), g.am.Sub(f.am)
+	}
+	if g == (partitionFigures{}) {
+		delete(m, label)
+	} else {
+		m[label] = g
+	}
+}
+
+// addHeld adds (sign 1) or takes away (-1) an application's holdings in
+// labelled partitions.
+func (m partitionSums) addHeld(ps []apps.PartitionHeld, sign int64) {
+	for _, p := range ps {
+		m.add(p.Partition, partitionFigures{current: p.Current, reserved: p.Reserved, am: p.AM}, sign)
+	}
+}
+
 // leafFigures are one leaf queue's applications, in all and per user.
 type leafFigures struct {
 	usageFigures
-	users map[string]*usageFigures
+	// partitions are its applications' holdings in each labelled
+	// partition; usageFigures' current, reserved and am less these are
+	// the default partition's.
+	partitions partitionSums
+	users      map[string]*usageFigures
 	// activeUsers counts the users with unfinished applications, those a
 	// user limit is shared between.
 	activeUsers int
@@ -139,10 +196,11 @@ func (x *queueUsage) apply(u appUse, sign int64) {
 	}
 	q := x.queues[u.queue]
 	if q == nil {
-		q = &leafFigures{users: map[string]*usageFigures{}}
+		q = &leafFigures{users: map[string]*usageFigures{}, partitions: partitionSums{}}
 		x.queues[u.queue] = q
 	}
 	q.add(u, sign)
+	q.partitions.addHeld(u.partitions, sign)
 	f := q.users[u.user]
 	if f == nil {
 		f = &usageFigures{}
@@ -159,7 +217,7 @@ func (x *queueUsage) apply(u appUse, sign int64) {
 	if *f == (usageFigures{}) {
 		delete(q.users, u.user)
 	}
-	if len(q.users) == 0 {
+	if len(q.users) == 0 && len(q.partitions) == 0 {
 		delete(x.queues, u.queue)
 	}
 }
@@ -194,7 +252,7 @@ func (x *queueUsage) update(e *entry) {
 	u := useOf(e.app)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if !e.indexed || u == e.use {
+	if !e.indexed || u.same(e.use) {
 		return
 	}
 	x.apply(e.use, -1)
@@ -209,25 +267,48 @@ func (x *queueUsage) totals() usageFigures {
 	return x.total
 }
 
+// queueTotals are a queue's figures: its applications and, per labelled
+// partition, what they hold there.
+type queueTotals struct {
+	usageFigures
+	partitions partitionSums
+}
+
+// inPartition is what the queue's applications hold in a partition ("" the
+// default: what they hold less the labelled partitions' part).
+func (f *queueTotals) inPartition(label string) partitionFigures {
+	if label != "" {
+		return f.partitions[label]
+	}
+	d := partitionFigures{current: f.current, reserved: f.reserved, am: f.am}
+	for _, p := range f.partitions {
+		d.current, d.reserved, d.am = d.current.Sub(p.current), d.reserved.Sub(p.reserved), d.am.Sub(p.am)
+	}
+	return d
+}
+
 // byQueue is every queue's figures, its leaves' summed into each queue
 // above them: O(leaf queues × depth). A queue with no applications is
 // absent.
-func (x *queueUsage) byQueue() map[string]*usageFigures {
+func (x *queueUsage) byQueue() map[string]*queueTotals {
 	x.mu.Lock()
-	leaves := make(map[string]usageFigures, len(x.queues))
+	leaves := make(map[string]queueTotals, len(x.queues))
 	for path, q := range x.queues {
-		leaves[path] = q.usageFigures
+		leaves[path] = queueTotals{usageFigures: q.usageFigures, partitions: maps.Clone(q.partitions)}
 	}
 	x.mu.Unlock()
-	out := make(map[string]*usageFigures, 2*len(leaves))
+	out := make(map[string]*queueTotals, 2*len(leaves))
 	for path, f := range leaves {
 		for p := path; ; {
 			g := out[p]
 			if g == nil {
-				g = &usageFigures{}
+				g = &queueTotals{partitions: partitionSums{}}
 				out[p] = g
 			}
-			g.sum(&f)
+			g.sum(&f.usageFigures)
+			for label, pf := range f.partitions {
+				g.partitions.add(label, pf, 1)
+			}
 			i := strings.LastIndexByte(p, '.')
 			if i <= 0 {
 				break

@@ -3,7 +3,9 @@ package rm
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -38,14 +40,43 @@ func recountUse(a *apps.Application) appUse {
 	if len(cs) == 0 {
 		return u
 	}
+	parts := map[string]*apps.PartitionHeld{}
+	part := func(label string) *apps.PartitionHeld {
+		if parts[label] == nil {
+			parts[label] = &apps.PartitionHeld{Partition: label}
+		}
+		return parts[label]
+	}
+	t := a.CurrentAttempt()
 	if lu := a.LiveUsage(); lu != nil {
 		u.current = apps.Holding{Containers: lu.GetNumUsedContainers(), MemoryMB: lu.GetUsedResources().GetMemory(), VCores: lu.GetUsedResources().GetVirtualCores()}
 		u.reserved = apps.Holding{Containers: lu.GetNumReservedContainers(), MemoryMB: lu.GetReservedResources().GetMemory(), VCores: lu.GetReservedResources().GetVirtualCores()}
+		for _, c := range cs {
+			if c.Partition() == "" || c.Attempt() != t.ID() {
+				continue
+			}
+			mb, vc := c.Resource()
+			one := apps.Holding{Containers: 1, MemoryMB: mb, VCores: vc}
+			switch c.State() {
+			case apps.ContainerStateAllocated, apps.ContainerStateAcquired, apps.ContainerStateRunning:
+				part(c.Partition()).Current = part(c.Partition()).Current.Add(one)
+			case apps.ContainerStateReserved:
+				part(c.Partition()).Reserved = part(c.Partition()).Reserved.Add(one)
+			}
+		}
 	}
-	if t := a.CurrentAttempt(); t != nil && u.state == yarnpb.YarnApplicationStateProto_RUNNING {
+	if t != nil && u.state == yarnpb.YarnApplicationStateProto_RUNNING {
 		if c := t.AMContainer(); c != nil {
 			u.am = apps.Holding{Containers: 1, MemoryMB: c.GetResource().GetMemory(), VCores: c.GetResource().GetVirtualCores()}
+			if id, err := yarnid.ContainerIDFromProto(c.GetId()); err == nil {
+				if amc := a.Container(id); amc != nil && amc.Partition() != "" {
+					part(amc.Partition()).AM = u.am
+				}
+			}
 		}
+	}
+	for _, label := range slices.Sorted(maps.Keys(parts)) {
+		u.partitions = append(u.partitions, *parts[label])
 	}
 	return u
 }
@@ -68,7 +99,7 @@ func dumpUsage(x *queueUsage) string {
 	var lines []string
 	lines = append(lines, fmt.Sprintf("total %+v", x.total))
 	for path, q := range x.queues {
-		lines = append(lines, fmt.Sprintf("queue %s activeUsers=%d %+v", path, q.activeUsers, q.usageFigures))
+		lines = append(lines, fmt.Sprintf("queue %s activeUsers=%d %+v partitions %+v", path, q.activeUsers, q.usageFigures, map[string]partitionFigures(q.partitions)))
 		for user, f := range q.users {
 			lines = append(lines, fmt.Sprintf("queue %s user %s %+v", path, user, *f))
 		}
@@ -103,6 +134,42 @@ func walkedStats(rm *ResourceManager, q *queues.Queue) queues.Stats {
 		}
 	}
 	return s
+}
+
+// walkedPartition is what the applications in q and below hold in one
+// partition, every container walked: their current attempts' live
+// containers and reservations there, and the AM of those RUNNING.
+func walkedPartition(rm *ResourceManager, q *queues.Queue, label string) partitionFigures {
+	var f partitionFigures
+	for _, e := range rm.snapshot() {
+		e.mu.Lock()
+		a := e.app
+		t := a.CurrentAttempt()
+		if !inQueue(a.Queue(), q.Path) || a.State().Final() || t == nil || a.LiveUsage() == nil {
+			e.mu.Unlock()
+			continue
+		}
+		for _, c := range a.Containers() {
+			if c.Partition() != label || c.Attempt() != t.ID() {
+				continue
+			}
+			mb, vc := c.Resource()
+			one := apps.Holding{Containers: 1, MemoryMB: mb, VCores: vc}
+			switch c.State() {
+			case apps.ContainerStateAllocated, apps.ContainerStateAcquired, apps.ContainerStateRunning:
+				f.current = f.current.Add(one)
+			case apps.ContainerStateReserved:
+				f.reserved = f.reserved.Add(one)
+			}
+			if c.IsAM() && a.ClientState() == yarnpb.YarnApplicationStateProto_RUNNING && t.AMContainer() != nil &&
+				proto.Equal(t.AMContainer().GetId(), c.ID().Proto()) {
+				r := t.AMContainer().GetResource()
+				f.am = apps.Holding{Containers: 1, MemoryMB: r.GetMemory(), VCores: r.GetVirtualCores()}.Add(f.am)
+			}
+		}
+		e.mu.Unlock()
+	}
+	return f
 }
 
 // walkedRoom is the headroom's figures of user in leaf queue as the
@@ -152,6 +219,9 @@ var (
 	usageLeaves = []string{"default", "b", "root.p.x", "y"}
 	usagePaths  = []string{"root.default", "root.b", "root.p.x", "root.p.y"}
 	usageUsers  = []string{"alice", "bob", "carol"}
+	// usagePartitions are the node-label partitions containers land in,
+	// the default one ("") among them.
+	usagePartitions = []string{"", "gpu", "ssd"}
 )
 
 // usageDriver drives one RM through random steps, as clients, AMs and RGS
@@ -205,6 +275,9 @@ func (d *usageDriver) containerProto(attempt apps.AttemptID, seq int64) *yarnpb.
 		Resource: yarnpb.NewResource(1024*k, int32(k)), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
 }
 
+// partition picks the node-label partition of a new container.
+func (d *usageDriver) partition() string { return usagePartitions[d.r.IntN(len(usagePartitions))] }
+
 // step takes one random step and names it. Steps an application's state
 // does not take are refused as they would be from a client or RGS; the
 // index must follow whatever happened.
@@ -237,7 +310,7 @@ func (d *usageDriver) step() string {
 	attempt, hasAttempt := d.current(e)
 	switch {
 	case n < 26 && hasAttempt: // RGS places the AM container
-		err := rm.SchedulerSink().Allocated(ctx, scheduling.Allocation{Role: launch.RoleAM, Container: d.containerProto(attempt, 1)})
+		err := rm.SchedulerSink().Allocated(ctx, scheduling.Allocation{Role: launch.RoleAM, Container: d.containerProto(attempt, 1), Partition: d.partition()})
 		return fmt.Sprintf("AM container of %s allocated: %v", attempt, err)
 	case n < 34 && hasAttempt: // the AM starts and registers
 		_ = rm.Handle(ctx, id, apps.AttemptLaunched{Attempt: attempt})
@@ -246,7 +319,7 @@ func (d *usageDriver) step() string {
 		return fmt.Sprintf("AM of %s registers: %v", attempt, err)
 	case n < 50 && hasAttempt: // RGS hands a task container over
 		d.seq++
-		err := rm.SchedulerSink().Allocated(ctx, scheduling.Allocation{Role: launch.RoleTask, Container: d.containerProto(attempt, 1+d.seq)})
+		err := rm.SchedulerSink().Allocated(ctx, scheduling.Allocation{Role: launch.RoleTask, Container: d.containerProto(attempt, 1+d.seq), Partition: d.partition()})
 		return fmt.Sprintf("task container %d of %s allocated: %v", 1+d.seq, attempt, err)
 	case n < 53 && hasAttempt: // a reservation (RGS makes none, the state machine takes them)
 		d.seq++
@@ -313,7 +386,7 @@ func (d *usageDriver) restart() {
 		for _, c := range e.app.Containers() {
 			switch c.State() {
 			case apps.ContainerStateAllocated, apps.ContainerStateAcquired, apps.ContainerStateRunning:
-				running = append(running, scheduling.Allocation{Container: c.Proto(), Created: c.CreationTime()})
+				running = append(running, scheduling.Allocation{Container: c.Proto(), Created: c.CreationTime(), Partition: c.Partition()})
 			}
 		}
 		e.mu.Unlock()
@@ -336,11 +409,21 @@ func (d *usageDriver) check() error {
 	figs := rm.usage.byQueue()
 	for _, q := range rm.queueTree().Queues() {
 		var got queues.Stats
-		if f := figs[q.Path]; f != nil {
+		f := figs[q.Path]
+		if f != nil {
 			got = f.queueStats()
 		}
-		if want := walkedStats(rm, q); got != want {
+		if want := walkedStats(rm, q); !reflect.DeepEqual(got, want) {
 			return fmt.Errorf("queue %s's figures are %+v, walked %+v", q.Path, got, want)
+		}
+		for _, label := range usagePartitions {
+			var got partitionFigures
+			if f != nil {
+				got = f.inPartition(label)
+			}
+			if want := walkedPartition(rm, q, label); got != want {
+				return fmt.Errorf("queue %s holds %+v in partition %q, walked %+v", q.Path, got, label, want)
+			}
 		}
 	}
 	for _, path := range usagePaths {

@@ -350,9 +350,10 @@ func (c *restCluster) Scheduler(ctx context.Context) (json.RawMessage, error) {
 	ctx = internal(ctx)
 	tree := c.rm.queueTree()
 	root := tree.Root()
-	info, err := c.rm.GetQueueInfo(ctx, &yarnpb.GetQueueInfoRequestProto{
+	view := c.rm.queueView(ctx)
+	info, err := c.rm.queueInfo(ctx, &yarnpb.GetQueueInfoRequestProto{
 		QueueName: proto.String(root.Path), IncludeChildQueues: proto.Bool(true), Recursive: proto.Bool(true),
-	})
+	}, tree, view)
 	if err != nil {
 		return nil, err
 	}
@@ -380,12 +381,10 @@ func (c *restCluster) Scheduler(ctx context.Context) (json.RawMessage, error) {
 		f.users[u.user] = &[2]int{active, pending}
 		f.userOrder = append(f.userOrder, u.user)
 	}
-	s := &schedJSON{c: c, tree: tree, figs: figs}
-	// The capacity of the usable nodes, which the queues' effective
+	// The default partition's nodes, which the queues' effective
 	// capacities are shares of, counted once for every queue.
-	if census, err := c.rm.census(ctx); err == nil {
-		s.cluster = rest.Resource{MemoryMB: census.RunningCapabilityMB, VCores: census.RunningCapabilityVcores}
-	}
+	def := view.whole[""]
+	s := &schedJSON{c: c, tree: tree, figs: figs, view: view, cluster: rest.Resource{MemoryMB: def.MemoryMB, VCores: int64(def.VCores)}}
 	ri := info.GetQueueInfo()
 	out := rest.Object{
 		field("type", "capacityScheduler"),
@@ -400,7 +399,7 @@ func (c *restCluster) Scheduler(ctx context.Context) (json.RawMessage, error) {
 		field("maxParallelApps", root.MaxParallelApps),
 		field("isAbsoluteResource", false),
 		field("queues", s.children(ri)),
-		field("capacities", s.capacities(root, ri)),
+		field("capacities", s.capacities(root, false)),
 		field("health", health()),
 		field("maximumAllocation", c.maxAllocation()),
 		field("queueAcls", queueACLs(root)),
@@ -419,9 +418,12 @@ func (c *restCluster) Scheduler(ctx context.Context) (json.RawMessage, error) {
 }
 
 type schedJSON struct {
-	c       *restCluster
-	tree    *queues.Tree
-	figs    map[string]*queueFigures
+	c    *restCluster
+	tree *queues.Tree
+	figs map[string]*queueFigures
+	// view is the queues' use in each partition; cluster what the default
+	// partition's nodes hold.
+	view    *queueView
 	cluster rest.Resource
 }
 
@@ -491,34 +493,93 @@ func scale(r rest.Resource, f float32) rest.Resource {
 	return rest.Resource{MemoryMB: int64(float64(r.MemoryMB) * float64(f)), VCores: int64(float64(r.VCores) * float64(f))}
 }
 
-func (s *schedJSON) capacities(q *queues.Queue, info *yarnpb.QueueInfoProto) rest.Object {
-	cl := s.clusterResource()
-	used := info.GetCurrentCapacity() * 100
-	return rest.Object{field("queueCapacitiesByPartition", []rest.Object{{
-		field("partitionName", rest.JavaString("")),
-		field("queueCapacityVectorInfo", capacityVector(q.Capacity*100)),
-		field("capacity", rest.JavaFloat(q.Capacity*100)),
-		field("usedCapacity", rest.JavaFloat(used)),
-		field("maxCapacity", rest.JavaFloat(q.MaximumCapacity*100)),
-		field("absoluteCapacity", rest.JavaFloat(q.AbsoluteCapacity*100)),
-		field("absoluteUsedCapacity", rest.JavaFloat(used*q.AbsoluteCapacity)),
-		field("absoluteMaxCapacity", rest.JavaFloat(q.AbsoluteMaximumCapacity*100)),
-		field("maxAMLimitPercentage", rest.JavaFloat(q.MaxAMResourcePercent*100)),
-		field("weight", rest.JavaFloat(-1)),
-		field("normalizedWeight", rest.JavaFloat(0)),
-		field("configuredMinResource", rest.Resource{}),
-		field("configuredMaxResource", rest.Resource{}),
-		field("effectiveMinResource", scale(cl, q.AbsoluteCapacity)),
-		field("effectiveMaxResource", scale(cl, q.AbsoluteMaximumCapacity)),
-	}})}
+// capacities is a queue's QueueCapacitiesInfo: its capacities and use in
+// each partition it reports (PartitionQueueCapacitiesInfo), the AM share
+// only for a leaf (considerAMUsage), figures capped as YARN caps them.
+func (s *schedJSON) capacities(q *queues.Queue, leaf bool) rest.Object {
+	parts := s.view.partitions(q)
+	out := make([]rest.Object, 0, len(parts))
+	for _, p := range parts {
+		c := p.capacity
+		maxCapacity := c.MaximumCapacity
+		if maxCapacity < capEpsilon || maxCapacity > 1 {
+			maxCapacity = 1
+		}
+		var am float32
+		if leaf {
+			am = c.MaxAMResourcePercent * 100
+		}
+		out = append(out, rest.Object{
+			field("partitionName", rest.JavaString(p.label)),
+			field("queueCapacityVectorInfo", capacityVector(c.Capacity*100)),
+			field("capacity", rest.JavaFloat(c.Capacity*100)),
+			field("usedCapacity", rest.JavaFloat(p.usedCapacity*100)),
+			field("maxCapacity", rest.JavaFloat(maxCapacity*100)),
+			field("absoluteCapacity", rest.JavaFloat(unit(c.AbsoluteCapacity)*100)),
+			field("absoluteUsedCapacity", rest.JavaFloat(unit(p.absoluteUsed)*100)),
+			field("absoluteMaxCapacity", rest.JavaFloat(unit(c.AbsoluteMaximumCapacity)*100)),
+			field("maxAMLimitPercentage", rest.JavaFloat(am)),
+			field("weight", rest.JavaFloat(-1)),
+			field("normalizedWeight", rest.JavaFloat(0)),
+			field("configuredMinResource", rest.Resource{}),
+			field("configuredMaxResource", rest.Resource{}),
+			field("effectiveMinResource", restResource(p.effectiveMin)),
+			field("effectiveMaxResource", restResource(p.effectiveMax)),
+		})
+	}
+	return rest.Object{field("queueCapacitiesByPartition", out)}
 }
 
-func (s *schedJSON) resources(stats *yarnpb.QueueStatisticsProto) rest.Object {
+// capEpsilon is CapacitySchedulerQueueInfo.EPSILON: a maximum capacity
+// below it is shown as 100%.
+const capEpsilon = 1e-8
+
+// unit caps a fraction to [0, 1], as CapacitySchedulerQueueInfo.cap does.
+func unit(f float32) float32 { return min(max(f, 0), 1) }
+
+func restResource(r queues.PartitionResource) rest.Resource {
+	return rest.Resource{MemoryMB: r.MemoryMB, VCores: int64(r.VCores)}
+}
+
+func holdingResource(h apps.Holding) rest.Resource {
+	return rest.Resource{MemoryMB: h.MemoryMB, VCores: int64(h.VCores)}
+}
+
+// resources is a queue's ResourcesInfo: what it uses and reserves in each
+// partition it reports (PartitionResourcesInfo), its AMs' use and limit
+// only for a leaf (considerAMUsage; a parent's are null, so absent).
+// Pending demand is RGS's pending pods', which the RM does not hold per
+// partition: zero.
+func (s *schedJSON) resources(q *queues.Queue, leaf bool) rest.Object {
+	parts := s.view.partitions(q)
+	out := make([]rest.Object, 0, len(parts))
+	for _, p := range parts {
+		o := rest.Object{
+			field("partitionName", rest.JavaString(p.label)),
+			field("used", holdingResource(p.used)),
+			field("reserved", holdingResource(p.reserved)),
+			field("pending", rest.Resource{}),
+		}
+		if leaf {
+			o = append(o,
+				field("amUsed", holdingResource(p.am)),
+				field("amLimit", restResource(p.amLimit)),
+				field("userAmLimit", restResource(p.amLimit)),
+			)
+		}
+		out = append(out, o)
+	}
+	return rest.Object{field("resourceUsagesByPartition", out)}
+}
+
+// userResources is a user's ResourcesInfo: the default partition's row,
+// its figures not kept per user.
+func userResources() rest.Object {
 	return rest.Object{field("resourceUsagesByPartition", []rest.Object{{
 		field("partitionName", rest.JavaString("")),
-		field("used", rest.Resource{MemoryMB: stats.GetAllocatedMemoryMB(), VCores: stats.GetAllocatedVCores()}),
-		field("reserved", rest.Resource{MemoryMB: stats.GetReservedMemoryMB(), VCores: stats.GetReservedVCores()}),
-		field("pending", rest.Resource{MemoryMB: stats.GetPendingMemoryMB(), VCores: stats.GetPendingVCores()}),
+		field("used", rest.Resource{}),
+		field("reserved", rest.Resource{}),
+		field("pending", rest.Resource{}),
 		field("amUsed", rest.Resource{}),
 		field("amLimit", rest.Resource{}),
 		field("userAmLimit", rest.Resource{}),
@@ -590,8 +651,8 @@ func (s *schedJSON) queue(q *queues.Queue, info *yarnpb.QueueInfoProto) rest.Obj
 		field("allocatedContainers", stats.GetAllocatedContainers()),
 		field("reservedContainers", stats.GetReservedContainers()),
 		field("pendingContainers", stats.GetPendingContainers()),
-		field("capacities", s.capacities(q, info)),
-		field("resources", s.resources(stats)),
+		field("capacities", s.capacities(q, leaf)),
+		field("resources", s.resources(q, leaf)),
 		field("minEffectiveCapacity", scale(cl, q.AbsoluteCapacity)),
 		field("maxEffectiveCapacity", scale(cl, q.AbsoluteMaximumCapacity)),
 		field("maximumAllocation", s.c.maxAllocation()),
@@ -621,7 +682,7 @@ func (s *schedJSON) queue(q *queues.Queue, info *yarnpb.QueueInfoProto) rest.Obj
 			field("numActiveApplications", n[0]),
 			field("AMResourceUsed", rest.Resource{}),
 			field("userResourceLimit", rest.Resource{}),
-			field("resources", s.resources(nil)),
+			field("resources", userResources()),
 			field("userWeight", rest.JavaFloat(1)),
 			field("isActive", n[0] > 0),
 		})
@@ -641,7 +702,7 @@ func (s *schedJSON) queue(q *queues.Queue, info *yarnpb.QueueInfoProto) rest.Obj
 		field("userLimitFactor", rest.JavaFloat(q.UserLimitFactor)),
 		field("configuredMaxAMResourceLimit", rest.JavaFloat(q.MaxAMResourcePercent)),
 		field("AMResourceLimit", scale(cl, q.AbsoluteCapacity*q.MaxAMResourcePercent)),
-		field("usedAMResource", rest.Resource{}),
+		field("usedAMResource", holdingResource(s.view.inPartition(q, "").am)),
 		field("userAMResourceLimit", scale(cl, q.AbsoluteCapacity*q.MaxAMResourcePercent)),
 		field("preemptionDisabled", info.GetPreemptionDisabled()),
 		field("intraQueuePreemptionDisabled", info.GetIntraQueuePreemptionDisabled()),

@@ -12,9 +12,15 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/knitdev/knit/protocols/yarnerr"
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rks/launch"
+	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/rest"
+	"github.com/knitdev/knit/scheduling"
 	"github.com/knitdev/knit/test/recordings"
 )
 
@@ -399,5 +405,170 @@ func TestRESTMetricsAndNodesReflectTheNodeLister(t *testing.T) {
 	code, b := doREST(t, http.MethodGet, srv.URL+"/ws/v1/cluster/nodes/nosuch:1", "")
 	if code != http.StatusNotFound {
 		t.Errorf("unknown node: %d %s", code, b)
+	}
+}
+
+// labelledEnv is root.default and root.b, b with all of the gpu partition,
+// over a default node of 8 GiB and a gpu node of 16 GiB; alice's
+// application in b runs its AM (1 GiB) in amPartition, a 2 GiB task on gpu
+// and a 1 GiB task on the default partition.
+func labelledEnv(t *testing.T, amPartition string) *env {
+	t.Helper()
+	e := newEnv(t, envOptions{queues: gpuQueues(), nodes: gpuNodes()})
+	ctx := t.Context()
+	pid := e.mustSubmit(e.client("alice"), subOpts{queue: "b"})
+	app, err := yarnid.ApplicationIDFromProto(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempt := yarnid.AttemptID{App: app, ID: 1}
+	container := func(seq int64, mb int64) *yarnpb.ContainerProto {
+		return &yarnpb.ContainerProto{Id: yarnid.ContainerID{Attempt: attempt, Sequence: seq}.Proto(),
+			NodeId:   &yarnpb.NodeIdProto{Host: proto.String("g1"), Port: proto.Int32(8041)},
+			Resource: yarnpb.NewResource(mb, int32(mb/1024)), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}}
+	}
+	if err := e.rm.SchedulerSink().Allocated(ctx, scheduling.Allocation{Role: launch.RoleAM, Container: container(1, 1024), Partition: amPartition}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range []apps.Event{
+		apps.AttemptLaunched{Attempt: attempt},
+		apps.ContainerLaunched{Container: yarnid.ContainerID{Attempt: attempt, Sequence: 1}},
+		apps.AttemptRegistered{Attempt: attempt, Host: "am", RPCPort: 1},
+		apps.ContainerAllocated{Container: container(2, 2048), Partition: "gpu"},
+		apps.ContainerAllocated{Container: container(3, 1024)},
+	} {
+		if err := e.rm.Handle(ctx, app, ev); err != nil {
+			t.Fatalf("%T: %v", ev, err)
+		}
+	}
+	return e
+}
+
+// queueObject finds a queue's object by name under a scheduler info.
+func queueObject(t *testing.T, info json.RawMessage, name string) map[string]any {
+	t.Helper()
+	var q map[string]any
+	if err := json.Unmarshal(info, &q); err != nil {
+		t.Fatal(err)
+	}
+	var find func(q map[string]any) map[string]any
+	find = func(q map[string]any) map[string]any {
+		if q["queueName"] == name {
+			return q
+		}
+		qs, _ := q["queues"].(map[string]any)
+		list, _ := qs["queue"].([]any)
+		for _, c := range list {
+			if f := find(c.(map[string]any)); f != nil {
+				return f
+			}
+		}
+		return nil
+	}
+	return find(q)
+}
+
+// byPartition indexes a queue's capacities or resources list by partition
+// name.
+func byPartition(t *testing.T, q map[string]any, key, list string) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	obj, _ := q[key].(map[string]any)
+	items, _ := obj[list].([]any)
+	for _, it := range items {
+		m := it.(map[string]any)
+		name, _ := m["partitionName"].(string) // Hadoop writes "" as {}
+		out[name] = m
+	}
+	return out
+}
+
+// schedulerInfo is the REST scheduler's schedulerInfo object on e's RM.
+func schedulerInfo(t *testing.T, e *env) json.RawMessage {
+	t.Helper()
+	code, b := doREST(t, http.MethodGet, restServer(t, e).URL+"/ws/v1/cluster/scheduler", "")
+	if code != http.StatusOK {
+		t.Fatalf("GET scheduler: %d %s", code, b)
+	}
+	var doc schedulerDoc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Scheduler.SchedulerInfo
+}
+
+func TestRESTSchedulerShowsEachPartitionsCapacitiesAndUse(t *testing.T) {
+	info := schedulerInfo(t, labelledEnv(t, "gpu"))
+	mem := func(v any) any {
+		r, _ := v.(map[string]any)
+		return r["memory"]
+	}
+	tests := []struct {
+		name, queue, partition string
+		// list is "capacities" or "resources"; field a key of its entry,
+		// read as a memory figure when it is a resource.
+		list, field string
+		want        any
+	}{
+		{"b's guarantee in the default partition", "b", "", "capacities", "absoluteCapacity", 50.0},
+		{"its use there: 1 GiB of its 4 GiB guarantee", "b", "", "capacities", "usedCapacity", 25.0},
+		{"its use of the default partition's 8 GiB", "b", "", "capacities", "absoluteUsedCapacity", 12.5},
+		{"b's share of gpu", "b", "gpu", "capacities", "capacity", 100.0},
+		{"its use of gpu: the AM and the task, 3 of 16 GiB", "b", "gpu", "capacities", "usedCapacity", 18.75},
+		{"its guarantee in gpu as a resource", "b", "gpu", "capacities", "effectiveMinResource", 16384.0},
+		{"a leaf's AM share", "b", "gpu", "capacities", "maxAMLimitPercentage", 10.0},
+		{"a parent has none", "root", "gpu", "capacities", "maxAMLimitPercentage", 0.0},
+		{"root reports gpu, which its configuration names", "root", "gpu", "capacities", "absoluteCapacity", 100.0},
+		{"b uses 1 GiB in the default partition", "b", "", "resources", "used", 1024.0},
+		{"and 3 GiB in gpu", "b", "gpu", "resources", "used", 3072.0},
+		{"its AM runs in gpu", "b", "gpu", "resources", "amUsed", 1024.0},
+		{"and none in the default partition", "b", "", "resources", "amUsed", 0.0},
+		{"the AM limit in gpu is 10% of b's 16 GiB there", "b", "gpu", "resources", "amLimit", 1638.0},
+		{"default, which holds nothing in gpu nor names it, reports only the default partition", "default", "gpu", "capacities", "capacity", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := queueObject(t, info, tt.queue)
+			if q == nil {
+				t.Fatalf("no queue %s", tt.queue)
+			}
+			key := "queueCapacitiesByPartition"
+			if tt.list == "resources" {
+				key = "resourceUsagesByPartition"
+			}
+			entry := byPartition(t, q, tt.list, key)[tt.partition]
+			var got any
+			if entry != nil {
+				got = entry[tt.field]
+				if _, ok := got.(map[string]any); ok {
+					got = mem(got)
+				}
+			}
+			if got != tt.want {
+				t.Errorf("%s's %s %s in partition %q = %v, want %v", tt.queue, tt.list, tt.field, tt.partition, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRESTLeafsUsedAMResourceIsTheDefaultPartitions: a leaf's
+// usedAMResource is its AMs' use in the default partition (ResourceUsage.
+// getAMUsed()), an AM on gpu counted only in gpu's row.
+func TestRESTLeafsUsedAMResourceIsTheDefaultPartitions(t *testing.T) {
+	tests := []struct {
+		name, amPartition string
+		wantDefault       float64
+	}{
+		{"an AM on the default partition", "", 1024},
+		{"an AM on gpu", "gpu", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := queueObject(t, schedulerInfo(t, labelledEnv(t, tt.amPartition)), "b")
+			used, _ := q["usedAMResource"].(map[string]any)
+			if used["memory"] != tt.wantDefault {
+				t.Errorf("b's usedAMResource %v MB, want %v", used["memory"], tt.wantDefault)
+			}
+		})
 	}
 }

@@ -80,9 +80,11 @@ func (w *webUI) Nodes(ctx context.Context) ([]webui.Node, error) {
 func (w *webUI) Queues(ctx context.Context) ([]webui.Queue, error) {
 	tree := w.rm.queueTree()
 	root := tree.Root()
-	resp, err := w.rm.GetQueueInfo(internal(ctx), &yarnpb.GetQueueInfoRequestProto{
+	ctx = internal(ctx)
+	view := w.rm.queueView(ctx)
+	resp, err := w.rm.queueInfo(ctx, &yarnpb.GetQueueInfoRequestProto{
 		QueueName: proto.String(root.Path), IncludeChildQueues: proto.Bool(true), Recursive: proto.Bool(true),
-	})
+	}, tree, view)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +113,7 @@ func (w *webUI) Queues(ctx context.Context) ([]webui.Queue, error) {
 			q.AbsoluteCapacity = float64(tq.AbsoluteCapacity) * 100
 			q.AbsoluteMaxCapacity = float64(tq.AbsoluteMaximumCapacity) * 100
 			q.AbsoluteUsed = q.Used * float64(tq.AbsoluteCapacity)
+			q.Partitions = webPartitions(view.partitions(tq))
 		}
 		out = append(out, q)
 		for _, ch := range info.GetChildQueues() {
@@ -119,4 +122,24 @@ func (w *webUI) Queues(ctx context.Context) ([]webui.Queue, error) {
 	}
 	walk(resp.GetQueueInfo(), 0)
 	return out, nil
+}
+
+// webPartitions are a queue's figures in its labelled partitions, for the
+// scheduler page's section of each.
+func webPartitions(parts []partitionFigure) []webui.QueuePartition {
+	var out []webui.QueuePartition
+	for _, p := range parts {
+		if p.label == "" {
+			continue
+		}
+		c := p.capacity
+		out = append(out, webui.QueuePartition{
+			Name: p.label, TotalMB: p.whole.MemoryMB, TotalVcores: int64(p.whole.VCores),
+			Capacity: float64(c.Capacity) * 100, MaxCapacity: float64(c.MaximumCapacity) * 100,
+			AbsoluteCapacity: float64(c.AbsoluteCapacity) * 100, AbsoluteMaxCapacity: float64(c.AbsoluteMaximumCapacity) * 100,
+			Used: float64(p.usedCapacity) * 100, AbsoluteUsed: float64(p.absoluteUsed) * 100,
+			UsedMB: p.used.MemoryMB, UsedVcores: int64(p.used.VCores), AMUsedMB: p.am.MemoryMB, Containers: p.used.Containers,
+		})
+	}
+	return out
 }

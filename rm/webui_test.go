@@ -1,6 +1,7 @@
 package rm
 
 import (
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -10,6 +11,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rks/launch"
+	"github.com/knitdev/knit/rm/webui"
 	"github.com/knitdev/knit/scheduling"
 )
 
@@ -60,5 +62,41 @@ func TestWebUIShowsContainersWithTheirPodsNodesAndQueues(t *testing.T) {
 		if q.Depth != 1 || !q.Leaf || q.AbsoluteMaxCapacity <= 0 {
 			t.Errorf("queue %+v", q)
 		}
+	}
+}
+
+func TestWebUIQueuesCarryEachLabelledPartitionsFigures(t *testing.T) {
+	e := labelledEnv(t, "gpu")
+	qs, err := e.rm.WebUI(fixedPods{}).Queues(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]webui.Queue{}
+	for _, q := range qs {
+		byPath[q.Path] = q
+	}
+	tests := []struct {
+		name, queue string
+		want        []webui.QueuePartition
+	}{
+		{"b: its AM and a task in gpu, 3 of the partition's 16 GiB", "root.b", []webui.QueuePartition{{
+			Name: "gpu", TotalMB: 16384, TotalVcores: 16, Capacity: 100, MaxCapacity: 100, AbsoluteCapacity: 100, AbsoluteMaxCapacity: 100,
+			Used: 18.75, AbsoluteUsed: 18.75, UsedMB: 3072, UsedVcores: 3, AMUsedMB: 1024, Containers: 2}}},
+		{"root: gpu as its configuration names it, its leaves' use summed", "root", []webui.QueuePartition{{
+			Name: "gpu", TotalMB: 16384, TotalVcores: 16, Capacity: 100, MaxCapacity: 100, AbsoluteCapacity: 100, AbsoluteMaxCapacity: 100,
+			Used: 18.75, AbsoluteUsed: 18.75, UsedMB: 3072, UsedVcores: 3, AMUsedMB: 1024, Containers: 2}}},
+		{"default: no labelled partition", "root.default", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := byPath[tt.queue]
+			if !slices.Equal(q.Partitions, tt.want) {
+				t.Errorf("%s's partitions %+v, want %+v", tt.queue, q.Partitions, tt.want)
+			}
+		})
+	}
+	// The rows' own figures are the default partition's: b's 1 GiB task.
+	if b := byPath["root.b"]; b.AllocatedMB != 1024 || b.Containers != 1 || b.Used != 25 {
+		t.Errorf("b's default partition row: %+v", b)
 	}
 }

@@ -40,6 +40,9 @@ type Allocation struct {
 	// Bound is when the container was placed on its node; zero if not
 	// known.
 	Bound time.Time
+	// Partition is the node-label partition the container's ask named
+	// ("" the default), the one admission counts it in.
+	Partition string
 }
 
 // Completion is a container that ended or went away.

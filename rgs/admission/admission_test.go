@@ -218,22 +218,48 @@ func running(queue string, app int32, n int) []Pod {
 
 func TestPreemptionTakesBackWhatALeafHoldsOverItsIdealShare(t *testing.T) {
 	twoLeaves := root(leaf("root.a", 0.25, 1), leaf("root.b", 0.75, 0.75))
+	// total_preemption_per_round 0.15 of the 16 GiB cluster is 2457 MB: a
+	// round's budget holds one 2 GiB container.
+	oneARound := DefaultPreemption
+	oneARound.TotalPreemptionPerRound = 0.15
 	tests := []struct {
 		name string
+		p    Preemption
 		pods []Pod
 		want []string
 	}{
 		{
 			// root.a holds all 8; root.b wants its 6. root.a's ideal is 2
 			// slots (4 GiB), its excess 12 GiB; a round takes 20% of it,
-			// at most 10% of the cluster (1.6 GiB): one container, the
+			// at most 15% of the cluster (2457 MB): one container, the
 			// newest.
 			name: "a round takes the newest container of the leaf over its share",
+			p:    oneARound,
 			pods: concat(running("root.a", 1, 8), demand("root.b", "u", 2, 6)),
 			want: []string{"root.a/1/7"},
 		},
 		{
+			// YARN's default 10% of 16 GiB is 1638 MB, less than any of
+			// root.a's containers: the policy takes none
+			// (tryPreemptContainerAndDeductResToObtain's fitsIn).
+			name: "no container larger than the round's budget is taken",
+			p:    DefaultPreemption,
+			pods: concat(running("root.a", 1, 8), demand("root.b", "u", 2, 6)),
+			want: nil,
+		},
+		{
+			name: "a container too large for what is left of the budget stays and a smaller one after it goes",
+			p:    oneARound,
+			pods: func() []Pod {
+				pods := concat(running("root.a", 1, 8), demand("root.b", "u", 2, 6))
+				pods[7].Resource = Resource{MemoryMB: 4096, Vcores: 1}
+				return pods
+			}(),
+			want: []string{"root.a/1/6"},
+		},
+		{
 			name: "containers chosen before stay chosen, and the round adds its own",
+			p:    oneARound,
 			pods: func() []Pod {
 				pods := concat(running("root.a", 1, 8), demand("root.b", "u", 2, 6))
 				pods[7].Preempting = true
@@ -243,11 +269,13 @@ func TestPreemptionTakesBackWhatALeafHoldsOverItsIdealShare(t *testing.T) {
 		},
 		{
 			name: "nothing is taken without demand that waits",
+			p:    oneARound,
 			pods: running("root.a", 1, 8),
 			want: nil,
 		},
 		{
 			name: "a leaf within its share gives nothing back and its chosen containers go free",
+			p:    oneARound,
 			pods: func() []Pod {
 				pods := concat(running("root.a", 1, 2), running("root.b", 2, 6), demand("root.b", "u", 2, 3))
 				pods[0].Preempting = true
@@ -257,6 +285,7 @@ func TestPreemptionTakesBackWhatALeafHoldsOverItsIdealShare(t *testing.T) {
 		},
 		{
 			name: "AM containers go last",
+			p:    oneARound,
 			pods: func() []Pod {
 				pods := concat(running("root.a", 1, 8), demand("root.b", "u", 2, 6))
 				pods[7].AM = true
@@ -266,13 +295,14 @@ func TestPreemptionTakesBackWhatALeafHoldsOverItsIdealShare(t *testing.T) {
 		},
 		{
 			name: "the last submitted application gives first",
+			p:    oneARound,
 			pods: concat(running("root.a", 1, 4), running("root.a", 3, 4), demand("root.b", "u", 2, 6)),
 			want: []string{"root.a/3/3"},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Preempt(Snapshot{Cluster: cluster, Queues: twoLeaves, Pods: tc.pods}, DefaultPreemption)
+			got := Preempt(Snapshot{Cluster: cluster, Queues: twoLeaves, Pods: tc.pods}, tc.p)
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("preempt %v, want %v", got, tc.want)
 			}

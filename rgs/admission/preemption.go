@@ -180,19 +180,24 @@ func (r *preemptionRound) betweenQueues(allowed, budget float64, p Preemption) (
 				excess -= float64(v.Resource.MemoryMB)
 			}
 		}
-		take := min(excess*scale*p.NaturalTerminationFactor, budget)
+		take := excess * scale * p.NaturalTerminationFactor
 		for _, v := range order {
 			if take <= 0 {
 				break
 			}
-			if v.Preempting {
+			mem := float64(v.Resource.MemoryMB)
+			if v.Preempting || mem > budget {
+				// A container larger than what is left of the round's
+				// budget stays, and a smaller one after it may still go,
+				// as tryPreemptContainerAndDeductResToObtain decides
+				// (fitsIn the total preemption allowed).
 				continue
 			}
-			// Like the policy, the last container may take it past the
-			// amount: what it frees goes to the queues that wait.
+			// The last container may take the leaf past its amount, as
+			// in the policy: what it frees goes to the queues that wait.
 			r.chosen = append(r.chosen, v)
-			take -= float64(v.Resource.MemoryMB)
-			budget -= float64(v.Resource.MemoryMB)
+			take -= mem
+			budget -= mem
 		}
 	}
 	return r.chosen, budget

@@ -112,6 +112,8 @@ type Application struct {
 	// containers' and reservations'.
 	live     Holding
 	holdings map[AttemptID]*[2]Holding
+	// labelled are holdings' part in each labelled partition.
+	labelled map[holdKey]*[2]Holding
 
 	fx []Effect // effects of the Handle call in progress
 

@@ -2,6 +2,7 @@ package apps
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -168,7 +169,7 @@ func TestHeldFollowsReservationsResizesAndKeptContainers(t *testing.T) {
 		Live: Holding{2, 1024 + 4096, 1 + 3}, Current: Holding{2, 1024 + 4096, 1 + 3},
 		Reserved: Holding{1, 1024, 1}, AM: Holding{1, 1024, 1}, Containers: 3,
 	}
-	if got := a.Held(); got != want {
+	if got := a.Held(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("running with a resized task and a reservation: %+v, want %+v", got, want)
 	}
 	driveOn(t, a, []Event{amExited(am1, 1), AttemptFinalSaved{Attempt: att1}})
@@ -179,5 +180,71 @@ func TestHeldFollowsReservationsResizesAndKeptContainers(t *testing.T) {
 	driveOn(t, a, []Event{AttemptAdded{Attempt: att2}, ContainerFinished{Container: task1}})
 	if got := a.Held(); got.Live != (Holding{}) || got.Current != (Holding{}) || got.Containers != 3 {
 		t.Errorf("after the kept task ended: %+v", got)
+	}
+}
+
+// TestHeldKeepsEachLabelledPartitionsPart: Held's Partitions are the
+// current attempt's containers, reservations and AM in each labelled
+// partition, the one the pod's ask named; the default partition's is the
+// rest. driveOn checks each step against a recount.
+func TestHeldKeepsEachLabelledPartitionsPart(t *testing.T) {
+	task2 := ContainerID{Attempt: att1, Sequence: 3}
+	gpuAM := func(path []Event) []Event {
+		out := clip(path)
+		for i, ev := range out {
+			if e, ok := ev.(AMContainerAllocated); ok {
+				e.Partition = "gpu"
+				out[i] = e
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		path []Event
+		want []PartitionHeld
+	}{
+		{
+			name: "containers of the default partition leave no labelled part",
+			path: append(clip(toRunning), ContainerAllocated{Container: containerProto(task1, 2048, 2)}),
+			want: nil,
+		},
+		{
+			name: "a labelled container counts in its partition",
+			path: append(clip(toRunning), ContainerAllocated{Container: containerProto(task1, 2048, 2), Partition: "gpu"},
+				ContainerAllocated{Container: containerProto(task2, 1024, 1)}),
+			want: []PartitionHeld{{Partition: "gpu", Current: Holding{1, 2048, 2}}},
+		},
+		{
+			name: "a reservation becoming a labelled container moves to its partition",
+			path: append(clip(toRunning), ContainerReserved{Container: containerProto(task1, 2048, 2)},
+				ContainerAllocated{Container: containerProto(task1, 2048, 2), Partition: "gpu"}),
+			want: []PartitionHeld{{Partition: "gpu", Current: Holding{1, 2048, 2}}},
+		},
+		{
+			name: "partitions come by name, the AM in its own",
+			path: append(gpuAM(toRunning), ContainerAllocated{Container: containerProto(task1, 2048, 2), Partition: "ssd"}),
+			want: []PartitionHeld{{Partition: "gpu", Current: Holding{1, 1024, 1}, AM: Holding{1, 1024, 1}},
+				{Partition: "ssd", Current: Holding{1, 2048, 2}}},
+		},
+		{
+			name: "an ended container leaves its partition",
+			path: append(clip(toRunning), ContainerAllocated{Container: containerProto(task1, 2048, 2), Partition: "gpu"},
+				ContainerAcquired{Container: task1}, ContainerLaunched{Container: task1}, ContainerFinished{Container: task1}),
+			want: nil,
+		},
+		{
+			name: "a recovered container counts in its partition",
+			path: append(clip(toRunning), ContainerRecovered{Container: containerProto(task1, 2048, 2), Running: true, Partition: "gpu"}),
+			want: []PartitionHeld{{Partition: "gpu", Current: Holding{1, 2048, 2}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := drive(t, tt.path)
+			if got := a.Held().Partitions; !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("partitions %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }

@@ -54,7 +54,7 @@ func (a *Application) handleAttemptEvent(ev AttemptEvent, now time.Time) error {
 			if err != nil {
 				return err
 			}
-			c.am = true
+			c.am, c.partition = true, e.Partition
 			t.amContainer = c.Proto()
 			t.launchDiagnostics = schedulerNote(now, diagAMAssigned)
 			t.state = AttemptStateAllocatedSaving
@@ -378,9 +378,9 @@ func expiredDiagnostics(id AttemptID) string {
 func (a *Application) handleContainerEvent(ev ContainerEvent, now time.Time) error {
 	switch e := ev.(type) {
 	case ContainerAllocated:
-		return a.containerArrived(e.Container, ev, now)
+		return a.containerArrived(e.Container, e.Partition, ev, now)
 	case ContainerReserved:
-		return a.containerArrived(e.Container, ev, now)
+		return a.containerArrived(e.Container, "", ev, now)
 	case ContainerRecovered:
 		return a.recoverContainer(e, now)
 	}
@@ -424,13 +424,20 @@ func (a *Application) containerEnded(c *Container, now time.Time) {
 }
 
 // containerArrived handles an allocation or reservation: of a new container
-// for the current attempt, or of one already reserved.
-func (a *Application) containerArrived(p *yarnpb.ContainerProto, ev ContainerEvent, now time.Time) error {
+// for the current attempt, or of one already reserved, in partition.
+func (a *Application) containerArrived(p *yarnpb.ContainerProto, partition string, ev ContainerEvent, now time.Time) error {
 	id, err := containerIDOf(p)
 	if err != nil {
 		return fmt.Errorf("%s for %s: %w", ev.Name(), a.id, err)
 	}
 	if c := a.containers[id]; c != nil {
+		if _, ok := ev.(ContainerAllocated); ok && c.state == ContainerStateReserved {
+			// A reservation turned into the container takes its
+			// partition, whose holding moves with it.
+			h := c.hold()
+			c.partition = partition
+			a.rehold(h, c.hold())
+		}
 		return a.stepContainer(c, ev, now)
 	}
 	t := a.Attempt(id.Attempt)
@@ -444,6 +451,7 @@ func (a *Application) containerArrived(p *yarnpb.ContainerProto, ev ContainerEve
 	if err != nil {
 		return err
 	}
+	c.partition = partition
 	if _, fx, err := c.step(ev, now); err != nil {
 		return err
 	} else {
@@ -475,6 +483,7 @@ func (a *Application) recoverContainer(e ContainerRecovered, now time.Time) erro
 	if err != nil {
 		return err
 	}
+	c.partition = e.Partition
 	if am, ok := t.amContainerID(); ok && am == id {
 		c.am = true
 	}

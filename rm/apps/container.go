@@ -20,6 +20,7 @@ type Container struct {
 	user      string
 	am        bool
 	holder    AttemptID // the attempt using it; a kept container moves to the next attempt
+	partition string    // the node-label partition it runs in ("" the default)
 	created   time.Time
 	finished  time.Time
 	done      bool // a completed status exists (YARN's finishedStatus != null)
@@ -71,6 +72,10 @@ func (c *Container) Resource() (memoryMB int64, vcores int32) {
 	r := c.container.GetResource()
 	return r.GetMemory(), r.GetVirtualCores()
 }
+
+// Partition is the node-label partition the container runs in ("" the
+// default), as its pod's ask named it.
+func (c *Container) Partition() string { return c.partition }
 
 // Proto returns a copy of the container message as allocated.
 func (c *Container) Proto() *yarnpb.ContainerProto {

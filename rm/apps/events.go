@@ -92,6 +92,8 @@ type AttemptAdded struct{ Attempt AttemptID }
 type AMContainerAllocated struct {
 	Attempt   AttemptID
 	Container *yarnpb.ContainerProto
+	// Partition is the node-label partition it runs in ("" the default).
+	Partition string
 }
 
 // AttemptSaved reports that the attempt's record (with its AM container) is stored.
@@ -158,7 +160,11 @@ type ContainerReserved struct{ Container *yarnpb.ContainerProto }
 
 // ContainerAllocated records a container allocated to the application's
 // current attempt (its pod is bound to a node).
-type ContainerAllocated struct{ Container *yarnpb.ContainerProto }
+type ContainerAllocated struct {
+	Container *yarnpb.ContainerProto
+	// Partition is the node-label partition it runs in ("" the default).
+	Partition string
+}
 
 // ContainerAcquired records that the AM pulled the container in allocate.
 type ContainerAcquired struct{ Container ContainerID }
@@ -196,6 +202,7 @@ type ContainerKilled struct {
 // running or already ended. Created is when it was allocated, for usage.
 type ContainerRecovered struct {
 	Container   *yarnpb.ContainerProto
+	Partition   string // the node-label partition it runs in ("" the default)
 	Created     time.Time
 	Running     bool
 	ExitStatus  int32 // when not Running

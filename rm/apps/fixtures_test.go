@@ -3,7 +3,9 @@ package apps
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,7 +159,7 @@ func driveOn(t *testing.T, a *Application, path []Event) {
 		if _, err := a.Handle(ev, at(i)); err != nil {
 			t.Fatalf("event %d %T: %v", i, ev, err)
 		}
-		if got, want := a.Held(), heldRecount(a); got != want {
+		if got, want := a.Held(), heldRecount(a); !reflect.DeepEqual(got, want) {
 			t.Fatalf("after event %d %T the application holds %+v, its containers %+v", i, ev, got, want)
 		}
 	}
@@ -172,6 +174,13 @@ func heldRecount(a *Application) Held {
 		return Holding{1, mb, vc}
 	}
 	t := a.CurrentAttempt()
+	parts := map[string]*PartitionHeld{}
+	part := func(label string) *PartitionHeld {
+		if parts[label] == nil {
+			parts[label] = &PartitionHeld{Partition: label}
+		}
+		return parts[label]
+	}
 	for _, c := range a.Containers() {
 		if c.State().live() {
 			h.Live = h.Live.Add(one(c))
@@ -182,8 +191,14 @@ func heldRecount(a *Application) Held {
 		switch {
 		case c.State().live():
 			h.Current = h.Current.Add(one(c))
+			if c.Partition() != "" {
+				part(c.Partition()).Current = part(c.Partition()).Current.Add(one(c))
+			}
 		case c.State() == ContainerStateReserved:
 			h.Reserved = h.Reserved.Add(one(c))
+			if c.Partition() != "" {
+				part(c.Partition()).Reserved = part(c.Partition()).Reserved.Add(one(c))
+			}
 		}
 	}
 	if u := a.LiveUsage(); u != nil {
@@ -196,7 +211,13 @@ func heldRecount(a *Application) Held {
 	if t != nil {
 		if c := t.AMContainer(); c != nil {
 			h.AM = Holding{1, c.GetResource().GetMemory(), c.GetResource().GetVirtualCores()}
+			if am, ok := t.amContainerID(); ok && a.Container(am) != nil && a.Container(am).Partition() != "" {
+				part(a.Container(am).Partition()).AM = h.AM
+			}
 		}
+	}
+	for _, label := range slices.Sorted(maps.Keys(parts)) {
+		h.Partitions = append(h.Partitions, *parts[label])
 	}
 	return h
 }

@@ -1,5 +1,10 @@
 package apps
 
+import (
+	"cmp"
+	"slices"
+)
+
 // Holding is a number of containers and the memory and vcores they hold.
 type Holding struct {
 	Containers int32
@@ -35,6 +40,17 @@ type Held struct {
 	// Containers is how many containers the application has had
 	// (Containers' length).
 	Containers int
+	// Partitions are Current's, Reserved's and AM's part in each
+	// labelled node-label partition, by name; the default partition's
+	// is the rest.
+	Partitions []PartitionHeld
+}
+
+// PartitionHeld is what the current attempt holds in one node-label
+// partition.
+type PartitionHeld struct {
+	Partition             string
+	Current, Reserved, AM Holding
 }
 
 // Held returns what the application's containers hold now.
@@ -48,11 +64,26 @@ func (a *Application) Held() Held {
 		if p := a.holdings[t.id]; p != nil {
 			h.Current, h.Reserved = p[0], p[1]
 		}
+		for k, p := range a.labelled {
+			if k.attempt == t.id {
+				h.Partitions = append(h.Partitions, PartitionHeld{Partition: k.partition, Current: p[0], Reserved: p[1]})
+			}
+		}
 	}
 	if t.amContainer != nil {
 		r := t.amContainer.GetResource()
 		h.AM = Holding{1, r.GetMemory(), r.GetVirtualCores()}
+		if id, ok := t.amContainerID(); ok && a.containers[id] != nil && a.containers[id].partition != "" {
+			label := a.containers[id].partition
+			i := slices.IndexFunc(h.Partitions, func(p PartitionHeld) bool { return p.Partition == label })
+			if i < 0 {
+				h.Partitions = append(h.Partitions, PartitionHeld{Partition: label})
+				i = len(h.Partitions) - 1
+			}
+			h.Partitions[i].AM = h.AM
+		}
 	}
+	slices.SortFunc(h.Partitions, func(x, y PartitionHeld) int { return cmp.Compare(x.Partition, y.Partition) })
 	return h
 }
 
@@ -60,13 +91,20 @@ func (a *Application) Held() Held {
 // is live or reserved, its size.
 type hold struct {
 	holder         AttemptID
+	partition      string
 	live, reserved bool
 	mb             int64
 	vc             int32
 }
 
+// holdKey is an attempt's holding in one labelled partition.
+type holdKey struct {
+	attempt   AttemptID
+	partition string
+}
+
 func (c *Container) hold() hold {
-	h := hold{holder: c.holder, live: c.state.live(), reserved: c.state == ContainerStateReserved}
+	h := hold{holder: c.holder, partition: c.partition, live: c.state.live(), reserved: c.state == ContainerStateReserved}
 	if h.live || h.reserved {
 		h.mb, h.vc = c.Resource()
 	}
@@ -104,5 +142,21 @@ func (a *Application) count(h hold, sign int64) {
 	p[kind] = p[kind].Add(x)
 	if *p == ([2]Holding{}) {
 		delete(a.holdings, h.holder)
+	}
+	if h.partition == "" {
+		return
+	}
+	k := holdKey{h.holder, h.partition}
+	l := a.labelled[k]
+	if l == nil {
+		if a.labelled == nil {
+			a.labelled = map[holdKey]*[2]Holding{}
+		}
+		l = &[2]Holding{}
+		a.labelled[k] = l
+	}
+	l[kind] = l[kind].Add(x)
+	if *l == ([2]Holding{}) {
+		delete(a.labelled, k)
 	}
 }

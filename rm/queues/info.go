@@ -30,9 +30,22 @@ type Stats struct {
 
 	// ClusterMemoryMB and ClusterVCores, when set, give the effective
 	// minimum and maximum resources (cluster times absolute capacity and
-	// absolute maximum capacity).
+	// absolute maximum capacity) in the default partition.
 	ClusterMemoryMB int64
 	ClusterVCores   int32
+	// Partitions are what the running nodes of each labelled partition
+	// hold, the effective resources' base there.
+	Partitions map[string]PartitionResource
+	// UsedPartitions are the labelled partitions the queue's applications
+	// hold resources in (see Queue.NodeLabels).
+	UsedPartitions []string
+}
+
+// PartitionResource is what the running nodes of one node-label partition
+// hold.
+type PartitionResource struct {
+	MemoryMB int64
+	VCores   int32
 }
 
 // QueueInfo answers getQueueInfo as the CapacityScheduler does: capacities
@@ -68,12 +81,9 @@ func queueInfo(q *Queue, includeChildren, recursive bool, stats func(*Queue) Sta
 		QueueStatistics:              statistics(st),
 		PreemptionDisabled:           proto.Bool(true),
 		IntraQueuePreemptionDisabled: proto.Bool(true),
-		QueueConfigurationsMap: []*yarnpb.QueueConfigurationsMapProto{{
-			PartitionName:       proto.String(""),
-			QueueConfigurations: configurations(q, st),
-		}},
-		Weight:          proto.Float32(-1), // percentage mode: no weight
-		MaxParallelApps: proto.Int32(int32(q.MaxParallelApps)),
+		QueueConfigurationsMap:       configurationsMap(q, st),
+		Weight:                       proto.Float32(-1), // percentage mode: no weight
+		MaxParallelApps:              proto.Int32(int32(q.MaxParallelApps)),
 	}
 	if q.DefaultNodeLabelExpression != "" {
 		info.DefaultNodeLabelExpression = proto.String(q.DefaultNodeLabelExpression)
@@ -109,23 +119,42 @@ func statistics(st Stats) *yarnpb.QueueStatisticsProto {
 	}
 }
 
-// configurations is the default partition's QueueConfigurations. Knit's
-// capacities are percentages, so the configured resources are none (0/0)
-// as the CapacityScheduler reports them in percentage mode.
-func configurations(q *Queue, st Stats) *yarnpb.QueueConfigurationsProto {
+// configurationsMap is the queue's QueueConfigurations in each partition
+// NodeLabels names, as AbstractCSQueue.getQueueConfigurations gives them.
+func configurationsMap(q *Queue, st Stats) []*yarnpb.QueueConfigurationsMapProto {
+	labels := q.NodeLabels(st.UsedPartitions)
+	out := make([]*yarnpb.QueueConfigurationsMapProto, 0, len(labels))
+	for _, label := range labels {
+		whole := PartitionResource{MemoryMB: st.ClusterMemoryMB, VCores: st.ClusterVCores}
+		if label != "" {
+			whole = st.Partitions[label]
+		}
+		out = append(out, &yarnpb.QueueConfigurationsMapProto{
+			PartitionName:       proto.String(label),
+			QueueConfigurations: configurations(q.partition(label), whole),
+		})
+	}
+	return out
+}
+
+// configurations is a queue's QueueConfigurations in one partition whose
+// nodes hold whole. Knit's capacities are percentages, so the configured
+// resources are none (0/0) as the CapacityScheduler reports them in
+// percentage mode.
+func configurations(c PartitionCapacity, whole PartitionResource) *yarnpb.QueueConfigurationsProto {
 	scaled := func(f float32) *yarnpb.ResourceProto {
-		return resource(int64(float32(st.ClusterMemoryMB)*f), int32(float32(st.ClusterVCores)*f))
+		return resource(int64(float32(whole.MemoryMB)*f), int32(float32(whole.VCores)*f))
 	}
 	return &yarnpb.QueueConfigurationsProto{
-		Capacity:              proto.Float32(q.Capacity),
-		AbsoluteCapacity:      proto.Float32(q.AbsoluteCapacity),
-		MaxCapacity:           proto.Float32(q.MaximumCapacity),
-		AbsoluteMaxCapacity:   proto.Float32(q.AbsoluteMaximumCapacity),
-		MaxAMPercentage:       proto.Float32(q.MaxAMResourcePercent),
+		Capacity:              proto.Float32(c.Capacity),
+		AbsoluteCapacity:      proto.Float32(c.AbsoluteCapacity),
+		MaxCapacity:           proto.Float32(c.MaximumCapacity),
+		AbsoluteMaxCapacity:   proto.Float32(c.AbsoluteMaximumCapacity),
+		MaxAMPercentage:       proto.Float32(c.MaxAMResourcePercent),
 		ConfiguredMinCapacity: resource(0, 0),
 		ConfiguredMaxCapacity: resource(0, 0),
-		EffectiveMinCapacity:  scaled(q.AbsoluteCapacity),
-		EffectiveMaxCapacity:  scaled(q.AbsoluteMaximumCapacity),
+		EffectiveMinCapacity:  scaled(c.AbsoluteCapacity),
+		EffectiveMaxCapacity:  scaled(c.AbsoluteMaximumCapacity),
 	}
 }
 

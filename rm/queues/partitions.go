@@ -59,6 +59,26 @@ func (q *Queue) partition(label string) PartitionCapacity {
 		MaxAMResourcePercent: q.MaxAMResourcePercent}
 }
 
+// NodeLabels are the partitions the CapacityScheduler reports the queue's
+// figures in (AbstractCSQueue.getNodeLabelsForQueue): those it may use or,
+// when it may use any, those its configuration names and used (the
+// labelled partitions its applications hold resources in); the default
+// partition always, first, the others by name.
+func (q *Queue) NodeLabels(used []string) []string {
+	var labels []string
+	if slices.Contains(q.AccessibleNodeLabels, AnyNodeLabel) {
+		for l := range q.Partitions {
+			labels = append(labels, l)
+		}
+		labels = append(labels, used...)
+	} else {
+		labels = append(labels, q.AccessibleNodeLabels...)
+	}
+	labels = append(labels, "")
+	slices.Sort(labels)
+	return slices.Compact(labels)
+}
+
 // configuredLabels maps each queue path to the labels its configuration
 // names in <path>.accessible-node-labels.<label>.<setting>, and "" to every
 // such label of any queue (root's, as ConfiguredNodeLabels.

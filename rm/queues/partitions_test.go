@@ -1,7 +1,12 @@
 package queues
 
 import (
+	"slices"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
 // twoTeams is root.a (30%, under it a1 and a2, half each) and root.b (70%)
@@ -141,5 +146,82 @@ func TestConfiguredLabelsAreReadOncePerQueue(t *testing.T) {
 		if g := got[k]; len(g) != len(w) || g[0] != w[0] || g[len(g)-1] != w[len(w)-1] {
 			t.Errorf("configuredLabels[%q] = %q, want %q", k, g, w)
 		}
+	}
+}
+
+func TestNodeLabelsAreThePartitionsAQueueReportsIn(t *testing.T) {
+	tree, err := Build(csConf(twoTeams()...), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, queue string
+		used        []string
+		want        []string
+	}{
+		{"a queue that may use a partition reports it after the default", "root.b", nil, []string{"", "gpu"}},
+		{"one that may use a partition reports it though it holds nothing there", "root.a.a2", nil, []string{"", "gpu"}},
+		{"what a queue that may use only some holds elsewhere is not reported", "root.b", []string{"ssd"}, []string{"", "gpu"}},
+		{"a queue that may use any reports those its configuration names", "root", nil, []string{"", "gpu"}},
+		{"and those it holds resources in, by name", "root", []string{"ssd", "gpu", "fpga"}, []string{"", "fpga", "gpu", "ssd"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := mustLookup(t, tree, tt.queue).NodeLabels(tt.used)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("NodeLabels(%q) = %q, want %q", tt.used, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestQueueInfoGivesTheConfigurationsOfEachPartition(t *testing.T) {
+	tree, err := Build(csConf(twoTeams()...), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The default partition's nodes hold 100 GiB and 100 vcores, gpu's
+	// 10 GiB and 10.
+	stats := func(*Queue) Stats {
+		return Stats{ClusterMemoryMB: 102400, ClusterVCores: 100, Partitions: map[string]PartitionResource{"gpu": {10240, 10}}}
+	}
+	conf := func(capacity, abs, maxCapacity, absMax, am float32, minMB int64, minV int32, maxMB int64, maxV int32) *yarnpb.QueueConfigurationsProto {
+		return &yarnpb.QueueConfigurationsProto{Capacity: proto.Float32(capacity), AbsoluteCapacity: proto.Float32(abs),
+			MaxCapacity: proto.Float32(maxCapacity), AbsoluteMaxCapacity: proto.Float32(absMax), MaxAMPercentage: proto.Float32(am),
+			ConfiguredMinCapacity: resource(0, 0), ConfiguredMaxCapacity: resource(0, 0),
+			EffectiveMinCapacity: resource(minMB, minV), EffectiveMaxCapacity: resource(maxMB, maxV)}
+	}
+	entry := func(label string, c *yarnpb.QueueConfigurationsProto) *yarnpb.QueueConfigurationsMapProto {
+		return &yarnpb.QueueConfigurationsMapProto{PartitionName: proto.String(label), QueueConfigurations: c}
+	}
+	tests := []struct {
+		name, queue string
+		want        []*yarnpb.QueueConfigurationsMapProto
+	}{
+		{"a leaf: its share of each partition and of that partition's nodes", "root.a.a1", []*yarnpb.QueueConfigurationsMapProto{
+			entry("", conf(0.5, 0.15, 1, 1, 0.1, 15360, 15, 102400, 100)),
+			entry("gpu", conf(1, 0.4, 1, 0.5, 0.1, 4096, 4, 5120, 5)),
+		}},
+		{"a queue with its own AM share in a partition", "root.b", []*yarnpb.QueueConfigurationsMapProto{
+			entry("", conf(0.7, 0.7, 1, 1, 0.1, 71680, 70, 102400, 100)),
+			entry("gpu", conf(0.6, 0.6, 1, 1, 0.5, 6144, 6, 10240, 10)),
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			info, err := tree.QueueInfo(tt.queue, false, false, stats)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := info.GetQueueConfigurationsMap()
+			if len(got) != len(tt.want) {
+				t.Fatalf("%d partitions, want %d: %v", len(got), len(tt.want), got)
+			}
+			for i := range got {
+				if diff := protoDiff(tt.want[i], got[i]); diff != "" {
+					t.Errorf("partition %d differs:\n%s", i, diff)
+				}
+			}
+		})
 	}
 }

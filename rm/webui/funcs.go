@@ -1,10 +1,12 @@
 package webui
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,6 +77,8 @@ var funcs = template.FuncMap{
 	"indent":        func(d int) int { return d * 16 },
 	"int64":         func(v int32) int64 { return int64(v) },
 	"seq":           func(n int) []int { return make([]int, max(n, 0)) },
+	"partitions":    partitions,
+	"partitionOf":   partitionOf,
 	"isTracking":    isTracking,
 }
 
@@ -187,4 +191,30 @@ func elapsed(start, finish int64, now time.Time) string {
 		return fmt.Sprintf("%dmins, %dsec", m, s)
 	}
 	return fmt.Sprintf("%dsec", s)
+}
+
+// partitions are the labelled partitions any queue reports, by name, each
+// with what its nodes hold: one section of the scheduler page each.
+func partitions(qs []Queue) []QueuePartition {
+	var out []QueuePartition
+	for _, q := range qs {
+		for _, p := range q.Partitions {
+			if !slices.ContainsFunc(out, func(o QueuePartition) bool { return o.Name == p.Name }) {
+				out = append(out, QueuePartition{Name: p.Name, TotalMB: p.TotalMB, TotalVcores: p.TotalVcores})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b QueuePartition) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// partitionOf is q's figures in the named partition; nil when q does not
+// report it.
+func partitionOf(q Queue, name string) *QueuePartition {
+	for i := range q.Partitions {
+		if q.Partitions[i].Name == name {
+			return &q.Partitions[i]
+		}
+	}
+	return nil
 }

@@ -90,6 +90,24 @@ type Queue struct {
 	AllocatedMB, AllocatedVcores                                 int64
 	Containers                                                   int32
 	AppsRunning, AppsPending                                     int32
+	// The figures above are the default partition's; Partitions are the
+	// queue's in each labelled node-label partition it reports, by name.
+	Partitions []QueuePartition
+}
+
+// QueuePartition is a queue's capacities and use in one labelled
+// node-label partition, as YARN's scheduler page shows each partition.
+type QueuePartition struct {
+	Name string
+	// TotalMB and TotalVcores are what the partition's nodes hold.
+	TotalMB, TotalVcores int64
+	// Capacity and MaxCapacity are of the parent's share of the partition;
+	// the Absolute ones and AbsoluteUsed of the partition. Used is of the
+	// queue's guarantee there.
+	Capacity, MaxCapacity, AbsoluteCapacity, AbsoluteMaxCapacity float64
+	Used, AbsoluteUsed                                           float64
+	UsedMB, UsedVcores, AMUsedMB                                 int64
+	Containers                                                   int32
 }
 
 // Config configures the pages.

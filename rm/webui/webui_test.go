@@ -25,6 +25,8 @@ const evil = `<script>alert(1)</script><img src=x onerror=alert(2)>`
 // fakeCluster holds three applications; "mallory" may view none of them.
 type fakeCluster struct {
 	apps []*yarnpb.ApplicationReportProto
+	// queues, when set, are the scheduler page's queues.
+	queues []Queue
 }
 
 func report(id int32, user, name, queue string, state yarnpb.YarnApplicationStateProto, start int64) *yarnpb.ApplicationReportProto {
@@ -144,6 +146,9 @@ func (f *fakeCluster) Nodes(context.Context) ([]Node, error) {
 }
 
 func (f *fakeCluster) Queues(context.Context) ([]Queue, error) {
+	if f.queues != nil {
+		return f.queues, nil
+	}
 	return []Queue{
 		{Path: "root", Name: "root", State: "RUNNING", Capacity: 100, MaxCapacity: 100, AbsoluteCapacity: 100, AbsoluteMaxCapacity: 100, Used: 25, AbsoluteUsed: 25},
 		{Path: "root.batch", Name: "batch", Depth: 1, Leaf: true, State: "RUNNING", Capacity: 40, MaxCapacity: 80, AbsoluteCapacity: 40, AbsoluteMaxCapacity: 80, Used: 50, AbsoluteUsed: 20, AllocatedMB: 1024, AllocatedVcores: 1, AppsRunning: 1},
@@ -152,7 +157,12 @@ func (f *fakeCluster) Queues(context.Context) ([]Queue, error) {
 
 func serve(t *testing.T) *httptest.Server {
 	t.Helper()
-	u, err := New(Config{Cluster: newFake(), Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return time.UnixMilli(10000) }})
+	return serveCluster(t, newFake())
+}
+
+func serveCluster(t *testing.T, f *fakeCluster) *httptest.Server {
+	t.Helper()
+	u, err := New(Config{Cluster: f, Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return time.UnixMilli(10000) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,5 +377,60 @@ func TestShellLinksShowOnlyOnRunningContainersTheUserMayOpen(t *testing.T) {
 	}
 	if want := []string{"bob container_1700000000000_0002_01_000001", "alice container_1700000000000_0002_01_000001"}; !slices.Equal(shells.asked, want) {
 		t.Errorf("asked about %q, want %q (running containers of named users only)", shells.asked, want)
+	}
+}
+
+func TestTheSchedulerPageShowsEachLabelledPartition(t *testing.T) {
+	gpu := func(abs, absMax, absUsed float64, mb, amMB int64) QueuePartition {
+		return QueuePartition{Name: "gpu", TotalMB: 16384, TotalVcores: 16, Capacity: abs, MaxCapacity: absMax,
+			AbsoluteCapacity: abs, AbsoluteMaxCapacity: absMax, Used: absUsed, AbsoluteUsed: absUsed, UsedMB: mb, UsedVcores: mb / 1024, AMUsedMB: amMB}
+	}
+	root := Queue{Path: "root", Name: "root", State: "RUNNING", Capacity: 100, MaxCapacity: 100, AbsoluteCapacity: 100, AbsoluteMaxCapacity: 100}
+	tests := []struct {
+		name   string
+		queues []Queue
+		want   []string
+		absent []string
+	}{
+		{
+			name:   "without labelled partitions the page has no partition sections",
+			queues: []Queue{root, {Path: "root.a", Name: "a", Depth: 1, Leaf: true, State: "RUNNING", Capacity: 100, AbsoluteCapacity: 100}},
+			absent: []string{"Partition:", `data-partition=`},
+		},
+		{
+			name: "a labelled partition gets a section with its resource and each queue's figures there",
+			queues: []Queue{
+				func() Queue { q := root; q.Partitions = []QueuePartition{gpu(100, 100, 25, 4096, 0)}; return q }(),
+				{Path: "root.a", Name: "a", Depth: 1, Leaf: true, State: "RUNNING", Capacity: 50, AbsoluteCapacity: 50,
+					Partitions: []QueuePartition{gpu(40, 60, 25, 4096, 1024)}},
+				{Path: "root.b", Name: "b", Depth: 1, Leaf: true, State: "RUNNING", Capacity: 50, AbsoluteCapacity: 50},
+			},
+			want: []string{"Partition: &lt;DEFAULT_PARTITION&gt;", "Partition: gpu &lt;memory:16.0 GB, vCores:16&gt;",
+				`data-partition="gpu"`, `class="capacity" width="40"`, `class="max" width="60"`, "&lt;memory:4.0 GB, vCores:4&gt;", "1.0 GB"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake()
+			f.queues = tt.queues
+			code, _, body := get(t, serveCluster(t, f), "/cluster/scheduler")
+			if code != http.StatusOK {
+				t.Fatalf("scheduler: %d", code)
+			}
+			wantAll(t, "scheduler", body, tt.want...)
+			for _, a := range tt.absent {
+				if strings.Contains(body, a) {
+					t.Errorf("scheduler shows %q", a)
+				}
+			}
+			if tt.want != nil {
+				// Only queues that report the partition have a row in its
+				// section: root and a, not b.
+				section := body[strings.Index(body, `data-partition="gpu"`):]
+				if strings.Contains(section, ">b</td>") || !strings.Contains(section, ">a</td>") {
+					t.Errorf("gpu section rows: %s", section)
+				}
+			}
+		})
 	}
 }

@@ -177,8 +177,10 @@ func startUnmanagedAM(t *testing.T, clientAddr, schedulerAddr, user, queue strin
 
 // TestPreemptionTakesContainersBackForAQueueBelowItsGuarantee: with the
 // scheduler monitor on (a round every half second, two seconds for the AM
-// to give back), root.a holds all 8 containers when root.b's application
-// asks for 6. root.a's AM hears of the containers taken back in a
+// to give back, a quarter of the cluster a round: YARN's default 10% of
+// the 16 GiB node is less than one 2 GiB container, and the policy takes
+// none larger than the round's budget), root.a holds all 8 containers
+// when root.b's application asks for 6. root.a's AM hears of the containers taken back in a
 // PreemptionMessage's contract, they complete PREEMPTED (-102), and root.b
 // gets its guarantee.
 func TestPreemptionTakesContainersBackForAQueueBelowItsGuarantee(t *testing.T) {
@@ -188,7 +190,8 @@ func TestPreemptionTakesContainersBackForAQueueBelowItsGuarantee(t *testing.T) {
 	writeConfFile(t, filepath.Join(confDir, "yarn-site.xml"),
 		hadoopconf.Property{Name: "yarn.resourcemanager.scheduler.monitor.enable", Value: "true"},
 		hadoopconf.Property{Name: "yarn.resourcemanager.monitor.capacity.preemption.monitoring_interval", Value: "500"},
-		hadoopconf.Property{Name: "yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill", Value: "2000"})
+		hadoopconf.Property{Name: "yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill", Value: "2000"},
+		hadoopconf.Property{Name: "yarn.resourcemanager.monitor.capacity.preemption.total_preemption_per_round", Value: "0.25"})
 	run := knitLocal(t, dir)
 	if out, err := run("up", "--nodes", "1", "--conf-dir", confDir); err != nil {
 		t.Fatalf("knit local up: %v\n%s", err, out)

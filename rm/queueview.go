@@ -1,0 +1,136 @@
+package rm
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/knitdev/knit/rm/apps"
+	"github.com/knitdev/knit/rm/queues"
+)
+
+// queueView is what getQueueInfo, the REST scheduler and the web UI's
+// queue page show of the queues' use, read once per answer so that the
+// three figures of one answer agree: the queue usage index and what the
+// running nodes of each node-label partition hold.
+type queueView struct {
+	figs map[string]*queueTotals
+	// whole is what the nodes of each partition hold, the default ("")
+	// included: the base of used and effective capacities.
+	whole map[string]queues.PartitionResource
+	// minAllocationMB is the least a queue's guarantee counts for in its
+	// used capacity (yarn.scheduler.minimum-allocation-mb).
+	minAllocationMB int64
+}
+
+// queueView reads the queues' use and the partitions' resources now.
+func (rm *ResourceManager) queueView(ctx context.Context) *queueView {
+	v := &queueView{figs: rm.usage.byQueue(), whole: map[string]queues.PartitionResource{},
+		minAllocationMB: int64(rm.cfg.Settings.MinAllocationMB)}
+	census, err := rm.census(ctx)
+	if err != nil {
+		rm.log.WarnContext(ctx, "queue figures without the nodes' resources", "err", err)
+		return v
+	}
+	def := queues.PartitionResource{MemoryMB: census.RunningCapabilityMB, VCores: int32(census.RunningCapabilityVcores)}
+	if rm.cfg.Nodes != nil {
+		for label, c := range rm.partitions() {
+			v.whole[label] = queues.PartitionResource{MemoryMB: c.MB, VCores: int32(c.Vcores)}
+			def.MemoryMB -= c.MB
+			def.VCores -= int32(c.Vcores)
+		}
+	}
+	v.whole[""] = def
+	return v
+}
+
+// usedPartitions are the labelled partitions q's applications hold
+// resources in, by name.
+func (v *queueView) usedPartitions(q *queues.Queue) []string {
+	f := v.figs[q.Path]
+	if f == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(f.partitions))
+}
+
+// inPartition is what q's applications hold in one partition.
+func (v *queueView) inPartition(q *queues.Queue, label string) partitionFigures {
+	if f := v.figs[q.Path]; f != nil {
+		return f.inPartition(label)
+	}
+	return partitionFigures{}
+}
+
+// stats are getQueueInfo's figures of q: its applications, and its
+// containers and reservations in the default partition, the only one
+// QueueMetrics count.
+func (v *queueView) stats(q *queues.Queue) queues.Stats {
+	var st queues.Stats
+	if f := v.figs[q.Path]; f != nil {
+		st = f.queueStats()
+	}
+	d := v.inPartition(q, "")
+	st.AllocatedMemoryMB, st.AllocatedVCores, st.AllocatedContainers = d.current.MemoryMB, int64(d.current.VCores), int64(d.current.Containers)
+	st.ReservedMemoryMB, st.ReservedVCores, st.ReservedContainers = d.reserved.MemoryMB, int64(d.reserved.VCores), int64(d.reserved.Containers)
+	st.UsedCapacity, _ = v.usedCapacity(q, "", d.current)
+	def := v.whole[""]
+	st.ClusterMemoryMB, st.ClusterVCores = def.MemoryMB, def.VCores
+	st.Partitions = v.whole
+	st.UsedPartitions = v.usedPartitions(q)
+	return st
+}
+
+// usedCapacity is the share of q's guarantee in a partition that used
+// holds, and the share of the partition, as CSQueueUtils.
+// updateUsedCapacity reckons them in memory (the default resource
+// calculator): the guarantee never less than one minimum allocation, both
+// zero in a partition without resources.
+func (v *queueView) usedCapacity(q *queues.Queue, label string, used apps.Holding) (share, absolute float32) {
+	whole := v.whole[label].MemoryMB
+	if whole <= 0 {
+		return 0, 0
+	}
+	c, _ := q.Partition(label)
+	absolute = float32(float64(used.MemoryMB) / float64(whole))
+	guaranteed := max(int64(float64(whole)*float64(c.AbsoluteCapacity)), v.minAllocationMB)
+	if guaranteed <= 0 {
+		return 0, absolute
+	}
+	return float32(float64(used.MemoryMB) / float64(guaranteed)), absolute
+}
+
+// partitionFigure is one queue's figures in one partition, as the REST
+// scheduler's capacities and resources and the web UI show them.
+type partitionFigure struct {
+	label    string
+	capacity queues.PartitionCapacity
+	// whole is what the partition's nodes hold.
+	whole                      queues.PartitionResource
+	used, reserved, am         apps.Holding
+	usedCapacity, absoluteUsed float32
+	// amLimit is the AM share of the queue's guarantee there; effectiveMin
+	// and effectiveMax its guarantee and maximum as resources.
+	amLimit, effectiveMin, effectiveMax queues.PartitionResource
+}
+
+// partitions are q's figures in each partition it reports
+// (Queue.NodeLabels), the default first.
+func (v *queueView) partitions(q *queues.Queue) []partitionFigure {
+	labels := q.NodeLabels(v.usedPartitions(q))
+	out := make([]partitionFigure, 0, len(labels))
+	for _, label := range labels {
+		c, _ := q.Partition(label)
+		f := v.inPartition(q, label)
+		whole := v.whole[label]
+		share, abs := v.usedCapacity(q, label, f.current)
+		scaled := func(x float32) queues.PartitionResource {
+			return queues.PartitionResource{MemoryMB: int64(float32(whole.MemoryMB) * x), VCores: int32(float32(whole.VCores) * x)}
+		}
+		out = append(out, partitionFigure{label: label, capacity: c, whole: whole,
+			used: f.current, reserved: f.reserved, am: f.am, usedCapacity: share, absoluteUsed: abs,
+			amLimit: scaled(c.AbsoluteCapacity * c.MaxAMResourcePercent), effectiveMin: scaled(c.AbsoluteCapacity),
+			effectiveMax: scaled(c.AbsoluteMaximumCapacity)})
+	}
+	return out
+}
