@@ -295,32 +295,37 @@ func podName(attempt yarnid.AttemptID, role string) string {
 	return fmt.Sprintf("app-%d-%04d-%02d-%s-%s", attempt.App.ClusterTimestamp, attempt.App.ID, attempt.ID, role, utilrand.String(8))
 }
 
-// Pending is what waits for the Kubernetes scheduler: per queue and user,
-// the pods created for asks and not yet bound into containers, and the
-// resources they ask for.
+// Pending is what waits for the Kubernetes scheduler: per queue, user and
+// node-label partition, the pods created for asks and not yet bound into
+// containers, and the resources they ask for.
 type Pending struct {
 	Queue, User string
-	Pods        int
-	MemoryMB    int64
-	VCores      int64
+	// Partition is the pods' launch.NodeLabelPartition node selector, ""
+	// for the default partition.
+	Partition string
+	Pods      int
+	MemoryMB  int64
+	VCores    int64
 }
 
-// Pending reports the pending pods per queue and user, in no order.
+// Pending reports the pending pods per queue, user and partition, in no
+// order.
 func (c *Controller) Pending() []Pending {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	by := map[[2]string]*Pending{}
+	by := map[[3]string]*Pending{}
 	for _, b := range c.books {
-		if len(b.pending) == 0 {
-			continue
-		}
-		k := [2]string{b.spec.Queue, b.spec.User}
-		p := by[k]
-		if p == nil {
-			p = &Pending{Queue: k[0], User: k[1]}
-			by[k] = p
-		}
 		for _, pp := range b.pending {
+			partition := ""
+			if pod, err := c.pods.Pods(pp.namespace).Get(pp.name); err == nil {
+				partition = pod.Spec.NodeSelector[launch.NodeLabelPartition]
+			}
+			k := [3]string{b.spec.Queue, b.spec.User, partition}
+			p := by[k]
+			if p == nil {
+				p = &Pending{Queue: k[0], User: k[1], Partition: k[2]}
+				by[k] = p
+			}
 			p.Pods++
 			if key, ok := b.byHash[pp.hash]; ok {
 				p.MemoryMB += key.group.memoryMB

@@ -3,6 +3,8 @@ package rgs
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -10,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -63,5 +67,32 @@ func TestPodsAreCreatedInSlowStartBatchesThatStopAtTheFirstError(t *testing.T) {
 				t.Errorf("%d pending in the book, %d pods; want %d", got, len(r.pods(t)), tt.wantPending)
 			}
 		})
+	}
+}
+
+func TestPendingCountsEachQueueUserAndPartitionsWaitingPods(t *testing.T) {
+	r := newVolcanoRig(t)
+	spec := scheduling.AttemptSpec{Attempt: yarnid.AttemptID{App: app7, ID: 1}, Role: launch.RoleTask, Queue: "root.plain", User: "alice"}
+	gpu := req(2, "*", 1, true)
+	gpu.NodeLabelExpression = proto.String("gpu")
+	gpu.Capability = &yarnpb.ResourceProto{Memory: proto.Int64(4096), VirtualCores: proto.Int32(2)}
+	r.c.Ask(spec, []*yarnpb.ResourceRequestProto{req(1, "*", 2, true), gpu})
+	if err := r.c.syncBook(t.Context(), bookKey{spec.Attempt, spec.Role}); err != nil {
+		t.Fatal(err)
+	}
+	// The cache sees the pods created, with the partition their ask named.
+	for _, p := range r.pods(t) {
+		if err := r.factory.Core().V1().Pods().Informer().GetIndexer().Add(&p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := r.c.Pending()
+	slices.SortFunc(got, func(a, b Pending) int { return strings.Compare(a.Partition, b.Partition) })
+	want := []Pending{
+		{Queue: "root.plain", User: "alice", Pods: 2, MemoryMB: 2048, VCores: 2},
+		{Queue: "root.plain", User: "alice", Partition: "gpu", Pods: 1, MemoryMB: 4096, VCores: 2},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Pending() = %+v, want %+v", got, want)
 	}
 }

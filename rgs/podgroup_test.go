@@ -31,10 +31,11 @@ import (
 // Volcano (queue batch, namespace yarn, priority class yarn-high) and
 // root.plain does not, on fake clients that log every write in order.
 type volcanoRig struct {
-	c      *Controller
-	client *fake.Clientset
-	dyn    *dynamicfake.FakeDynamicClient
-	log    *bytes.Buffer
+	c       *Controller
+	factory informers.SharedInformerFactory
+	client  *fake.Clientset
+	dyn     *dynamicfake.FakeDynamicClient
+	log     *bytes.Buffer
 
 	mu     sync.Mutex
 	writes []string // "create pods/<name>", "create podgroups/<name>", ...
@@ -84,7 +85,7 @@ func newVolcanoRig(t *testing.T, podGroups ...runtime.Object) *volcanoRig {
 		c.admitQueue.ShutDown()
 		c.removeQueue.ShutDown()
 	})
-	r.c = c
+	r.c, r.factory = c, factory
 	return r
 }
 

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -299,7 +298,7 @@ func (x *queueUsage) byQueue() map[string]*queueTotals {
 	x.mu.Unlock()
 	out := make(map[string]*queueTotals, 2*len(leaves))
 	for path, f := range leaves {
-		for p := path; ; {
+		for p := range selfAndParents(path) {
 			g := out[p]
 			if g == nil {
 				g = &queueTotals{partitions: partitionSums{}}
@@ -309,11 +308,6 @@ func (x *queueUsage) byQueue() map[string]*queueTotals {
 			for label, pf := range f.partitions {
 				g.partitions.add(label, pf, 1)
 			}
-			i := strings.LastIndexByte(p, '.')
-			if i <= 0 {
-				break
-			}
-			p = p[:i]
 		}
 	}
 	return out

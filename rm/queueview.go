@@ -2,9 +2,12 @@ package rm
 
 import (
 	"context"
+	"iter"
 	"maps"
 	"slices"
+	"strings"
 
+	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/queues"
 )
@@ -21,12 +24,73 @@ type queueView struct {
 	// minAllocationMB is the least a queue's guarantee counts for in its
 	// used capacity (yarn.scheduler.minimum-allocation-mb).
 	minAllocationMB int64
+	// pending is what waits in each queue and below it, in each
+	// partition: the pods RGS created for asks and not yet bound into
+	// containers.
+	pending map[queuePartition]*pendingDemand
+}
+
+// queuePartition is a queue's path and a node-label partition.
+type queuePartition struct{ path, label string }
+
+// pendingDemand is what waits in a queue: containers, and the resources
+// they ask for.
+type pendingDemand struct {
+	containers, memoryMB, vcores int64
+}
+
+// pendingLister is a Scheduler that tells what waits for the Kubernetes
+// scheduler (rgs.Controller): the queue figures show it as their pending
+// demand.
+type pendingLister interface {
+	Pending() []rgs.Pending
+}
+
+// pendingByQueue sums what waits per queue and partition, each into every
+// queue above its own too; empty without a pendingLister.
+func pendingByQueue(s Scheduler) map[queuePartition]*pendingDemand {
+	out := map[queuePartition]*pendingDemand{}
+	pl, ok := s.(pendingLister)
+	if !ok {
+		return out
+	}
+	for _, p := range pl.Pending() {
+		for path := range selfAndParents(p.Queue) {
+			k := queuePartition{path: path, label: p.Partition}
+			d := out[k]
+			if d == nil {
+				d = &pendingDemand{}
+				out[k] = d
+			}
+			d.containers += int64(p.Pods)
+			d.memoryMB += p.MemoryMB
+			d.vcores += p.VCores
+		}
+	}
+	return out
+}
+
+// selfAndParents yields a queue's path, then each of its parents' up to
+// the root: root.a.b, root.a, root.
+func selfAndParents(path string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for {
+			if !yield(path) {
+				return
+			}
+			i := strings.LastIndexByte(path, '.')
+			if i <= 0 {
+				return
+			}
+			path = path[:i]
+		}
+	}
 }
 
 // queueView reads the queues' use and the partitions' resources now.
 func (rm *ResourceManager) queueView(ctx context.Context) *queueView {
 	v := &queueView{figs: rm.usage.byQueue(), whole: map[string]queues.PartitionResource{},
-		minAllocationMB: int64(rm.cfg.Settings.MinAllocationMB)}
+		minAllocationMB: int64(rm.cfg.Settings.MinAllocationMB), pending: pendingByQueue(rm.cfg.Scheduler)}
 	census, err := rm.census(ctx)
 	if err != nil {
 		rm.log.WarnContext(ctx, "queue figures without the nodes' resources", "err", err)
@@ -74,6 +138,10 @@ func (v *queueView) stats(q *queues.Queue) queues.Stats {
 	st.AllocatedMemoryMB, st.AllocatedVCores, st.AllocatedContainers = d.current.MemoryMB, int64(d.current.VCores), int64(d.current.Containers)
 	st.ReservedMemoryMB, st.ReservedVCores, st.ReservedContainers = d.reserved.MemoryMB, int64(d.reserved.VCores), int64(d.reserved.Containers)
 	st.UsedCapacity, _ = v.usedCapacity(q, "", d.current)
+	// The default partition's, as QueueMetrics count pending resources.
+	if p := v.pending[queuePartition{path: q.Path}]; p != nil {
+		st.PendingContainers, st.PendingMemoryMB, st.PendingVCores = p.containers, p.memoryMB, p.vcores
+	}
 	def := v.whole[""]
 	st.ClusterMemoryMB, st.ClusterVCores = def.MemoryMB, def.VCores
 	st.Partitions = v.whole
@@ -108,6 +176,7 @@ type partitionFigure struct {
 	// whole is what the partition's nodes hold.
 	whole                      queues.PartitionResource
 	used, reserved, am         apps.Holding
+	pending                    pendingDemand
 	usedCapacity, absoluteUsed float32
 	// amLimit is the AM share of the queue's guarantee there; effectiveMin
 	// and effectiveMax its guarantee and maximum as resources.
@@ -127,8 +196,12 @@ func (v *queueView) partitions(q *queues.Queue) []partitionFigure {
 		scaled := func(x float32) queues.PartitionResource {
 			return queues.PartitionResource{MemoryMB: int64(float32(whole.MemoryMB) * x), VCores: int32(float32(whole.VCores) * x)}
 		}
+		var pending pendingDemand
+		if p := v.pending[queuePartition{path: q.Path, label: label}]; p != nil {
+			pending = *p
+		}
 		out = append(out, partitionFigure{label: label, capacity: c, whole: whole,
-			used: f.current, reserved: f.reserved, am: f.am, usedCapacity: share, absoluteUsed: abs,
+			used: f.current, reserved: f.reserved, am: f.am, pending: pending, usedCapacity: share, absoluteUsed: abs,
 			amLimit: scaled(c.AbsoluteCapacity * c.MaxAMResourcePercent), effectiveMin: scaled(c.AbsoluteCapacity),
 			effectiveMax: scaled(c.AbsoluteMaximumCapacity)})
 	}

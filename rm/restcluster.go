@@ -545,11 +545,10 @@ func holdingResource(h apps.Holding) rest.Resource {
 	return rest.Resource{MemoryMB: h.MemoryMB, VCores: int64(h.VCores)}
 }
 
-// resources is a queue's ResourcesInfo: what it uses and reserves in each
-// partition it reports (PartitionResourcesInfo), its AMs' use and limit
-// only for a leaf (considerAMUsage; a parent's are null, so absent).
-// Pending demand is RGS's pending pods', which the RM does not hold per
-// partition: zero.
+// resources is a queue's ResourcesInfo: what it uses, reserves and waits
+// for (RGS's pending pods) in each partition it reports
+// (PartitionResourcesInfo), its AMs' use and limit only for a leaf
+// (considerAMUsage; a parent's are null, so absent).
 func (s *schedJSON) resources(q *queues.Queue, leaf bool) rest.Object {
 	parts := s.view.partitions(q)
 	out := make([]rest.Object, 0, len(parts))
@@ -558,7 +557,7 @@ func (s *schedJSON) resources(q *queues.Queue, leaf bool) rest.Object {
 			field("partitionName", rest.JavaString(p.label)),
 			field("used", holdingResource(p.used)),
 			field("reserved", holdingResource(p.reserved)),
-			field("pending", rest.Resource{}),
+			field("pending", rest.Resource{MemoryMB: p.pending.memoryMB, VCores: p.pending.vcores}),
 		}
 		if leaf {
 			o = append(o,

@@ -14,9 +14,11 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/rest"
@@ -414,7 +416,13 @@ func TestRESTMetricsAndNodesReflectTheNodeLister(t *testing.T) {
 // and a 1 GiB task on the default partition.
 func labelledEnv(t *testing.T, amPartition string) *env {
 	t.Helper()
-	e := newEnv(t, envOptions{queues: gpuQueues(), nodes: gpuNodes()})
+	return labelledEnvWith(t, amPartition, nil)
+}
+
+// labelledEnvWith is labelledEnv with its RM's Scheduler.
+func labelledEnvWith(t *testing.T, amPartition string, sched Scheduler) *env {
+	t.Helper()
+	e := newEnv(t, envOptions{queues: gpuQueues(), nodes: gpuNodes(), scheduler: sched})
 	ctx := t.Context()
 	pid := e.mustSubmit(e.client("alice"), subOpts{queue: "b"})
 	app, err := yarnid.ApplicationIDFromProto(pid)
@@ -570,5 +578,83 @@ func TestRESTLeafsUsedAMResourceIsTheDefaultPartitions(t *testing.T) {
 				t.Errorf("b's usedAMResource %v MB, want %v", used["memory"], tt.wantDefault)
 			}
 		})
+	}
+}
+
+// waitingPods is a Scheduler whose pods wait for the Kubernetes scheduler
+// (pendingLister), as RGS reports them.
+type waitingPods struct {
+	recordingScheduler
+	pending []rgs.Pending
+}
+
+func (w *waitingPods) Pending() []rgs.Pending { return w.pending }
+
+// TestPendingDemandShowsWhereYARNShowsIt: what waits in a queue appears in
+// getQueueInfo's statistics (the default partition's, as QueueMetrics
+// count it, summed into the parents), in the REST scheduler's resources of
+// each partition, and on the web UI's scheduler page.
+func TestPendingDemandShowsWhereYARNShowsIt(t *testing.T) {
+	sched := &waitingPods{pending: []rgs.Pending{
+		{Queue: "root.b", User: "alice", Pods: 3, MemoryMB: 3072, VCores: 3},
+		{Queue: "root.b", User: "bob", Pods: 1, MemoryMB: 2048, VCores: 1},
+		{Queue: "root.b", User: "alice", Partition: "gpu", Pods: 2, MemoryMB: 8192, VCores: 2},
+		{Queue: "root.default", User: "carol", Pods: 1, MemoryMB: 1024, VCores: 1},
+	}}
+	e := labelledEnvWith(t, "gpu", sched)
+	ctx := ipc.WithCaller(t.Context(), ipc.Caller{User: "alice", Auth: ipc.AuthSimple})
+
+	stats := func(queue string) *yarnpb.QueueStatisticsProto {
+		resp, err := e.rm.GetQueueInfo(ctx, &yarnpb.GetQueueInfoRequestProto{QueueName: proto.String(queue)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.GetQueueInfo().GetQueueStatistics()
+	}
+	for _, tt := range []struct {
+		queue                 string
+		containers, mb, cores int64
+	}{
+		{"b", 4, 5120, 4},
+		{"default", 1, 1024, 1},
+		{"root", 5, 6144, 5},
+	} {
+		st := stats(tt.queue)
+		if st.GetPendingContainers() != tt.containers || st.GetPendingMemoryMB() != tt.mb || st.GetPendingVCores() != tt.cores {
+			t.Errorf("%s's getQueueInfo pending: %d containers, %d MB, %d vcores; want %d, %d, %d", tt.queue,
+				st.GetPendingContainers(), st.GetPendingMemoryMB(), st.GetPendingVCores(), tt.containers, tt.mb, tt.cores)
+		}
+	}
+
+	info := schedulerInfo(t, e)
+	for _, tt := range []struct {
+		queue, partition string
+		mb               float64
+	}{
+		{"b", "", 5120},
+		{"b", "gpu", 8192},
+		{"default", "", 1024},
+	} {
+		entry := byPartition(t, queueObject(t, info, tt.queue), "resources", "resourceUsagesByPartition")[tt.partition]
+		pending, _ := entry["pending"].(map[string]any)
+		if pending["memory"] != tt.mb {
+			t.Errorf("REST %s's pending in partition %q: %v, want %v MB", tt.queue, tt.partition, entry["pending"], tt.mb)
+		}
+	}
+
+	qs, err := e.rm.WebUI(fixedPods{}).Queues(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range qs {
+		if q.Path != "root.b" {
+			continue
+		}
+		if q.PendingMB != 5120 || q.PendingVcores != 4 || q.PendingContainers != 4 {
+			t.Errorf("web UI b's pending: %d MB, %d vcores, %d containers; want 5120, 4, 4", q.PendingMB, q.PendingVcores, q.PendingContainers)
+		}
+		if len(q.Partitions) != 1 || q.Partitions[0].PendingMB != 8192 || q.Partitions[0].PendingContainers != 2 {
+			t.Errorf("web UI b's partitions %+v, want gpu with 8192 MB in 2 containers pending", q.Partitions)
+		}
 	}
 }

@@ -106,7 +106,8 @@ func (w *webUI) Queues(ctx context.Context) ([]webui.Queue, error) {
 			MaxCapacity: float64(info.GetMaximumCapacity()) * 100,
 			Used:        float64(info.GetCurrentCapacity()) * 100,
 			AllocatedMB: st.GetAllocatedMemoryMB(), AllocatedVcores: st.GetAllocatedVCores(),
-			Containers:  int32(st.GetAllocatedContainers()),
+			Containers: int32(st.GetAllocatedContainers()),
+			PendingMB:  st.GetPendingMemoryMB(), PendingVcores: st.GetPendingVCores(), PendingContainers: st.GetPendingContainers(),
 			AppsRunning: int32(st.GetNumAppsRunning()), AppsPending: int32(st.GetNumAppsPending()),
 		}
 		if tq, err := tree.Lookup(path); err == nil {
@@ -139,6 +140,7 @@ func webPartitions(parts []partitionFigure) []webui.QueuePartition {
 			AbsoluteCapacity: float64(c.AbsoluteCapacity) * 100, AbsoluteMaxCapacity: float64(c.AbsoluteMaximumCapacity) * 100,
 			Used: float64(p.usedCapacity) * 100, AbsoluteUsed: float64(p.absoluteUsed) * 100,
 			UsedMB: p.used.MemoryMB, UsedVcores: int64(p.used.VCores), AMUsedMB: p.am.MemoryMB, Containers: p.used.Containers,
+			PendingMB: p.pending.memoryMB, PendingVcores: p.pending.vcores, PendingContainers: p.pending.containers,
 		})
 	}
 	return out

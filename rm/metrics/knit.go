@@ -148,10 +148,14 @@ func RegisterPending(reg prometheus.Registerer, pending func() []rgs.Pending) er
 	}})
 }
 
-// PendingOf converts RGS's pending pods for a Snapshot.
+// PendingOf converts RGS's pending pods for a Snapshot: those of the
+// default partition, the only one QueueMetrics count.
 func PendingOf(ps []rgs.Pending) []Pending {
 	out := make([]Pending, 0, len(ps))
 	for _, p := range ps {
+		if p.Partition != "" {
+			continue
+		}
 		out = append(out, Pending{Queue: p.Queue, User: p.User, Containers: int64(p.Pods), MB: p.MemoryMB, VCores: p.VCores})
 	}
 	return out

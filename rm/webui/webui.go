@@ -89,7 +89,10 @@ type Queue struct {
 	Used, AbsoluteUsed                                           float64
 	AllocatedMB, AllocatedVcores                                 int64
 	Containers                                                   int32
-	AppsRunning, AppsPending                                     int32
+	// The Pending figures are what waits in the queue: the containers
+	// asked for and not yet placed, and what they ask for.
+	PendingMB, PendingVcores, PendingContainers int64
+	AppsRunning, AppsPending                    int32
 	// The figures above are the default partition's; Partitions are the
 	// queue's in each labelled node-label partition it reports, by name.
 	Partitions []QueuePartition
@@ -108,6 +111,7 @@ type QueuePartition struct {
 	Used, AbsoluteUsed                                           float64
 	UsedMB, UsedVcores, AMUsedMB                                 int64
 	Containers                                                   int32
+	PendingMB, PendingVcores, PendingContainers                  int64
 }
 
 // Config configures the pages.
