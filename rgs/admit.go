@@ -272,11 +272,11 @@ func (c *Controller) markPreempted(ctx context.Context, p *corev1.Pod, status co
 	return nil
 }
 
-// hasGate reports whether the pod still waits for Knit's admission.
 // waitingForAdmission reports whether admission passes are for p: it is
 // gated, or marked to be taken back.
 func waitingForAdmission(p *corev1.Pod) bool { return hasGate(p) || preemptedByKnit(p) }
 
+// hasGate reports whether the pod still waits for Knit's admission.
 func hasGate(p *corev1.Pod) bool {
 	for _, g := range p.Spec.SchedulingGates {
 		if g.Name == launch.SchedulingGate {
