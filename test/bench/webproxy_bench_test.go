@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"runtime"
@@ -187,7 +189,7 @@ func BenchmarkWebProxyVersusDirect(b *testing.B) {
 		var direct, proxied fetched
 		var directAlone, proxiedAlone []time.Duration
 		var directConns, proxiedConns int64
-		var sepDirect, sepProxied separate
+		var sepDirect, sepProxied, sepStdlib separate
 		// Connections the AM accepts during a round: a round's clients
 		// dial proxyClients of their own, the proxy keeps its own open
 		// across rounds; more would mean connections not kept alive.
@@ -208,9 +210,10 @@ func BenchmarkWebProxyVersusDirect(b *testing.B) {
 					proxiedConns += n
 				}
 			}
-			d, p := separateRounds(b, page.size, page.declared, round)
+			d, p, std := separateRounds(b, page.size, page.declared, round)
 			sepDirect.add(d)
 			sepProxied.add(p)
+			sepStdlib.add(std)
 			directAlone = append(directAlone, pageTimes(b, am.URL+"/page", proxyAlone)...)
 			proxiedAlone = append(proxiedAlone, pageTimes(b, rm.URL+"/proxy/application_1_0001/page", proxyAlone)...)
 		}
@@ -235,6 +238,12 @@ func BenchmarkWebProxyVersusDirect(b *testing.B) {
 			b.ReportMetric(sepDirect.perSec(), page.name+"-separate-direct-pages/s")
 			b.ReportMetric(sepProxied.perSec(), page.name+"-separate-proxy-pages/s")
 			b.ReportMetric(sepProxied.perSec()/sepDirect.perSec(), page.name+"-separate-proxy/direct")
+			// The standard library's reverse proxy on the same core and
+			// path: what net/http's server and client cost a proxy that
+			// does nothing of YARN's.
+			b.ReportMetric(sepStdlib.perSec(), page.name+"-separate-stdlib-proxy-pages/s")
+			b.ReportMetric(sepStdlib.perSec()/sepDirect.perSec(), page.name+"-separate-stdlib-proxy/direct")
+			b.ReportMetric(sepProxied.perSec()/sepStdlib.perSec(), page.name+"-separate-proxy/stdlib-proxy")
 			b.ReportMetric(sepDirect.peersCPUPerPage(), page.name+"-separate-direct-peers-cpu-µs/page")
 			b.ReportMetric(sepProxied.peersCPUPerPage(), page.name+"-separate-proxied-peers-cpu-µs/page")
 			b.ReportMetric(sepProxied.proxyCPUPerPage(), page.name+"-separate-proxy-cpu-µs/page")
@@ -294,6 +303,15 @@ func serveWebParty(role []string, in io.Reader, out io.Writer) error {
 		am := amPage(size, role[2] == "true", &conns)
 		am.Close()
 		h = am.Config.Handler
+	case len(role) == 2 && role[0] == "stdlib-proxy":
+		cpu = proxyCPU
+		target, err := url.Parse(role[1])
+		if err != nil {
+			return err
+		}
+		rp := httputil.NewSingleHostReverseProxy(target)
+		rp.Transport = &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}
+		h = http.StripPrefix("/proxy/application_1_0001", rp)
 	case len(role) == 2 && role[0] == "proxy":
 		cpu = proxyCPU
 		p, err := webproxy.New(webproxy.Config{Apps: benchApps{url: role[1]}, RMWebURL: "http://rm:8088", Logger: quiet})
@@ -426,11 +444,14 @@ func (s separate) proxyCPUPerPage() float64 {
 	return float64(s.proxyCPU.Microseconds()) / float64(s.pages)
 }
 
-// separateRounds runs rounds of direct and proxied fetches (direct, proxy,
-// proxy, direct) with three processes, as browsers, the RM and an AM are
-// on three hosts: this one (the clients) and the AM's on peerCPU, the
-// proxy's on proxyCPU. It restores this process's CPUs before it returns.
-func separateRounds(b *testing.B, size int, declared bool, round time.Duration) (direct, proxied separate) {
+// separateRounds runs rounds of direct and proxied fetches (direct, RM's
+// proxy, standard library's reverse proxy, and back) with separate
+// processes, as browsers, the RM and an AM are on separate hosts: this one
+// (the clients) and the AM's on peerCPU, each proxy's on proxyCPU. The
+// standard library's httputil.ReverseProxy, which does none of YARN's
+// work, is the floor of what a net/http proxy costs. It restores this
+// process's CPUs before it returns.
+func separateRounds(b *testing.B, size int, declared bool, round time.Duration) (direct, proxied, stdlib separate) {
 	b.Helper()
 	cpus, err := allowedCPUs()
 	if err != nil || len(cpus) < 2 {
@@ -455,6 +476,15 @@ func separateRounds(b *testing.B, size int, declared bool, round time.Duration) 
 			b.Error(err)
 		}
 	}()
+	stdProxy, err := startWebParty("stdlib-proxy", am.url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := stdProxy.stop(); err != nil {
+			b.Error(err)
+		}
+	}()
 	if err := pinProcess(peerCPU); err != nil {
 		b.Fatal(err)
 	}
@@ -472,20 +502,24 @@ func separateRounds(b *testing.B, size int, declared bool, round time.Duration) 
 		}
 		return d
 	}
-	for _, k := range []int{0, 1, 1, 0} {
-		amBefore, proxyBefore := cpuOf(am), cpuOf(proxy)
+	// 0 direct, 1 through the RM's proxy, 2 through the standard
+	// library's, each path's rounds spread over the run alike.
+	for _, k := range []int{0, 1, 2, 2, 1, 0} {
+		via := [...]*webParty{nil, proxy, stdProxy}[k]
 		var s separate
-		if k == 0 {
+		amBefore := cpuOf(am)
+		var viaBefore time.Duration
+		if via != nil {
+			viaBefore = cpuOf(via)
+		}
+		if via == nil {
 			s.fetched = pageRound(b, am.url+"/page", round)
 		} else {
-			s.fetched = pageRound(b, proxy.url+"/proxy/application_1_0001/page", round)
+			s.fetched = pageRound(b, via.url+"/proxy/application_1_0001/page", round)
+			s.proxyCPU = cpuOf(via) - viaBefore
 		}
-		s.amCPU, s.proxyCPU = cpuOf(am)-amBefore, cpuOf(proxy)-proxyBefore
-		if k == 0 {
-			direct.add(s)
-		} else {
-			proxied.add(s)
-		}
+		s.amCPU = cpuOf(am) - amBefore
+		[...]*separate{&direct, &proxied, &stdlib}[k].add(s)
 	}
-	return direct, proxied
+	return direct, proxied, stdlib
 }
