@@ -1,0 +1,245 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// maxCachedHomes bounds the application homes a Cache keeps: past it,
+// expired ones go, and if that is not enough, all of them.
+const maxCachedHomes = 100_000
+
+// Cache is a StateStore that keeps what it reads of another for a TTL, as
+// YARN's FederationStateStoreFacade does for the Router
+// (yarn.federation.cache-ttl.secs): the sub-clusters, the policies, and
+// application homes. Writes go to the store and update or drop what the
+// cache holds, so a Router sees its own writes at once and other writers'
+// within the TTL. Safe for concurrent use.
+type Cache struct {
+	store StateStore
+	ttl   time.Duration
+	now   func() time.Time
+
+	mu sync.Mutex
+	// clusters are all sub-clusters, read at clustersAt.
+	clusters   []SubClusterInfo
+	clustersAt time.Time
+	// policies are all queues' policies, read at policiesAt.
+	policies   map[string]PolicyConfiguration
+	policiesAt time.Time
+	homes      map[string]cachedHome
+}
+
+type cachedHome struct {
+	home string
+	at   time.Time
+}
+
+var _ StateStore = (*Cache)(nil)
+
+// NewCache returns a cache of store whose entries last ttl; a ttl of zero
+// or less caches nothing, as YARN's facade with a TTL of 0. now is the
+// clock (nil means time.Now).
+func NewCache(store StateStore, ttl time.Duration, now func() time.Time) *Cache {
+	if now == nil {
+		now = time.Now
+	}
+	return &Cache{store: store, ttl: ttl, now: now, homes: map[string]cachedHome{}}
+}
+
+func (c *Cache) fresh(at time.Time) bool {
+	return c.ttl > 0 && !at.IsZero() && c.now().Sub(at) < c.ttl
+}
+
+func (c *Cache) dropClusters() {
+	c.mu.Lock()
+	c.clusters, c.clustersAt = nil, time.Time{}
+	c.mu.Unlock()
+}
+
+func (c *Cache) RegisterSubCluster(ctx context.Context, info SubClusterInfo) error {
+	defer c.dropClusters()
+	return c.store.RegisterSubCluster(ctx, info)
+}
+
+func (c *Cache) SubClusterHeartbeat(ctx context.Context, id string, state State, capability string) error {
+	defer c.dropClusters()
+	return c.store.SubClusterHeartbeat(ctx, id, state, capability)
+}
+
+func (c *Cache) DeregisterSubCluster(ctx context.Context, id string, state State) error {
+	defer c.dropClusters()
+	return c.store.DeregisterSubCluster(ctx, id, state)
+}
+
+// allClusters is every sub-cluster, from the cache while fresh.
+func (c *Cache) allClusters(ctx context.Context) ([]SubClusterInfo, error) {
+	c.mu.Lock()
+	if c.fresh(c.clustersAt) {
+		out := c.clusters
+		c.mu.Unlock()
+		return out, nil
+	}
+	c.mu.Unlock()
+	at := c.now()
+	all, err := c.store.GetSubClusters(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.clusters, c.clustersAt = all, at
+	c.mu.Unlock()
+	return all, nil
+}
+
+func (c *Cache) GetSubCluster(ctx context.Context, id string) (SubClusterInfo, error) {
+	all, err := c.allClusters(ctx)
+	if err != nil {
+		return SubClusterInfo{}, err
+	}
+	for _, info := range all {
+		if info.ID == id {
+			return info, nil
+		}
+	}
+	// One the cache has not seen yet may have registered since.
+	return c.store.GetSubCluster(ctx, id)
+}
+
+func (c *Cache) GetSubClusters(ctx context.Context, filterInactive bool) ([]SubClusterInfo, error) {
+	all, err := c.allClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SubClusterInfo, 0, len(all))
+	for _, info := range all {
+		if !filterInactive || info.State.Active() {
+			out = append(out, info)
+		}
+	}
+	return out, nil
+}
+
+func (c *Cache) AddApplicationHomeSubCluster(ctx context.Context, h ApplicationHome) (string, error) {
+	home, err := c.store.AddApplicationHomeSubCluster(ctx, h)
+	if err != nil {
+		return "", err
+	}
+	c.putHome(h.Application, home)
+	return home, nil
+}
+
+func (c *Cache) UpdateApplicationHomeSubCluster(ctx context.Context, h ApplicationHome) error {
+	if err := c.store.UpdateApplicationHomeSubCluster(ctx, h); err != nil {
+		c.dropHome(h.Application)
+		return err
+	}
+	c.putHome(h.Application, h.Home)
+	return nil
+}
+
+func (c *Cache) GetApplicationHomeSubCluster(ctx context.Context, application string) (string, error) {
+	c.mu.Lock()
+	h, ok := c.homes[application]
+	c.mu.Unlock()
+	if ok && c.fresh(h.at) {
+		return h.home, nil
+	}
+	home, err := c.store.GetApplicationHomeSubCluster(ctx, application)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			c.dropHome(application)
+		}
+		return "", err
+	}
+	c.putHome(application, home)
+	return home, nil
+}
+
+// GetApplicationsHomeSubCluster is not cached: it serves admin views.
+func (c *Cache) GetApplicationsHomeSubCluster(ctx context.Context) ([]ApplicationHome, error) {
+	return c.store.GetApplicationsHomeSubCluster(ctx)
+}
+
+func (c *Cache) DeleteApplicationHomeSubCluster(ctx context.Context, application string) error {
+	defer c.dropHome(application)
+	return c.store.DeleteApplicationHomeSubCluster(ctx, application)
+}
+
+func (c *Cache) putHome(application, home string) {
+	if c.ttl <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.homes) >= maxCachedHomes {
+		for app, h := range c.homes {
+			if !c.fresh(h.at) {
+				delete(c.homes, app)
+			}
+		}
+		if len(c.homes) >= maxCachedHomes {
+			clear(c.homes)
+		}
+	}
+	c.homes[application] = cachedHome{home: home, at: c.now()}
+}
+
+func (c *Cache) dropHome(application string) {
+	c.mu.Lock()
+	delete(c.homes, application)
+	c.mu.Unlock()
+}
+
+func (c *Cache) GetPolicyConfiguration(ctx context.Context, queue string) (PolicyConfiguration, error) {
+	all, err := c.allPolicies(ctx)
+	if err != nil {
+		return PolicyConfiguration{}, err
+	}
+	p, ok := all[queue]
+	if !ok {
+		// YARN's facade answers from its map alone; a policy set by
+		// another writer shows after the TTL.
+		return PolicyConfiguration{}, fmt.Errorf("federation store: policy of queue %s: %w", queue, ErrNotFound)
+	}
+	return p, nil
+}
+
+func (c *Cache) allPolicies(ctx context.Context) (map[string]PolicyConfiguration, error) {
+	c.mu.Lock()
+	if c.fresh(c.policiesAt) {
+		out := c.policies
+		c.mu.Unlock()
+		return out, nil
+	}
+	c.mu.Unlock()
+	at := c.now()
+	list, err := c.store.GetPoliciesConfigurations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all := make(map[string]PolicyConfiguration, len(list))
+	for _, p := range list {
+		all[p.Queue] = p
+	}
+	c.mu.Lock()
+	c.policies, c.policiesAt = all, at
+	c.mu.Unlock()
+	return all, nil
+}
+
+func (c *Cache) SetPolicyConfiguration(ctx context.Context, p PolicyConfiguration) error {
+	defer func() {
+		c.mu.Lock()
+		c.policies, c.policiesAt = nil, time.Time{}
+		c.mu.Unlock()
+	}()
+	return c.store.SetPolicyConfiguration(ctx, p)
+}
+
+func (c *Cache) GetPoliciesConfigurations(ctx context.Context) ([]PolicyConfiguration, error) {
+	return c.store.GetPoliciesConfigurations(ctx)
+}
