@@ -1,0 +1,147 @@
+// Package membership is a knit-rm's part in a federation (YARN's
+// FederationStateStoreService): the active RM registers its sub-cluster
+// in the federation store as SC_NEW with the addresses of its services,
+// heartbeats SC_RUNNING and its capability (the cluster metrics JSON)
+// every interval, and deregisters it as SC_UNREGISTERED when it stops
+// cleanly. An RM that stops heartbeating is marked SC_LOST by the Router
+// (federation/router), not here.
+//
+// Imports: the standard library, federation/store, cenkalti/backoff.
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/knitdev/knit/federation/store"
+)
+
+// Store is what a Member writes of the federation store.
+type Store interface {
+	RegisterSubCluster(ctx context.Context, info store.SubClusterInfo) error
+	SubClusterHeartbeat(ctx context.Context, id string, state store.State, capability string) error
+	DeregisterSubCluster(ctx context.Context, id string, state store.State) error
+}
+
+// Config configures a Member.
+type Config struct {
+	Store Store
+	// SubCluster is the sub-cluster as registered: its id, the addresses
+	// clients and Routers reach its services at (see ConnectAddress), and
+	// its start time. State and LastHeartBeat are set by the Member.
+	SubCluster store.SubClusterInfo
+	// Capability returns the sub-cluster's capability for a heartbeat.
+	Capability func(ctx context.Context) (string, error)
+	// Interval is the time between heartbeats; InitialDelay the wait
+	// before the first (yarn.federation.state-store.heartbeat-interval-secs
+	// and .heartbeat.initial-delay).
+	Interval, InitialDelay time.Duration
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Member keeps one sub-cluster registered: Register, then Run until the
+// RM stops, then Deregister.
+type Member struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns the member cfg describes; it does no I/O.
+func New(cfg Config) (*Member, error) {
+	if cfg.Store == nil || cfg.Capability == nil {
+		return nil, errors.New("membership: needs a store and a capability")
+	}
+	if cfg.SubCluster.ID == "" {
+		return nil, errors.New("membership: a federated RM needs a sub-cluster id (yarn.resourcemanager.cluster-id)")
+	}
+	if cfg.Interval <= 0 {
+		return nil, fmt.Errorf("membership: heartbeat interval %v", cfg.Interval)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Member{cfg: cfg, log: log.With("subCluster", cfg.SubCluster.ID)}, nil
+}
+
+// Register registers the sub-cluster as SC_NEW, retrying until it succeeds
+// or ctx ends: an RM that cannot join its federation does not start, as
+// YARN's FederationStateStoreService fails the RM's start.
+func (m *Member) Register(ctx context.Context) error {
+	info := m.cfg.SubCluster
+	info.State = store.StateNew
+	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithInitialInterval(200*time.Millisecond), backoff.WithMaxElapsedTime(0)), ctx)
+	err := backoff.RetryNotify(func() error {
+		return m.cfg.Store.RegisterSubCluster(ctx, info)
+	}, b, func(err error, wait time.Duration) {
+		m.log.WarnContext(ctx, "registering the sub-cluster, retrying", "retryIn", wait, "err", err)
+	})
+	if err != nil {
+		return fmt.Errorf("membership: register %s: %w", info.ID, err)
+	}
+	m.log.InfoContext(ctx, "registered the sub-cluster", "clientRM", info.ClientRMServiceAddress, "amRM", info.AMRMServiceAddress)
+	return nil
+}
+
+// Run heartbeats after the initial delay and every interval until ctx
+// ends, then returns nil. A failed heartbeat is logged and the next one
+// tries again: the Router marks the sub-cluster LOST only after its
+// expiration, far longer than an interval.
+func (m *Member) Run(ctx context.Context) error {
+	t := time.NewTimer(m.cfg.InitialDelay)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if err := m.Heartbeat(ctx); err != nil && ctx.Err() == nil {
+			m.log.WarnContext(ctx, "federation heartbeat", "err", err)
+		}
+		t.Reset(m.cfg.Interval)
+	}
+}
+
+// Heartbeat sends one heartbeat: SC_RUNNING and the capability, as
+// FederationStateStoreHeartbeat does.
+func (m *Member) Heartbeat(ctx context.Context) error {
+	capability, err := m.cfg.Capability(ctx)
+	if err != nil {
+		return fmt.Errorf("membership: capability: %w", err)
+	}
+	if err := m.cfg.Store.SubClusterHeartbeat(ctx, m.cfg.SubCluster.ID, store.StateRunning, capability); err != nil {
+		return fmt.Errorf("membership: %w", err)
+	}
+	return nil
+}
+
+// Deregister marks the sub-cluster SC_UNREGISTERED, on a clean stop.
+func (m *Member) Deregister(ctx context.Context) error {
+	if err := m.cfg.Store.DeregisterSubCluster(ctx, m.cfg.SubCluster.ID, store.StateUnregistered); err != nil {
+		return fmt.Errorf("membership: deregister: %w", err)
+	}
+	m.log.InfoContext(ctx, "deregistered the sub-cluster")
+	return nil
+}
+
+// ConnectAddress is the address others reach a service bound at addr at:
+// addr itself, or, where its host is a wildcard (0.0.0.0, ::, empty), host
+// in its place, as YARN's NetUtils.getConnectAddress gives the local host.
+func ConnectAddress(addr, host string) (string, error) {
+	h, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("membership: address %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(h); h == "" || (ip != nil && ip.IsUnspecified()) {
+		h = host
+	}
+	return net.JoinHostPort(h, port), nil
+}
