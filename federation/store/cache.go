@@ -24,13 +24,52 @@ type Cache struct {
 	now   func() time.Time
 
 	mu sync.Mutex
-	// clusters are all sub-clusters, read at clustersAt.
-	clusters   []SubClusterInfo
-	clustersAt time.Time
-	// policies are all queues' policies, read at policiesAt.
-	policies   map[string]PolicyConfiguration
-	policiesAt time.Time
-	homes      map[string]cachedHome
+	// clusters are all sub-clusters; policies all queues' policies.
+	clusters snapshot[[]SubClusterInfo]
+	policies snapshot[map[string]PolicyConfiguration]
+	homes    map[string]cachedHome
+}
+
+// snapshot is a value the cache reads whole from the store and keeps for
+// the TTL; guarded by the cache's mu.
+type snapshot[T any] struct {
+	v  T
+	at time.Time
+	// gen counts the drops: a read that raced a write is not kept.
+	gen uint64
+}
+
+// load returns s's value while fresh, else fetches and keeps it.
+func load[T any](ctx context.Context, c *Cache, s *snapshot[T], fetch func(context.Context) (T, error)) (T, error) {
+	c.mu.Lock()
+	if c.fresh(s.at) {
+		v := s.v
+		c.mu.Unlock()
+		return v, nil
+	}
+	gen := s.gen
+	c.mu.Unlock()
+	at := c.now()
+	v, err := fetch(ctx)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	c.mu.Lock()
+	if s.gen == gen {
+		s.v, s.at = v, at
+	}
+	c.mu.Unlock()
+	return v, nil
+}
+
+// drop forgets s's value, after a write that changes it.
+func drop[T any](c *Cache, s *snapshot[T]) {
+	c.mu.Lock()
+	var zero T
+	s.v, s.at = zero, time.Time{}
+	s.gen++
+	c.mu.Unlock()
 }
 
 type cachedHome struct {
@@ -54,11 +93,7 @@ func (c *Cache) fresh(at time.Time) bool {
 	return c.ttl > 0 && !at.IsZero() && c.now().Sub(at) < c.ttl
 }
 
-func (c *Cache) dropClusters() {
-	c.mu.Lock()
-	c.clusters, c.clustersAt = nil, time.Time{}
-	c.mu.Unlock()
-}
+func (c *Cache) dropClusters() { drop(c, &c.clusters) }
 
 func (c *Cache) RegisterSubCluster(ctx context.Context, info SubClusterInfo) error {
 	defer c.dropClusters()
@@ -77,22 +112,9 @@ func (c *Cache) DeregisterSubCluster(ctx context.Context, id string, state State
 
 // allClusters is every sub-cluster, from the cache while fresh.
 func (c *Cache) allClusters(ctx context.Context) ([]SubClusterInfo, error) {
-	c.mu.Lock()
-	if c.fresh(c.clustersAt) {
-		out := c.clusters
-		c.mu.Unlock()
-		return out, nil
-	}
-	c.mu.Unlock()
-	at := c.now()
-	all, err := c.store.GetSubClusters(ctx, false)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	c.clusters, c.clustersAt = all, at
-	c.mu.Unlock()
-	return all, nil
+	return load(ctx, c, &c.clusters, func(ctx context.Context) ([]SubClusterInfo, error) {
+		return c.store.GetSubClusters(ctx, false)
+	})
 }
 
 func (c *Cache) GetSubCluster(ctx context.Context, id string) (SubClusterInfo, error) {
@@ -209,34 +231,21 @@ func (c *Cache) GetPolicyConfiguration(ctx context.Context, queue string) (Polic
 }
 
 func (c *Cache) allPolicies(ctx context.Context) (map[string]PolicyConfiguration, error) {
-	c.mu.Lock()
-	if c.fresh(c.policiesAt) {
-		out := c.policies
-		c.mu.Unlock()
-		return out, nil
-	}
-	c.mu.Unlock()
-	at := c.now()
-	list, err := c.store.GetPoliciesConfigurations(ctx)
-	if err != nil {
-		return nil, err
-	}
-	all := make(map[string]PolicyConfiguration, len(list))
-	for _, p := range list {
-		all[p.Queue] = p
-	}
-	c.mu.Lock()
-	c.policies, c.policiesAt = all, at
-	c.mu.Unlock()
-	return all, nil
+	return load(ctx, c, &c.policies, func(ctx context.Context) (map[string]PolicyConfiguration, error) {
+		list, err := c.store.GetPoliciesConfigurations(ctx)
+		if err != nil {
+			return nil, err
+		}
+		all := make(map[string]PolicyConfiguration, len(list))
+		for _, p := range list {
+			all[p.Queue] = p
+		}
+		return all, nil
+	})
 }
 
 func (c *Cache) SetPolicyConfiguration(ctx context.Context, p PolicyConfiguration) error {
-	defer func() {
-		c.mu.Lock()
-		c.policies, c.policiesAt = nil, time.Time{}
-		c.mu.Unlock()
-	}()
+	defer drop(c, &c.policies)
 	return c.store.SetPolicyConfiguration(ctx, p)
 }
 
