@@ -63,6 +63,9 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 		{Name: hadoopconf.KeyRouterClientRMAddress, Value: routerAddr},
 		// No cache: the policies this test sets apply to the next submission.
 		{Name: hadoopconf.KeyFederationCacheTTL, Value: "0"},
+		// A sub-cluster silent for 3 s is lost.
+		{Name: hadoopconf.KeyRouterSubClusterHeartbeatExpiration, Value: "3s"},
+		{Name: hadoopconf.KeyRouterSubClusterCleanerInterval, Value: "500ms"},
 	}), "--kubeconfig", cluster.ControlPlane.Kubeconfig, "--namespace", fedNS)
 
 	// Both sub-clusters register and heartbeat SC_RUNNING with their
@@ -171,6 +174,37 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 		}
 	}
 
+	// A sub-cluster whose RM dies without a word is marked lost by the
+	// Router, and new submissions go to the live one.
+	rms["sc2"].kill(t)
+	eventually.WithinEvery(t, time.Minute, 200*time.Millisecond, func(ctx context.Context) error {
+		got, err := st.GetSubCluster(ctx, "sc2")
+		if err != nil || got.State != fedstore.StateLost {
+			return fmt.Errorf("sc2 after its RM died: %v, %v; want SC_LOST", got.State, err)
+		}
+		return nil
+	})
+	if err := st.SetPolicyConfiguration(ctx, fedstore.PolicyConfiguration{Queue: federation.DefaultPolicyQueue, Type: federation.UniformBroadcastPolicyManager}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		newApp, err := c.GetNewApplication(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		asc := &yarnpb.ApplicationSubmissionContextProto{
+			ApplicationId: newApp.GetApplicationId(), ApplicationName: proto.String("after the loss"), Queue: proto.String("default"),
+			UnmanagedAm: proto.Bool(true), AmContainerSpec: &yarnpb.ContainerLaunchContextProto{}, Resource: yarnpb.NewResource(1024, 1),
+		}
+		if err := c.SubmitApplication(ctx, asc); err != nil {
+			t.Fatal(err)
+		}
+		id, _ := yarnid.ApplicationIDFromProto(newApp.GetApplicationId())
+		if home, err := st.GetApplicationHomeSubCluster(ctx, id.String()); err != nil || home != "sc1" {
+			t.Errorf("home of %s after sc2 was lost: %q, %v; want sc1", id, home, err)
+		}
+	}
+
 	// A sub-cluster that stops cleanly leaves the federation.
 	rms["sc1"].stop(t)
 	got, err := st.GetSubCluster(ctx, "sc1")
@@ -183,7 +217,8 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 type subCluster struct {
 	client string
 	rm     *client.RMClient
-	stop   func(t *testing.T)
+	// stop ends the RM with SIGTERM, kill with SIGKILL.
+	stop, kill func(t *testing.T)
 }
 
 func startSubCluster(t *testing.T, id, fedNS string) *subCluster {
@@ -201,7 +236,7 @@ func startSubCluster(t *testing.T, id, fedNS string) *subCluster {
 		{Name: hadoopconf.KeyFederationHeartbeatInterval, Value: "1"},
 		{Name: hadoopconf.KeyFederationHeartbeatInitialDelay, Value: "1"},
 	})
-	sc.stop = startProcess(t, "knit-rm-"+id, "knit-rm", confDir, "--kubeconfig", cluster.ControlPlane.Kubeconfig, "--namespace", ns,
+	sc.stop, sc.kill = startProcess(t, "knit-rm-"+id, "knit-rm", confDir, "--kubeconfig", cluster.ControlPlane.Kubeconfig, "--namespace", ns,
 		"--conf-dir", confDir, "--rks-address", freeAddr(t), "--node-root", t.TempDir(), "--federation-namespace", fedNS)
 	rm, err := client.NewRMClient(sc.client, client.RMConfig{User: "alice"})
 	if err != nil {
@@ -247,8 +282,9 @@ func freeAddr(t *testing.T) string {
 
 // startProcess runs binDir/binary as name with HADOOP_CONF_DIR=confDir
 // and args, its output in a log the test prints if it fails; the returned
-// stop (run at the test's end too) ends it with SIGTERM and waits for it.
-func startProcess(t *testing.T, name, binary, confDir string, args ...string) func(t *testing.T) {
+// stop (run at the test's end too) ends it with SIGTERM, kill with SIGKILL,
+// and both wait for it.
+func startProcess(t *testing.T, name, binary, confDir string, args ...string) (stop, kill func(t *testing.T)) {
 	t.Helper()
 	bin := filepath.Join(binDir, binary)
 	logPath := filepath.Join(t.TempDir(), name+".log")
@@ -266,12 +302,12 @@ func startProcess(t *testing.T, name, binary, confDir string, args ...string) fu
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	stopped := false
-	stop := func(t *testing.T) {
+	end := func(t *testing.T, sig syscall.Signal) {
 		if stopped {
 			return
 		}
 		stopped = true
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Process.Signal(sig)
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):
@@ -285,6 +321,6 @@ func startProcess(t *testing.T, name, binary, confDir string, args ...string) fu
 			t.Logf("%s log:\n%s", name, tail(string(out), 60))
 		}
 	}
-	t.Cleanup(func() { stop(t) })
-	return stop
+	t.Cleanup(func() { end(t, syscall.SIGTERM) })
+	return func(t *testing.T) { end(t, syscall.SIGTERM) }, func(t *testing.T) { end(t, syscall.SIGKILL) }
 }
