@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -18,6 +19,9 @@ import (
 	"github.com/knitdev/knit/federation/membership"
 	fedstore "github.com/knitdev/knit/federation/store"
 	"github.com/knitdev/knit/hadoopconf"
+	"github.com/knitdev/knit/protocols/yarnerr"
+	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/ha"
@@ -88,6 +92,7 @@ func runFederation(run lifecycle.Runner, c *hadoopconf.Configuration, settings c
 		Store:        st,
 		SubCluster:   info,
 		Capability:   capability(r.REST()),
+		Holds:        holds(r),
 		Interval:     fs.HeartbeatInterval,
 		InitialDelay: fs.HeartbeatInitialDelay,
 		Logger:       run.Logger.With("component", "federation"),
@@ -98,6 +103,23 @@ func runFederation(run lifecycle.Runner, c *hadoopconf.Configuration, settings c
 	run.Lifecycle.Append(fx.Hook{OnStart: member.Register, OnStop: member.Deregister})
 	run.Background("federation heartbeat", member.Run)
 	return nil
+}
+
+// holds reports whether the RM still holds an application, for the
+// cleanup of the homes of those it pruned. The report is asked for as no
+// user: only whether there is one matters.
+func holds(r *rm.ResourceManager) func(ctx context.Context, app string) (bool, error) {
+	return func(ctx context.Context, app string) (bool, error) {
+		id, err := yarnid.ParseApplicationID(app)
+		if err != nil {
+			return false, nil // no id this RM gives: not one of its applications
+		}
+		_, err = r.GetApplicationReport(rm.WithCaller(ctx, rm.Caller{}), &yarnpb.GetApplicationReportRequestProto{ApplicationId: id.Proto()})
+		if errors.Is(err, yarnerr.ApplicationNotFound) {
+			return false, nil
+		}
+		return err == nil, err
+	}
 }
 
 // capability is the sub-cluster's capability as YARN's heartbeat writes

@@ -6,6 +6,12 @@
 // cleanly. An RM that stops heartbeating is marked SC_LOST by the Router
 // (federation/router), not here.
 //
+// The member also forgets the homes of the sub-cluster's applications the
+// RM no longer holds (its completed applications past
+// yarn.resourcemanager.max-completed-applications), as YARN's
+// FederationStateStoreService cleans up finished applications, so that the
+// store does not grow with every application ever submitted.
+//
 // Imports: the standard library, federation/store, cenkalti/backoff.
 package membership
 
@@ -22,12 +28,23 @@ import (
 	"github.com/knitdev/knit/federation/store"
 )
 
-// Store is what a Member writes of the federation store.
+// Store is what a Member reads and writes of the federation store.
 type Store interface {
 	RegisterSubCluster(ctx context.Context, info store.SubClusterInfo) error
 	SubClusterHeartbeat(ctx context.Context, id string, state store.State, capability string) error
 	DeregisterSubCluster(ctx context.Context, id string, state store.State) error
+	GetApplicationsHomeSubCluster(ctx context.Context, home string) ([]store.ApplicationHome, error)
+	DeleteApplicationHomeSubCluster(ctx context.Context, application string) error
 }
+
+// CleanupGrace is how old a home must be before the member may forget it:
+// a Router records the home before it submits, so a young home whose
+// application the RM does not hold yet may be a submission on its way.
+const CleanupGrace = 10 * time.Minute
+
+// cleanupEvery is how many heartbeats pass between two cleanups: each
+// lists the sub-cluster's homes, far more than a heartbeat writes.
+const cleanupEvery = 10
 
 // Config configures a Member.
 type Config struct {
@@ -38,6 +55,12 @@ type Config struct {
 	SubCluster store.SubClusterInfo
 	// Capability returns the sub-cluster's capability for a heartbeat.
 	Capability func(ctx context.Context) (string, error)
+	// Holds reports whether the RM still holds an application (by its
+	// id's string); nil turns the cleanup of homes off.
+	Holds func(ctx context.Context, application string) (bool, error)
+	// Now is the clock the cleanup judges homes' age by; nil means
+	// time.Now.
+	Now func() time.Time
 	// Interval is the time between heartbeats; InitialDelay the wait
 	// before the first (yarn.federation.state-store.heartbeat-interval-secs
 	// and .heartbeat.initial-delay).
@@ -68,6 +91,9 @@ func New(cfg Config) (*Member, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Member{cfg: cfg, log: log.With("subCluster", cfg.SubCluster.ID)}, nil
 }
 
@@ -97,7 +123,7 @@ func (m *Member) Register(ctx context.Context) error {
 func (m *Member) Run(ctx context.Context) error {
 	t := time.NewTimer(m.cfg.InitialDelay)
 	defer t.Stop()
-	for {
+	for beat := 0; ; beat++ {
 		select {
 		case <-ctx.Done():
 			return nil
@@ -106,8 +132,53 @@ func (m *Member) Run(ctx context.Context) error {
 		if err := m.Heartbeat(ctx); err != nil && ctx.Err() == nil {
 			m.log.WarnContext(ctx, "federation heartbeat", "err", err)
 		}
+		if beat%cleanupEvery == 0 {
+			if _, err := m.CleanUp(ctx); err != nil && ctx.Err() == nil {
+				m.log.WarnContext(ctx, "cleaning up application homes", "err", err)
+			}
+		}
 		t.Reset(m.cfg.Interval)
 	}
+}
+
+// CleanUp deletes the homes in this sub-cluster, older than CleanupGrace,
+// of the applications the RM no longer holds, and returns them.
+func (m *Member) CleanUp(ctx context.Context) ([]string, error) {
+	if m.cfg.Holds == nil {
+		return nil, nil
+	}
+	homes, err := m.cfg.Store.GetApplicationsHomeSubCluster(ctx, m.cfg.SubCluster.ID)
+	if err != nil {
+		return nil, fmt.Errorf("membership: cleanup: %w", err)
+	}
+	now := m.cfg.Now()
+	var gone []string
+	var errs []error
+	for _, h := range homes {
+		if now.Sub(h.CreateTime) < CleanupGrace {
+			continue
+		}
+		held, err := m.cfg.Holds(ctx, h.Application)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if held {
+			continue
+		}
+		if err := m.cfg.Store.DeleteApplicationHomeSubCluster(ctx, h.Application); err != nil && !errors.Is(err, store.ErrNotFound) {
+			errs = append(errs, err)
+			continue
+		}
+		gone = append(gone, h.Application)
+	}
+	if len(gone) > 0 {
+		m.log.InfoContext(ctx, "forgot the homes of applications the RM no longer holds", "applications", len(gone))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return gone, fmt.Errorf("membership: cleanup: %w", err)
+	}
+	return gone, nil
 }
 
 // Heartbeat sends one heartbeat: SC_RUNNING and the capability, as

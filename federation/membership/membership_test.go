@@ -154,3 +154,36 @@ func TestConnectAddressReplacesOnlyWildcardHosts(t *testing.T) {
 		t.Error("an address without a port was accepted")
 	}
 }
+
+func TestCleanUpForgetsOldHomesOfApplicationsTheRMNoLongerHolds(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	clock := func() time.Time { return now }
+	s := store.NewMemory(clock)
+	ctx := t.Context()
+	add := func(app, home string) {
+		t.Helper()
+		if _, err := s.AddApplicationHomeSubCluster(ctx, store.ApplicationHome{Application: app, Home: home}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("application_1_0001", "sc1") // held by the RM
+	add("application_1_0002", "sc1") // pruned by the RM
+	add("application_1_0003", "sc2") // another sub-cluster's
+	now = now.Add(CleanupGrace)
+	add("application_1_0004", "sc1") // on its way: recorded, not yet submitted
+	held := map[string]bool{"application_1_0001": true}
+	m, err := New(Config{Store: s, SubCluster: info(), Interval: time.Second, Now: clock,
+		Capability: func(context.Context) (string, error) { return "", nil },
+		Holds:      func(_ context.Context, app string) (bool, error) { return held[app], nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := m.CleanUp(ctx)
+	if err != nil || len(gone) != 1 || gone[0] != "application_1_0002" {
+		t.Fatalf("cleanup forgot %v, %v; want [application_1_0002]", gone, err)
+	}
+	left, _ := s.GetApplicationsHomeSubCluster(ctx, "")
+	if len(left) != 3 {
+		t.Errorf("homes left %v", left)
+	}
+}

@@ -182,8 +182,8 @@ func (c *Cache) GetApplicationHomeSubCluster(ctx context.Context, application st
 }
 
 // GetApplicationsHomeSubCluster is not cached: it serves admin views.
-func (c *Cache) GetApplicationsHomeSubCluster(ctx context.Context) ([]ApplicationHome, error) {
-	return c.store.GetApplicationsHomeSubCluster(ctx)
+func (c *Cache) GetApplicationsHomeSubCluster(ctx context.Context, home string) ([]ApplicationHome, error) {
+	return c.store.GetApplicationsHomeSubCluster(ctx, home)
 }
 
 func (c *Cache) DeleteApplicationHomeSubCluster(ctx context.Context, application string) error {

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
@@ -23,6 +24,10 @@ import (
 // LabelKind labels every ConfigMap of the store with what it holds: one of
 // KindSubCluster, KindApplication, KindPolicy.
 const LabelKind = "knit.io/federation"
+
+// LabelHome labels an application's ConfigMap with its home, so that a
+// sub-cluster lists its own (labelValue of the sub-cluster id).
+const LabelHome = "knit.io/federation-home"
 
 // The kinds of object the store keeps.
 const (
@@ -52,6 +57,7 @@ const (
 	keyCapability    = "capability"
 	keyApplication   = "applicationId"
 	keyHome          = "homeSubCluster"
+	keyCreateTime    = "createTime"
 	keyQueue         = "queue"
 	keyType          = "type"
 	keyParams        = "params"
@@ -87,6 +93,15 @@ func NewKube(cfg KubeConfig) (*Kube, error) {
 		now = time.Now
 	}
 	return &Kube{client: cfg.Client, ns: cfg.Namespace, now: now}, nil
+}
+
+// labelValue is id as a label value: itself where it is one, else a hash.
+func labelValue(id string) string {
+	if len(id) <= 63 && validation.IsValidLabelValue(id) == nil {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "h-" + hex.EncodeToString(sum[:16])
 }
 
 // objectName is the ConfigMap of kind holding key: readable where key is,
@@ -248,7 +263,8 @@ func (k *Kube) AddApplicationHomeSubCluster(ctx context.Context, h ApplicationHo
 		return "", errors.New("federation store: add application home: missing application or home")
 	}
 	cm := newConfigMap(KindApplication, h.Application)
-	cm.Data = map[string]string{keyApplication: h.Application, keyHome: h.Home}
+	cm.Labels[LabelHome] = labelValue(h.Home)
+	cm.Data = map[string]string{keyApplication: h.Application, keyHome: h.Home, keyCreateTime: millis(k.now())}
 	_, err := k.configMaps().Create(ctx, cm, metav1.CreateOptions{FieldManager: fieldManager})
 	if err == nil {
 		return h.Home, nil
@@ -268,9 +284,22 @@ func (k *Kube) UpdateApplicationHomeSubCluster(ctx context.Context, h Applicatio
 	if h.Application == "" || h.Home == "" {
 		return errors.New("federation store: update application home: missing application or home")
 	}
-	err := k.modify(ctx, KindApplication, h.Application, func(data map[string]string) error {
-		data[keyApplication], data[keyHome] = h.Application, h.Home
-		return nil
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm, err := k.configMaps().Get(ctx, objectName(KindApplication, h.Application), metav1.GetOptions{})
+		if err != nil {
+			return notFound(err)
+		}
+		cm = cm.DeepCopy()
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		if cm.Labels == nil {
+			cm.Labels = map[string]string{}
+		}
+		cm.Data[keyApplication], cm.Data[keyHome] = h.Application, h.Home
+		cm.Labels[LabelHome] = labelValue(h.Home)
+		_, err = k.configMaps().Update(ctx, cm, metav1.UpdateOptions{FieldManager: fieldManager})
+		return notFound(err)
 	})
 	if err != nil {
 		return fmt.Errorf("federation store: update home of %s: %w", h.Application, err)
@@ -290,14 +319,28 @@ func (k *Kube) GetApplicationHomeSubCluster(ctx context.Context, application str
 	return home, nil
 }
 
-func (k *Kube) GetApplicationsHomeSubCluster(ctx context.Context) ([]ApplicationHome, error) {
-	cms, err := k.list(ctx, KindApplication)
-	if err != nil {
-		return nil, err
+func (k *Kube) GetApplicationsHomeSubCluster(ctx context.Context, home string) ([]ApplicationHome, error) {
+	selector := LabelKind + "=" + KindApplication
+	if home != "" {
+		selector += "," + LabelHome + "=" + labelValue(home)
 	}
-	out := make([]ApplicationHome, 0, len(cms))
-	for _, cm := range cms {
-		out = append(out, ApplicationHome{Application: cm.Data[keyApplication], Home: cm.Data[keyHome]})
+	l, err := k.configMaps().List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("federation store: list application homes: %w", err)
+	}
+	out := make([]ApplicationHome, 0, len(l.Items))
+	for _, cm := range l.Items {
+		h := ApplicationHome{Application: cm.Data[keyApplication], Home: cm.Data[keyHome]}
+		// The label is a hash where the id cannot be a label value.
+		if home != "" && h.Home != home {
+			continue
+		}
+		if ms, err := strconv.ParseInt(cm.Data[keyCreateTime], 10, 64); err == nil {
+			h.CreateTime = time.UnixMilli(ms)
+		} else {
+			h.CreateTime = cm.CreationTimestamp.Time
+		}
+		out = append(out, h)
 	}
 	slices.SortFunc(out, func(a, b ApplicationHome) int { return cmp.Compare(a.Application, b.Application) })
 	return out, nil

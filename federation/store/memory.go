@@ -16,7 +16,7 @@ type Memory struct {
 
 	mu       sync.Mutex
 	clusters map[string]SubClusterInfo
-	homes    map[string]string
+	homes    map[string]ApplicationHome
 	policies map[string]PolicyConfiguration
 }
 
@@ -28,7 +28,7 @@ func NewMemory(now func() time.Time) *Memory {
 	if now == nil {
 		now = time.Now
 	}
-	return &Memory{now: now, clusters: map[string]SubClusterInfo{}, homes: map[string]string{}, policies: map[string]PolicyConfiguration{}}
+	return &Memory{now: now, clusters: map[string]SubClusterInfo{}, homes: map[string]ApplicationHome{}, policies: map[string]PolicyConfiguration{}}
 }
 
 func (m *Memory) RegisterSubCluster(_ context.Context, info SubClusterInfo) error {
@@ -98,39 +98,44 @@ func (m *Memory) GetSubClusters(_ context.Context, filterInactive bool) ([]SubCl
 func (m *Memory) AddApplicationHomeSubCluster(_ context.Context, h ApplicationHome) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if home, ok := m.homes[h.Application]; ok {
-		return home, nil
+	if stored, ok := m.homes[h.Application]; ok {
+		return stored.Home, nil
 	}
-	m.homes[h.Application] = h.Home
+	h.CreateTime = m.now()
+	m.homes[h.Application] = h
 	return h.Home, nil
 }
 
 func (m *Memory) UpdateApplicationHomeSubCluster(_ context.Context, h ApplicationHome) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.homes[h.Application]; !ok {
+	stored, ok := m.homes[h.Application]
+	if !ok {
 		return fmt.Errorf("federation store: application %s: %w", h.Application, ErrNotFound)
 	}
-	m.homes[h.Application] = h.Home
+	stored.Home = h.Home
+	m.homes[h.Application] = stored
 	return nil
 }
 
 func (m *Memory) GetApplicationHomeSubCluster(_ context.Context, application string) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	home, ok := m.homes[application]
+	h, ok := m.homes[application]
 	if !ok {
 		return "", fmt.Errorf("federation store: application %s: %w", application, ErrNotFound)
 	}
-	return home, nil
+	return h.Home, nil
 }
 
-func (m *Memory) GetApplicationsHomeSubCluster(context.Context) ([]ApplicationHome, error) {
+func (m *Memory) GetApplicationsHomeSubCluster(_ context.Context, home string) ([]ApplicationHome, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]ApplicationHome, 0, len(m.homes))
-	for app, home := range m.homes {
-		out = append(out, ApplicationHome{Application: app, Home: home})
+	for _, h := range m.homes {
+		if home == "" || h.Home == home {
+			out = append(out, h)
+		}
 	}
 	slices.SortFunc(out, func(a, b ApplicationHome) int { return cmp.Compare(a.Application, b.Application) })
 	return out, nil

@@ -86,6 +86,9 @@ type ApplicationHome struct {
 	Application string
 	// Home is the sub-cluster id.
 	Home string
+	// CreateTime is when the home was first recorded, by the store's
+	// clock; set by the store, ignored on writes.
+	CreateTime time.Time
 }
 
 // PolicyConfiguration is a queue's federation policy (YARN's
@@ -133,9 +136,9 @@ type ApplicationHomes interface {
 	// GetApplicationHomeSubCluster returns the application's home;
 	// ErrNotFound if it has none.
 	GetApplicationHomeSubCluster(ctx context.Context, application string) (string, error)
-	// GetApplicationsHomeSubCluster returns every recorded home, sorted by
-	// application.
-	GetApplicationsHomeSubCluster(ctx context.Context) ([]ApplicationHome, error)
+	// GetApplicationsHomeSubCluster returns the recorded homes, sorted by
+	// application: those in home, or all when home is empty.
+	GetApplicationsHomeSubCluster(ctx context.Context, home string) ([]ApplicationHome, error)
 	// DeleteApplicationHomeSubCluster forgets the application's home;
 	// ErrNotFound if it has none.
 	DeleteApplicationHomeSubCluster(ctx context.Context, application string) error

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -176,7 +177,8 @@ func TestMembershipRefusesUnknownSubClustersAndBadRecords(t *testing.T) {
 func TestAnApplicationKeepsItsFirstHomeUntilUpdated(t *testing.T) {
 	for name, newStore := range implementations(t) {
 		t.Run(name, func(t *testing.T) {
-			s := newStore(t, newClock().now)
+			clk := newClock()
+			s := newStore(t, clk.now)
 			ctx := t.Context()
 			const app = "application_1700000000000_0001"
 			if _, err := s.GetApplicationHomeSubCluster(ctx, app); !errors.Is(err, ErrNotFound) {
@@ -199,10 +201,26 @@ func TestAnApplicationKeepsItsFirstHomeUntilUpdated(t *testing.T) {
 			if _, err := s.AddApplicationHomeSubCluster(ctx, ApplicationHome{Application: "application_1700000000000_0002", Home: "sc1"}); err != nil {
 				t.Fatal(err)
 			}
-			list, err := s.GetApplicationsHomeSubCluster(ctx)
-			want := []ApplicationHome{{app, "sc2"}, {"application_1700000000000_0002", "sc1"}}
-			if err != nil || !slices.Equal(list, want) {
-				t.Errorf("list = %v, %v; want %v", list, err, want)
+			for _, tt := range []struct {
+				home string
+				want []string
+			}{
+				{"", []string{app + "@sc2", "application_1700000000000_0002@sc1"}},
+				{"sc1", []string{"application_1700000000000_0002@sc1"}},
+				{"sc3", nil},
+			} {
+				list, err := s.GetApplicationsHomeSubCluster(ctx, tt.home)
+				var got []string
+				for _, h := range list {
+					got = append(got, h.Application+"@"+h.Home)
+					// The store's clock stamps the first record of a home.
+					if !h.CreateTime.Equal(clk.now()) {
+						t.Errorf("%s created at %v, want %v", h.Application, h.CreateTime, clk.now())
+					}
+				}
+				if err != nil || !slices.Equal(got, tt.want) {
+					t.Errorf("homes in %q = %v, %v; want %v", tt.home, got, err, tt.want)
+				}
 			}
 			if err := s.DeleteApplicationHomeSubCluster(ctx, app); err != nil {
 				t.Fatal(err)
@@ -299,6 +317,9 @@ func TestObjectNamesAreValidAndDistinct(t *testing.T) {
 		n := objectName(KindPolicy, k)
 		if len(n) > 253 || !validName(n) {
 			t.Errorf("name of %q: %q is not a valid object name", k, n)
+		}
+		if errs := validation.IsValidLabelValue(labelValue(k)); len(errs) != 0 {
+			t.Errorf("label value of %q: %q: %v", k, labelValue(k), errs)
 		}
 		if other, ok := seen[n]; ok {
 			t.Errorf("%q and %q share the name %q", k, other, n)
