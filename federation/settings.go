@@ -45,8 +45,11 @@ type Settings struct {
 	PolicyManager       string
 	PolicyManagerParams string
 	// RouterClientRMAddress is where the Router serves
-	// ApplicationClientProtocol (0.0.0.0:8050).
+	// ApplicationClientProtocol (0.0.0.0:8050); RouterRMAdminAddress its
+	// admin protocol (0.0.0.0:8052), to callers on AdminACL (yarn.admin.acl).
 	RouterClientRMAddress string
+	RouterRMAdminAddress  string
+	AdminACL              string
 	// SubmitRetry is how many sub-clusters a submission and a new
 	// application id are tried on (3); SubmitInterval the pause between.
 	SubmitRetry    int
@@ -89,6 +92,11 @@ func LoadSettings(c *hadoopconf.Configuration) (Settings, error) {
 	s.PolicyManagerParams, err = c.GetTrimmed(hadoopconf.KeyFederationPolicyManagerParams, "")
 	errs = append(errs, err)
 	s.RouterClientRMAddress, err = c.GetTrimmed(hadoopconf.KeyRouterClientRMAddress, "0.0.0.0:8050")
+	errs = append(errs, err)
+	s.RouterRMAdminAddress, err = c.GetTrimmed(hadoopconf.KeyRouterRMAdminAddress, "0.0.0.0:8052")
+	errs = append(errs, err)
+	// ACL strings are not trimmed: " " (nobody) differs from "" (unset).
+	s.AdminACL, err = c.Get(hadoopconf.KeyAdminACL, "*")
 	errs = append(errs, err)
 	s.SubmitRetry, err = c.GetInt(hadoopconf.KeyRouterSubmitRetry, 3)
 	errs = append(errs, err)

@@ -11,6 +11,7 @@ const (
 	KeyFederationPolicyManager             = "yarn.federation.policy-manager"
 	KeyFederationPolicyManagerParams       = "yarn.federation.policy-manager-params"
 	KeyRouterClientRMAddress               = "yarn.router.clientrm.address"
+	KeyRouterRMAdminAddress                = "yarn.router.rmadmin.address"
 	KeyRouterSubmitRetry                   = "yarn.router.submit.retry"
 	KeyRouterSubmitInterval                = "yarn.router.submit.interval.time"
 	KeyRouterDeregisterSubClusterEnabled   = "yarn.router.deregister.subcluster.enabled"

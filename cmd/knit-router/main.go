@@ -1,7 +1,8 @@
 // Command knit-router is the Router of a Knit YARN Federation: it serves
 // ApplicationClientProtocol on yarn.router.clientrm.address in front of
 // the sub-cluster RMs the federation store lists, so that unchanged
-// clients submit to and watch the federation as one cluster, and it marks
+// clients submit to and watch the federation as one cluster, serves the
+// federation's admin calls on yarn.router.rmadmin.address, and marks
 // silent sub-clusters LOST. This file wires the pieces with fx; what they
 // do lives in federation/.
 package main
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/cmd/internal/lifecycle"
 	"github.com/knitdev/knit/federation"
 	"github.com/knitdev/knit/federation/router"
@@ -55,7 +57,7 @@ func options(f flags) fx.Option {
 		fx.Supply(f),
 		fx.Provide(newLogger, loadSettings, newStore, newRouter),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
-		fx.Invoke(serveClientProtocol, runCleaner),
+		fx.Invoke(serveClientProtocol, serveAdminProtocol, runCleaner),
 	)
 }
 
@@ -118,6 +120,25 @@ func serveClientProtocol(run lifecycle.Runner, r *router.Router, settings federa
 	// after it: no call in flight loses its connection.
 	run.Lifecycle.Append(fx.StopHook(r.Close))
 	run.Serve(lifecycle.Endpoint{Name: "Router client port (ApplicationClientProtocol)", Address: settings.RouterClientRMAddress, Server: srv})
+	return nil
+}
+
+// serveAdminProtocol serves the federation's admin calls (`yarn
+// routeradmin`) on yarn.router.rmadmin.address, writing the store itself.
+func serveAdminProtocol(run lifecycle.Runner, s *fedstore.Kube, settings federation.Settings) error {
+	a, err := router.NewAdmin(router.AdminConfig{Store: s, AdminACL: acl.Parse(settings.AdminACL), Expiration: settings.SubClusterExpiration,
+		Logger: run.Logger.With("component", "router-admin")})
+	if err != nil {
+		return err
+	}
+	srv, err := ipc.NewServer(ipc.Config{Simple: true, Logger: run.Logger.With("component", "admin-rpc")})
+	if err != nil {
+		return err
+	}
+	if err := a.Register(srv); err != nil {
+		return err
+	}
+	run.Serve(lifecycle.Endpoint{Name: "Router admin port (ResourceManagerAdministrationProtocol)", Address: settings.RouterRMAdminAddress, Server: srv})
 	return nil
 }
 

@@ -20,8 +20,10 @@
 //
 // The calls to a sub-cluster run as the Router's caller (SIMPLE auth): one
 // connection per sub-cluster address and user. Cleaner marks silent
-// sub-clusters SC_LOST.
+// sub-clusters SC_LOST. Admin is the federation part of the Router's
+// admin protocol (YARN's FederationRMAdminInterceptor): queue policies,
+// sub-clusters, application homes.
 //
-// Imports: protocols (ipc, yarnpb, yarnrpc, yarnerr, yarnid), federation
-// and federation/store.
+// Imports: protocols (ipc, yarnpb, yarnrpc, yarnerr, yarnid), acl,
+// federation and federation/store.
 package router

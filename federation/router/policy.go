@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/knitdev/knit/federation"
@@ -115,12 +117,41 @@ func (w weightedRandom) home(active []store.SubClusterInfo, blacklist map[string
 	return last, nil // rounding left the draw past the last weight
 }
 
-// WeightedPolicyInfo is the part of YARN's WeightedPolicyInfo the Router
-// reads: the router weight of each sub-cluster (the AMRMProxy weights and
-// headroomAlpha are kept by the store for the AMRMProxy).
+// WeightedPolicyInfo is YARN's WeightedPolicyInfo: the router and
+// AMRMProxy weight of each sub-cluster, and headroomAlpha; the Router reads
+// the router weights.
 type WeightedPolicyInfo struct {
 	RouterWeights map[string]float64
 	AMRMWeights   map[string]float64
+	HeadroomAlpha float64
+}
+
+// MarshalWeightedPolicyInfo writes info as YARN's WeightedPolicyInfo JSON,
+// which ParseWeightedPolicyInfo and YARN's policies read.
+func MarshalWeightedPolicyInfo(info WeightedPolicyInfo) ([]byte, error) {
+	type entry struct {
+		Key struct {
+			ID string `json:"id"`
+		} `json:"key"`
+		Value string `json:"value"`
+	}
+	type weights struct {
+		Entry []entry `json:"entry"`
+	}
+	list := func(m map[string]float64) weights {
+		w := weights{Entry: []entry{}}
+		for _, id := range slices.Sorted(maps.Keys(m)) {
+			e := entry{Value: strconv.FormatFloat(m[id], 'f', -1, 32)}
+			e.Key.ID = id
+			w.Entry = append(w.Entry, e)
+		}
+		return w
+	}
+	return json.Marshal(struct {
+		Router weights `json:"routerPolicyWeights"`
+		AMRM   weights `json:"amrmPolicyWeights"`
+		Alpha  string  `json:"headroomAlpha"`
+	}{list(info.RouterWeights), list(info.AMRMWeights), strconv.FormatFloat(info.HeadroomAlpha, 'f', -1, 32)})
 }
 
 // ParseWeightedPolicyInfo reads the JSON YARN writes for a
@@ -135,6 +166,7 @@ func ParseWeightedPolicyInfo(b []byte) (WeightedPolicyInfo, error) {
 	var raw struct {
 		Router json.RawMessage `json:"routerPolicyWeights"`
 		AMRM   json.RawMessage `json:"amrmPolicyWeights"`
+		Alpha  json.RawMessage `json:"headroomAlpha"`
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return WeightedPolicyInfo{}, nil
@@ -150,7 +182,13 @@ func ParseWeightedPolicyInfo(b []byte) (WeightedPolicyInfo, error) {
 	if err != nil {
 		return WeightedPolicyInfo{}, fmt.Errorf("amrmPolicyWeights: %w", err)
 	}
-	return WeightedPolicyInfo{RouterWeights: router, AMRMWeights: amrm}, nil
+	info := WeightedPolicyInfo{RouterWeights: router, AMRMWeights: amrm}
+	if len(raw.Alpha) > 0 && string(raw.Alpha) != "null" {
+		if info.HeadroomAlpha, err = weightValue(raw.Alpha); err != nil {
+			return WeightedPolicyInfo{}, fmt.Errorf("headroomAlpha: %w", err)
+		}
+	}
+	return info, nil
 }
 
 type weightEntry struct {

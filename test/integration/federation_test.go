@@ -58,9 +58,10 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 	for _, id := range []string{"sc1", "sc2"} {
 		rms[id] = startSubCluster(t, id, fedNS)
 	}
-	routerAddr := freeAddr(t)
+	routerAddr, adminAddr := freeAddr(t), freeAddr(t)
 	startProcess(t, "knit-router", "knit-router", writeSite(t, []hadoopconf.Property{
 		{Name: hadoopconf.KeyRouterClientRMAddress, Value: routerAddr},
+		{Name: hadoopconf.KeyRouterRMAdminAddress, Value: adminAddr},
 		// No cache: the policies this test sets apply to the next submission.
 		{Name: hadoopconf.KeyFederationCacheTTL, Value: "0"},
 		// A sub-cluster silent for 3 s is lost.
@@ -86,23 +87,39 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 		return nil
 	})
 	eventually.WithinEvery(t, time.Minute, 200*time.Millisecond, func(context.Context) error {
-		c, err := net.DialTimeout("tcp", routerAddr, time.Second)
-		if err != nil {
-			return err
+		for _, addr := range []string{routerAddr, adminAddr} {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err != nil {
+				return err
+			}
+			c.Close()
 		}
-		return c.Close()
+		return nil
 	})
+	admin, err := ipc.Dial(ctx, adminAddr, ipc.ClientConfig{Protocol: yarnrpc.ResourceManagerAdministrationProtocolName, User: "admin", Errors: yarnerr.FromRemote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var scs yarnpb.GetSubClustersResponseProto
+	if err := admin.Call(ctx, "getFederationSubClusters", &yarnpb.GetSubClustersRequestProto{}, &scs); err != nil || len(scs.GetSubClusters()) != 2 {
+		t.Fatalf("getFederationSubClusters: %v, %v", scs.GetSubClusters(), err)
+	}
 
 	c, err := client.NewRMClient(routerAddr, client.RMConfig{User: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	// Each submission's home is the one sub-cluster its policy weighs.
+	// Each submission's home is the one sub-cluster the policy an admin
+	// saved through the Router weighs.
 	var apps []*yarnpb.ApplicationIdProto
 	for _, home := range []string{"sc2", "sc1"} {
-		if err := st.SetPolicyConfiguration(ctx, fedstore.PolicyConfiguration{Queue: federation.DefaultPolicyQueue, Type: federation.WeightedHomePolicyManager,
-			Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"` + home + `"},"value":"1.0"}]},"headroomAlpha":"1.0"}`)}); err != nil {
+		weights := home + ":1.0"
+		if err := admin.Call(ctx, "saveFederationQueuePolicy", &yarnpb.SaveFederationQueuePolicyRequestProto{
+			Queue: proto.String(federation.DefaultPolicyQueue), PolicyManagerClassName: proto.String(federation.WeightedHomePolicyManager),
+			FederationQueueWeight: &yarnpb.FederationQueueWeightProto{RouterWeight: proto.String(weights), AmrmWeight: proto.String(weights), HeadRoomAlpha: proto.String("1.0")},
+		}, &yarnpb.SaveFederationQueuePolicyResponseProto{}); err != nil {
 			t.Fatal(err)
 		}
 		newApp, err := c.GetNewApplication(ctx)
