@@ -109,3 +109,47 @@ func TestCacheWithNoTTLReadsThrough(t *testing.T) {
 		t.Errorf("store read %d times, want 3", n)
 	}
 }
+
+// blockingStore holds its first sub-cluster read until released.
+type blockingStore struct {
+	StateStore
+	entered, release chan struct{}
+	once             atomic.Bool
+}
+
+func (b *blockingStore) GetSubClusters(ctx context.Context, filterInactive bool) ([]SubClusterInfo, error) {
+	out, err := b.StateStore.GetSubClusters(ctx, filterInactive)
+	if b.once.CompareAndSwap(false, true) {
+		close(b.entered)
+		<-b.release
+	}
+	return out, err
+}
+
+// A read that began before a write through the cache is not kept: the
+// next read sees the write, not the older answer.
+func TestACacheReadThatRacedAWriteIsNotKept(t *testing.T) {
+	ctx := t.Context()
+	clk := newClock()
+	backing := &blockingStore{StateStore: NewMemory(clk.now), entered: make(chan struct{}), release: make(chan struct{})}
+	c := NewCache(backing, time.Hour, clk.now)
+	if err := backing.RegisterSubCluster(ctx, subCluster("sc1")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []SubClusterInfo)
+	go func() {
+		active, _ := c.GetSubClusters(ctx, true) // reads sc1 as SC_NEW, then waits
+		done <- active
+	}()
+	<-backing.entered
+	if err := c.SubClusterHeartbeat(ctx, "sc1", StateRunning, ""); err != nil {
+		t.Fatal(err)
+	}
+	close(backing.release)
+	if stale := <-done; len(stale) != 0 {
+		t.Fatalf("the racing read saw %v", ids(stale))
+	}
+	if active, err := c.GetSubClusters(ctx, true); err != nil || len(active) != 1 {
+		t.Errorf("after the write, active = %v, %v; want [sc1]", ids(active), err)
+	}
+}
