@@ -62,7 +62,7 @@ func TestAQueuePolicySavedByAnAdminRoutesSubmissions(t *testing.T) {
 	if err != nil || info.RouterWeights["sc2"] != 1 || info.AMRMWeights["sc1"] != 0.5 || info.HeadroomAlpha != 1 {
 		t.Fatalf("stored %s: %+v, %v", p.Params, info, err)
 	}
-	r, err := New(Config{Store: s, Rand: &seqRand{floats: []float64{0}}})
+	r, err := New(Config{Store: store.NewCache(s, 0, nil), Rand: &seqRand{floats: []float64{0}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,16 +180,23 @@ func (s *seqRand) Float64() float64 {
 type routerOptions struct {
 	rand   randomness
 	policy store.PolicyConfiguration
+	// cache, if set, is the Router's store, in front of the test's.
+	cache *store.Cache
 }
 
-// serveRouter serves a Router over s on loopback and returns its address
-// and a Knit client of it calling as alice.
-func serveRouter(t *testing.T, s Store, o routerOptions) (string, *client.RMClient) {
+// serveRouter serves a Router over s (through a cache that keeps nothing
+// unless the test gives its own, so that the tests' writes show at once)
+// on loopback and returns its address and a Knit client of it calling as
+// alice.
+func serveRouter(t *testing.T, s store.StateStore, o routerOptions) (string, *client.RMClient) {
 	t.Helper()
 	if o.rand == nil {
 		o.rand = &seqRand{}
 	}
-	r, err := New(Config{Store: s, DefaultPolicy: o.policy, SubmitRetry: 3, Rand: o.rand,
+	if o.cache == nil {
+		o.cache = store.NewCache(s, 0, nil)
+	}
+	r, err := New(Config{Store: o.cache, DefaultPolicy: o.policy, SubmitRetry: 3, Rand: o.rand,
 		ConnectBackOff: func() backoff.BackOff { return &backoff.StopBackOff{} },
 		Logger:         slog.New(slog.NewTextHandler(t.Output(), nil))})
 	if err != nil {

@@ -38,12 +38,10 @@ func fanOut[Resp proto.Message](ctx context.Context, r *Router, what string, str
 	var wg sync.WaitGroup
 	for i, sc := range active {
 		wg.Go(func() {
-			rm, err := r.rmOf(ctx, sc)
-			if err != nil {
-				answers[i].err = err
-				return
-			}
-			answers[i].resp, answers[i].err = call(ctx, rm)
+			answers[i].err = r.call(ctx, sc, func(rm *yarnrpc.ApplicationClientProtocolClient) (err error) {
+				answers[i].resp, err = call(ctx, rm)
+				return err
+			})
 		})
 	}
 	wg.Wait()

@@ -26,12 +26,14 @@ import (
 // (YarnConfiguration.DEFAULT_QUEUE_NAME).
 const defaultQueue = "default"
 
-// Store is what the Router reads and writes of the federation store;
-// store.Cache is the one to give it, as YARN's Router reads through its
-// facade.
+// Store is what the Router reads and writes of the federation store:
+// store.Cache, as YARN's Router reads through its facade.
 type Store interface {
 	GetSubClusters(ctx context.Context, filterInactive bool) ([]store.SubClusterInfo, error)
 	GetSubCluster(ctx context.Context, id string) (store.SubClusterInfo, error)
+	// GetSubClusterFlushed reads past the cache, after a call to a
+	// sub-cluster's cached address failed.
+	GetSubClusterFlushed(ctx context.Context, id string) (store.SubClusterInfo, error)
 	AddApplicationHomeSubCluster(ctx context.Context, h store.ApplicationHome) (string, error)
 	UpdateApplicationHomeSubCluster(ctx context.Context, h store.ApplicationHome) error
 	GetApplicationHomeSubCluster(ctx context.Context, application string) (string, error)
@@ -237,13 +239,38 @@ func (r *Router) rmOf(ctx context.Context, sc store.SubClusterInfo) (*yarnrpc.Ap
 	return yarnrpc.NewApplicationClientProtocolClient(c), nil
 }
 
-// rmOfID is rmOf for a sub-cluster known by id only.
-func (r *Router) rmOfID(ctx context.Context, id string) (*yarnrpc.ApplicationClientProtocolClient, error) {
+// callID makes call on the RM of the sub-cluster known by id.
+func (r *Router) callID(ctx context.Context, id string, call func(*yarnrpc.ApplicationClientProtocolClient) error) error {
 	sc, err := r.store.GetSubCluster(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("router: sub-cluster %s: %w", id, err)
+		return fmt.Errorf("router: sub-cluster %s: %w", id, err)
 	}
-	return r.rmOf(ctx, sc)
+	return r.call(ctx, sc, call)
+}
+
+// call makes call on sc's RM. If the RM cannot be reached, or answers as
+// a standby, the sub-cluster may have failed over to an RM elsewhere
+// since the cache read its address: the call is made once more at the
+// address the store holds now, if it moved.
+func (r *Router) call(ctx context.Context, sc store.SubClusterInfo, call func(*yarnrpc.ApplicationClientProtocolClient) error) error {
+	rm, err := r.rmOf(ctx, sc)
+	if err != nil {
+		return err
+	}
+	err = call(rm)
+	var remote *ipc.RemoteError
+	if err == nil || (errors.As(err, &remote) && !errors.Is(err, yarnerr.Standby)) || ctx.Err() != nil {
+		return err
+	}
+	now, ferr := r.store.GetSubClusterFlushed(ctx, sc.ID)
+	if ferr != nil || now.ClientRMServiceAddress == sc.ClientRMServiceAddress {
+		return err
+	}
+	r.log.InfoContext(ctx, "sub-cluster RM moved; calling its new address", "subCluster", sc.ID, "from", sc.ClientRMServiceAddress, "to", now.ClientRMServiceAddress, "err", err)
+	if rm, err = r.rmOf(ctx, now); err != nil {
+		return err
+	}
+	return call(rm)
 }
 
 func (r *Router) intN(n int) int {
@@ -293,12 +320,12 @@ func (r *Router) GetNewApplication(ctx context.Context, req *yarnpb.GetNewApplic
 	return nil, yarnerr.YarnException.New("Failed to create a new application.")
 }
 
-func (r *Router) newApplicationOn(ctx context.Context, sc store.SubClusterInfo, req *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
-	rm, err := r.rmOf(ctx, sc)
-	if err != nil {
-		return nil, err
-	}
-	return rm.GetNewApplication(ctx, req)
+func (r *Router) newApplicationOn(ctx context.Context, sc store.SubClusterInfo, req *yarnpb.GetNewApplicationRequestProto) (resp *yarnpb.GetNewApplicationResponseProto, err error) {
+	err = r.call(ctx, sc, func(rm *yarnrpc.ApplicationClientProtocolClient) error {
+		resp, err = rm.GetNewApplication(ctx, req)
+		return err
+	})
+	return resp, err
 }
 
 // SubmitApplication submits to the home the queue's policy picks,
@@ -356,12 +383,12 @@ func (r *Router) SubmitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 	return nil, yarnerr.YarnException.Errorf("Application %s with appId %s failed to be submitted.", asc.GetApplicationName(), app)
 }
 
-func (r *Router) submitOn(ctx context.Context, home string, req *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
-	rm, err := r.rmOfID(ctx, home)
-	if err != nil {
-		return nil, err
-	}
-	return rm.SubmitApplication(ctx, req)
+func (r *Router) submitOn(ctx context.Context, home string, req *yarnpb.SubmitApplicationRequestProto) (resp *yarnpb.SubmitApplicationResponseProto, err error) {
+	err = r.callID(ctx, home, func(rm *yarnrpc.ApplicationClientProtocolClient) error {
+		resp, err = rm.SubmitApplication(ctx, req)
+		return err
+	})
+	return resp, err
 }
 
 // policyFor is the router policy of queue: the queue's own in the store,
@@ -413,13 +440,14 @@ func routed[Req, Resp proto.Message](r *Router, what string, appOf func(Req) *ya
 		if err != nil {
 			return none, wrapped(err, "Application %s does not exist in FederationStateStore.", appID)
 		}
-		rm, err := r.rmOfID(ctx, home)
-		if err == nil {
-			var resp Resp
-			if resp, err = call(rm)(ctx, req); err == nil {
-				return resp, nil
-			}
+		var resp Resp
+		err = r.callID(ctx, home, func(rm *yarnrpc.ApplicationClientProtocolClient) error {
+			resp, err = call(rm)(ctx, req)
+			return err
+		})
+		if err != nil {
+			return none, wrapped(err, "Unable to %s for %s to SubCluster %s.", what, appID, home)
 		}
-		return none, wrapped(err, "Unable to %s for %s to SubCluster %s.", what, appID, home)
+		return resp, nil
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -282,12 +283,35 @@ func TestMergedApplicationsAddUnmanagedSharesToTheirApplication(t *testing.T) {
 
 // The Router's own default policy must route.
 func TestNewRefusesADefaultPolicyItCannotRoute(t *testing.T) {
-	_, err := New(Config{Store: store.NewMemory(nil), DefaultPolicy: store.PolicyConfiguration{Queue: "*", Type: "org.example.LoadBasedPolicyManager"}})
+	_, err := New(Config{Store: store.NewCache(store.NewMemory(nil), 0, nil), DefaultPolicy: store.PolicyConfiguration{Queue: "*", Type: "org.example.LoadBasedPolicyManager"}})
 	if !errors.Is(err, yarnerr.FederationPolicyInitialization) {
 		t.Errorf("err %v, want FederationPolicyInitializationException", err)
 	}
-	_, err = New(Config{Store: store.NewMemory(nil), DefaultPolicy: store.PolicyConfiguration{Queue: "*", Type: federation.WeightedHomePolicyManager}})
+	_, err = New(Config{Store: store.NewCache(store.NewMemory(nil), 0, nil), DefaultPolicy: store.PolicyConfiguration{Queue: "*", Type: federation.WeightedHomePolicyManager}})
 	if err == nil {
 		t.Error("a weighted default without weights was accepted")
+	}
+}
+
+// An RM failover moves a sub-cluster's address while the Router's cache
+// still holds the old one: a call that cannot reach it reads the store
+// past the cache and goes to the new address.
+func TestACallFollowsASubClusterWhoseRMMovedBehindTheCache(t *testing.T) {
+	s := store.NewMemory(nil)
+	moved := startRM(t, "sc1", 5)
+	old := &fakeRM{id: "sc1", ts: 1, addr: "127.0.0.1:1"} // the RM that was active, gone
+	join(t, s, old)
+	cache := store.NewCache(s, time.Hour, nil)
+	if active, err := cache.GetSubClusters(t.Context(), true); err != nil || len(active) != 1 {
+		t.Fatalf("cached %v, %v", active, err)
+	}
+	_, c := serveRouter(t, s, routerOptions{cache: cache})
+	join(t, s, moved) // the new active RM registers, behind the cache's back
+	resp, err := c.GetNewApplication(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetApplicationId().GetClusterTimestamp() != moved.ts {
+		t.Errorf("id %v, want one of the moved RM", resp.GetApplicationId())
 	}
 }

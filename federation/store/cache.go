@@ -131,6 +131,15 @@ func (c *Cache) GetSubCluster(ctx context.Context, id string) (SubClusterInfo, e
 	return c.store.GetSubCluster(ctx, id)
 }
 
+// GetSubClusterFlushed reads the sub-cluster from the store, dropping what
+// the cache held of the sub-clusters: YARN's getSubCluster with
+// flushCache, for a caller that found a cached address stale (an RM
+// failover moves a sub-cluster's addresses).
+func (c *Cache) GetSubClusterFlushed(ctx context.Context, id string) (SubClusterInfo, error) {
+	c.dropClusters()
+	return c.store.GetSubCluster(ctx, id)
+}
+
 func (c *Cache) GetSubClusters(ctx context.Context, filterInactive bool) ([]SubClusterInfo, error) {
 	all, err := c.allClusters(ctx)
 	if err != nil {
