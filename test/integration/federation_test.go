@@ -122,18 +122,7 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 		}, &yarnpb.SaveFederationQueuePolicyResponseProto{}); err != nil {
 			t.Fatal(err)
 		}
-		newApp, err := c.GetNewApplication(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		asc := &yarnpb.ApplicationSubmissionContextProto{
-			ApplicationId: newApp.GetApplicationId(), ApplicationName: proto.String("federated"), Queue: proto.String("default"),
-			UnmanagedAm: proto.Bool(true), AmContainerSpec: &yarnpb.ContainerLaunchContextProto{}, Resource: yarnpb.NewResource(1024, 1),
-		}
-		if err := c.SubmitApplication(ctx, asc); err != nil {
-			t.Fatal(err)
-		}
-		id, _ := yarnid.ApplicationIDFromProto(newApp.GetApplicationId())
+		newApp, id := submitUnmanaged(ctx, t, c, "federated")
 		if got, err := st.GetApplicationHomeSubCluster(ctx, id.String()); err != nil || got != home {
 			t.Fatalf("home of %s = %q, %v; want %s", id, got, err, home)
 		}
@@ -205,18 +194,7 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		newApp, err := c.GetNewApplication(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		asc := &yarnpb.ApplicationSubmissionContextProto{
-			ApplicationId: newApp.GetApplicationId(), ApplicationName: proto.String("after the loss"), Queue: proto.String("default"),
-			UnmanagedAm: proto.Bool(true), AmContainerSpec: &yarnpb.ContainerLaunchContextProto{}, Resource: yarnpb.NewResource(1024, 1),
-		}
-		if err := c.SubmitApplication(ctx, asc); err != nil {
-			t.Fatal(err)
-		}
-		id, _ := yarnid.ApplicationIDFromProto(newApp.GetApplicationId())
+		_, id := submitUnmanaged(ctx, t, c, "after the loss")
 		if home, err := st.GetApplicationHomeSubCluster(ctx, id.String()); err != nil || home != "sc1" {
 			t.Errorf("home of %s after sc2 was lost: %q, %v; want sc1", id, home, err)
 		}
@@ -228,6 +206,28 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 	if err != nil || got.State != fedstore.StateUnregistered {
 		t.Errorf("sc1 after its RM stopped: %v, %v; want SC_UNREGISTERED", got.State, err)
 	}
+}
+
+// submitUnmanaged submits an application with an unmanaged AM through c
+// (no pod for it in any sub-cluster) and returns its id.
+func submitUnmanaged(ctx context.Context, t *testing.T, c *client.RMClient, name string) (*yarnpb.GetNewApplicationResponseProto, yarnid.ApplicationID) {
+	t.Helper()
+	newApp, err := c.GetNewApplication(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asc := &yarnpb.ApplicationSubmissionContextProto{
+		ApplicationId: newApp.GetApplicationId(), ApplicationName: proto.String(name), Queue: proto.String("default"),
+		UnmanagedAm: proto.Bool(true), AmContainerSpec: &yarnpb.ContainerLaunchContextProto{}, Resource: yarnpb.NewResource(1024, 1),
+	}
+	if err := c.SubmitApplication(ctx, asc); err != nil {
+		t.Fatal(err)
+	}
+	id, err := yarnid.ApplicationIDFromProto(newApp.GetApplicationId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newApp, id
 }
 
 // subCluster is one knit-rm of the federation.
