@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +34,8 @@ type AdminStore interface {
 	GetSubClusters(ctx context.Context, filterInactive bool) ([]store.SubClusterInfo, error)
 	DeregisterSubCluster(ctx context.Context, id string, state store.State) error
 	SetPolicyConfiguration(ctx context.Context, p store.PolicyConfiguration) error
+	GetPoliciesConfigurations(ctx context.Context) ([]store.PolicyConfiguration, error)
+	DeletePoliciesConfigurations(ctx context.Context, queues []string) error
 	DeleteApplicationHomeSubCluster(ctx context.Context, application string) error
 }
 
@@ -51,8 +55,8 @@ type AdminConfig struct {
 // Admin is the federation part of the Router's
 // ResourceManagerAdministrationProtocol (YARN's FederationRMAdminInterceptor,
 // which `yarn routeradmin` calls): deregistering silent sub-clusters,
-// saving queue policies, listing sub-clusters, forgetting an application's
-// home. The RM admin calls that YARN's Router forwards to a sub-cluster are
+// saving, listing and deleting queue policies, listing sub-clusters,
+// forgetting an application's home. The RM admin calls that YARN's Router forwards to a sub-cluster are
 // not served.
 type Admin struct {
 	cfg AdminConfig
@@ -85,6 +89,8 @@ func (a *Admin) Methods() []ipc.Method {
 		DeregisterSubCluster:             adminOnly(a, "deregisterSubCluster", a.DeregisterSubCluster),
 		SaveFederationQueuePolicy:        adminOnly(a, "saveFederationQueuePolicy", a.SaveFederationQueuePolicy),
 		BatchSaveFederationQueuePolicies: adminOnly(a, "batchSaveFederationQueuePolicies", a.BatchSaveFederationQueuePolicies),
+		ListFederationQueuePolicies:      adminOnly(a, "listFederationQueuePolicies", a.ListFederationQueuePolicies),
+		DeleteFederationPoliciesByQueues: adminOnly(a, "deleteFederationPoliciesByQueues", a.DeleteFederationPoliciesByQueues),
 		GetFederationSubClusters:         adminOnly(a, "getFederationSubClusters", a.GetFederationSubClusters),
 		DeleteFederationApplication:      adminOnly(a, "deleteFederationApplication", a.DeleteFederationApplication),
 	}.Methods()
@@ -284,4 +290,118 @@ func (a *Admin) DeleteFederationApplication(ctx context.Context, req *yarnpb.Del
 		return nil, wrapped(err, "Unable to deleteFederationApplication due to exception. %v", err)
 	}
 	return &yarnpb.DeleteFederationApplicationResponseProto{Message: proto.String(fmt.Sprintf("applicationId = %s delete success.", id))}, nil
+}
+
+// ListFederationQueuePolicies answers a page of the queues' weighted
+// policies: the one queue asked for, else those of the queues asked for,
+// else all, as FederationRMAdminInterceptor pages them.
+func (a *Admin) ListFederationQueuePolicies(ctx context.Context, req *yarnpb.QueryFederationQueuePoliciesRequestProto) (*yarnpb.QueryFederationQueuePoliciesResponseProto, error) {
+	size, page := int(req.GetPageSize()), int(req.GetCurrentPage())
+	if size <= 0 {
+		return nil, yarnerr.YarnException.New("PageSize cannot be negative or zero.")
+	}
+	if page <= 0 {
+		return nil, yarnerr.YarnException.New("CurrentPage cannot be negative or zero.")
+	}
+	all, err := a.cfg.Store.GetPoliciesConfigurations(ctx)
+	if err != nil {
+		return nil, wrapped(err, "Unable to ListFederationQueuePolicies due to exception. %v", err)
+	}
+	byQueue := make(map[string]store.PolicyConfiguration, len(all))
+	for _, p := range all {
+		byQueue[p.Queue] = p
+	}
+	var chosen []store.PolicyConfiguration
+	switch {
+	case strings.TrimSpace(req.GetQueue()) != "":
+		p, ok := byQueue[req.GetQueue()]
+		if !ok {
+			return &yarnpb.QueryFederationQueuePoliciesResponseProto{}, nil
+		}
+		w, err := queueWeight(p)
+		if err != nil {
+			return nil, err
+		}
+		// One queue is one page of one, whatever was asked.
+		return &yarnpb.QueryFederationQueuePoliciesResponseProto{TotalSize: proto.Int32(1), TotalPage: proto.Int32(1),
+			CurrentPage: proto.Int32(int32(page)), PageSize: proto.Int32(int32(size)), FederationQueueWeights: []*yarnpb.FederationQueueWeightProto{w}}, nil
+	case len(req.GetQueues()) > 0:
+		for _, q := range req.GetQueues() {
+			if p, ok := byQueue[q]; ok {
+				chosen = append(chosen, p)
+			}
+		}
+	default:
+		chosen = all
+	}
+	if len(chosen) == 0 {
+		return &yarnpb.QueryFederationQueuePoliciesResponseProto{}, nil
+	}
+	weights := make([]*yarnpb.FederationQueueWeightProto, 0, len(chosen))
+	for _, p := range chosen {
+		w, err := queueWeight(p)
+		if err != nil {
+			return nil, err
+		}
+		weights = append(weights, w)
+	}
+	start := (page - 1) * size
+	if start > len(weights) {
+		return nil, yarnerr.YarnException.New("The index of the records to be retrieved has exceeded the maximum index.")
+	}
+	end := min(start+size, len(weights))
+	return &yarnpb.QueryFederationQueuePoliciesResponseProto{
+		TotalSize: proto.Int32(int32(len(weights))), TotalPage: proto.Int32(int32((len(weights) + size - 1) / size)),
+		CurrentPage: proto.Int32(int32(page)), PageSize: proto.Int32(int32(size)), FederationQueueWeights: weights[start:end],
+	}, nil
+}
+
+// queueWeight is a stored policy as a FederationQueueWeight: its weights
+// written back as "SC-1:0.7,SC-2:0.3", checked as they were on the way in.
+func queueWeight(p store.PolicyConfiguration) (*yarnpb.FederationQueueWeightProto, error) {
+	info, err := ParseWeightedPolicyInfo(p.Params)
+	if err != nil {
+		return nil, yarnerr.YarnException.Wrap(err)
+	}
+	router, amrm := weightList(info.RouterWeights), weightList(info.AMRMWeights)
+	for _, w := range []string{router, amrm} {
+		if _, err := subClusterWeights(w); err != nil {
+			return nil, err
+		}
+	}
+	return &yarnpb.FederationQueueWeightProto{RouterWeight: proto.String(router), AmrmWeight: proto.String(amrm),
+		HeadRoomAlpha: proto.String(javaFloat(info.HeadroomAlpha)), Queue: proto.String(p.Queue), PolicyManagerClassName: proto.String(p.Type)}, nil
+}
+
+// weightList writes weights as "SC-1:0.7,SC-2:0.3", by sub-cluster id.
+func weightList(weights map[string]float64) string {
+	var b strings.Builder
+	for _, id := range slices.Sorted(maps.Keys(weights)) {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(id + ":" + javaFloat(weights[id]))
+	}
+	return b.String()
+}
+
+// javaFloat is Java's Float.toString of f for the plain numbers weights
+// are: "1.0", "0.7".
+func javaFloat(f float64) string {
+	s := strconv.FormatFloat(f, 'f', -1, 32)
+	if !strings.ContainsAny(s, ".eE") {
+		s += ".0"
+	}
+	return s
+}
+
+// DeleteFederationPoliciesByQueues forgets the policies of queues.
+func (a *Admin) DeleteFederationPoliciesByQueues(ctx context.Context, req *yarnpb.DeleteFederationQueuePoliciesRequestProto) (*yarnpb.DeleteFederationQueuePoliciesResponseProto, error) {
+	if len(req.GetQueues()) == 0 {
+		return nil, yarnerr.YarnException.New("queues cannot be null.")
+	}
+	if err := a.cfg.Store.DeletePoliciesConfigurations(ctx, req.GetQueues()); err != nil {
+		return nil, wrapped(err, "Unable to deleteFederationPoliciesByQueues due to exception. %v", err)
+	}
+	return &yarnpb.DeleteFederationQueuePoliciesResponseProto{Message: proto.String("queues = " + strings.Join(req.GetQueues(), ",") + " delete success.")}, nil
 }

@@ -184,3 +184,64 @@ func TestWeightedPolicyInfoReadsWhatItWrites(t *testing.T) {
 		t.Errorf("%s read back as %+v, %v", b, out, err)
 	}
 }
+
+func TestQueuePoliciesAreListedByPageAndDeletedByQueue(t *testing.T) {
+	s := store.NewMemory(nil)
+	a := newAdmin(t, s, nil)
+	ctx := t.Context()
+	for _, q := range []string{"root.a", "root.b", "root.c"} {
+		if _, err := a.SaveFederationQueuePolicy(ctx, &yarnpb.SaveFederationQueuePolicyRequestProto{
+			Queue: proto.String(q), PolicyManagerClassName: proto.String(federation.WeightedHomePolicyManager),
+			FederationQueueWeight: &yarnpb.FederationQueueWeightProto{RouterWeight: proto.String("sc1:0.7,sc2:0.3"), AmrmWeight: proto.String("sc1:1"), HeadRoomAlpha: proto.String("1")},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name                  string
+		req                   *yarnpb.QueryFederationQueuePoliciesRequestProto
+		total, pages, entries int32
+		first                 string
+	}{
+		{"the first page of all", &yarnpb.QueryFederationQueuePoliciesRequestProto{PageSize: proto.Int32(2), CurrentPage: proto.Int32(1)}, 3, 2, 2, "root.a"},
+		{"the last page of all", &yarnpb.QueryFederationQueuePoliciesRequestProto{PageSize: proto.Int32(2), CurrentPage: proto.Int32(2)}, 3, 2, 1, "root.c"},
+		{"one queue", &yarnpb.QueryFederationQueuePoliciesRequestProto{PageSize: proto.Int32(10), CurrentPage: proto.Int32(1), Queue: proto.String("root.b")}, 1, 1, 1, "root.b"},
+		{"some queues", &yarnpb.QueryFederationQueuePoliciesRequestProto{PageSize: proto.Int32(10), CurrentPage: proto.Int32(1), Queues: []string{"root.c", "root.x"}}, 1, 1, 1, "root.c"},
+		{"a queue without a policy", &yarnpb.QueryFederationQueuePoliciesRequestProto{PageSize: proto.Int32(10), CurrentPage: proto.Int32(1), Queue: proto.String("root.x")}, 0, 0, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := a.ListFederationQueuePolicies(ctx, tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws := resp.GetFederationQueueWeights()
+			if resp.GetTotalSize() != tt.total || resp.GetTotalPage() != tt.pages || int32(len(ws)) != tt.entries {
+				t.Fatalf("total %d pages %d entries %d; want %d %d %d", resp.GetTotalSize(), resp.GetTotalPage(), len(ws), tt.total, tt.pages, tt.entries)
+			}
+			if len(ws) > 0 {
+				w := ws[0]
+				if w.GetQueue() != tt.first || w.GetRouterWeight() != "sc1:0.7,sc2:0.3" || w.GetAmrmWeight() != "sc1:1.0" || w.GetHeadRoomAlpha() != "1.0" ||
+					w.GetPolicyManagerClassName() != federation.WeightedHomePolicyManager {
+					t.Errorf("first %v", w)
+				}
+			}
+		})
+	}
+	for _, bad := range []*yarnpb.QueryFederationQueuePoliciesRequestProto{
+		{PageSize: proto.Int32(0), CurrentPage: proto.Int32(1)},
+		{PageSize: proto.Int32(1), CurrentPage: proto.Int32(0)},
+		{PageSize: proto.Int32(2), CurrentPage: proto.Int32(3)},
+	} {
+		if _, err := a.ListFederationQueuePolicies(ctx, bad); !errors.Is(err, yarnerr.YarnException) {
+			t.Errorf("page %d of size %d: %v", bad.GetCurrentPage(), bad.GetPageSize(), err)
+		}
+	}
+	resp, err := a.DeleteFederationPoliciesByQueues(ctx, &yarnpb.DeleteFederationQueuePoliciesRequestProto{Queues: []string{"root.a", "root.b"}})
+	if err != nil || resp.GetMessage() != "queues = root.a,root.b delete success." {
+		t.Fatalf("delete: %q, %v", resp.GetMessage(), err)
+	}
+	if left, _ := s.GetPoliciesConfigurations(ctx); len(left) != 1 || left[0].Queue != "root.c" {
+		t.Errorf("left %+v", left)
+	}
+}

@@ -261,3 +261,8 @@ func (c *Cache) SetPolicyConfiguration(ctx context.Context, p PolicyConfiguratio
 func (c *Cache) GetPoliciesConfigurations(ctx context.Context) ([]PolicyConfiguration, error) {
 	return c.store.GetPoliciesConfigurations(ctx)
 }
+
+func (c *Cache) DeletePoliciesConfigurations(ctx context.Context, queues []string) error {
+	defer drop(c, &c.policies)
+	return c.store.DeletePoliciesConfigurations(ctx, queues)
+}

@@ -401,6 +401,16 @@ func (k *Kube) GetPoliciesConfigurations(ctx context.Context) ([]PolicyConfigura
 	return out, nil
 }
 
+func (k *Kube) DeletePoliciesConfigurations(ctx context.Context, queues []string) error {
+	for _, q := range queues {
+		err := k.configMaps().Delete(ctx, objectName(KindPolicy, q), metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("federation store: delete policy of queue %s: %w", q, err)
+		}
+	}
+	return nil
+}
+
 func policyFromConfigMap(cm *corev1.ConfigMap) PolicyConfiguration {
 	return PolicyConfiguration{Queue: cm.Data[keyQueue], Type: cm.Data[keyType], Params: slices.Clone(cm.BinaryData[keyParams])}
 }

@@ -184,3 +184,12 @@ func (m *Memory) GetPoliciesConfigurations(context.Context) ([]PolicyConfigurati
 	slices.SortFunc(out, func(a, b PolicyConfiguration) int { return cmp.Compare(a.Queue, b.Queue) })
 	return out, nil
 }
+
+func (m *Memory) DeletePoliciesConfigurations(_ context.Context, queues []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, q := range queues {
+		delete(m.policies, q)
+	}
+	return nil
+}

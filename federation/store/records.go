@@ -154,6 +154,9 @@ type Policies interface {
 	// GetPoliciesConfigurations returns every queue's policy, sorted by
 	// queue.
 	GetPoliciesConfigurations(ctx context.Context) ([]PolicyConfiguration, error)
+	// DeletePoliciesConfigurations forgets the policies of queues; a queue
+	// without one is no error.
+	DeletePoliciesConfigurations(ctx context.Context, queues []string) error
 }
 
 // StateStore is the whole store.

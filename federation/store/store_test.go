@@ -289,6 +289,12 @@ func TestPoliciesAreKeptPerQueue(t *testing.T) {
 			if err := s.SetPolicyConfiguration(ctx, PolicyConfiguration{Queue: "root.b"}); err == nil {
 				t.Error("a policy without a type was stored")
 			}
+			if err := s.DeletePoliciesConfigurations(ctx, []string{"root.a", "root.none"}); err != nil {
+				t.Fatal(err)
+			}
+			if all, err := s.GetPoliciesConfigurations(ctx); err != nil || len(all) != 1 || all[0].Queue != "*" {
+				t.Errorf("after deleting root.a: %+v, %v", all, err)
+			}
 		})
 	}
 }
