@@ -10,8 +10,9 @@
 // YARN's stores do: the first application home written wins (a create that
 // finds the object answers the stored home), and read-modify-writes
 // (heartbeats, deregistrations, home updates) use resourceVersion and retry
-// on a conflict. Memory is the same contract in a map, for tests of the
-// store's users.
+// on a conflict. Each API call is tried again, for a few seconds, when it
+// fails for a passing reason (an unreachable or overloaded API server).
+// Memory is the same contract in a map, for tests of the store's users.
 //
 // Cache is the Router's view (YARN's FederationStateStoreFacade): reads of
 // sub-clusters, policies and application homes are kept for

@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -123,9 +122,7 @@ func objectName(kind, key string) string {
 	return "federation-" + kind + "-" + strings.Trim(b.String(), "-") + "-" + hex.EncodeToString(sum[:5])
 }
 
-func (k *Kube) configMaps() corev1client.ConfigMapInterface {
-	return k.client.CoreV1().ConfigMaps(k.ns)
-}
+func (k *Kube) configMaps() configMaps { return retrying{api: k.client.CoreV1().ConfigMaps(k.ns)} }
 
 func newConfigMap(kind, key string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: objectName(kind, key), Labels: map[string]string{LabelKind: kind}}}
