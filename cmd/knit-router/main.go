@@ -55,7 +55,7 @@ func main() {
 func options(f flags) fx.Option {
 	return fx.Options(
 		fx.Supply(f),
-		fx.Provide(newLogger, loadSettings, newStore, newRouter),
+		fx.Provide(newLogger, loadSettings, newStore, newCache, newRouter),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
 		fx.Invoke(serveClientProtocol, serveAdminProtocol, runCleaner),
 	)
@@ -95,11 +95,15 @@ func newStore(f flags) (*fedstore.Kube, error) {
 	return fedstore.NewKube(fedstore.KubeConfig{Client: client, Namespace: f.namespace})
 }
 
-// newRouter is the Router reading the store through its cache, as YARN's
-// reads through FederationStateStoreFacade.
-func newRouter(s *fedstore.Kube, settings federation.Settings, log *slog.Logger) (*router.Router, error) {
+// newCache is the Router's view of the store, as YARN's Router reads
+// through FederationStateStoreFacade; its admin protocol writes through it.
+func newCache(s *fedstore.Kube, settings federation.Settings) *fedstore.Cache {
+	return fedstore.NewCache(s, settings.CacheTTL, nil)
+}
+
+func newRouter(c *fedstore.Cache, settings federation.Settings, log *slog.Logger) (*router.Router, error) {
 	return router.New(router.Config{
-		Store: fedstore.NewCache(s, settings.CacheTTL, nil),
+		Store: c,
 		DefaultPolicy: fedstore.PolicyConfiguration{Queue: federation.DefaultPolicyQueue, Type: settings.PolicyManager,
 			Params: []byte(settings.PolicyManagerParams)},
 		SubmitRetry:    settings.SubmitRetry,
@@ -124,9 +128,9 @@ func serveClientProtocol(run lifecycle.Runner, r *router.Router, settings federa
 }
 
 // serveAdminProtocol serves the federation's admin calls (`yarn
-// routeradmin`) on yarn.router.rmadmin.address, writing the store itself.
-func serveAdminProtocol(run lifecycle.Runner, s *fedstore.Kube, settings federation.Settings) error {
-	a, err := router.NewAdmin(router.AdminConfig{Store: s, AdminACL: acl.Parse(settings.AdminACL), Expiration: settings.SubClusterExpiration,
+// routeradmin`) on yarn.router.rmadmin.address.
+func serveAdminProtocol(run lifecycle.Runner, c *fedstore.Cache, settings federation.Settings) error {
+	a, err := router.NewAdmin(router.AdminConfig{Store: c, AdminACL: acl.Parse(settings.AdminACL), Expiration: settings.SubClusterExpiration,
 		Logger: run.Logger.With("component", "router-admin")})
 	if err != nil {
 		return err

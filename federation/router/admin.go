@@ -28,9 +28,11 @@ import (
 const javaDate = "Mon Jan 02 15:04:05 MST 2006"
 
 // AdminStore is what the Router's admin protocol reads and writes of the
-// store; not a Cache, so that what it answers is the store's.
+// store: the Router's own Cache, so that a policy an admin saves routes
+// this Router's next submission (other Routers see it within their TTL).
+// A deregistration judges a sub-cluster's heartbeat past the cache.
 type AdminStore interface {
-	GetSubCluster(ctx context.Context, id string) (store.SubClusterInfo, error)
+	GetSubClusterFlushed(ctx context.Context, id string) (store.SubClusterInfo, error)
 	GetSubClusters(ctx context.Context, filterInactive bool) ([]store.SubClusterInfo, error)
 	DeregisterSubCluster(ctx context.Context, id string, state store.State) error
 	SetPolicyConfiguration(ctx context.Context, p store.PolicyConfiguration) error
@@ -139,7 +141,7 @@ func (a *Admin) DeregisterSubCluster(ctx context.Context, req *yarnpb.Deregister
 // marks one LOST when its last heartbeat is younger than the expiration,
 // against its own documentation; Knit marks it when older, as documented.
 func (a *Admin) deregister(ctx context.Context, id string) *yarnpb.DeregisterSubClustersProto {
-	sc, err := a.cfg.Store.GetSubCluster(ctx, id)
+	sc, err := a.cfg.Store.GetSubClusterFlushed(ctx, id)
 	if err != nil {
 		return &yarnpb.DeregisterSubClustersProto{SubClusterId: proto.String(id), DeregisterState: proto.String("FAILED"),
 			LastHeartBeatTime: proto.String("UNKNOWN"), Information: proto.String(err.Error()), SubClusterState: proto.String("UNKNOWN")}

@@ -19,9 +19,9 @@ import (
 	"github.com/knitdev/knit/protocols/yarnrpc"
 )
 
-func newAdmin(t *testing.T, s AdminStore, now func() time.Time) *Admin {
+func newAdmin(t *testing.T, s store.StateStore, now func() time.Time) *Admin {
 	t.Helper()
-	a, err := NewAdmin(AdminConfig{Store: s, AdminACL: acl.Parse("admin"), Expiration: 5 * time.Minute, Now: now})
+	a, err := NewAdmin(AdminConfig{Store: store.NewCache(s, 0, nil), AdminACL: acl.Parse("admin"), Expiration: 5 * time.Minute, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,5 +243,39 @@ func TestQueuePoliciesAreListedByPageAndDeletedByQueue(t *testing.T) {
 	}
 	if left, _ := s.GetPoliciesConfigurations(ctx); len(left) != 1 || left[0].Queue != "root.c" {
 		t.Errorf("left %+v", left)
+	}
+}
+
+// The admin writes through the Router's cache: a policy saved on this
+// Router routes its next submission at once, whatever the TTL.
+func TestAPolicySavedOnARouterRoutesItsNextSubmissionAtOnce(t *testing.T) {
+	s := store.NewMemory(nil)
+	rm1, rm2 := startRM(t, "sc1", 1), startRM(t, "sc2", 2)
+	join(t, s, rm1, rm2)
+	cache := store.NewCache(s, time.Hour, nil)
+	r, err := New(Config{Store: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.policyFor(t.Context(), "default"); err != nil { // the cache now holds no policy
+		t.Fatal(err)
+	}
+	a, err := NewAdmin(AdminConfig{Store: cache, AdminACL: acl.AllowAll(), Expiration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SaveFederationQueuePolicy(t.Context(), &yarnpb.SaveFederationQueuePolicyRequestProto{
+		Queue: proto.String("*"), PolicyManagerClassName: proto.String(federation.WeightedHomePolicyManager),
+		FederationQueueWeight: &yarnpb.FederationQueueWeightProto{RouterWeight: proto.String("sc2:1"), AmrmWeight: proto.String("sc2:1"), HeadRoomAlpha: proto.String("0")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := r.policyFor(t.Context(), "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	active, _ := cache.GetSubClusters(t.Context(), true)
+	if home, err := pol.home(active, nil, &seqRand{floats: []float64{0}}); err != nil || home != "sc2" {
+		t.Errorf("home %q, %v; want sc2 by the saved policy", home, err)
 	}
 }
