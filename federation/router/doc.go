@@ -15,8 +15,11 @@
 //     application's home; an application without one is answered
 //     YarnException "Application … does not exist in FederationStateStore.".
 //   - getApplications, getClusterMetrics, getClusterNodes, getQueueInfo,
-//     getQueueUserAcls and getResourceTypeInfo ask every active sub-cluster
-//     at once and merge the answers as RouterYarnClientUtils does.
+//     getQueueUserAcls, getResourceTypeInfo and the resource profiles ask
+//     every active sub-cluster at once and merge the answers as
+//     RouterYarnClientUtils does; when every sub-cluster refuses with one
+//     exception, the Router answers it (YARNFeatureNotEnabledException for
+//     profiles, which DistributedShell's client expects).
 //
 // The calls to a sub-cluster run as the Router's caller (SIMPLE auth): one
 // connection per sub-cluster address and user. Cleaner marks silent

@@ -109,6 +109,14 @@ func startRM(t *testing.T, id string, ts int64) *fakeRM {
 			return &yarnpb.GetQueueInfoResponseProto{QueueInfo: &yarnpb.QueueInfoProto{QueueName: proto.String(req.GetQueueName()), Capacity: proto.Float32(0.5),
 				MaximumCapacity: proto.Float32(1), ChildQueues: []*yarnpb.QueueInfoProto{{QueueName: proto.String(id + "-child")}}}}, nil
 		},
+		GetQueueUserAcls: func(context.Context, *yarnpb.GetQueueUserAclsInfoRequestProto) (*yarnpb.GetQueueUserAclsInfoResponseProto, error) {
+			return &yarnpb.GetQueueUserAclsInfoResponseProto{QueueUserAcls: []*yarnpb.QueueUserACLInfoProto{{QueueName: proto.String("default"),
+				UserAcls: []yarnpb.QueueACLProto{yarnpb.QueueACLProto_QACL_SUBMIT_APPLICATIONS}}}}, nil
+		},
+		// As a Knit RM, or a YARN RM without resource profiles.
+		GetResourceProfiles: func(context.Context, *yarnpb.GetAllResourceProfilesRequestProto) (*yarnpb.GetAllResourceProfilesResponseProto, error) {
+			return nil, yarnerr.YARNFeatureNotEnabled.New("Resource profile is not enabled, please enable resource profile feature before using its functions. (by setting yarn.resourcemanager.resource-profiles.enabled to true)")
+		},
 		GetResourceTypeInfo: func(context.Context, *yarnpb.GetAllResourceTypeInfoRequestProto) (*yarnpb.GetAllResourceTypeInfoResponseProto, error) {
 			return &yarnpb.GetAllResourceTypeInfoResponseProto{ResourceTypeInfo: []*yarnpb.ResourceTypeInfoProto{{Name: proto.String("memory-mb"), Units: proto.String("Mi")}, {Name: proto.String("vcores")}}}, nil
 		},

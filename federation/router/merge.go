@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnrpc"
@@ -30,11 +31,10 @@ func fanOut[Resp proto.Message](ctx context.Context, r *Router, what string, str
 	if err != nil {
 		return nil, wrapped(err, "Unable to get the active SubClusters from the FederationStateStore.")
 	}
-	type answer struct {
+	answers := make([]struct {
 		resp Resp
 		err  error
-	}
-	answers := make([]answer, len(active))
+	}, len(active))
 	var wg sync.WaitGroup
 	for i, sc := range active {
 		wg.Go(func() {
@@ -61,9 +61,34 @@ func fanOut[Resp proto.Message](ctx context.Context, r *Router, what string, str
 		}
 	}
 	if len(out) == 0 && first != nil {
+		if same := sameAnswer(answers[0].err, answers); same != nil {
+			return nil, same
+		}
 		return nil, wrapped(first, "Unable to %s due to exception.", what)
 	}
 	return out, nil
+}
+
+// sameAnswer is the exception every sub-cluster answered, when they all
+// answered one of the same class (resource profiles off everywhere: a
+// YARNFeatureNotEnabledException, which a client such as DistributedShell
+// expects and handles): the federation answers as each of its RMs does.
+// Nil when the answers differ or one is no RM's answer.
+func sameAnswer[Resp any](first error, answers []struct {
+	resp Resp
+	err  error
+}) error {
+	want, ok := yarnerr.Find(first)
+	if !ok {
+		return nil
+	}
+	for _, a := range answers {
+		got, ok := yarnerr.Find(a.err)
+		if !ok || got.Class != want.Class {
+			return nil
+		}
+	}
+	return want
 }
 
 // GetApplications lists the applications of every active sub-cluster.
@@ -282,4 +307,41 @@ next:
 		dst = append(dst, m)
 	}
 	return dst
+}
+
+// GetResourceProfiles gathers the resource profiles of every active
+// sub-cluster, the first sub-cluster's profile winning a name.
+func (r *Router) GetResourceProfiles(ctx context.Context, req *yarnpb.GetAllResourceProfilesRequestProto) (*yarnpb.GetAllResourceProfilesResponseProto, error) {
+	resps, err := fanOut(ctx, r, "get resource profiles", false, func(ctx context.Context, c *yarnrpc.ApplicationClientProtocolClient) (*yarnpb.GetAllResourceProfilesResponseProto, error) {
+		return c.GetResourceProfiles(ctx, req)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &yarnpb.ResourceProfilesProto{}
+	seen := map[string]bool{}
+	for _, resp := range resps {
+		for _, e := range resp.GetResourceProfiles().GetResourceProfilesMap() {
+			if !seen[e.GetName()] {
+				seen[e.GetName()] = true
+				out.ResourceProfilesMap = append(out.ResourceProfilesMap, e)
+			}
+		}
+	}
+	return &yarnpb.GetAllResourceProfilesResponseProto{ResourceProfiles: out}, nil
+}
+
+// GetResourceProfile answers the first active sub-cluster's profile of
+// the name.
+func (r *Router) GetResourceProfile(ctx context.Context, req *yarnpb.GetResourceProfileRequestProto) (*yarnpb.GetResourceProfileResponseProto, error) {
+	resps, err := fanOut(ctx, r, "get resource profile", false, func(ctx context.Context, c *yarnrpc.ApplicationClientProtocolClient) (*yarnpb.GetResourceProfileResponseProto, error) {
+		return c.GetResourceProfile(ctx, req)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(resps) == 0 {
+		return nil, yarnerr.YarnException.New(noActiveSubCluster)
+	}
+	return resps[0], nil
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,14 +17,22 @@ import (
 	"github.com/knitdev/knit/test/recordings"
 )
 
-// A real Hadoop 3.4.1 YarnClient's session (cluster metrics, nodes, a
-// queue, a new application, its submission, reports, the list, the kill,
-// and a report of an application that never was), replayed byte for byte
-// against the Router in front of two sub-clusters: every call is answered
-// as the recorded RM answered it, except the unknown application, which
-// YARN's Router answers with its own YarnException.
-func TestARecordedYarnClientSessionThroughTheRouter(t *testing.T) {
-	dir := recordings.Path(t, "hadoop-wire", "yarn-client")
+// Real Hadoop 3.4.1 clients' sessions (YarnClient: cluster metrics,
+// nodes, a queue, a new application, its submission, reports, the list,
+// the kill, a report of an application that never was; DistributedShell's
+// client: resource types and profiles, queue ACLs, a submission and its
+// reports), recorded against Knit and against a YARN RM, replayed byte for
+// byte against the Router in front of two sub-clusters: every call is
+// answered as the recorded RM answered it, except an unknown application,
+// which YARN's Router answers with its own YarnException.
+func TestRecordedClientSessionsThroughTheRouter(t *testing.T) {
+	for _, rec := range []string{"hadoop-wire/yarn-client", "hadoop-wire-real/yarn-client", "hadoop-wire-real/ds-client"} {
+		t.Run(rec, func(t *testing.T) { replayThroughRouter(t, rec) })
+	}
+}
+
+func replayThroughRouter(t *testing.T, rec string) {
+	dir := recordings.Path(t, rec)
 	c2s, err := os.ReadFile(filepath.Join(dir, "1-8032-c2s.bin"))
 	if err != nil {
 		t.Fatal(err)
@@ -55,11 +64,10 @@ func TestARecordedYarnClientSessionThroughTheRouter(t *testing.T) {
 		}
 		recorded[h.GetCallId()] = kind{h.GetStatus(), h.GetExceptionClassName()}
 	}
-	// The recorded client asked for application_1732230000000_9999, which
-	// the recorded RM never had.
-	const unknownCall = 11
+	// An application the recorded RM never had is one the store has no
+	// home for.
 	want := func(id uint32) kind {
-		if id == unknownCall {
+		if recorded[id].class == string(yarnerr.ApplicationNotFound) {
 			return kind{commonpb.RpcResponseHeaderProto_ERROR, string(yarnerr.YarnException)}
 		}
 		return recorded[id]
@@ -107,7 +115,7 @@ func TestARecordedYarnClientSessionThroughTheRouter(t *testing.T) {
 		if w := want(rh.GetCallId()); got != w {
 			t.Errorf("call %d: answer %v %q (%s), want %v %q", rh.GetCallId(), got.status, got.class, rh.GetErrorMsg(), w.status, w.class)
 		}
-		if rh.GetCallId() == unknownCall && rh.GetErrorMsg() != "Application application_1732230000000_9999 does not exist in FederationStateStore." {
+		if recorded[rh.GetCallId()].class == string(yarnerr.ApplicationNotFound) && !strings.HasSuffix(rh.GetErrorMsg(), " does not exist in FederationStateStore.") {
 			t.Errorf("unknown application: message %q", rh.GetErrorMsg())
 		}
 		replayed++

@@ -117,8 +117,8 @@ func (r *Router) Register(srv *ipc.Server) error {
 }
 
 // Methods are the Router's ApplicationClientProtocol methods; the others
-// (delegation tokens, reservations, labels, attributes, resource
-// profiles) are answered as methods the protocol lacks.
+// (delegation tokens, reservations, labels, attributes) are answered as
+// methods the protocol lacks.
 func (r *Router) Methods() []ipc.Method {
 	type acp = *yarnrpc.ApplicationClientProtocolClient
 	return yarnrpc.ApplicationClientProtocolFuncs{
@@ -189,6 +189,8 @@ func (r *Router) Methods() []ipc.Method {
 		GetQueueInfo:        r.GetQueueInfo,
 		GetQueueUserAcls:    r.GetQueueUserAcls,
 		GetResourceTypeInfo: r.GetResourceTypeInfo,
+		GetResourceProfiles: r.GetResourceProfiles,
+		GetResourceProfile:  r.GetResourceProfile,
 	}.Methods()
 }
 

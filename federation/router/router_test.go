@@ -315,3 +315,31 @@ func TestACallFollowsASubClusterWhoseRMMovedBehindTheCache(t *testing.T) {
 		t.Errorf("id %v, want one of the moved RM", resp.GetApplicationId())
 	}
 }
+
+// When every sub-cluster refuses a fanned-out call with one exception,
+// the client gets that exception; otherwise YARN's Router's YarnException.
+func TestAFannedOutRefusalIsTheSubClustersOwnOnlyWhenAllAgree(t *testing.T) {
+	tests := []struct {
+		name      string
+		withDown  bool
+		wantClass yarnerr.Class
+	}{
+		{"every sub-cluster has profiles off", false, yarnerr.YARNFeatureNotEnabled},
+		{"one sub-cluster cannot be reached", true, yarnerr.YarnException},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := store.NewMemory(nil)
+			join(t, s, startRM(t, "sc1", 1))
+			if tt.withDown {
+				join(t, s, &fakeRM{id: "sc2", ts: 2, addr: "127.0.0.1:1"})
+			}
+			addr, _ := serveRouter(t, s, routerOptions{})
+			err := rawCall(t, addr, "getResourceProfiles", &yarnpb.GetAllResourceProfilesRequestProto{}, &yarnpb.GetAllResourceProfilesResponseProto{})
+			e, ok := yarnerr.Find(err)
+			if !ok || e.Class != tt.wantClass {
+				t.Errorf("err %v, want %s", err, tt.wantClass)
+			}
+		})
+	}
+}
