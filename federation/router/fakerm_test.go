@@ -109,6 +109,17 @@ func startRM(t *testing.T, id string, ts int64) *fakeRM {
 			return &yarnpb.GetQueueInfoResponseProto{QueueInfo: &yarnpb.QueueInfoProto{QueueName: proto.String(req.GetQueueName()), Capacity: proto.Float32(0.5),
 				MaximumCapacity: proto.Float32(1), ChildQueues: []*yarnpb.QueueInfoProto{{QueueName: proto.String(id + "-child")}}}}, nil
 		},
+		GetClusterNodeLabels: func(context.Context, *yarnpb.GetClusterNodeLabelsRequestProto) (*yarnpb.GetClusterNodeLabelsResponseProto, error) {
+			return &yarnpb.GetClusterNodeLabelsResponseProto{NodeLabels: []*yarnpb.NodeLabelProto{{Name: proto.String("gpu")}, {Name: proto.String(id)}}}, nil
+		},
+		GetLabelsToNodes: func(context.Context, *yarnpb.GetLabelsToNodesRequestProto) (*yarnpb.GetLabelsToNodesResponseProto, error) {
+			return &yarnpb.GetLabelsToNodesResponseProto{LabelsToNodes: []*yarnpb.LabelsToNodeIdsProto{{NodeLabels: proto.String("gpu"),
+				NodeId: []*yarnpb.NodeIdProto{{Host: proto.String(id + "-node"), Port: proto.Int32(8041)}}}}}, nil
+		},
+		GetNodeToLabels: func(context.Context, *yarnpb.GetNodesToLabelsRequestProto) (*yarnpb.GetNodesToLabelsResponseProto, error) {
+			return &yarnpb.GetNodesToLabelsResponseProto{NodeToLabels: []*yarnpb.NodeIdToLabelsProto{{NodeId: &yarnpb.NodeIdProto{Host: proto.String(id + "-node"),
+				Port: proto.Int32(8041)}, NodeLabels: []string{"gpu"}}}}, nil
+		},
 		GetQueueUserAcls: func(context.Context, *yarnpb.GetQueueUserAclsInfoRequestProto) (*yarnpb.GetQueueUserAclsInfoResponseProto, error) {
 			return &yarnpb.GetQueueUserAclsInfoResponseProto{QueueUserAcls: []*yarnpb.QueueUserACLInfoProto{{QueueName: proto.String("default"),
 				UserAcls: []yarnpb.QueueACLProto{yarnpb.QueueACLProto_QACL_SUBMIT_APPLICATIONS}}}}, nil

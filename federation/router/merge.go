@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 
@@ -344,4 +345,66 @@ func (r *Router) GetResourceProfile(ctx context.Context, req *yarnpb.GetResource
 		return nil, yarnerr.YarnException.New(noActiveSubCluster)
 	}
 	return resps[0], nil
+}
+
+// GetClusterNodeLabels gathers the distinct node labels of every active
+// sub-cluster.
+func (r *Router) GetClusterNodeLabels(ctx context.Context, req *yarnpb.GetClusterNodeLabelsRequestProto) (*yarnpb.GetClusterNodeLabelsResponseProto, error) {
+	resps, err := fanOut(ctx, r, "get cluster node labels", false, func(ctx context.Context, c *yarnrpc.ApplicationClientProtocolClient) (*yarnpb.GetClusterNodeLabelsResponseProto, error) {
+		return c.GetClusterNodeLabels(ctx, req)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &yarnpb.GetClusterNodeLabelsResponseProto{}
+	for _, resp := range resps {
+		out.NodeLabels = appendDistinct(out.NodeLabels, resp.GetNodeLabels())
+		for _, l := range resp.GetDeprecatedNodeLabels() {
+			if !slices.Contains(out.DeprecatedNodeLabels, l) {
+				out.DeprecatedNodeLabels = append(out.DeprecatedNodeLabels, l)
+			}
+		}
+	}
+	return out, nil
+}
+
+// GetNodeToLabels gathers every active sub-cluster's nodes' labels; the
+// sub-clusters' nodes are their own, so the entries are put together.
+func (r *Router) GetNodeToLabels(ctx context.Context, req *yarnpb.GetNodesToLabelsRequestProto) (*yarnpb.GetNodesToLabelsResponseProto, error) {
+	resps, err := fanOut(ctx, r, "get node to labels", false, func(ctx context.Context, c *yarnrpc.ApplicationClientProtocolClient) (*yarnpb.GetNodesToLabelsResponseProto, error) {
+		return c.GetNodeToLabels(ctx, req)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &yarnpb.GetNodesToLabelsResponseProto{}
+	for _, resp := range resps {
+		out.NodeToLabels = append(out.NodeToLabels, resp.GetNodeToLabels()...)
+	}
+	return out, nil
+}
+
+// GetLabelsToNodes gathers, per label, the nodes of every active
+// sub-cluster that carry it (mergeLabelsToNodes).
+func (r *Router) GetLabelsToNodes(ctx context.Context, req *yarnpb.GetLabelsToNodesRequestProto) (*yarnpb.GetLabelsToNodesResponseProto, error) {
+	resps, err := fanOut(ctx, r, "get labels to nodes", false, func(ctx context.Context, c *yarnrpc.ApplicationClientProtocolClient) (*yarnpb.GetLabelsToNodesResponseProto, error) {
+		return c.GetLabelsToNodes(ctx, req)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &yarnpb.GetLabelsToNodesResponseProto{}
+	byLabel := map[string]*yarnpb.LabelsToNodeIdsProto{}
+	for _, resp := range resps {
+		for _, e := range resp.GetLabelsToNodes() {
+			m, ok := byLabel[e.GetNodeLabels()]
+			if !ok {
+				m = &yarnpb.LabelsToNodeIdsProto{NodeLabels: e.NodeLabels}
+				byLabel[e.GetNodeLabels()] = m
+				out.LabelsToNodes = append(out.LabelsToNodes, m)
+			}
+			m.NodeId = appendDistinct(m.NodeId, e.GetNodeId())
+		}
+	}
+	return out, nil
 }

@@ -117,7 +117,7 @@ func (r *Router) Register(srv *ipc.Server) error {
 }
 
 // Methods are the Router's ApplicationClientProtocol methods; the others
-// (delegation tokens, reservations, labels, attributes) are answered as
+// (delegation tokens, reservations, node attributes) are answered as
 // methods the protocol lacks.
 func (r *Router) Methods() []ipc.Method {
 	type acp = *yarnrpc.ApplicationClientProtocolClient
@@ -183,14 +183,17 @@ func (r *Router) Methods() []ipc.Method {
 			func(c acp) func(context.Context, *yarnpb.UpdateApplicationTimeoutsRequestProto) (*yarnpb.UpdateApplicationTimeoutsResponseProto, error) {
 				return c.UpdateApplicationTimeouts
 			}),
-		GetApplications:     r.GetApplications,
-		GetClusterMetrics:   r.GetClusterMetrics,
-		GetClusterNodes:     r.GetClusterNodes,
-		GetQueueInfo:        r.GetQueueInfo,
-		GetQueueUserAcls:    r.GetQueueUserAcls,
-		GetResourceTypeInfo: r.GetResourceTypeInfo,
-		GetResourceProfiles: r.GetResourceProfiles,
-		GetResourceProfile:  r.GetResourceProfile,
+		GetApplications:      r.GetApplications,
+		GetClusterMetrics:    r.GetClusterMetrics,
+		GetClusterNodes:      r.GetClusterNodes,
+		GetQueueInfo:         r.GetQueueInfo,
+		GetQueueUserAcls:     r.GetQueueUserAcls,
+		GetResourceTypeInfo:  r.GetResourceTypeInfo,
+		GetResourceProfiles:  r.GetResourceProfiles,
+		GetResourceProfile:   r.GetResourceProfile,
+		GetClusterNodeLabels: r.GetClusterNodeLabels,
+		GetNodeToLabels:      r.GetNodeToLabels,
+		GetLabelsToNodes:     r.GetLabelsToNodes,
 	}.Methods()
 }
 

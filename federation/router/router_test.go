@@ -242,6 +242,21 @@ func TestListsAndClusterViewsMergeEverySubCluster(t *testing.T) {
 	if q := queue.GetQueueInfo(); q.GetCapacity() != 1 || q.GetMaximumCapacity() != 2 || len(q.GetChildQueues()) != 2 {
 		t.Errorf("queue %v", q)
 	}
+	var labels yarnpb.GetClusterNodeLabelsResponseProto
+	call("getClusterNodeLabels", &yarnpb.GetClusterNodeLabelsRequestProto{}, &labels)
+	if len(labels.GetNodeLabels()) != 3 {
+		t.Errorf("node labels %v, want gpu, sc1, sc2", labels.GetNodeLabels())
+	}
+	var byLabel yarnpb.GetLabelsToNodesResponseProto
+	call("getLabelsToNodes", &yarnpb.GetLabelsToNodesRequestProto{}, &byLabel)
+	if l := byLabel.GetLabelsToNodes(); len(l) != 1 || len(l[0].GetNodeId()) != 2 {
+		t.Errorf("labels to nodes %v, want gpu on both sub-clusters' nodes", l)
+	}
+	var byNode yarnpb.GetNodesToLabelsResponseProto
+	call("getNodeToLabels", &yarnpb.GetNodesToLabelsRequestProto{}, &byNode)
+	if len(byNode.GetNodeToLabels()) != 2 {
+		t.Errorf("nodes to labels %v", byNode.GetNodeToLabels())
+	}
 	var types yarnpb.GetAllResourceTypeInfoResponseProto
 	call("getResourceTypeInfo", &yarnpb.GetAllResourceTypeInfoRequestProto{}, &types)
 	if len(types.GetResourceTypeInfo()) != 2 {
