@@ -197,7 +197,7 @@ func (s *seqRand) Float64() float64 {
 }
 
 type routerOptions struct {
-	rand   randomness
+	rand   Randomness
 	policy store.PolicyConfiguration
 	// cache, if set, is the Router's store, in front of the test's.
 	cache *store.Cache

@@ -23,11 +23,11 @@ const MaxPolicyParams = 256 << 10
 // routerPolicy picks an application's home among the active sub-clusters
 // not in the blacklist (YARN's FederationRouterPolicy).
 type routerPolicy interface {
-	home(active []store.SubClusterInfo, blacklist map[string]bool, r randomness) (string, error)
+	home(active []store.SubClusterInfo, blacklist map[string]bool, r Randomness) (string, error)
 }
 
-// randomness is where the policies draw from; injected for tests.
-type randomness interface {
+// Randomness is where the policies draw from; injected for tests.
+type Randomness interface {
 	// IntN returns a uniform int in [0, n).
 	IntN(n int) int
 	// Float64 returns a uniform float in [0, 1).
@@ -72,7 +72,7 @@ func candidates(active []store.SubClusterInfo, blacklist map[string]bool) ([]str
 // uniformRandom is UniformRandomRouterPolicy.
 type uniformRandom struct{}
 
-func (uniformRandom) home(active []store.SubClusterInfo, blacklist map[string]bool, r randomness) (string, error) {
+func (uniformRandom) home(active []store.SubClusterInfo, blacklist map[string]bool, r Randomness) (string, error) {
 	ids, err := candidates(active, blacklist)
 	if err != nil {
 		return "", err
@@ -87,7 +87,7 @@ type weightedRandom struct {
 	weights map[string]float64
 }
 
-func (w weightedRandom) home(active []store.SubClusterInfo, blacklist map[string]bool, r randomness) (string, error) {
+func (w weightedRandom) home(active []store.SubClusterInfo, blacklist map[string]bool, r Randomness) (string, error) {
 	ids, err := candidates(active, blacklist)
 	if err != nil {
 		return "", err

@@ -55,8 +55,8 @@ type Config struct {
 	// for up to 5 s, so that a dead sub-cluster costs a submission that
 	// long before the next is tried.
 	ConnectBackOff func() backoff.BackOff
-	// Rand is the policies' randomness; nil means math/rand/v2's.
-	Rand   randomness
+	// Rand is the policies' Randomness; nil means math/rand/v2's.
+	Rand   Randomness
 	Logger *slog.Logger
 }
 
@@ -71,7 +71,7 @@ type Router struct {
 	log           *slog.Logger
 
 	randMu sync.Mutex
-	rand   randomness
+	rand   Randomness
 
 	mu     sync.Mutex
 	conns  map[connKey]*ipc.Client
@@ -284,7 +284,7 @@ func (r *Router) intN(n int) int {
 	return r.rand.IntN(n)
 }
 
-// lockedRand is the Router's randomness behind its lock, for the policies.
+// lockedRand is the Router's Randomness behind its lock, for the policies.
 type lockedRand struct{ r *Router }
 
 func (l lockedRand) IntN(n int) int { return l.r.intN(n) }
