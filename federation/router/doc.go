@@ -15,8 +15,8 @@
 //     application's home; an application without one is answered
 //     YarnException "Application … does not exist in FederationStateStore.".
 //   - getApplications, getClusterMetrics, getClusterNodes, getQueueInfo,
-//     getQueueUserAcls, getResourceTypeInfo, the resource profiles and the
-//     node labels ask
+//     getQueueUserAcls, getResourceTypeInfo, the resource profiles, the
+//     node labels and the node attributes ask
 //     every active sub-cluster at once and merge the answers as
 //     RouterYarnClientUtils does; when every sub-cluster refuses with one
 //     exception, the Router answers it (YARNFeatureNotEnabledException for

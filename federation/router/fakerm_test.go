@@ -120,6 +120,18 @@ func startRM(t *testing.T, id string, ts int64) *fakeRM {
 			return &yarnpb.GetNodesToLabelsResponseProto{NodeToLabels: []*yarnpb.NodeIdToLabelsProto{{NodeId: &yarnpb.NodeIdProto{Host: proto.String(id + "-node"),
 				Port: proto.Int32(8041)}, NodeLabels: []string{"gpu"}}}}, nil
 		},
+		GetClusterNodeAttributes: func(context.Context, *yarnpb.GetClusterNodeAttributesRequestProto) (*yarnpb.GetClusterNodeAttributesResponseProto, error) {
+			return &yarnpb.GetClusterNodeAttributesResponseProto{NodeAttributes: []*yarnpb.NodeAttributeInfoProto{{AttributeKey: zoneKey(),
+				AttributeType: yarnpb.NodeAttributeTypeProto_STRING.Enum()}}}, nil
+		},
+		GetAttributesToNodes: func(context.Context, *yarnpb.GetAttributesToNodesRequestProto) (*yarnpb.GetAttributesToNodesResponseProto, error) {
+			return &yarnpb.GetAttributesToNodesResponseProto{AttributesToNodes: []*yarnpb.AttributeToNodesProto{{NodeAttribute: zoneKey(),
+				NodeValueMap: []*yarnpb.NodeToAttributeValueProto{{Hostname: proto.String(id + "-node"), AttributeValue: proto.String(id)}}}}}, nil
+		},
+		GetNodesToAttributes: func(context.Context, *yarnpb.GetNodesToAttributesRequestProto) (*yarnpb.GetNodesToAttributesResponseProto, error) {
+			return &yarnpb.GetNodesToAttributesResponseProto{NodesToAttributes: []*yarnpb.NodeToAttributesProto{{Node: proto.String(id + "-node"),
+				NodeAttributes: []*yarnpb.NodeAttributeProto{{AttributeKey: zoneKey(), AttributeValue: proto.String(id)}}}}}, nil
+		},
 		GetQueueUserAcls: func(context.Context, *yarnpb.GetQueueUserAclsInfoRequestProto) (*yarnpb.GetQueueUserAclsInfoResponseProto, error) {
 			return &yarnpb.GetQueueUserAclsInfoResponseProto{QueueUserAcls: []*yarnpb.QueueUserACLInfoProto{{QueueName: proto.String("default"),
 				UserAcls: []yarnpb.QueueACLProto{yarnpb.QueueACLProto_QACL_SUBMIT_APPLICATIONS}}}}, nil
@@ -133,6 +145,11 @@ func startRM(t *testing.T, id string, ts int64) *fakeRM {
 		},
 	}.Methods()...)
 	return rm
+}
+
+// zoneKey is the one node attribute the fake RMs' nodes carry.
+func zoneKey() *yarnpb.NodeAttributeKeyProto {
+	return &yarnpb.NodeAttributeKeyProto{AttributeName: proto.String("zone")}
 }
 
 // seen notes the caller's user; under mu.

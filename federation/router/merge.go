@@ -408,3 +408,61 @@ func (r *Router) GetLabelsToNodes(ctx context.Context, req *yarnpb.GetLabelsToNo
 	}
 	return out, nil
 }
+
+// GetClusterNodeAttributes gathers the distinct node attributes of every
+// active sub-cluster.
+func (r *Router) GetClusterNodeAttributes(ctx context.Context, req *yarnpb.GetClusterNodeAttributesRequestProto) (*yarnpb.GetClusterNodeAttributesResponseProto, error) {
+	resps, err := fanOut(ctx, r, "get cluster node attributes", false, func(ctx context.Context, c *yarnrpc.ApplicationClientProtocolClient) (*yarnpb.GetClusterNodeAttributesResponseProto, error) {
+		return c.GetClusterNodeAttributes(ctx, req)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &yarnpb.GetClusterNodeAttributesResponseProto{}
+	for _, resp := range resps {
+		out.NodeAttributes = appendDistinct(out.NodeAttributes, resp.GetNodeAttributes())
+	}
+	return out, nil
+}
+
+// GetAttributesToNodes gathers, per attribute, the nodes of every active
+// sub-cluster that carry it.
+func (r *Router) GetAttributesToNodes(ctx context.Context, req *yarnpb.GetAttributesToNodesRequestProto) (*yarnpb.GetAttributesToNodesResponseProto, error) {
+	resps, err := fanOut(ctx, r, "get attributes to nodes", false, func(ctx context.Context, c *yarnrpc.ApplicationClientProtocolClient) (*yarnpb.GetAttributesToNodesResponseProto, error) {
+		return c.GetAttributesToNodes(ctx, req)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &yarnpb.GetAttributesToNodesResponseProto{}
+	var keys []*yarnpb.NodeAttributeKeyProto
+	for _, resp := range resps {
+		for _, e := range resp.GetAttributesToNodes() {
+			i := slices.IndexFunc(keys, func(k *yarnpb.NodeAttributeKeyProto) bool { return proto.Equal(k, e.GetNodeAttribute()) })
+			if i < 0 {
+				keys = append(keys, e.GetNodeAttribute())
+				out.AttributesToNodes = append(out.AttributesToNodes, &yarnpb.AttributeToNodesProto{NodeAttribute: e.GetNodeAttribute()})
+				i = len(keys) - 1
+			}
+			m := out.AttributesToNodes[i]
+			m.NodeValueMap = appendDistinct(m.NodeValueMap, e.GetNodeValueMap())
+		}
+	}
+	return out, nil
+}
+
+// GetNodesToAttributes gathers every active sub-cluster's nodes'
+// attributes; the sub-clusters' nodes are their own.
+func (r *Router) GetNodesToAttributes(ctx context.Context, req *yarnpb.GetNodesToAttributesRequestProto) (*yarnpb.GetNodesToAttributesResponseProto, error) {
+	resps, err := fanOut(ctx, r, "get nodes to attributes", false, func(ctx context.Context, c *yarnrpc.ApplicationClientProtocolClient) (*yarnpb.GetNodesToAttributesResponseProto, error) {
+		return c.GetNodesToAttributes(ctx, req)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &yarnpb.GetNodesToAttributesResponseProto{}
+	for _, resp := range resps {
+		out.NodesToAttributes = append(out.NodesToAttributes, resp.GetNodesToAttributes()...)
+	}
+	return out, nil
+}

@@ -117,8 +117,8 @@ func (r *Router) Register(srv *ipc.Server) error {
 }
 
 // Methods are the Router's ApplicationClientProtocol methods; the others
-// (delegation tokens, reservations, node attributes) are answered as
-// methods the protocol lacks.
+// (delegation tokens, reservations) are answered as methods the protocol
+// lacks.
 func (r *Router) Methods() []ipc.Method {
 	type acp = *yarnrpc.ApplicationClientProtocolClient
 	return yarnrpc.ApplicationClientProtocolFuncs{
@@ -183,17 +183,20 @@ func (r *Router) Methods() []ipc.Method {
 			func(c acp) func(context.Context, *yarnpb.UpdateApplicationTimeoutsRequestProto) (*yarnpb.UpdateApplicationTimeoutsResponseProto, error) {
 				return c.UpdateApplicationTimeouts
 			}),
-		GetApplications:      r.GetApplications,
-		GetClusterMetrics:    r.GetClusterMetrics,
-		GetClusterNodes:      r.GetClusterNodes,
-		GetQueueInfo:         r.GetQueueInfo,
-		GetQueueUserAcls:     r.GetQueueUserAcls,
-		GetResourceTypeInfo:  r.GetResourceTypeInfo,
-		GetResourceProfiles:  r.GetResourceProfiles,
-		GetResourceProfile:   r.GetResourceProfile,
-		GetClusterNodeLabels: r.GetClusterNodeLabels,
-		GetNodeToLabels:      r.GetNodeToLabels,
-		GetLabelsToNodes:     r.GetLabelsToNodes,
+		GetApplications:          r.GetApplications,
+		GetClusterMetrics:        r.GetClusterMetrics,
+		GetClusterNodes:          r.GetClusterNodes,
+		GetQueueInfo:             r.GetQueueInfo,
+		GetQueueUserAcls:         r.GetQueueUserAcls,
+		GetResourceTypeInfo:      r.GetResourceTypeInfo,
+		GetResourceProfiles:      r.GetResourceProfiles,
+		GetResourceProfile:       r.GetResourceProfile,
+		GetClusterNodeLabels:     r.GetClusterNodeLabels,
+		GetNodeToLabels:          r.GetNodeToLabels,
+		GetLabelsToNodes:         r.GetLabelsToNodes,
+		GetClusterNodeAttributes: r.GetClusterNodeAttributes,
+		GetAttributesToNodes:     r.GetAttributesToNodes,
+		GetNodesToAttributes:     r.GetNodesToAttributes,
 	}.Methods()
 }
 

@@ -257,6 +257,21 @@ func TestListsAndClusterViewsMergeEverySubCluster(t *testing.T) {
 	if len(byNode.GetNodeToLabels()) != 2 {
 		t.Errorf("nodes to labels %v", byNode.GetNodeToLabels())
 	}
+	var attrs yarnpb.GetClusterNodeAttributesResponseProto
+	call("getClusterNodeAttributes", &yarnpb.GetClusterNodeAttributesRequestProto{}, &attrs)
+	if len(attrs.GetNodeAttributes()) != 1 {
+		t.Errorf("node attributes %v, want the one both share", attrs.GetNodeAttributes())
+	}
+	var byAttr yarnpb.GetAttributesToNodesResponseProto
+	call("getAttributesToNodes", &yarnpb.GetAttributesToNodesRequestProto{}, &byAttr)
+	if a := byAttr.GetAttributesToNodes(); len(a) != 1 || len(a[0].GetNodeValueMap()) != 2 {
+		t.Errorf("attributes to nodes %v, want zone on both sub-clusters' nodes", a)
+	}
+	var nodeAttrs yarnpb.GetNodesToAttributesResponseProto
+	call("getNodesToAttributes", &yarnpb.GetNodesToAttributesRequestProto{}, &nodeAttrs)
+	if len(nodeAttrs.GetNodesToAttributes()) != 2 {
+		t.Errorf("nodes to attributes %v", nodeAttrs.GetNodesToAttributes())
+	}
 	var types yarnpb.GetAllResourceTypeInfoResponseProto
 	call("getResourceTypeInfo", &yarnpb.GetAllResourceTypeInfoRequestProto{}, &types)
 	if len(types.GetResourceTypeInfo()) != 2 {
