@@ -37,7 +37,8 @@ import (
 // federation store of a third namespace, and knit-router in front. A Knit
 // client talks to the Router alone, as to one RM: it submits to the home
 // the queue's policy in the store picks, reads the report and the merged
-// list, and kills. Its applications are unmanaged, so neither RM creates
+// list, and kills; a restarted Router answers for what the old one
+// submitted. Its applications are unmanaged, so neither RM creates
 // pods the other one's informers would also see.
 func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 	if err := knitBinaries(); err != nil {
@@ -59,7 +60,7 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 		rms[id] = startSubCluster(t, id, fedNS)
 	}
 	routerAddr, adminAddr := freeAddr(t), freeAddr(t)
-	startProcess(t, "knit-router", "knit-router", writeSite(t, []hadoopconf.Property{
+	routerConf := writeSite(t, []hadoopconf.Property{
 		{Name: hadoopconf.KeyRouterClientRMAddress, Value: routerAddr},
 		{Name: hadoopconf.KeyRouterRMAdminAddress, Value: adminAddr},
 		// No cache: the policies this test sets apply to the next submission.
@@ -67,7 +68,12 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 		// A sub-cluster silent for 3 s is lost.
 		{Name: hadoopconf.KeyRouterSubClusterHeartbeatExpiration, Value: "3s"},
 		{Name: hadoopconf.KeyRouterSubClusterCleanerInterval, Value: "500ms"},
-	}), "--kubeconfig", cluster.ControlPlane.Kubeconfig, "--namespace", fedNS)
+	})
+	startRouter := func(name string) (stop func(*testing.T)) {
+		stop, _ = startProcess(t, name, "knit-router", routerConf, "--kubeconfig", cluster.ControlPlane.Kubeconfig, "--namespace", fedNS)
+		return stop
+	}
+	stopRouter := startRouter("knit-router")
 
 	// Both sub-clusters register and heartbeat SC_RUNNING with their
 	// cluster metrics.
@@ -177,6 +183,21 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 		report, err := c.GetApplicationReport(ctx, app)
 		if err != nil || report.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_KILLED {
 			t.Errorf("after the kill: %v, %v", report.GetYarnApplicationState(), err)
+		}
+	}
+
+	// The Router keeps nothing of its own: a new one answers for the
+	// applications the old one submitted.
+	stopRouter(t)
+	startRouter("knit-router-2")
+	for _, app := range apps {
+		var report *yarnpb.ApplicationReportProto
+		eventually.WithinEvery(t, time.Minute, 200*time.Millisecond, func(ctx context.Context) (err error) {
+			report, err = c.GetApplicationReport(ctx, app)
+			return err
+		})
+		if report.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_KILLED {
+			t.Errorf("after the Router's restart: %v", report.GetYarnApplicationState())
 		}
 	}
 
