@@ -167,13 +167,24 @@ func (m *Member) CleanUp(ctx context.Context) ([]string, error) {
 }
 
 // Heartbeat sends one heartbeat: SC_RUNNING and the capability, as
-// FederationStateStoreHeartbeat does.
+// FederationStateStoreHeartbeat does. A sub-cluster the store no longer
+// holds (its record deleted by hand) registers again first, rather than
+// heartbeating into nothing until the RM restarts.
 func (m *Member) Heartbeat(ctx context.Context) error {
 	capability, err := m.cfg.Capability(ctx)
 	if err != nil {
 		return fmt.Errorf("membership: capability: %w", err)
 	}
-	if err := m.cfg.Store.SubClusterHeartbeat(ctx, m.cfg.SubCluster.ID, store.StateRunning, capability); err != nil {
+	err = m.cfg.Store.SubClusterHeartbeat(ctx, m.cfg.SubCluster.ID, store.StateRunning, capability)
+	if errors.Is(err, store.ErrNotFound) {
+		info := m.cfg.SubCluster
+		info.State = store.StateNew
+		if err = m.cfg.Store.RegisterSubCluster(ctx, info); err == nil {
+			m.log.WarnContext(ctx, "the store had lost the sub-cluster; registered it again")
+			err = m.cfg.Store.SubClusterHeartbeat(ctx, m.cfg.SubCluster.ID, store.StateRunning, capability)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("membership: %w", err)
 	}
 	return nil

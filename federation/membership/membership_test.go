@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -185,5 +186,30 @@ func TestCleanUpForgetsOldHomesOfApplicationsTheRMNoLongerHolds(t *testing.T) {
 	left, _ := s.GetApplicationsHomeSubCluster(ctx, "")
 	if len(left) != 3 {
 		t.Errorf("homes left %v", left)
+	}
+}
+
+// forgetting is a store that lost the sub-cluster's record once.
+type forgetting struct {
+	*store.Memory
+	forgot atomic.Bool
+}
+
+func (f *forgetting) SubClusterHeartbeat(ctx context.Context, id string, state store.State, capability string) error {
+	if f.forgot.CompareAndSwap(false, true) {
+		return fmt.Errorf("heartbeat: %w", store.ErrNotFound)
+	}
+	return f.Memory.SubClusterHeartbeat(ctx, id, state, capability)
+}
+
+func TestAHeartbeatTheStoreHasNoRecordForRegistersAgain(t *testing.T) {
+	s := &forgetting{Memory: store.NewMemory(nil)}
+	m := newMember(t, s, func(context.Context) (string, error) { return "{}", nil })
+	if err := m.Heartbeat(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetSubCluster(t.Context(), "sc1")
+	if err != nil || got.State != store.StateRunning || got.ClientRMServiceAddress != "10.0.0.1:8032" {
+		t.Errorf("after the heartbeat: %+v, %v", got, err)
 	}
 }
