@@ -40,7 +40,7 @@ type fakeRM struct {
 	failSubmit bool
 }
 
-func startRM(t *testing.T, id string, ts int64) *fakeRM {
+func startRM(t testing.TB, id string, ts int64) *fakeRM {
 	t.Helper()
 	rm := &fakeRM{id: id, ts: ts, apps: map[string]*yarnpb.ApplicationReportProto{}}
 	rm.addr = ipctest.Serve(t, ipc.Config{Simple: true}, yarnrpc.ApplicationClientProtocolName, yarnrpc.ApplicationClientProtocolFuncs{
@@ -172,7 +172,7 @@ func (rm *fakeRM) info() store.SubClusterInfo {
 }
 
 // join registers the sub-clusters running in s.
-func join(t *testing.T, s store.StateStore, rms ...*fakeRM) {
+func join(t testing.TB, s store.StateStore, rms ...*fakeRM) {
 	t.Helper()
 	for _, rm := range rms {
 		if err := s.RegisterSubCluster(t.Context(), rm.info()); err != nil {
@@ -224,7 +224,7 @@ type routerOptions struct {
 // unless the test gives its own, so that the tests' writes show at once)
 // on loopback and returns its address and a Knit client of it calling as
 // alice.
-func serveRouter(t *testing.T, s store.StateStore, o routerOptions) (string, *client.RMClient) {
+func serveRouter(t testing.TB, s store.StateStore, o routerOptions) (string, *client.RMClient) {
 	t.Helper()
 	if o.rand == nil {
 		o.rand = &seqRand{}
