@@ -65,6 +65,8 @@ type flags struct {
 	otlpEndpoint string
 	// ha is the election among the RM's replicas.
 	ha haFlags
+	// federation is where the federation's store is, if the RM joins one.
+	federation federationFlags
 	// queueAdmission holds every pod behind a scheduling gate until its
 	// queue's limits admit it (rgs/admission).
 	queueAdmission bool
@@ -92,6 +94,7 @@ func main() {
 	flag.StringVar(&f.otlpEndpoint, "otlp-endpoint", otlpEndpointFromEnv(), "OTLP/HTTP endpoint URL the applications' traces go to (default $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT); empty turns tracing off")
 	flag.BoolVar(&f.queueAdmission, "queue-admission", true, "hold each pod behind a scheduling gate until its queue's capacity, user limits and ordering admit it, as the CapacityScheduler allocates; false leaves the order to the Kubernetes scheduler")
 	f.ha.register(flag.CommandLine)
+	f.federation.register(flag.CommandLine)
 	flag.Parse()
 	os.Exit(run(f))
 }
@@ -111,7 +114,7 @@ func options(f flags, r *replica) fx.Option {
 		// address, and a deposed leader whose other parts take their time
 		// stopping (calls to an API server it is cut off from) must not
 		// hold it from its successor.
-		fx.Invoke(runActive, serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveREST, runLogRetention, runLeadership, serveRKS),
+		fx.Invoke(runActive, serveClientProtocol, serveAMProtocol, serveAdminProtocol, serveREST, runFederation, runLogRetention, runLeadership, serveRKS),
 	)
 }
 

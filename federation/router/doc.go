@@ -1,0 +1,33 @@
+// Package router is knit-router's logic: ApplicationClientProtocol in
+// front of the federation's sub-cluster RMs, as YARN's Router serves it
+// with its FederationClientInterceptor, so that unchanged clients see one
+// cluster.
+//
+//   - getNewApplication asks a random active sub-cluster, trying others
+//     on failure (yarn.router.submit.retry): ids never collide, as each
+//     RM names applications by its own cluster timestamp.
+//   - submitApplication picks the home by the queue's router policy (the
+//     queue's in the store, else "*"'s, else yarn.federation.policy-manager),
+//     records it (the first recorded home wins), and submits there; a
+//     sub-cluster that fails is blacklisted and the next try moves the
+//     home.
+//   - calls about one application, attempt or container go to the
+//     application's home; an application without one is answered
+//     YarnException "Application … does not exist in FederationStateStore.".
+//   - getApplications, getClusterMetrics, getClusterNodes, getQueueInfo,
+//     getQueueUserAcls, getResourceTypeInfo, the resource profiles, the
+//     node labels and the node attributes ask
+//     every active sub-cluster at once and merge the answers as
+//     RouterYarnClientUtils does; when every sub-cluster refuses with one
+//     exception, the Router answers it (YARNFeatureNotEnabledException for
+//     profiles, which DistributedShell's client expects).
+//
+// The calls to a sub-cluster run as the Router's caller (SIMPLE auth): one
+// connection per sub-cluster address and user. Cleaner marks silent
+// sub-clusters SC_LOST. Admin is the federation part of the Router's
+// admin protocol (YARN's FederationRMAdminInterceptor): queue policies,
+// sub-clusters, application homes.
+//
+// Imports: protocols (ipc, yarnpb, yarnrpc, yarnerr, yarnid), acl,
+// federation and federation/store.
+package router

@@ -1,0 +1,461 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/federation"
+	"github.com/knitdev/knit/federation/store"
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
+	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
+)
+
+// defaultQueue is the queue of a submission that names none
+// (YarnConfiguration.DEFAULT_QUEUE_NAME).
+const defaultQueue = "default"
+
+// Store is what the Router reads and writes of the federation store:
+// store.Cache, as YARN's Router reads through its facade.
+type Store interface {
+	GetSubClusters(ctx context.Context, filterInactive bool) ([]store.SubClusterInfo, error)
+	GetSubCluster(ctx context.Context, id string) (store.SubClusterInfo, error)
+	// GetSubClusterFlushed reads past the cache, after a call to a
+	// sub-cluster's cached address failed.
+	GetSubClusterFlushed(ctx context.Context, id string) (store.SubClusterInfo, error)
+	AddApplicationHomeSubCluster(ctx context.Context, h store.ApplicationHome) (string, error)
+	UpdateApplicationHomeSubCluster(ctx context.Context, h store.ApplicationHome) error
+	GetApplicationHomeSubCluster(ctx context.Context, application string) (string, error)
+	GetPolicyConfiguration(ctx context.Context, queue string) (store.PolicyConfiguration, error)
+}
+
+// Config configures a Router.
+type Config struct {
+	Store Store
+	// DefaultPolicy is the policy of queues with none in the store, "*"
+	// included (yarn.federation.policy-manager and its params).
+	DefaultPolicy store.PolicyConfiguration
+	// SubmitRetry is how many sub-clusters getNewApplication and
+	// submitApplication try; SubmitInterval the pause between tries.
+	SubmitRetry    int
+	SubmitInterval time.Duration
+	// ConnectBackOff paces the connection attempts to one sub-cluster
+	// RM before the Router gives up on it for a call; nil means tries
+	// for up to 5 s, so that a dead sub-cluster costs a submission that
+	// long before the next is tried.
+	ConnectBackOff func() backoff.BackOff
+	// Rand is the policies' Randomness; nil means math/rand/v2's.
+	Rand   Randomness
+	Logger *slog.Logger
+}
+
+// Router serves ApplicationClientProtocol over the sub-clusters of its
+// store. Safe for concurrent use; Close closes its connections.
+type Router struct {
+	store         Store
+	defaultPolicy store.PolicyConfiguration
+	retries       int
+	interval      time.Duration
+	connectBO     func() backoff.BackOff
+	log           *slog.Logger
+
+	randMu sync.Mutex
+	rand   Randomness
+
+	mu     sync.Mutex
+	conns  map[connKey]*ipc.Client
+	closed bool
+}
+
+type connKey struct{ addr, user, realUser string }
+
+// New returns the Router cfg describes; it does no I/O.
+func New(cfg Config) (*Router, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("router: needs a store")
+	}
+	if cfg.DefaultPolicy.Type == "" {
+		cfg.DefaultPolicy = store.PolicyConfiguration{Queue: federation.DefaultPolicyQueue, Type: federation.UniformBroadcastPolicyManager}
+	}
+	// A default that cannot route fails the Router's start, not each
+	// submission.
+	if _, err := newRouterPolicy(cfg.DefaultPolicy); err != nil {
+		return nil, fmt.Errorf("router: default policy: %w", err)
+	}
+	r := &Router{
+		store: cfg.Store, defaultPolicy: cfg.DefaultPolicy, retries: max(cfg.SubmitRetry, 1), interval: cfg.SubmitInterval,
+		connectBO: cfg.ConnectBackOff, rand: cfg.Rand, log: cfg.Logger, conns: map[connKey]*ipc.Client{},
+	}
+	if r.connectBO == nil {
+		r.connectBO = func() backoff.BackOff {
+			return backoff.NewExponentialBackOff(backoff.WithInitialInterval(100*time.Millisecond), backoff.WithMaxElapsedTime(5*time.Second))
+		}
+	}
+	if r.rand == nil {
+		r.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	return r, nil
+}
+
+// Register serves the Router's ApplicationClientProtocol on srv.
+func (r *Router) Register(srv *ipc.Server) error {
+	return srv.Register(yarnrpc.ApplicationClientProtocolName, r.Methods()...)
+}
+
+// Methods are the Router's ApplicationClientProtocol methods; the others
+// (delegation tokens, reservations) are answered as methods the protocol
+// lacks.
+func (r *Router) Methods() []ipc.Method {
+	type acp = *yarnrpc.ApplicationClientProtocolClient
+	return yarnrpc.ApplicationClientProtocolFuncs{
+		GetNewApplication: r.GetNewApplication,
+		SubmitApplication: r.SubmitApplication,
+		GetApplicationReport: routed(r, "get the application report", func(q *yarnpb.GetApplicationReportRequestProto) *yarnpb.ApplicationIdProto {
+			return q.GetApplicationId()
+		},
+			func(c acp) func(context.Context, *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
+				return c.GetApplicationReport
+			}),
+		ForceKillApplication: routed(r, "kill the application", func(q *yarnpb.KillApplicationRequestProto) *yarnpb.ApplicationIdProto { return q.GetApplicationId() },
+			func(c acp) func(context.Context, *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
+				return c.ForceKillApplication
+			}),
+		GetApplicationAttempts: routed(r, "get the application attempts", func(q *yarnpb.GetApplicationAttemptsRequestProto) *yarnpb.ApplicationIdProto {
+			return q.GetApplicationId()
+		},
+			func(c acp) func(context.Context, *yarnpb.GetApplicationAttemptsRequestProto) (*yarnpb.GetApplicationAttemptsResponseProto, error) {
+				return c.GetApplicationAttempts
+			}),
+		GetApplicationAttemptReport: routed(r, "get the application attempt report", func(q *yarnpb.GetApplicationAttemptReportRequestProto) *yarnpb.ApplicationIdProto {
+			return q.GetApplicationAttemptId().GetApplicationId()
+		}, func(c acp) func(context.Context, *yarnpb.GetApplicationAttemptReportRequestProto) (*yarnpb.GetApplicationAttemptReportResponseProto, error) {
+			return c.GetApplicationAttemptReport
+		}),
+		GetContainers: routed(r, "get the containers", func(q *yarnpb.GetContainersRequestProto) *yarnpb.ApplicationIdProto {
+			return q.GetApplicationAttemptId().GetApplicationId()
+		}, func(c acp) func(context.Context, *yarnpb.GetContainersRequestProto) (*yarnpb.GetContainersResponseProto, error) {
+			return c.GetContainers
+		}),
+		GetContainerReport: routed(r, "get the container report", func(q *yarnpb.GetContainerReportRequestProto) *yarnpb.ApplicationIdProto {
+			return containerApp(q.GetContainerId())
+		}, func(c acp) func(context.Context, *yarnpb.GetContainerReportRequestProto) (*yarnpb.GetContainerReportResponseProto, error) {
+			return c.GetContainerReport
+		}),
+		FailApplicationAttempt: routed(r, "fail the application attempt", func(q *yarnpb.FailApplicationAttemptRequestProto) *yarnpb.ApplicationIdProto {
+			return q.GetApplicationAttemptId().GetApplicationId()
+		}, func(c acp) func(context.Context, *yarnpb.FailApplicationAttemptRequestProto) (*yarnpb.FailApplicationAttemptResponseProto, error) {
+			return c.FailApplicationAttempt
+		}),
+		SignalToContainer: routed(r, "signal the container", func(q *yarnpb.SignalContainerRequestProto) *yarnpb.ApplicationIdProto {
+			return containerApp(q.GetContainerId())
+		}, func(c acp) func(context.Context, *yarnpb.SignalContainerRequestProto) (*yarnpb.SignalContainerResponseProto, error) {
+			return c.SignalToContainer
+		}),
+		MoveApplicationAcrossQueues: routed(r, "move the application across queues", func(q *yarnpb.MoveApplicationAcrossQueuesRequestProto) *yarnpb.ApplicationIdProto {
+			return q.GetApplicationId()
+		},
+			func(c acp) func(context.Context, *yarnpb.MoveApplicationAcrossQueuesRequestProto) (*yarnpb.MoveApplicationAcrossQueuesResponseProto, error) {
+				return c.MoveApplicationAcrossQueues
+			}),
+		UpdateApplicationPriority: routed(r, "update the application priority", func(q *yarnpb.UpdateApplicationPriorityRequestProto) *yarnpb.ApplicationIdProto {
+			return q.GetApplicationId()
+		},
+			func(c acp) func(context.Context, *yarnpb.UpdateApplicationPriorityRequestProto) (*yarnpb.UpdateApplicationPriorityResponseProto, error) {
+				return c.UpdateApplicationPriority
+			}),
+		UpdateApplicationTimeouts: routed(r, "update the application timeouts", func(q *yarnpb.UpdateApplicationTimeoutsRequestProto) *yarnpb.ApplicationIdProto {
+			return q.GetApplicationId()
+		},
+			func(c acp) func(context.Context, *yarnpb.UpdateApplicationTimeoutsRequestProto) (*yarnpb.UpdateApplicationTimeoutsResponseProto, error) {
+				return c.UpdateApplicationTimeouts
+			}),
+		GetApplications:          r.GetApplications,
+		GetClusterMetrics:        r.GetClusterMetrics,
+		GetClusterNodes:          r.GetClusterNodes,
+		GetQueueInfo:             r.GetQueueInfo,
+		GetQueueUserAcls:         r.GetQueueUserAcls,
+		GetResourceTypeInfo:      r.GetResourceTypeInfo,
+		GetResourceProfiles:      r.GetResourceProfiles,
+		GetResourceProfile:       r.GetResourceProfile,
+		GetClusterNodeLabels:     r.GetClusterNodeLabels,
+		GetNodeToLabels:          r.GetNodeToLabels,
+		GetLabelsToNodes:         r.GetLabelsToNodes,
+		GetClusterNodeAttributes: r.GetClusterNodeAttributes,
+		GetAttributesToNodes:     r.GetAttributesToNodes,
+		GetNodesToAttributes:     r.GetNodesToAttributes,
+	}.Methods()
+}
+
+func containerApp(id *yarnpb.ContainerIdProto) *yarnpb.ApplicationIdProto {
+	if a := id.GetAppAttemptId().GetApplicationId(); a != nil {
+		return a
+	}
+	return id.GetAppId()
+}
+
+// Close closes the connections to the sub-clusters; calls after it fail.
+func (r *Router) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	var errs []error
+	for k, c := range r.conns {
+		errs = append(errs, c.Close())
+		delete(r.conns, k)
+	}
+	return errors.Join(errs...)
+}
+
+// rmOf is the client of a sub-cluster's RM that calls as ctx's caller.
+func (r *Router) rmOf(ctx context.Context, sc store.SubClusterInfo) (*yarnrpc.ApplicationClientProtocolClient, error) {
+	caller, ok := ipc.CallerFrom(ctx)
+	if !ok || caller.User == "" {
+		return nil, yarnerr.YarnException.New("router: the call names no user")
+	}
+	k := connKey{addr: sc.ClientRMServiceAddress, user: caller.User, realUser: caller.RealUser}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, errors.New("router: closed")
+	}
+	c, ok := r.conns[k]
+	if !ok {
+		var err error
+		c, err = ipc.NewClient(k.addr, ipc.ClientConfig{
+			Protocol: yarnrpc.ApplicationClientProtocolName, User: k.user, RealUser: k.realUser,
+			NewBackOff: r.connectBO, Errors: yarnerr.FromRemote, Logger: r.log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("router: client of sub-cluster %s: %w", sc.ID, err)
+		}
+		r.conns[k] = c
+	}
+	return yarnrpc.NewApplicationClientProtocolClient(c), nil
+}
+
+// callID makes call on the RM of the sub-cluster known by id.
+func (r *Router) callID(ctx context.Context, id string, call func(*yarnrpc.ApplicationClientProtocolClient) error) error {
+	sc, err := r.store.GetSubCluster(ctx, id)
+	if err != nil {
+		return fmt.Errorf("router: sub-cluster %s: %w", id, err)
+	}
+	return r.call(ctx, sc, call)
+}
+
+// call makes call on sc's RM. If the RM cannot be reached, or answers as
+// a standby, the sub-cluster may have failed over to an RM elsewhere
+// since the cache read its address: the call is made once more at the
+// address the store holds now, if it moved.
+func (r *Router) call(ctx context.Context, sc store.SubClusterInfo, call func(*yarnrpc.ApplicationClientProtocolClient) error) error {
+	rm, err := r.rmOf(ctx, sc)
+	if err != nil {
+		return err
+	}
+	err = call(rm)
+	var remote *ipc.RemoteError
+	if err == nil || (errors.As(err, &remote) && !errors.Is(err, yarnerr.Standby)) || ctx.Err() != nil {
+		return err
+	}
+	now, ferr := r.store.GetSubClusterFlushed(ctx, sc.ID)
+	if ferr != nil || now.ClientRMServiceAddress == sc.ClientRMServiceAddress {
+		return err
+	}
+	r.log.InfoContext(ctx, "sub-cluster RM moved; calling its new address", "subCluster", sc.ID, "from", sc.ClientRMServiceAddress, "to", now.ClientRMServiceAddress, "err", err)
+	if rm, err = r.rmOf(ctx, now); err != nil {
+		return err
+	}
+	return call(rm)
+}
+
+func (r *Router) intN(n int) int {
+	r.randMu.Lock()
+	defer r.randMu.Unlock()
+	return r.rand.IntN(n)
+}
+
+// lockedRand is the Router's Randomness behind its lock, for the policies.
+type lockedRand struct{ r *Router }
+
+func (l lockedRand) IntN(n int) int { return l.r.intN(n) }
+
+func (l lockedRand) Float64() float64 {
+	l.r.randMu.Lock()
+	defer l.r.randMu.Unlock()
+	return l.r.rand.Float64()
+}
+
+// wrapped is a YarnException with YARN's message for a failed call and
+// its cause, as RouterServerUtil.logAndThrowException throws it.
+func wrapped(cause error, format string, args ...any) error {
+	return &yarnerr.Error{Class: yarnerr.YarnException, Message: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// GetNewApplication asks a random active sub-cluster for a new
+// application, another one if it fails, up to the retries.
+func (r *Router) GetNewApplication(ctx context.Context, req *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
+	active, err := r.store.GetSubClusters(ctx, true)
+	if err != nil {
+		return nil, wrapped(err, "Unable to get the active SubClusters from the FederationStateStore.")
+	}
+	active = slices.Clone(active)
+	for i := 0; i < r.retries; i++ {
+		if len(active) == 0 {
+			return nil, yarnerr.YarnException.New(noActiveSubCluster)
+		}
+		j := r.intN(len(active))
+		sc := active[j]
+		resp, err := r.newApplicationOn(ctx, sc, req)
+		if err == nil {
+			return resp, nil
+		}
+		r.log.WarnContext(ctx, "unable to create a new application id", "subCluster", sc.ID, "try", i, "err", err)
+		active = slices.Delete(active, j, j+1)
+	}
+	return nil, yarnerr.YarnException.New("Failed to create a new application.")
+}
+
+func (r *Router) newApplicationOn(ctx context.Context, sc store.SubClusterInfo, req *yarnpb.GetNewApplicationRequestProto) (resp *yarnpb.GetNewApplicationResponseProto, err error) {
+	err = r.call(ctx, sc, func(rm *yarnrpc.ApplicationClientProtocolClient) error {
+		resp, err = rm.GetNewApplication(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+// SubmitApplication submits to the home the queue's policy picks,
+// recorded first; on a failure the sub-cluster is blacklisted and the
+// next try moves the application's home.
+func (r *Router) SubmitApplication(ctx context.Context, req *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
+	asc := req.GetApplicationSubmissionContext()
+	if asc == nil || asc.GetApplicationId() == nil {
+		return nil, yarnerr.YarnException.New("Missing submitApplication request or applicationSubmissionContext information.")
+	}
+	appID, err := yarnid.ApplicationIDFromProto(asc.GetApplicationId())
+	if err != nil {
+		return nil, yarnerr.YarnException.Wrap(err)
+	}
+	app := appID.String()
+	policy, err := r.policyFor(ctx, asc.GetQueue())
+	if err != nil {
+		return nil, err
+	}
+	blacklist := map[string]bool{}
+	for i := 0; i < r.retries; i++ {
+		if i > 0 && r.interval > 0 {
+			if err := sleep(ctx, r.interval); err != nil {
+				return nil, err
+			}
+		}
+		active, err := r.store.GetSubClusters(ctx, true)
+		if err != nil {
+			return nil, wrapped(err, "Unable to get the active SubClusters from the FederationStateStore.")
+		}
+		home, err := policy.home(active, blacklist, lockedRand{r})
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			// A resubmission (a client retrying through another Router)
+			// finds the home recorded first, and goes there.
+			if home, err = r.store.AddApplicationHomeSubCluster(ctx, store.ApplicationHome{Application: app, Home: home}); err != nil {
+				return nil, wrapped(err, "Unable to insert the ApplicationId %s into the FederationStateStore.", app)
+			}
+		} else if err := r.store.UpdateApplicationHomeSubCluster(ctx, store.ApplicationHome{Application: app, Home: home}); err != nil {
+			stored, getErr := r.store.GetApplicationHomeSubCluster(ctx, app)
+			if getErr != nil || stored != home {
+				return nil, wrapped(err, "Unable to update the ApplicationId %s into the FederationStateStore.", app)
+			}
+		}
+		resp, err := r.submitOn(ctx, home, req)
+		if err == nil {
+			r.log.InfoContext(ctx, "application submitted", "application", app, "subCluster", home, "try", i)
+			return resp, nil
+		}
+		r.log.WarnContext(ctx, "unable to submit the application", "application", app, "subCluster", home, "try", i, "err", err)
+		blacklist[home] = true
+	}
+	return nil, yarnerr.YarnException.Errorf("Application %s with appId %s failed to be submitted.", asc.GetApplicationName(), app)
+}
+
+func (r *Router) submitOn(ctx context.Context, home string, req *yarnpb.SubmitApplicationRequestProto) (resp *yarnpb.SubmitApplicationResponseProto, err error) {
+	err = r.callID(ctx, home, func(rm *yarnrpc.ApplicationClientProtocolClient) error {
+		resp, err = rm.SubmitApplication(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+// policyFor is the router policy of queue: the queue's own in the store,
+// else the "*" one, else the configured default (RouterPolicyFacade).
+func (r *Router) policyFor(ctx context.Context, queue string) (routerPolicy, error) {
+	if queue == "" {
+		queue = defaultQueue
+	}
+	p, err := r.store.GetPolicyConfiguration(ctx, queue)
+	if errors.Is(err, store.ErrNotFound) {
+		p, err = r.store.GetPolicyConfiguration(ctx, federation.DefaultPolicyQueue)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		p, err = r.defaultPolicy, nil
+	}
+	if err != nil {
+		return nil, wrapped(err, "Unable to get the policy of queue %s from the FederationStateStore.", queue)
+	}
+	return newRouterPolicy(p)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// routed is a handler that sends the call to the home of the application
+// appOf names, and answers a call about an application without one, or
+// that its home fails, with the YarnException YARN's Router throws.
+func routed[Req, Resp proto.Message](r *Router, what string, appOf func(Req) *yarnpb.ApplicationIdProto,
+	call func(*yarnrpc.ApplicationClientProtocolClient) func(context.Context, Req) (Resp, error)) func(context.Context, Req) (Resp, error) {
+	return func(ctx context.Context, req Req) (Resp, error) {
+		var none Resp
+		id := appOf(req)
+		if id == nil {
+			return none, yarnerr.YarnException.Errorf("Missing request to %s or applicationId information.", what)
+		}
+		appID, err := yarnid.ApplicationIDFromProto(id)
+		if err != nil {
+			return none, yarnerr.YarnException.Wrap(err)
+		}
+		home, err := r.store.GetApplicationHomeSubCluster(ctx, appID.String())
+		if err != nil {
+			return none, wrapped(err, "Application %s does not exist in FederationStateStore.", appID)
+		}
+		var resp Resp
+		err = r.callID(ctx, home, func(rm *yarnrpc.ApplicationClientProtocolClient) error {
+			resp, err = call(rm)(ctx, req)
+			return err
+		})
+		if err != nil {
+			return none, wrapped(err, "Unable to %s for %s to SubCluster %s.", what, appID, home)
+		}
+		return resp, nil
+	}
+}

@@ -1,0 +1,22 @@
+// Package store is the federation state and policy store: YARN's
+// FederationStateStore (FederationMembershipStateStore,
+// FederationApplicationHomeSubClusterStore, FederationPolicyStore) with the
+// semantics of YARN's implementations, behind the StateStore interface so
+// that other backends can be added.
+//
+// Kube keeps the store in ConfigMaps of one namespace of the cluster that
+// hosts the federation: one per sub-cluster, one per application home, one
+// per queue policy, each labelled with its kind. Writes that race resolve as
+// YARN's stores do: the first application home written wins (a create that
+// finds the object answers the stored home), and read-modify-writes
+// (heartbeats, deregistrations, home updates) use resourceVersion and retry
+// on a conflict. Each API call is tried again, for a few seconds, when it
+// fails for a passing reason (an unreachable or overloaded API server).
+// Memory is the same contract in a map, for tests of the store's users.
+//
+// Cache is the Router's view (YARN's FederationStateStoreFacade): reads of
+// sub-clusters, policies and application homes are kept for
+// yarn.federation.cache-ttl.secs; writes go through and update it.
+//
+// Imports: the standard library, client-go and apimachinery.
+package store

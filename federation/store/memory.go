@@ -1,0 +1,195 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Memory is the store in memory, for tests of its users: the contract of
+// StateStore, no durability. Safe for concurrent use.
+type Memory struct {
+	now func() time.Time
+
+	mu       sync.Mutex
+	clusters map[string]SubClusterInfo
+	homes    map[string]ApplicationHome
+	policies map[string]PolicyConfiguration
+}
+
+var _ StateStore = (*Memory)(nil)
+
+// NewMemory returns an empty store whose heartbeats are stamped with now
+// (nil means time.Now).
+func NewMemory(now func() time.Time) *Memory {
+	if now == nil {
+		now = time.Now
+	}
+	return &Memory{now: now, clusters: map[string]SubClusterInfo{}, homes: map[string]ApplicationHome{}, policies: map[string]PolicyConfiguration{}}
+}
+
+func (m *Memory) RegisterSubCluster(_ context.Context, info SubClusterInfo) error {
+	if err := validateInfo(info); err != nil {
+		return fmt.Errorf("federation store: register sub-cluster: %w", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	info.LastHeartBeat = m.now()
+	m.clusters[info.ID] = info
+	return nil
+}
+
+func (m *Memory) SubClusterHeartbeat(_ context.Context, id string, state State, capability string) error {
+	if err := validateState(state); err != nil {
+		return fmt.Errorf("federation store: heartbeat of %s: %w", id, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	info, ok := m.clusters[id]
+	if !ok {
+		return fmt.Errorf("federation store: heartbeat of sub-cluster %s: %w", id, ErrNotFound)
+	}
+	info.State, info.Capability, info.LastHeartBeat = state, capability, m.now()
+	m.clusters[id] = info
+	return nil
+}
+
+func (m *Memory) DeregisterSubCluster(_ context.Context, id string, state State) error {
+	if err := validateState(state); err != nil {
+		return fmt.Errorf("federation store: deregister %s: %w", id, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	info, ok := m.clusters[id]
+	if !ok {
+		return fmt.Errorf("federation store: deregister sub-cluster %s: %w", id, ErrNotFound)
+	}
+	info.State = state
+	m.clusters[id] = info
+	return nil
+}
+
+func (m *Memory) GetSubCluster(_ context.Context, id string) (SubClusterInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	info, ok := m.clusters[id]
+	if !ok {
+		return SubClusterInfo{}, fmt.Errorf("federation store: sub-cluster %s: %w", id, ErrNotFound)
+	}
+	return info, nil
+}
+
+func (m *Memory) GetSubClusters(_ context.Context, filterInactive bool) ([]SubClusterInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []SubClusterInfo
+	for _, info := range m.clusters {
+		if !filterInactive || info.State.Active() {
+			out = append(out, info)
+		}
+	}
+	slices.SortFunc(out, func(a, b SubClusterInfo) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+func (m *Memory) AddApplicationHomeSubCluster(_ context.Context, h ApplicationHome) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if stored, ok := m.homes[h.Application]; ok {
+		return stored.Home, nil
+	}
+	h.CreateTime = m.now()
+	m.homes[h.Application] = h
+	return h.Home, nil
+}
+
+func (m *Memory) UpdateApplicationHomeSubCluster(_ context.Context, h ApplicationHome) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	stored, ok := m.homes[h.Application]
+	if !ok {
+		return fmt.Errorf("federation store: application %s: %w", h.Application, ErrNotFound)
+	}
+	stored.Home = h.Home
+	m.homes[h.Application] = stored
+	return nil
+}
+
+func (m *Memory) GetApplicationHomeSubCluster(_ context.Context, application string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h, ok := m.homes[application]
+	if !ok {
+		return "", fmt.Errorf("federation store: application %s: %w", application, ErrNotFound)
+	}
+	return h.Home, nil
+}
+
+func (m *Memory) GetApplicationsHomeSubCluster(_ context.Context, home string) ([]ApplicationHome, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]ApplicationHome, 0, len(m.homes))
+	for _, h := range m.homes {
+		if home == "" || h.Home == home {
+			out = append(out, h)
+		}
+	}
+	slices.SortFunc(out, func(a, b ApplicationHome) int { return cmp.Compare(a.Application, b.Application) })
+	return out, nil
+}
+
+func (m *Memory) DeleteApplicationHomeSubCluster(_ context.Context, application string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.homes[application]; !ok {
+		return fmt.Errorf("federation store: application %s: %w", application, ErrNotFound)
+	}
+	delete(m.homes, application)
+	return nil
+}
+
+func (m *Memory) GetPolicyConfiguration(_ context.Context, queue string) (PolicyConfiguration, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.policies[queue]
+	if !ok {
+		return PolicyConfiguration{}, fmt.Errorf("federation store: policy of queue %s: %w", queue, ErrNotFound)
+	}
+	p.Params = slices.Clone(p.Params)
+	return p, nil
+}
+
+func (m *Memory) SetPolicyConfiguration(_ context.Context, p PolicyConfiguration) error {
+	if p.Queue == "" || p.Type == "" {
+		return fmt.Errorf("federation store: set policy: missing queue or type")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p.Params = slices.Clone(p.Params)
+	m.policies[p.Queue] = p
+	return nil
+}
+
+func (m *Memory) GetPoliciesConfigurations(context.Context) ([]PolicyConfiguration, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]PolicyConfiguration, 0, len(m.policies))
+	for _, p := range m.policies {
+		p.Params = slices.Clone(p.Params)
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b PolicyConfiguration) int { return cmp.Compare(a.Queue, b.Queue) })
+	return out, nil
+}
+
+func (m *Memory) DeletePoliciesConfigurations(_ context.Context, queues []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, q := range queues {
+		delete(m.policies, q)
+	}
+	return nil
+}

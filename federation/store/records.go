@@ -1,0 +1,198 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrNotFound is wrapped by the errors of calls that name a sub-cluster or
+// an application the store does not hold; YARN's stores throw a
+// FederationStateStoreException for the same calls.
+var ErrNotFound = errors.New("not found")
+
+// State is a sub-cluster's state (YARN's SubClusterState, numbered as
+// SubClusterStateProto).
+type State int
+
+const (
+	StateNew State = iota + 1
+	StateRunning
+	StateUnhealthy
+	StateDecommissioning
+	StateLost
+	StateUnregistered
+	StateDecommissioned
+)
+
+var stateNames = [...]string{
+	StateNew:             "SC_NEW",
+	StateRunning:         "SC_RUNNING",
+	StateUnhealthy:       "SC_UNHEALTHY",
+	StateDecommissioning: "SC_DECOMMISSIONING",
+	StateLost:            "SC_LOST",
+	StateUnregistered:    "SC_UNREGISTERED",
+	StateDecommissioned:  "SC_DECOMMISSIONED",
+}
+
+// String is the state's name in YARN ("SC_RUNNING").
+func (s State) String() string {
+	if s < StateNew || s > StateDecommissioned {
+		return fmt.Sprintf("State(%d)", int(s))
+	}
+	return stateNames[s]
+}
+
+// ParseState reads a state's YARN name.
+func ParseState(name string) (State, error) {
+	for s := StateNew; s <= StateDecommissioned; s++ {
+		if stateNames[s] == name {
+			return s, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown sub-cluster state %q", name)
+}
+
+// Active reports whether the sub-cluster takes work: SC_RUNNING only, as
+// SubClusterState.isActive.
+func (s State) Active() bool { return s == StateRunning }
+
+// SubClusterInfo is one sub-cluster as the store holds it (YARN's
+// SubClusterInfo).
+type SubClusterInfo struct {
+	// ID is the sub-cluster id: its RMs' yarn.resourcemanager.cluster-id.
+	ID string
+	// The addresses (host:port) of the sub-cluster's RM services.
+	AMRMServiceAddress     string
+	ClientRMServiceAddress string
+	RMAdminServiceAddress  string
+	RMWebServiceAddress    string
+	// LastHeartBeat is when the store last heard from the sub-cluster, by
+	// the writer's clock; set by the store on register and heartbeat.
+	LastHeartBeat time.Time
+	State         State
+	// LastStartTime is when the sub-cluster's RM started (its cluster
+	// timestamp in YARN).
+	LastStartTime time.Time
+	// Capability is the RM's cluster metrics as the JSON YARN's heartbeat
+	// writes ({"clusterMetrics":{...}}); empty before the first heartbeat.
+	Capability string
+}
+
+// ApplicationHome is the sub-cluster an application was submitted to.
+type ApplicationHome struct {
+	// Application is the application id's string form.
+	Application string
+	// Home is the sub-cluster id.
+	Home string
+	// CreateTime is when the home was first recorded, by the store's
+	// clock; set by the store, ignored on writes.
+	CreateTime time.Time
+}
+
+// PolicyConfiguration is a queue's federation policy (YARN's
+// SubClusterPolicyConfiguration).
+type PolicyConfiguration struct {
+	// Queue is the queue name; "*" is the policy of every queue without one
+	// of its own (YarnConfiguration.DEFAULT_FEDERATION_POLICY_KEY).
+	Queue string
+	// Type is the policy manager's Java class name, which picks the router
+	// and AMRMProxy policies.
+	Type string
+	// Params is the policy's serialized parameters: the JSON of
+	// WeightedPolicyInfo for the weighted policies.
+	Params []byte
+}
+
+// Membership is YARN's FederationMembershipStateStore.
+type Membership interface {
+	// RegisterSubCluster stores info, replacing what the store held for its
+	// id, with LastHeartBeat the store's now.
+	RegisterSubCluster(ctx context.Context, info SubClusterInfo) error
+	// SubClusterHeartbeat sets a registered sub-cluster's state and
+	// capability and its LastHeartBeat to now; ErrNotFound if the id is
+	// not registered.
+	SubClusterHeartbeat(ctx context.Context, id string, state State, capability string) error
+	// DeregisterSubCluster sets a registered sub-cluster's state (one of
+	// the inactive ones); ErrNotFound if the id is not registered.
+	DeregisterSubCluster(ctx context.Context, id string, state State) error
+	// GetSubCluster returns the sub-cluster; ErrNotFound if unknown.
+	GetSubCluster(ctx context.Context, id string) (SubClusterInfo, error)
+	// GetSubClusters returns every sub-cluster, or only the active ones
+	// when filterInactive, sorted by id.
+	GetSubClusters(ctx context.Context, filterInactive bool) ([]SubClusterInfo, error)
+}
+
+// ApplicationHomes is YARN's FederationApplicationHomeSubClusterStore.
+type ApplicationHomes interface {
+	// AddApplicationHomeSubCluster records home as the application's home
+	// unless it has one, and returns the home the store holds: a re-added
+	// application keeps its first home.
+	AddApplicationHomeSubCluster(ctx context.Context, h ApplicationHome) (string, error)
+	// UpdateApplicationHomeSubCluster moves a recorded application to a
+	// new home; ErrNotFound if it has none.
+	UpdateApplicationHomeSubCluster(ctx context.Context, h ApplicationHome) error
+	// GetApplicationHomeSubCluster returns the application's home;
+	// ErrNotFound if it has none.
+	GetApplicationHomeSubCluster(ctx context.Context, application string) (string, error)
+	// GetApplicationsHomeSubCluster returns the recorded homes, sorted by
+	// application: those in home, or all when home is empty.
+	GetApplicationsHomeSubCluster(ctx context.Context, home string) ([]ApplicationHome, error)
+	// DeleteApplicationHomeSubCluster forgets the application's home;
+	// ErrNotFound if it has none.
+	DeleteApplicationHomeSubCluster(ctx context.Context, application string) error
+}
+
+// Policies is YARN's FederationPolicyStore.
+type Policies interface {
+	// GetPolicyConfiguration returns the queue's policy; ErrNotFound if it
+	// has none.
+	GetPolicyConfiguration(ctx context.Context, queue string) (PolicyConfiguration, error)
+	// SetPolicyConfiguration stores the queue's policy, replacing any.
+	SetPolicyConfiguration(ctx context.Context, p PolicyConfiguration) error
+	// GetPoliciesConfigurations returns every queue's policy, sorted by
+	// queue.
+	GetPoliciesConfigurations(ctx context.Context) ([]PolicyConfiguration, error)
+	// DeletePoliciesConfigurations forgets the policies of queues; a queue
+	// without one is no error.
+	DeletePoliciesConfigurations(ctx context.Context, queues []string) error
+}
+
+// StateStore is the whole store.
+type StateStore interface {
+	Membership
+	ApplicationHomes
+	Policies
+}
+
+// validateInfo checks what registerSubCluster requires
+// (FederationMembershipStateStoreInputValidator).
+func validateInfo(info SubClusterInfo) error {
+	var errs []error
+	if info.ID == "" {
+		errs = append(errs, errors.New("missing SubCluster Id"))
+	}
+	for _, a := range []struct{ name, addr string }{
+		{"AMRMService", info.AMRMServiceAddress},
+		{"ClientRMService", info.ClientRMServiceAddress},
+		{"RMAdminService", info.RMAdminServiceAddress},
+		{"RMWebService", info.RMWebServiceAddress},
+	} {
+		if a.addr == "" {
+			errs = append(errs, fmt.Errorf("missing %s address", a.name))
+		}
+	}
+	if err := validateState(info.State); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// validateState checks a state given to a heartbeat or a deregistration.
+func validateState(state State) error {
+	if state < StateNew || state > StateDecommissioned {
+		return fmt.Errorf("invalid SubCluster State %v", state)
+	}
+	return nil
+}

@@ -1,0 +1,345 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+)
+
+// clock is a settable clock for the stores' heartbeats.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func newClock() *clock { return &clock{t: time.UnixMilli(1_700_000_000_000)} }
+
+// implementations are the stores every contract test runs against: the
+// Kube one on a namespace of the shared control plane (skipped under
+// -short), and Memory.
+func implementations(t *testing.T) map[string]func(t *testing.T, now func() time.Time) StateStore {
+	return map[string]func(t *testing.T, now func() time.Time) StateStore{
+		"memory": func(_ *testing.T, now func() time.Time) StateStore { return NewMemory(now) },
+		"kube": func(t *testing.T, now func() time.Time) StateStore {
+			k, err := NewKube(KubeConfig{Client: testClient(t), Namespace: testNamespace(t), Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return k
+		},
+	}
+}
+
+func testClient(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	if testCluster == nil {
+		t.Skip("needs a control plane; not started under -short")
+	}
+	c, err := testCluster.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func testNamespace(t *testing.T) string {
+	t.Helper()
+	ns, err := testClient(t).CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "federation-test-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func subCluster(id string) SubClusterInfo {
+	return SubClusterInfo{
+		ID:                     id,
+		AMRMServiceAddress:     id + ":8030",
+		ClientRMServiceAddress: id + ":8032",
+		RMAdminServiceAddress:  id + ":8033",
+		RMWebServiceAddress:    id + ":8088",
+		State:                  StateNew,
+		LastStartTime:          time.UnixMilli(1_600_000_000_000),
+	}
+}
+
+func TestMembershipFollowsRegistrationHeartbeatsAndDeregistration(t *testing.T) {
+	for name, newStore := range implementations(t) {
+		t.Run(name, func(t *testing.T) {
+			clk := newClock()
+			s := newStore(t, clk.now)
+			ctx := t.Context()
+			if err := s.RegisterSubCluster(ctx, subCluster("sc1")); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.RegisterSubCluster(ctx, subCluster("sc2")); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.GetSubCluster(ctx, "sc1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := subCluster("sc1")
+			want.LastHeartBeat = clk.now()
+			if !sameInfo(got, want) {
+				t.Errorf("registered\n got %+v\nwant %+v", got, want)
+			}
+			// A new sub-cluster is not active until it heartbeats RUNNING.
+			if active, _ := s.GetSubClusters(ctx, true); len(active) != 0 {
+				t.Errorf("active before any heartbeat: %v", ids(active))
+			}
+			clk.advance(time.Minute)
+			if err := s.SubClusterHeartbeat(ctx, "sc1", StateRunning, `{"clusterMetrics":{"appsSubmitted":1}}`); err != nil {
+				t.Fatal(err)
+			}
+			got, _ = s.GetSubCluster(ctx, "sc1")
+			if got.State != StateRunning || got.Capability != `{"clusterMetrics":{"appsSubmitted":1}}` || !got.LastHeartBeat.Equal(clk.now()) {
+				t.Errorf("after heartbeat: %+v", got)
+			}
+			active, err := s.GetSubClusters(ctx, true)
+			if err != nil || !slices.Equal(ids(active), []string{"sc1"}) {
+				t.Errorf("active = %v, %v; want [sc1]", ids(active), err)
+			}
+			all, err := s.GetSubClusters(ctx, false)
+			if err != nil || !slices.Equal(ids(all), []string{"sc1", "sc2"}) {
+				t.Errorf("all = %v, %v; want [sc1 sc2]", ids(all), err)
+			}
+			if err := s.DeregisterSubCluster(ctx, "sc1", StateUnregistered); err != nil {
+				t.Fatal(err)
+			}
+			got, _ = s.GetSubCluster(ctx, "sc1")
+			if got.State != StateUnregistered || got.Capability == "" {
+				t.Errorf("deregistration changed more than the state: %+v", got)
+			}
+			// A re-registration replaces the sub-cluster.
+			again := subCluster("sc1")
+			again.ClientRMServiceAddress = "elsewhere:8032"
+			if err := s.RegisterSubCluster(ctx, again); err != nil {
+				t.Fatal(err)
+			}
+			got, _ = s.GetSubCluster(ctx, "sc1")
+			if got.State != StateNew || got.ClientRMServiceAddress != "elsewhere:8032" || got.Capability != "" {
+				t.Errorf("re-registered: %+v", got)
+			}
+		})
+	}
+}
+
+func TestMembershipRefusesUnknownSubClustersAndBadRecords(t *testing.T) {
+	for name, newStore := range implementations(t) {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t, newClock().now)
+			ctx := t.Context()
+			noAddress := subCluster("sc1")
+			noAddress.AMRMServiceAddress = ""
+			tests := []struct {
+				name     string
+				call     func() error
+				notFound bool
+			}{
+				{"heartbeat of an unregistered sub-cluster", func() error { return s.SubClusterHeartbeat(ctx, "nope", StateRunning, "") }, true},
+				{"deregistration of an unregistered sub-cluster", func() error { return s.DeregisterSubCluster(ctx, "nope", StateLost) }, true},
+				{"lookup of an unregistered sub-cluster", func() error { _, err := s.GetSubCluster(ctx, "nope"); return err }, true},
+				{"registration without an address", func() error { return s.RegisterSubCluster(ctx, noAddress) }, false},
+				{"registration without an id", func() error { return s.RegisterSubCluster(ctx, subCluster("")) }, false},
+				{"heartbeat with no state", func() error { return s.SubClusterHeartbeat(ctx, "nope", 0, "") }, false},
+			}
+			for _, tt := range tests {
+				err := tt.call()
+				if err == nil || errors.Is(err, ErrNotFound) != tt.notFound {
+					t.Errorf("%s: err %v, want an error (not found: %v)", tt.name, err, tt.notFound)
+				}
+			}
+		})
+	}
+}
+
+func TestAnApplicationKeepsItsFirstHomeUntilUpdated(t *testing.T) {
+	for name, newStore := range implementations(t) {
+		t.Run(name, func(t *testing.T) {
+			clk := newClock()
+			s := newStore(t, clk.now)
+			ctx := t.Context()
+			const app = "application_1700000000000_0001"
+			if _, err := s.GetApplicationHomeSubCluster(ctx, app); !errors.Is(err, ErrNotFound) {
+				t.Errorf("home before any: %v, want not found", err)
+			}
+			home, err := s.AddApplicationHomeSubCluster(ctx, ApplicationHome{Application: app, Home: "sc1"})
+			if err != nil || home != "sc1" {
+				t.Fatalf("first add = %q, %v", home, err)
+			}
+			home, err = s.AddApplicationHomeSubCluster(ctx, ApplicationHome{Application: app, Home: "sc2"})
+			if err != nil || home != "sc1" {
+				t.Errorf("second add = %q, %v; want the first home sc1", home, err)
+			}
+			if err := s.UpdateApplicationHomeSubCluster(ctx, ApplicationHome{Application: app, Home: "sc2"}); err != nil {
+				t.Fatal(err)
+			}
+			if home, err := s.GetApplicationHomeSubCluster(ctx, app); err != nil || home != "sc2" {
+				t.Errorf("after update = %q, %v", home, err)
+			}
+			if _, err := s.AddApplicationHomeSubCluster(ctx, ApplicationHome{Application: "application_1700000000000_0002", Home: "sc1"}); err != nil {
+				t.Fatal(err)
+			}
+			for _, tt := range []struct {
+				home string
+				want []string
+			}{
+				{"", []string{app + "@sc2", "application_1700000000000_0002@sc1"}},
+				{"sc1", []string{"application_1700000000000_0002@sc1"}},
+				{"sc3", nil},
+			} {
+				list, err := s.GetApplicationsHomeSubCluster(ctx, tt.home)
+				var got []string
+				for _, h := range list {
+					got = append(got, h.Application+"@"+h.Home)
+					// The store's clock stamps the first record of a home.
+					if !h.CreateTime.Equal(clk.now()) {
+						t.Errorf("%s created at %v, want %v", h.Application, h.CreateTime, clk.now())
+					}
+				}
+				if err != nil || !slices.Equal(got, tt.want) {
+					t.Errorf("homes in %q = %v, %v; want %v", tt.home, got, err, tt.want)
+				}
+			}
+			if err := s.DeleteApplicationHomeSubCluster(ctx, app); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DeleteApplicationHomeSubCluster(ctx, app); !errors.Is(err, ErrNotFound) {
+				t.Errorf("second delete: %v, want not found", err)
+			}
+			if err := s.UpdateApplicationHomeSubCluster(ctx, ApplicationHome{Application: app, Home: "sc1"}); !errors.Is(err, ErrNotFound) {
+				t.Errorf("update of a deleted home: %v, want not found", err)
+			}
+		})
+	}
+}
+
+// Routers racing to record one application's home all learn the same one.
+func TestConcurrentAddsOfAHomeAgreeOnTheFirst(t *testing.T) {
+	for name, newStore := range implementations(t) {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t, newClock().now)
+			const app = "application_1700000000000_0042"
+			homes := make([]string, 8)
+			errs := make([]error, len(homes))
+			var wg sync.WaitGroup
+			for i := range homes {
+				wg.Go(func() {
+					homes[i], errs[i] = s.AddApplicationHomeSubCluster(t.Context(), ApplicationHome{Application: app, Home: fmt.Sprintf("sc%d", i)})
+				})
+			}
+			wg.Wait()
+			stored, err := s.GetApplicationHomeSubCluster(t.Context(), app)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range homes {
+				if errs[i] != nil || homes[i] != stored {
+					t.Errorf("router %d: home %q, %v; the store holds %q", i, homes[i], errs[i], stored)
+				}
+			}
+		})
+	}
+}
+
+func TestPoliciesAreKeptPerQueue(t *testing.T) {
+	for name, newStore := range implementations(t) {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t, newClock().now)
+			ctx := t.Context()
+			if _, err := s.GetPolicyConfiguration(ctx, "root.a"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("policy before any: %v, want not found", err)
+			}
+			a := PolicyConfiguration{Queue: "root.a", Type: "org.example.A", Params: []byte(`{"x":1}`)}
+			star := PolicyConfiguration{Queue: "*", Type: "org.example.Default"}
+			for _, p := range []PolicyConfiguration{a, star, {Queue: "root.a", Type: "org.example.A2", Params: []byte{0, 1}}} {
+				if err := s.SetPolicyConfiguration(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := s.GetPolicyConfiguration(ctx, "root.a")
+			if err != nil || got.Type != "org.example.A2" || string(got.Params) != "\x00\x01" {
+				t.Errorf("root.a = %+v, %v", got, err)
+			}
+			all, err := s.GetPoliciesConfigurations(ctx)
+			if err != nil || len(all) != 2 || all[0].Queue != "*" || all[1].Queue != "root.a" {
+				t.Errorf("all = %+v, %v", all, err)
+			}
+			if err := s.SetPolicyConfiguration(ctx, PolicyConfiguration{Queue: "root.b"}); err == nil {
+				t.Error("a policy without a type was stored")
+			}
+			if err := s.DeletePoliciesConfigurations(ctx, []string{"root.a", "root.none"}); err != nil {
+				t.Fatal(err)
+			}
+			if all, err := s.GetPoliciesConfigurations(ctx); err != nil || len(all) != 1 || all[0].Queue != "*" {
+				t.Errorf("after deleting root.a: %+v, %v", all, err)
+			}
+		})
+	}
+}
+
+func ids(infos []SubClusterInfo) []string {
+	var out []string
+	for _, i := range infos {
+		out = append(out, i.ID)
+	}
+	return out
+}
+
+// sameInfo compares infos with times to the millisecond, as stored.
+func sameInfo(a, b SubClusterInfo) bool {
+	a.LastHeartBeat, b.LastHeartBeat = a.LastHeartBeat.Truncate(time.Millisecond), b.LastHeartBeat.Truncate(time.Millisecond)
+	return a.LastHeartBeat.Equal(b.LastHeartBeat) && a.LastStartTime.Equal(b.LastStartTime) &&
+		a.ID == b.ID && a.AMRMServiceAddress == b.AMRMServiceAddress && a.ClientRMServiceAddress == b.ClientRMServiceAddress &&
+		a.RMAdminServiceAddress == b.RMAdminServiceAddress && a.RMWebServiceAddress == b.RMWebServiceAddress &&
+		a.State == b.State && a.Capability == b.Capability
+}
+
+func TestObjectNamesAreValidAndDistinct(t *testing.T) {
+	keys := []string{"sc1", "SC1", "sub cluster/1", "*", "root.a", "root_a", "application_1700000000000_0001", string(make([]byte, 300))}
+	seen := map[string]string{}
+	for _, k := range keys {
+		n := objectName(KindPolicy, k)
+		if len(n) > 253 || !validName(n) {
+			t.Errorf("name of %q: %q is not a valid object name", k, n)
+		}
+		if errs := validation.IsValidLabelValue(labelValue(k)); len(errs) != 0 {
+			t.Errorf("label value of %q: %q: %v", k, labelValue(k), errs)
+		}
+		if other, ok := seen[n]; ok {
+			t.Errorf("%q and %q share the name %q", k, other, n)
+		}
+		seen[n] = k
+	}
+}
+
+func validName(n string) bool {
+	for i, r := range n {
+		ok := (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || (r == '-' && i > 0 && i < len(n)-1)
+		if !ok {
+			return false
+		}
+	}
+	return n != ""
+}

@@ -1,0 +1,20 @@
+package hadoopconf
+
+// Property names of YARN Federation, as in YarnConfiguration: the
+// sub-cluster RMs read the yarn.federation.* membership ones, knit-router
+// the rest (federation.LoadSettings).
+const (
+	KeyFederationEnabled                   = "yarn.federation.enabled"
+	KeyFederationHeartbeatInterval         = "yarn.federation.state-store.heartbeat-interval-secs"
+	KeyFederationHeartbeatInitialDelay     = "yarn.federation.state-store.heartbeat.initial-delay"
+	KeyFederationCacheTTL                  = "yarn.federation.cache-ttl.secs"
+	KeyFederationPolicyManager             = "yarn.federation.policy-manager"
+	KeyFederationPolicyManagerParams       = "yarn.federation.policy-manager-params"
+	KeyRouterClientRMAddress               = "yarn.router.clientrm.address"
+	KeyRouterRMAdminAddress                = "yarn.router.rmadmin.address"
+	KeyRouterSubmitRetry                   = "yarn.router.submit.retry"
+	KeyRouterSubmitInterval                = "yarn.router.submit.interval.time"
+	KeyRouterDeregisterSubClusterEnabled   = "yarn.router.deregister.subcluster.enabled"
+	KeyRouterSubClusterHeartbeatExpiration = "yarn.router.subcluster.heartbeat.expiration.time"
+	KeyRouterSubClusterCleanerInterval     = "yarn.router.subcluster.cleaner.interval.time"
+)

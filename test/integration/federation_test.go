@@ -1,0 +1,364 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/knitdev/knit/client"
+	"github.com/knitdev/knit/federation"
+	fedstore "github.com/knitdev/knit/federation/store"
+	"github.com/knitdev/knit/hadoopconf"
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/yarnerr"
+	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
+	"github.com/knitdev/knit/test/eventually"
+)
+
+// TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter runs a YARN
+// Federation on the local cluster: two knit-rm sub-clusters (sc1, sc2),
+// each with its own namespace in the one control plane, registered in a
+// federation store of a third namespace, and knit-router in front. A Knit
+// client talks to the Router alone, as to one RM: it submits to the home
+// the queue's policy in the store picks, reads the report and the merged
+// list, and kills; a restarted Router answers for what the old one
+// submitted. Its applications are unmanaged, so neither RM creates
+// pods the other one's informers would also see.
+func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
+	if err := knitBinaries(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("go", "build", "-o", binDir+"/", "github.com/knitdev/knit/cmd/knit-router").CombinedOutput(); err != nil {
+		t.Fatalf("go build knit-router: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	fedNS := newNamespace(t, "federation-")
+	st, err := fedstore.NewKube(fedstore.KubeConfig{Client: cluster.Client, Namespace: fedNS})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	rms := map[string]*subCluster{}
+	for _, id := range []string{"sc1", "sc2"} {
+		rms[id] = startSubCluster(t, id, fedNS)
+	}
+	routerAddr, adminAddr := freeAddr(t), freeAddr(t)
+	routerConf := writeSite(t, []hadoopconf.Property{
+		{Name: hadoopconf.KeyRouterClientRMAddress, Value: routerAddr},
+		{Name: hadoopconf.KeyRouterRMAdminAddress, Value: adminAddr},
+		// No cache: the policies this test sets apply to the next submission.
+		{Name: hadoopconf.KeyFederationCacheTTL, Value: "0"},
+		// A sub-cluster silent for 3 s is lost.
+		{Name: hadoopconf.KeyRouterSubClusterHeartbeatExpiration, Value: "3s"},
+		{Name: hadoopconf.KeyRouterSubClusterCleanerInterval, Value: "500ms"},
+	})
+	startRouter := func(name string) (stop func(*testing.T)) {
+		stop, _ = startProcess(t, name, "knit-router", routerConf, "--kubeconfig", cluster.ControlPlane.Kubeconfig, "--namespace", fedNS)
+		return stop
+	}
+	stopRouter := startRouter("knit-router")
+
+	// Both sub-clusters register and heartbeat SC_RUNNING with their
+	// cluster metrics.
+	eventually.WithinEvery(t, 2*time.Minute, 200*time.Millisecond, func(ctx context.Context) error {
+		active, err := st.GetSubClusters(ctx, true)
+		if err != nil {
+			return err
+		}
+		if len(active) != 2 {
+			return fmt.Errorf("active sub-clusters %v", active)
+		}
+		for _, sc := range active {
+			if !bytes.Contains([]byte(sc.Capability), []byte(`"clusterMetrics"`)) || sc.ClientRMServiceAddress != rms[sc.ID].client {
+				return fmt.Errorf("sub-cluster %+v", sc)
+			}
+		}
+		return nil
+	})
+	eventually.WithinEvery(t, time.Minute, 200*time.Millisecond, func(context.Context) error {
+		for _, addr := range []string{routerAddr, adminAddr} {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err != nil {
+				return err
+			}
+			c.Close()
+		}
+		return nil
+	})
+	admin, err := ipc.Dial(ctx, adminAddr, ipc.ClientConfig{Protocol: yarnrpc.ResourceManagerAdministrationProtocolName, User: "admin", Errors: yarnerr.FromRemote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var scs yarnpb.GetSubClustersResponseProto
+	if err := admin.Call(ctx, "getFederationSubClusters", &yarnpb.GetSubClustersRequestProto{}, &scs); err != nil || len(scs.GetSubClusters()) != 2 {
+		t.Fatalf("getFederationSubClusters: %v, %v", scs.GetSubClusters(), err)
+	}
+
+	c, err := client.NewRMClient(routerAddr, client.RMConfig{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Each submission's home is the one sub-cluster the policy an admin
+	// saved through the Router weighs.
+	var apps []*yarnpb.ApplicationIdProto
+	for _, home := range []string{"sc2", "sc1"} {
+		weights := home + ":1.0"
+		if err := admin.Call(ctx, "saveFederationQueuePolicy", &yarnpb.SaveFederationQueuePolicyRequestProto{
+			Queue: proto.String(federation.DefaultPolicyQueue), PolicyManagerClassName: proto.String(federation.WeightedHomePolicyManager),
+			FederationQueueWeight: &yarnpb.FederationQueueWeightProto{RouterWeight: proto.String(weights), AmrmWeight: proto.String(weights), HeadRoomAlpha: proto.String("1.0")},
+		}, &yarnpb.SaveFederationQueuePolicyResponseProto{}); err != nil {
+			t.Fatal(err)
+		}
+		newApp, id := submitUnmanaged(ctx, t, c, "federated")
+		if got, err := st.GetApplicationHomeSubCluster(ctx, id.String()); err != nil || got != home {
+			t.Fatalf("home of %s = %q, %v; want %s", id, got, err, home)
+		}
+		// The home RM has it, the other does not.
+		for scID, sc := range rms {
+			_, err := sc.rm.GetApplicationReport(ctx, newApp.GetApplicationId())
+			if (scID == home) != (err == nil) {
+				t.Errorf("%s asked directly for %s (home %s): %v", scID, id, home, err)
+			}
+		}
+		report, err := c.GetApplicationReport(ctx, newApp.GetApplicationId())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if report.GetUser() != "alice" || report.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_ACCEPTED {
+			t.Errorf("report of %s through the Router: user %q, state %v", id, report.GetUser(), report.GetYarnApplicationState())
+		}
+		apps = append(apps, newApp.GetApplicationId())
+	}
+
+	// The list through the Router holds both sub-clusters' applications.
+	rc, err := ipc.Dial(ctx, routerAddr, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: "alice", Errors: yarnerr.FromRemote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var list yarnpb.GetApplicationsResponseProto
+	if err := rc.Call(ctx, "getApplications", &yarnpb.GetApplicationsRequestProto{}, &list); err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, a := range list.GetApplications() {
+		id, _ := yarnid.ApplicationIDFromProto(a.GetApplicationId())
+		listed = append(listed, id.String())
+	}
+	for _, app := range apps {
+		id, _ := yarnid.ApplicationIDFromProto(app)
+		if !slices.Contains(listed, id.String()) {
+			t.Errorf("the merged list %v lacks %s", listed, id)
+		}
+	}
+	// An application no sub-cluster has is YARN's Router's YarnException.
+	unknown := yarnid.ApplicationID{ClusterTimestamp: 1, ID: 1}
+	if _, err := c.GetApplicationReport(ctx, unknown.Proto()); !errors.Is(err, yarnerr.YarnException) || errors.Is(err, yarnerr.ApplicationNotFound) {
+		t.Errorf("report of an unknown application: %v", err)
+	}
+
+	for _, app := range apps {
+		if err := c.KillApplication(ctx, app, "federation test"); err != nil {
+			t.Fatal(err)
+		}
+		report, err := c.GetApplicationReport(ctx, app)
+		if err != nil || report.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_KILLED {
+			t.Errorf("after the kill: %v, %v", report.GetYarnApplicationState(), err)
+		}
+	}
+
+	// The Router keeps nothing of its own: a new one answers for the
+	// applications the old one submitted.
+	stopRouter(t)
+	startRouter("knit-router-2")
+	for _, app := range apps {
+		var report *yarnpb.ApplicationReportProto
+		eventually.WithinEvery(t, time.Minute, 200*time.Millisecond, func(ctx context.Context) (err error) {
+			report, err = c.GetApplicationReport(ctx, app)
+			return err
+		})
+		if report.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_KILLED {
+			t.Errorf("after the Router's restart: %v", report.GetYarnApplicationState())
+		}
+	}
+
+	// A sub-cluster whose RM dies without a word is marked lost by the
+	// Router, and new submissions go to the live one.
+	rms["sc2"].kill(t)
+	eventually.WithinEvery(t, time.Minute, 200*time.Millisecond, func(ctx context.Context) error {
+		got, err := st.GetSubCluster(ctx, "sc2")
+		if err != nil || got.State != fedstore.StateLost {
+			return fmt.Errorf("sc2 after its RM died: %v, %v; want SC_LOST", got.State, err)
+		}
+		return nil
+	})
+	if err := st.SetPolicyConfiguration(ctx, fedstore.PolicyConfiguration{Queue: federation.DefaultPolicyQueue, Type: federation.UniformBroadcastPolicyManager}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		_, id := submitUnmanaged(ctx, t, c, "after the loss")
+		if home, err := st.GetApplicationHomeSubCluster(ctx, id.String()); err != nil || home != "sc1" {
+			t.Errorf("home of %s after sc2 was lost: %q, %v; want sc1", id, home, err)
+		}
+	}
+
+	// A sub-cluster that stops cleanly leaves the federation.
+	rms["sc1"].stop(t)
+	got, err := st.GetSubCluster(ctx, "sc1")
+	if err != nil || got.State != fedstore.StateUnregistered {
+		t.Errorf("sc1 after its RM stopped: %v, %v; want SC_UNREGISTERED", got.State, err)
+	}
+}
+
+// submitUnmanaged submits an application with an unmanaged AM through c
+// (no pod for it in any sub-cluster) and returns its id.
+func submitUnmanaged(ctx context.Context, t *testing.T, c *client.RMClient, name string) (*yarnpb.GetNewApplicationResponseProto, yarnid.ApplicationID) {
+	t.Helper()
+	newApp, err := c.GetNewApplication(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asc := &yarnpb.ApplicationSubmissionContextProto{
+		ApplicationId: newApp.GetApplicationId(), ApplicationName: proto.String(name), Queue: proto.String("default"),
+		UnmanagedAm: proto.Bool(true), AmContainerSpec: &yarnpb.ContainerLaunchContextProto{}, Resource: yarnpb.NewResource(1024, 1),
+	}
+	if err := c.SubmitApplication(ctx, asc); err != nil {
+		t.Fatal(err)
+	}
+	id, err := yarnid.ApplicationIDFromProto(newApp.GetApplicationId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newApp, id
+}
+
+// subCluster is one knit-rm of the federation.
+type subCluster struct {
+	client string
+	rm     *client.RMClient
+	// stop ends the RM with SIGTERM, kill with SIGKILL.
+	stop, kill func(t *testing.T)
+}
+
+func startSubCluster(t *testing.T, id, fedNS string) *subCluster {
+	t.Helper()
+	ns := newNamespace(t, "fed-"+id+"-")
+	sc := &subCluster{client: freeAddr(t)}
+	confDir := writeSite(t, []hadoopconf.Property{
+		{Name: "yarn.resourcemanager.hostname", Value: "127.0.0.1"},
+		{Name: hadoopconf.KeyRMAddress, Value: sc.client},
+		{Name: hadoopconf.KeyRMSchedulerAddress, Value: freeAddr(t)},
+		{Name: hadoopconf.KeyRMAdminAddress, Value: freeAddr(t)},
+		{Name: hadoopconf.KeyRMWebappAddress, Value: freeAddr(t)},
+		{Name: hadoopconf.KeyRMClusterID, Value: id},
+		{Name: hadoopconf.KeyFederationEnabled, Value: "true"},
+		{Name: hadoopconf.KeyFederationHeartbeatInterval, Value: "1"},
+		{Name: hadoopconf.KeyFederationHeartbeatInitialDelay, Value: "1"},
+	})
+	sc.stop, sc.kill = startProcess(t, "knit-rm-"+id, "knit-rm", confDir, "--kubeconfig", cluster.ControlPlane.Kubeconfig, "--namespace", ns,
+		"--conf-dir", confDir, "--rks-address", freeAddr(t), "--node-root", t.TempDir(), "--federation-namespace", fedNS)
+	rm, err := client.NewRMClient(sc.client, client.RMConfig{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rm.Close() })
+	sc.rm = rm
+	return sc
+}
+
+func newNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ns, err := cluster.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// writeSite writes a yarn-site.xml of props in a new folder and returns it.
+func writeSite(t *testing.T, props []hadoopconf.Property) string {
+	t.Helper()
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	if err := hadoopconf.Write(&buf, props); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "yarn-site.xml"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// startProcess runs binDir/binary as name with HADOOP_CONF_DIR=confDir
+// and args, its output in a log the test prints if it fails; the returned
+// stop (run at the test's end too) ends it with SIGTERM, kill with SIGKILL,
+// and both wait for it.
+func startProcess(t *testing.T, name, binary, confDir string, args ...string) (stop, kill func(t *testing.T)) {
+	t.Helper()
+	bin := filepath.Join(binDir, binary)
+	logPath := filepath.Join(t.TempDir(), name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "HADOOP_CONF_DIR="+confDir)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	stopped := false
+	end := func(t *testing.T, sig syscall.Signal) {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = cmd.Process.Signal(sig)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Errorf("%s did not stop within 30s of SIGTERM", name)
+		}
+		logFile.Close()
+		if t.Failed() {
+			out, _ := os.ReadFile(logPath)
+			t.Logf("%s log:\n%s", name, tail(string(out), 60))
+		}
+	}
+	t.Cleanup(func() { end(t, syscall.SIGTERM) })
+	return func(t *testing.T) { end(t, syscall.SIGTERM) }, func(t *testing.T) { end(t, syscall.SIGKILL) }
+}
