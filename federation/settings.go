@@ -19,6 +19,20 @@ const (
 	HomePolicyManager = managerPackage + "HomePolicyManager"
 	// WeightedHomePolicyManager routes by WeightedRandomRouterPolicy.
 	WeightedHomePolicyManager = managerPackage + "WeightedHomePolicyManager"
+	// WeightedLocalityPolicyManager routes by LocalityRouterPolicy; the
+	// global policy generator writes its weights.
+	WeightedLocalityPolicyManager = managerPackage + "WeightedLocalityPolicyManager"
+	// PriorityBroadcastPolicyManager routes by PriorityRouterPolicy.
+	PriorityBroadcastPolicyManager = managerPackage + "PriorityBroadcastPolicyManager"
+	// HashBroadcastPolicyManager routes by HashBasedRouterPolicy.
+	HashBroadcastPolicyManager = managerPackage + "HashBroadcastPolicyManager"
+	// RejectAllPolicyManager routes by RejectRouterPolicy.
+	RejectAllPolicyManager = managerPackage + "RejectAllPolicyManager"
+	// LoadBasedPolicyManager routes by LoadBasedRouterPolicy. YARN ships
+	// that policy without a manager, so the name is Knit's own, in a
+	// package of its own, so that no one takes it for a YARN class: a YARN
+	// Router reading the store refuses it rather than misroute.
+	LoadBasedPolicyManager = "io.knit.federation.policies.manager.LoadBasedPolicyManager"
 )
 
 // DefaultPolicyQueue is the queue whose policy serves every queue without

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/knitdev/knit/federation"
 	"github.com/knitdev/knit/federation/store"
@@ -50,8 +51,13 @@ func newRouterPolicy(p store.PolicyConfiguration) (routerPolicy, error) {
 		}
 		return weightedRandom{weights: info.RouterWeights}, nil
 	}
-	return nil, yarnerr.FederationPolicyInitialization.Errorf("queue %s: policy manager %s is not supported by knit-router (supported: %s, %s, %s)",
-		p.Queue, p.Type, federation.UniformBroadcastPolicyManager, federation.HomePolicyManager, federation.WeightedHomePolicyManager)
+	if policy, ok, err := newManagedRouterPolicy(p); ok {
+		return policy, err
+	}
+	return nil, yarnerr.FederationPolicyInitialization.Errorf("queue %s: policy manager %s is not supported by knit-router (supported: %s)",
+		p.Queue, p.Type, strings.Join([]string{federation.UniformBroadcastPolicyManager, federation.HomePolicyManager,
+			federation.WeightedHomePolicyManager, federation.WeightedLocalityPolicyManager, federation.PriorityBroadcastPolicyManager,
+			federation.HashBroadcastPolicyManager, federation.RejectAllPolicyManager, federation.LoadBasedPolicyManager}, ", "))
 }
 
 // candidates are the active sub-clusters not in the blacklist, refused as

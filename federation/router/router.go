@@ -1,6 +1,7 @@
 package router
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -353,6 +354,7 @@ func (r *Router) SubmitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 	if err != nil {
 		return nil, err
 	}
+	policy = forSubmission(policy, cmp.Or(asc.GetQueue(), defaultQueue), app)
 	blacklist := map[string]bool{}
 	for i := 0; i < r.retries; i++ {
 		if i > 0 && r.interval > 0 {
