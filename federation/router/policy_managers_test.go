@@ -33,7 +33,9 @@ func TestManagedRouterPoliciesRouteAsYARNsPoliciesOfTheSameName(t *testing.T) {
 	prio := func(w map[string]string) store.PolicyConfiguration {
 		return managed(federation.PriorityBroadcastPolicyManager, w)
 	}
-	load := func(w map[string]string) store.PolicyConfiguration { return managed(federation.LoadBasedPolicyManager, w) }
+	load := func(w map[string]string) store.PolicyConfiguration {
+		return managed(federation.LoadBasedPolicyManager, w)
+	}
 	hash := store.PolicyConfiguration{Queue: "*", Type: federation.HashBroadcastPolicyManager}
 	locality := managed(federation.WeightedLocalityPolicyManager, map[string]string{"sc1": "0.25", "sc2": "0.75"})
 	tests := []struct {
