@@ -127,3 +127,102 @@ func LoadSettings(c *hadoopconf.Configuration) (Settings, error) {
 	}
 	return s, nil
 }
+
+// The global policies' Java class names, as
+// yarn.federation.gpg.policy.generator.class names them.
+const (
+	gpgPolicyPackage = "org.apache.hadoop.yarn.server.globalpolicygenerator.policygenerator."
+	// NoOpGlobalPolicy writes nothing; YARN's default.
+	NoOpGlobalPolicy = gpgPolicyPackage + "NoOpGlobalPolicy"
+	// LoadBasedGlobalPolicy weighs sub-clusters down by their pending
+	// applications.
+	LoadBasedGlobalPolicy = gpgPolicyPackage + "LoadBasedGlobalPolicy"
+)
+
+// Scaling is how LoadBasedGlobalPolicy maps pending applications to a
+// weight (its Scaling enum).
+type Scaling string
+
+const (
+	ScalingLinear    Scaling = "LINEAR"
+	ScalingQuadratic Scaling = "QUADRATIC"
+	ScalingLog       Scaling = "LOG"
+	ScalingNone      Scaling = "NONE"
+)
+
+// GPGSettings are the yarn-site.xml settings of the global policy
+// generator, with YarnConfiguration's defaults.
+type GPGSettings struct {
+	// PolicyClass is the global policy: NoOpGlobalPolicy (the default,
+	// which runs no generator) or LoadBasedGlobalPolicy.
+	PolicyClass string
+	// Interval is how often the generator runs (1 h).
+	Interval time.Duration
+	// Blacklist are sub-clusters the generator weighs not at all.
+	Blacklist []string
+	// MinPending (100), MaxPending (1000), MinWeight (0), MaxEdit (3) and
+	// Scaling (LINEAR) are LoadBasedGlobalPolicy's: at most MaxEdit of the
+	// most loaded sub-clusters with more than MinPending pending
+	// applications are weighed down, to MinWeight at MaxPending.
+	MinPending, MaxPending int
+	MinWeight              float32
+	MaxEdit                int
+	Scaling                Scaling
+	// SubClusterCleanerInterval turns on the GPG's marking of sub-clusters
+	// silent for SubClusterExpiration (30 min) LOST when above zero (off
+	// by default, as in YARN).
+	SubClusterCleanerInterval time.Duration
+	SubClusterExpiration      time.Duration
+}
+
+// LoadGPGSettings reads the global policy generator's settings of c,
+// refusing what LoadBasedGlobalPolicy refuses.
+func LoadGPGSettings(c *hadoopconf.Configuration) (GPGSettings, error) {
+	var (
+		s    GPGSettings
+		errs []error
+		err  error
+	)
+	s.PolicyClass, err = c.GetTrimmed(hadoopconf.KeyGPGPolicyClass, NoOpGlobalPolicy)
+	errs = append(errs, err)
+	s.Interval, err = c.GetDuration(hadoopconf.KeyGPGPolicyInterval, time.Hour, time.Millisecond)
+	errs = append(errs, err)
+	s.Blacklist, err = c.GetStrings(hadoopconf.KeyGPGPolicyBlacklist, nil)
+	errs = append(errs, err)
+	s.MinPending, err = c.GetInt(hadoopconf.KeyGPGLoadBasedMinPending, 100)
+	errs = append(errs, err)
+	s.MaxPending, err = c.GetInt(hadoopconf.KeyGPGLoadBasedMaxPending, 1000)
+	errs = append(errs, err)
+	s.MinWeight, err = c.GetFloat(hadoopconf.KeyGPGLoadBasedMinWeight, 0)
+	errs = append(errs, err)
+	s.MaxEdit, err = c.GetInt(hadoopconf.KeyGPGLoadBasedMaxEdit, 3)
+	errs = append(errs, err)
+	scaling, err := c.GetTrimmed(hadoopconf.KeyGPGLoadBasedScaling, string(ScalingLinear))
+	errs = append(errs, err)
+	s.Scaling = Scaling(scaling)
+	s.SubClusterCleanerInterval, err = c.GetDuration(hadoopconf.KeyGPGSubClusterCleanerInterval, -1, time.Millisecond)
+	errs = append(errs, err)
+	s.SubClusterExpiration, err = c.GetDuration(hadoopconf.KeyGPGSubClusterHeartbeatExpiration, 30*time.Minute, time.Millisecond)
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return GPGSettings{}, fmt.Errorf("global policy generator settings: %w", err)
+	}
+	switch {
+	case s.PolicyClass != NoOpGlobalPolicy && s.PolicyClass != LoadBasedGlobalPolicy:
+		return GPGSettings{}, fmt.Errorf("%s: global policy %s is not supported by knit-gpg (supported: %s, %s)",
+			hadoopconf.KeyGPGPolicyClass, s.PolicyClass, NoOpGlobalPolicy, LoadBasedGlobalPolicy)
+	case s.MinPending > s.MaxPending:
+		return GPGSettings{}, fmt.Errorf("minPending = %d must be less than or equal to maxPending=%d", s.MinPending, s.MaxPending)
+	case s.MinWeight < 0 || s.MinWeight >= 1:
+		return GPGSettings{}, fmt.Errorf("minWeight = %v must be within range [0,1)", s.MinWeight)
+	case s.Interval <= 0:
+		return GPGSettings{}, fmt.Errorf("%s must be positive, not %v", hadoopconf.KeyGPGPolicyInterval, s.Interval)
+	}
+	switch s.Scaling {
+	case ScalingLinear, ScalingQuadratic, ScalingLog, ScalingNone:
+	default:
+		// LoadBasedGlobalPolicy warns and keeps NONE.
+		s.Scaling = ScalingNone
+	}
+	return s, nil
+}

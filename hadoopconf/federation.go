@@ -17,4 +17,16 @@ const (
 	KeyRouterDeregisterSubClusterEnabled   = "yarn.router.deregister.subcluster.enabled"
 	KeyRouterSubClusterHeartbeatExpiration = "yarn.router.subcluster.heartbeat.expiration.time"
 	KeyRouterSubClusterCleanerInterval     = "yarn.router.subcluster.cleaner.interval.time"
+
+	// The global policy generator's (knit-gpg, federation.LoadGPGSettings).
+	KeyGPGPolicyClass                   = "yarn.federation.gpg.policy.generator.class"
+	KeyGPGPolicyInterval                = "yarn.federation.gpg.policy.generator.interval"
+	KeyGPGPolicyBlacklist               = "yarn.federation.gpg.policy.generator.blacklist"
+	KeyGPGLoadBasedMinPending           = "yarn.federation.gpg.policy.generator.load-based.pending.minimum"
+	KeyGPGLoadBasedMaxPending           = "yarn.federation.gpg.policy.generator.load-based.pending.maximum"
+	KeyGPGLoadBasedMinWeight            = "yarn.federation.gpg.policy.generator.load-based.weight.minimum"
+	KeyGPGLoadBasedMaxEdit              = "yarn.federation.gpg.policy.generator.load-based.edit.maximum"
+	KeyGPGLoadBasedScaling              = "yarn.federation.gpg.policy.generator.load-based.scaling"
+	KeyGPGSubClusterCleanerInterval     = "yarn.federation.gpg.subcluster.cleaner.interval-ms"
+	KeyGPGSubClusterHeartbeatExpiration = "yarn.federation.gpg.subcluster.heartbeat.expiration-ms"
 )
