@@ -57,3 +57,39 @@ func TestSettingsReadTheSiteInYARNsUnits(t *testing.T) {
 		t.Error("a TTL of \"soon\" was accepted")
 	}
 }
+
+func TestGPGSettingsDefaultToYARNs(t *testing.T) {
+	s, err := LoadGPGSettings(conf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.PolicyClass != NoOpGlobalPolicy || s.Interval != time.Hour || s.MinPending != 100 || s.MaxPending != 1000 || s.MinWeight != 0 ||
+		s.MaxEdit != 3 || s.Scaling != ScalingLinear || s.SubClusterCleanerInterval > 0 || s.SubClusterExpiration != 30*time.Minute {
+		t.Errorf("defaults %+v", s)
+	}
+}
+
+func TestGPGSettingsRefuseWhatLoadBasedGlobalPolicyRefuses(t *testing.T) {
+	tests := []struct {
+		name  string
+		props map[string]string
+	}{
+		{"minimum pending over the maximum", map[string]string{hadoopconf.KeyGPGLoadBasedMinPending: "10", hadoopconf.KeyGPGLoadBasedMaxPending: "5"}},
+		{"minimum weight of 1", map[string]string{hadoopconf.KeyGPGLoadBasedMinWeight: "1"}},
+		{"negative minimum weight", map[string]string{hadoopconf.KeyGPGLoadBasedMinWeight: "-0.1"}},
+		{"a global policy knit-gpg lacks", map[string]string{hadoopconf.KeyGPGPolicyClass: "org.example.MyGlobalPolicy"}},
+		{"an interval of zero", map[string]string{hadoopconf.KeyGPGPolicyInterval: "0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if s, err := LoadGPGSettings(conf(tt.props)); err == nil {
+				t.Errorf("accepted: %+v", s)
+			}
+		})
+	}
+	// An unknown scaling is NONE, as LoadBasedGlobalPolicy warns and keeps it.
+	s, err := LoadGPGSettings(conf(map[string]string{hadoopconf.KeyGPGLoadBasedScaling: "CUBIC", hadoopconf.KeyGPGPolicyInterval: "5s"}))
+	if err != nil || s.Scaling != ScalingNone || s.Interval != 5*time.Second {
+		t.Errorf("settings %+v, %v", s, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -107,6 +108,25 @@ func (c *Configuration) AddFile(path string) error {
 		return fmt.Errorf("%s: %d bytes, more than %d: %w", path, st.Size(), c.limits.MaxBytes, ErrTooLarge)
 	}
 	return c.AddResource(f, path)
+}
+
+// AddDir reads the files named, in order, from a configuration folder
+// (HADOOP_CONF_DIR), skipping those it lacks, as Hadoop skips a
+// default resource it does not find; an empty dir adds nothing.
+func (c *Configuration) AddDir(dir string, names ...string) error {
+	if dir == "" {
+		return nil
+	}
+	for _, name := range names {
+		path := filepath.Join(dir, name)
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := c.AddFile(path); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Set sets a property as a program does with Configuration.set: final marks

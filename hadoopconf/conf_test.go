@@ -2,6 +2,8 @@ package hadoopconf
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -284,5 +286,24 @@ func TestSetDefaultAndClone(t *testing.T) {
 	}
 	if raw, ok := d.Raw("a"); !ok || raw != "clone" {
 		t.Errorf("Raw(a) = %q, %v", raw, ok)
+	}
+}
+
+func TestAddDirReadsTheFilesItHasInOrder(t *testing.T) {
+	dir := t.TempDir()
+	for name, v := range map[string]string{"core-site.xml": "core", "yarn-site.xml": "yarn"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(props("k", v)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := New(Options{LookupEnv: noEnv})
+	if err := c.AddDir(dir, "core-site.xml", "missing-site.xml", "yarn-site.xml"); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, c, "k"); got != "yarn" {
+		t.Errorf("k = %q, want the later file's", got)
+	}
+	if err := New(Options{LookupEnv: noEnv}).AddDir("", "core-site.xml"); err != nil {
+		t.Errorf("an empty dir: %v", err)
 	}
 }

@@ -1,0 +1,125 @@
+// Command knit-gpg is the global policy generator of a Knit YARN
+// Federation (YARN's GlobalPolicyGenerator): every
+// yarn.federation.gpg.policy.generator.interval it weighs the active
+// sub-clusters by their pending applications and writes each queue's
+// policy to the federation store, and, when
+// yarn.federation.gpg.subcluster.cleaner.interval-ms is set, marks silent
+// sub-clusters LOST. This file wires the pieces with fx; what they do
+// lives in federation/.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/knitdev/knit/cmd/internal/lifecycle"
+	"github.com/knitdev/knit/federation"
+	"github.com/knitdev/knit/federation/gpg"
+	"github.com/knitdev/knit/federation/router"
+	fedstore "github.com/knitdev/knit/federation/store"
+	"github.com/knitdev/knit/hadoopconf"
+)
+
+// flags are knit-gpg's command line.
+type flags struct {
+	kubeconfig string
+	namespace  string
+	confDir    string
+}
+
+func main() {
+	var f flags
+	flag.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster hosting the federation's state store; empty means the in-cluster service account")
+	flag.StringVar(&f.namespace, "namespace", "knit-federation", "namespace of the federation's state store (knit-rm's --federation-namespace)")
+	flag.StringVar(&f.confDir, "conf-dir", os.Getenv("HADOOP_CONF_DIR"), "folder with yarn-site.xml: the yarn.federation.gpg.* settings")
+	flag.Parse()
+	app := fx.New(options(f))
+	app.Run()
+	if err := app.Err(); err != nil {
+		fmt.Fprintln(os.Stderr, "knit-gpg:", err)
+		os.Exit(1)
+	}
+}
+
+// options is the whole app: main runs it, and a test checks its graph
+// with fx.ValidateApp.
+func options(f flags) fx.Option {
+	return fx.Options(
+		fx.Supply(f),
+		fx.Provide(newLogger, loadSettings, newStore),
+		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
+		fx.Invoke(runGenerator, runCleaner),
+	)
+}
+
+func newLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// loadSettings reads core-site.xml and yarn-site.xml from the conf dir.
+func loadSettings(f flags) (federation.GPGSettings, error) {
+	c := hadoopconf.New(hadoopconf.Options{})
+	if err := c.AddDir(f.confDir, "core-site.xml", "yarn-site.xml"); err != nil {
+		return federation.GPGSettings{}, fmt.Errorf("configuration: %w", err)
+	}
+	return federation.LoadGPGSettings(c)
+}
+
+func newStore(f flags) (*fedstore.Kube, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes config: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return fedstore.NewKube(fedstore.KubeConfig{Client: client, Namespace: f.namespace})
+}
+
+// runGenerator runs the policy generator, unless the global policy is
+// NoOpGlobalPolicy (YARN's default), which generates nothing.
+func runGenerator(run lifecycle.Runner, s *fedstore.Kube, settings federation.GPGSettings) error {
+	if settings.PolicyClass == federation.NoOpGlobalPolicy {
+		run.Logger.Info("policy generator off: the global policy is NoOpGlobalPolicy", "key", hadoopconf.KeyGPGPolicyClass)
+		return nil
+	}
+	g, err := gpg.New(gpg.Config{
+		Store:  s,
+		Queues: gpg.RESTQueues{Client: &http.Client{Timeout: 30 * time.Second}},
+		Policy: gpg.LoadBased{MinPending: settings.MinPending, MaxPending: settings.MaxPending, MinWeight: settings.MinWeight,
+			MaxEdit: settings.MaxEdit, Scaling: settings.Scaling},
+		Blacklist: settings.Blacklist,
+		Interval:  settings.Interval,
+		Logger:    run.Logger.With("component", "policy-generator"),
+	})
+	if err != nil {
+		return err
+	}
+	run.Background("policy generator", g.Run)
+	return nil
+}
+
+// runCleaner marks silent sub-clusters LOST with the Router's cleaner,
+// on the GPG's settings (YARN's GPG SubClusterCleaner).
+func runCleaner(run lifecycle.Runner, s *fedstore.Kube, settings federation.GPGSettings) error {
+	if settings.SubClusterCleanerInterval <= 0 {
+		return nil
+	}
+	c, err := router.NewCleaner(router.CleanerConfig{Store: s, Expiration: settings.SubClusterExpiration, Interval: settings.SubClusterCleanerInterval,
+		Logger: run.Logger.With("component", "subcluster-cleaner")})
+	if err != nil {
+		return err
+	}
+	run.Background("sub-cluster cleaner", c.Run)
+	return nil
+}

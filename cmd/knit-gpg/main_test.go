@@ -1,0 +1,15 @@
+package main
+
+import (
+	"testing"
+
+	"go.uber.org/fx"
+)
+
+// The wiring is complete: every constructor's inputs are provided, with no
+// cycle, without running any of them.
+func TestWiringIsValid(t *testing.T) {
+	if err := fx.ValidateApp(options(flags{})); err != nil {
+		t.Fatal(err)
+	}
+}
