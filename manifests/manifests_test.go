@@ -35,7 +35,11 @@ import (
 )
 
 // kustomizations are the folders a cluster owner applies.
-func kustomizations() []string { return []string{"base", "overlays/example"} }
+func kustomizations() []string { return []string{"base", "overlays/example", "overlays/federation"} }
+
+// knitBinaries are the binaries a rendered container may run: each is its
+// container's name and the entrypoint of its image.
+func knitBinaries() []string { return []string{"knit-rm", "knit-node", "knit-router", "knit-gpg"} }
 
 // helperContainers run no Knit binary, so have no flags to check.
 func helperContainers() []string { return []string{"hadoop-conf"} }
@@ -174,8 +178,8 @@ func TestTheCRDIsTheOneKnitRMInstalls(t *testing.T) {
 }
 
 // definedFlags reads the flag names cmd/<binary> defines, from its source:
-// every call flag.XxxVar(&v, "name", …) or flag.Xxx("name", …) in its
-// non-test files. Reading the syntax tree needs no build and no exported
+// every call flag.XxxVar(&v, "name", …) or flag.Xxx("name", …), or the same
+// on a function's *flag.FlagSet parameter, in its non-test files. Reading the syntax tree needs no build and no exported
 // symbol from a main package, and a flag defined some other way (a name
 // that is not a literal, a FlagSet) fails the test rather than hiding.
 func definedFlags(t *testing.T, binary string) map[string]bool {
@@ -194,6 +198,28 @@ func definedFlags(t *testing.T, binary string) map[string]bool {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A function may define flags on a *flag.FlagSet parameter it is
+		// given (flag.CommandLine, from main).
+		flagSets := map[ast.Node]map[string]bool{}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			names := map[string]bool{"flag": true}
+			for _, p := range fn.Type.Params.List {
+				if star, ok := p.Type.(*ast.StarExpr); ok {
+					if sel, ok := star.X.(*ast.SelectorExpr); ok && sel.Sel.Name == "FlagSet" {
+						if pkg, ok := sel.X.(*ast.Ident); ok && pkg.Name == "flag" {
+							for _, n := range p.Names {
+								names[n.Name] = true
+							}
+						}
+					}
+				}
+			}
+			flagSets[fn.Body] = names
+		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok {
@@ -203,7 +229,8 @@ func definedFlags(t *testing.T, binary string) map[string]bool {
 			if !ok {
 				return true
 			}
-			if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "flag" {
+			pkg, ok := sel.X.(*ast.Ident)
+			if !ok || !(pkg.Name == "flag" || definesOn(flagSets, call, pkg.Name)) {
 				return true
 			}
 			i := flagNameArg(sel.Sel.Name)
@@ -227,6 +254,17 @@ func definedFlags(t *testing.T, binary string) map[string]bool {
 		t.Fatalf("found no flag.Xxx definitions in cmd/%s", binary)
 	}
 	return flags
+}
+
+// definesOn says whether name is a *flag.FlagSet parameter of the
+// function whose body holds call.
+func definesOn(flagSets map[ast.Node]map[string]bool, call *ast.CallExpr, name string) bool {
+	for body, names := range flagSets {
+		if names[name] && body.Pos() <= call.Pos() && call.End() <= body.End() {
+			return true
+		}
+	}
+	return false
 }
 
 // flagNameArg is the index of the name among the arguments of the flag
@@ -265,17 +303,17 @@ func parseArgs(args []string) (commandLine, error) {
 
 // workload is a Deployment's or DaemonSet's pod template.
 type workload struct {
-	kind, name string
-	spec       corev1.PodSpec
+	kind, ns, name string
+	spec           corev1.PodSpec
 }
 
 func workloads(r *rendered) []workload {
 	var out []workload
 	for _, d := range all[*appsv1.Deployment](r) {
-		out = append(out, workload{"Deployment", d.Name, d.Spec.Template.Spec})
+		out = append(out, workload{"Deployment", d.Namespace, d.Name, d.Spec.Template.Spec})
 	}
 	for _, d := range all[*appsv1.DaemonSet](r) {
-		out = append(out, workload{"DaemonSet", d.Name, d.Spec.Template.Spec})
+		out = append(out, workload{"DaemonSet", d.Namespace, d.Name, d.Spec.Template.Spec})
 	}
 	return out
 }
@@ -283,11 +321,11 @@ func workloads(r *rendered) []workload {
 func TestEveryFlagIsOneTheBinaryDefines(t *testing.T) {
 	envRef := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 	defined := map[string]map[string]bool{}
-	for _, bin := range []string{"knit-rm", "knit-node"} {
+	for _, bin := range knitBinaries() {
 		defined[bin] = definedFlags(t, bin)
 	}
 	each(t, func(t *testing.T, r *rendered) {
-		checked := 0
+		checked := map[string]bool{}
 		for _, w := range workloads(r) {
 			for _, c := range slices.Concat(w.spec.InitContainers, w.spec.Containers) {
 				if slices.Contains(helperContainers(), c.Name) {
@@ -320,11 +358,11 @@ func TestEveryFlagIsOneTheBinaryDefines(t *testing.T) {
 						}
 					}
 				}
-				checked++
+				checked[c.Name] = true
 			}
 		}
-		if checked != 2 {
-			t.Errorf("checked %d Knit containers, want knit-rm and knit-node", checked)
+		if !checked["knit-rm"] || !checked["knit-node"] {
+			t.Errorf("checked the Knit containers %v, want knit-rm and knit-node among them", slices.Sorted(maps.Keys(checked)))
 		}
 	})
 }
@@ -427,11 +465,20 @@ type knit struct {
 func load(t *testing.T, r *rendered) knit {
 	t.Helper()
 	var k knit
-	deployments := all[*appsv1.Deployment](r)
-	if len(deployments) != 1 || deployments[0].Name != "knit-rm" {
-		t.Fatalf("want the one Deployment knit-rm, have %d", len(deployments))
+	var rms []*appsv1.Deployment
+	for _, d := range all[*appsv1.Deployment](r) {
+		switch d.Name {
+		case "knit-rm":
+			rms = append(rms, d)
+		case "knit-router", "knit-gpg":
+		default:
+			t.Errorf("%s renders a Deployment %s/%s this test does not know", r.dir, d.Namespace, d.Name)
+		}
 	}
-	k.rm = deployments[0]
+	if len(rms) != 1 {
+		t.Fatalf("want one Deployment knit-rm, have %d", len(rms))
+	}
+	k.rm = rms[0]
 	k.ns = k.rm.Namespace
 	k.rmc = container(t, k.rm.Spec.Template.Spec.Containers, "knit-rm")
 	k.rmArgs = args(t, k.rmc)
@@ -699,7 +746,7 @@ func TestEveryQueueNamespaceHasTheQueueRoleBindings(t *testing.T) {
 
 func TestRBACRefersToRenderedRolesAndServiceAccounts(t *testing.T) {
 	each(t, func(t *testing.T, r *rendered) {
-		k := load(t, r)
+		load(t, r)
 		check := func(what string, ns string, ref rbacv1.RoleRef, subjects []rbacv1.Subject) {
 			switch ref.Kind {
 			case "ClusterRole":
@@ -723,13 +770,11 @@ func TestRBACRefersToRenderedRolesAndServiceAccounts(t *testing.T) {
 		for _, b := range all[*rbacv1.ClusterRoleBinding](r) {
 			check("ClusterRoleBinding "+b.Name, "", b.RoleRef, b.Subjects)
 		}
-		for _, w := range []struct {
-			name, sa string
-		}{{"knit-rm", k.rm.Spec.Template.Spec.ServiceAccountName}, {"knit-node", k.node.Spec.Template.Spec.ServiceAccountName}} {
-			if w.sa != w.name {
-				t.Errorf("%s runs as service account %q, want %s", w.name, w.sa, w.name)
+		for _, w := range workloads(r) {
+			if w.spec.ServiceAccountName != w.name {
+				t.Errorf("%s runs as service account %q, want %s", w.name, w.spec.ServiceAccountName, w.name)
 			}
-			one[*corev1.ServiceAccount](t, r, k.ns, w.sa)
+			one[*corev1.ServiceAccount](t, r, w.ns, w.spec.ServiceAccountName)
 		}
 	})
 }

@@ -1,0 +1,205 @@
+package manifests
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/knitdev/knit/federation"
+)
+
+// storeSources are the files whose Kubernetes calls are the federation
+// store's: the ConfigMap and Lease verbs they use are what its processes
+// need in the store's namespace.
+func storeSources() []string {
+	return []string{"../federation/store/kube.go", "../federation/store/retry.go"}
+}
+
+// calledVerbs reads the API verbs the store's source calls on ConfigMaps
+// and Leases: every method Get, List, Watch, Create, Update, Patch or
+// Delete called on k.configMaps() or on a .ConfigMaps(ns)/.Leases(ns)
+// client, by resource.
+func calledVerbs(t *testing.T) map[string][]string {
+	t.Helper()
+	verbs := map[string][]string{}
+	fset := token.NewFileSet()
+	for _, path := range storeSources() {
+		f, err := parser.ParseFile(fset, filepath.Clean(path), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			verb := strings.ToLower(sel.Sel.Name)
+			if !slices.Contains([]string{"get", "list", "watch", "create", "update", "patch", "delete"}, verb) {
+				return true
+			}
+			inner, ok := sel.X.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			innerSel, ok := inner.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			resource := ""
+			switch innerSel.Sel.Name {
+			case "configMaps", "ConfigMaps":
+				resource = "configmaps"
+			case "Leases":
+				resource = "leases"
+			default:
+				return true
+			}
+			if !slices.Contains(verbs[resource], verb) {
+				verbs[resource] = append(verbs[resource], verb)
+			}
+			return true
+		})
+	}
+	if len(verbs["configmaps"]) == 0 {
+		t.Fatalf("found no ConfigMap calls in %v", storeSources())
+	}
+	return verbs
+}
+
+// granted are the verbs the service account saNS/sa may use on resource
+// in ns, through the RoleBindings there, on every object of it (rules
+// narrowed by name do not count: the store's names are not known ahead).
+func granted(r *rendered, ns, resource, saNS, sa string) []string {
+	var out []string
+	for _, b := range all[*rbacv1.RoleBinding](r) {
+		if b.Namespace != ns || !slices.ContainsFunc(b.Subjects, func(s rbacv1.Subject) bool {
+			return s.Kind == rbacv1.ServiceAccountKind && s.Namespace == saNS && s.Name == sa
+		}) {
+			continue
+		}
+		var rules []rbacv1.PolicyRule
+		if b.RoleRef.Kind == "Role" {
+			if role, ok := find[*rbacv1.Role](r, ns, b.RoleRef.Name); ok {
+				rules = role.Rules
+			}
+		} else if role, ok := find[*rbacv1.ClusterRole](r, "", b.RoleRef.Name); ok {
+			rules = role.Rules
+		}
+		for _, rule := range rules {
+			if slices.Contains(rule.APIGroups, apiGroup(resource)) && slices.Contains(rule.Resources, resource) && len(rule.ResourceNames) == 0 {
+				out = append(out, rule.Verbs...)
+			}
+		}
+	}
+	return out
+}
+
+func apiGroup(resource string) string {
+	if resource == "leases" {
+		return "coordination.k8s.io"
+	}
+	return ""
+}
+
+// fed is the federation part of a rendering.
+type fed struct {
+	k                   knit
+	router, gpg         *appsv1.Deployment
+	routerArgs, gpgArgs commandLine
+}
+
+func loadFederation(t *testing.T, r *rendered) fed {
+	t.Helper()
+	f := fed{k: load(t, r)}
+	f.router = one[*appsv1.Deployment](t, r, "knit-federation", "knit-router")
+	f.gpg = one[*appsv1.Deployment](t, r, "knit-federation", "knit-gpg")
+	f.routerArgs = args(t, container(t, f.router.Spec.Template.Spec.Containers, "knit-router"))
+	f.gpgArgs = args(t, container(t, f.gpg.Spec.Template.Spec.Containers, "knit-gpg"))
+	return f
+}
+
+func TestEveryFederationProcessMayMakeEveryStoreCall(t *testing.T) {
+	verbs := calledVerbs(t)
+	r := render(t, "overlays/federation")
+	f := loadFederation(t, r)
+	storeNS := f.k.rmArgs["federation-namespace"]
+	for _, p := range []struct {
+		name, ns, sa, storeNS string
+	}{
+		{"knit-rm", f.k.ns, f.k.rm.Spec.Template.Spec.ServiceAccountName, storeNS},
+		{"knit-router", f.router.Namespace, f.router.Spec.Template.Spec.ServiceAccountName, f.routerArgs["namespace"]},
+		{"knit-gpg", f.gpg.Namespace, f.gpg.Spec.Template.Spec.ServiceAccountName, f.gpgArgs["namespace"]},
+	} {
+		if p.storeNS != storeNS {
+			t.Errorf("%s's store is in %q, knit-rm's in %q", p.name, p.storeNS, storeNS)
+		}
+		for resource, want := range verbs {
+			have := granted(r, p.storeNS, resource, p.ns, p.sa)
+			for _, v := range want {
+				if !slices.Contains(have, v) && !slices.Contains(have, "*") {
+					t.Errorf("%s (%s/%s) may not %s %s in %s, which federation/store calls", p.name, p.ns, p.sa, v, resource, p.storeNS)
+				}
+			}
+		}
+	}
+}
+
+func TestTheFederationOverlayMakesTheRMASubClusterBehindTheRouter(t *testing.T) {
+	r := render(t, "overlays/federation")
+	f := loadFederation(t, r)
+	s, err := federation.LoadSettings(f.k.rmConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Enabled || s.SubClusterID == "" {
+		t.Errorf("knit-rm's yarn-site.xml: federation enabled %v, cluster-id %q", s.Enabled, s.SubClusterID)
+	}
+	// The RM's base settings survive the merge.
+	if f.k.rmSettings.MaxAllocationMB != load(t, render(t, "base")).rmSettings.MaxAllocationMB {
+		t.Errorf("the overlay's yarn-site.xml lost the base's settings")
+	}
+	if _, ok := find[*corev1.Namespace](r, "", f.k.rmArgs["federation-namespace"]); !ok {
+		t.Errorf("the store's namespace %s is not rendered", f.k.rmArgs["federation-namespace"])
+	}
+
+	rc := container(t, f.router.Spec.Template.Spec.Containers, "knit-router")
+	cm := mountedConfigMap(t, r, f.router.Namespace, f.router.Spec.Template.Spec, rc, f.routerArgs["conf-dir"])
+	rs, err := federation.LoadSettings(loadConf(t, cm))
+	if err != nil {
+		t.Fatalf("knit-router's configuration: %v", err)
+	}
+	svc := one[*corev1.Service](t, r, f.router.Namespace, "knit-router")
+	for _, p := range []struct{ name, addr string }{{"client", rs.RouterClientRMAddress}, {"admin", rs.RouterRMAdminAddress}} {
+		want := port(t, p.addr)
+		if got := containerPort(t, rc, p.name); got != want {
+			t.Errorf("knit-router's %s container port %d, its yarn-site.xml binds %s", p.name, got, p.addr)
+		}
+		if got := servicePort(t, svc, rc, p.name); got != want {
+			t.Errorf("Service knit-router's %s port %d, knit-router binds %s", p.name, got, p.addr)
+		}
+	}
+
+	gc := container(t, f.gpg.Spec.Template.Spec.Containers, "knit-gpg")
+	gs, err := federation.LoadGPGSettings(loadConf(t, mountedConfigMap(t, r, f.gpg.Namespace, f.gpg.Spec.Template.Spec, gc, f.gpgArgs["conf-dir"])))
+	if err != nil {
+		t.Fatalf("knit-gpg's configuration: %v", err)
+	}
+	if gs.PolicyClass != federation.LoadBasedGlobalPolicy {
+		t.Errorf("knit-gpg runs %s, which generates nothing", gs.PolicyClass)
+	}
+	if got := f.gpg.Spec.Replicas; got == nil || *got != 1 {
+		t.Errorf("knit-gpg has %v replicas, want one generator", got)
+	}
+}
