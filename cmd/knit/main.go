@@ -16,7 +16,7 @@ const usage = `usage:
   knit rmadmin -refreshQueues|-refreshAdminAcls|...    as yarn rmadmin (knit rmadmin -help)
   knit logs -applicationId ID [-containerId ID] [-log_files F,...] [-size N]   as yarn logs
   knit shell [-t] [-T] CONTAINER_ID [-- COMMAND ...]   a terminal, or one command, in a running container
-  knit local up [--nodes N] [--dir DIR]   start the local cluster in the background
+  knit local up [--nodes N] [--dir DIR] [--subclusters N]   start the local cluster in the background
   knit local status [--dir DIR]           show it
   knit local down [--dir DIR]             stop it
   knit local run [--nodes N] [--dir DIR]  run it in the foreground`

@@ -32,6 +32,7 @@ type State struct {
 	Kubeconfig string       `json:"kubeconfig"`
 	Nodes      []Node       `json:"nodes"`
 	RM         *RMAddresses `json:"rm,omitempty"`
+	Federation *Federation  `json:"federation,omitempty"`
 	HadoopConf string       `json:"hadoopConf,omitempty"`
 	Started    time.Time    `json:"started"`
 }
@@ -104,8 +105,8 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	st := State{PID: os.Getpid(), Server: c.ControlPlane.Server, Kubeconfig: c.ControlPlane.Kubeconfig, Nodes: c.Nodes, RM: c.RM, Started: time.Now().UTC()}
-	if c.RM != nil {
+	st := State{PID: os.Getpid(), Server: c.ControlPlane.Server, Kubeconfig: c.ControlPlane.Kubeconfig, Nodes: c.Nodes, RM: c.RM, Federation: c.Federation, Started: time.Now().UTC()}
+	if c.RM != nil || c.Federation != nil {
 		st.HadoopConf = HadoopConfDir(opts.Dir)
 	}
 	data, err := json.MarshalIndent(st, "", "  ")
@@ -159,6 +160,9 @@ func Up(ctx context.Context, opts Options, command []string) (*State, error) {
 	}
 	if opts.RMs > 1 {
 		args = append(args, "--rms", strconv.Itoa(opts.RMs))
+	}
+	if opts.SubClusters > 1 {
+		args = append(args, "--subclusters", strconv.Itoa(opts.SubClusters))
 	}
 	if len(opts.RMCommand) > 0 {
 		args = append(args, "--rm-binary", opts.RMCommand[0])

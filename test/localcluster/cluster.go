@@ -55,6 +55,11 @@ type Options struct {
 	// Two or more run with RM HA (rm1, rm2, …: one active, elected by the
 	// Lease, the others standby), and hadoop-conf/ says so to clients.
 	RMs int
+	// SubClusters, when 2 or more, runs a local federation (federation.go)
+	// of that many knit-rm sub-clusters in place of one knit-rm, with
+	// knit-router and knit-gpg from beside RMCommand; RMs must then be at
+	// most one.
+	SubClusters int
 	// NodeCapacity, when set, is each node's capacity (and allocatable)
 	// in place of procnode's defaults, name by name: a test that runs
 	// more containers at once than 8 CPUs a node hold gives more.
@@ -77,6 +82,9 @@ type Cluster struct {
 	RM *RMAddresses
 	// RMs holds every replica's addresses, rm1 first.
 	RMs []RMAddresses
+	// Federation is what Options.SubClusters started, if anything; RM and
+	// RMs are then empty.
+	Federation *Federation
 
 	log     *slog.Logger
 	confDir string
@@ -93,7 +101,9 @@ type Cluster struct {
 	// nodeServices are the knit-node processes, one per node; ports are
 	// theirs and RKS's, picked with the first knit-rm.
 	nodeServices []*process
-	ports        nodePorts
+	// federation are knit-router and knit-gpg, when a federation runs.
+	federation []*process
+	ports      nodePorts
 	cancel       context.CancelFunc
 	running      sync.WaitGroup
 }
@@ -118,6 +128,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	if opts.Nodes <= 0 {
 		opts.Nodes = 1
+	}
+	if opts.SubClusters >= 2 && opts.RMs > 1 {
+		return nil, errors.New("localcluster: a local federation runs one knit-rm per sub-cluster, not RM HA")
 	}
 	if opts.Dir == "" {
 		dir, err := os.MkdirTemp("", "knit-local-")
@@ -194,7 +207,13 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := c.waitNodesReady(ctx); err != nil {
 		return nil, errors.Join(err, c.Stop(context.WithoutCancel(ctx)))
 	}
-	if len(opts.RMCommand) > 0 {
+	if len(opts.RMCommand) > 0 && opts.SubClusters >= 2 {
+		fed, err := c.startFederation(ctx, opts.Dir, opts.RMCommand, opts.SubClusters)
+		if err != nil {
+			return nil, errors.Join(err, c.Stop(context.WithoutCancel(ctx)))
+		}
+		c.Federation = fed
+	} else if len(opts.RMCommand) > 0 {
 		addrs, err := c.startRM(ctx, opts.Dir, opts.RMCommand, nil)
 		if err != nil {
 			return nil, errors.Join(err, c.Stop(context.WithoutCancel(ctx)))
@@ -245,9 +264,10 @@ func Schedulable(node *corev1.Node) bool {
 	return ready && !node.Spec.Unschedulable
 }
 
-// Stop ends knit-rm, the nodes, then every pod process they started, then the
+// Stop ends knit-router and knit-gpg, knit-rm, the nodes, then every pod process they started, then the
 // control plane.
 func (c *Cluster) Stop(ctx context.Context) error {
+	c.stopFederation()
 	c.stopRM()
 	c.cancel()
 	c.running.Wait()

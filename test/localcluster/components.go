@@ -17,7 +17,7 @@ import (
 func componentsPath(dir string) string { return filepath.Join(dir, "components.json") }
 
 // Components reports every process the cluster supervises: the control
-// plane's, knit-rm's and each knit-node's, with their restarts.
+// plane's, knit-rm's, each knit-node's, and knit-router's and knit-gpg's, with their restarts.
 func (c *Cluster) Components() []supervise.Status {
 	out := c.ControlPlane.Components()
 	c.mu.Lock()
@@ -26,6 +26,9 @@ func (c *Cluster) Components() []supervise.Status {
 		out = append(out, p.sp.Status())
 	}
 	for _, p := range c.nodeServices {
+		out = append(out, p.sp.Status())
+	}
+	for _, p := range c.federation {
 		out = append(out, p.sp.Status())
 	}
 	return out

@@ -233,6 +233,12 @@ func appLogsURI(dir string) string {
 // then the user's properties (u), then site, later ones winning; and links
 // u's other files there.
 func writeRMConf(log *slog.Logger, dir string, a []RMAddresses, p nodePorts, u userConf, site []hadoopconf.Property) (rmConfDir string, err error) {
+	return writeConfIn(log, dir, RMConfDir(dir), a, p, u, site)
+}
+
+// writeConfIn is writeRMConf into confDir, for a folder other than
+// HadoopConfDir: a sub-cluster RM's of a local federation.
+func writeConfIn(log *slog.Logger, dir, confDir string, a []RMAddresses, p nodePorts, u userConf, site []hadoopconf.Property) (string, error) {
 	owned := rmOwned(a)
 	defaults := []hadoopconf.Property{
 		{Name: "yarn.resourcemanager.max-completed-applications", Value: "1000"},
@@ -248,7 +254,7 @@ func writeRMConf(log *slog.Logger, dir string, a []RMAddresses, p nodePorts, u u
 		"yarn-site.xml": mergeProperties(log, "yarn-site.xml", owned, defaults, u.yarn, site),
 		"core-site.xml": mergeProperties(log, "core-site.xml", nil, []hadoopconf.Property{{Name: "fs.defaultFS", Value: "file:///"}}, u.core, nil),
 	}
-	rmConfDir = RMConfDir(dir)
+	rmConfDir := confDir
 	if err := os.MkdirAll(rmConfDir, 0o755); err != nil {
 		return "", fmt.Errorf("localcluster: %w", err)
 	}
