@@ -104,8 +104,8 @@ type Cluster struct {
 	// federation are knit-router and knit-gpg, when a federation runs.
 	federation []*process
 	ports      nodePorts
-	cancel       context.CancelFunc
-	running      sync.WaitGroup
+	cancel     context.CancelFunc
+	running    sync.WaitGroup
 }
 
 // NodeAddress is the loopback address of the i-th node (from 0): 127.0.1.1,
