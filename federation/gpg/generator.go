@@ -3,7 +3,6 @@ package gpg
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -105,12 +104,12 @@ func (g *Generator) Generate(ctx context.Context) ([]string, error) {
 		if slices.Contains(g.cfg.Blacklist, sc.ID) {
 			continue
 		}
-		n, err := appsPending(sc.Capability)
+		m, err := store.ParseCapability(sc.Capability)
 		if err != nil {
 			g.log.WarnContext(ctx, "skipped a sub-cluster without cluster metrics", "subCluster", sc.ID, "err", err)
 			continue
 		}
-		pending[sc.ID] = n
+		pending[sc.ID] = m.AppsPending
 	}
 	if len(pending) == 0 {
 		g.log.InfoContext(ctx, "no sub-cluster to weigh; no policy written", "active", len(active))
@@ -148,21 +147,4 @@ func (g *Generator) Generate(ctx context.Context) ([]string, error) {
 		return written, fmt.Errorf("gpg: %w", err)
 	}
 	return written, nil
-}
-
-// appsPending reads clusterMetrics.appsPending of a heartbeat's
-// capability.
-func appsPending(capability string) (int, error) {
-	var c struct {
-		ClusterMetrics *struct {
-			AppsPending *int `json:"appsPending"`
-		} `json:"clusterMetrics"`
-	}
-	if err := json.Unmarshal([]byte(capability), &c); err != nil {
-		return 0, err
-	}
-	if c.ClusterMetrics == nil || c.ClusterMetrics.AppsPending == nil {
-		return 0, fmt.Errorf("no clusterMetrics.appsPending in %q", capability)
-	}
-	return *c.ClusterMetrics.AppsPending, nil
 }

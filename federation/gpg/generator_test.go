@@ -33,7 +33,7 @@ func seed(t *testing.T, pending map[string]string) *store.Memory {
 		if err := m.RegisterSubCluster(ctx, info); err != nil {
 			t.Fatal(err)
 		}
-		capability := `{"clusterMetrics":{"appsPending":` + p + `}}`
+		capability := `{"clusterMetrics":{"availableMB":8192,"appsPending":` + p + `}}`
 		if p == "" {
 			capability = ""
 		}

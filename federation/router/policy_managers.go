@@ -1,8 +1,6 @@
 package router
 
 import (
-	"encoding/json"
-	"fmt"
 	"slices"
 
 	"github.com/knitdev/knit/federation"
@@ -109,35 +107,18 @@ func (l loadBased) home(active []store.SubClusterInfo, blacklist map[string]bool
 		if blacklist[sc.ID] || l.weights[sc.ID] <= 0 {
 			continue
 		}
-		mem, err := availableMB(sc.Capability)
+		m, err := store.ParseCapability(sc.Capability)
 		if err != nil {
 			return "", yarnerr.YarnException.Errorf("FederationSubCluserInfo cannot be parsed: %s: %w", sc.ID, err)
 		}
-		if mem > best {
-			chosen, best = sc.ID, mem
+		if m.AvailableMB > best {
+			chosen, best = sc.ID, m.AvailableMB
 		}
 	}
 	if chosen == "" {
 		return "", yarnerr.FederationPolicy.New("Zero Active Subcluster with weight 1.")
 	}
 	return chosen, nil
-}
-
-// availableMB reads clusterMetrics.availableMB of a heartbeat's
-// capability, which YARN's policy requires.
-func availableMB(capability string) (int64, error) {
-	var c struct {
-		ClusterMetrics *struct {
-			AvailableMB *int64 `json:"availableMB"`
-		} `json:"clusterMetrics"`
-	}
-	if err := json.Unmarshal([]byte(capability), &c); err != nil {
-		return 0, err
-	}
-	if c.ClusterMetrics == nil || c.ClusterMetrics.AvailableMB == nil {
-		return 0, fmt.Errorf("no clusterMetrics.availableMB in %q", capability)
-	}
-	return *c.ClusterMetrics.AvailableMB, nil
 }
 
 // hashByQueue is HashBasedRouterPolicy: the candidates sorted by id,

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -195,4 +196,34 @@ func validateState(state State) error {
 		return fmt.Errorf("invalid SubCluster State %v", state)
 	}
 	return nil
+}
+
+// ClusterMetrics are the figures of a sub-cluster's capability that the
+// federation's policies weigh it by: the router's LoadBasedRouterPolicy
+// (available memory) and the GPG's LoadBasedGlobalPolicy (pending
+// applications).
+type ClusterMetrics struct {
+	AvailableMB int64
+	AppsPending int
+}
+
+// ParseCapability reads the clusterMetrics of a capability as YARN's
+// heartbeat writes it ({"clusterMetrics":{"availableMB":…,"appsPending":…,…}});
+// a capability without them (a sub-cluster that never heartbeat) is an
+// error.
+func ParseCapability(capability string) (ClusterMetrics, error) {
+	var c struct {
+		ClusterMetrics *struct {
+			AvailableMB *int64 `json:"availableMB"`
+			AppsPending *int   `json:"appsPending"`
+		} `json:"clusterMetrics"`
+	}
+	if err := json.Unmarshal([]byte(capability), &c); err != nil {
+		return ClusterMetrics{}, fmt.Errorf("capability: %w", err)
+	}
+	m := c.ClusterMetrics
+	if m == nil || m.AvailableMB == nil || m.AppsPending == nil {
+		return ClusterMetrics{}, fmt.Errorf("capability %q lacks clusterMetrics.availableMB or appsPending", capability)
+	}
+	return ClusterMetrics{AvailableMB: *m.AvailableMB, AppsPending: *m.AppsPending}, nil
 }

@@ -343,3 +343,26 @@ func validName(n string) bool {
 	}
 	return n != ""
 }
+
+func TestParseCapabilityReadsTheHeartbeatsClusterMetrics(t *testing.T) {
+	tests := []struct {
+		name       string
+		capability string
+		want       ClusterMetrics
+		wantErr    bool
+	}{
+		{"knit-rm's heartbeat", `{"clusterMetrics":{"appsSubmitted":3,"appsPending":2,"availableMB":4096,"totalMB":8192}}`, ClusterMetrics{AvailableMB: 4096, AppsPending: 2}, false},
+		{"before the first heartbeat", ``, ClusterMetrics{}, true},
+		{"without clusterMetrics", `{"other":{}}`, ClusterMetrics{}, true},
+		{"without availableMB", `{"clusterMetrics":{"appsPending":2}}`, ClusterMetrics{}, true},
+		{"without appsPending", `{"clusterMetrics":{"availableMB":1}}`, ClusterMetrics{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseCapability(tt.capability)
+			if got != tt.want || (err != nil) != tt.wantErr {
+				t.Errorf("ParseCapability = %+v, %v; want %+v, error %v", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
