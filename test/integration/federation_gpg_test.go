@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,25 +17,48 @@ import (
 	"github.com/knitdev/knit/test/eventually"
 )
 
+// federationBinaries builds knit-router and knit-gpg beside the binaries
+// of knitBinaries, once for the package.
+var federationBinaries = sync.OnceValue(func() error {
+	if err := knitBinaries(); err != nil {
+		return err
+	}
+	out, err := exec.Command("go", "build", "-o", binDir+"/", "github.com/knitdev/knit/cmd/knit-router", "github.com/knitdev/knit/cmd/knit-gpg").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return nil
+})
+
+func buildFederation(t *testing.T) {
+	t.Helper()
+	if err := federationBinaries(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// federationStore is a federation store in a new namespace of the shared
+// cluster.
+func federationStore(t *testing.T, prefix string) (string, *fedstore.Kube) {
+	t.Helper()
+	ns := newNamespace(t, prefix)
+	st, err := fedstore.NewKube(fedstore.KubeConfig{Client: cluster.Client, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns, st
+}
+
 // TestTheGlobalPolicyGeneratorsWeightsSteerTheRouter runs knit-gpg with
 // LoadBasedGlobalPolicy over two sub-clusters, one of them loaded with
 // pending applications: the GPG writes the default queue's
 // WeightedLocalityPolicyManager policy weighing the loaded one down to
 // nothing, and the Router homes the queue's next submissions on the other.
 func TestTheGlobalPolicyGeneratorsWeightsSteerTheRouter(t *testing.T) {
-	if err := knitBinaries(); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("go", "build", "-o", binDir+"/", "github.com/knitdev/knit/cmd/knit-router", "github.com/knitdev/knit/cmd/knit-gpg").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	buildFederation(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	fedNS := newNamespace(t, "federation-gpg-")
-	st, err := fedstore.NewKube(fedstore.KubeConfig{Client: cluster.Client, Namespace: fedNS})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fedNS, st := federationStore(t, "federation-gpg-")
 	rms := map[string]*subCluster{}
 	for _, id := range []string{"sc1", "sc2"} {
 		rms[id] = startSubCluster(t, id, fedNS)

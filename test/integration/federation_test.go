@@ -41,19 +41,10 @@ import (
 // submitted. Its applications are unmanaged, so neither RM creates
 // pods the other one's informers would also see.
 func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
-	if err := knitBinaries(); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("go", "build", "-o", binDir+"/", "github.com/knitdev/knit/cmd/knit-router").CombinedOutput(); err != nil {
-		t.Fatalf("go build knit-router: %v\n%s", err, out)
-	}
+	buildFederation(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	fedNS := newNamespace(t, "federation-")
-	st, err := fedstore.NewKube(fedstore.KubeConfig{Client: cluster.Client, Namespace: fedNS})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fedNS, st := federationStore(t, "federation-")
 
 	rms := map[string]*subCluster{}
 	for _, id := range []string{"sc1", "sc2"} {

@@ -27,12 +27,7 @@ import (
 // Router, the application lands in one sub-cluster's RM, and `knit
 // application -list` through the same folder lists it; down leaves nothing.
 func TestKnitLocalUpWithTwoSubClustersServesThroughTheRouter(t *testing.T) {
-	if err := knitBinaries(); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("go", "build", "-o", binDir+"/", "github.com/knitdev/knit/cmd/knit-router", "github.com/knitdev/knit/cmd/knit-gpg").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	buildFederation(t)
 	dir := filepath.Join(t.TempDir(), "local")
 	knit := knitLocal(t, dir)
 	out, err := knit("up", "--nodes", "1", "--subclusters", "2")
