@@ -2,7 +2,6 @@ package manifests
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"path/filepath"
 	"slices"
@@ -32,30 +31,18 @@ func calledVerbs(t *testing.T) map[string][]string {
 	verbs := map[string][]string{}
 	fset := token.NewFileSet()
 	for _, path := range storeSources() {
-		f, err := parser.ParseFile(fset, filepath.Clean(path), nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok {
-				return true
-			}
+		selectorCalls(parseGo(t, fset, filepath.Clean(path)), func(_ *ast.CallExpr, sel *ast.SelectorExpr) {
 			verb := strings.ToLower(sel.Sel.Name)
 			if !slices.Contains([]string{"get", "list", "watch", "create", "update", "patch", "delete"}, verb) {
-				return true
+				return
 			}
 			inner, ok := sel.X.(*ast.CallExpr)
 			if !ok {
-				return true
+				return
 			}
 			innerSel, ok := inner.Fun.(*ast.SelectorExpr)
 			if !ok {
-				return true
+				return
 			}
 			resource := ""
 			switch innerSel.Sel.Name {
@@ -64,12 +51,11 @@ func calledVerbs(t *testing.T) map[string][]string {
 			case "Leases":
 				resource = "leases"
 			default:
-				return true
+				return
 			}
 			if !slices.Contains(verbs[resource], verb) {
 				verbs[resource] = append(verbs[resource], verb)
 			}
-			return true
 		})
 	}
 	if len(verbs["configmaps"]) == 0 {

@@ -194,10 +194,7 @@ func definedFlags(t *testing.T, binary string) map[string]bool {
 		if strings.HasSuffix(path, "_test.go") {
 			continue
 		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := parseGo(t, fset, path)
 		// A function may define flags on a *flag.FlagSet parameter it is
 		// given (flag.CommandLine, from main).
 		flagSets := map[ast.Node]map[string]bool{}
@@ -220,40 +217,53 @@ func definedFlags(t *testing.T, binary string) map[string]bool {
 			}
 			flagSets[fn.Body] = names
 		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok {
-				return true
-			}
+		selectorCalls(f, func(call *ast.CallExpr, sel *ast.SelectorExpr) {
 			pkg, ok := sel.X.(*ast.Ident)
 			if !ok || !(pkg.Name == "flag" || definesOn(flagSets, call, pkg.Name)) {
-				return true
+				return
 			}
 			i := flagNameArg(sel.Sel.Name)
 			if i < 0 || i >= len(call.Args) {
-				return true
+				return
 			}
 			lit, ok := call.Args[i].(*ast.BasicLit)
 			if !ok || lit.Kind != token.STRING {
 				t.Errorf("%s: flag.%s names its flag with an expression this test cannot read", fset.Position(call.Pos()), sel.Sel.Name)
-				return true
+				return
 			}
 			name, err := strconv.Unquote(lit.Value)
 			if err != nil {
 				t.Fatal(err)
 			}
 			flags[name] = true
-			return true
 		})
 	}
 	if len(flags) == 0 {
 		t.Fatalf("found no flag.Xxx definitions in cmd/%s", binary)
 	}
 	return flags
+}
+
+// parseGo parses the Go file at path.
+func parseGo(t *testing.T, fset *token.FileSet, path string) *ast.File {
+	t.Helper()
+	f, err := parser.ParseFile(fset, path, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// selectorCalls calls fn on every call of the form x.Name(…) in f.
+func selectorCalls(f *ast.File, fn func(call *ast.CallExpr, sel *ast.SelectorExpr)) {
+	ast.Inspect(f, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok {
+			if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
+				fn(call, sel)
+			}
+		}
+		return true
+	})
 }
 
 // definesOn says whether name is a *flag.FlagSet parameter of the
