@@ -97,7 +97,7 @@ lint:
 # DistributedShell job on it and its containers' output.
 LOCAL_DIR ?= $(HOME)/.knit/local
 local: tools etcd
-	$(GO) build -o $(BIN)/ ./cmd/knit ./cmd/knit-rm ./cmd/knit-launcher ./cmd/knit-node ./examples/distshell ./examples/mrjob ./examples/sparkjob
+	$(GO) build -o $(BIN)/ ./cmd/knit ./cmd/knit-rm ./cmd/knit-launcher ./cmd/knit-node ./cmd/knit-router ./cmd/knit-gpg ./examples/distshell ./examples/mrjob ./examples/sparkjob
 	$(BIN)/knit local up --nodes 2 --dir $(LOCAL_DIR)
 	HADOOP_CONF_DIR=$(LOCAL_DIR)/hadoop-conf $(BIN)/distshell -shell_command echo -shell_args 'hello from a YARN container on Knit' \
 	  -num_containers 2 >$(LOCAL_DIR)/distshell.out 2>&1 || { cat $(LOCAL_DIR)/distshell.out; exit 1; }

@@ -1,7 +1,8 @@
 // Package federation is the room of YARN Federation in Knit: many knit-rm
 // sub-clusters behind Routers, sharing one state and policy store, so that
 // unchanged clients see one cluster. This package holds the federation's
-// yarn-site.xml settings and the policy managers' names; its
+// yarn-site.xml settings (the Router's and the GPG's) and the policy
+// managers' and global policies' names; its
 // sub-packages the rest:
 //
 //   - store: the federation state and policy store (YARN's
@@ -17,6 +18,10 @@
 //     FederationClientInterceptor) and the federation calls of its admin
 //     protocol (FederationRMAdminInterceptor), its router policies, and the
 //     check that marks silent sub-clusters LOST.
+//   - gpg: knit-gpg's global policy generator (YARN's
+//     GlobalPolicyGenerator with LoadBasedGlobalPolicy): it weighs the
+//     active sub-clusters by their pending applications and writes each
+//     queue's WeightedLocalityPolicyManager policy to the store.
 //
 // Imports: protocols, acl, hadoopconf, client-go (tests also the client
 // package and test/). Never rm: a sub-cluster RM is reached over the

@@ -7,7 +7,8 @@
 //     on failure (yarn.router.submit.retry): ids never collide, as each
 //     RM names applications by its own cluster timestamp.
 //   - submitApplication picks the home by the queue's router policy (the
-//     queue's in the store, else "*"'s, else yarn.federation.policy-manager),
+//     queue's in the store, else "*"'s, else yarn.federation.policy-manager;
+//     the policies of policy.go and policy_managers.go),
 //     records it (the first recorded home wins), and submits there; a
 //     sub-cluster that fails is blacklisted and the next try moves the
 //     home.
