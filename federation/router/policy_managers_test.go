@@ -8,6 +8,7 @@ import (
 	"github.com/knitdev/knit/federation"
 	"github.com/knitdev/knit/federation/store"
 	"github.com/knitdev/knit/protocols/yarnerr"
+	"github.com/knitdev/knit/protocols/yarnid"
 )
 
 func managed(manager string, weights map[string]string) store.PolicyConfiguration {
@@ -131,5 +132,47 @@ func TestJavaStringHashMatchesStringHashCode(t *testing.T) {
 		if got := javaStringHash(tt.s); got != tt.want {
 			t.Errorf("javaStringHash(%q) = %d, want %d", tt.s, got, tt.want)
 		}
+	}
+}
+
+// The Router hands a policy the submission's own queue and application,
+// not the queue the store's policy is filed under.
+func TestTheRouterRoutesHashAndRejectBySubmission(t *testing.T) {
+	tests := []struct {
+		name     string
+		policy   store.PolicyConfiguration
+		queue    string
+		wantHome string
+		wantErr  string
+	}{
+		{"a '*' hash policy hashes the submission's queue", store.PolicyConfiguration{Queue: "*", Type: federation.HashBroadcastPolicyManager}, "default", "sc2", ""},
+		{"a queue without a name hashes as default", store.PolicyConfiguration{Queue: "*", Type: federation.HashBroadcastPolicyManager}, "", "sc2", ""},
+		{"reject names the queue and the application", store.PolicyConfiguration{Queue: "etl", Type: federation.RejectAllPolicyManager}, "etl", "",
+			"The policy configured for this queue (etl) reject all routing requests by construction. Application application_9_0001 cannot be routed to any RM."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := store.NewMemory(nil)
+			rm1, rm2 := startRM(t, "sc1", 1), startRM(t, "sc2", 2)
+			join(t, s, rm1, rm2)
+			if err := s.SetPolicyConfiguration(t.Context(), tt.policy); err != nil {
+				t.Fatal(err)
+			}
+			_, c := serveRouter(t, s, routerOptions{policy: store.PolicyConfiguration{Queue: "*", Type: federation.UniformBroadcastPolicyManager}})
+			id := yarnid.ApplicationID{ClusterTimestamp: 9, ID: 1}
+			err := c.SubmitApplication(t.Context(), submission(id.Proto(), tt.queue))
+			if tt.wantErr != "" {
+				if !errors.Is(err, yarnerr.FederationPolicy) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("err %v, want FederationPolicyException %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if home, _ := s.GetApplicationHomeSubCluster(t.Context(), id.String()); home != tt.wantHome {
+				t.Errorf("home %q, want %q", home, tt.wantHome)
+			}
+		})
 	}
 }
