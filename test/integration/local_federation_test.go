@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/knitdev/knit/client"
+	"github.com/knitdev/knit/federation"
 	fedstore "github.com/knitdev/knit/federation/store"
 	"github.com/knitdev/knit/test/eventually"
 	"github.com/knitdev/knit/test/localcluster"
@@ -22,7 +23,8 @@ import (
 
 // TestKnitLocalUpWithTwoSubClustersServesThroughTheRouter runs `knit local
 // up --subclusters 2` as a user does: two knit-rm sub-clusters with their
-// own namespaces on the one control plane, knit-router and knit-gpg. A
+// own namespaces on the one control plane, knit-router and knit-gpg, which
+// writes the default queue's weights. A
 // client that reads only the hadoop-conf/ the command wrote submits to the
 // Router, the application lands in one sub-cluster's RM, and `knit
 // application -list` through the same folder lists it; down leaves nothing.
@@ -72,6 +74,15 @@ func TestKnitLocalUpWithTwoSubClustersServesThroughTheRouter(t *testing.T) {
 		active, err := store.GetSubClusters(ctx, true)
 		if err != nil || len(active) != 2 {
 			return fmt.Errorf("active sub-clusters %v, %v", active, err)
+		}
+		return nil
+	})
+
+	// knit-gpg weighs them for the default queue.
+	eventually.WithinEvery(t, 2*time.Minute, time.Second, func(ctx context.Context) error {
+		p, err := store.GetPolicyConfiguration(ctx, "default")
+		if err != nil || p.Type != federation.WeightedLocalityPolicyManager {
+			return fmt.Errorf("policy of default: %+v, %v", p, err)
 		}
 		return nil
 	})
