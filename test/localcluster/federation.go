@@ -72,8 +72,11 @@ const (
 	localGPGInterval   = "30s"
 )
 
-// routerPorts are YARN's default Router ports, used when free.
-var routerPorts = [2]int{8050, 8052}
+// YARN's default Router ports, used when free.
+const (
+	routerClientPort = 8050
+	routerAdminPort  = 8052
+)
 
 // startFederation starts n knit-rm sub-clusters, knit-router and knit-gpg
 // (found beside command[0]) and sc1's knit-nodes, and writes the client
@@ -197,7 +200,7 @@ func (c *Cluster) startFederation(ctx context.Context, dir string, command []str
 // pickRouterAddresses takes the Router's ports a kept folder's
 // yarn-site.xml names, else YARN's defaults, else free ones.
 func pickRouterAddresses(dir string) (client, admin string, err error) {
-	preferred := []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(routerPorts[0])), net.JoinHostPort("127.0.0.1", strconv.Itoa(routerPorts[1]))}
+	preferred := []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(routerClientPort)), net.JoinHostPort("127.0.0.1", strconv.Itoa(routerAdminPort))}
 	c := hadoopconf.New(hadoopconf.Options{})
 	if c.AddDir(HadoopConfDir(dir), "yarn-site.xml") == nil {
 		if s, err := federation.LoadSettings(c); err == nil && s.RouterClientRMAddress != "0.0.0.0:8050" {
