@@ -94,7 +94,7 @@ func runGenerator(run lifecycle.Runner, s *fedstore.Kube, settings federation.GP
 		return nil
 	}
 	g, err := gpg.New(gpg.Config{
-		Store:  s,
+		Store: s,
 		// A sub-cluster RM that hangs costs a run its queues, not the run.
 		Queues: gpg.RESTQueues{Client: &http.Client{Timeout: 30 * time.Second}},
 		Policy: gpg.LoadBased{MinPending: settings.MinPending, MaxPending: settings.MaxPending, MinWeight: settings.MinWeight,
