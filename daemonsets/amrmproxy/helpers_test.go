@@ -12,6 +12,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/ipc/ipctest"
 	"github.com/knitdev/knit/protocols/token"
@@ -28,7 +29,7 @@ var testAttempt = yarnid.AttemptID{App: yarnid.ApplicationID{ClusterTimestamp: 1
 // rmToken is a real-looking token whose identifier is the user it
 // authenticates as, so the fake RM checks it with ipctest.TokenLookup.
 func rmToken(user string) token.Token {
-	return token.Token{Identifier: []byte(user), Password: []byte("pw-" + user), Kind: KindAMRMToken}
+	return token.Token{Identifier: []byte(user), Password: []byte("pw-" + user), Kind: client.KindAMRMToken}
 }
 
 func testCtx(t *testing.T) context.Context {

@@ -14,16 +14,13 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
-
-// KindAMRMToken is the kind of the local tokens, the RM's own
-// (AMRMTokenIdentifier.KIND_NAME): the AM's client selects its token by it.
-const KindAMRMToken = "YARN_AM_RM_TOKEN"
 
 // maxIdentifierBytes bounds an identifier presented over SASL: an
 // AMRMTokenIdentifierProto is a few dozen bytes.
@@ -175,7 +172,7 @@ func (s *Secrets) signLocked(attempt yarnid.AttemptID) token.Token {
 	}
 	id := &yarnpb.AMRMTokenIdentifierProto{AppAttemptId: attempt.Proto(), KeyId: proto.Int32(key.id)}
 	raw, _ := proto.MarshalOptions{Deterministic: true}.Marshal(id) // no required fields: cannot fail
-	return token.Token{Identifier: raw, Password: hmacSHA1(key.secret, raw), Kind: KindAMRMToken}
+	return token.Token{Identifier: raw, Password: hmacSHA1(key.secret, raw), Kind: client.KindAMRMToken}
 }
 
 // Refresh is the allocate-time key check: while a next key waits, an AM

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -101,7 +102,7 @@ func TestSecretsCreateSignsWhatRetrievePasswordReturns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(pw) != string(tok.Password) || tok.Kind != KindAMRMToken || tok.Service != "" {
+	if string(pw) != string(tok.Password) || tok.Kind != client.KindAMRMToken || tok.Service != "" {
 		t.Fatalf("token %v does not verify (password %x)", tok, pw)
 	}
 	var id yarnpb.AMRMTokenIdentifierProto

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/token"
@@ -94,8 +95,8 @@ func (s *Service) Register(srv *ipc.Server) error {
 // container gets instead. A second start of the same attempt (the
 // container prepared again) replaces the pipeline.
 func (s *Service) StartApplicationMaster(_ context.Context, attempt yarnid.AttemptID, user string, rmToken token.Token) (token.Token, error) {
-	if rmToken.Kind != KindAMRMToken {
-		return token.Token{}, fmt.Errorf("amrmproxy: start %s: token of kind %q, want %s", attempt, rmToken.Kind, KindAMRMToken)
+	if rmToken.Kind != client.KindAMRMToken {
+		return token.Token{}, fmt.Errorf("amrmproxy: start %s: token of kind %q, want %s", attempt, rmToken.Kind, client.KindAMRMToken)
 	}
 	app := App{Attempt: attempt, User: user, RMToken: rmToken.Clone(), Logger: s.log.With("attempt", attempt.String())}
 	stages, err := build(app, s.cfg.Pipeline, s.cfg.Stages)
@@ -294,4 +295,28 @@ func (s *Service) FinishApplicationMaster(ctx context.Context, req *yarnpb.Finis
 		p.app.Logger.Warn("closing the AMRMProxy pipeline", "err", err)
 	}
 	return resp, nil
+}
+
+// TakeAMRMToken is the token swap of an AM container about to be
+// prepared on the node: the real AMRMToken in creds starts the attempt's
+// pipeline and is replaced, under the same alias, by the node's local
+// token, so the AM's token file never holds the RM's. It reports whether
+// creds held an AMRMToken; without one, creds are left alone.
+func (s *Service) TakeAMRMToken(ctx context.Context, attempt yarnid.AttemptID, user string, creds *token.Credentials) (bool, error) {
+	var aliases []string
+	var real token.Token
+	for alias, t := range creds.TokensOfKind(client.KindAMRMToken) {
+		aliases, real = append(aliases, alias), t
+	}
+	if len(aliases) == 0 {
+		return false, nil
+	}
+	local, err := s.StartApplicationMaster(ctx, attempt, user, real)
+	if err != nil {
+		return false, err
+	}
+	for _, alias := range aliases {
+		creds.AddToken(alias, local)
+	}
+	return true, nil
 }
