@@ -27,10 +27,15 @@ func WriteAMConf(dst, src, proxyAddr string) error {
 		return fmt.Errorf("amrmproxy: AM configuration: %w", err)
 	}
 	for _, e := range ents {
-		if !e.Type().IsRegular() || e.Name() == "yarn-site.xml" {
+		if e.Name() == "yarn-site.xml" {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		// Stat follows links: a cluster may link the user's files in.
+		path := filepath.Join(src, e.Name())
+		if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(path)
 		if err != nil {
 			return fmt.Errorf("amrmproxy: AM configuration: %w", err)
 		}
