@@ -7,3 +7,10 @@ const (
 	KeyAMRMProxyAddress  = "yarn.nodemanager.amrmproxy.address"
 	KeyAMRMProxyPipeline = "yarn.nodemanager.amrmproxy.interceptor-class.pipeline"
 )
+
+// Knit's own settings of the AMRMProxy's throttling interceptor, which YARN
+// does not have (amrmproxy.ThrottleSettingsFromHadoop).
+const (
+	KeyAMRMProxyThrottleMaxPending  = "knit.amrmproxy.throttle.max-pending-containers"
+	KeyAMRMProxyThrottleMinInterval = "knit.amrmproxy.throttle.min-allocate-interval-ms"
+)

@@ -46,6 +46,10 @@ func newAMRMProxy(lc fx.Lifecycle, f flags, conf *hadoopconf.Configuration, log 
 	if err != nil {
 		return nil, fmt.Errorf("amrmproxy: %w", err)
 	}
+	throttle, err := amrmproxy.ThrottleSettingsFromHadoop(conf)
+	if err != nil {
+		return nil, err
+	}
 	log = log.With("component", "amrmproxy")
 	secrets, err := amrmproxy.NewSecrets(amrmproxy.SecretsConfig{RollInterval: s.RollInterval, ActivationDelay: s.ActivationDelay, Logger: log})
 	if err != nil {
@@ -54,8 +58,11 @@ func newAMRMProxy(lc fx.Lifecycle, f flags, conf *hadoopconf.Configuration, log 
 	svc, err := amrmproxy.New(amrmproxy.Config{
 		Secrets:  secrets,
 		Pipeline: s.Pipeline,
-		Stages:   map[string]amrmproxy.Stage{amrmproxy.DefaultInterceptorName: amrmproxy.DefaultStage(rm, nil)},
-		Logger:   log,
+		Stages: map[string]amrmproxy.Stage{
+			amrmproxy.DefaultInterceptorName:  amrmproxy.DefaultStage(rm, nil),
+			amrmproxy.ThrottleInterceptorName: amrmproxy.ThrottleStage(throttle, nil),
+		},
+		Logger: log,
 	})
 	if err != nil {
 		return nil, err
