@@ -8,10 +8,13 @@ import (
 	"strconv"
 
 	"go.uber.org/fx"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/cmd/internal/lifecycle"
 	"github.com/knitdev/knit/daemonsets/amrmproxy"
+	"github.com/knitdev/knit/federation"
+	fedstore "github.com/knitdev/knit/federation/store"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
 )
@@ -30,7 +33,7 @@ type amrmProxy struct {
 // address at the configured port, forwards to the RM's scheduler address
 // of the node's configuration, and writes the configuration AM containers
 // get under the node root, which pods see.
-func newAMRMProxy(lc fx.Lifecycle, f flags, conf *hadoopconf.Configuration, log *slog.Logger) (*amrmProxy, error) {
+func newAMRMProxy(lc fx.Lifecycle, f flags, conf *hadoopconf.Configuration, kube kubernetes.Interface, log *slog.Logger) (*amrmProxy, error) {
 	s, err := amrmproxy.SettingsFromHadoop(conf)
 	if err != nil {
 		return nil, err
@@ -50,6 +53,25 @@ func newAMRMProxy(lc fx.Lifecycle, f flags, conf *hadoopconf.Configuration, log 
 	if err != nil {
 		return nil, err
 	}
+	stages := map[string]amrmproxy.Stage{
+		amrmproxy.DefaultInterceptorName:  amrmproxy.DefaultStage(rm, nil),
+		amrmproxy.ThrottleInterceptorName: amrmproxy.ThrottleStage(throttle, nil),
+	}
+	fed, err := federation.LoadSettings(conf)
+	if err != nil {
+		return nil, err
+	}
+	if fed.Enabled {
+		// The state store is in the cluster the node is in, as knit-rm's
+		// --federation-namespace has it.
+		kubeStore, err := fedstore.NewKube(fedstore.KubeConfig{Client: kube, Namespace: f.federationNamespace})
+		if err != nil {
+			return nil, err
+		}
+		stages[amrmproxy.FederationInterceptorName] = amrmproxy.FederationStage(amrmproxy.FederationSettings{
+			Store: fedstore.NewCache(kubeStore, fed.CacheTTL, nil), DefaultPolicy: fed.PolicyManager,
+		})
+	}
 	log = log.With("component", "amrmproxy")
 	secrets, err := amrmproxy.NewSecrets(amrmproxy.SecretsConfig{RollInterval: s.RollInterval, ActivationDelay: s.ActivationDelay, Logger: log})
 	if err != nil {
@@ -58,11 +80,8 @@ func newAMRMProxy(lc fx.Lifecycle, f flags, conf *hadoopconf.Configuration, log 
 	svc, err := amrmproxy.New(amrmproxy.Config{
 		Secrets:  secrets,
 		Pipeline: s.Pipeline,
-		Stages: map[string]amrmproxy.Stage{
-			amrmproxy.DefaultInterceptorName:  amrmproxy.DefaultStage(rm, nil),
-			amrmproxy.ThrottleInterceptorName: amrmproxy.ThrottleStage(throttle, nil),
-		},
-		Logger: log,
+		Stages:   stages,
+		Logger:   log,
 	})
 	if err != nil {
 		return nil, err

@@ -75,6 +75,9 @@ type flags struct {
 	// configuration's.
 	amrmProxy     bool
 	amrmProxyPort int
+	// federationNamespace holds the federation's state store, which the
+	// AMRMProxy's federation interceptor reads.
+	federationNamespace string
 }
 
 func main() {
@@ -101,6 +104,7 @@ func main() {
 	flag.DurationVar(&f.utilizationInterval, "utilization-interval", metrics.DefaultPublishInterval, "how often to measure the node's and its containers' utilization and publish it on the Node for the RM's node reports, when it moved; 0 turns it off")
 	flag.BoolVar(&f.amrmProxy, "amrmproxy", false, "run the AMRMProxy, which the node's AMs use as their scheduler, as yarn.nodemanager.amrmproxy.enabled does")
 	flag.IntVar(&f.amrmProxyPort, "amrmproxy-port", 0, "where the AMRMProxy listens on the node's address; 0 means the port of yarn.nodemanager.amrmproxy.address, else 8049")
+	flag.StringVar(&f.federationNamespace, "federation-namespace", "knit-federation", "namespace of the federation's state store (knit-rm's --federation-namespace), read by the AMRMProxy's FederationInterceptor when yarn.federation.enabled")
 	flag.Parse()
 
 	app := fx.New(options(f))

@@ -7,7 +7,11 @@
 //
 // Each attempt gets a pipeline of interceptors (Interceptor) named by
 // yarn.nodemanager.amrmproxy.interceptor-class.pipeline; the last one
-// forwards to the home RM (DefaultInterceptor). The Service owns the
+// forwards to the home RM (DefaultInterceptor). In front of it may go
+// the ThrottleInterceptor (Knit's: slows and bounds an AM's asks) and the
+// FederationInterceptor (YARN Federation: splits asks across sub-clusters
+// by the queue's AMRMProxy policy, Broadcast or Home, with an unmanaged AM
+// in each secondary sub-cluster). The Service owns the
 // pipelines: StartApplicationMaster builds one when an AM container is
 // prepared and returns the local token for the container's token file;
 // a successful finishApplicationMaster or EndApplication ends it.
@@ -20,5 +24,7 @@
 // allocate answer, as the RM would hand it one.
 //
 // Imports: protocols (ipc, yarnrpc, yarnpb, token, yarnerr), hadoopconf
-// for the settings, and client for Knit's AMRM client towards the RM.
+// for the settings, client for Knit's AMRM and RM clients towards the RMs,
+// and federation (its store and policy names) for the federation
+// interceptor.
 package amrmproxy

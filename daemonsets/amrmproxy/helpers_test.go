@@ -45,6 +45,7 @@ type fakeRM struct {
 	mu         sync.Mutex
 	users      []string
 	asks       [][]*yarnpb.ResourceRequestProto
+	releases   []*yarnpb.ContainerIdProto
 	lastID     int32
 	registered bool
 	finished   bool
@@ -60,7 +61,11 @@ func (f *fakeRM) user(ctx context.Context) {
 }
 
 func (f *fakeRM) serve(t *testing.T) string {
-	return ipctest.Serve(t, ipc.Config{Tokens: ipctest.TokenLookup}, yarnrpc.ApplicationMasterProtocolName, yarnrpc.ApplicationMasterProtocolFuncs{
+	return ipctest.Serve(t, ipc.Config{Tokens: ipctest.TokenLookup}, yarnrpc.ApplicationMasterProtocolName, f.methods()...)
+}
+
+func (f *fakeRM) methods() []ipc.Method {
+	return yarnrpc.ApplicationMasterProtocolFuncs{
 		RegisterApplicationMaster: func(ctx context.Context, _ *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -79,6 +84,7 @@ func (f *fakeRM) serve(t *testing.T) string {
 				return nil, yarnerr.InvalidApplicationMasterRequest.Errorf("expect responseId to be %d, but get %d", f.lastID, req.GetResponseId())
 			}
 			f.asks = append(f.asks, req.GetAsk())
+			f.releases = append(f.releases, req.GetRelease()...)
 			f.lastID++
 			resp := &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(f.lastID), AllocatedContainers: f.allocated}
 			if f.renew != nil {
@@ -94,7 +100,7 @@ func (f *fakeRM) serve(t *testing.T) string {
 			f.finished = true
 			return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(true)}, nil
 		},
-	}.Methods()...)
+	}.Methods()
 }
 
 func (f *fakeRM) seenUsers() []string {
