@@ -298,7 +298,7 @@ func (f *FederationInterceptor) launchUAM(ctx context.Context, sc store.SubClust
 	defer rmc.Close()
 	appID := f.app.Attempt.App.Proto()
 	asc := &yarnpb.ApplicationSubmissionContextProto{
-		ApplicationId: appID, ApplicationName: proto.String("UnmanagedAM-" + f.app.Attempt.App.String()),
+		ApplicationId: appID, ApplicationName: proto.String(federation.UnmanagedAMName),
 		UnmanagedAm: proto.Bool(true), AmContainerSpec: &yarnpb.ContainerLaunchContextProto{},
 		KeepContainersAcrossApplicationAttempts: proto.Bool(true),
 		Resource:                                &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},

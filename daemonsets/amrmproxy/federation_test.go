@@ -3,7 +3,6 @@ package amrmproxy
 import (
 	"context"
 
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -58,21 +57,7 @@ func (f *fakeSubCluster) serve(t *testing.T, token string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		<-served
-	})
-	return l.Addr().String()
+	return ipctest.Run(t, srv)
 }
 
 func container(attempt yarnid.AttemptID, seq int64) *yarnpb.ContainerProto {
@@ -137,14 +122,7 @@ func TestFederationInterceptor(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := testCtx(t)
 			e := newFederation(t, tt.manager)
-			local, err := e.svc.StartApplicationMaster(ctx, testAttempt, "alice", rmToken("real-1"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			am := rawAM(t, e.proxy, local)
-			if _, err := am.RegisterApplicationMaster(ctx, &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("am-host")}); err != nil {
-				t.Fatal(err)
-			}
+			am := registeredAM(t, e.svc, e.proxy)
 			resp, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 2)}})
 			if err != nil {
 				t.Fatal(err)
@@ -163,7 +141,7 @@ func TestFederationInterceptor(t *testing.T) {
 			}
 			if tt.wantSecondary {
 				asc := e.secondary.submitted[0]
-				if !asc.GetUnmanagedAm() || e.secondary.submitter[0] != "alice" || !proto.Equal(asc.GetApplicationId(), testAttempt.App.Proto()) {
+				if !asc.GetUnmanagedAm() || asc.GetApplicationName() != federation.UnmanagedAMName || e.secondary.submitter[0] != "alice" || !proto.Equal(asc.GetApplicationId(), testAttempt.App.Proto()) {
 					t.Fatalf("secondary got %v from %s, want the application unmanaged from its user", asc, e.secondary.submitter[0])
 				}
 				if users := e.secondary.seenUsers(); len(users) == 0 || users[0] != "uam-sc-2" {

@@ -2,9 +2,7 @@ package amrmproxy
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -135,26 +133,28 @@ func serveProxy(t *testing.T, secrets *Secrets, pipeline []string, stages map[st
 	if err := svc.Register(srv); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-served; !errors.Is(err, ipc.ErrServerClosed) {
-			t.Errorf("serve returned %v", err)
-		}
 		if err := svc.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
 	})
-	return svc, l.Addr().String()
+	return svc, ipctest.Run(t, srv)
+}
+
+// registeredAM starts the attempt's pipeline with the real token "real-1"
+// and returns a raw AM client of the proxy, registered.
+func registeredAM(t *testing.T, svc *Service, proxy string) *yarnrpc.ApplicationMasterProtocolClient {
+	t.Helper()
+	ctx := testCtx(t)
+	local, err := svc.StartApplicationMaster(ctx, testAttempt, "alice", rmToken("real-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	am := rawAM(t, proxy, local)
+	if _, err := am.RegisterApplicationMaster(ctx, &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("am-host")}); err != nil {
+		t.Fatal(err)
+	}
+	return am
 }
 
 // rawAM is an AM client that sends exactly the requests it is given.

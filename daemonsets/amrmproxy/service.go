@@ -194,23 +194,38 @@ func (s *Service) caller(ctx context.Context) (*yarnpb.AMRMTokenIdentifierProto,
 	p := s.pipelines[attempt]
 	s.mu.Unlock()
 	if p == nil {
-		return nil, nil, yarnerr.YarnException.Errorf("The AM %s is not registered with the AMRMProxy on this node", attempt)
+		return nil, nil, noPipeline(attempt)
 	}
 	return id, p, nil
+}
+
+// enter finds the caller's pipeline and takes its lock, which the caller
+// releases; a pipeline that ended meanwhile is as none.
+func (s *Service) enter(ctx context.Context) (*yarnpb.AMRMTokenIdentifierProto, *pipeline, error) {
+	id, p, err := s.caller(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.mu.Lock()
+	if p.ended {
+		p.mu.Unlock()
+		return nil, nil, noPipeline(p.app.Attempt)
+	}
+	return id, p, nil
+}
+
+func noPipeline(attempt yarnid.AttemptID) error {
+	return yarnerr.YarnException.Errorf("The AM %s is not registered with the AMRMProxy on this node", attempt)
 }
 
 // RegisterApplicationMaster passes the register down the pipeline; the AM's
 // answers are numbered from 0 again.
 func (s *Service) RegisterApplicationMaster(ctx context.Context, req *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
-	_, p, err := s.caller(ctx)
+	_, p, err := s.enter(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ended {
-		return nil, yarnerr.YarnException.Errorf("The AM %s is not registered with the AMRMProxy on this node", p.app.Attempt)
-	}
 	resp, err := p.stages[0].RegisterApplicationMaster(ctx, req)
 	if err != nil {
 		return nil, err
@@ -223,15 +238,11 @@ func (s *Service) RegisterApplicationMaster(ctx context.Context, req *yarnpb.Reg
 // does, passes the heartbeat down the pipeline, keeps any new real token
 // out of the answer and puts in a new local one when the node's key rolled.
 func (s *Service) Allocate(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
-	id, p, err := s.caller(ctx)
+	id, p, err := s.enter(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ended {
-		return nil, yarnerr.YarnException.Errorf("The AM %s is not registered with the AMRMProxy on this node", p.app.Attempt)
-	}
 	if p.last == nil {
 		return nil, yarnerr.ApplicationMasterNotRegistered.Errorf("AM is not registered for known application attempt: %s or RM had restarted after AM registered. AM should re-register.", p.app.Attempt)
 	}
@@ -271,18 +282,12 @@ func nextResponseID(id int32) int32 { return int32((int64(id) + 1) & math.MaxInt
 // FinishApplicationMaster passes the finish down the pipeline; once the
 // RM unregistered the attempt, its pipeline ends.
 func (s *Service) FinishApplicationMaster(ctx context.Context, req *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {
-	_, p, err := s.caller(ctx)
+	_, p, err := s.enter(ctx)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := func() (*yarnpb.FinishApplicationMasterResponseProto, error) {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.ended {
-			return nil, yarnerr.YarnException.Errorf("The AM %s is not registered with the AMRMProxy on this node", p.app.Attempt)
-		}
-		return p.stages[0].FinishApplicationMaster(ctx, req)
-	}()
+	resp, err := p.stages[0].FinishApplicationMaster(ctx, req)
+	p.mu.Unlock()
 	if err != nil || !resp.GetIsUnregistered() {
 		return resp, err
 	}

@@ -156,14 +156,7 @@ func TestAllocateResponseIDs(t *testing.T) {
 			ctx := testCtx(t)
 			rm := &fakeRM{}
 			svc, proxy := serveProxy(t, testSecrets(t), []string{DefaultInterceptorName}, defaultStages(rm.serve(t)))
-			local, err := svc.StartApplicationMaster(ctx, testAttempt, "alice", rmToken("real-1"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			am := rawAM(t, proxy, local)
-			if _, err := am.RegisterApplicationMaster(ctx, &yarnpb.RegisterApplicationMasterRequestProto{}); err != nil {
-				t.Fatal(err)
-			}
+			am := registeredAM(t, svc, proxy)
 			var err2 error
 			var prev *yarnpb.AllocateResponseProto
 			for _, id := range tt.ids {

@@ -48,14 +48,7 @@ func TestThrottleInterceptorBoundsPendingContainers(t *testing.T) {
 			stages := defaultStages(rm.serve(t))
 			stages[ThrottleInterceptorName] = ThrottleStage(ThrottleSettings{MaxPending: 5}, nil)
 			svc, proxy := serveProxy(t, testSecrets(t), []string{ThrottleInterceptorName, DefaultInterceptorName}, stages)
-			local, err := svc.StartApplicationMaster(ctx, testAttempt, "alice", rmToken("real-1"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			am := rawAM(t, proxy, local)
-			if _, err := am.RegisterApplicationMaster(ctx, &yarnpb.RegisterApplicationMasterRequestProto{}); err != nil {
-				t.Fatal(err)
-			}
+			am := registeredAM(t, svc, proxy)
 			id := int32(0)
 			for i, asks := range tt.heartbeats {
 				resp, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Ask: asks})
@@ -82,14 +75,7 @@ func TestThrottleInterceptorSpacesHeartbeats(t *testing.T) {
 	const interval = 200 * time.Millisecond
 	stages[ThrottleInterceptorName] = ThrottleStage(ThrottleSettings{MinInterval: interval}, nil)
 	svc, proxy := serveProxy(t, testSecrets(t), []string{ThrottleInterceptorName, DefaultInterceptorName}, stages)
-	local, err := svc.StartApplicationMaster(ctx, testAttempt, "alice", rmToken("real-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	am := rawAM(t, proxy, local)
-	if _, err := am.RegisterApplicationMaster(ctx, &yarnpb.RegisterApplicationMasterRequestProto{}); err != nil {
-		t.Fatal(err)
-	}
+	am := registeredAM(t, svc, proxy)
 	start := time.Now()
 	for id := int32(0); id < 3; id++ {
 		if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id)}); err != nil {
