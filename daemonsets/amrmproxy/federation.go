@@ -43,6 +43,13 @@ type FederationSettings struct {
 	// wait for an unmanaged AM's token; nil means exponential backoff for
 	// at most a minute.
 	NewBackOff func() backoff.BackOff
+	// LaunchTimeout bounds registering an unmanaged AM in a secondary
+	// sub-cluster, a heartbeat's wait on it; zero means 30 s. A
+	// sub-cluster where it failed is left out for RetryAfter (zero: a
+	// minute), so that heartbeats do not wait on it each time.
+	LaunchTimeout, RetryAfter time.Duration
+	// Now is the clock; time.Now if nil.
+	Now func() time.Time
 }
 
 // FederationInterceptor spreads an AM's asks over the federation's
@@ -66,6 +73,9 @@ type FederationInterceptor struct {
 	uams map[string]*uam
 	// owner maps each container the AM was given to its sub-cluster.
 	owner map[string]string
+	// failed holds when an unmanaged AM last failed to launch, by
+	// sub-cluster.
+	failed map[string]time.Time
 }
 
 var _ Interceptor = (*FederationInterceptor)(nil)
@@ -85,6 +95,15 @@ func FederationStage(s FederationSettings) Stage {
 			return b
 		}
 	}
+	if s.LaunchTimeout <= 0 {
+		s.LaunchTimeout = 30 * time.Second
+	}
+	if s.RetryAfter <= 0 {
+		s.RetryAfter = time.Minute
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
 	return func(app App, next Interceptor) (Interceptor, error) {
 		if next == nil {
 			return nil, errors.New("the federation interceptor forwards the home sub-cluster's part to the next stage: it cannot be last")
@@ -92,7 +111,7 @@ func FederationStage(s FederationSettings) Stage {
 		if s.Store == nil {
 			return nil, errors.New("the federation interceptor has no federation store")
 		}
-		return &FederationInterceptor{cfg: s, app: app, next: next, log: app.Logger, uams: map[string]*uam{}, owner: map[string]string{}}, nil
+		return &FederationInterceptor{cfg: s, app: app, next: next, log: app.Logger, uams: map[string]*uam{}, owner: map[string]string{}, failed: map[string]time.Time{}}, nil
 	}
 }
 
@@ -164,14 +183,20 @@ func (f *FederationInterceptor) Allocate(ctx context.Context, req *yarnpb.Alloca
 			continue
 		}
 		sc, ok := byID[id]
-		if !ok {
+		if at, failed := f.failed[id]; !ok || failed && f.cfg.Now().Before(at.Add(f.cfg.RetryAfter)) {
 			delete(parts, id)
 			continue
 		}
 		u, err := f.launchUAM(ctx, sc)
 		if err != nil {
-			return nil, err
+			// As a secondary that fails a heartbeat: the AM goes on with
+			// the others, and asks sent there after RetryAfter try again.
+			f.log.Warn("no unmanaged AM in a secondary sub-cluster", "sub_cluster", id, "err", err)
+			f.failed[id] = f.cfg.Now()
+			delete(parts, id)
+			continue
 		}
+		delete(f.failed, id)
 		f.uams[id] = u
 	}
 	home := parts[f.home]
@@ -291,6 +316,8 @@ func (f *FederationInterceptor) split(req *yarnpb.AllocateRequestProto, active [
 // sub-cluster's AMRMToken in the report, and registers with the AM's own
 // register request.
 func (f *FederationInterceptor) launchUAM(ctx context.Context, sc store.SubClusterInfo) (*uam, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.LaunchTimeout)
+	defer cancel()
 	rmc, err := client.NewRMClient(sc.ClientRMServiceAddress, client.RMConfig{User: f.app.User, Logger: f.log})
 	if err != nil {
 		return nil, fmt.Errorf("amrmproxy: sub-cluster %s: %w", sc.ID, err)

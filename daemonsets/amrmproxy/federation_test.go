@@ -73,6 +73,7 @@ type federationEnv struct {
 	secondary *fakeSubCluster
 	svc       *Service
 	proxy     string
+	store     *store.Memory
 }
 
 func newFederation(t *testing.T, manager string) *federationEnv {
@@ -102,7 +103,9 @@ func newFederation(t *testing.T, manager string) *federationEnv {
 	stages[FederationInterceptorName] = FederationStage(FederationSettings{Store: fed, DefaultPolicy: federation.HomePolicyManager,
 		NewBackOff: func() backoff.BackOff {
 			return backoff.WithMaxRetries(backoff.NewConstantBackOff(10*time.Millisecond), 100)
-		}})
+		},
+		LaunchTimeout: time.Second})
+	e.store = fed
 	e.svc, e.proxy = serveProxy(t, testSecrets(t), []string{FederationInterceptorName, DefaultInterceptorName}, stages)
 	return e
 }
@@ -201,5 +204,31 @@ func TestFederationStageNeedsANextStageAndAStore(t *testing.T) {
 				t.Fatal("built")
 			}
 		})
+	}
+}
+
+func TestFederationInterceptorGoesOnWithoutASecondaryThatCannotBeReached(t *testing.T) {
+	ctx := testCtx(t)
+	e := newFederation(t, federation.UniformBroadcastPolicyManager)
+	const dead = "127.0.0.1:1"
+	if err := e.store.RegisterSubCluster(ctx, store.SubClusterInfo{ID: "sc-3", AMRMServiceAddress: dead, ClientRMServiceAddress: dead,
+		RMAdminServiceAddress: dead, RMWebServiceAddress: dead, State: store.StateRunning}); err != nil {
+		t.Fatal(err)
+	}
+	am := registeredAM(t, e.svc, e.proxy)
+	resp, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 2)}})
+	if err != nil {
+		t.Fatalf("allocate with a sub-cluster down: %v", err)
+	}
+	if got := len(resp.GetAllocatedContainers()); got != 2 {
+		t.Fatalf("%d containers, want those of the two live sub-clusters", got)
+	}
+	// The next heartbeat does not wait on the dead one again.
+	start := time.Now()
+	if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(1), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 3)}}); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took >= time.Second {
+		t.Fatalf("the heartbeat after a failed launch took %s, the launch timeout", took)
 	}
 }
