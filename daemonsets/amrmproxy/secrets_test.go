@@ -1,6 +1,7 @@
 package amrmproxy
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/test/eventually"
 )
 
 // clock is a settable time for the key schedule.
@@ -186,4 +188,28 @@ func FuzzRetrievePassword(f *testing.F) {
 			t.Fatalf("accepted %x without an identity and password", b)
 		}
 	})
+}
+
+func TestSecretsRunRollsAndActivatesKeysUntilItsContextEnds(t *testing.T) {
+	s, err := NewSecrets(SecretsConfig{RollInterval: 50 * time.Millisecond, ActivationDelay: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := s.Create(testAttempt)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	eventually.Within(t, 10*time.Second, func(context.Context) error {
+		if _, _, err := s.RetrievePassword(first.Identifier); err == nil {
+			return errors.New("the first key still verifies")
+		}
+		return nil
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if _, _, err := s.RetrievePassword(s.Create(testAttempt).Identifier); err != nil {
+		t.Fatalf("a token under the rolled keys: %v", err)
+	}
 }
