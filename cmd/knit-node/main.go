@@ -1,7 +1,8 @@
 // Command knit-node is the node-side services a NodeManager used to host,
 // one per node (a DaemonSet with the host network): the NM port relayed to
-// RKS, the localizer that prepares every container started on the node, and
-// the aux services (the MapReduce shuffle).
+// RKS, the localizer that prepares every container started on the node, the
+// aux services (the MapReduce shuffle) and, when switched on, the AMRMProxy
+// the node's AMs use as their scheduler.
 // This file wires them together with fx; what they do lives in daemonsets/.
 package main
 
