@@ -14,3 +14,8 @@ const (
 	KeyAMRMProxyThrottleMaxPending  = "knit.amrmproxy.throttle.max-pending-containers"
 	KeyAMRMProxyThrottleMinInterval = "knit.amrmproxy.throttle.min-allocate-interval-ms"
 )
+
+// KeyFederationMachineList names the file that maps nodes to sub-clusters
+// and racks ("node, sub-cluster, rack" a line), which the AMRMProxy's
+// locality policy reads (YarnConfiguration.FEDERATION_MACHINE_LIST).
+const KeyFederationMachineList = "yarn.federation.machine-list"

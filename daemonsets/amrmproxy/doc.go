@@ -10,7 +10,7 @@
 // forwards to the home RM (DefaultInterceptor). In front of it may go
 // the ThrottleInterceptor (Knit's: slows and bounds an AM's asks) and the
 // FederationInterceptor (YARN Federation: splits asks across sub-clusters
-// by the queue's AMRMProxy policy, Broadcast or Home, with an unmanaged AM
+// by the queue's AMRMProxy policy, Broadcast, Home or LocalityMulticast, with an unmanaged AM
 // in each secondary sub-cluster). The Service owns the
 // pipelines: StartApplicationMaster builds one when an AM container is
 // prepared and returns the local token for the container's token file;

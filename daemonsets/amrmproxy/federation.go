@@ -36,9 +36,15 @@ type FederationStore interface {
 type FederationSettings struct {
 	// Store is the federation's state and policy store; required.
 	Store FederationStore
-	// DefaultPolicy is the policy manager of queues without a policy in
-	// the store, "*" included (yarn.federation.policy-manager).
-	DefaultPolicy string
+	// DefaultPolicy and DefaultPolicyParams are the policy of queues
+	// without one in the store, "*" included
+	// (yarn.federation.policy-manager and its params).
+	DefaultPolicy       string
+	DefaultPolicyParams []byte
+	// Resolver maps nodes and racks to sub-clusters for the locality
+	// policy (yarn.federation.machine-list); nil knows none, so located
+	// asks go to the home.
+	Resolver *Resolver
 	// NewBackOff paces the calls to secondary sub-clusters' RMs and the
 	// wait for an unmanaged AM's token; nil means exponential backoff for
 	// at most a minute.
@@ -140,18 +146,18 @@ func (f *FederationInterceptor) RegisterApplicationMaster(ctx context.Context, r
 // policyOf is the AMRMProxy policy of queue's policy manager, else the
 // "*" policy's, else the default manager's.
 func (f *FederationInterceptor) policyOf(ctx context.Context, queue string) (amrmPolicy, error) {
-	manager := f.cfg.DefaultPolicy
+	manager, params := f.cfg.DefaultPolicy, f.cfg.DefaultPolicyParams
 	for _, q := range []string{queue, federation.DefaultPolicyQueue} {
 		p, err := f.cfg.Store.GetPolicyConfiguration(ctx, q)
 		if err == nil {
-			manager = p.Type
+			manager, params = p.Type, p.Params
 			break
 		}
 		if !errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("amrmproxy: policy of queue %s: %w", q, err)
 		}
 	}
-	return newAMRMPolicy(manager)
+	return newAMRMPolicy(manager, params, f.cfg.Resolver)
 }
 
 // Allocate splits the heartbeat, sends each part, and merges the answers.
@@ -244,6 +250,9 @@ func (f *FederationInterceptor) Allocate(ctx context.Context, req *yarnpb.Alloca
 // own records which sub-cluster gave each container, and forgets the
 // completed ones.
 func (f *FederationInterceptor) own(id string, resp *yarnpb.AllocateResponseProto) {
+	if o, ok := f.policy.(headroomObserver); ok {
+		o.observe(id, resp)
+	}
 	for _, c := range resp.GetAllocatedContainers() {
 		f.owner[containerKey(c.GetId())] = id
 	}

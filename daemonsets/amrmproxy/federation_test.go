@@ -179,7 +179,7 @@ func TestFederationInterceptor(t *testing.T) {
 
 func TestFederationInterceptorRefusesAQueueWithAPolicyItCannotServe(t *testing.T) {
 	ctx := testCtx(t)
-	e := newFederation(t, federation.WeightedHomePolicyManager)
+	e := newFederation(t, "org.apache.hadoop.yarn.server.federation.policies.manager.PriorityBroadcastPolicyManager")
 	local, err := e.svc.StartApplicationMaster(ctx, testAttempt, "alice", rmToken("real-1"))
 	if err != nil {
 		t.Fatal(err)

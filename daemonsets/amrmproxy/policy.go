@@ -15,19 +15,26 @@ type amrmPolicy interface {
 	split(asks []*yarnpb.ResourceRequestProto, home string, active []string) map[string][]*yarnpb.ResourceRequestProto
 }
 
-// newAMRMPolicy is the AMRMProxy policy of a policy manager, as YARN's
-// managers pair them. The weighted managers' LocalityMulticastAMRMProxyPolicy
-// is not here: a queue under one is refused rather than served by another
-// policy.
-func newAMRMPolicy(manager string) (amrmPolicy, error) {
+// headroomObserver is a policy that weighs sub-clusters by the headroom
+// their answers report (YARN's notifyOfResponse).
+type headroomObserver interface {
+	observe(id string, resp *yarnpb.AllocateResponseProto)
+}
+
+// newAMRMPolicy is the AMRMProxy policy of a queue's policy, as YARN's
+// managers pair them; params are the policy's WeightedPolicyInfo, resolver
+// the node and rack map of the locality policy (nil: none known).
+func newAMRMPolicy(manager string, params []byte, resolver *Resolver) (amrmPolicy, error) {
 	switch manager {
 	case federation.UniformBroadcastPolicyManager:
 		return broadcastPolicy{}, nil
-	case federation.HomePolicyManager:
+	case federation.HomePolicyManager, federation.WeightedHomePolicyManager:
 		return homePolicy{}, nil
+	case federation.WeightedLocalityPolicyManager:
+		return newLocalityPolicy(params, resolver)
 	}
-	return nil, fmt.Errorf("amrmproxy: policy manager %q has no AMRMProxy policy here (there are %s and %s)",
-		manager, federation.UniformBroadcastPolicyManager, federation.HomePolicyManager)
+	return nil, fmt.Errorf("amrmproxy: policy manager %q has no AMRMProxy policy here (there are %s, %s, %s and %s)", manager,
+		federation.UniformBroadcastPolicyManager, federation.HomePolicyManager, federation.WeightedHomePolicyManager, federation.WeightedLocalityPolicyManager)
 }
 
 // broadcastPolicy is BroadcastAMRMProxyPolicy: every ask to every active
