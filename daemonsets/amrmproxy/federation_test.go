@@ -76,7 +76,7 @@ type federationEnv struct {
 	store     *store.Memory
 }
 
-func newFederation(t *testing.T, manager string) *federationEnv {
+func newFederation(t *testing.T, manager string, params ...byte) *federationEnv {
 	t.Helper()
 	ctx := testCtx(t)
 	e := &federationEnv{home: &fakeRM{allocated: []*yarnpb.ContainerProto{container(testAttempt, 2)}}, secondary: &fakeSubCluster{}}
@@ -96,7 +96,7 @@ func newFederation(t *testing.T, manager string) *federationEnv {
 	if _, err := fed.AddApplicationHomeSubCluster(ctx, store.ApplicationHome{Application: testAttempt.App.String(), Home: "sc-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := fed.SetPolicyConfiguration(ctx, store.PolicyConfiguration{Queue: "root.default", Type: manager}); err != nil {
+	if err := fed.SetPolicyConfiguration(ctx, store.PolicyConfiguration{Queue: "root.default", Type: manager, Params: params}); err != nil {
 		t.Fatal(err)
 	}
 	stages := defaultStages(homeAddr)
@@ -114,17 +114,20 @@ func TestFederationInterceptor(t *testing.T) {
 	tests := []struct {
 		name    string
 		manager string
+		params  []byte
 		// wantSecondary is whether a UAM goes to the secondary and gets its asks.
 		wantSecondary bool
 		wantAllocated int
 	}{
-		{"the broadcast policy asks both sub-clusters and merges their containers", federation.UniformBroadcastPolicyManager, true, 2},
-		{"the home policy asks the home alone", federation.HomePolicyManager, false, 1},
+		{"the broadcast policy asks both sub-clusters and merges their containers", federation.UniformBroadcastPolicyManager, nil, true, 2},
+		{"the home policy asks the home alone", federation.HomePolicyManager, nil, false, 1},
+		{"the locality policy splits a free ask by the weights", federation.WeightedLocalityPolicyManager,
+			weightsJSON("0.0", map[string]string{"sc-1": "1", "sc-2": "1"}), true, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := testCtx(t)
-			e := newFederation(t, tt.manager)
+			e := newFederation(t, tt.manager, tt.params...)
 			am := registeredAM(t, e.svc, e.proxy)
 			resp, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 2)}})
 			if err != nil {
