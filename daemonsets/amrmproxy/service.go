@@ -109,7 +109,9 @@ func (s *Service) StartApplicationMaster(_ context.Context, attempt yarnid.Attem
 	s.pipelines[attempt] = p
 	s.mu.Unlock()
 	if old != nil {
-		s.end(old)
+		if err := s.end(old); err != nil {
+			old.app.Logger.Warn("closing the AMRMProxy pipeline", "err", err)
+		}
 	}
 	s.log.Info("AMRMProxy pipeline started", "attempt", attempt.String(), "user", user, "interceptors", len(stages))
 	return s.cfg.Secrets.Create(attempt), nil
@@ -128,7 +130,24 @@ func (s *Service) EndApplication(app yarnid.ApplicationID) {
 	}
 	s.mu.Unlock()
 	for _, p := range ended {
-		s.end(p)
+		if err := s.end(p); err != nil {
+			p.app.Logger.Warn("closing the AMRMProxy pipeline", "err", err)
+		}
+	}
+}
+
+// EndAttempt ends an attempt's pipeline once its AM container is gone,
+// so that a failed attempt's pipeline does not wait for the application's
+// end; a pipeline already ended is left alone.
+func (s *Service) EndAttempt(attempt yarnid.AttemptID) {
+	s.mu.Lock()
+	p := s.pipelines[attempt]
+	delete(s.pipelines, attempt)
+	s.mu.Unlock()
+	if p != nil {
+		if err := s.end(p); err != nil {
+			p.app.Logger.Warn("closing the AMRMProxy pipeline", "err", err)
+		}
 	}
 }
 

@@ -19,6 +19,8 @@ type AMRMProxy interface {
 	TakeAMRMToken(ctx context.Context, attempt yarnid.AttemptID, user string, creds *token.Credentials) (bool, error)
 	// EndApplication ends the pipelines of an application that ended.
 	EndApplication(app yarnid.ApplicationID)
+	// EndAttempt ends an attempt's pipeline once its AM container is gone.
+	EndAttempt(attempt yarnid.AttemptID)
 }
 
 // envHadoopConfDir is the variable the AM's client finds its scheduler

@@ -13,9 +13,10 @@ import (
 
 // fakeProxy swaps any AMRMToken for a token named "local".
 type fakeProxy struct {
-	taken []yarnid.AttemptID
-	ended []yarnid.ApplicationID
-	err   error
+	taken         []yarnid.AttemptID
+	ended         []yarnid.ApplicationID
+	endedAttempts []yarnid.AttemptID
+	err           error
 }
 
 func (p *fakeProxy) TakeAMRMToken(_ context.Context, attempt yarnid.AttemptID, _ string, creds *token.Credentials) (bool, error) {
@@ -36,6 +37,10 @@ func (p *fakeProxy) TakeAMRMToken(_ context.Context, attempt yarnid.AttemptID, _
 }
 
 func (p *fakeProxy) EndApplication(app yarnid.ApplicationID) { p.ended = append(p.ended, app) }
+
+func (p *fakeProxy) EndAttempt(attempt yarnid.AttemptID) {
+	p.endedAttempts = append(p.endedAttempts, attempt)
+}
 
 func amCredentials(t *testing.T) []byte {
 	t.Helper()
@@ -118,5 +123,26 @@ func TestCleanApplicationEndsItsAMRMProxyPipelines(t *testing.T) {
 	}
 	if len(p.ended) != 1 || p.ended[0].String() != testApp {
 		t.Fatalf("ended %v, want %s", p.ended, testApp)
+	}
+}
+
+func TestReleaseOfAnAMContainerEndsItsAttemptsPipeline(t *testing.T) {
+	tests := []struct {
+		name      string
+		container string
+		want      int
+	}{
+		{"the AM container", testContainer(1), 1},
+		{"a task container", testContainer(2), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &fakeProxy{}
+			e := newEnv(t, func(c *Config) { c.AMRMProxy = p })
+			e.l.Release(tt.container)
+			if len(p.endedAttempts) != tt.want {
+				t.Fatalf("ended attempts %v, want %d", p.endedAttempts, tt.want)
+			}
+		})
 	}
 }

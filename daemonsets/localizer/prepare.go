@@ -473,6 +473,10 @@ func linkAll(workDir string, res []namedResource) error {
 // calls it when the container's pod is gone.
 func (l *Localizer) Release(containerID string) {
 	l.cache.release(containerID)
+	// The AM container (sequence 1) gone, its attempt talks to no proxy.
+	if cid, err := yarnid.ParseContainerID(containerID); err == nil && cid.Sequence == 1 && l.cfg.AMRMProxy != nil {
+		l.cfg.AMRMProxy.EndAttempt(cid.Attempt)
+	}
 }
 
 // CleanApplication removes the application's folders from every local
