@@ -14,7 +14,8 @@
 // in each secondary sub-cluster). The Service owns the
 // pipelines: StartApplicationMaster builds one when an AM container is
 // prepared and returns the local token for the container's token file;
-// a successful finishApplicationMaster or EndApplication ends it.
+// a successful finishApplicationMaster, EndAttempt (the AM pod gone) or
+// EndApplication ends it.
 //
 // The local tokens are signed by Secrets (YARN's
 // AMRMProxyTokenSecretManager): the same AMRMTokenIdentifier shape the RM
