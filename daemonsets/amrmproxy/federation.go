@@ -247,8 +247,8 @@ func (f *FederationInterceptor) Allocate(ctx context.Context, req *yarnpb.Alloca
 	return merged, nil
 }
 
-// own records which sub-cluster gave each container, and forgets the
-// completed ones.
+// own records which sub-cluster gave each container and forgets the
+// completed ones; a policy that weighs headroom learns the sub-cluster's.
 func (f *FederationInterceptor) own(id string, resp *yarnpb.AllocateResponseProto) {
 	if o, ok := f.policy.(headroomObserver); ok {
 		o.observe(id, resp)
