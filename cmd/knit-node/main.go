@@ -342,12 +342,17 @@ func runRelay(run lifecycle.Runner, f flags) error {
 	return nil
 }
 
-func runLocalizer(run lifecycle.Runner, f flags, client kubernetes.Interface, meta metadata.Interface, aux *auxservice.Host, l *localizer.Localizer, agg *logs.Aggregator) error {
+func runLocalizer(run lifecycle.Runner, f flags, client kubernetes.Interface, meta metadata.Interface, aux *auxservice.Host, l *localizer.Localizer, agg *logs.Aggregator, proxy *amrmProxy) error {
 	var appLogs localizer.ApplicationLogs
 	if agg != nil {
 		appLogs = agg
 	}
+	var amrm localizer.AMRMProxy
+	if proxy != nil {
+		amrm = proxy.service
+	}
 	c, err := localizer.NewController(localizer.ControllerConfig{
+		AMRMProxy:             amrm,
 		Client:                client,
 		Metadata:              meta,
 		ApplicationsNamespace: f.appsNamespace,

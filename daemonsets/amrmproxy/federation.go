@@ -84,11 +84,17 @@ type FederationInterceptor struct {
 	failed map[string]time.Time
 }
 
-var _ Interceptor = (*FederationInterceptor)(nil)
+var (
+	_ Interceptor = (*FederationInterceptor)(nil)
+	_ Ender       = (*FederationInterceptor)(nil)
+)
 
 // uam is the attempt's unmanaged AM in one secondary sub-cluster.
 type uam struct {
 	rm *client.AMRMClient
+	// clientRM is the sub-cluster's client address, where the unmanaged
+	// application is killed if the AM never finishes.
+	clientRM string
 }
 
 // FederationStage returns the stage of a FederationInterceptor.
@@ -368,7 +374,7 @@ func (f *FederationInterceptor) launchUAM(ctx context.Context, sc store.SubClust
 		return nil, fmt.Errorf("amrmproxy: register the unmanaged AM in %s: %w", sc.ID, err)
 	}
 	f.log.Info("unmanaged AM registered in a secondary sub-cluster", "sub_cluster", sc.ID)
-	return &uam{rm: rm}, nil
+	return &uam{rm: rm, clientRM: sc.ClientRMServiceAddress}, nil
 }
 
 // FinishApplicationMaster unregisters the unmanaged AMs, then the home.
@@ -386,6 +392,33 @@ func (f *FederationInterceptor) FinishApplicationMaster(ctx context.Context, req
 		return nil, fmt.Errorf("amrmproxy: finish the unmanaged AMs: %w", err)
 	}
 	return f.next.FinishApplicationMaster(ctx, req)
+}
+
+// End kills the unmanaged AMs' applications in the secondary
+// sub-clusters, as YARN's interceptor does when the AM's application ends
+// without it finishing; the home RM ended the home's already.
+func (f *FederationInterceptor) End(ctx context.Context) error {
+	var errs []error
+	for _, id := range slices.Sorted(maps.Keys(f.uams)) {
+		if err := f.killUAM(ctx, f.uams[id].clientRM); err != nil {
+			errs = append(errs, fmt.Errorf("sub-cluster %s: %w", id, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("amrmproxy: kill the unmanaged AMs: %w", err)
+	}
+	return nil
+}
+
+func (f *FederationInterceptor) killUAM(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.LaunchTimeout)
+	defer cancel()
+	rmc, err := client.NewRMClient(addr, client.RMConfig{User: f.app.User, Logger: f.log})
+	if err != nil {
+		return err
+	}
+	defer rmc.Close()
+	return rmc.KillApplication(ctx, f.app.Attempt.App.Proto(), "the application ended in its home sub-cluster")
 }
 
 // Close closes the connections to the secondary sub-clusters.

@@ -27,6 +27,7 @@ type fakeSubCluster struct {
 	smu       sync.Mutex
 	submitted []*yarnpb.ApplicationSubmissionContextProto
 	submitter []string
+	killed    []*yarnpb.ApplicationIdProto
 }
 
 func (f *fakeSubCluster) serve(t *testing.T, token string) string {
@@ -46,6 +47,12 @@ func (f *fakeSubCluster) serve(t *testing.T, token string) string {
 			f.submitted = append(f.submitted, req.GetApplicationSubmissionContext())
 			f.submitter = append(f.submitter, c.User)
 			return &yarnpb.SubmitApplicationResponseProto{}, nil
+		},
+		ForceKillApplication: func(_ context.Context, req *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
+			f.smu.Lock()
+			defer f.smu.Unlock()
+			f.killed = append(f.killed, req.GetApplicationId())
+			return &yarnpb.KillApplicationResponseProto{IsKillCompleted: proto.Bool(true)}, nil
 		},
 		GetApplicationReport: func(_ context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
 			return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: &yarnpb.ApplicationReportProto{
@@ -233,5 +240,23 @@ func TestFederationInterceptorGoesOnWithoutASecondaryThatCannotBeReached(t *test
 	}
 	if took := time.Since(start); took >= time.Second {
 		t.Fatalf("the heartbeat after a failed launch took %s, the launch timeout", took)
+	}
+}
+
+func TestAnApplicationThatEndsUnfinishedHasItsUnmanagedAMsKilled(t *testing.T) {
+	ctx := testCtx(t)
+	e := newFederation(t, federation.UniformBroadcastPolicyManager)
+	am := registeredAM(t, e.svc, e.proxy)
+	if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	e.svc.EndApplication(ctx, testAttempt.App)
+	e.secondary.smu.Lock()
+	defer e.secondary.smu.Unlock()
+	if len(e.secondary.killed) != 1 || !proto.Equal(e.secondary.killed[0], testAttempt.App.Proto()) {
+		t.Fatalf("killed %v in the secondary, want the application", e.secondary.killed)
+	}
+	if got := e.svc.Attempts(); len(got) != 0 {
+		t.Fatalf("pipelines %v left", got)
 	}
 }

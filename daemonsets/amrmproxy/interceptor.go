@@ -1,6 +1,7 @@
 package amrmproxy
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 
@@ -20,6 +21,14 @@ type Interceptor interface {
 	// Service closes every stage, so Close does not close the next one).
 	// It is called once, even when a later stage failed to build.
 	Close() error
+}
+
+// Ender is a stage with work to do when its pipeline ends before the AM
+// finished, because the application ended in the RM (killed, failed): the
+// federation interceptor kills its unmanaged AMs. End runs before Close,
+// once; its error is logged, and the pipeline ends all the same.
+type Ender interface {
+	End(ctx context.Context) error
 }
 
 // App is what a pipeline's stages know of the attempt they serve.

@@ -118,8 +118,9 @@ func (s *Service) StartApplicationMaster(_ context.Context, attempt yarnid.Attem
 }
 
 // EndApplication ends the pipelines of an application's attempts, once
-// the node learns the application ended.
-func (s *Service) EndApplication(app yarnid.ApplicationID) {
+// the node learns the application ended: the stages that are Enders end
+// first, then every stage closes.
+func (s *Service) EndApplication(ctx context.Context, app yarnid.ApplicationID) {
 	s.mu.Lock()
 	var ended []*pipeline
 	for a, p := range s.pipelines {
@@ -130,9 +131,25 @@ func (s *Service) EndApplication(app yarnid.ApplicationID) {
 	}
 	s.mu.Unlock()
 	for _, p := range ended {
-		if err := s.end(p); err != nil {
-			p.app.Logger.Warn("closing the AMRMProxy pipeline", "err", err)
+		s.abandon(ctx, p)
+	}
+}
+
+// abandon ends a pipeline whose AM did not finish.
+func (s *Service) abandon(ctx context.Context, p *pipeline) {
+	p.mu.Lock()
+	if !p.ended {
+		for _, st := range p.stages {
+			if e, ok := st.(Ender); ok {
+				if err := e.End(ctx); err != nil {
+					p.app.Logger.Warn("ending the AMRMProxy pipeline", "err", err)
+				}
+			}
 		}
+	}
+	p.mu.Unlock()
+	if err := s.end(p); err != nil {
+		p.app.Logger.Warn("closing the AMRMProxy pipeline", "err", err)
 	}
 }
 

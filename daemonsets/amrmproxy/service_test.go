@@ -189,11 +189,11 @@ func TestCallsOfAnAMWithoutAPipelineAreRefused(t *testing.T) {
 		end     func(svc *Service)
 		connect bool // whether the connection itself still authenticates
 	}{
-		{"after the node learns the application ended", func(svc *Service) { svc.EndApplication(testAttempt.App) }, false},
+		{"after the node learns the application ended", func(svc *Service) { svc.EndApplication(t.Context(), testAttempt.App) }, false},
 		{"after the attempt's AM container is gone", func(svc *Service) { svc.EndAttempt(testAttempt) }, false},
 		{"of another attempt ending", func(svc *Service) { svc.EndAttempt(yarnid.AttemptID{App: testAttempt.App, ID: 2}) }, true},
 		{"of another application ending", func(svc *Service) {
-			svc.EndApplication(yarnid.ApplicationID{ClusterTimestamp: 1, ID: 1})
+			svc.EndApplication(t.Context(), yarnid.ApplicationID{ClusterTimestamp: 1, ID: 1})
 		}, true},
 	}
 	for _, tt := range tests {

@@ -17,8 +17,10 @@ type AMRMProxy interface {
 	// in creds and puts the proxy's local token in its place; false when
 	// creds hold none (and are unchanged).
 	TakeAMRMToken(ctx context.Context, attempt yarnid.AttemptID, user string, creds *token.Credentials) (bool, error)
-	// EndApplication ends the pipelines of an application that ended.
-	EndApplication(app yarnid.ApplicationID)
+	// EndApplication ends the pipelines of an application that ended in
+	// the RM, and what they started elsewhere (a federated AM's unmanaged
+	// AMs in other sub-clusters).
+	EndApplication(ctx context.Context, app yarnid.ApplicationID)
 	// EndAttempt ends an attempt's pipeline once its AM container is gone.
 	EndAttempt(attempt yarnid.AttemptID)
 }

@@ -1,9 +1,14 @@
 package localizer
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+
 	"context"
 	"errors"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/knitdev/knit/protocols/token"
@@ -13,6 +18,7 @@ import (
 
 // fakeProxy swaps any AMRMToken for a token named "local".
 type fakeProxy struct {
+	mu            sync.Mutex
 	taken         []yarnid.AttemptID
 	ended         []yarnid.ApplicationID
 	endedAttempts []yarnid.AttemptID
@@ -36,7 +42,11 @@ func (p *fakeProxy) TakeAMRMToken(_ context.Context, attempt yarnid.AttemptID, _
 	return len(aliases) > 0, nil
 }
 
-func (p *fakeProxy) EndApplication(app yarnid.ApplicationID) { p.ended = append(p.ended, app) }
+func (p *fakeProxy) EndApplication(_ context.Context, app yarnid.ApplicationID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ended = append(p.ended, app)
+}
 
 func (p *fakeProxy) EndAttempt(attempt yarnid.AttemptID) {
 	p.endedAttempts = append(p.endedAttempts, attempt)
@@ -115,15 +125,22 @@ func TestPrepareWithTheAMRMProxy(t *testing.T) {
 	}
 }
 
-func TestCleanApplicationEndsItsAMRMProxyPipelines(t *testing.T) {
-	p := &fakeProxy{}
-	e := newEnv(t, func(c *Config) { c.AMRMProxy = p })
-	if err := e.l.CleanApplication(testApp); err != nil {
+func TestAnApplicationsEndInTheRMEndsItsAMRMProxyPipelines(t *testing.T) {
+	pod, secret := startedPod(t)
+	client := fake.NewClientset(pod, secret)
+	meta := newMetadataClient(applicationObject("RUNNING"))
+	prep, p := &fakePreparer{}, &fakeProxy{}
+	runControllerIn(t, t.TempDir(), client, meta, prep, &fakeServices{}, func(c *ControllerConfig) { c.AMRMProxy = p })
+	waitFor(t, "the container prepared", func() bool { n, _ := prep.snapshot(); return n == 1 })
+	obj := applicationObject("KILLED")
+	if _, err := meta.Resource(yarnApplications()).Namespace(rmNamespace).(metadatafake.MetadataClient).UpdateFake(obj, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if len(p.ended) != 1 || p.ended[0].String() != testApp {
-		t.Fatalf("ended %v, want %s", p.ended, testApp)
-	}
+	waitFor(t, "the pipelines ended", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.ended) == 1 && p.ended[0].String() == testApp
+	})
 }
 
 func TestReleaseOfAnAMContainerEndsItsAttemptsPipeline(t *testing.T) {

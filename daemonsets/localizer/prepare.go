@@ -488,9 +488,6 @@ func (l *Localizer) CleanApplication(appID string) error {
 		return fmt.Errorf("localizer: %w", err)
 	}
 	app := id.String()
-	if l.cfg.AMRMProxy != nil {
-		l.cfg.AMRMProxy.EndApplication(id)
-	}
 	l.cache.dropApplication(app)
 	var errs []error
 	for _, d := range l.cfg.LocalDirs {
