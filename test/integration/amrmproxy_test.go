@@ -43,16 +43,7 @@ func TestDistributedShellThroughTheNodesAMRMProxySucceedsWithoutTheRMsToken(t *t
 	if out, err := run("up", "--nodes", "1", "--conf-dir", confDir); err != nil {
 		t.Fatalf("knit local up: %v\n%s", err, out)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			logs, _ := filepath.Glob(filepath.Join(dir, "logs", "knit-*.log"))
-			for _, p := range logs {
-				if b, err := os.ReadFile(p); err == nil {
-					t.Logf("%s:\n%s", filepath.Base(p), tail(string(b), 40))
-				}
-			}
-		}
-	})
+	dumpLogsOnFailure(t, dir)
 	settings, err := localcluster.RMSettings(localcluster.HadoopConfDir(dir))
 	if err != nil {
 		t.Fatal(err)
