@@ -95,6 +95,17 @@ func (s *server) writer(c echo.Context) (string, error) {
 	return u, nil
 }
 
+// ErrorHandler answers a handler's error as the REST API does: a
+// RemoteException whose status the error's Java exception picks (see
+// Cluster), and Hadoop's answers for unknown paths and methods. The
+// Router's REST API answers its own errors with it.
+func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	if log == nil {
+		log = slog.Default()
+	}
+	return (&server{log: log}).handleError
+}
+
 func (s *server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -121,6 +132,10 @@ func (s *server) handleError(err error, c echo.Context) {
 	}
 	_ = writeJSON(c, re.status, map[string]*remoteException{"RemoteException": re})
 }
+
+// WriteJSON answers v as the REST API writes JSON: Jersey's escaping and
+// the RM's cache headers.
+func WriteJSON(c echo.Context, status int, v any) error { return writeJSON(c, status, v) }
 
 func writeJSON(c echo.Context, status int, v any) error {
 	b, err := marshal(v)
@@ -227,18 +242,8 @@ func (s *server) app(c echo.Context) error {
 // lookup checks the id as Hadoop's parseApplicationId does, then asks the
 // Cluster, mapping not found onto Hadoop's message.
 func (s *server) lookup(c echo.Context, user, appID string) (App, error) {
-	if appID == "" {
-		return App{}, notFound("appId, " + appID + ", is empty or null")
-	}
-	if _, err := yarnid.ParseApplicationID(appID); err != nil {
-		// BadRequestException(IllegalArgumentException from
-		// ApplicationId.fromString): the cause's message, unwrapped.
-		re := badRequest("")
-		re.Message = "Invalid ApplicationId: " + appID
-		if !strings.HasPrefix(appID, "application_") {
-			re.Message = "Invalid ApplicationId prefix: " + appID + ". The valid ApplicationId should start with prefix application"
-		}
-		return App{}, re
+	if err := CheckApplicationID(appID); err != nil {
+		return App{}, err
 	}
 	a, err := s.cfg.Cluster.Application(c.Request().Context(), user, appID)
 	if err != nil {
@@ -248,6 +253,26 @@ func (s *server) lookup(c echo.Context, user, appID string) (App, error) {
 		return App{}, notFound("app with id: " + appID + " not found")
 	}
 	return a, nil
+}
+
+// CheckApplicationID refuses an application id of a path as Hadoop's
+// parseApplicationId does, with its answer; the Router checks ids before
+// it looks for their home.
+func CheckApplicationID(appID string) error {
+	if appID == "" {
+		return notFound("appId, " + appID + ", is empty or null")
+	}
+	if _, err := yarnid.ParseApplicationID(appID); err != nil {
+		// BadRequestException(IllegalArgumentException from
+		// ApplicationId.fromString): the cause's message, unwrapped.
+		re := badRequest("")
+		re.Message = "Invalid ApplicationId: " + appID
+		if !strings.HasPrefix(appID, "application_") {
+			re.Message = "Invalid ApplicationId prefix: " + appID + ". The valid ApplicationId should start with prefix application"
+		}
+		return re
+	}
+	return nil
 }
 
 func (s *server) getState(c echo.Context) error {
