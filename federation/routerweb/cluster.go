@@ -100,42 +100,27 @@ func (w *Web) metrics(c echo.Context) error {
 
 // apps sends the query, filters and all, to every active sub-cluster and
 // merges what they list.
-func (w *Web) apps(c echo.Context) error {
-	var all []object
-	refused, err := w.gather(c, pathQuery(c), func(a answer) error {
-		l, err := list(a.body, "apps", "app")
-		all = append(all, l...)
-		return err
-	})
-	if refused || err != nil {
-		return err
-	}
-	var body struct {
-		Apps struct {
-			App []object `json:"app,omitempty"`
-		} `json:"apps"`
-	}
-	body.Apps.App = mergeApps(all)
-	return rest.WriteJSON(c, http.StatusOK, body)
-}
+func (w *Web) apps(c echo.Context) error { return w.mergedList(c, "apps", "app", mergeApps) }
 
-func (w *Web) nodes(c echo.Context) error {
+func (w *Web) nodes(c echo.Context) error { return w.mergedList(c, "nodes", "node", mergeNodes) }
+
+// mergedList fans the request out and answers {outer:{inner:[…]}} with
+// the lists merged; inner is left out when empty, as the RM leaves it.
+func (w *Web) mergedList(c echo.Context, outer, inner string, merge func([]object) []object) error {
 	var all []object
 	refused, err := w.gather(c, pathQuery(c), func(a answer) error {
-		l, err := list(a.body, "nodes", "node")
+		l, err := list(a.body, outer, inner)
 		all = append(all, l...)
 		return err
 	})
 	if refused || err != nil {
 		return err
 	}
-	var body struct {
-		Nodes struct {
-			Node []object `json:"node,omitempty"`
-		} `json:"nodes"`
+	body := map[string]any{}
+	if merged := merge(all); len(merged) > 0 {
+		body[inner] = merged
 	}
-	body.Nodes.Node = mergeNodes(all)
-	return rest.WriteJSON(c, http.StatusOK, body)
+	return rest.WriteJSON(c, http.StatusOK, map[string]any{outer: body})
 }
 
 // node asks every active sub-cluster for the node and answers with the

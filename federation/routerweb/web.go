@@ -90,29 +90,12 @@ func (w *Web) Handler() http.Handler {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = rest.ErrorHandler(w.log)
-	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, rest.MaxBodyBytes)
-			return next(c)
-		}
-	})
 	e.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusFound, "/cluster/federation") })
 	e.GET("/cluster/federation", w.federationPage)
-	g := e.Group("/ws/v1/cluster")
-	g.GET("", w.info)
-	g.GET("/", w.info)
-	g.GET("/info", w.info)
-	g.GET("/metrics", w.metrics)
-	g.GET("/scheduler", w.scheduler)
-	g.GET("/apps", w.apps)
-	g.POST("/apps", w.submit)
-	g.POST("/apps/new-application", w.newApplication)
-	g.GET("/apps/:appid", w.routed)
-	g.GET("/apps/:appid/state", w.routed)
-	g.PUT("/apps/:appid/state", w.routed)
-	g.GET("/apps/:appid/appattempts", w.routed)
-	g.GET("/nodes", w.nodes)
-	g.GET("/nodes/:nodeid", w.node)
+	rest.Route(e, rest.Resources{
+		Info: w.info, Metrics: w.metrics, Scheduler: w.scheduler, Apps: w.apps, Submit: w.submit, NewApplication: w.newApplication,
+		App: w.routed, GetState: w.routed, PutState: w.routed, Attempts: w.routed, Nodes: w.nodes, Node: w.node,
+	})
 	return e
 }
 

@@ -54,28 +54,51 @@ func New(cfg Config) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, MaxBodyBytes)
-			return next(c)
-		}
+	Route(e, Resources{
+		Info: s.info, Metrics: s.metrics, Scheduler: s.scheduler, Apps: s.apps, Submit: s.submit, NewApplication: s.newApplication,
+		App: s.app, GetState: s.getState, PutState: s.putState, Attempts: s.attempts, Nodes: s.nodes, Node: s.node,
 	})
-	g := e.Group("/ws/v1/cluster")
-	g.GET("", s.info)
-	g.GET("/", s.info)
-	g.GET("/info", s.info)
-	g.GET("/metrics", s.metrics)
-	g.GET("/scheduler", s.scheduler)
-	g.GET("/apps", s.apps)
-	g.POST("/apps", s.submit)
-	g.POST("/apps/new-application", s.newApplication)
-	g.GET("/apps/:appid", s.app)
-	g.GET("/apps/:appid/state", s.getState)
-	g.PUT("/apps/:appid/state", s.putState)
-	g.GET("/apps/:appid/appattempts", s.attempts)
-	g.GET("/nodes", s.nodes)
-	g.GET("/nodes/:nodeid", s.node)
 	return e
+}
+
+// Resources are the handlers of the REST API's resources, which the RM
+// and the Router serve under the same paths; Route gives each its path.
+type Resources struct {
+	Info, Metrics, Scheduler          echo.HandlerFunc
+	Apps, Submit, NewApplication      echo.HandlerFunc
+	App, GetState, PutState, Attempts echo.HandlerFunc
+	Nodes, Node                       echo.HandlerFunc
+}
+
+// Route serves r under /ws/v1/cluster on e and caps every body of e with
+// LimitBody (as e's middleware: a group's would turn 405s into 404s); the
+// application's id is the path parameter "appid", the node's "nodeid".
+func Route(e *echo.Echo, r Resources) {
+	e.Use(LimitBody)
+	g := e.Group("/ws/v1/cluster")
+	g.GET("", r.Info)
+	g.GET("/", r.Info)
+	g.GET("/info", r.Info)
+	g.GET("/metrics", r.Metrics)
+	g.GET("/scheduler", r.Scheduler)
+	g.GET("/apps", r.Apps)
+	g.POST("/apps", r.Submit)
+	g.POST("/apps/new-application", r.NewApplication)
+	g.GET("/apps/:appid", r.App)
+	g.GET("/apps/:appid/state", r.GetState)
+	g.PUT("/apps/:appid/state", r.PutState)
+	g.GET("/apps/:appid/appattempts", r.Attempts)
+	g.GET("/nodes", r.Nodes)
+	g.GET("/nodes/:nodeid", r.Node)
+}
+
+// LimitBody caps the request body at MaxBodyBytes; a handler reading more
+// gets an *http.MaxBytesError.
+func LimitBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, MaxBodyBytes)
+		return next(c)
+	}
 }
 
 // user is the caller; ok is false when the request named none.
