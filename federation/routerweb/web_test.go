@@ -320,3 +320,59 @@ func TestTheFederationPageListsTheSubClusters(t *testing.T) {
 		t.Errorf("page holds the store's markup unescaped")
 	}
 }
+
+// A sub-cluster whose RM cannot be reached costs a merged answer its
+// share only, as YARN's Router leaves out a sub-cluster it cannot read.
+func TestASubClusterThatCannotBeReachedIsLeftOutOfMergedAnswers(t *testing.T) {
+	sc1, sc2 := startRM(t, "SC-1", ts1), startRM(t, "SC-2", ts2)
+	f := federationOf(t, uniform(), sc1, sc2)
+	sc2.srv.Close()
+	for _, tc := range []struct {
+		name, path string
+		check      func(t *testing.T, b []byte)
+	}{
+		{"applications", "/ws/v1/cluster/apps", func(t *testing.T, b []byte) {
+			if got, want := appsOf(t, b), recordedApps(t, sc1); !reflect.DeepEqual(got, want) {
+				t.Errorf("got %v, want SC-1's alone", got)
+			}
+		}},
+		{"metrics", "/ws/v1/cluster/metrics", func(t *testing.T, b []byte) {
+			got, err := metricsOf(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if one, _ := metricsOf(readRecorded(t, "cluster_metrics.json")); got.AppsSubmitted != one.AppsSubmitted {
+				t.Errorf("appsSubmitted %d, want SC-1's %d", got.AppsSubmitted, one.AppsSubmitted)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, b := do(t, http.MethodGet, f.web.URL+tc.path, "")
+			if status != http.StatusOK {
+				t.Fatalf("status %d: %s", status, b)
+			}
+			tc.check(t, b)
+		})
+	}
+}
+
+// Paths and methods the Router does not serve are answered as the RM
+// answers them.
+func TestUnservedPathsAreTheRMsAnswers(t *testing.T) {
+	f := federationOf(t, uniform(), startRM(t, "SC-1", ts1))
+	for _, tc := range []struct {
+		name, method, path string
+		status             int
+		exception          string
+	}{
+		{"a resource the Router lacks", http.MethodGet, "/ws/v1/cluster/reservation/list", http.StatusNotFound, "NotFoundException"},
+		{"a method a resource lacks", http.MethodDelete, "/ws/v1/cluster/metrics", http.StatusMethodNotAllowed, "WebApplicationException"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, b := do(t, tc.method, f.web.URL+tc.path, "")
+			if status != tc.status || !strings.Contains(string(b), `"exception":"`+tc.exception+`"`) {
+				t.Errorf("got %d %s, want %d %s", status, b, tc.status, tc.exception)
+			}
+		})
+	}
+}
