@@ -134,6 +134,13 @@ type fed struct {
 
 func federationOf(t *testing.T, policy store.PolicyConfiguration, rms ...*fakeRM) fed {
 	t.Helper()
+	return federationCached(t, policy, 0, rms...)
+}
+
+// federationCached is federationOf with the Router reading the store
+// through a cache of the given TTL.
+func federationCached(t *testing.T, policy store.PolicyConfiguration, ttl time.Duration, rms ...*fakeRM) fed {
+	t.Helper()
 	ctx := context.Background()
 	s := store.NewMemory(nil)
 	for _, rm := range rms {
@@ -145,7 +152,7 @@ func federationOf(t *testing.T, policy store.PolicyConfiguration, rms ...*fakeRM
 			t.Fatal(err)
 		}
 	}
-	cache := store.NewCache(s, 0, nil)
+	cache := store.NewCache(s, ttl, nil)
 	r, err := router.New(router.Config{Store: cache, DefaultPolicy: policy, SubmitRetry: 2})
 	if err != nil {
 		t.Fatal(err)

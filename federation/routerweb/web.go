@@ -31,6 +31,9 @@ const MaxAnswerBytes = 64 << 20
 type Store interface {
 	GetSubClusters(ctx context.Context, filterInactive bool) ([]store.SubClusterInfo, error)
 	GetSubCluster(ctx context.Context, id string) (store.SubClusterInfo, error)
+	// GetSubClusterFlushed reads past the cache, after a call to a
+	// sub-cluster's cached address failed.
+	GetSubClusterFlushed(ctx context.Context, id string) (store.SubClusterInfo, error)
 	GetApplicationHomeSubCluster(ctx context.Context, application string) (string, error)
 }
 
@@ -226,6 +229,15 @@ func (w *Web) routed(c echo.Context) error {
 		}
 	}
 	a, err := w.call(ctx, sc, c.Request().Method, pathQuery(c), body, c.Request().Header)
+	if err != nil && ctx.Err() == nil {
+		// The home's RM may have failed over since the cache read its
+		// address, as the RPC Router allows for too.
+		if now, ferr := w.store.GetSubClusterFlushed(ctx, home); ferr == nil && now.RMWebServiceAddress != sc.RMWebServiceAddress {
+			w.log.InfoContext(ctx, "sub-cluster RM moved; calling its new web address", "subCluster", home, "from", sc.RMWebServiceAddress,
+				"to", now.RMWebServiceAddress, "err", err)
+			a, err = w.call(ctx, now, c.Request().Method, pathQuery(c), body, c.Request().Header)
+		}
+	}
 	if err != nil {
 		return yarnerr.YarnException.Wrap(fmt.Errorf("Unable to reach SubCluster %s for %s: %w", home, appID, err))
 	}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/knitdev/knit/federation"
 	"github.com/knitdev/knit/federation/router"
@@ -209,6 +210,36 @@ func TestCallsAboutAnApplicationGoToItsHome(t *testing.T) {
 				t.Errorf("SC-1, not the home, was called: %v", after[before:])
 			}
 		})
+	}
+}
+
+// A call about an application follows its home's RM to the web address
+// it registered after a failover, past the Router's cache.
+func TestACallFollowsAHomeWhoseRMMovedBehindTheCache(t *testing.T) {
+	ctx := context.Background()
+	sc1, old := startRM(t, "SC-1", ts1), startRM(t, "SC-2", ts2)
+	f := federationCached(t, uniform(), time.Hour, sc1, old)
+	app := "application_" + ts2 + "_0002"
+	if _, err := f.store.AddApplicationHomeSubCluster(ctx, store.ApplicationHome{Application: app, Home: "SC-2"}); err != nil {
+		t.Fatal(err)
+	}
+	// The cache reads SC-2's old address, then its RM fails over.
+	if status, _, b := do(t, http.MethodGet, f.web.URL+"/ws/v1/cluster/apps/"+app+"/state", ""); status != http.StatusOK {
+		t.Fatalf("before the failover: %d %s", status, b)
+	}
+	moved := startRM(t, "SC-2", ts2)
+	old.srv.Close()
+	info, err := f.store.GetSubCluster(ctx, "SC-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info.RMWebServiceAddress = moved.addr()
+	if err := f.store.RegisterSubCluster(ctx, info); err != nil {
+		t.Fatal(err)
+	}
+	status, _, b := do(t, http.MethodGet, f.web.URL+"/ws/v1/cluster/apps/"+app+"/state", "")
+	if status != http.StatusOK || len(moved.calls()) != 1 {
+		t.Errorf("after the failover: %d %s; the moved RM got %v", status, b, moved.calls())
 	}
 }
 
