@@ -125,13 +125,14 @@ func (rm *fakeRM) calls() []string {
 
 func (rm *fakeRM) addr() string { return strings.TrimPrefix(rm.srv.URL, "http://") }
 
-// federationOf is a store with the RMs registered and running, a Router
-// placing applications by policy, and the web API in front of them.
+// fed is a federation under test: its store and the Router's web API.
 type fed struct {
 	store *store.Memory
 	web   *httptest.Server
 }
 
+// federationOf is a store with the RMs registered and running, a Router
+// placing applications by policy, and the web API in front of them.
 func federationOf(t *testing.T, policy store.PolicyConfiguration, rms ...*fakeRM) fed {
 	t.Helper()
 	return federationCached(t, policy, 0, rms...)
