@@ -50,6 +50,9 @@ type Settings struct {
 	RouterClientRMAddress string
 	RouterRMAdminAddress  string
 	AdminACL              string
+	// RouterWebappAddress is where the Router serves the federation's REST
+	// API and web page (0.0.0.0:8089).
+	RouterWebappAddress string
 	// SubmitRetry is how many sub-clusters a submission and a new
 	// application id are tried on (3); SubmitInterval the pause between.
 	SubmitRetry    int
@@ -94,6 +97,8 @@ func LoadSettings(c *hadoopconf.Configuration) (Settings, error) {
 	s.RouterClientRMAddress, err = c.GetTrimmed(hadoopconf.KeyRouterClientRMAddress, "0.0.0.0:8050")
 	errs = append(errs, err)
 	s.RouterRMAdminAddress, err = c.GetTrimmed(hadoopconf.KeyRouterRMAdminAddress, "0.0.0.0:8052")
+	errs = append(errs, err)
+	s.RouterWebappAddress, err = c.GetTrimmed(hadoopconf.KeyRouterWebappAddress, "0.0.0.0:8089")
 	errs = append(errs, err)
 	// ACL strings are not trimmed: " " (nobody) differs from "" (unset).
 	s.AdminACL, err = c.Get(hadoopconf.KeyAdminACL, "*")
