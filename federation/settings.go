@@ -19,9 +19,6 @@ const (
 	HomePolicyManager = managerPackage + "HomePolicyManager"
 	// WeightedHomePolicyManager routes by WeightedRandomRouterPolicy.
 	WeightedHomePolicyManager = managerPackage + "WeightedHomePolicyManager"
-	// WeightedLocalityPolicyManager routes by LocalityRouterPolicy; the
-	// global policy generator writes its weights.
-	WeightedLocalityPolicyManager = managerPackage + "WeightedLocalityPolicyManager"
 	// PriorityBroadcastPolicyManager routes by PriorityRouterPolicy.
 	PriorityBroadcastPolicyManager = managerPackage + "PriorityBroadcastPolicyManager"
 	// HashBroadcastPolicyManager routes by HashBasedRouterPolicy.
@@ -64,6 +61,9 @@ type Settings struct {
 	RouterClientRMAddress string
 	RouterRMAdminAddress  string
 	AdminACL              string
+	// RouterWebappAddress is where the Router serves the federation's REST
+	// API and web page (0.0.0.0:8089).
+	RouterWebappAddress string
 	// SubmitRetry is how many sub-clusters a submission and a new
 	// application id are tried on (3); SubmitInterval the pause between.
 	SubmitRetry    int
@@ -108,6 +108,8 @@ func LoadSettings(c *hadoopconf.Configuration) (Settings, error) {
 	s.RouterClientRMAddress, err = c.GetTrimmed(hadoopconf.KeyRouterClientRMAddress, "0.0.0.0:8050")
 	errs = append(errs, err)
 	s.RouterRMAdminAddress, err = c.GetTrimmed(hadoopconf.KeyRouterRMAdminAddress, "0.0.0.0:8052")
+	errs = append(errs, err)
+	s.RouterWebappAddress, err = c.GetTrimmed(hadoopconf.KeyRouterWebappAddress, "0.0.0.0:8089")
 	errs = append(errs, err)
 	// ACL strings are not trimmed: " " (nobody) differs from "" (unset).
 	s.AdminACL, err = c.Get(hadoopconf.KeyAdminACL, "*")

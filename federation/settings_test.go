@@ -22,7 +22,7 @@ func TestSettingsDefaultToYARNs(t *testing.T) {
 	}
 	want := Settings{
 		HeartbeatInterval: time.Minute, HeartbeatInitialDelay: 30 * time.Second, CacheTTL: 5 * time.Minute,
-		PolicyManager: UniformBroadcastPolicyManager, RouterClientRMAddress: "0.0.0.0:8050", RouterRMAdminAddress: "0.0.0.0:8052", AdminACL: "*",
+		PolicyManager: UniformBroadcastPolicyManager, RouterClientRMAddress: "0.0.0.0:8050", RouterRMAdminAddress: "0.0.0.0:8052", AdminACL: "*", RouterWebappAddress: "0.0.0.0:8089",
 		SubmitRetry: 3, SubmitInterval: 10 * time.Millisecond,
 		DeregisterSubClusters: true, SubClusterExpiration: 30 * time.Minute, SubClusterCleanerInterval: time.Minute,
 	}

@@ -12,6 +12,7 @@ const (
 	KeyFederationPolicyManagerParams       = "yarn.federation.policy-manager-params"
 	KeyRouterClientRMAddress               = "yarn.router.clientrm.address"
 	KeyRouterRMAdminAddress                = "yarn.router.rmadmin.address"
+	KeyRouterWebappAddress                 = "yarn.router.webapp.address"
 	KeyRouterSubmitRetry                   = "yarn.router.submit.retry"
 	KeyRouterSubmitInterval                = "yarn.router.submit.interval.time"
 	KeyRouterDeregisterSubClusterEnabled   = "yarn.router.deregister.subcluster.enabled"

@@ -1,7 +1,8 @@
 // Command knit-node is the node-side services a NodeManager used to host,
 // one per node (a DaemonSet with the host network): the NM port relayed to
-// RKS, the localizer that prepares every container started on the node, and
-// the aux services (the MapReduce shuffle).
+// RKS, the localizer that prepares every container started on the node, the
+// aux services (the MapReduce shuffle) and, when switched on, the AMRMProxy
+// the node's AMs use as their scheduler.
 // This file wires them together with fx; what they do lives in daemonsets/.
 package main
 
@@ -70,6 +71,14 @@ type flags struct {
 	// utilizationInterval is how often the node's and its containers'
 	// utilization is measured for the RM's node reports; 0 turns it off.
 	utilizationInterval time.Duration
+	// amrmProxy runs the AMRMProxy even when the Hadoop configuration
+	// does not switch it on; amrmProxyPort is its port, 0 for the
+	// configuration's.
+	amrmProxy     bool
+	amrmProxyPort int
+	// federationNamespace holds the federation's state store, which the
+	// AMRMProxy's federation interceptor reads.
+	federationNamespace string
 }
 
 func main() {
@@ -94,6 +103,9 @@ func main() {
 	flag.StringVar(&f.shuffleKey, "shuffle-tls-key", "", "PEM private key of --shuffle-tls-cert")
 	flag.StringVar(&f.cgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where the host's cgroup v2 hierarchy is mounted, to measure the containers' pods (/metrics)")
 	flag.DurationVar(&f.utilizationInterval, "utilization-interval", metrics.DefaultPublishInterval, "how often to measure the node's and its containers' utilization and publish it on the Node for the RM's node reports, when it moved; 0 turns it off")
+	flag.BoolVar(&f.amrmProxy, "amrmproxy", false, "run the AMRMProxy, which the node's AMs use as their scheduler, as yarn.nodemanager.amrmproxy.enabled does")
+	flag.IntVar(&f.amrmProxyPort, "amrmproxy-port", 0, "where the AMRMProxy listens on the node's address; 0 means the port of yarn.nodemanager.amrmproxy.address, else 8049")
+	flag.StringVar(&f.federationNamespace, "federation-namespace", "knit-federation", "namespace of the federation's state store (knit-rm's --federation-namespace), read by the AMRMProxy's FederationInterceptor when yarn.federation.enabled")
 	flag.Parse()
 
 	app := fx.New(options(f))
@@ -109,9 +121,9 @@ func main() {
 func options(f flags) fx.Option {
 	return fx.Options(
 		fx.Supply(f),
-		fx.Provide(newLogger, newRESTConfig, newKubernetes, newMetadata, newNodeDirs, newHadoopConf, newAuxServices, newAuxHost, newLocalizer, newLogSettings, newStatusPublisher, newAggregator),
+		fx.Provide(newLogger, newRESTConfig, newKubernetes, newMetadata, newNodeDirs, newHadoopConf, newAuxServices, newAuxHost, newLocalizer, newLogSettings, newStatusPublisher, newAggregator, newAMRMProxy),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
-		fx.Invoke(runRelay, runAuxHost, runLocalizer, runNodeWeb),
+		fx.Invoke(runRelay, runAuxHost, runLocalizer, runNodeWeb, runAMRMProxy),
 	)
 }
 
@@ -289,7 +301,7 @@ func dirs(list, root, def string) ([]string, error) {
 	return out, nil
 }
 
-func newLocalizer(lc fx.Lifecycle, f flags, d nodeDirs, aux *auxservice.Host, log *slog.Logger) (*localizer.Localizer, error) {
+func newLocalizer(lc fx.Lifecycle, f flags, d nodeDirs, aux *auxservice.Host, proxy *amrmProxy, log *slog.Logger) (*localizer.Localizer, error) {
 	var whitelist []launch.EnvVar
 	if f.hadoopConf != "" {
 		whitelist = append(whitelist, launch.EnvVar{Name: "HADOOP_CONF_DIR", Value: f.hadoopConf})
@@ -299,7 +311,7 @@ func newLocalizer(lc fx.Lifecycle, f flags, d nodeDirs, aux *auxservice.Host, lo
 			whitelist = append(whitelist, launch.EnvVar{Name: name, Value: v})
 		}
 	}
-	l, err := localizer.New(localizer.Config{
+	cfg := localizer.Config{
 		LocalDirs:        d.local,
 		LogDirs:          d.logs,
 		HomeDir:          f.homeDir,
@@ -308,7 +320,11 @@ func newLocalizer(lc fx.Lifecycle, f flags, d nodeDirs, aux *auxservice.Host, lo
 		HDFS:             localizer.HDFSConfig{ConfDir: f.hadoopConf},
 		CacheTargetBytes: f.cacheMB << 20,
 		Logger:           log.With("component", "localizer"),
-	})
+	}
+	if proxy != nil {
+		cfg.AMRMProxy, cfg.AMConfDir = proxy.service, proxy.confDir
+	}
+	l, err := localizer.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -326,12 +342,17 @@ func runRelay(run lifecycle.Runner, f flags) error {
 	return nil
 }
 
-func runLocalizer(run lifecycle.Runner, f flags, client kubernetes.Interface, meta metadata.Interface, aux *auxservice.Host, l *localizer.Localizer, agg *logs.Aggregator) error {
+func runLocalizer(run lifecycle.Runner, f flags, client kubernetes.Interface, meta metadata.Interface, aux *auxservice.Host, l *localizer.Localizer, agg *logs.Aggregator, proxy *amrmProxy) error {
 	var appLogs localizer.ApplicationLogs
 	if agg != nil {
 		appLogs = agg
 	}
+	var amrm localizer.AMRMProxy
+	if proxy != nil {
+		amrm = proxy.service
+	}
 	c, err := localizer.NewController(localizer.ControllerConfig{
+		AMRMProxy:             amrm,
 		Client:                client,
 		Metadata:              meta,
 		ApplicationsNamespace: f.appsNamespace,

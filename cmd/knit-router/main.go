@@ -2,7 +2,8 @@
 // ApplicationClientProtocol on yarn.router.clientrm.address in front of
 // the sub-cluster RMs the federation store lists, so that unchanged
 // clients submit to and watch the federation as one cluster, serves the
-// federation's admin calls on yarn.router.rmadmin.address, and marks
+// federation's admin calls on yarn.router.rmadmin.address, serves the
+// federation's REST API and page on yarn.router.webapp.address, and marks
 // silent sub-clusters LOST. This file wires the pieces with fx; what they
 // do lives in federation/.
 package main
@@ -12,8 +13,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
@@ -24,6 +27,7 @@ import (
 	"github.com/knitdev/knit/cmd/internal/lifecycle"
 	"github.com/knitdev/knit/federation"
 	"github.com/knitdev/knit/federation/router"
+	"github.com/knitdev/knit/federation/routerweb"
 	fedstore "github.com/knitdev/knit/federation/store"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
@@ -57,7 +61,7 @@ func options(f flags) fx.Option {
 		fx.Supply(f),
 		fx.Provide(newLogger, loadSettings, newStore, newCache, newRouter),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
-		fx.Invoke(serveClientProtocol, serveAdminProtocol, runCleaner),
+		fx.Invoke(serveClientProtocol, serveAdminProtocol, serveWeb, runCleaner),
 	)
 }
 
@@ -143,6 +147,18 @@ func serveAdminProtocol(run lifecycle.Runner, c *fedstore.Cache, settings federa
 		return err
 	}
 	run.Serve(lifecycle.Endpoint{Name: "Router admin port (ResourceManagerAdministrationProtocol)", Address: settings.RouterRMAdminAddress, Server: srv})
+	return nil
+}
+
+// serveWeb serves the federation's REST API and page
+// (yarn.router.webapp.address), placing applications through the Router.
+func serveWeb(run lifecycle.Runner, c *fedstore.Cache, r *router.Router, settings federation.Settings) error {
+	w, err := routerweb.New(routerweb.Config{Store: c, Placer: r, Logger: run.Logger.With("component", "router-web")})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	run.Serve(lifecycle.Endpoint{Name: "Router web port (REST, federation page)", Address: settings.RouterWebappAddress, Server: srv})
 	return nil
 }
 

@@ -63,8 +63,11 @@ type ControllerConfig struct {
 	Services ApplicationServices
 	// Logs, if set, hears of an application's end before its folders go,
 	// to aggregate its container logs (a *logs.Aggregator).
-	Logs     ApplicationLogs
-	NodeName string
+	Logs ApplicationLogs
+	// AMRMProxy, if set, hears of an application's end, to end its
+	// pipelines (the Localizer's Config.AMRMProxy).
+	AMRMProxy AMRMProxy
+	NodeName  string
 	// LaunchDir is the folder knit-launcher waits in (<node root>/launch).
 	LaunchDir string
 	Preparer  Preparer
@@ -419,6 +422,9 @@ func (c *Controller) endApplication(ctx context.Context, app string) error {
 		if err := c.cfg.Services.StopApplication(ctx, id); err != nil {
 			return err
 		}
+	}
+	if c.cfg.AMRMProxy != nil {
+		c.cfg.AMRMProxy.EndApplication(ctx, id)
 	}
 	if c.cfg.Logs != nil {
 		if err := c.cfg.Logs.ApplicationEnded(ctx, app); err != nil {

@@ -137,12 +137,16 @@ func runController(t *testing.T, client *fake.Clientset, meta *metadatafake.Fake
 	runControllerIn(t, t.TempDir(), client, meta, prep, svc)
 }
 
-func runControllerIn(t *testing.T, launchDir string, client *fake.Clientset, meta *metadatafake.FakeMetadataClient, prep *fakePreparer, svc *fakeServices) {
+func runControllerIn(t *testing.T, launchDir string, client *fake.Clientset, meta *metadatafake.FakeMetadataClient, prep *fakePreparer, svc *fakeServices, opts ...func(*ControllerConfig)) {
 	t.Helper()
-	c, err := NewController(ControllerConfig{
+	cfg := ControllerConfig{
 		Client: client, Metadata: meta, ApplicationsNamespace: rmNamespace, Services: svc,
 		NodeName: "node-1", LaunchDir: launchDir, Preparer: prep,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, err := NewController(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,6 +92,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; time.Now if nil.
 	Now func() time.Time
+	// AMRMProxy, if set, takes the real AMRMToken of every AM container
+	// started on the node, whose token file gets the proxy's local token.
+	AMRMProxy AMRMProxy
+	// AMConfDir, with AMRMProxy, is the HADOOP_CONF_DIR of AM containers:
+	// the node's configuration with the proxy as scheduler.
+	AMConfDir string
 }
 
 // Localizer prepares containers on one node.
@@ -225,6 +231,9 @@ func (l *Localizer) Prepare(ctx context.Context, c launch.Context, credentials [
 		if len(credentials) == 0 {
 			credentials, _ = (&token.Credentials{}).Marshal(token.FormatWritable)
 		}
+		credentials, err = l.proxyAM(ctx, c, cid.Attempt, &files, credentials)
+	}
+	if err == nil {
 		files.TokenFile = filepath.Join(files.WorkDir, launch.TokenFileName)
 		if werr := renameio.WriteFile(files.TokenFile, credentials, 0o600); werr != nil {
 			err = fmt.Errorf("localizer: write the token file: %w", werr)
@@ -464,6 +473,10 @@ func linkAll(workDir string, res []namedResource) error {
 // calls it when the container's pod is gone.
 func (l *Localizer) Release(containerID string) {
 	l.cache.release(containerID)
+	// The AM container (sequence 1) gone, its attempt talks to no proxy.
+	if cid, err := yarnid.ParseContainerID(containerID); err == nil && cid.Sequence == 1 && l.cfg.AMRMProxy != nil {
+		l.cfg.AMRMProxy.EndAttempt(cid.Attempt)
+	}
 }
 
 // CleanApplication removes the application's folders from every local

@@ -308,25 +308,37 @@ func wrapped(cause error, format string, args ...any) error {
 // GetNewApplication asks a random active sub-cluster for a new
 // application, another one if it fails, up to the retries.
 func (r *Router) GetNewApplication(ctx context.Context, req *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
+	var resp *yarnpb.GetNewApplicationResponseProto
+	err := r.OnRandomActive(ctx, func(ctx context.Context, sc store.SubClusterInfo) (err error) {
+		resp, err = r.newApplicationOn(ctx, sc, req)
+		return err
+	})
+	return resp, err
+}
+
+// OnRandomActive calls try on a random active sub-cluster, on another one
+// if it fails, up to the retries, as the Router places a new application;
+// its REST API creates applications through it too.
+func (r *Router) OnRandomActive(ctx context.Context, try func(context.Context, store.SubClusterInfo) error) error {
 	active, err := r.store.GetSubClusters(ctx, true)
 	if err != nil {
-		return nil, wrapped(err, "Unable to get the active SubClusters from the FederationStateStore.")
+		return wrapped(err, "Unable to get the active SubClusters from the FederationStateStore.")
 	}
 	active = slices.Clone(active)
 	for i := 0; i < r.retries; i++ {
 		if len(active) == 0 {
-			return nil, yarnerr.YarnException.New(noActiveSubCluster)
+			return yarnerr.YarnException.New(noActiveSubCluster)
 		}
 		j := r.intN(len(active))
 		sc := active[j]
-		resp, err := r.newApplicationOn(ctx, sc, req)
+		err := try(ctx, sc)
 		if err == nil {
-			return resp, nil
+			return nil
 		}
 		r.log.WarnContext(ctx, "unable to create a new application id", "subCluster", sc.ID, "try", i, "err", err)
 		active = slices.Delete(active, j, j+1)
 	}
-	return nil, yarnerr.YarnException.New("Failed to create a new application.")
+	return yarnerr.YarnException.New("Failed to create a new application.")
 }
 
 func (r *Router) newApplicationOn(ctx context.Context, sc store.SubClusterInfo, req *yarnpb.GetNewApplicationRequestProto) (resp *yarnpb.GetNewApplicationResponseProto, err error) {
@@ -349,48 +361,70 @@ func (r *Router) SubmitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 	if err != nil {
 		return nil, yarnerr.YarnException.Wrap(err)
 	}
-	app := appID.String()
-	policy, err := r.policyFor(ctx, asc.GetQueue())
+	var resp *yarnpb.SubmitApplicationResponseProto
+	err = r.SubmitHome(ctx, Submission{Application: appID.String(), Name: asc.GetApplicationName(), Queue: asc.GetQueue()},
+		func(ctx context.Context, home string) (err error) {
+			resp, err = r.submitOn(ctx, home, req)
+			return err
+		})
+	return resp, err
+}
+
+// Submission names the application SubmitHome places.
+type Submission struct {
+	// Application is the application id's string form.
+	Application string
+	// Name and Queue are the application's; Queue picks the policy.
+	Name, Queue string
+}
+
+// SubmitHome places an application: it records the home the queue's
+// policy picks, then calls submit with it; on a failure the sub-cluster is
+// blacklisted and the next try moves the application's home. The RPC and
+// REST submissions share it, so both route alike.
+func (r *Router) SubmitHome(ctx context.Context, sub Submission, submit func(ctx context.Context, home string) error) error {
+	app := sub.Application
+	policy, err := r.policyFor(ctx, sub.Queue)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	policy = forSubmission(policy, cmp.Or(asc.GetQueue(), defaultQueue), app)
+	policy = forSubmission(policy, cmp.Or(sub.Queue, defaultQueue), app)
 	blacklist := map[string]bool{}
 	for i := 0; i < r.retries; i++ {
 		if i > 0 && r.interval > 0 {
 			if err := sleep(ctx, r.interval); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		active, err := r.store.GetSubClusters(ctx, true)
 		if err != nil {
-			return nil, wrapped(err, "Unable to get the active SubClusters from the FederationStateStore.")
+			return wrapped(err, "Unable to get the active SubClusters from the FederationStateStore.")
 		}
 		home, err := policy.home(active, blacklist, lockedRand{r})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if i == 0 {
 			// A resubmission (a client retrying through another Router)
 			// finds the home recorded first, and goes there.
 			if home, err = r.store.AddApplicationHomeSubCluster(ctx, store.ApplicationHome{Application: app, Home: home}); err != nil {
-				return nil, wrapped(err, "Unable to insert the ApplicationId %s into the FederationStateStore.", app)
+				return wrapped(err, "Unable to insert the ApplicationId %s into the FederationStateStore.", app)
 			}
 		} else if err := r.store.UpdateApplicationHomeSubCluster(ctx, store.ApplicationHome{Application: app, Home: home}); err != nil {
 			stored, getErr := r.store.GetApplicationHomeSubCluster(ctx, app)
 			if getErr != nil || stored != home {
-				return nil, wrapped(err, "Unable to update the ApplicationId %s into the FederationStateStore.", app)
+				return wrapped(err, "Unable to update the ApplicationId %s into the FederationStateStore.", app)
 			}
 		}
-		resp, err := r.submitOn(ctx, home, req)
+		err = submit(ctx, home)
 		if err == nil {
 			r.log.InfoContext(ctx, "application submitted", "application", app, "subCluster", home, "try", i)
-			return resp, nil
+			return nil
 		}
 		r.log.WarnContext(ctx, "unable to submit the application", "application", app, "subCluster", home, "try", i, "err", err)
 		blacklist[home] = true
 	}
-	return nil, yarnerr.YarnException.Errorf("Application %s with appId %s failed to be submitted.", asc.GetApplicationName(), app)
+	return yarnerr.YarnException.Errorf("Application %s with appId %s failed to be submitted.", sub.Name, app)
 }
 
 func (r *Router) submitOn(ctx context.Context, home string, req *yarnpb.SubmitApplicationRequestProto) (resp *yarnpb.SubmitApplicationResponseProto, err error) {

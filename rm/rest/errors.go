@@ -104,3 +104,8 @@ func fromCluster(err error, appID string) *remoteException {
 func Status(err error) int { return fromCluster(err, "").status }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// NotFound and BadRequest are YARN's webapp NotFoundException (404) and
+// BadRequestException (400), for the Router's own answers in the RM's shape.
+func NotFound(msg string) error   { return notFound(msg) }
+func BadRequest(msg string) error { return badRequest(msg) }

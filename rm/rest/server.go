@@ -54,28 +54,51 @@ func New(cfg Config) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, MaxBodyBytes)
-			return next(c)
-		}
+	Route(e, Resources{
+		Info: s.info, Metrics: s.metrics, Scheduler: s.scheduler, Apps: s.apps, Submit: s.submit, NewApplication: s.newApplication,
+		App: s.app, GetState: s.getState, PutState: s.putState, Attempts: s.attempts, Nodes: s.nodes, Node: s.node,
 	})
-	g := e.Group("/ws/v1/cluster")
-	g.GET("", s.info)
-	g.GET("/", s.info)
-	g.GET("/info", s.info)
-	g.GET("/metrics", s.metrics)
-	g.GET("/scheduler", s.scheduler)
-	g.GET("/apps", s.apps)
-	g.POST("/apps", s.submit)
-	g.POST("/apps/new-application", s.newApplication)
-	g.GET("/apps/:appid", s.app)
-	g.GET("/apps/:appid/state", s.getState)
-	g.PUT("/apps/:appid/state", s.putState)
-	g.GET("/apps/:appid/appattempts", s.attempts)
-	g.GET("/nodes", s.nodes)
-	g.GET("/nodes/:nodeid", s.node)
 	return e
+}
+
+// Resources are the handlers of the REST API's resources, which the RM
+// and the Router serve under the same paths; Route gives each its path.
+type Resources struct {
+	Info, Metrics, Scheduler          echo.HandlerFunc
+	Apps, Submit, NewApplication      echo.HandlerFunc
+	App, GetState, PutState, Attempts echo.HandlerFunc
+	Nodes, Node                       echo.HandlerFunc
+}
+
+// Route serves r under /ws/v1/cluster on e and caps every body of e with
+// LimitBody (as e's middleware: a group's would turn 405s into 404s); the
+// application's id is the path parameter "appid", the node's "nodeid".
+func Route(e *echo.Echo, r Resources) {
+	e.Use(LimitBody)
+	g := e.Group("/ws/v1/cluster")
+	g.GET("", r.Info)
+	g.GET("/", r.Info)
+	g.GET("/info", r.Info)
+	g.GET("/metrics", r.Metrics)
+	g.GET("/scheduler", r.Scheduler)
+	g.GET("/apps", r.Apps)
+	g.POST("/apps", r.Submit)
+	g.POST("/apps/new-application", r.NewApplication)
+	g.GET("/apps/:appid", r.App)
+	g.GET("/apps/:appid/state", r.GetState)
+	g.PUT("/apps/:appid/state", r.PutState)
+	g.GET("/apps/:appid/appattempts", r.Attempts)
+	g.GET("/nodes", r.Nodes)
+	g.GET("/nodes/:nodeid", r.Node)
+}
+
+// LimitBody caps the request body at MaxBodyBytes; a handler reading more
+// gets an *http.MaxBytesError.
+func LimitBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, MaxBodyBytes)
+		return next(c)
+	}
 }
 
 // user is the caller; ok is false when the request named none.
@@ -93,6 +116,17 @@ func (s *server) writer(c echo.Context) (string, error) {
 		return "", notAuthenticated()
 	}
 	return u, nil
+}
+
+// ErrorHandler answers a handler's error as the REST API does: a
+// RemoteException whose status the error's Java exception picks (see
+// Cluster), and Hadoop's answers for unknown paths and methods. The
+// Router's REST API answers its own errors with it.
+func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	if log == nil {
+		log = slog.Default()
+	}
+	return (&server{log: log}).handleError
 }
 
 func (s *server) handleError(err error, c echo.Context) {
@@ -121,6 +155,10 @@ func (s *server) handleError(err error, c echo.Context) {
 	}
 	_ = writeJSON(c, re.status, map[string]*remoteException{"RemoteException": re})
 }
+
+// WriteJSON answers v as the REST API writes JSON: Jersey's escaping and
+// the RM's cache headers.
+func WriteJSON(c echo.Context, status int, v any) error { return writeJSON(c, status, v) }
 
 func writeJSON(c echo.Context, status int, v any) error {
 	b, err := marshal(v)
@@ -227,18 +265,8 @@ func (s *server) app(c echo.Context) error {
 // lookup checks the id as Hadoop's parseApplicationId does, then asks the
 // Cluster, mapping not found onto Hadoop's message.
 func (s *server) lookup(c echo.Context, user, appID string) (App, error) {
-	if appID == "" {
-		return App{}, notFound("appId, " + appID + ", is empty or null")
-	}
-	if _, err := yarnid.ParseApplicationID(appID); err != nil {
-		// BadRequestException(IllegalArgumentException from
-		// ApplicationId.fromString): the cause's message, unwrapped.
-		re := badRequest("")
-		re.Message = "Invalid ApplicationId: " + appID
-		if !strings.HasPrefix(appID, "application_") {
-			re.Message = "Invalid ApplicationId prefix: " + appID + ". The valid ApplicationId should start with prefix application"
-		}
-		return App{}, re
+	if err := CheckApplicationID(appID); err != nil {
+		return App{}, err
 	}
 	a, err := s.cfg.Cluster.Application(c.Request().Context(), user, appID)
 	if err != nil {
@@ -248,6 +276,26 @@ func (s *server) lookup(c echo.Context, user, appID string) (App, error) {
 		return App{}, notFound("app with id: " + appID + " not found")
 	}
 	return a, nil
+}
+
+// CheckApplicationID refuses an application id of a path as Hadoop's
+// parseApplicationId does, with its answer; the Router checks ids before
+// it looks for their home.
+func CheckApplicationID(appID string) error {
+	if appID == "" {
+		return notFound("appId, " + appID + ", is empty or null")
+	}
+	if _, err := yarnid.ParseApplicationID(appID); err != nil {
+		// BadRequestException(IllegalArgumentException from
+		// ApplicationId.fromString): the cause's message, unwrapped.
+		re := badRequest("")
+		re.Message = "Invalid ApplicationId: " + appID
+		if !strings.HasPrefix(appID, "application_") {
+			re.Message = "Invalid ApplicationId prefix: " + appID + ". The valid ApplicationId should start with prefix application"
+		}
+		return re
+	}
+	return nil
 }
 
 func (s *server) getState(c echo.Context) error {

@@ -122,12 +122,16 @@ func aggregatedLogs(dir string, app yarnid.ApplicationID, name string) map[strin
 }
 
 // dumpOnFailure logs knit-rm's and the knit-nodes' logs when t fails.
-func dumpOnFailure(t *testing.T) {
+func dumpOnFailure(t *testing.T) { dumpLogsOnFailure(t, cluster.ControlPlane.Dir) }
+
+// dumpLogsOnFailure logs knit-rm's and the knit-nodes' logs of the local
+// cluster in dir when t fails.
+func dumpLogsOnFailure(t *testing.T, dir string) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
 		}
-		logs, _ := filepath.Glob(filepath.Join(cluster.ControlPlane.Dir, "logs", "knit-*.log"))
+		logs, _ := filepath.Glob(filepath.Join(dir, "logs", "knit-*.log"))
 		for _, p := range logs {
 			if b, err := os.ReadFile(p); err == nil {
 				t.Logf("%s:\n%s", filepath.Base(p), tail(string(b), 40))

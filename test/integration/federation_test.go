@@ -3,9 +3,12 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,10 +53,11 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 	for _, id := range []string{"sc1", "sc2"} {
 		rms[id] = startSubCluster(t, id, fedNS)
 	}
-	routerAddr, adminAddr := freeAddr(t), freeAddr(t)
+	routerAddr, adminAddr, webAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	routerConf := writeSite(t, []hadoopconf.Property{
 		{Name: hadoopconf.KeyRouterClientRMAddress, Value: routerAddr},
 		{Name: hadoopconf.KeyRouterRMAdminAddress, Value: adminAddr},
+		{Name: hadoopconf.KeyRouterWebappAddress, Value: webAddr},
 		// No cache: the policies this test sets apply to the next submission.
 		{Name: hadoopconf.KeyFederationCacheTTL, Value: "0"},
 		// A sub-cluster silent for 3 s is lost.
@@ -84,7 +88,7 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 		return nil
 	})
 	eventually.WithinEvery(t, time.Minute, 200*time.Millisecond, func(context.Context) error {
-		for _, addr := range []string{routerAddr, adminAddr} {
+		for _, addr := range []string{routerAddr, adminAddr, webAddr} {
 			c, err := net.DialTimeout("tcp", addr, time.Second)
 			if err != nil {
 				return err
@@ -161,6 +165,8 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 			t.Errorf("the merged list %v lacks %s", listed, id)
 		}
 	}
+	checkRouterWeb(ctx, t, webAddr, apps)
+
 	// An application no sub-cluster has is YARN's Router's YarnException.
 	unknown := yarnid.ApplicationID{ClusterTimestamp: 1, ID: 1}
 	if _, err := c.GetApplicationReport(ctx, unknown.Proto()); !errors.Is(err, yarnerr.YarnException) || errors.Is(err, yarnerr.ApplicationNotFound) {
@@ -217,6 +223,63 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 	got, err := st.GetSubCluster(ctx, "sc1")
 	if err != nil || got.State != fedstore.StateUnregistered {
 		t.Errorf("sc1 after its RM stopped: %v, %v; want SC_UNREGISTERED", got.State, err)
+	}
+}
+
+// checkRouterWeb checks the Router's web address against the two
+// sub-clusters: the merged REST list holds the applications of both, a
+// report comes from the application's home, and the federation page lists
+// both sub-clusters running.
+func checkRouterWeb(ctx context.Context, t *testing.T, webAddr string, apps []*yarnpb.ApplicationIdProto) {
+	t.Helper()
+	get := func(path string) (int, []byte) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+webAddr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, b
+	}
+	status, b := get("/ws/v1/cluster/apps?user.name=alice")
+	var list struct {
+		Apps struct {
+			App []struct {
+				ID   string `json:"id"`
+				User string `json:"user"`
+			} `json:"app"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal(b, &list); status != http.StatusOK || err != nil {
+		t.Fatalf("REST apps through the Router: %d %v %s", status, err, b)
+	}
+	var listed []string
+	for _, a := range list.Apps.App {
+		listed = append(listed, a.ID)
+	}
+	for _, app := range apps {
+		id, _ := yarnid.ApplicationIDFromProto(app)
+		if !slices.Contains(listed, id.String()) {
+			t.Errorf("the merged REST list %v lacks %s", listed, id)
+		}
+		status, b := get("/ws/v1/cluster/apps/" + id.String() + "?user.name=alice")
+		if status != http.StatusOK || !bytes.Contains(b, []byte(`"id":"`+id.String()+`"`)) || !bytes.Contains(b, []byte(`"user":"alice"`)) {
+			t.Errorf("REST report of %s through the Router: %d %s", id, status, b)
+		}
+	}
+	status, b = get("/cluster/federation")
+	for _, want := range []string{">sc1</a>", ">sc2</a>", "SC_RUNNING"} {
+		if status != http.StatusOK || !bytes.Contains(b, []byte(want)) {
+			t.Errorf("federation page (%d) lacks %s:\n%s", status, want, b)
+		}
 	}
 }
 

@@ -28,6 +28,14 @@ func Serve(t testing.TB, cfg ipc.Config, protocol string, methods ...ipc.Method)
 	if err := srv.Register(protocol, methods...); err != nil {
 		t.Fatal(err)
 	}
+	return Run(t, srv)
+}
+
+// Run serves srv, with its protocols registered, on a loopback port until
+// the test ends, then shuts it down (failing the test if that goes wrong),
+// and returns its address: for servers of several protocols.
+func Run(t testing.TB, srv *ipc.Server) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

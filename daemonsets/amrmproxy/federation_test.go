@@ -1,0 +1,262 @@
+package amrmproxy
+
+import (
+	"context"
+
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/federation"
+	"github.com/knitdev/knit/federation/store"
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/ipc/ipctest"
+	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
+)
+
+// fakeSubCluster is a secondary sub-cluster's RM: the scheduler of
+// fakeRM, and the client protocol an unmanaged AM is submitted on, whose
+// report carries the sub-cluster's AMRMToken.
+type fakeSubCluster struct {
+	fakeRM
+	smu       sync.Mutex
+	submitted []*yarnpb.ApplicationSubmissionContextProto
+	submitter []string
+	killed    []*yarnpb.ApplicationIdProto
+}
+
+func (f *fakeSubCluster) serve(t *testing.T, token string) string {
+	t.Helper()
+	srv, err := ipc.NewServer(ipc.Config{Simple: true, Tokens: ipctest.TokenLookup, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Register(yarnrpc.ApplicationMasterProtocolName, f.methods()...); err != nil {
+		t.Fatal(err)
+	}
+	err = yarnrpc.ApplicationClientProtocolFuncs{
+		SubmitApplication: func(ctx context.Context, req *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
+			f.smu.Lock()
+			defer f.smu.Unlock()
+			c, _ := ipc.CallerFrom(ctx)
+			f.submitted = append(f.submitted, req.GetApplicationSubmissionContext())
+			f.submitter = append(f.submitter, c.User)
+			return &yarnpb.SubmitApplicationResponseProto{}, nil
+		},
+		ForceKillApplication: func(_ context.Context, req *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
+			f.smu.Lock()
+			defer f.smu.Unlock()
+			f.killed = append(f.killed, req.GetApplicationId())
+			return &yarnpb.KillApplicationResponseProto{IsKillCompleted: proto.Bool(true)}, nil
+		},
+		GetApplicationReport: func(_ context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
+			return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: &yarnpb.ApplicationReportProto{
+				ApplicationId: req.GetApplicationId(), YarnApplicationState: yarnpb.YarnApplicationStateProto_ACCEPTED.Enum(),
+				AmRmToken: rmToken(token).Proto(),
+			}}, nil
+		},
+	}.Register(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ipctest.Run(t, srv)
+}
+
+func container(attempt yarnid.AttemptID, seq int64) *yarnpb.ContainerProto {
+	return &yarnpb.ContainerProto{Id: yarnid.ContainerID{Attempt: attempt, Sequence: seq}.Proto(),
+		Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, Resource: &yarnpb.ResourceProto{Memory: proto.Int64(128), VirtualCores: proto.Int32(1)}}
+}
+
+// federation is a home and a secondary sub-cluster in a store, the
+// application homed in the first, and a proxy whose pipeline is the
+// federation interceptor in front of the default one.
+type federationEnv struct {
+	home      *fakeRM
+	secondary *fakeSubCluster
+	svc       *Service
+	proxy     string
+	store     *store.Memory
+}
+
+func newFederation(t *testing.T, manager string, params ...byte) *federationEnv {
+	t.Helper()
+	ctx := testCtx(t)
+	e := &federationEnv{home: &fakeRM{allocated: []*yarnpb.ContainerProto{container(testAttempt, 2)}}, secondary: &fakeSubCluster{}}
+	// The secondary numbers its containers in its own epoch.
+	e.secondary.allocated = []*yarnpb.ContainerProto{container(testAttempt, 1<<40|2)}
+	homeAddr := e.home.serve(t)
+	secAddr := e.secondary.serve(t, "uam-sc-2")
+	fed := store.NewMemory(nil)
+	for _, sc := range []store.SubClusterInfo{
+		{ID: "sc-1", AMRMServiceAddress: homeAddr, ClientRMServiceAddress: homeAddr, RMAdminServiceAddress: homeAddr, RMWebServiceAddress: homeAddr, State: store.StateRunning},
+		{ID: "sc-2", AMRMServiceAddress: secAddr, ClientRMServiceAddress: secAddr, RMAdminServiceAddress: secAddr, RMWebServiceAddress: secAddr, State: store.StateRunning},
+	} {
+		if err := fed.RegisterSubCluster(ctx, sc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := fed.AddApplicationHomeSubCluster(ctx, store.ApplicationHome{Application: testAttempt.App.String(), Home: "sc-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fed.SetPolicyConfiguration(ctx, store.PolicyConfiguration{Queue: "root.default", Type: manager, Params: params}); err != nil {
+		t.Fatal(err)
+	}
+	stages := defaultStages(homeAddr)
+	stages[FederationInterceptorName] = FederationStage(FederationSettings{Store: fed, DefaultPolicy: federation.HomePolicyManager,
+		NewBackOff: func() backoff.BackOff {
+			return backoff.WithMaxRetries(backoff.NewConstantBackOff(10*time.Millisecond), 100)
+		},
+		LaunchTimeout: time.Second})
+	e.store = fed
+	e.svc, e.proxy = serveProxy(t, testSecrets(t), []string{FederationInterceptorName, DefaultInterceptorName}, stages)
+	return e
+}
+
+func TestFederationInterceptor(t *testing.T) {
+	tests := []struct {
+		name    string
+		manager string
+		params  []byte
+		// wantSecondary is whether a UAM goes to the secondary and gets its asks.
+		wantSecondary bool
+		wantAllocated int
+	}{
+		{"the broadcast policy asks both sub-clusters and merges their containers", federation.UniformBroadcastPolicyManager, nil, true, 2},
+		{"the home policy asks the home alone", federation.HomePolicyManager, nil, false, 1},
+		{"the locality policy splits a free ask by the weights", federation.WeightedLocalityPolicyManager,
+			weightsJSON("0.0", map[string]string{"sc-1": "1", "sc-2": "1"}), true, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			e := newFederation(t, tt.manager, tt.params...)
+			am := registeredAM(t, e.svc, e.proxy)
+			resp, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 2)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(resp.GetAllocatedContainers()); got != tt.wantAllocated {
+				t.Fatalf("%d containers in the answer, want %d", got, tt.wantAllocated)
+			}
+			if resp.GetAmRmToken() != nil {
+				t.Fatal("a sub-cluster's AMRMToken reached the AM")
+			}
+			e.secondary.smu.Lock()
+			submitted := len(e.secondary.submitted)
+			e.secondary.smu.Unlock()
+			if (submitted == 1) != tt.wantSecondary {
+				t.Fatalf("%d unmanaged AMs submitted to the secondary, want one: %v", submitted, tt.wantSecondary)
+			}
+			if tt.wantSecondary {
+				asc := e.secondary.submitted[0]
+				if !asc.GetUnmanagedAm() || asc.GetApplicationName() != federation.UnmanagedAMName || e.secondary.submitter[0] != "alice" || !proto.Equal(asc.GetApplicationId(), testAttempt.App.Proto()) {
+					t.Fatalf("secondary got %v from %s, want the application unmanaged from its user", asc, e.secondary.submitter[0])
+				}
+				if users := e.secondary.seenUsers(); len(users) == 0 || users[0] != "uam-sc-2" {
+					t.Fatalf("the secondary's scheduler saw %v, want the unmanaged AM's token", users)
+				}
+				// A release of the secondary's container goes there.
+				if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(1), Release: []*yarnpb.ContainerIdProto{resp.GetAllocatedContainers()[1].GetId()}}); err != nil {
+					t.Fatal(err)
+				}
+				e.secondary.mu.Lock()
+				released := len(e.secondary.releases)
+				e.secondary.mu.Unlock()
+				e.home.mu.Lock()
+				homeReleased := len(e.home.releases)
+				e.home.mu.Unlock()
+				if released != 1 || homeReleased != 0 {
+					t.Fatalf("released %d in the secondary and %d at home, want the secondary's container released there", released, homeReleased)
+				}
+			}
+			if _, err := am.FinishApplicationMaster(ctx, &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}); err != nil {
+				t.Fatal(err)
+			}
+			e.secondary.mu.Lock()
+			finished := e.secondary.finished
+			e.secondary.mu.Unlock()
+			if finished != tt.wantSecondary || !e.home.finished {
+				t.Fatalf("finished: secondary %v, home %v; want the unmanaged AM finished too: %v", finished, e.home.finished, tt.wantSecondary)
+			}
+		})
+	}
+}
+
+func TestFederationInterceptorRefusesAQueueWithAPolicyItCannotServe(t *testing.T) {
+	ctx := testCtx(t)
+	e := newFederation(t, "org.apache.hadoop.yarn.server.federation.policies.manager.PriorityBroadcastPolicyManager")
+	local, err := e.svc.StartApplicationMaster(ctx, testAttempt, "alice", rmToken("real-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rawAM(t, e.proxy, local).RegisterApplicationMaster(ctx, &yarnpb.RegisterApplicationMasterRequestProto{}); err == nil {
+		t.Fatal("registered under a policy without an AMRMProxy policy")
+	}
+}
+
+func TestFederationStageNeedsANextStageAndAStore(t *testing.T) {
+	tests := []struct {
+		name string
+		s    FederationSettings
+		next Interceptor
+	}{
+		{"last in the pipeline", FederationSettings{Store: store.NewMemory(nil)}, nil},
+		{"without a store", FederationSettings{}, &ThrottleInterceptor{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := FederationStage(tt.s)(App{Logger: quiet}, tt.next); err == nil {
+				t.Fatal("built")
+			}
+		})
+	}
+}
+
+func TestFederationInterceptorGoesOnWithoutASecondaryThatCannotBeReached(t *testing.T) {
+	ctx := testCtx(t)
+	e := newFederation(t, federation.UniformBroadcastPolicyManager)
+	const dead = "127.0.0.1:1"
+	if err := e.store.RegisterSubCluster(ctx, store.SubClusterInfo{ID: "sc-3", AMRMServiceAddress: dead, ClientRMServiceAddress: dead,
+		RMAdminServiceAddress: dead, RMWebServiceAddress: dead, State: store.StateRunning}); err != nil {
+		t.Fatal(err)
+	}
+	am := registeredAM(t, e.svc, e.proxy)
+	resp, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 2)}})
+	if err != nil {
+		t.Fatalf("allocate with a sub-cluster down: %v", err)
+	}
+	if got := len(resp.GetAllocatedContainers()); got != 2 {
+		t.Fatalf("%d containers, want those of the two live sub-clusters", got)
+	}
+	// The next heartbeat does not wait on the dead one again.
+	start := time.Now()
+	if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(1), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 3)}}); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took >= time.Second {
+		t.Fatalf("the heartbeat after a failed launch took %s, the launch timeout", took)
+	}
+}
+
+func TestAnApplicationThatEndsUnfinishedHasItsUnmanagedAMsKilled(t *testing.T) {
+	ctx := testCtx(t)
+	e := newFederation(t, federation.UniformBroadcastPolicyManager)
+	am := registeredAM(t, e.svc, e.proxy)
+	if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	e.svc.EndApplication(ctx, testAttempt.App)
+	e.secondary.smu.Lock()
+	defer e.secondary.smu.Unlock()
+	if len(e.secondary.killed) != 1 || !proto.Equal(e.secondary.killed[0], testAttempt.App.Proto()) {
+		t.Fatalf("killed %v in the secondary, want the application", e.secondary.killed)
+	}
+	if got := e.svc.Attempts(); len(got) != 0 {
+		t.Fatalf("pipelines %v left", got)
+	}
+}

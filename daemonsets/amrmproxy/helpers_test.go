@@ -1,0 +1,169 @@
+package amrmproxy
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/client"
+	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/protocols/ipc/ipctest"
+	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnerr"
+	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+var testAttempt = yarnid.AttemptID{App: yarnid.ApplicationID{ClusterTimestamp: 1700000000000, ID: 7}, ID: 1}
+
+// rmToken is a real-looking token whose identifier is the user it
+// authenticates as, so the fake RM checks it with ipctest.TokenLookup.
+func rmToken(user string) token.Token {
+	return token.Token{Identifier: []byte(user), Password: []byte("pw-" + user), Kind: client.KindAMRMToken}
+}
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// fakeRM is the RM's scheduler port: it records the token user of every
+// call and numbers allocate answers as ApplicationMasterService does.
+type fakeRM struct {
+	mu         sync.Mutex
+	users      []string
+	asks       [][]*yarnpb.ResourceRequestProto
+	releases   []*yarnpb.ContainerIdProto
+	lastID     int32
+	registered bool
+	finished   bool
+	// renew, if set, is handed out in the next allocate answer.
+	renew *token.Token
+	// allocated is put in each allocate answer.
+	allocated []*yarnpb.ContainerProto
+}
+
+func (f *fakeRM) user(ctx context.Context) {
+	c, _ := ipc.CallerFrom(ctx)
+	f.users = append(f.users, c.User)
+}
+
+func (f *fakeRM) serve(t *testing.T) string {
+	return ipctest.Serve(t, ipc.Config{Tokens: ipctest.TokenLookup}, yarnrpc.ApplicationMasterProtocolName, f.methods()...)
+}
+
+func (f *fakeRM) methods() []ipc.Method {
+	return yarnrpc.ApplicationMasterProtocolFuncs{
+		RegisterApplicationMaster: func(ctx context.Context, _ *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.user(ctx)
+			if f.registered {
+				return nil, yarnerr.InvalidApplicationMasterRequest.New("Application Master is already registered")
+			}
+			f.registered, f.lastID = true, 0
+			return &yarnpb.RegisterApplicationMasterResponseProto{Queue: proto.String("root.default")}, nil
+		},
+		Allocate: func(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.user(ctx)
+			if req.GetResponseId() != f.lastID {
+				return nil, yarnerr.InvalidApplicationMasterRequest.Errorf("expect responseId to be %d, but get %d", f.lastID, req.GetResponseId())
+			}
+			f.asks = append(f.asks, req.GetAsk())
+			f.releases = append(f.releases, req.GetRelease()...)
+			f.lastID++
+			resp := &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(f.lastID), AllocatedContainers: f.allocated}
+			if f.renew != nil {
+				resp.AmRmToken = f.renew.Proto()
+				f.renew = nil
+			}
+			return resp, nil
+		},
+		FinishApplicationMaster: func(ctx context.Context, _ *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.user(ctx)
+			f.finished = true
+			return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(true)}, nil
+		},
+	}.Methods()
+}
+
+func (f *fakeRM) seenUsers() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.users...)
+}
+
+func noRetries() backoff.BackOff { return &backoff.StopBackOff{} }
+
+func testSecrets(t *testing.T) *Secrets {
+	t.Helper()
+	s, err := NewSecrets(SecretsConfig{RollInterval: time.Hour, ActivationDelay: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// serveProxy serves a Service on loopback with the given pipeline until
+// the test ends, and returns it and its address.
+func serveProxy(t *testing.T, secrets *Secrets, pipeline []string, stages map[string]Stage) (*Service, string) {
+	t.Helper()
+	svc, err := New(Config{Secrets: secrets, Pipeline: pipeline, Stages: stages, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ipc.NewServer(ipc.Config{Tokens: secrets.SecretLookup(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Register(srv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := svc.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return svc, ipctest.Run(t, srv)
+}
+
+// registeredAM starts the attempt's pipeline with the real token "real-1"
+// and returns a raw AM client of the proxy, registered.
+func registeredAM(t *testing.T, svc *Service, proxy string) *yarnrpc.ApplicationMasterProtocolClient {
+	t.Helper()
+	ctx := testCtx(t)
+	local, err := svc.StartApplicationMaster(ctx, testAttempt, "alice", rmToken("real-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	am := rawAM(t, proxy, local)
+	if _, err := am.RegisterApplicationMaster(ctx, &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("am-host")}); err != nil {
+		t.Fatal(err)
+	}
+	return am
+}
+
+// rawAM is an AM client that sends exactly the requests it is given.
+func rawAM(t *testing.T, addr string, tok token.Token) *yarnrpc.ApplicationMasterProtocolClient {
+	t.Helper()
+	c, err := ipc.NewClient(addr, ipc.ClientConfig{Protocol: yarnrpc.ApplicationMasterProtocolName, Token: tok.Proto(), Logger: quiet, Errors: yarnerr.FromRemote, NewBackOff: noRetries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return yarnrpc.NewApplicationMasterProtocolClient(c)
+}
