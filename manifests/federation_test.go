@@ -167,7 +167,7 @@ func TestTheFederationOverlayMakesTheRMASubClusterBehindTheRouter(t *testing.T) 
 		t.Fatalf("knit-router's configuration: %v", err)
 	}
 	svc := one[*corev1.Service](t, r, f.router.Namespace, "knit-router")
-	for _, p := range []struct{ name, addr string }{{"client", rs.RouterClientRMAddress}, {"admin", rs.RouterRMAdminAddress}} {
+	for _, p := range []struct{ name, addr string }{{"client", rs.RouterClientRMAddress}, {"admin", rs.RouterRMAdminAddress}, {"web", rs.RouterWebappAddress}} {
 		want := port(t, p.addr)
 		if got := containerPort(t, rc, p.name); got != want {
 			t.Errorf("knit-router's %s container port %d, its yarn-site.xml binds %s", p.name, got, p.addr)

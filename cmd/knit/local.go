@@ -133,7 +133,7 @@ func printComponent(out io.Writer, c supervise.Status) {
 
 func printRM(out io.Writer, st *localcluster.State) {
 	if f := st.Federation; f != nil {
-		fmt.Fprintf(out, "federation: knit-router client %s, admin %s; knit-gpg\n", f.Router, f.RouterAdmin)
+		fmt.Fprintf(out, "federation: knit-router client %s, admin %s, web http://%s; knit-gpg\n", f.Router, f.RouterAdmin, f.RouterWeb)
 		for _, sc := range f.SubClusters {
 			fmt.Fprintf(out, "sub-cluster %s: knit-rm client %s, web http://%s, namespace %s\n", sc.ID, sc.RM.Client, sc.RM.Web, sc.Namespace)
 		}

@@ -81,6 +81,7 @@ func TestTheGlobalPolicyGeneratorsWeightsSteerTheRouter(t *testing.T) {
 	routerConf := writeSite(t, []hadoopconf.Property{
 		{Name: hadoopconf.KeyRouterClientRMAddress, Value: routerAddr},
 		{Name: hadoopconf.KeyRouterRMAdminAddress, Value: freeAddr(t)},
+		{Name: hadoopconf.KeyRouterWebappAddress, Value: freeAddr(t)},
 		{Name: hadoopconf.KeyFederationCacheTTL, Value: "0"},
 	})
 	startProcess(t, "knit-router", "knit-router", routerConf, "--kubeconfig", cluster.ControlPlane.Kubeconfig, "--namespace", fedNS)

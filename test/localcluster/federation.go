@@ -49,10 +49,11 @@ func SubClusterConfDir(dir, id string) string { return filepath.Join(dir, "subcl
 
 // Federation is what a local federation runs.
 type Federation struct {
-	// Router and RouterAdmin are knit-router's client and admin addresses,
-	// which HadoopConfDir names.
+	// Router, RouterAdmin and RouterWeb are knit-router's client, admin
+	// and web addresses, which HadoopConfDir names.
 	Router      string       `json:"router"`
 	RouterAdmin string       `json:"routerAdmin"`
+	RouterWeb   string       `json:"routerWeb"`
 	SubClusters []SubCluster `json:"subClusters"`
 }
 
@@ -76,6 +77,7 @@ const (
 const (
 	routerClientPort = 8050
 	routerAdminPort  = 8052
+	routerWebPort    = 8089
 )
 
 // startFederation starts n knit-rm sub-clusters, knit-router and knit-gpg
@@ -105,10 +107,10 @@ func (c *Cluster) startFederation(ctx context.Context, dir string, command []str
 		fed.SubClusters = append(fed.SubClusters, SubCluster{ID: SubClusterID(i), Namespace: SubClusterNamespace(i), RM: a})
 		avoid = append(avoid, a.Client, a.Scheduler, a.Admin, a.Web)
 	}
-	if fed.Router, fed.RouterAdmin, err = pickRouterAddresses(dir); err != nil {
+	if fed.Router, fed.RouterAdmin, fed.RouterWeb, err = pickRouterAddresses(dir); err != nil {
 		return nil, err
 	}
-	avoid = append(avoid, fed.Router, fed.RouterAdmin)
+	avoid = append(avoid, fed.Router, fed.RouterAdmin, fed.RouterWeb)
 	nodeAddrs := make([]string, len(c.Nodes))
 	for i, node := range c.Nodes {
 		nodeAddrs[i] = node.Address
@@ -165,6 +167,7 @@ func (c *Cluster) startFederation(ctx context.Context, dir string, command []str
 	clientSite := []hadoopconf.Property{
 		{Name: hadoopconf.KeyRouterClientRMAddress, Value: fed.Router},
 		{Name: hadoopconf.KeyRouterRMAdminAddress, Value: fed.RouterAdmin},
+		{Name: hadoopconf.KeyRouterWebappAddress, Value: fed.RouterWeb},
 		{Name: hadoopconf.KeyFederationCacheTTL, Value: localCacheTTLSecs},
 		{Name: hadoopconf.KeyGPGPolicyClass, Value: federation.LoadBasedGlobalPolicy},
 		{Name: hadoopconf.KeyGPGPolicyInterval, Value: localGPGInterval},
@@ -187,7 +190,7 @@ func (c *Cluster) startFederation(ctx context.Context, dir string, command []str
 		c.mu.Unlock()
 		c.componentsChanged()
 	}
-	if err := waitListening(ctx, fed.Router, fed.RouterAdmin); err != nil {
+	if err := waitListening(ctx, fed.Router, fed.RouterAdmin, fed.RouterWeb); err != nil {
 		return nil, fmt.Errorf("localcluster: waiting for knit-router: %w", err)
 	}
 	c.log.Info("federation up", "subClusters", n, "router", fed.Router)
@@ -199,26 +202,27 @@ func (c *Cluster) startFederation(ctx context.Context, dir string, command []str
 
 // pickRouterAddresses takes the Router's ports a kept folder's
 // yarn-site.xml names, else YARN's defaults, else free ones.
-func pickRouterAddresses(dir string) (client, admin string, err error) {
-	preferred := []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(routerClientPort)), net.JoinHostPort("127.0.0.1", strconv.Itoa(routerAdminPort))}
+func pickRouterAddresses(dir string) (client, admin, web string, err error) {
+	loopback := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+	preferred := []string{loopback(routerClientPort), loopback(routerAdminPort), loopback(routerWebPort)}
 	c := hadoopconf.New(hadoopconf.Options{})
-	if c.AddDir(HadoopConfDir(dir), "yarn-site.xml") == nil {
-		if s, err := federation.LoadSettings(c); err == nil && s.RouterClientRMAddress != "0.0.0.0:8050" {
-			preferred = []string{s.RouterClientRMAddress, s.RouterRMAdminAddress}
+	if c.AddDir(HadoopConfDir(dir), "yarn-site.xml") == nil && c.Has(hadoopconf.KeyRouterClientRMAddress) {
+		if s, err := federation.LoadSettings(c); err == nil {
+			preferred = []string{s.RouterClientRMAddress, s.RouterRMAdminAddress, s.RouterWebappAddress}
 		}
 	}
-	var picked [2]string
+	var picked [3]string
 	for i, addr := range preferred {
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-				return "", "", fmt.Errorf("localcluster: router port: %w", err)
+				return "", "", "", fmt.Errorf("localcluster: router port: %w", err)
 			}
 		}
 		picked[i] = l.Addr().String()
 		defer l.Close()
 	}
-	return picked[0], picked[1], nil
+	return picked[0], picked[1], picked[2], nil
 }
 
 func freeAddress() (string, error) {
