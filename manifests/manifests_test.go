@@ -179,7 +179,8 @@ func TestTheCRDIsTheOneKnitRMInstalls(t *testing.T) {
 
 // definedFlags reads the flag names cmd/<binary> defines, from its source:
 // every call flag.XxxVar(&v, "name", …) or flag.Xxx("name", …), or the same
-// on a function's *flag.FlagSet parameter, in its non-test files. Reading the syntax tree needs no build and no exported
+// on a function's *flag.FlagSet parameter, in its non-test files and those
+// of the cmd/internal packages they import (flags binaries share). Reading the syntax tree needs no build and no exported
 // symbol from a main package, and a flag defined some other way (a name
 // that is not a literal, a FlagSet) fails the test rather than hiding.
 func definedFlags(t *testing.T, binary string) map[string]bool {
@@ -190,11 +191,24 @@ func definedFlags(t *testing.T, binary string) map[string]bool {
 	}
 	fset := token.NewFileSet()
 	flags := map[string]bool{}
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
+	read := map[string]bool{}
+	for len(files) > 0 {
+		path := files[0]
+		files = files[1:]
+		if strings.HasSuffix(path, "_test.go") || read[path] {
 			continue
 		}
+		read[path] = true
 		f := parseGo(t, fset, path)
+		for _, imp := range f.Imports {
+			if rest, ok := strings.CutPrefix(strings.Trim(imp.Path.Value, `"`), "github.com/knitdev/knit/cmd/internal/"); ok {
+				shared, err := filepath.Glob(filepath.Join("..", "cmd", "internal", rest, "*.go"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				files = append(files, shared...)
+			}
+		}
 		// A function may define flags on a *flag.FlagSet parameter it is
 		// given (flag.CommandLine, from main).
 		flagSets := map[ast.Node]map[string]bool{}

@@ -18,9 +18,8 @@ import (
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/knitdev/knit/cmd/internal/fedcmd"
 	"github.com/knitdev/knit/cmd/internal/lifecycle"
 	"github.com/knitdev/knit/federation"
 	"github.com/knitdev/knit/federation/gpg"
@@ -30,17 +29,11 @@ import (
 )
 
 // flags are knit-gpg's command line.
-type flags struct {
-	kubeconfig string
-	namespace  string
-	confDir    string
-}
+type flags = fedcmd.Flags
 
 func main() {
 	var f flags
-	flag.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster hosting the federation's state store; empty means the in-cluster service account")
-	flag.StringVar(&f.namespace, "namespace", "knit-federation", "namespace of the federation's state store (knit-rm's --federation-namespace)")
-	flag.StringVar(&f.confDir, "conf-dir", os.Getenv("HADOOP_CONF_DIR"), "folder with yarn-site.xml: the yarn.federation.gpg.* settings")
+	f.Register(flag.CommandLine, "yarn.federation.gpg.*")
 	flag.Parse()
 	app := fx.New(options(f))
 	app.Run()
@@ -67,24 +60,14 @@ func newLogger() *slog.Logger {
 
 // loadSettings reads core-site.xml and yarn-site.xml from the conf dir.
 func loadSettings(f flags) (federation.GPGSettings, error) {
-	c := hadoopconf.New(hadoopconf.Options{})
-	if err := c.AddDir(f.confDir, "core-site.xml", "yarn-site.xml"); err != nil {
-		return federation.GPGSettings{}, fmt.Errorf("configuration: %w", err)
+	c, err := f.Conf()
+	if err != nil {
+		return federation.GPGSettings{}, err
 	}
 	return federation.LoadGPGSettings(c)
 }
 
-func newStore(f flags) (*fedstore.Kube, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes config: %w", err)
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return fedstore.NewKube(fedstore.KubeConfig{Client: client, Namespace: f.namespace})
-}
+func newStore(f flags) (*fedstore.Kube, error) { return f.Store() }
 
 // runGenerator runs the policy generator, unless the global policy is
 // NoOpGlobalPolicy (YARN's default), which generates nothing.

@@ -9,42 +9,32 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/knitdev/knit/acl"
+	"github.com/knitdev/knit/cmd/internal/fedcmd"
 	"github.com/knitdev/knit/cmd/internal/lifecycle"
 	"github.com/knitdev/knit/federation"
 	"github.com/knitdev/knit/federation/router"
 	"github.com/knitdev/knit/federation/routerweb"
 	fedstore "github.com/knitdev/knit/federation/store"
-	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
 )
 
 // flags are knit-router's command line.
-type flags struct {
-	kubeconfig string
-	namespace  string
-	confDir    string
-}
+type flags = fedcmd.Flags
 
 func main() {
 	var f flags
-	flag.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster hosting the federation's state store; empty means the in-cluster service account")
-	flag.StringVar(&f.namespace, "namespace", "knit-federation", "namespace of the federation's state store (knit-rm's --federation-namespace)")
-	flag.StringVar(&f.confDir, "conf-dir", os.Getenv("HADOOP_CONF_DIR"), "folder with yarn-site.xml: the yarn.router.* and yarn.federation.* settings")
+	f.Register(flag.CommandLine, "yarn.router.* and yarn.federation.*")
 	flag.Parse()
 	app := fx.New(options(f))
 	app.Run()
@@ -71,33 +61,14 @@ func newLogger() *slog.Logger {
 
 // loadSettings reads core-site.xml and yarn-site.xml from the conf dir.
 func loadSettings(f flags) (federation.Settings, error) {
-	c := hadoopconf.New(hadoopconf.Options{})
-	for _, name := range []string{"core-site.xml", "yarn-site.xml"} {
-		if f.confDir == "" {
-			break
-		}
-		path := filepath.Join(f.confDir, name)
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err := c.AddFile(path); err != nil {
-			return federation.Settings{}, fmt.Errorf("configuration: %w", err)
-		}
+	c, err := f.Conf()
+	if err != nil {
+		return federation.Settings{}, err
 	}
 	return federation.LoadSettings(c)
 }
 
-func newStore(f flags) (*fedstore.Kube, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes config: %w", err)
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return fedstore.NewKube(fedstore.KubeConfig{Client: client, Namespace: f.namespace})
-}
+func newStore(f flags) (*fedstore.Kube, error) { return f.Store() }
 
 // newCache is the Router's view of the store, as YARN's Router reads
 // through FederationStateStoreFacade; its admin protocol writes through it.

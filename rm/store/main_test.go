@@ -1,11 +1,7 @@
 package store
 
 import (
-	"context"
-	"flag"
-	"fmt"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,8 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"go.uber.org/goleak"
-
 	"github.com/knitdev/knit/test/controlplane"
 	waitfor "github.com/knitdev/knit/test/eventually"
 )
@@ -26,41 +20,7 @@ import (
 // test works in a namespace of its own. Nil under -short.
 var testCluster *controlplane.ControlPlane
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	code := runTests(m)
-	if code == 0 {
-		// After the control plane stopped: no goroutine of the store's may
-		// outlive the tests.
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "store: goroutines outlived the tests:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-func runTests(m *testing.M) int {
-	if testing.Short() {
-		return m.Run()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Config{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "store: control plane:", err)
-		return 1
-	}
-	testCluster = cp
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "store: stopping the control plane:", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
-}
+func TestMain(m *testing.M) { controlplane.TestMain(m, "store", &testCluster) }
 
 // needCluster skips a test that needs the control plane under -short.
 func needCluster(t *testing.T) *controlplane.ControlPlane {

@@ -1,0 +1,53 @@
+// Package fedcmd is the command line the federation's own binaries
+// (knit-router, knit-gpg) share: where the federation's state store is and
+// where their Hadoop configuration is.
+package fedcmd
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	fedstore "github.com/knitdev/knit/federation/store"
+	"github.com/knitdev/knit/hadoopconf"
+)
+
+// Flags are the store's cluster and namespace, and the configuration
+// folder.
+type Flags struct {
+	Kubeconfig, Namespace, ConfDir string
+}
+
+// Register adds the flags to fs; settings names, for the help, the keys
+// the binary reads from yarn-site.xml.
+func (f *Flags) Register(fs *flag.FlagSet, settings string) {
+	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster hosting the federation's state store; empty means the in-cluster service account")
+	fs.StringVar(&f.Namespace, "namespace", "knit-federation", "namespace of the federation's state store (knit-rm's --federation-namespace)")
+	fs.StringVar(&f.ConfDir, "conf-dir", os.Getenv("HADOOP_CONF_DIR"), "folder with yarn-site.xml: the "+settings+" settings")
+}
+
+// Conf reads core-site.xml and yarn-site.xml from the configuration
+// folder, each if it is there.
+func (f Flags) Conf() (*hadoopconf.Configuration, error) {
+	c := hadoopconf.New(hadoopconf.Options{})
+	if err := c.AddDir(f.ConfDir, "core-site.xml", "yarn-site.xml"); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	return c, nil
+}
+
+// Store is the federation's state store in Kubernetes.
+func (f Flags) Store() (*fedstore.Kube, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", f.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes config: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return fedstore.NewKube(fedstore.KubeConfig{Client: client, Namespace: f.Namespace})
+}
