@@ -9,15 +9,10 @@
 package main
 
 import (
-	"flag"
-	"fmt"
-	"log/slog"
 	"net/http"
-	"os"
 	"time"
 
 	"go.uber.org/fx"
-	"go.uber.org/fx/fxevent"
 
 	"github.com/knitdev/knit/cmd/internal/fedcmd"
 	"github.com/knitdev/knit/cmd/internal/lifecycle"
@@ -31,31 +26,16 @@ import (
 // flags are knit-gpg's command line.
 type flags = fedcmd.Flags
 
-func main() {
-	var f flags
-	f.Register(flag.CommandLine, "yarn.federation.gpg.*")
-	flag.Parse()
-	app := fx.New(options(f))
-	app.Run()
-	if err := app.Err(); err != nil {
-		fmt.Fprintln(os.Stderr, "knit-gpg:", err)
-		os.Exit(1)
-	}
-}
+func main() { fedcmd.Main("knit-gpg", "yarn.federation.gpg.*", options) }
 
 // options is the whole app: main runs it, and a test checks its graph
 // with fx.ValidateApp.
 func options(f flags) fx.Option {
 	return fx.Options(
 		fx.Supply(f),
-		fx.Provide(newLogger, loadSettings, newStore),
-		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
+		fx.Provide(loadSettings, newStore),
 		fx.Invoke(runGenerator, runCleaner),
 	)
-}
-
-func newLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 // loadSettings reads core-site.xml and yarn-site.xml from the conf dir.

@@ -9,15 +9,11 @@
 package main
 
 import (
-	"flag"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"time"
 
 	"go.uber.org/fx"
-	"go.uber.org/fx/fxevent"
 
 	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/cmd/internal/fedcmd"
@@ -32,31 +28,16 @@ import (
 // flags are knit-router's command line.
 type flags = fedcmd.Flags
 
-func main() {
-	var f flags
-	f.Register(flag.CommandLine, "yarn.router.* and yarn.federation.*")
-	flag.Parse()
-	app := fx.New(options(f))
-	app.Run()
-	if err := app.Err(); err != nil {
-		fmt.Fprintln(os.Stderr, "knit-router:", err)
-		os.Exit(1)
-	}
-}
+func main() { fedcmd.Main("knit-router", "yarn.router.* and yarn.federation.*", options) }
 
 // options is the whole app: main runs it, and a test checks its graph
 // with fx.ValidateApp.
 func options(f flags) fx.Option {
 	return fx.Options(
 		fx.Supply(f),
-		fx.Provide(newLogger, loadSettings, newStore, newCache, newRouter),
-		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
+		fx.Provide(loadSettings, newStore, newCache, newRouter),
 		fx.Invoke(serveClientProtocol, serveAdminProtocol, serveWeb, runCleaner),
 	)
-}
-
-func newLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 // loadSettings reads core-site.xml and yarn-site.xml from the conf dir.

@@ -6,7 +6,11 @@ package fedcmd
 import (
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -50,4 +54,27 @@ func (f Flags) Store() (*fedstore.Kube, error) {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	return fedstore.NewKube(fedstore.KubeConfig{Client: client, Namespace: f.Namespace})
+}
+
+// Main parses the command line into Flags and runs the fx app options
+// makes of them until a signal ends it; an error starts with name.
+func Main(name, settings string, options func(Flags) fx.Option) {
+	var f Flags
+	f.Register(flag.CommandLine, settings)
+	flag.Parse()
+	app := fx.New(options(f), Logging(),
+		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }))
+	app.Run()
+	if err := app.Err(); err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
+}
+
+// Logging is what Main adds to an app: its logger, for tests that check
+// an app's graph with fx.ValidateApp.
+func Logging() fx.Option { return fx.Provide(newLogger) }
+
+func newLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
