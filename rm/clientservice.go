@@ -240,8 +240,11 @@ func (rm *ResourceManager) SubmitApplication(ctx context.Context, req *yarnpb.Su
 			return nil, yarnerr.YarnException.Errorf("%s", err)
 		}
 	}
+	// Read before the application is published: a move may change it
+	// from then on, under the application's locks.
+	queue := app.Queue()
 	e := &entry{app: app, attempts: map[apps.AttemptID]apps.AttemptRecord{}, rejection: rejection,
-		queue: app.Queue(), user: user}
+		queue: queue, user: user}
 	rm.mu.Lock()
 	if rm.apps[id] != nil {
 		rm.mu.Unlock()
@@ -262,7 +265,7 @@ func (rm *ResourceManager) SubmitApplication(ctx context.Context, req *yarnpb.Su
 		}
 		return nil, yarnerr.YarnException.Wrap(err)
 	}
-	rm.log.InfoContext(ctx, "application submitted", "app", id.String(), "user", user, "queue", app.Queue(), "rejected", rejection != "")
+	rm.log.InfoContext(ctx, "application submitted", "app", id.String(), "user", user, "queue", queue, "rejected", rejection != "")
 	return &yarnpb.SubmitApplicationResponseProto{}, nil
 }
 
