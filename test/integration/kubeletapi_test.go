@@ -112,7 +112,10 @@ func TestKubectlExecAndLogsReachAPodOnAProcessNode(t *testing.T) {
 			}
 		}
 		expect("tty name", func(l string) bool { return strings.HasPrefix(l, "/dev/pts/") }, nil)
-		expect("initial size 33 101", func(l string) bool { return l == "33 101" }, nil)
+		// kubectl sends even the first size on the resize stream, which
+		// may reach the terminal after the command's first stty (as with
+		// any kubelet): press Enter until it shows.
+		expect("initial size 33 101", func(l string) bool { return l == "33 101" }, func() { _, _ = term.Write([]byte("\n")) })
 		if err := pty.Setsize(term, &pty.Winsize{Rows: 40, Cols: 120}); err != nil {
 			t.Fatal(err)
 		}
