@@ -18,7 +18,6 @@ import (
 	"github.com/knitdev/knit/cmd/internal/lifecycle"
 	"github.com/knitdev/knit/federation"
 	"github.com/knitdev/knit/federation/gpg"
-	"github.com/knitdev/knit/federation/router"
 	fedstore "github.com/knitdev/knit/federation/store"
 	"github.com/knitdev/knit/hadoopconf"
 )
@@ -79,11 +78,5 @@ func runCleaner(run lifecycle.Runner, s *fedstore.Kube, settings federation.GPGS
 	if settings.SubClusterCleanerInterval <= 0 {
 		return nil
 	}
-	c, err := router.NewCleaner(router.CleanerConfig{Store: s, Expiration: settings.SubClusterExpiration, Interval: settings.SubClusterCleanerInterval,
-		Logger: run.Logger.With("component", "subcluster-cleaner")})
-	if err != nil {
-		return err
-	}
-	run.Background("sub-cluster cleaner", c.Run)
-	return nil
+	return fedcmd.RunCleaner(run, s, settings.SubClusterExpiration, settings.SubClusterCleanerInterval)
 }

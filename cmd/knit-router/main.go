@@ -120,11 +120,5 @@ func runCleaner(run lifecycle.Runner, s *fedstore.Kube, settings federation.Sett
 	if !settings.DeregisterSubClusters {
 		return nil
 	}
-	c, err := router.NewCleaner(router.CleanerConfig{Store: s, Expiration: settings.SubClusterExpiration, Interval: settings.SubClusterCleanerInterval,
-		Logger: run.Logger.With("component", "subcluster-cleaner")})
-	if err != nil {
-		return err
-	}
-	run.Background("sub-cluster cleaner", c.Run)
-	return nil
+	return fedcmd.RunCleaner(run, s, settings.SubClusterExpiration, settings.SubClusterCleanerInterval)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/knitdev/knit/cmd/internal/lifecycle"
+	"github.com/knitdev/knit/federation/router"
 	fedstore "github.com/knitdev/knit/federation/store"
 	"github.com/knitdev/knit/hadoopconf"
 )
@@ -77,4 +80,17 @@ func Logging() fx.Option { return fx.Provide(newLogger) }
 
 func newLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// RunCleaner runs, for the app's life, the cleaner that marks sub-clusters
+// silent for expiration SC_LOST, every interval: the Router's and the
+// GPG's, each under its own settings.
+func RunCleaner(run lifecycle.Runner, s *fedstore.Kube, expiration, interval time.Duration) error {
+	c, err := router.NewCleaner(router.CleanerConfig{Store: s, Expiration: expiration, Interval: interval,
+		Logger: run.Logger.With("component", "subcluster-cleaner")})
+	if err != nil {
+		return err
+	}
+	run.Background("sub-cluster cleaner", c.Run)
+	return nil
 }
