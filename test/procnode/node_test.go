@@ -102,6 +102,25 @@ func fakeClient(objs ...runtime.Object) *fake.Clientset {
 		tr.Status.Token = "token-for-" + tr.Spec.BoundObjectRef.Name
 		return true, tr, nil
 	})
+	// The fake stores the whole object a status update sends; the API
+	// server takes only its status. A node posting status from a copy
+	// older than a deletion would otherwise undo the deletion.
+	c.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		upd := a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod)
+		cur, err := c.Tracker().Get(a.GetResource(), a.GetNamespace(), upd.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		p := cur.(*corev1.Pod).DeepCopy()
+		p.Status = *upd.Status.DeepCopy()
+		if err := c.Tracker().Update(a.GetResource(), p, a.GetNamespace()); err != nil {
+			return true, nil, err
+		}
+		return true, p, nil
+	})
 	return c
 }
 
