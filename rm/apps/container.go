@@ -3,6 +3,7 @@ package apps
 import (
 	"fmt"
 	"time"
+	"unique"
 
 	"google.golang.org/protobuf/proto"
 
@@ -14,9 +15,16 @@ import (
 // attempts; a Container can also be driven alone with Handle. It is not safe
 // for concurrent use.
 type Container struct {
-	id        ContainerID
-	state     ContainerState
-	container *yarnpb.ContainerProto // as allocated: node, resource, priority, ...
+	id    ContainerID
+	state ContainerState
+	// encoded is the container message as allocated (node, resource,
+	// priority, token, ...), kept marshalled: a few hundred bytes against
+	// about 1.5 KB decoded, for every container the RM holds. What is read
+	// often is kept decoded beside it.
+	encoded   []byte
+	node      *yarnpb.NodeIdProto
+	memoryMB  int64
+	vcores    int32
 	user      string
 	am        bool
 	holder    AttemptID // the attempt using it; a kept container moves to the next attempt
@@ -35,15 +43,18 @@ func NewContainer(c *yarnpb.ContainerProto, user string, now time.Time) (*Contai
 	if err != nil {
 		return nil, fmt.Errorf("new container: %w", err)
 	}
-	return &Container{
-		id:        id,
-		state:     ContainerStateNew,
-		container: proto.Clone(c).(*yarnpb.ContainerProto),
-		user:      user,
-		holder:    id.Attempt,
-		created:   now,
-		exit:      ExitInvalid,
-	}, nil
+	out := &Container{
+		id:      id,
+		state:   ContainerStateNew,
+		user:    user,
+		holder:  id.Attempt,
+		created: now,
+		exit:    ExitInvalid,
+	}
+	if err := out.take(c); err != nil {
+		return nil, fmt.Errorf("new container %s: %w", id, err)
+	}
+	return out, nil
 }
 
 // ID returns the container's id.
@@ -65,12 +76,11 @@ func (c *Container) Attempt() AttemptID { return c.holder }
 
 // Node returns the node the container is on (nil while only reserved
 // without a node).
-func (c *Container) Node() *yarnpb.NodeIdProto { return c.container.GetNodeId() }
+func (c *Container) Node() *yarnpb.NodeIdProto { return c.node }
 
 // Resource returns the allocated memory (MB) and vcores.
 func (c *Container) Resource() (memoryMB int64, vcores int32) {
-	r := c.container.GetResource()
-	return r.GetMemory(), r.GetVirtualCores()
+	return c.memoryMB, c.vcores
 }
 
 // Partition is the node-label partition the container runs in ("" the
@@ -79,7 +89,34 @@ func (c *Container) Partition() string { return c.partition }
 
 // Proto returns a copy of the container message as allocated.
 func (c *Container) Proto() *yarnpb.ContainerProto {
-	return proto.Clone(c.container).(*yarnpb.ContainerProto)
+	m := &yarnpb.ContainerProto{}
+	if err := (proto.UnmarshalOptions{AllowPartial: true}).Unmarshal(c.encoded, m); err != nil {
+		// The bytes are take's own marshalling; were they ever not to
+		// decode, what is kept decoded still names the container.
+		return &yarnpb.ContainerProto{Id: c.id.Proto(), NodeId: cloneNode(c.node),
+			Resource: &yarnpb.ResourceProto{Memory: proto.Int64(c.memoryMB), VirtualCores: proto.Int32(c.vcores)}}
+	}
+	return m
+}
+
+// take keeps p as the container's message.
+func (c *Container) take(p *yarnpb.ContainerProto) error {
+	b, err := (proto.MarshalOptions{AllowPartial: true, Deterministic: true}).Marshal(p)
+	if err != nil {
+		return fmt.Errorf("encode container: %w", err)
+	}
+	c.encoded = b
+	c.node = nil
+	if n := p.GetNodeId(); n != nil {
+		// Every container of a node names the same host.
+		c.node = &yarnpb.NodeIdProto{Host: internedHost(n.Host)}
+		if n.Port != nil {
+			c.node.Port = proto.Int32(n.GetPort())
+		}
+	}
+	r := p.GetResource()
+	c.memoryMB, c.vcores = r.GetMemory(), r.GetVirtualCores()
+	return nil
 }
 
 // CreationTime is when the container was allocated (or reserved).
@@ -277,7 +314,20 @@ func (c *Container) end(state ContainerState, exit int32, diag string, stop bool
 
 // update takes the node, resource and token of an allocation or reservation.
 func (c *Container) update(p *yarnpb.ContainerProto) {
-	if p != nil {
-		c.container = proto.Clone(p).(*yarnpb.ContainerProto)
+	if p == nil {
+		return
 	}
+	// Marshalling without the required-field check fails on no message
+	// the RM builds; were it to, the container keeps what it had.
+	_ = c.take(p)
+}
+
+// internedHost shares one copy of a host's name among the containers on
+// it.
+func internedHost(h *string) *string {
+	if h == nil {
+		return nil
+	}
+	v := unique.Make(*h).Value()
+	return &v
 }

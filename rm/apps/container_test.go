@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -263,5 +264,42 @@ func TestContainerUpdatedTakesTheNewSizeAndVersion(t *testing.T) {
 	}
 	if v := c.Proto().GetVersion(); v != 1 {
 		t.Errorf("version = %d, want 1", v)
+	}
+}
+
+// The container keeps its message marshalled; what it hands back is the
+// message as allocated, with a token, and a caller changing either the
+// message it gave or one it got changes nothing the container holds.
+func TestContainerHandsBackTheMessageAsAllocatedWhateverCallersChange(t *testing.T) {
+	given := containerProto(task1, 2048, 2)
+	given.ContainerToken = &commonpb.TokenProto{Identifier: []byte{1, 2, 3}, Password: []byte{4}, Kind: proto.String("ContainerToken"), Service: proto.String("localhost:8141")}
+	want := proto.Clone(given).(*yarnpb.ContainerProto)
+	c, err := NewContainer(given, "root", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	given.NodeId.Host = proto.String("elsewhere")
+	given.Resource.Memory = proto.Int64(1)
+	got := c.Proto()
+	if !proto.Equal(got, want) {
+		t.Fatalf("Proto() = %v, want %v", prototext.Format(got), prototext.Format(want))
+	}
+	got.NodeId.Port = proto.Int32(1)
+	if n := c.Node(); n.GetHost() != "localhost" || n.GetPort() != 8141 {
+		t.Errorf("Node() = %v, want localhost:8141", n)
+	}
+	if mem, vcores := c.Resource(); mem != 2048 || vcores != 2 {
+		t.Errorf("Resource() = %d MB, %d vcores, want 2048, 2", mem, vcores)
+	}
+
+	// An allocation of a reserved container brings its node and token.
+	moved := containerProto(task1, 4096, 3)
+	moved.NodeId = &yarnpb.NodeIdProto{Host: proto.String("node-2"), Port: proto.Int32(8041)}
+	c.update(moved)
+	if !proto.Equal(c.Proto(), moved) || c.Node().GetHost() != "node-2" {
+		t.Errorf("after update: Proto() = %v, want %v", prototext.Format(c.Proto()), prototext.Format(moved))
+	}
+	if mem, vcores := c.Resource(); mem != 4096 || vcores != 3 {
+		t.Errorf("after update: Resource() = %d MB, %d vcores, want 4096, 3", mem, vcores)
 	}
 }

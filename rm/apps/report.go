@@ -370,37 +370,31 @@ func (c *Container) Report() *yarnpb.ContainerReportProto {
 		state = yarnpb.ContainerStateProto_C_COMPLETE
 		exit = c.exit
 	}
+	m := c.Proto()
 	r := &yarnpb.ContainerReportProto{
 		ContainerId:         c.id.Proto(),
-		Resource:            cloneResource(c.container.GetResource()),
-		NodeId:              cloneNode(c.container.GetNodeId()),
-		Priority:            &yarnpb.PriorityProto{Priority: proto.Int32(c.container.GetPriority().GetPriority())},
+		Resource:            m.GetResource(),
+		NodeId:              m.GetNodeId(),
+		Priority:            &yarnpb.PriorityProto{Priority: proto.Int32(m.GetPriority().GetPriority())},
 		CreationTime:        proto.Int64(millis(c.created)),
 		FinishTime:          proto.Int64(millis(c.finished)),
 		ContainerExitStatus: proto.Int32(exit),
 		ContainerState:      state.Enum(),
-		ExecutionType:       c.container.GetExecutionType().Enum(),
+		ExecutionType:       m.GetExecutionType().Enum(),
 	}
 	if c.done {
 		r.DiagnosticsInfo = proto.String(c.diag)
 	}
-	if h := c.container.GetNodeHttpAddress(); h != "" {
+	if h := m.GetNodeHttpAddress(); h != "" {
 		r.NodeHttpAddress = proto.String("http://" + h)
 		if c.user != "" {
 			r.LogUrl = proto.String("http://" + strings.Join([]string{h, "node", "containerlogs", c.id.String(), c.user}, "/"))
 		}
 	}
-	if c.container.ExposedPorts != nil {
-		r.ExposedPorts = proto.String(c.container.GetExposedPorts())
+	if m.ExposedPorts != nil {
+		r.ExposedPorts = m.ExposedPorts
 	}
 	return r
-}
-
-func cloneResource(r *yarnpb.ResourceProto) *yarnpb.ResourceProto {
-	if r == nil {
-		return nil
-	}
-	return proto.Clone(r).(*yarnpb.ResourceProto)
 }
 
 func cloneNode(n *yarnpb.NodeIdProto) *yarnpb.NodeIdProto {

@@ -164,6 +164,11 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 	if path := os.Getenv(kwokHeapEnv); path != "" {
 		saveHeapProfile(ctx, b, "http://"+c.RM.Web+"/debug/pprof/heap", path)
 	}
+	// Where knit-rm's resident memory goes, as its runtime counts it.
+	ms := memStatsOf(ctx, b, "http://"+c.RM.Web+"/debug/pprof/heap?debug=1")
+	b.Logf("knit-rm's runtime: heap in use %d MiB (next GC at %d MiB), heap idle not returned %d MiB, stacks %d MiB, from the OS %d MiB",
+		ms["HeapInuse"]>>20, ms["NextGC"]>>20, (ms["HeapIdle"]-ms["HeapReleased"])>>20, ms["StackInuse"]>>20, ms["Sys"]>>20)
+	b.ReportMetric(float64(ms["HeapInuse"])/(1<<20), "rm-heap-inuse-MiB")
 	costsLarge := measureCalls(b, load, rmPID, c.RM, small)
 	for _, call := range rcCalls {
 		m := call.method
@@ -210,6 +215,40 @@ func saveHeapProfile(ctx context.Context, b *testing.B, url, path string) {
 		b.Fatal(err)
 	}
 	b.Logf("knit-rm's heap profile is in %s", path)
+}
+
+// memStatsOf reads the runtime.MemStats figures ("# Name = value" lines)
+// at the end of the debug=1 heap profile url serves.
+func memStatsOf(ctx context.Context, b *testing.B, url string) map[string]uint64 {
+	b.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("heap profile: %s", resp.Status)
+	}
+	out := map[string]uint64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "# "), " = ")
+		if !ok || !strings.HasPrefix(sc.Text(), "# ") {
+			continue
+		}
+		if n, err := strconv.ParseUint(value, 10, 64); err == nil {
+			out[name] = n
+		}
+	}
+	if err := sc.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return out
 }
 
 // startKwok runs kwok against the cluster, simulating the nodes labelled
