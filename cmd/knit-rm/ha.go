@@ -242,7 +242,17 @@ func newReplica(f flags, log *slog.Logger) (*replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes config: %w", err)
 	}
-	client, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	// A renewal every retry period, and a read besides when one fails:
+	// at the default 250 ms that is up to 8 requests a second, over
+	// client-go's default limit of 5, and a renewal left waiting on its
+	// own client's rate limiter past the renew deadline loses the Lease
+	// (seen while the RM created pods at 1,000 a second).
+	lc := rest.CopyConfig(cfg)
+	if f.ha.retryPeriod > 0 {
+		lc.QPS = max(rest.DefaultQPS, float32(2*time.Second/f.ha.retryPeriod))
+		lc.Burst = max(rest.DefaultBurst, 2*int(lc.QPS))
+	}
+	client, err := kubernetes.NewForConfig(lc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
