@@ -218,6 +218,8 @@ type routerOptions struct {
 	policy store.PolicyConfiguration
 	// cache, if set, is the Router's store, in front of the test's.
 	cache *store.Cache
+	// machines is the Router's machine list.
+	machines *federation.MachineList
 }
 
 // serveRouter serves a Router over s (through a cache that keeps nothing
@@ -232,7 +234,7 @@ func serveRouter(t testing.TB, s store.StateStore, o routerOptions) (string, *cl
 	if o.cache == nil {
 		o.cache = store.NewCache(s, 0, nil)
 	}
-	r, err := New(Config{Store: o.cache, DefaultPolicy: o.policy, SubmitRetry: 3, Rand: o.rand,
+	r, err := New(Config{Store: o.cache, DefaultPolicy: o.policy, SubmitRetry: 3, Rand: o.rand, Machines: o.machines,
 		ConnectBackOff: func() backoff.BackOff { return &backoff.StopBackOff{} },
 		Logger:         slog.New(slog.NewTextHandler(t.Output(), nil))})
 	if err != nil {

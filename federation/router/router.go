@@ -56,6 +56,10 @@ type Config struct {
 	// for up to 5 s, so that a dead sub-cluster costs a submission that
 	// long before the next is tried.
 	ConnectBackOff func() backoff.BackOff
+	// Machines puts nodes and racks in sub-clusters for
+	// LocalityRouterPolicy (yarn.federation.machine-list); nil knows none,
+	// so that policy places every submission by its weights.
+	Machines *federation.MachineList
 	// Rand is the policies' Randomness; nil means math/rand/v2's.
 	Rand   Randomness
 	Logger *slog.Logger
@@ -68,6 +72,7 @@ type Router struct {
 	defaultPolicy store.PolicyConfiguration
 	retries       int
 	interval      time.Duration
+	machines      *federation.MachineList
 	connectBO     func() backoff.BackOff
 	log           *slog.Logger
 
@@ -96,7 +101,7 @@ func New(cfg Config) (*Router, error) {
 	}
 	r := &Router{
 		store: cfg.Store, defaultPolicy: cfg.DefaultPolicy, retries: max(cfg.SubmitRetry, 1), interval: cfg.SubmitInterval,
-		connectBO: cfg.ConnectBackOff, rand: cfg.Rand, log: cfg.Logger, conns: map[connKey]*ipc.Client{},
+		connectBO: cfg.ConnectBackOff, machines: cfg.Machines, rand: cfg.Rand, log: cfg.Logger, conns: map[connKey]*ipc.Client{},
 	}
 	if r.connectBO == nil {
 		r.connectBO = func() backoff.BackOff {
@@ -362,7 +367,11 @@ func (r *Router) SubmitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 		return nil, yarnerr.YarnException.Wrap(err)
 	}
 	var resp *yarnpb.SubmitApplicationResponseProto
-	err = r.SubmitHome(ctx, Submission{Application: appID.String(), Name: asc.GetApplicationName(), Queue: asc.GetQueue()},
+	sub := Submission{Application: appID.String(), Name: asc.GetApplicationName(), Queue: asc.GetQueue()}
+	for _, rr := range asc.GetAmContainerResourceRequest() {
+		sub.AMResourceNames = append(sub.AMResourceNames, rr.GetResourceName())
+	}
+	err = r.SubmitHome(ctx, sub,
 		func(ctx context.Context, home string) (err error) {
 			resp, err = r.submitOn(ctx, home, req)
 			return err
@@ -376,6 +385,11 @@ type Submission struct {
 	Application string
 	// Name and Queue are the application's; Queue picks the policy.
 	Name, Queue string
+	// AMResourceNames are the resource names of the AM container's
+	// resource requests, in order: a node, its rack and ANY for an AM
+	// asked on a node, which LocalityRouterPolicy places by. None for a
+	// REST submission, whose AM asks for ANY.
+	AMResourceNames []string
 }
 
 // SubmitHome places an application: it records the home the queue's
@@ -388,7 +402,8 @@ func (r *Router) SubmitHome(ctx context.Context, sub Submission, submit func(ctx
 	if err != nil {
 		return err
 	}
-	policy = forSubmission(policy, cmp.Or(sub.Queue, defaultQueue), app)
+	sub.Queue = cmp.Or(sub.Queue, defaultQueue)
+	policy = forSubmission(policy, sub, r.machines)
 	blacklist := map[string]bool{}
 	for i := 0; i < r.retries; i++ {
 		if i > 0 && r.interval > 0 {
