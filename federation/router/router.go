@@ -39,6 +39,7 @@ type Store interface {
 	UpdateApplicationHomeSubCluster(ctx context.Context, h store.ApplicationHome) error
 	GetApplicationHomeSubCluster(ctx context.Context, application string) (string, error)
 	GetPolicyConfiguration(ctx context.Context, queue string) (store.PolicyConfiguration, error)
+	store.ReservationHomes
 }
 
 // Config configures a Router.
@@ -122,9 +123,7 @@ func (r *Router) Register(srv *ipc.Server) error {
 	return srv.Register(yarnrpc.ApplicationClientProtocolName, r.Methods()...)
 }
 
-// Methods are the Router's ApplicationClientProtocol methods; the others
-// (delegation tokens, reservations) are answered as methods the protocol
-// lacks.
+// Methods are the Router's ApplicationClientProtocol methods.
 func (r *Router) Methods() []ipc.Method {
 	type acp = *yarnrpc.ApplicationClientProtocolClient
 	return yarnrpc.ApplicationClientProtocolFuncs{
@@ -203,6 +202,14 @@ func (r *Router) Methods() []ipc.Method {
 		GetClusterNodeAttributes: r.GetClusterNodeAttributes,
 		GetAttributesToNodes:     r.GetAttributesToNodes,
 		GetNodesToAttributes:     r.GetNodesToAttributes,
+		GetNewReservation:        r.GetNewReservation,
+		SubmitReservation:        r.SubmitReservation,
+		UpdateReservation:        r.UpdateReservation,
+		DeleteReservation:        r.DeleteReservation,
+		ListReservations:         r.ListReservations,
+		GetDelegationToken:       r.GetDelegationToken,
+		RenewDelegationToken:     r.RenewDelegationToken,
+		CancelDelegationToken:    r.CancelDelegationToken,
 	}.Methods()
 }
 
@@ -325,6 +332,12 @@ func (r *Router) GetNewApplication(ctx context.Context, req *yarnpb.GetNewApplic
 // if it fails, up to the retries, as the Router places a new application;
 // its REST API creates applications through it too.
 func (r *Router) OnRandomActive(ctx context.Context, try func(context.Context, store.SubClusterInfo) error) error {
+	return r.onRandomActive(ctx, "create a new application id", "Failed to create a new application.", try)
+}
+
+// onRandomActive is OnRandomActive for a call named what, which fails
+// with failed once every try did.
+func (r *Router) onRandomActive(ctx context.Context, what, failed string, try func(context.Context, store.SubClusterInfo) error) error {
 	active, err := r.store.GetSubClusters(ctx, true)
 	if err != nil {
 		return wrapped(err, "Unable to get the active SubClusters from the FederationStateStore.")
@@ -340,10 +353,10 @@ func (r *Router) OnRandomActive(ctx context.Context, try func(context.Context, s
 		if err == nil {
 			return nil
 		}
-		r.log.WarnContext(ctx, "unable to create a new application id", "subCluster", sc.ID, "try", i, "err", err)
+		r.log.WarnContext(ctx, "unable to "+what, "subCluster", sc.ID, "try", i, "err", err)
 		active = slices.Delete(active, j, j+1)
 	}
-	return yarnerr.YarnException.New("Failed to create a new application.")
+	return yarnerr.YarnException.New(failed)
 }
 
 func (r *Router) newApplicationOn(ctx context.Context, sc store.SubClusterInfo, req *yarnpb.GetNewApplicationRequestProto) (resp *yarnpb.GetNewApplicationResponseProto, err error) {
