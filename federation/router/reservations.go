@@ -93,14 +93,24 @@ func (r *Router) submitReservationOnce(ctx context.Context, req *yarnpb.Reservat
 	return resp, nil
 }
 
-// reservationHome is the recorded home of a reservation.
-func (r *Router) reservationHome(ctx context.Context, id *yarnpb.ReservationIdProto) (string, error) {
+// onReservationHome makes call on the recorded home of the reservation,
+// answering a failed call with YARN's YarnException of the message failed.
+func onReservationHome[Resp any](ctx context.Context, r *Router, id *yarnpb.ReservationIdProto, failed string,
+	call func(context.Context, *yarnrpc.ApplicationClientProtocolClient) (Resp, error)) (Resp, error) {
+	var resp Resp
 	key := reservationKey(id)
 	home, err := r.store.GetReservationHomeSubCluster(ctx, key)
 	if err != nil {
-		return "", wrapped(err, "Can't find reservationId = %s in home sub cluster.", key)
+		return resp, wrapped(err, "Can't find reservationId = %s in home sub cluster.", key)
 	}
-	return home, nil
+	err = r.callID(ctx, home, func(rm *yarnrpc.ApplicationClientProtocolClient) (err error) {
+		resp, err = call(ctx, rm)
+		return err
+	})
+	if err != nil {
+		return resp, wrapped(err, "%s", failed)
+	}
+	return resp, nil
 }
 
 // UpdateReservation sends the update to the reservation's home.
@@ -108,19 +118,10 @@ func (r *Router) UpdateReservation(ctx context.Context, req *yarnpb.ReservationU
 	if req.GetReservationId() == nil || req.GetReservationDefinition() == nil {
 		return nil, yarnerr.YarnException.New("Missing updateReservation request or reservationId or reservation definition.")
 	}
-	home, err := r.reservationHome(ctx, req.GetReservationId())
-	if err != nil {
-		return nil, err
-	}
-	var resp *yarnpb.ReservationUpdateResponseProto
-	err = r.callID(ctx, home, func(rm *yarnrpc.ApplicationClientProtocolClient) (err error) {
-		resp, err = rm.UpdateReservation(ctx, req)
-		return err
-	})
-	if err != nil {
-		return nil, wrapped(err, "Unable to reservation update due to exception.")
-	}
-	return resp, nil
+	return onReservationHome(ctx, r, req.GetReservationId(), "Unable to reservation update due to exception.",
+		func(ctx context.Context, rm *yarnrpc.ApplicationClientProtocolClient) (*yarnpb.ReservationUpdateResponseProto, error) {
+			return rm.UpdateReservation(ctx, req)
+		})
 }
 
 // DeleteReservation sends the deletion to the reservation's home, and
@@ -129,20 +130,16 @@ func (r *Router) DeleteReservation(ctx context.Context, req *yarnpb.ReservationD
 	if req.GetReservationId() == nil {
 		return nil, yarnerr.YarnException.New("Missing deleteReservation request or reservationId.")
 	}
-	home, err := r.reservationHome(ctx, req.GetReservationId())
+	const failed = "Unable to reservation delete due to exception."
+	resp, err := onReservationHome(ctx, r, req.GetReservationId(), failed,
+		func(ctx context.Context, rm *yarnrpc.ApplicationClientProtocolClient) (*yarnpb.ReservationDeleteResponseProto, error) {
+			return rm.DeleteReservation(ctx, req)
+		})
 	if err != nil {
 		return nil, err
 	}
-	var resp *yarnpb.ReservationDeleteResponseProto
-	err = r.callID(ctx, home, func(rm *yarnrpc.ApplicationClientProtocolClient) (err error) {
-		resp, err = rm.DeleteReservation(ctx, req)
-		return err
-	})
-	if err == nil {
-		err = r.store.DeleteReservationHomeSubCluster(ctx, reservationKey(req.GetReservationId()))
-	}
-	if err != nil {
-		return nil, wrapped(err, "Unable to reservation delete due to exception.")
+	if err := r.store.DeleteReservationHomeSubCluster(ctx, reservationKey(req.GetReservationId())); err != nil {
+		return nil, wrapped(err, failed)
 	}
 	return resp, nil
 }
