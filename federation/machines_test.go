@@ -34,3 +34,38 @@ func TestMachineListPutsNodesAndRacksInSubClustersAsYARNsResolverReadsIt(t *test
 		t.Error("a nil machine list knows a machine")
 	}
 }
+
+// A machine list is a file an operator writes: whatever it holds, reading
+// it fails only on a line too long to scan, the last line naming a node
+// places it, and every line's sub-cluster is under its rack.
+func FuzzReadMachineList(f *testing.F) {
+	f.Add("n1, sc1, r1\nn2,sc2,r2\n")
+	f.Add("a line that is no machine\n,,\n x , y , z \nx,w,z")
+	f.Add("\xff\xfe, sc\x00, r\r\n")
+	f.Fuzz(func(t *testing.T, list string) {
+		m, err := ReadMachineList(strings.NewReader(list))
+		if err != nil {
+			if !strings.Contains(err.Error(), "too long") {
+				t.Fatalf("ReadMachineList: %v", err)
+			}
+			return
+		}
+		placed := map[string]string{}
+		for _, line := range strings.Split(list, "\n") {
+			f := strings.Split(strings.TrimSuffix(line, "\r"), ",")
+			if len(f) != 3 {
+				continue
+			}
+			node, id, rack := strings.TrimSpace(f[0]), strings.TrimSpace(f[1]), strings.TrimSpace(f[2])
+			placed[strings.ToUpper(node)] = id
+			if !slices.Contains(m.Rack(rack), id) {
+				t.Fatalf("line %q: %q not under rack %q (%v)", line, id, rack, m.Rack(rack))
+			}
+		}
+		for node, id := range placed {
+			if got, ok := m.Node(node); !ok || got != id {
+				t.Fatalf("node %q in %q, %v; want %q", node, got, ok, id)
+			}
+		}
+	})
+}

@@ -3,7 +3,6 @@ package router
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/knitdev/knit/federation/store"
@@ -71,8 +70,8 @@ func (r *Router) submitReservationOnce(ctx context.Context, req *yarnpb.Reservat
 	if err != nil {
 		return nil, err
 	}
-	_, getErr := r.store.GetReservationHomeSubCluster(ctx, id)
-	if first || errors.Is(getErr, store.ErrNotFound) {
+	// As YARN's Router, a home the store cannot read is taken for none.
+	if _, getErr := r.store.GetReservationHomeSubCluster(ctx, id); first || getErr != nil {
 		if home, err = r.store.AddReservationHomeSubCluster(ctx, store.ReservationHome{Reservation: id, Home: home}); err != nil {
 			return nil, wrapped(err, "Unable to insert the ReservationId %s into the FederationStateStore.", id)
 		}
