@@ -1,8 +1,9 @@
 // Package federation is the room of YARN Federation in Knit: many knit-rm
 // sub-clusters behind Routers, sharing one state and policy store, so that
 // unchanged clients see one cluster. This package holds the federation's
-// yarn-site.xml settings (the Router's and the GPG's) and the policy
-// managers' and global policies' names; its
+// yarn-site.xml settings (the Router's and the GPG's), the policy
+// managers' and global policies' names, and the machine list that puts
+// nodes in sub-clusters for the locality policies; its
 // sub-packages the rest:
 //
 //   - store: the federation state and policy store (YARN's

@@ -74,6 +74,9 @@ type Settings struct {
 	DeregisterSubClusters     bool
 	SubClusterExpiration      time.Duration
 	SubClusterCleanerInterval time.Duration
+	// MachineList is yarn.federation.machine-list, the file that puts
+	// nodes and racks in sub-clusters for the locality policies (none).
+	MachineList string
 }
 
 // LoadSettings reads the federation settings of c, YARN's defaults under
@@ -121,6 +124,8 @@ func LoadSettings(c *hadoopconf.Configuration) (Settings, error) {
 	errs = append(errs, err)
 	get(&s.SubClusterExpiration, hadoopconf.KeyRouterSubClusterHeartbeatExpiration, 30*time.Minute, time.Millisecond)
 	get(&s.SubClusterCleanerInterval, hadoopconf.KeyRouterSubClusterCleanerInterval, 60*time.Second, time.Millisecond)
+	s.MachineList, err = c.GetTrimmed(hadoopconf.KeyFederationMachineList, "")
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return Settings{}, fmt.Errorf("federation settings: %w", err)
 	}

@@ -40,12 +40,13 @@ func TestSettingsReadTheSiteInYARNsUnits(t *testing.T) {
 		hadoopconf.KeyFederationCacheTTL:                  "0",
 		hadoopconf.KeyRouterSubClusterHeartbeatExpiration: "10s",
 		hadoopconf.KeyRouterSubmitRetry:                   "0",
+		hadoopconf.KeyFederationMachineList:               " machines.txt ",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !s.Enabled || s.SubClusterID != "sc1" || s.HeartbeatInterval != 5*time.Second || s.HeartbeatInitialDelay != 2*time.Second ||
-		s.CacheTTL != 0 || s.SubClusterExpiration != 10*time.Second || s.SubmitRetry != 1 {
+		s.CacheTTL != 0 || s.SubClusterExpiration != 10*time.Second || s.SubmitRetry != 1 || s.MachineList != "machines.txt" {
 		t.Errorf("settings %+v", s)
 	}
 	// A heartbeat interval of zero or less means the default, as YARN reads it.

@@ -17,5 +17,6 @@ const (
 
 // KeyFederationMachineList names the file that maps nodes to sub-clusters
 // and racks ("node, sub-cluster, rack" a line), which the AMRMProxy's
-// locality policy reads (YarnConfiguration.FEDERATION_MACHINE_LIST).
+// locality policy and the Router's LocalityRouterPolicy read
+// (YarnConfiguration.FEDERATION_MACHINE_LIST).
 const KeyFederationMachineList = "yarn.federation.machine-list"

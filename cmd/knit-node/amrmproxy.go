@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -69,7 +68,7 @@ func newAMRMProxy(lc fx.Lifecycle, f flags, conf *hadoopconf.Configuration, kube
 		if err != nil {
 			return nil, err
 		}
-		resolver, err := machineList(conf)
+		resolver, err := federation.LoadMachineList(fed.MachineList)
 		if err != nil {
 			return nil, err
 		}
@@ -120,19 +119,4 @@ func runAMRMProxy(run lifecycle.Runner, p *amrmProxy) error {
 	run.Serve(lifecycle.Endpoint{Name: "AMRMProxy port (ApplicationMasterProtocol)", Address: p.address, Server: srv})
 	run.Background("AMRMProxy keys", p.secrets.Run)
 	return nil
-}
-
-// machineList reads yarn.federation.machine-list, the nodes and racks of
-// each sub-cluster for the locality policy; nil when none is named.
-func machineList(conf *hadoopconf.Configuration) (*amrmproxy.Resolver, error) {
-	path, err := conf.GetTrimmed(hadoopconf.KeyFederationMachineList, "")
-	if err != nil || path == "" {
-		return nil, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", hadoopconf.KeyFederationMachineList, err)
-	}
-	defer f.Close()
-	return amrmproxy.ReadResolver(f)
 }

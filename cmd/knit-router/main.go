@@ -58,12 +58,17 @@ func newCache(s *fedstore.Kube, settings federation.Settings) *fedstore.Cache {
 }
 
 func newRouter(c *fedstore.Cache, settings federation.Settings, log *slog.Logger) (*router.Router, error) {
+	machines, err := federation.LoadMachineList(settings.MachineList)
+	if err != nil {
+		return nil, err
+	}
 	return router.New(router.Config{
 		Store: c,
 		DefaultPolicy: fedstore.PolicyConfiguration{Queue: federation.DefaultPolicyQueue, Type: settings.PolicyManager,
 			Params: []byte(settings.PolicyManagerParams)},
 		SubmitRetry:    settings.SubmitRetry,
 		SubmitInterval: settings.SubmitInterval,
+		Machines:       machines,
 		Logger:         log.With("component", "router"),
 	})
 }

@@ -44,7 +44,7 @@ type FederationSettings struct {
 	// Resolver maps nodes and racks to sub-clusters for the locality
 	// policy (yarn.federation.machine-list); nil knows none, so located
 	// asks go to the home.
-	Resolver *Resolver
+	Resolver *federation.MachineList
 	// NewBackOff paces the calls to secondary sub-clusters' RMs and the
 	// wait for an unmanaged AM's token; nil means exponential backoff for
 	// at most a minute.

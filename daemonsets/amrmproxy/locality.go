@@ -1,12 +1,10 @@
 package amrmproxy
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"slices"
@@ -15,57 +13,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/federation"
 	"github.com/knitdev/knit/federation/router"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
-
-// Resolver maps nodes and racks to sub-clusters, as YARN's
-// DefaultSubClusterResolverImpl reads yarn.federation.machine-list.
-type Resolver struct {
-	nodes map[string]string
-	racks map[string][]string
-}
-
-// maxMachineListBytes bounds the machine list read.
-const maxMachineListBytes = 64 << 20
-
-// ReadResolver reads a machine list: "node, sub-cluster, rack" a line,
-// names compared without case; other lines are skipped, as YARN skips
-// them.
-func ReadResolver(r io.Reader) (*Resolver, error) {
-	res := &Resolver{nodes: map[string]string{}, racks: map[string][]string{}}
-	sc := bufio.NewScanner(io.LimitReader(r, maxMachineListBytes))
-	for sc.Scan() {
-		f := strings.Split(sc.Text(), ",")
-		if len(f) != 3 {
-			continue
-		}
-		node, id, rack := strings.ToUpper(strings.TrimSpace(f[0])), strings.TrimSpace(f[1]), strings.ToUpper(strings.TrimSpace(f[2]))
-		res.nodes[node] = id
-		if !slices.Contains(res.racks[rack], id) {
-			res.racks[rack] = append(res.racks[rack], id)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("amrmproxy: machine list: %w", err)
-	}
-	return res, nil
-}
-
-func (r *Resolver) node(name string) (string, bool) {
-	if r == nil {
-		return "", false
-	}
-	id, ok := r.nodes[strings.ToUpper(name)]
-	return id, ok
-}
-
-func (r *Resolver) rack(name string) []string {
-	if r == nil {
-		return nil
-	}
-	return r.racks[strings.ToUpper(name)]
-}
 
 // localityPolicy is LocalityMulticastAMRMProxyPolicy: a host ask goes to
 // the sub-cluster that owns the node, a rack ask to those that own the
@@ -80,13 +31,13 @@ func (r *Resolver) rack(name string) []string {
 type localityPolicy struct {
 	weights  map[string]float64
 	alpha    float64
-	resolver *Resolver
+	resolver *federation.MachineList
 	// headroom is the memory each sub-cluster last reported free.
 	headroom map[string]int64
 }
 
 // newLocalityPolicy reads the policy's WeightedPolicyInfo.
-func newLocalityPolicy(params []byte, resolver *Resolver) (*localityPolicy, error) {
+func newLocalityPolicy(params []byte, resolver *federation.MachineList) (*localityPolicy, error) {
 	info, err := router.ParseWeightedPolicyInfo(params)
 	if err != nil {
 		return nil, fmt.Errorf("amrmproxy: locality policy: %w", err)
@@ -158,11 +109,11 @@ func (p *localityPolicy) split(asks []*yarnpb.ResourceRequestProto, home string,
 			anys = append(anys, a)
 			continue
 		}
-		if id, ok := p.resolver.node(name); ok && enabled[id] {
+		if id, ok := p.resolver.Node(name); ok && enabled[id] {
 			p.addLocated(out, located, id, a)
 			continue
 		}
-		if ids := p.resolver.rack(name); len(ids) > 0 {
+		if ids := p.resolver.Rack(name); len(ids) > 0 {
 			for _, id := range ids {
 				if enabled[id] {
 					out[id] = append(out[id], a)

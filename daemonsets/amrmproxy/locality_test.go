@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/federation"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -76,7 +77,7 @@ func TestLocalityPolicySplit(t *testing.T) {
 		{"a cancelled ANY goes to every sub-cluster heard from", "0.0", even, map[string]int64{"sc-1": 0, "sc-2": 0}, []string{"sc-1", "sc-2"},
 			[]*yarnpb.ResourceRequestProto{named("*", 0, 0)}, map[string]string{"sc-1": "*:0", "sc-2": "*:0"}},
 	}
-	res, err := ReadResolver(strings.NewReader(machineList))
+	res, err := federation.ReadMachineList(strings.NewReader(machineList))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ type headroomObserver interface {
 // newAMRMPolicy is the AMRMProxy policy of a queue's policy, as YARN's
 // managers pair them; params are the policy's WeightedPolicyInfo, resolver
 // the node and rack map of the locality policy (nil: none known).
-func newAMRMPolicy(manager string, params []byte, resolver *Resolver) (amrmPolicy, error) {
+func newAMRMPolicy(manager string, params []byte, resolver *federation.MachineList) (amrmPolicy, error) {
 	switch manager {
 	case federation.UniformBroadcastPolicyManager:
 		return broadcastPolicy{}, nil

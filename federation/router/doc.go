@@ -22,6 +22,15 @@
 //     RouterYarnClientUtils does; when every sub-cluster refuses with one
 //     exception, the Router answers it (YARNFeatureNotEnabledException for
 //     profiles, which DistributedShell's client expects).
+//   - the reservation calls go as FederationClientInterceptor sends them
+//     (reservations.go): a new id from a random active sub-cluster, a
+//     submission to the home its queue's policy picks, recorded in the
+//     store, an update or a deletion to that home, a list to every active
+//     sub-cluster.
+//   - the delegation token calls are refused as YARN's Router refuses a
+//     caller it may not give tokens to (delegation.go).
+//   - LocalityRouterPolicy places an AM asked on a node by the machine
+//     list (yarn.federation.machine-list, federation.MachineList).
 //
 // The calls to a sub-cluster run as the Router's caller (SIMPLE auth): one
 // connection per sub-cluster address and user. Cleaner marks silent

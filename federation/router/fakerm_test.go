@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -38,11 +40,20 @@ type fakeRM struct {
 	apps       map[string]*yarnpb.ApplicationReportProto
 	users      []string
 	failSubmit bool
+	// reservations are those submitted, by id, and updates the number of
+	// updates each had; noReservations refuses every reservation call, as
+	// a knit-rm (a YARN RM without a reservation system) does.
+	reservations   map[string]*yarnpb.ReservationIdProto
+	updates        map[string]int
+	noReservations bool
 }
+
+// errNoReservationSystem is a knit-rm's answer to a reservation call.
+var errNoReservationSystem = yarnerr.YarnException.New("Reservation is not enabled. Please enable & try again")
 
 func startRM(t testing.TB, id string, ts int64) *fakeRM {
 	t.Helper()
-	rm := &fakeRM{id: id, ts: ts, apps: map[string]*yarnpb.ApplicationReportProto{}}
+	rm := &fakeRM{id: id, ts: ts, apps: map[string]*yarnpb.ApplicationReportProto{}, reservations: map[string]*yarnpb.ReservationIdProto{}, updates: map[string]int{}}
 	rm.addr = ipctest.Serve(t, ipc.Config{Simple: true}, yarnrpc.ApplicationClientProtocolName, yarnrpc.ApplicationClientProtocolFuncs{
 		GetNewApplication: func(ctx context.Context, _ *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
 			rm.mu.Lock()
@@ -140,6 +151,58 @@ func startRM(t testing.TB, id string, ts int64) *fakeRM {
 		GetResourceProfiles: func(context.Context, *yarnpb.GetAllResourceProfilesRequestProto) (*yarnpb.GetAllResourceProfilesResponseProto, error) {
 			return nil, yarnerr.YARNFeatureNotEnabled.New("Resource profile is not enabled, please enable resource profile feature before using its functions. (by setting yarn.resourcemanager.resource-profiles.enabled to true)")
 		},
+		GetNewReservation: func(context.Context, *yarnpb.GetNewReservationRequestProto) (*yarnpb.GetNewReservationResponseProto, error) {
+			rm.mu.Lock()
+			defer rm.mu.Unlock()
+			if rm.noReservations {
+				return nil, errNoReservationSystem
+			}
+			rm.next++
+			return &yarnpb.GetNewReservationResponseProto{ReservationId: &yarnpb.ReservationIdProto{ClusterTimestamp: proto.Int64(rm.ts), Id: proto.Int64(int64(rm.next))}}, nil
+		},
+		SubmitReservation: func(_ context.Context, req *yarnpb.ReservationSubmissionRequestProto) (*yarnpb.ReservationSubmissionResponseProto, error) {
+			rm.mu.Lock()
+			defer rm.mu.Unlock()
+			if rm.noReservations {
+				return nil, errNoReservationSystem
+			}
+			rm.reservations[reservationKey(req.GetReservationId())] = req.GetReservationId()
+			return &yarnpb.ReservationSubmissionResponseProto{}, nil
+		},
+		UpdateReservation: func(_ context.Context, req *yarnpb.ReservationUpdateRequestProto) (*yarnpb.ReservationUpdateResponseProto, error) {
+			rm.mu.Lock()
+			defer rm.mu.Unlock()
+			if rm.noReservations {
+				return nil, errNoReservationSystem
+			}
+			k := reservationKey(req.GetReservationId())
+			if _, ok := rm.reservations[k]; !ok {
+				return nil, yarnerr.YarnException.Errorf("The specified reservation with ID: %s is unknown. Please try again with a valid reservation.", k)
+			}
+			rm.updates[k]++
+			return &yarnpb.ReservationUpdateResponseProto{}, nil
+		},
+		DeleteReservation: func(_ context.Context, req *yarnpb.ReservationDeleteRequestProto) (*yarnpb.ReservationDeleteResponseProto, error) {
+			rm.mu.Lock()
+			defer rm.mu.Unlock()
+			if rm.noReservations {
+				return nil, errNoReservationSystem
+			}
+			delete(rm.reservations, reservationKey(req.GetReservationId()))
+			return &yarnpb.ReservationDeleteResponseProto{}, nil
+		},
+		ListReservations: func(context.Context, *yarnpb.ReservationListRequestProto) (*yarnpb.ReservationListResponseProto, error) {
+			rm.mu.Lock()
+			defer rm.mu.Unlock()
+			if rm.noReservations {
+				return nil, errNoReservationSystem
+			}
+			out := &yarnpb.ReservationListResponseProto{}
+			for _, k := range slices.Sorted(maps.Keys(rm.reservations)) {
+				out.Reservations = append(out.Reservations, &yarnpb.ReservationAllocationStateProto{ReservationId: rm.reservations[k]})
+			}
+			return out, nil
+		},
 		GetResourceTypeInfo: func(context.Context, *yarnpb.GetAllResourceTypeInfoRequestProto) (*yarnpb.GetAllResourceTypeInfoResponseProto, error) {
 			return &yarnpb.GetAllResourceTypeInfoResponseProto{ResourceTypeInfo: []*yarnpb.ResourceTypeInfoProto{{Name: proto.String("memory-mb"), Units: proto.String("Mi")}, {Name: proto.String("vcores")}}}, nil
 		},
@@ -218,6 +281,8 @@ type routerOptions struct {
 	policy store.PolicyConfiguration
 	// cache, if set, is the Router's store, in front of the test's.
 	cache *store.Cache
+	// machines is the Router's machine list.
+	machines *federation.MachineList
 }
 
 // serveRouter serves a Router over s (through a cache that keeps nothing
@@ -232,7 +297,7 @@ func serveRouter(t testing.TB, s store.StateStore, o routerOptions) (string, *cl
 	if o.cache == nil {
 		o.cache = store.NewCache(s, 0, nil)
 	}
-	r, err := New(Config{Store: o.cache, DefaultPolicy: o.policy, SubmitRetry: 3, Rand: o.rand,
+	r, err := New(Config{Store: o.cache, DefaultPolicy: o.policy, SubmitRetry: 3, Rand: o.rand, Machines: o.machines,
 		ConnectBackOff: func() backoff.BackOff { return &backoff.StopBackOff{} },
 		Logger:         slog.New(slog.NewTextHandler(t.Output(), nil))})
 	if err != nil {

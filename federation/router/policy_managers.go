@@ -12,15 +12,17 @@ import (
 // weighted-home ones, each as YARN's class of the same name routes.
 
 // submissionPolicy is a router policy that routes by the submission itself
-// (its queue, its application), not only by the sub-clusters.
+// (its queue, its application, its AM's resource requests), not only by
+// the sub-clusters.
 type submissionPolicy interface {
-	forSubmission(queue, application string) routerPolicy
+	forSubmission(sub Submission, machines *federation.MachineList) routerPolicy
 }
 
-// forSubmission binds p to a submission when p routes by one.
-func forSubmission(p routerPolicy, queue, application string) routerPolicy {
+// forSubmission binds p to a submission when p routes by one; sub's queue
+// is the one the policy was read for.
+func forSubmission(p routerPolicy, sub Submission, machines *federation.MachineList) routerPolicy {
 	if s, ok := p.(submissionPolicy); ok {
-		return s.forSubmission(queue, application)
+		return s.forSubmission(sub, machines)
 	}
 	return p
 }
@@ -58,14 +60,7 @@ func newManagedRouterPolicy(p store.PolicyConfiguration) (policy routerPolicy, o
 		}
 		return loadBased{weights: info.RouterWeights}, true, nil
 	default:
-		// LocalityRouterPolicy routes an AM asking for no node by
-		// WeightedRandomRouterPolicy, and one asking for a node by the
-		// sub-cluster its machine list puts the node in, falling back to
-		// the weighted draw for a node it cannot resolve. Knit has no
-		// machine list (yarn.federation.machine-list), so every node is
-		// unresolved and the weighted draw decides, as in YARN with an
-		// empty list.
-		return weightedRandom{weights: info.RouterWeights}, true, nil
+		return locality{weights: info.RouterWeights}, true, nil
 	}
 }
 
@@ -128,7 +123,9 @@ type hashByQueue struct {
 	queue string
 }
 
-func (h hashByQueue) forSubmission(queue, _ string) routerPolicy { return hashByQueue{queue: queue} }
+func (h hashByQueue) forSubmission(sub Submission, _ *federation.MachineList) routerPolicy {
+	return hashByQueue{queue: sub.Queue}
+}
 
 func (h hashByQueue) home(active []store.SubClusterInfo, blacklist map[string]bool, _ Randomness) (string, error) {
 	ids, err := candidates(active, blacklist)
@@ -162,8 +159,8 @@ type rejectAll struct {
 	queue, application string
 }
 
-func (r rejectAll) forSubmission(queue, application string) routerPolicy {
-	return rejectAll{queue: queue, application: application}
+func (r rejectAll) forSubmission(sub Submission, _ *federation.MachineList) routerPolicy {
+	return rejectAll{queue: sub.Queue, application: sub.Application}
 }
 
 func (r rejectAll) home([]store.SubClusterInfo, map[string]bool, Randomness) (string, error) {
@@ -175,4 +172,55 @@ func sortedIDs(ids []string) []string {
 	out := slices.Clone(ids)
 	slices.Sort(out)
 	return out
+}
+
+// anyLocation is ResourceRequest.ANY, the resource name of an ask for any
+// node.
+const anyLocation = "*"
+
+// locality is LocalityRouterPolicy: a submission whose AM asks for a node
+// (its three resource requests naming the node, its rack and ANY, as YARN's
+// clients write a located AM ask) goes to the sub-cluster the machine list
+// puts the node in, when that one is active, not blacklisted and of
+// positive weight; any other is placed by WeightedRandomRouterPolicy, as
+// YARN falls back to it. An AM ask of another shape than none, ANY alone,
+// or node, rack and ANY is refused.
+type locality struct {
+	weights map[string]float64
+	// names are the resource names of the AM's requests, in order.
+	names    []string
+	machines *federation.MachineList
+}
+
+func (l locality) forSubmission(sub Submission, machines *federation.MachineList) routerPolicy {
+	return locality{weights: l.weights, names: sub.AMResourceNames, machines: machines}
+}
+
+func (l locality) home(active []store.SubClusterInfo, blacklist map[string]bool, r Randomness) (string, error) {
+	fallback := weightedRandom{weights: l.weights}
+	if len(l.names) == 0 || (len(l.names) == 1 && l.names[0] == anyLocation) {
+		return fallback.home(active, blacklist, r)
+	}
+	if len(l.names) != 3 {
+		return "", yarnerr.FederationPolicy.Errorf("Invalid number of resource requests: %d", len(l.names))
+	}
+	ids, err := candidates(active, blacklist)
+	if err != nil {
+		return "", err
+	}
+	// As YARN reads the three asks: the last name the list knows as a
+	// node names the target; a name it knows as a rack and ANY must be
+	// there too.
+	target, node, rack, anyAsk := "", false, false, false
+	for _, name := range l.names {
+		if id, ok := l.machines.Node(name); ok {
+			target, node = id, true
+		}
+		rack = rack || len(l.machines.Rack(name)) > 0
+		anyAsk = anyAsk || name == anyLocation
+	}
+	if node && rack && anyAsk && slices.Contains(ids, target) && l.weights[target] > 0 {
+		return target, nil
+	}
+	return fallback.home(active, blacklist, r)
 }

@@ -76,7 +76,7 @@ func TestManagedRouterPoliciesRouteAsYARNsPoliciesOfTheSameName(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := forSubmission(p, tt.queue, "application_1_0001").home(tt.active, tt.blacklist, tt.rand)
+			got, err := forSubmission(p, Submission{Application: "application_1_0001", Queue: tt.queue}, nil).home(tt.active, tt.blacklist, tt.rand)
 			if got != tt.want || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
 				t.Errorf("home = %q, %v; want %q, %v", got, err, tt.want, tt.wantErr)
 			}
@@ -89,7 +89,7 @@ func TestRejectNamesTheQueueAndApplicationAsYARNDoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = forSubmission(p, "etl", "application_1_0007").home(active("sc1"), nil, &seqRand{})
+	_, err = forSubmission(p, Submission{Application: "application_1_0007", Queue: "etl"}, nil).home(active("sc1"), nil, &seqRand{})
 	want := "The policy configured for this queue (etl) reject all routing requests by construction. Application application_1_0007 cannot be routed to any RM."
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err %v, want %q", err, want)
@@ -172,6 +172,57 @@ func TestTheRouterRoutesHashAndRejectBySubmission(t *testing.T) {
 			}
 			if home, _ := s.GetApplicationHomeSubCluster(t.Context(), id.String()); home != tt.wantHome {
 				t.Errorf("home %q, want %q", home, tt.wantHome)
+			}
+		})
+	}
+}
+
+func TestLocalityRouterPolicyPlacesAnAMAskedOnANodeInTheNodesSubCluster(t *testing.T) {
+	machines, err := federation.ReadMachineList(strings.NewReader("n1, sc1, r1\nn2, sc2, r2\nn3, sc3, r1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := managed(federation.WeightedLocalityPolicyManager, map[string]string{"sc1": "0.5", "sc2": "0.5", "sc3": "0"})
+	// A draw of 0.9 lands on sc2 by weight; a located AM that falls back
+	// to the weights shows up as sc2.
+	tests := []struct {
+		name      string
+		names     []string
+		machines  *federation.MachineList
+		active    []store.SubClusterInfo
+		blacklist map[string]bool
+		want      string
+		wantErr   error
+	}{
+		{"an AM on a node goes to the node's sub-cluster", []string{"n1", "r1", "*"}, machines, active("sc1", "sc2", "sc3"), nil, "sc1", nil},
+		{"the asks' order does not matter", []string{"*", "R1", "N1"}, machines, active("sc1", "sc2", "sc3"), nil, "sc1", nil},
+		{"names are compared without case", []string{"N1", "r1", "*"}, machines, active("sc1", "sc2"), nil, "sc1", nil},
+		{"an AM asking for ANY alone is placed by weight", []string{"*"}, machines, active("sc1", "sc2"), nil, "sc2", nil},
+		{"an AM asking nothing is placed by weight", nil, machines, active("sc1", "sc2"), nil, "sc2", nil},
+		{"a node the list does not know falls back to the weights", []string{"n9", "r1", "*"}, machines, active("sc1", "sc2"), nil, "sc2", nil},
+		{"a rack the list does not know falls back to the weights", []string{"n1", "r9", "*"}, machines, active("sc1", "sc2"), nil, "sc2", nil},
+		{"three asks without ANY fall back to the weights", []string{"n1", "r1", "n1"}, machines, active("sc1", "sc2"), nil, "sc2", nil},
+		{"a node in a blacklisted sub-cluster falls back to the weights", []string{"n1", "r1", "*"}, machines, active("sc1", "sc2"), map[string]bool{"sc1": true}, "sc2", nil},
+		{"a node in an inactive sub-cluster falls back to the weights", []string{"n1", "r1", "*"}, machines, active("sc2"), nil, "sc2", nil},
+		{"a node in a sub-cluster of weight zero falls back to the weights", []string{"n3", "r1", "*"}, machines, active("sc1", "sc2", "sc3"), nil, "sc2", nil},
+		{"without a machine list every node falls back to the weights", []string{"n1", "r1", "*"}, nil, active("sc1", "sc2"), nil, "sc2", nil},
+		{"one located ask is refused", []string{"n1"}, machines, active("sc1", "sc2"), nil, "", yarnerr.FederationPolicy},
+		{"two asks are refused", []string{"n1", "*"}, machines, active("sc1", "sc2"), nil, "", yarnerr.FederationPolicy},
+		{"no candidate is refused", []string{"n1", "r1", "*"}, machines, active("sc1"), map[string]bool{"sc1": true}, "", yarnerr.FederationPolicy},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := newRouterPolicy(policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sub := Submission{Application: "application_1_0001", Queue: "q", AMResourceNames: tt.names}
+			got, err := forSubmission(p, sub, tt.machines).home(tt.active, tt.blacklist, &seqRand{floats: []float64{0.9}})
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Fatalf("err %v, want %v", err, tt.wantErr)
+			}
+			if got != tt.want {
+				t.Fatalf("home %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -39,6 +39,7 @@ type Store interface {
 	UpdateApplicationHomeSubCluster(ctx context.Context, h store.ApplicationHome) error
 	GetApplicationHomeSubCluster(ctx context.Context, application string) (string, error)
 	GetPolicyConfiguration(ctx context.Context, queue string) (store.PolicyConfiguration, error)
+	store.ReservationHomes
 }
 
 // Config configures a Router.
@@ -56,6 +57,10 @@ type Config struct {
 	// for up to 5 s, so that a dead sub-cluster costs a submission that
 	// long before the next is tried.
 	ConnectBackOff func() backoff.BackOff
+	// Machines puts nodes and racks in sub-clusters for
+	// LocalityRouterPolicy (yarn.federation.machine-list); nil knows none,
+	// so that policy places every submission by its weights.
+	Machines *federation.MachineList
 	// Rand is the policies' Randomness; nil means math/rand/v2's.
 	Rand   Randomness
 	Logger *slog.Logger
@@ -68,6 +73,7 @@ type Router struct {
 	defaultPolicy store.PolicyConfiguration
 	retries       int
 	interval      time.Duration
+	machines      *federation.MachineList
 	connectBO     func() backoff.BackOff
 	log           *slog.Logger
 
@@ -96,7 +102,7 @@ func New(cfg Config) (*Router, error) {
 	}
 	r := &Router{
 		store: cfg.Store, defaultPolicy: cfg.DefaultPolicy, retries: max(cfg.SubmitRetry, 1), interval: cfg.SubmitInterval,
-		connectBO: cfg.ConnectBackOff, rand: cfg.Rand, log: cfg.Logger, conns: map[connKey]*ipc.Client{},
+		connectBO: cfg.ConnectBackOff, machines: cfg.Machines, rand: cfg.Rand, log: cfg.Logger, conns: map[connKey]*ipc.Client{},
 	}
 	if r.connectBO == nil {
 		r.connectBO = func() backoff.BackOff {
@@ -117,9 +123,7 @@ func (r *Router) Register(srv *ipc.Server) error {
 	return srv.Register(yarnrpc.ApplicationClientProtocolName, r.Methods()...)
 }
 
-// Methods are the Router's ApplicationClientProtocol methods; the others
-// (delegation tokens, reservations) are answered as methods the protocol
-// lacks.
+// Methods are the Router's ApplicationClientProtocol methods.
 func (r *Router) Methods() []ipc.Method {
 	type acp = *yarnrpc.ApplicationClientProtocolClient
 	return yarnrpc.ApplicationClientProtocolFuncs{
@@ -198,6 +202,14 @@ func (r *Router) Methods() []ipc.Method {
 		GetClusterNodeAttributes: r.GetClusterNodeAttributes,
 		GetAttributesToNodes:     r.GetAttributesToNodes,
 		GetNodesToAttributes:     r.GetNodesToAttributes,
+		GetNewReservation:        r.GetNewReservation,
+		SubmitReservation:        r.SubmitReservation,
+		UpdateReservation:        r.UpdateReservation,
+		DeleteReservation:        r.DeleteReservation,
+		ListReservations:         r.ListReservations,
+		GetDelegationToken:       r.GetDelegationToken,
+		RenewDelegationToken:     r.RenewDelegationToken,
+		CancelDelegationToken:    r.CancelDelegationToken,
 	}.Methods()
 }
 
@@ -320,6 +332,12 @@ func (r *Router) GetNewApplication(ctx context.Context, req *yarnpb.GetNewApplic
 // if it fails, up to the retries, as the Router places a new application;
 // its REST API creates applications through it too.
 func (r *Router) OnRandomActive(ctx context.Context, try func(context.Context, store.SubClusterInfo) error) error {
+	return r.onRandomActive(ctx, "create a new application id", "Failed to create a new application.", try)
+}
+
+// onRandomActive is OnRandomActive for a call named what, which fails
+// with failed once every try did.
+func (r *Router) onRandomActive(ctx context.Context, what, failed string, try func(context.Context, store.SubClusterInfo) error) error {
 	active, err := r.store.GetSubClusters(ctx, true)
 	if err != nil {
 		return wrapped(err, "Unable to get the active SubClusters from the FederationStateStore.")
@@ -335,10 +353,10 @@ func (r *Router) OnRandomActive(ctx context.Context, try func(context.Context, s
 		if err == nil {
 			return nil
 		}
-		r.log.WarnContext(ctx, "unable to create a new application id", "subCluster", sc.ID, "try", i, "err", err)
+		r.log.WarnContext(ctx, "unable to "+what, "subCluster", sc.ID, "try", i, "err", err)
 		active = slices.Delete(active, j, j+1)
 	}
-	return yarnerr.YarnException.New("Failed to create a new application.")
+	return yarnerr.YarnException.New(failed)
 }
 
 func (r *Router) newApplicationOn(ctx context.Context, sc store.SubClusterInfo, req *yarnpb.GetNewApplicationRequestProto) (resp *yarnpb.GetNewApplicationResponseProto, err error) {
@@ -362,7 +380,11 @@ func (r *Router) SubmitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 		return nil, yarnerr.YarnException.Wrap(err)
 	}
 	var resp *yarnpb.SubmitApplicationResponseProto
-	err = r.SubmitHome(ctx, Submission{Application: appID.String(), Name: asc.GetApplicationName(), Queue: asc.GetQueue()},
+	sub := Submission{Application: appID.String(), Name: asc.GetApplicationName(), Queue: asc.GetQueue()}
+	for _, rr := range asc.GetAmContainerResourceRequest() {
+		sub.AMResourceNames = append(sub.AMResourceNames, rr.GetResourceName())
+	}
+	err = r.SubmitHome(ctx, sub,
 		func(ctx context.Context, home string) (err error) {
 			resp, err = r.submitOn(ctx, home, req)
 			return err
@@ -376,6 +398,11 @@ type Submission struct {
 	Application string
 	// Name and Queue are the application's; Queue picks the policy.
 	Name, Queue string
+	// AMResourceNames are the resource names of the AM container's
+	// resource requests, in order: a node, its rack and ANY for an AM
+	// asked on a node, which LocalityRouterPolicy places by. None for a
+	// REST submission, whose AM asks for ANY.
+	AMResourceNames []string
 }
 
 // SubmitHome places an application: it records the home the queue's
@@ -388,7 +415,8 @@ func (r *Router) SubmitHome(ctx context.Context, sub Submission, submit func(ctx
 	if err != nil {
 		return err
 	}
-	policy = forSubmission(policy, cmp.Or(sub.Queue, defaultQueue), app)
+	sub.Queue = cmp.Or(sub.Queue, defaultQueue)
+	policy = forSubmission(policy, sub, r.machines)
 	blacklist := map[string]bool{}
 	for i := 0; i < r.retries; i++ {
 		if i > 0 && r.interval > 0 {

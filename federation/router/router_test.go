@@ -157,6 +157,44 @@ func TestSubmissionsFollowTheQueuesPolicyThenStarThenTheDefault(t *testing.T) {
 	}
 }
 
+func TestASubmissionWhoseAMAsksForANodeGoesToTheSubClusterOfTheNode(t *testing.T) {
+	machines, err := federation.ReadMachineList(strings.NewReader("node-1, sc1, rack-1\nnode-2, sc2, rack-2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := store.NewMemory(nil)
+	rm1, rm2 := startRM(t, "sc1", 1), startRM(t, "sc2", 2)
+	join(t, s, rm1, rm2)
+	// By weight alone every application would go to sc1.
+	locality := weighted(map[string]string{"sc1": "0.99", "sc2": "0.01"})
+	locality.Type = federation.WeightedLocalityPolicyManager
+	_, c := serveRouter(t, s, routerOptions{policy: locality, machines: machines})
+	ask := func(name string) *yarnpb.ResourceRequestProto {
+		return &yarnpb.ResourceRequestProto{ResourceName: proto.String(name), NumContainers: proto.Int32(1), Capability: yarnpb.NewResource(1024, 1)}
+	}
+	tests := []struct {
+		name string
+		asks []*yarnpb.ResourceRequestProto
+		want string
+	}{
+		{"an AM on node-2 goes to sc2", []*yarnpb.ResourceRequestProto{ask("node-2"), ask("rack-2"), ask("*")}, "sc2"},
+		{"an AM anywhere goes by weight", []*yarnpb.ResourceRequestProto{ask("*")}, "sc1"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := yarnid.ApplicationID{ClusterTimestamp: 9, ID: int32(i + 1)}
+			sub := submission(id.Proto(), "default")
+			sub.AmContainerResourceRequest = tt.asks
+			if err := c.SubmitApplication(t.Context(), sub); err != nil {
+				t.Fatal(err)
+			}
+			if home, _ := s.GetApplicationHomeSubCluster(t.Context(), id.String()); home != tt.want {
+				t.Errorf("home %q, want %q", home, tt.want)
+			}
+		})
+	}
+}
+
 func withQueue(p store.PolicyConfiguration, q string) store.PolicyConfiguration {
 	p.Queue = q
 	return p

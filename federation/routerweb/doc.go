@@ -6,7 +6,9 @@
 // does: cluster-wide reads are fanned out to the active sub-clusters and
 // merged (applications by id, an AM's report with its UAMs'; nodes by id,
 // the newest report winning; metrics summed), while calls about one
-// application go to its home in the federation store. New applications
+// application (its report, state, attempts, an attempt and its
+// containers, its priority, queue and timeouts) go to its home in the
+// federation store. New applications
 // and submissions are placed by the RPC Router's own code (router.Router's
 // OnRandomActive and SubmitHome), so both doors route alike. Errors the
 // Router makes itself are written by rm/rest, in the RM's shapes; a

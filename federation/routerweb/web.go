@@ -99,6 +99,25 @@ func (w *Web) Handler() http.Handler {
 		Info: w.info, Metrics: w.metrics, Scheduler: w.scheduler, Apps: w.apps, Submit: w.submit, NewApplication: w.newApplication,
 		App: w.routed, GetState: w.routed, PutState: w.routed, Attempts: w.routed, Nodes: w.nodes, Node: w.node,
 	})
+	// The resources about one application beyond those rest.Route serves
+	// that FederationInterceptorREST sends to the application's home: an
+	// attempt, its containers, the application's priority, queue and
+	// timeouts. The client gets the home's answer, a knit-rm's 404 where
+	// it serves none of them.
+	for _, r := range []struct{ method, path string }{
+		{http.MethodGet, "/appattempts/:appattemptid"},
+		{http.MethodGet, "/appattempts/:appattemptid/containers"},
+		{http.MethodGet, "/appattempts/:appattemptid/containers/:containerid"},
+		{http.MethodGet, "/priority"},
+		{http.MethodPut, "/priority"},
+		{http.MethodGet, "/queue"},
+		{http.MethodPut, "/queue"},
+		{http.MethodGet, "/timeouts"},
+		{http.MethodGet, "/timeouts/:type"},
+		{http.MethodPut, "/timeout"},
+	} {
+		e.Add(r.method, "/ws/v1/cluster/apps/:appid"+r.path, w.routed)
+	}
 	return e
 }
 

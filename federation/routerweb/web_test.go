@@ -180,6 +180,14 @@ func TestCallsAboutAnApplicationGoToItsHome(t *testing.T) {
 	if _, err := f.store.AddApplicationHomeSubCluster(context.Background(), store.ApplicationHome{Application: app, Home: "SC-2"}); err != nil {
 		t.Fatal(err)
 	}
+	// What the home serves of the resources the recorded RM was not asked
+	// about; the Router passes it on unread.
+	served := []byte(`{"served":"by SC-2"}`)
+	for _, path := range []string{"/appattempts/appattempt_" + ts2 + "_0002_000001", "/appattempts/appattempt_" + ts2 + "_0002_000001/containers",
+		"/appattempts/appattempt_" + ts2 + "_0002_000001/containers/container_" + ts2 + "_0002_01_000001", "/priority", "/priority?user.name=root",
+		"/queue", "/queue?user.name=root", "/timeouts", "/timeouts/LIFETIME", "/timeout?user.name=root"} {
+		sc2.set("/ws/v1/cluster/apps/"+app+path, served)
+	}
 	for _, tc := range []struct {
 		name, method, path, body string
 		status                   int
@@ -193,6 +201,18 @@ func TestCallsAboutAnApplicationGoToItsHome(t *testing.T) {
 		{"an application without home is the RM's not found", http.MethodGet, "/ws/v1/cluster/apps/application_" + ts1 + "_9999", "", http.StatusNotFound,
 			readRecorded(t, "cluster_apps_application_1795333013199_9999.404.json"), ""},
 		{"an id that is no id is a bad request", http.MethodGet, "/ws/v1/cluster/apps/job_1", "", http.StatusBadRequest, nil, `"exception":"BadRequestException","message":"Invalid ApplicationId prefix: job_1.`},
+		{"an attempt", http.MethodGet, "/ws/v1/cluster/apps/" + app + "/appattempts/appattempt_" + ts2 + "_0002_000001", "", http.StatusOK, served, ""},
+		{"an attempt's containers", http.MethodGet, "/ws/v1/cluster/apps/" + app + "/appattempts/appattempt_" + ts2 + "_0002_000001/containers", "", http.StatusOK, served, ""},
+		{"a container", http.MethodGet, "/ws/v1/cluster/apps/" + app + "/appattempts/appattempt_" + ts2 + "_0002_000001/containers/container_" + ts2 + "_0002_01_000001", "", http.StatusOK, served, ""},
+		{"the priority", http.MethodGet, "/ws/v1/cluster/apps/" + app + "/priority", "", http.StatusOK, served, ""},
+		{"a new priority", http.MethodPut, "/ws/v1/cluster/apps/" + app + "/priority?user.name=root", `{"priority":3}`, http.StatusOK, served, ""},
+		{"the queue", http.MethodGet, "/ws/v1/cluster/apps/" + app + "/queue", "", http.StatusOK, served, ""},
+		{"a move", http.MethodPut, "/ws/v1/cluster/apps/" + app + "/queue?user.name=root", `{"queue":"b"}`, http.StatusOK, served, ""},
+		{"the timeouts", http.MethodGet, "/ws/v1/cluster/apps/" + app + "/timeouts", "", http.StatusOK, served, ""},
+		{"one timeout", http.MethodGet, "/ws/v1/cluster/apps/" + app + "/timeouts/LIFETIME", "", http.StatusOK, served, ""},
+		{"a new timeout", http.MethodPut, "/ws/v1/cluster/apps/" + app + "/timeout?user.name=root", `{"timeout":{"type":"LIFETIME"}}`, http.StatusOK, served, ""},
+		{"a resource the home does not serve is the home's not found", http.MethodGet, "/ws/v1/cluster/apps/" + app + "/timeouts/NONE", "", http.StatusNotFound, nil,
+			"not recorded: /ws/v1/cluster/apps/" + app + "/timeouts/NONE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(sc1.calls())

@@ -200,6 +200,25 @@ func (c *Cache) DeleteApplicationHomeSubCluster(ctx context.Context, application
 	return c.store.DeleteApplicationHomeSubCluster(ctx, application)
 }
 
+// Reservation homes are not cached: reservations are few and each call
+// about one is rare.
+
+func (c *Cache) AddReservationHomeSubCluster(ctx context.Context, h ReservationHome) (string, error) {
+	return c.store.AddReservationHomeSubCluster(ctx, h)
+}
+
+func (c *Cache) UpdateReservationHomeSubCluster(ctx context.Context, h ReservationHome) error {
+	return c.store.UpdateReservationHomeSubCluster(ctx, h)
+}
+
+func (c *Cache) GetReservationHomeSubCluster(ctx context.Context, reservation string) (string, error) {
+	return c.store.GetReservationHomeSubCluster(ctx, reservation)
+}
+
+func (c *Cache) DeleteReservationHomeSubCluster(ctx context.Context, reservation string) error {
+	return c.store.DeleteReservationHomeSubCluster(ctx, reservation)
+}
+
 func (c *Cache) putHome(application, home string) {
 	if c.ttl <= 0 {
 		return

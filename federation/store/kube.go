@@ -21,7 +21,7 @@ import (
 )
 
 // LabelKind labels every ConfigMap of the store with what it holds: one of
-// KindSubCluster, KindApplication, KindPolicy.
+// KindSubCluster, KindApplication, KindReservation, KindPolicy.
 const LabelKind = "knit.io/federation"
 
 // LabelHome labels an application's ConfigMap with its home, so that a
@@ -32,6 +32,7 @@ const LabelHome = "knit.io/federation-home"
 const (
 	KindSubCluster  = "subcluster"
 	KindApplication = "application"
+	KindReservation = "reservation"
 	KindPolicy      = "policy"
 )
 
@@ -56,6 +57,7 @@ const (
 	keyCapability    = "capability"
 	keyApplication   = "applicationId"
 	keyHome          = "homeSubCluster"
+	keyReservation   = "reservationId"
 	keyCreateTime    = "createTime"
 	keyQueue         = "queue"
 	keyType          = "type"
@@ -256,33 +258,46 @@ func (k *Kube) list(ctx context.Context, kind string) ([]corev1.ConfigMap, error
 }
 
 func (k *Kube) AddApplicationHomeSubCluster(ctx context.Context, h ApplicationHome) (string, error) {
-	if h.Application == "" || h.Home == "" {
-		return "", errors.New("federation store: add application home: missing application or home")
-	}
-	cm := newConfigMap(KindApplication, h.Application)
-	cm.Labels[LabelHome] = labelValue(h.Home)
-	cm.Data = map[string]string{keyApplication: h.Application, keyHome: h.Home, keyCreateTime: millis(k.now())}
-	_, err := k.configMaps().Create(ctx, cm, metav1.CreateOptions{FieldManager: fieldManager})
-	if err == nil {
-		return h.Home, nil
-	}
-	if !apierrors.IsAlreadyExists(err) {
-		return "", fmt.Errorf("federation store: add home of %s: %w", h.Application, err)
-	}
-	// Another writer was first; its home stands.
-	home, err := k.GetApplicationHomeSubCluster(ctx, h.Application)
-	if err != nil {
-		return "", err
-	}
-	return home, nil
+	return k.addHome(ctx, homeOf{KindApplication, keyApplication, h.Application}, h.Home)
 }
 
 func (k *Kube) UpdateApplicationHomeSubCluster(ctx context.Context, h ApplicationHome) error {
-	if h.Application == "" || h.Home == "" {
-		return errors.New("federation store: update application home: missing application or home")
+	return k.updateHome(ctx, homeOf{KindApplication, keyApplication, h.Application}, h.Home)
+}
+
+func (k *Kube) GetApplicationHomeSubCluster(ctx context.Context, application string) (string, error) {
+	return k.getHome(ctx, homeOf{KindApplication, keyApplication, application})
+}
+
+// homeOf names the record of an application's or a reservation's home:
+// its kind, the data key of its id, and the id.
+type homeOf struct{ kind, idKey, id string }
+
+// addHome records home unless the record has one, and returns the home
+// stored: another writer's, when it was first.
+func (k *Kube) addHome(ctx context.Context, of homeOf, home string) (string, error) {
+	if of.id == "" || home == "" {
+		return "", fmt.Errorf("federation store: add %s home: missing %s or home", of.kind, of.kind)
+	}
+	cm := newConfigMap(of.kind, of.id)
+	cm.Labels[LabelHome] = labelValue(home)
+	cm.Data = map[string]string{of.idKey: of.id, keyHome: home, keyCreateTime: millis(k.now())}
+	_, err := k.configMaps().Create(ctx, cm, metav1.CreateOptions{FieldManager: fieldManager})
+	if err == nil {
+		return home, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("federation store: add home of %s: %w", of.id, err)
+	}
+	return k.getHome(ctx, of)
+}
+
+func (k *Kube) updateHome(ctx context.Context, of homeOf, home string) error {
+	if of.id == "" || home == "" {
+		return fmt.Errorf("federation store: update %s home: missing %s or home", of.kind, of.kind)
 	}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm, err := k.configMaps().Get(ctx, objectName(KindApplication, h.Application), metav1.GetOptions{})
+		cm, err := k.configMaps().Get(ctx, objectName(of.kind, of.id), metav1.GetOptions{})
 		if err != nil {
 			return notFound(err)
 		}
@@ -293,27 +308,35 @@ func (k *Kube) UpdateApplicationHomeSubCluster(ctx context.Context, h Applicatio
 		if cm.Labels == nil {
 			cm.Labels = map[string]string{}
 		}
-		cm.Data[keyApplication], cm.Data[keyHome] = h.Application, h.Home
-		cm.Labels[LabelHome] = labelValue(h.Home)
+		cm.Data[of.idKey], cm.Data[keyHome] = of.id, home
+		cm.Labels[LabelHome] = labelValue(home)
 		_, err = k.configMaps().Update(ctx, cm, metav1.UpdateOptions{FieldManager: fieldManager})
 		return notFound(err)
 	})
 	if err != nil {
-		return fmt.Errorf("federation store: update home of %s: %w", h.Application, err)
+		return fmt.Errorf("federation store: update home of %s: %w", of.id, err)
 	}
 	return nil
 }
 
-func (k *Kube) GetApplicationHomeSubCluster(ctx context.Context, application string) (string, error) {
-	cm, err := k.configMaps().Get(ctx, objectName(KindApplication, application), metav1.GetOptions{})
+func (k *Kube) getHome(ctx context.Context, of homeOf) (string, error) {
+	cm, err := k.configMaps().Get(ctx, objectName(of.kind, of.id), metav1.GetOptions{})
 	if err != nil {
-		return "", fmt.Errorf("federation store: application %s: %w", application, notFound(err))
+		return "", fmt.Errorf("federation store: %s %s: %w", of.kind, of.id, notFound(err))
 	}
 	home := cm.Data[keyHome]
 	if home == "" {
 		return "", fmt.Errorf("federation store: ConfigMap %s: no %s", cm.Name, keyHome)
 	}
 	return home, nil
+}
+
+func (k *Kube) deleteHome(ctx context.Context, of homeOf) error {
+	err := k.configMaps().Delete(ctx, objectName(of.kind, of.id), metav1.DeleteOptions{})
+	if err != nil {
+		return fmt.Errorf("federation store: delete home of %s: %w", of.id, notFound(err))
+	}
+	return nil
 }
 
 func (k *Kube) GetApplicationsHomeSubCluster(ctx context.Context, home string) ([]ApplicationHome, error) {
@@ -344,11 +367,23 @@ func (k *Kube) GetApplicationsHomeSubCluster(ctx context.Context, home string) (
 }
 
 func (k *Kube) DeleteApplicationHomeSubCluster(ctx context.Context, application string) error {
-	err := k.configMaps().Delete(ctx, objectName(KindApplication, application), metav1.DeleteOptions{})
-	if err != nil {
-		return fmt.Errorf("federation store: delete home of %s: %w", application, notFound(err))
-	}
-	return nil
+	return k.deleteHome(ctx, homeOf{KindApplication, keyApplication, application})
+}
+
+func (k *Kube) AddReservationHomeSubCluster(ctx context.Context, h ReservationHome) (string, error) {
+	return k.addHome(ctx, homeOf{KindReservation, keyReservation, h.Reservation}, h.Home)
+}
+
+func (k *Kube) UpdateReservationHomeSubCluster(ctx context.Context, h ReservationHome) error {
+	return k.updateHome(ctx, homeOf{KindReservation, keyReservation, h.Reservation}, h.Home)
+}
+
+func (k *Kube) GetReservationHomeSubCluster(ctx context.Context, reservation string) (string, error) {
+	return k.getHome(ctx, homeOf{KindReservation, keyReservation, reservation})
+}
+
+func (k *Kube) DeleteReservationHomeSubCluster(ctx context.Context, reservation string) error {
+	return k.deleteHome(ctx, homeOf{KindReservation, keyReservation, reservation})
 }
 
 func (k *Kube) GetPolicyConfiguration(ctx context.Context, queue string) (PolicyConfiguration, error) {

@@ -17,6 +17,7 @@ type Memory struct {
 	mu       sync.Mutex
 	clusters map[string]SubClusterInfo
 	homes    map[string]ApplicationHome
+	reserved map[string]string
 	policies map[string]PolicyConfiguration
 }
 
@@ -28,7 +29,7 @@ func NewMemory(now func() time.Time) *Memory {
 	if now == nil {
 		now = time.Now
 	}
-	return &Memory{now: now, clusters: map[string]SubClusterInfo{}, homes: map[string]ApplicationHome{}, policies: map[string]PolicyConfiguration{}}
+	return &Memory{now: now, clusters: map[string]SubClusterInfo{}, homes: map[string]ApplicationHome{}, reserved: map[string]string{}, policies: map[string]PolicyConfiguration{}}
 }
 
 func (m *Memory) RegisterSubCluster(_ context.Context, info SubClusterInfo) error {
@@ -148,6 +149,46 @@ func (m *Memory) DeleteApplicationHomeSubCluster(_ context.Context, application 
 		return fmt.Errorf("federation store: application %s: %w", application, ErrNotFound)
 	}
 	delete(m.homes, application)
+	return nil
+}
+
+func (m *Memory) AddReservationHomeSubCluster(_ context.Context, h ReservationHome) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if stored, ok := m.reserved[h.Reservation]; ok {
+		return stored, nil
+	}
+	m.reserved[h.Reservation] = h.Home
+	return h.Home, nil
+}
+
+func (m *Memory) UpdateReservationHomeSubCluster(_ context.Context, h ReservationHome) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.reserved[h.Reservation]; !ok {
+		return fmt.Errorf("federation store: reservation %s: %w", h.Reservation, ErrNotFound)
+	}
+	m.reserved[h.Reservation] = h.Home
+	return nil
+}
+
+func (m *Memory) GetReservationHomeSubCluster(_ context.Context, reservation string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	home, ok := m.reserved[reservation]
+	if !ok {
+		return "", fmt.Errorf("federation store: reservation %s: %w", reservation, ErrNotFound)
+	}
+	return home, nil
+}
+
+func (m *Memory) DeleteReservationHomeSubCluster(_ context.Context, reservation string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.reserved[reservation]; !ok {
+		return fmt.Errorf("federation store: reservation %s: %w", reservation, ErrNotFound)
+	}
+	delete(m.reserved, reservation)
 	return nil
 }
 

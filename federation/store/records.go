@@ -145,6 +145,31 @@ type ApplicationHomes interface {
 	DeleteApplicationHomeSubCluster(ctx context.Context, application string) error
 }
 
+// ReservationHome is a reservation's home sub-cluster (YARN's
+// ReservationHomeSubCluster).
+type ReservationHome struct {
+	// Reservation is the reservation id's string form.
+	Reservation string
+	// Home is the sub-cluster id.
+	Home string
+}
+
+// ReservationHomes is YARN's FederationReservationHomeSubClusterStore.
+type ReservationHomes interface {
+	// AddReservationHomeSubCluster records home as the reservation's home
+	// unless it has one, and returns the home the store holds.
+	AddReservationHomeSubCluster(ctx context.Context, h ReservationHome) (string, error)
+	// UpdateReservationHomeSubCluster moves a recorded reservation to a
+	// new home; ErrNotFound if it has none.
+	UpdateReservationHomeSubCluster(ctx context.Context, h ReservationHome) error
+	// GetReservationHomeSubCluster returns the reservation's home;
+	// ErrNotFound if it has none.
+	GetReservationHomeSubCluster(ctx context.Context, reservation string) (string, error)
+	// DeleteReservationHomeSubCluster forgets the reservation's home;
+	// ErrNotFound if it has none.
+	DeleteReservationHomeSubCluster(ctx context.Context, reservation string) error
+}
+
 // Policies is YARN's FederationPolicyStore.
 type Policies interface {
 	// GetPolicyConfiguration returns the queue's policy; ErrNotFound if it
@@ -164,6 +189,7 @@ type Policies interface {
 type StateStore interface {
 	Membership
 	ApplicationHomes
+	ReservationHomes
 	Policies
 }
 

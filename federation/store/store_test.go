@@ -235,6 +235,43 @@ func TestAnApplicationKeepsItsFirstHomeUntilUpdated(t *testing.T) {
 	}
 }
 
+func TestAReservationKeepsItsFirstHomeUntilUpdatedOrDeleted(t *testing.T) {
+	for name, newStore := range implementations(t) {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t, newClock().now)
+			ctx := t.Context()
+			const r = "reservation_1700000000000_0001"
+			if _, err := s.GetReservationHomeSubCluster(ctx, r); !errors.Is(err, ErrNotFound) {
+				t.Errorf("home before any: %v, want not found", err)
+			}
+			if err := s.UpdateReservationHomeSubCluster(ctx, ReservationHome{Reservation: r, Home: "sc1"}); !errors.Is(err, ErrNotFound) {
+				t.Errorf("update before any: %v, want not found", err)
+			}
+			for _, tt := range []struct{ add, want string }{{"sc1", "sc1"}, {"sc2", "sc1"}} {
+				if home, err := s.AddReservationHomeSubCluster(ctx, ReservationHome{Reservation: r, Home: tt.add}); err != nil || home != tt.want {
+					t.Errorf("add %s = %q, %v; want %s", tt.add, home, err, tt.want)
+				}
+			}
+			// An application of the same number is another record.
+			if _, err := s.GetApplicationHomeSubCluster(ctx, r); !errors.Is(err, ErrNotFound) {
+				t.Errorf("the reservation's home read as an application's: %v", err)
+			}
+			if err := s.UpdateReservationHomeSubCluster(ctx, ReservationHome{Reservation: r, Home: "sc2"}); err != nil {
+				t.Fatal(err)
+			}
+			if home, err := s.GetReservationHomeSubCluster(ctx, r); err != nil || home != "sc2" {
+				t.Errorf("after update = %q, %v", home, err)
+			}
+			if err := s.DeleteReservationHomeSubCluster(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DeleteReservationHomeSubCluster(ctx, r); !errors.Is(err, ErrNotFound) {
+				t.Errorf("second delete: %v, want not found", err)
+			}
+		})
+	}
+}
+
 // Routers racing to record one application's home all learn the same one.
 func TestConcurrentAddsOfAHomeAgreeOnTheFirst(t *testing.T) {
 	for name, newStore := range implementations(t) {

@@ -54,7 +54,14 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 		rms[id] = startSubCluster(t, id, fedNS)
 	}
 	routerAddr, adminAddr, webAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	// The Router's machine list puts a node (one no sub-cluster runs: the
+	// applications' AMs are unmanaged) in each sub-cluster.
+	machines := filepath.Join(t.TempDir(), "machines")
+	if err := os.WriteFile(machines, []byte("node-of-sc1, sc1, rack-1\nnode-of-sc2, sc2, rack-2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	routerConf := writeSite(t, []hadoopconf.Property{
+		{Name: hadoopconf.KeyFederationMachineList, Value: machines},
 		{Name: hadoopconf.KeyRouterClientRMAddress, Value: routerAddr},
 		{Name: hadoopconf.KeyRouterRMAdminAddress, Value: adminAddr},
 		{Name: hadoopconf.KeyRouterWebappAddress, Value: webAddr},
@@ -144,12 +151,43 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 		apps = append(apps, newApp.GetApplicationId())
 	}
 
-	// The list through the Router holds both sub-clusters' applications.
+	// Under a WeightedLocalityPolicyManager policy an AM asked on a node
+	// goes to the sub-cluster of the node, whatever the weights draw.
+	if err := admin.Call(ctx, "saveFederationQueuePolicy", &yarnpb.SaveFederationQueuePolicyRequestProto{
+		Queue: proto.String(federation.DefaultPolicyQueue), PolicyManagerClassName: proto.String(federation.WeightedLocalityPolicyManager),
+		FederationQueueWeight: &yarnpb.FederationQueueWeightProto{RouterWeight: proto.String("sc1:0.5,sc2:0.5"), AmrmWeight: proto.String("sc1:0.5,sc2:0.5"),
+			HeadRoomAlpha: proto.String("1.0")},
+	}, &yarnpb.SaveFederationQueuePolicyResponseProto{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, home := range []string{"sc2", "sc1", "sc2", "sc1"} {
+		newApp, id := submitUnmanaged(ctx, t, c, "located", "node-of-"+home, "rack-"+home[2:], "*")
+		if got, err := st.GetApplicationHomeSubCluster(ctx, id.String()); err != nil || got != home {
+			t.Fatalf("home of %s, asked on node-of-%s = %q, %v; want %s", id, home, got, err, home)
+		}
+		apps = append(apps, newApp.GetApplicationId())
+	}
+
 	rc, err := ipc.Dial(ctx, routerAddr, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: "alice", Errors: yarnerr.FromRemote})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rc.Close()
+
+	// A knit-rm has no reservation system: through the Router a
+	// reservation is the Java Router's refusal, and its home stays in the
+	// store, as YARN's Router leaves it.
+	reservation := &yarnpb.ReservationIdProto{ClusterTimestamp: proto.Int64(1), Id: proto.Int64(1)}
+	err = rc.Call(ctx, "submitReservation", &yarnpb.ReservationSubmissionRequestProto{ReservationId: reservation, Queue: proto.String("default"),
+		ReservationDefinition: &yarnpb.ReservationDefinitionProto{Arrival: proto.Int64(1), Deadline: proto.Int64(2)}}, &yarnpb.ReservationSubmissionResponseProto{})
+	if e, ok := yarnerr.Find(err); !ok || e.Class != yarnerr.YarnException || e.Message != "Reservation reservation_1_0001 failed to be submitted." {
+		t.Errorf("a reservation through the Router: %v", err)
+	}
+	if _, err := st.GetReservationHomeSubCluster(ctx, "reservation_1_0001"); err != nil {
+		t.Errorf("home of the refused reservation: %v", err)
+	}
+
+	// The list through the Router holds both sub-clusters' applications.
 	var list yarnpb.GetApplicationsResponseProto
 	if err := rc.Call(ctx, "getApplications", &yarnpb.GetApplicationsRequestProto{}, &list); err != nil {
 		t.Fatal(err)
@@ -285,7 +323,7 @@ func checkRouterWeb(ctx context.Context, t *testing.T, webAddr string, apps []*y
 
 // submitUnmanaged submits an application with an unmanaged AM through c
 // (no pod for it in any sub-cluster) and returns its id.
-func submitUnmanaged(ctx context.Context, t *testing.T, c *client.RMClient, name string) (*yarnpb.GetNewApplicationResponseProto, yarnid.ApplicationID) {
+func submitUnmanaged(ctx context.Context, t *testing.T, c *client.RMClient, name string, amOn ...string) (*yarnpb.GetNewApplicationResponseProto, yarnid.ApplicationID) {
 	t.Helper()
 	newApp, err := c.GetNewApplication(ctx)
 	if err != nil {
@@ -294,6 +332,11 @@ func submitUnmanaged(ctx context.Context, t *testing.T, c *client.RMClient, name
 	asc := &yarnpb.ApplicationSubmissionContextProto{
 		ApplicationId: newApp.GetApplicationId(), ApplicationName: proto.String(name), Queue: proto.String("default"),
 		UnmanagedAm: proto.Bool(true), AmContainerSpec: &yarnpb.ContainerLaunchContextProto{}, Resource: yarnpb.NewResource(1024, 1),
+	}
+	for _, resource := range amOn {
+		asc.AmContainerResourceRequest = append(asc.AmContainerResourceRequest, &yarnpb.ResourceRequestProto{ResourceName: proto.String(resource),
+			NumContainers: proto.Int32(1), Capability: yarnpb.NewResource(1024, 1), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(0)},
+			RelaxLocality: proto.Bool(true)})
 	}
 	if err := c.SubmitApplication(ctx, asc); err != nil {
 		t.Fatal(err)
