@@ -185,6 +185,16 @@ func (c *AMRMClient) registerLocked(ctx context.Context, req *yarnpb.RegisterApp
 	return resp, nil
 }
 
+// Resume makes the client that of an attempt req registered in an earlier
+// life of its caller (a restarted AMRMProxy): it registers no more, and
+// its first heartbeat takes the RM's response id from the RM's refusal.
+// A later re-register (the RM lost the attempt) sends req again.
+func (c *AMRMClient) Resume(req *yarnpb.RegisterApplicationMasterRequestProto) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.register = proto.Clone(req).(*yarnpb.RegisterApplicationMasterRequestProto)
+}
+
 // Allocate sends one heartbeat (allocate). Asks in req are absolute: each
 // states the total now outstanding for its key (priority, resource name,
 // capability, execution type, allocation request id), and a key keeps its
@@ -210,6 +220,13 @@ func (c *AMRMClient) Allocate(ctx context.Context, req *yarnpb.AllocateRequestPr
 	}
 	c.merge(req)
 	resp, err := c.allocateLocked(ctx, req)
+	if expected, ok := yarnerr.ExpectedResponseID(err); ok {
+		// Out of count with the RM (a restarted AMRMProxy resuming its
+		// attempt): as YARN's AMRMClientRelayer, take the RM's number.
+		c.log.Info("response id out of sync with the ResourceManager, taking its", "used", c.responseID, "expected", expected)
+		c.responseID = expected
+		resp, err = c.allocateLocked(ctx, req)
+	}
 	if errors.Is(err, yarnerr.ApplicationMasterNotRegistered) {
 		c.log.Warn("application master out of sync with the ResourceManager, registering again", "err", err)
 		if _, err := c.registerLocked(ctx, c.register); err != nil {

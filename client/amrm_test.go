@@ -80,7 +80,7 @@ func (f *fakeScheduler) methods() []ipc.Method {
 			case req.GetResponseId()+1 == last:
 				return f.last, nil
 			case req.GetResponseId() != last:
-				return nil, yarnerr.InvalidApplicationMasterRequest.Errorf("expected %d, got %d", last, req.GetResponseId())
+				return nil, yarnerr.InvalidResponseID("appattempt_1700000000000_0001_000001", last, req.GetResponseId())
 			}
 			resp := &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(last + 1)}
 			if f.answer != nil {
@@ -218,6 +218,33 @@ func TestAMRMClient(t *testing.T) {
 			}
 			if reqs[0].GetBlacklistRequest() == nil {
 				t.Error("allocate without a blacklist request; Java always sends one")
+			}
+		}},
+		{"a resumed client registers no more and takes the RM's response id from its refusal", func(t *testing.T, f *fakeScheduler, c *AMRMClient) {
+			ctx := testCtx(t)
+			// The attempt registered and heartbeat five times through an
+			// earlier client, gone with its process.
+			f.mu.Lock()
+			f.registered = true
+			f.last = &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(5)}
+			f.mu.Unlock()
+			c.Resume(&yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("am-host"), RpcPort: proto.Int32(-1), TrackingUrl: proto.String("")})
+			for range 2 {
+				if _, err := c.Allocate(ctx, &yarnpb.AllocateRequestProto{Ask: []*yarnpb.ResourceRequestProto{ask(1, 1024, 2)}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			reqs, _ := f.received()
+			if got, want := responseIDs(reqs), []int32{0, 5, 6}; !slices.Equal(got, want) {
+				t.Errorf("response ids %v, want %v (the refused 0, then the RM's)", got, want)
+			}
+			if totals := askTotals(reqs[1]); totals[1] != 2 {
+				t.Errorf("the retried heartbeat asks %v, want the refused one's 2 at priority 1", totals)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.registers != 0 {
+				t.Errorf("%d registers, want none", f.registers)
 			}
 		}},
 		{"a lost answer is asked for again with the same response id", func(t *testing.T, f *fakeScheduler, c *AMRMClient) {

@@ -30,7 +30,6 @@ const (
 	msgNotInAMServiceFormat           = "Application attempt %s doesn't exist in ApplicationMasterService cache."
 	msgNotRegisteredFormat            = "AM is not registered for known application attempt: %s or RM had restarted after AM registered. AM should re-register."
 	msgUnregisterBeforeRegisterFormat = "Application Master is trying to unregister before registering for: %s"
-	msgInvalidResponseIDFormat        = "Invalid responseId in AllocateRequest from application attempt: %s, expect responseId to be %d, but get %d"
 	msgReleaseNotOwnedFormat          = "Cannot release container : %s not belonging to this application attempt : %s"
 	msgNegativeResourceFormat         = "Invalid resource request! Cannot allocate containers as requested resource is less than 0! Requested resource type=[%s], Requested resource=%s"
 	msgAboveMaximumFormat             = "Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[%s], Requested resource=%s, maximum allowed allocation=%s, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=%s"
@@ -286,7 +285,7 @@ func (rm *ResourceManager) Allocate(ctx context.Context, req *yarnpb.AllocateReq
 	case nextResponseID(req.GetResponseId()) == lastID:
 		return st.last, nil // a retry of a request already answered
 	case req.GetResponseId() != lastID:
-		return nil, yarnerr.InvalidApplicationMasterRequest.Errorf(msgInvalidResponseIDFormat, attempt, lastID, req.GetResponseId())
+		return nil, yarnerr.InvalidResponseID(attempt.String(), lastID, req.GetResponseId())
 	}
 
 	spec, asks, err := rm.am.checkAsks(e, attempt, req)

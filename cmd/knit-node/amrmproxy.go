@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -79,7 +80,12 @@ func newAMRMProxy(lc fx.Lifecycle, f flags, conf *hadoopconf.Configuration, kube
 		})
 	}
 	log = log.With("component", "amrmproxy")
-	secrets, err := amrmproxy.NewSecrets(amrmproxy.SecretsConfig{RollInterval: s.RollInterval, ActivationDelay: s.ActivationDelay, Logger: log})
+	// Per node name: knit local's process nodes share one machine.
+	state, err := amrmproxy.NewFileStore(filepath.Join(f.stateDir, "amrmproxy", f.nodeName))
+	if err != nil {
+		return nil, err
+	}
+	secrets, err := amrmproxy.NewSecrets(amrmproxy.SecretsConfig{RollInterval: s.RollInterval, ActivationDelay: s.ActivationDelay, Logger: log, Keys: state})
 	if err != nil {
 		return nil, err
 	}
@@ -88,9 +94,17 @@ func newAMRMProxy(lc fx.Lifecycle, f flags, conf *hadoopconf.Configuration, kube
 		Pipeline: s.Pipeline,
 		Stages:   stages,
 		Logger:   log,
+		State:    state,
 	})
 	if err != nil {
 		return nil, err
+	}
+	// Before the port serves: the AMs of the node's last process go on
+	// with the tokens they hold.
+	if n, err := svc.Recover(context.Background()); err != nil {
+		return nil, err
+	} else if n > 0 {
+		log.Info("AMRMProxy pipelines recovered", "attempts", n)
 	}
 	lc.Append(fx.StopHook(svc.Close))
 	p := &amrmProxy{service: svc, secrets: secrets, address: net.JoinHostPort(f.address, strconv.Itoa(port)),

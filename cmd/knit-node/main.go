@@ -79,6 +79,10 @@ type flags struct {
 	// federationNamespace holds the federation's state store, which the
 	// AMRMProxy's federation interceptor reads.
 	federationNamespace string
+	// stateDir is the node's own state (YARN's yarn.nodemanager.recovery.dir):
+	// what carries the node's AMs across a restart of knit-node. Pods never
+	// see it, unlike the node root.
+	stateDir string
 }
 
 func main() {
@@ -90,6 +94,7 @@ func main() {
 	flag.IntVar(&f.nmWebPort, "nm-web-port", 8042, "the NodeManager web port")
 	flag.StringVar(&f.rksAddress, "rks-address", "knit-rm:8048", "RKS's address in the RM")
 	flag.StringVar(&f.nodeRoot, "node-root", "/var/lib/knit", "folder shared with pods (knit-rm's --node-root)")
+	flag.StringVar(&f.stateDir, "state-dir", "/var/lib/knit-node", "the node's own state, kept across restarts and never shared with pods (yarn.nodemanager.recovery.dir): the AMRMProxy's keys and attempts")
 	flag.StringVar(&f.localDirs, "local-dirs", "", "yarn.nodemanager.local-dirs, comma separated, under --node-root; empty means <node-root>/local")
 	flag.StringVar(&f.logDirs, "log-dirs", "", "yarn.nodemanager.log-dirs, comma separated, under --node-root; empty means <node-root>/logs")
 	flag.StringVar(&f.hadoopConf, "hadoop-conf-dir", os.Getenv("HADOOP_CONF_DIR"), "HADOOP_CONF_DIR given to containers that set none, and read by the localizer for hdfs:// resources")

@@ -21,7 +21,10 @@ type DefaultInterceptor struct {
 	rm *client.AMRMClient
 }
 
-var _ Interceptor = (*DefaultInterceptor)(nil)
+var (
+	_ Interceptor = (*DefaultInterceptor)(nil)
+	_ Resumer     = (*DefaultInterceptor)(nil)
+)
 
 // DefaultStage returns the stage of a DefaultInterceptor calling the RM's
 // scheduler at addr (comma-separated with RM HA). newBackOff paces retries
@@ -56,6 +59,13 @@ func (d *DefaultInterceptor) FinishApplicationMaster(ctx context.Context, req *y
 		return nil, fmt.Errorf("amrmproxy: %w", err)
 	}
 	return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(true)}, nil
+}
+
+// Resume takes the registration the AM made before the node restarted; the
+// client learns the RM's response id from its first heartbeat.
+func (d *DefaultInterceptor) Resume(register *yarnpb.RegisterApplicationMasterRequestProto) error {
+	d.rm.Resume(register)
+	return nil
 }
 
 // Close closes the connection to the RM.

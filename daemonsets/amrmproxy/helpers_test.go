@@ -79,7 +79,7 @@ func (f *fakeRM) methods() []ipc.Method {
 			defer f.mu.Unlock()
 			f.user(ctx)
 			if req.GetResponseId() != f.lastID {
-				return nil, yarnerr.InvalidApplicationMasterRequest.Errorf("expect responseId to be %d, but get %d", f.lastID, req.GetResponseId())
+				return nil, yarnerr.InvalidResponseID(testAttempt.String(), f.lastID, req.GetResponseId())
 			}
 			f.asks = append(f.asks, req.GetAsk())
 			f.releases = append(f.releases, req.GetRelease()...)
@@ -122,11 +122,20 @@ func testSecrets(t *testing.T) *Secrets {
 // the test ends, and returns it and its address.
 func serveProxy(t *testing.T, secrets *Secrets, pipeline []string, stages map[string]Stage) (*Service, string) {
 	t.Helper()
-	svc, err := New(Config{Secrets: secrets, Pipeline: pipeline, Stages: stages, Logger: quiet})
+	return serveProxyWith(t, Config{Secrets: secrets, Pipeline: pipeline, Stages: stages, Logger: quiet}, nil)
+}
+
+// serveProxyWith serves a Service of cfg, after before (if any) ran on it.
+func serveProxyWith(t *testing.T, cfg Config, before func(*Service)) (*Service, string) {
+	t.Helper()
+	svc, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := ipc.NewServer(ipc.Config{Tokens: secrets.SecretLookup(), Logger: quiet})
+	if before != nil {
+		before(svc)
+	}
+	srv, err := ipc.NewServer(ipc.Config{Tokens: cfg.Secrets.SecretLookup(), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

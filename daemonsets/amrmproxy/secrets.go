@@ -42,6 +42,15 @@ type SecretsConfig struct {
 	Now func() time.Time
 	// Logger receives key rolls; none if nil.
 	Logger *slog.Logger
+	// Keys keeps the keys across a restart of the node, so the tokens of
+	// AMs still running stay valid; nil keeps them in memory only.
+	Keys KeyStore
+}
+
+// KeyStore keeps the node's keys (FileStore is one).
+type KeyStore interface {
+	SaveKeys(KeysState) error
+	LoadKeys() (KeysState, bool, error)
 }
 
 // masterKey is one HMAC-SHA1 secret and the id tokens name it by.
@@ -51,9 +60,9 @@ type masterKey struct {
 }
 
 // Secrets signs and checks the local AMRMTokens of the node's AMs
-// (AMRMProxyTokenSecretManager). Keys live in memory only: a restarted
-// knit-node has no pipelines either, so the tokens it signed are of no
-// use. Safe for concurrent use.
+// (AMRMProxyTokenSecretManager). With a KeyStore its keys outlive the
+// process, as the pipelines of the Service's StateStore do. Safe for
+// concurrent use.
 type Secrets struct {
 	cfg SecretsConfig
 	log *slog.Logger
@@ -68,7 +77,8 @@ type Secrets struct {
 	attempts map[yarnid.AttemptID]bool
 }
 
-// NewSecrets returns a secret manager with a fresh current key.
+// NewSecrets returns a secret manager with the keys its KeyStore kept, or
+// else a fresh current key.
 func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
 	if cfg.RollInterval <= 2*cfg.ActivationDelay {
 		return nil, fmt.Errorf("amrmproxy: key roll interval %s must be more than twice the activation delay %s", cfg.RollInterval, cfg.ActivationDelay)
@@ -87,12 +97,51 @@ func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
 	// Like Hadoop, ids start at a random number and count up, so a
 	// restarted node does not reuse the ids of tokens still around.
 	s := &Secrets{cfg: cfg, log: log, serial: int32(binary.BigEndian.Uint32(b[:]) & 0x7fffffff), attempts: map[yarnid.AttemptID]bool{}}
+	if cfg.Keys != nil {
+		kept, ok, err := cfg.Keys.LoadKeys()
+		if err != nil {
+			return nil, err
+		}
+		if ok && len(kept.Current.Secret) > 0 {
+			s.current = masterKey{id: kept.Current.ID, secret: kept.Current.Secret}
+			if kept.Next != nil {
+				s.next = &masterKey{id: kept.Next.ID, secret: kept.Next.Secret}
+				s.activate = kept.Activate
+			}
+			s.serial = kept.Serial
+			log.Info("AMRMProxy master keys recovered", "key", s.current.id, "next", kept.Next != nil)
+			return s, nil
+		}
+	}
 	key, err := s.newKey()
 	if err != nil {
 		return nil, err
 	}
 	s.current = key
+	if err := s.saveLocked(); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// saveLocked hands the keys to the KeyStore, if any.
+func (s *Secrets) saveLocked() error {
+	if s.cfg.Keys == nil {
+		return nil
+	}
+	k := KeysState{Current: KeyState{ID: s.current.id, Secret: s.current.secret}, Serial: s.serial}
+	if s.next != nil {
+		k.Next, k.Activate = &KeyState{ID: s.next.id, Secret: s.next.secret}, s.activate
+	}
+	return s.cfg.Keys.SaveKeys(k)
+}
+
+// Adopt makes a recovered attempt's tokens valid again, as Create made
+// them before the restart.
+func (s *Secrets) Adopt(attempt yarnid.AttemptID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.attempts[attempt] = true
 }
 
 func (s *Secrets) newKey() (masterKey, error) {
@@ -118,6 +167,11 @@ func (s *Secrets) Roll() error {
 	s.next = &key
 	s.activate = s.cfg.Now().Add(s.cfg.ActivationDelay)
 	s.log.Info("rolled the AMRMProxy master key", "next_key", key.id, "activate_at", s.activate)
+	if err := s.saveLocked(); err != nil {
+		// The roll stands: the AMs are handed tokens under the new key
+		// either way; only a restart before the next save loses them.
+		s.log.Warn("saving the AMRMProxy master keys", "err", err)
+	}
 	return nil
 }
 
@@ -131,6 +185,9 @@ func (s *Secrets) Activate() {
 	}
 	s.current, s.next = *s.next, nil
 	s.log.Info("activated the AMRMProxy master key", "key", s.current.id)
+	if err := s.saveLocked(); err != nil {
+		s.log.Warn("saving the AMRMProxy master keys", "err", err)
+	}
 }
 
 // Run rolls the key every RollInterval and activates it ActivationDelay
@@ -139,6 +196,12 @@ func (s *Secrets) Run(ctx context.Context) error {
 	roll := time.NewTicker(s.cfg.RollInterval)
 	defer roll.Stop()
 	var activate <-chan time.Time
+	s.mu.RLock()
+	if s.next != nil {
+		// A next key kept from before a restart still becomes current.
+		activate = time.After(max(0, s.activate.Sub(s.cfg.Now())))
+	}
+	s.mu.RUnlock()
 	for {
 		select {
 		case <-ctx.Done():

@@ -33,6 +33,24 @@ type Config struct {
 	Stages map[string]Stage
 	// Logger receives the pipelines' logs; none if nil.
 	Logger *slog.Logger
+	// State keeps each pipeline's attempt across a restart of the node
+	// (Recover); nil keeps nothing.
+	State AttemptStore
+}
+
+// AttemptStore keeps the attempts of the pipelines (FileStore is one).
+type AttemptStore interface {
+	SaveAttempt(AttemptState) error
+	RemoveAttempt(yarnid.AttemptID) error
+	LoadAttempts() ([]AttemptState, error)
+}
+
+// Resumer is a stage that can serve an attempt whose AM registered with
+// an earlier process of the node's: it takes the AM's registration instead
+// of sending it again. A pipeline is recovered only if each of its stages
+// is one.
+type Resumer interface {
+	Resume(register *yarnpb.RegisterApplicationMasterRequestProto) error
 }
 
 // Service is the proxy's ApplicationMasterProtocol: it authenticates the
@@ -60,6 +78,11 @@ type pipeline struct {
 	last *yarnpb.AllocateResponseProto
 	// rmToken is the newest real token the RM handed out.
 	rmToken token.Token
+	// register is the AM's registration, nil before it registered.
+	register *yarnpb.RegisterApplicationMasterRequestProto
+	// resumed is set for a pipeline recovered after the AM registered:
+	// its first heartbeat's id is taken as the AM's count.
+	resumed bool
 	ended   bool
 }
 
@@ -104,6 +127,7 @@ func (s *Service) StartApplicationMaster(_ context.Context, attempt yarnid.Attem
 		return token.Token{}, err
 	}
 	p := &pipeline{app: app, stages: stages, rmToken: app.RMToken}
+	s.save(p)
 	s.mu.Lock()
 	old := s.pipelines[attempt]
 	s.pipelines[attempt] = p
@@ -182,7 +206,8 @@ func (s *Service) Attempts() []yarnid.AttemptID {
 	return out
 }
 
-// Close ends every pipeline.
+// Close ends every pipeline, keeping their State: a node stopping (a
+// rollout) serves its AMs on once it is back (Recover).
 func (s *Service) Close() error {
 	s.mu.Lock()
 	all := s.pipelines
@@ -190,14 +215,16 @@ func (s *Service) Close() error {
 	s.mu.Unlock()
 	var errs []error
 	for _, p := range all {
-		errs = append(errs, s.end(p))
+		errs = append(errs, s.closePipeline(p, false))
 	}
 	return errors.Join(errs...)
 }
 
 // end closes a pipeline's stages and the attempt's local tokens, once the
-// pipeline's call in flight, if any, is done.
-func (s *Service) end(p *pipeline) error {
+// pipeline's call in flight, if any, is done, and forgets its State.
+func (s *Service) end(p *pipeline) error { return s.closePipeline(p, true) }
+
+func (s *Service) closePipeline(p *pipeline, forget bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ended {
@@ -205,6 +232,11 @@ func (s *Service) end(p *pipeline) error {
 	}
 	p.ended = true
 	s.cfg.Secrets.Forget(p.app.Attempt)
+	if forget && s.cfg.State != nil {
+		if err := s.cfg.State.RemoveAttempt(p.app.Attempt); err != nil {
+			p.app.Logger.Warn("forgetting the AMRMProxy pipeline's state", "err", err)
+		}
+	}
 	err := closeAll(p.stages)
 	s.log.Info("AMRMProxy pipeline ended", "attempt", p.app.Attempt.String())
 	if err != nil {
@@ -267,6 +299,9 @@ func (s *Service) RegisterApplicationMaster(ctx context.Context, req *yarnpb.Reg
 		return nil, err
 	}
 	p.last = &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(0)}
+	p.register = proto.Clone(req).(*yarnpb.RegisterApplicationMasterRequestProto)
+	p.resumed = false
+	s.save(p)
 	return resp, nil
 }
 
@@ -279,6 +314,11 @@ func (s *Service) Allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 		return nil, err
 	}
 	defer p.mu.Unlock()
+	if p.last == nil && p.resumed {
+		// The count the node kept before its restart is gone; the AM's
+		// is the one to go on with, and the RM checks it.
+		p.last = &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(req.GetResponseId())}
+	}
 	if p.last == nil {
 		return nil, yarnerr.ApplicationMasterNotRegistered.Errorf("AM is not registered for known application attempt: %s or RM had restarted after AM registered. AM should re-register.", p.app.Attempt)
 	}
@@ -288,8 +328,7 @@ func (s *Service) Allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 		// A resend of the heartbeat already answered.
 		return p.last, nil
 	case req.GetResponseId() != last:
-		return nil, yarnerr.InvalidApplicationMasterRequest.Errorf("Invalid responseId in AllocateRequest from application attempt: %s, expect responseId to be %d, but get %d",
-			p.app.Attempt, last, req.GetResponseId())
+		return nil, yarnerr.InvalidResponseID(p.app.Attempt.String(), last, req.GetResponseId())
 	}
 	resp, err := p.stages[0].Allocate(ctx, req)
 	if err != nil {
@@ -302,6 +341,7 @@ func (s *Service) Allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 		p.rmToken = token.FromProto(t)
 		resp.AmRmToken = nil
 		p.app.Logger.Info("kept the RM's renewed AMRMToken")
+		s.save(p)
 	}
 	if local, ok := s.cfg.Secrets.Refresh(id); ok {
 		resp.AmRmToken = &commonpb.TokenProto{Identifier: local.Identifier, Password: local.Password, Kind: proto.String(local.Kind), Service: proto.String(local.Service)}
@@ -360,4 +400,102 @@ func (s *Service) TakeAMRMToken(ctx context.Context, attempt yarnid.AttemptID, u
 		creds.AddToken(alias, local)
 	}
 	return true, nil
+}
+
+// save keeps p's attempt in the State, if any. A failure is logged: the
+// pipeline serves on, and only a restart of the node would lose it.
+func (s *Service) save(p *pipeline) {
+	if s.cfg.State == nil {
+		return
+	}
+	st := AttemptState{Attempt: p.app.Attempt.String(), User: p.app.User, RMToken: p.rmToken}
+	if p.register != nil {
+		b, err := proto.Marshal(p.register)
+		if err != nil {
+			p.app.Logger.Warn("saving the AMRMProxy pipeline's state", "err", err)
+			return
+		}
+		st.Registered, st.Register = true, b
+	}
+	if err := s.cfg.State.SaveAttempt(st); err != nil {
+		p.app.Logger.Warn("saving the AMRMProxy pipeline's state", "err", err)
+	}
+}
+
+// Recover rebuilds the pipelines of the attempts the State kept, before
+// the Service serves, as YARN's AMRMProxyService.recover does after a
+// NodeManager restart: each with its newest real token, resumed with the
+// AM's registration, its local tokens valid again. An attempt that cannot
+// be rebuilt (a stage that is not a Resumer, such as the federation
+// interceptor, whose unmanaged AMs live in its memory) is forgotten and
+// logged; its AM fails as on a node without recovery. It reports how many
+// pipelines came back.
+func (s *Service) Recover(ctx context.Context) (int, error) {
+	if s.cfg.State == nil {
+		return 0, nil
+	}
+	kept, err := s.cfg.State.LoadAttempts()
+	if err != nil {
+		// What did read is recovered; the rest is named in the log.
+		s.log.Warn("reading the AMRMProxy's state", "err", err)
+	}
+	n := 0
+	for _, st := range kept {
+		if ctx.Err() != nil {
+			return n, ctx.Err()
+		}
+		attempt, err := yarnid.ParseAttemptID(st.Attempt)
+		if err != nil {
+			s.log.Warn("AMRMProxy state of no attempt", "attempt", st.Attempt, "err", err)
+			continue
+		}
+		if err := s.resume(attempt, st); err != nil {
+			s.log.Warn("AMRMProxy pipeline not recovered", "attempt", st.Attempt, "err", err)
+			if err := s.cfg.State.RemoveAttempt(attempt); err != nil {
+				s.log.Warn("forgetting the AMRMProxy pipeline's state", "attempt", st.Attempt, "err", err)
+			}
+			continue
+		}
+		n++
+	}
+	return n, nil
+}
+
+// resume rebuilds one kept attempt's pipeline.
+func (s *Service) resume(attempt yarnid.AttemptID, st AttemptState) error {
+	var register *yarnpb.RegisterApplicationMasterRequestProto
+	if st.Registered {
+		register = &yarnpb.RegisterApplicationMasterRequestProto{}
+		if err := proto.Unmarshal(st.Register, register); err != nil {
+			return fmt.Errorf("registration: %w", err)
+		}
+	}
+	if st.RMToken.Kind != client.KindAMRMToken {
+		return fmt.Errorf("token of kind %q, want %s", st.RMToken.Kind, client.KindAMRMToken)
+	}
+	app := App{Attempt: attempt, User: st.User, RMToken: st.RMToken, Logger: s.log.With("attempt", attempt.String())}
+	stages, err := build(app, s.cfg.Pipeline, s.cfg.Stages)
+	if err != nil {
+		return err
+	}
+	if register != nil {
+		for i, st := range stages {
+			r, ok := st.(Resumer)
+			if !ok {
+				closeAll(stages)
+				return fmt.Errorf("interceptor %s cannot resume an attempt", s.cfg.Pipeline[i])
+			}
+			if err := r.Resume(register); err != nil {
+				closeAll(stages)
+				return fmt.Errorf("interceptor %s: %w", s.cfg.Pipeline[i], err)
+			}
+		}
+	}
+	p := &pipeline{app: app, stages: stages, rmToken: st.RMToken, register: register, resumed: register != nil}
+	s.mu.Lock()
+	s.pipelines[attempt] = p
+	s.mu.Unlock()
+	s.cfg.Secrets.Adopt(attempt)
+	s.log.Info("AMRMProxy pipeline recovered", "attempt", attempt.String(), "user", st.User, "registered", register != nil)
+	return nil
 }

@@ -56,7 +56,10 @@ type ThrottleInterceptor struct {
 	last time.Time // when the last heartbeat went on
 }
 
-var _ Interceptor = (*ThrottleInterceptor)(nil)
+var (
+	_ Interceptor = (*ThrottleInterceptor)(nil)
+	_ Resumer     = (*ThrottleInterceptor)(nil)
+)
 
 // askKey is what makes two "*" asks the same total (the RM's key, less the
 // resource name).
@@ -160,6 +163,12 @@ func (t *ThrottleInterceptor) FinishApplicationMaster(ctx context.Context, req *
 
 // Close holds nothing to release.
 func (t *ThrottleInterceptor) Close() error { return nil }
+
+// Resume keeps nothing across the node's restart: the totals it bounds
+// fill again as the AM states each ask anew, and the pace starts over.
+func (t *ThrottleInterceptor) Resume(*yarnpb.RegisterApplicationMasterRequestProto) error {
+	return nil
+}
 
 // keyString is the part of a resource that tells asks apart: a
 // container's resource and its ask's capability agree on memory and

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -26,13 +27,17 @@ import (
 	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/test/eventually"
 	"github.com/knitdev/knit/test/localcluster"
+	"github.com/knitdev/knit/test/supervise"
 )
 
 // A cluster whose nodes run the AMRMProxy: the distshell AM finds its
 // scheduler in the HADOOP_CONF_DIR its node gives it, heartbeats through
 // the proxy, and finishes SUCCEEDED, while the token in its token file is
-// the node's, which the RM refuses.
-func TestDistributedShellThroughTheNodesAMRMProxySucceedsWithoutTheRMsToken(t *testing.T) {
+// the node's, which the RM refuses. knit-node is killed while the AM and
+// its containers run, as a DaemonSet rollout would: the restarted one
+// recovers the AM's pipeline and its keys, and the AM heartbeats on with
+// the token it holds.
+func TestDistributedShellThroughTheNodesAMRMProxySucceedsWithoutTheRMsTokenAcrossAKnitNodeRestart(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "local")
 	confDir := t.TempDir()
 	port := freePort(t, localcluster.NodeAddress(0))
@@ -55,7 +60,8 @@ func TestDistributedShellThroughTheNodesAMRMProxySucceedsWithoutTheRMsToken(t *t
 
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "distshell"), "-shell_command", "sleep", "-shell_args", "3",
+	// The containers outlast knit-node's restart.
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "distshell"), "-shell_command", "sleep", "-shell_args", "15",
 		"-num_containers", "2", "-container_memory", "128", "-master_memory", "128")
 	cmd.Env = append(os.Environ(), "HADOOP_CONF_DIR="+clientConf, "USER=dsuser")
 	var out bytes.Buffer
@@ -95,6 +101,19 @@ func TestDistributedShellThroughTheNodesAMRMProxySucceedsWithoutTheRMsToken(t *t
 		t.Fatal("the RM took the token of the AM's token file")
 	}
 
+	// Both containers localized: the AM registered and heartbeats. The
+	// node's knit-node goes; its supervisor starts it again.
+	appcache := filepath.Join(localcluster.NodeLocalDir(dir, localcluster.NodeName(0)), "usercache", "*", "appcache", "*")
+	eventually.Within(t, 2*time.Minute, func(context.Context) error {
+		for _, c := range []string{"container_*_01_000002", "container_*_01_000003"} {
+			if m, _ := filepath.Glob(filepath.Join(appcache, c)); len(m) == 0 {
+				return errors.New("containers not started yet")
+			}
+		}
+		return nil
+	})
+	restartKnitNode(ctx, t, dir, "knit-node-"+localcluster.NodeName(0))
+
 	select {
 	case err := <-done:
 		if err != nil {
@@ -110,11 +129,44 @@ func TestDistributedShellThroughTheNodesAMRMProxySucceedsWithoutTheRMsToken(t *t
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"AMRMProxy pipeline started", "AMRMProxy pipeline ended"} {
+	for _, want := range []string{"AMRMProxy pipeline started", "AMRMProxy pipeline recovered", "AMRMProxy pipeline ended"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("knit-node's log lacks %q", want)
 		}
 	}
+}
+
+// restartKnitNode kills the named knit-node of the local cluster in dir
+// and waits until its supervisor has it running again.
+func restartKnitNode(ctx context.Context, t *testing.T, dir, name string) {
+	t.Helper()
+	find := func() (supervise.Status, error) {
+		st, err := localcluster.StatusOf(ctx, dir)
+		if err != nil {
+			return supervise.Status{}, err
+		}
+		for _, c := range st.Components {
+			if c.Name == name {
+				return c, nil
+			}
+		}
+		return supervise.Status{}, fmt.Errorf("no component %s", name)
+	}
+	before, err := find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kill(t, name, before.PID)
+	eventually.Within(t, 2*time.Minute, func(context.Context) error {
+		now, err := find()
+		if err != nil {
+			return err
+		}
+		if !now.Running || now.PID == before.PID || now.Restarts <= before.Restarts {
+			return fmt.Errorf("%s: %+v", name, now)
+		}
+		return nil
+	})
 }
 
 // freePort is a port free on addr now.

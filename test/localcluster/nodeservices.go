@@ -146,6 +146,8 @@ func (c *Cluster) startNodeServices(dir, rmBinary, kubeconfig string) error {
 				"--nm-web-port", strconv.Itoa(c.ports.web),
 				"--rks-address", c.ports.rks,
 				"--node-root", NodeRoot(dir),
+				// Kept across the supervisor's restarts of knit-node.
+				"--state-dir", filepath.Join(dir, "node-state"),
 				"--local-dirs", NodeLocalDir(dir, n.Name),
 				"--log-dirs", NodeLogDir(dir, n.Name),
 				"--hadoop-conf-dir", HadoopConfDir(dir),
