@@ -87,7 +87,7 @@ func StripPod(obj any) (any, error) {
 			SecurityContext: runAsOfContainer(c.SecurityContext),
 		}
 	}
-	out.Status.ContainerStatuses = containerStates(p.Status.ContainerStatuses)
+	out.Status.ContainerStatuses = containerStates(p.Status.ContainerStatuses, out.Spec.Containers)
 	out.Status.InitContainerStatuses = failedInits(p.Status.InitContainerStatuses)
 	return out, nil
 }
@@ -164,8 +164,10 @@ func runAsOfContainer(sc *corev1.SecurityContext) *corev1.SecurityContext {
 }
 
 // containerStates are each container's state (whether it runs, its exit
-// code and termination message) and the requests it runs with.
-func containerStates(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+// code and termination message) and the requests it runs with: the map of
+// the container's spec when they are the same, as they are but while a
+// resize is under way, so a pod holds one map of requests, not two.
+func containerStates(in []corev1.ContainerStatus, spec []corev1.Container) []corev1.ContainerStatus {
 	if len(in) == 0 {
 		return nil
 	}
@@ -173,10 +175,29 @@ func containerStates(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	for i, s := range in {
 		out[i] = corev1.ContainerStatus{Name: intern(s.Name), State: readState(s.State)}
 		if s.Resources != nil {
-			out[i].Resources = &corev1.ResourceRequirements{Requests: s.Resources.Requests}
+			requests := s.Resources.Requests
+			for _, c := range spec {
+				if c.Name == s.Name && sameRequests(c.Resources.Requests, requests) {
+					requests = c.Resources.Requests
+				}
+			}
+			out[i].Resources = &corev1.ResourceRequirements{Requests: requests}
 		}
 	}
 	return out
+}
+
+// sameRequests reports whether a and b ask for the same quantities.
+func sameRequests(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, q := range a {
+		if r, ok := b[name]; !ok || q.Cmp(r) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // failedInits are the init containers that exited with an error: the only

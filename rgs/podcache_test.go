@@ -2,6 +2,7 @@ package rgs
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -204,5 +205,37 @@ func TestStrippedPodAnswersEveryReaderAsTheWholePod(t *testing.T) {
 	}
 	if obj, err := StripPod(&corev1.Node{}); err != nil || obj == nil {
 		t.Errorf("StripPod of a node = %v, %v; want it unchanged", obj, err)
+	}
+}
+
+// A running container's status repeats its spec's requests; the stripped
+// pod holds them once, and twice only while they differ (a resize).
+func TestStrippedPodHoldsOneMapOfRequestsUnlessAResizeMakesTwo(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status corev1.ResourceList
+		shared bool
+	}{
+		{"the same requests", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000m"), corev1.ResourceMemory: resource.MustParse("1Gi")}, true},
+		{"a resize done", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi")}, false},
+		{"a resource more", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"), "example.com/gpu": resource.MustParse("1")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			whole := wholePod(t)
+			whole.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+			whole.Status.ContainerStatuses[0].Resources = &corev1.ResourceRequirements{Requests: tc.status}
+			obj, err := StripPod(whole)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := obj.(*corev1.Pod)
+			spec, status := p.Spec.Containers[0].Resources.Requests, p.Status.ContainerStatuses[0].Resources.Requests
+			if !equality.Semantic.DeepEqual(status, tc.status) {
+				t.Errorf("status requests %v, want %v", status, tc.status)
+			}
+			if shared := reflect.ValueOf(spec).UnsafePointer() == reflect.ValueOf(status).UnsafePointer(); shared != tc.shared {
+				t.Errorf("one map for spec and status: %v, want %v", shared, tc.shared)
+			}
+		})
 	}
 }
