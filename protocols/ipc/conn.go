@@ -398,7 +398,7 @@ func (c *conn) processCall(hdr *commonpb.RpcRequestHeaderProto, rest []byte) *Re
 	}
 	c.calls.Add(1)
 	c.inflight.Add(1)
-	go c.runCall(reply, svc.name, m, req, encoded, received)
+	c.srv.dispatch(func() { c.runCall(reply, svc.name, m, req, encoded, received) })
 	return nil
 }
 
