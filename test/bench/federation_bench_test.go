@@ -199,32 +199,16 @@ type fedCase struct {
 // authenticate with tokens.
 func (f *fedScene) dial(b *testing.B, l *rcLoad, c fedCase, addr string, tokens []*commonpb.TokenProto, conns int) int {
 	b.Helper()
-	l.sets++
-	cmd := rcCmd{Op: "dial", Set: l.sets, Addr: addr, Method: c.method, Check: true}
-	for i := range conns {
-		var req proto.Message
+	request := func(i int) proto.Message {
 		if c.method == "submit" {
-			req = fedSubmission()
-		} else {
-			req = f.rc.request(b, c.method, i)
+			return fedSubmission()
 		}
-		raw, err := proto.Marshal(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		cmd.Requests = append(cmd.Requests, raw)
-		if c.am {
-			tok, err := proto.Marshal(tokens[i])
-			if err != nil {
-				b.Fatal(err)
-			}
-			cmd.Tokens = append(cmd.Tokens, tok)
-		} else {
-			cmd.Users = append(cmd.Users, fmt.Sprintf("user%d", i))
-		}
+		return f.rc.request(b, c.method, i)
 	}
-	l.do(b, cmd)
-	return l.sets
+	if !c.am {
+		tokens = nil
+	}
+	return l.dialSet(b, addr, c.method, true, request, tokens, conns)
 }
 
 // BenchmarkFederationVersusDirectRM measures issue 23's goals against a

@@ -601,20 +601,29 @@ func (l *rcLoad) do(b *testing.B, cmd rcCmd) rcReply {
 // dial opens conns connections for call to target and returns their set.
 func (l *rcLoad) dial(b *testing.B, s *rcScene, target *rcTarget, call rcCall, conns int) int {
 	b.Helper()
-	l.sets++
-	cmd := rcCmd{Op: "dial", Set: l.sets, Addr: target.client, Method: call.method, Check: target == s.target}
+	addr, tokens := target.client, []*commonpb.TokenProto(nil)
 	if call.am {
-		cmd.Addr = target.am
+		// Connection i is the AM of the i-th running application.
+		addr, tokens = target.am, s.tokens
 	}
+	return l.dialSet(b, addr, call.method, target == s.target, func(i int) proto.Message { return s.request(b, call.method, i) }, tokens, conns)
+}
+
+// dialSet opens conns connections for method to addr, connection i
+// sending request(i) as user i or, with tokens, as the AM of tokens[i],
+// checking the first answers if check, and returns their set.
+func (l *rcLoad) dialSet(b *testing.B, addr, method string, check bool, request func(int) proto.Message, tokens []*commonpb.TokenProto, conns int) int {
+	b.Helper()
+	l.sets++
+	cmd := rcCmd{Op: "dial", Set: l.sets, Addr: addr, Method: method, Check: check}
 	for i := range conns {
-		raw, err := proto.Marshal(s.request(b, call.method, i))
+		raw, err := proto.Marshal(request(i))
 		if err != nil {
 			b.Fatal(err)
 		}
 		cmd.Requests = append(cmd.Requests, raw)
-		if call.am {
-			// Connection i is the AM of the i-th running application.
-			tok, err := proto.Marshal(s.tokens[i])
+		if tokens != nil {
+			tok, err := proto.Marshal(tokens[i])
 			if err != nil {
 				b.Fatal(err)
 			}
