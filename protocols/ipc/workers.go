@@ -3,8 +3,9 @@ package ipc
 import "time"
 
 // workerIdle is how long a call's goroutine waits for the next call of
-// any connection before it ends.
-const workerIdle = 2 * time.Second
+// any connection before it ends: under load calls come microseconds
+// apart, and an idle server soon has no goroutine left for its calls.
+const workerIdle = 250 * time.Millisecond
 
 // dispatch runs call on one of the server's goroutines: an idle one that
 // ran an earlier call, or a new one. A goroutine started for each call
