@@ -412,13 +412,30 @@ func (c *AMRMClient) Finish(ctx context.Context, status FinalStatus, diagnostics
 // callRetrying runs call on the current connection, again after transport
 // failures and standby answers, under the configured backoff.
 func (c *AMRMClient) callRetrying(ctx context.Context, call func(am *yarnrpc.ApplicationMasterProtocolClient) error) error {
-	op := func() error {
+	try := func() (retry bool, err error) {
 		rpc, err := c.conn()
 		if err != nil {
-			return backoff.Permanent(err)
+			return false, err
 		}
 		err = call(yarnrpc.NewApplicationMasterProtocolClient(rpc))
-		if err != nil && !retryable(err) {
+		return err != nil && retryable(err), err
+	}
+	// Nearly every call succeeds at once: the backoff, its timer and its
+	// context are made only for one that did not (an AMRMProxy makes
+	// this call for every heartbeat of its AMs).
+	retry, failed := try()
+	if !retry {
+		return failed
+	}
+	op := func() error {
+		if failed != nil {
+			// The first try's failure, for the backoff to wait on.
+			err := failed
+			failed = nil
+			return err
+		}
+		retry, err := try()
+		if err != nil && !retry {
 			return backoff.Permanent(err)
 		}
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -39,8 +40,8 @@ func fanOut[Resp proto.Message](ctx context.Context, r *Router, what string, str
 	var wg sync.WaitGroup
 	for i, sc := range active {
 		wg.Go(func() {
-			answers[i].err = r.call(ctx, sc, func(rm *yarnrpc.ApplicationClientProtocolClient) (err error) {
-				answers[i].resp, err = call(ctx, rm)
+			answers[i].err = r.call(ctx, sc, func(rm *ipc.Client) (err error) {
+				answers[i].resp, err = call(ctx, acp(rm))
 				return err
 			})
 		})

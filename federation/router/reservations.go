@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/knitdev/knit/federation/store"
+	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnrpc"
@@ -30,8 +31,8 @@ func reservationKey(id *yarnpb.ReservationIdProto) string {
 func (r *Router) GetNewReservation(ctx context.Context, req *yarnpb.GetNewReservationRequestProto) (*yarnpb.GetNewReservationResponseProto, error) {
 	var resp *yarnpb.GetNewReservationResponseProto
 	err := r.onRandomActive(ctx, "create a new reservation", "Failed to create a new reservation.", func(ctx context.Context, sc store.SubClusterInfo) error {
-		return r.call(ctx, sc, func(rm *yarnrpc.ApplicationClientProtocolClient) (err error) {
-			resp, err = rm.GetNewReservation(ctx, req)
+		return r.call(ctx, sc, func(rm *ipc.Client) (err error) {
+			resp, err = acp(rm).GetNewReservation(ctx, req)
 			return err
 		})
 	})
@@ -81,8 +82,8 @@ func (r *Router) submitReservationOnce(ctx context.Context, req *yarnpb.Reservat
 		}
 	}
 	var resp *yarnpb.ReservationSubmissionResponseProto
-	err = r.callID(ctx, home, func(rm *yarnrpc.ApplicationClientProtocolClient) (err error) {
-		resp, err = rm.SubmitReservation(ctx, req)
+	err = r.callID(ctx, home, func(rm *ipc.Client) (err error) {
+		resp, err = acp(rm).SubmitReservation(ctx, req)
 		return err
 	})
 	if err != nil {
@@ -102,8 +103,8 @@ func onReservationHome[Resp any](ctx context.Context, r *Router, id *yarnpb.Rese
 	if err != nil {
 		return resp, wrapped(err, "Can't find reservationId = %s in home sub cluster.", key)
 	}
-	err = r.callID(ctx, home, func(rm *yarnrpc.ApplicationClientProtocolClient) (err error) {
-		resp, err = call(ctx, rm)
+	err = r.callID(ctx, home, func(rm *ipc.Client) (err error) {
+		resp, err = call(ctx, acp(rm))
 		return err
 	})
 	if err != nil {

@@ -123,71 +123,14 @@ func (r *Router) Register(srv *ipc.Server) error {
 	return srv.Register(yarnrpc.ApplicationClientProtocolName, r.Methods()...)
 }
 
-// Methods are the Router's ApplicationClientProtocol methods.
+// Methods are the Router's ApplicationClientProtocol methods. The calls
+// about one application go to its home with their request and answer as
+// the client and the RM encoded them: the Router decodes the request
+// alone, to route it.
 func (r *Router) Methods() []ipc.Method {
-	type acp = *yarnrpc.ApplicationClientProtocolClient
-	return yarnrpc.ApplicationClientProtocolFuncs{
-		GetNewApplication: r.GetNewApplication,
-		SubmitApplication: r.SubmitApplication,
-		GetApplicationReport: routed(r, "get the application report", func(q *yarnpb.GetApplicationReportRequestProto) *yarnpb.ApplicationIdProto {
-			return q.GetApplicationId()
-		},
-			func(c acp) func(context.Context, *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
-				return c.GetApplicationReport
-			}),
-		ForceKillApplication: routed(r, "kill the application", func(q *yarnpb.KillApplicationRequestProto) *yarnpb.ApplicationIdProto { return q.GetApplicationId() },
-			func(c acp) func(context.Context, *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
-				return c.ForceKillApplication
-			}),
-		GetApplicationAttempts: routed(r, "get the application attempts", func(q *yarnpb.GetApplicationAttemptsRequestProto) *yarnpb.ApplicationIdProto {
-			return q.GetApplicationId()
-		},
-			func(c acp) func(context.Context, *yarnpb.GetApplicationAttemptsRequestProto) (*yarnpb.GetApplicationAttemptsResponseProto, error) {
-				return c.GetApplicationAttempts
-			}),
-		GetApplicationAttemptReport: routed(r, "get the application attempt report", func(q *yarnpb.GetApplicationAttemptReportRequestProto) *yarnpb.ApplicationIdProto {
-			return q.GetApplicationAttemptId().GetApplicationId()
-		}, func(c acp) func(context.Context, *yarnpb.GetApplicationAttemptReportRequestProto) (*yarnpb.GetApplicationAttemptReportResponseProto, error) {
-			return c.GetApplicationAttemptReport
-		}),
-		GetContainers: routed(r, "get the containers", func(q *yarnpb.GetContainersRequestProto) *yarnpb.ApplicationIdProto {
-			return q.GetApplicationAttemptId().GetApplicationId()
-		}, func(c acp) func(context.Context, *yarnpb.GetContainersRequestProto) (*yarnpb.GetContainersResponseProto, error) {
-			return c.GetContainers
-		}),
-		GetContainerReport: routed(r, "get the container report", func(q *yarnpb.GetContainerReportRequestProto) *yarnpb.ApplicationIdProto {
-			return containerApp(q.GetContainerId())
-		}, func(c acp) func(context.Context, *yarnpb.GetContainerReportRequestProto) (*yarnpb.GetContainerReportResponseProto, error) {
-			return c.GetContainerReport
-		}),
-		FailApplicationAttempt: routed(r, "fail the application attempt", func(q *yarnpb.FailApplicationAttemptRequestProto) *yarnpb.ApplicationIdProto {
-			return q.GetApplicationAttemptId().GetApplicationId()
-		}, func(c acp) func(context.Context, *yarnpb.FailApplicationAttemptRequestProto) (*yarnpb.FailApplicationAttemptResponseProto, error) {
-			return c.FailApplicationAttempt
-		}),
-		SignalToContainer: routed(r, "signal the container", func(q *yarnpb.SignalContainerRequestProto) *yarnpb.ApplicationIdProto {
-			return containerApp(q.GetContainerId())
-		}, func(c acp) func(context.Context, *yarnpb.SignalContainerRequestProto) (*yarnpb.SignalContainerResponseProto, error) {
-			return c.SignalToContainer
-		}),
-		MoveApplicationAcrossQueues: routed(r, "move the application across queues", func(q *yarnpb.MoveApplicationAcrossQueuesRequestProto) *yarnpb.ApplicationIdProto {
-			return q.GetApplicationId()
-		},
-			func(c acp) func(context.Context, *yarnpb.MoveApplicationAcrossQueuesRequestProto) (*yarnpb.MoveApplicationAcrossQueuesResponseProto, error) {
-				return c.MoveApplicationAcrossQueues
-			}),
-		UpdateApplicationPriority: routed(r, "update the application priority", func(q *yarnpb.UpdateApplicationPriorityRequestProto) *yarnpb.ApplicationIdProto {
-			return q.GetApplicationId()
-		},
-			func(c acp) func(context.Context, *yarnpb.UpdateApplicationPriorityRequestProto) (*yarnpb.UpdateApplicationPriorityResponseProto, error) {
-				return c.UpdateApplicationPriority
-			}),
-		UpdateApplicationTimeouts: routed(r, "update the application timeouts", func(q *yarnpb.UpdateApplicationTimeoutsRequestProto) *yarnpb.ApplicationIdProto {
-			return q.GetApplicationId()
-		},
-			func(c acp) func(context.Context, *yarnpb.UpdateApplicationTimeoutsRequestProto) (*yarnpb.UpdateApplicationTimeoutsResponseProto, error) {
-				return c.UpdateApplicationTimeouts
-			}),
+	return append(yarnrpc.ApplicationClientProtocolFuncs{
+		GetNewApplication:        r.GetNewApplication,
+		SubmitApplication:        r.SubmitApplication,
 		GetApplications:          r.GetApplications,
 		GetClusterMetrics:        r.GetClusterMetrics,
 		GetClusterNodes:          r.GetClusterNodes,
@@ -210,7 +153,29 @@ func (r *Router) Methods() []ipc.Method {
 		GetDelegationToken:       r.GetDelegationToken,
 		RenewDelegationToken:     r.RenewDelegationToken,
 		CancelDelegationToken:    r.CancelDelegationToken,
-	}.Methods()
+	}.Methods(),
+		routed(r, "getApplicationReport", "get the application report", (*yarnpb.GetApplicationReportRequestProto).GetApplicationId),
+		routed(r, "forceKillApplication", "kill the application", (*yarnpb.KillApplicationRequestProto).GetApplicationId),
+		routed(r, "getApplicationAttempts", "get the application attempts", (*yarnpb.GetApplicationAttemptsRequestProto).GetApplicationId),
+		routed(r, "getApplicationAttemptReport", "get the application attempt report", func(q *yarnpb.GetApplicationAttemptReportRequestProto) *yarnpb.ApplicationIdProto {
+			return q.GetApplicationAttemptId().GetApplicationId()
+		}),
+		routed(r, "getContainers", "get the containers", func(q *yarnpb.GetContainersRequestProto) *yarnpb.ApplicationIdProto {
+			return q.GetApplicationAttemptId().GetApplicationId()
+		}),
+		routed(r, "getContainerReport", "get the container report", func(q *yarnpb.GetContainerReportRequestProto) *yarnpb.ApplicationIdProto {
+			return containerApp(q.GetContainerId())
+		}),
+		routed(r, "failApplicationAttempt", "fail the application attempt", func(q *yarnpb.FailApplicationAttemptRequestProto) *yarnpb.ApplicationIdProto {
+			return q.GetApplicationAttemptId().GetApplicationId()
+		}),
+		routed(r, "signalToContainer", "signal the container", func(q *yarnpb.SignalContainerRequestProto) *yarnpb.ApplicationIdProto {
+			return containerApp(q.GetContainerId())
+		}),
+		routed(r, "moveApplicationAcrossQueues", "move the application across queues", (*yarnpb.MoveApplicationAcrossQueuesRequestProto).GetApplicationId),
+		routed(r, "updateApplicationPriority", "update the application priority", (*yarnpb.UpdateApplicationPriorityRequestProto).GetApplicationId),
+		routed(r, "updateApplicationTimeouts", "update the application timeouts", (*yarnpb.UpdateApplicationTimeoutsRequestProto).GetApplicationId),
+	)
 }
 
 func containerApp(id *yarnpb.ContainerIdProto) *yarnpb.ApplicationIdProto {
@@ -233,8 +198,9 @@ func (r *Router) Close() error {
 	return errors.Join(errs...)
 }
 
-// rmOf is the client of a sub-cluster's RM that calls as ctx's caller.
-func (r *Router) rmOf(ctx context.Context, sc store.SubClusterInfo) (*yarnrpc.ApplicationClientProtocolClient, error) {
+// rmOf is the client of a sub-cluster's RM that calls as ctx's caller:
+// one connection per RM and caller, kept for the Router's life.
+func (r *Router) rmOf(ctx context.Context, sc store.SubClusterInfo) (*ipc.Client, error) {
 	caller, ok := ipc.CallerFrom(ctx)
 	if !ok || caller.User == "" {
 		return nil, yarnerr.YarnException.New("router: the call names no user")
@@ -257,11 +223,11 @@ func (r *Router) rmOf(ctx context.Context, sc store.SubClusterInfo) (*yarnrpc.Ap
 		}
 		r.conns[k] = c
 	}
-	return yarnrpc.NewApplicationClientProtocolClient(c), nil
+	return c, nil
 }
 
 // callID makes call on the RM of the sub-cluster known by id.
-func (r *Router) callID(ctx context.Context, id string, call func(*yarnrpc.ApplicationClientProtocolClient) error) error {
+func (r *Router) callID(ctx context.Context, id string, call func(*ipc.Client) error) error {
 	sc, err := r.store.GetSubCluster(ctx, id)
 	if err != nil {
 		return fmt.Errorf("router: sub-cluster %s: %w", id, err)
@@ -273,7 +239,7 @@ func (r *Router) callID(ctx context.Context, id string, call func(*yarnrpc.Appli
 // a standby, the sub-cluster may have failed over to an RM elsewhere
 // since the cache read its address: the call is made once more at the
 // address the store holds now, if it moved.
-func (r *Router) call(ctx context.Context, sc store.SubClusterInfo, call func(*yarnrpc.ApplicationClientProtocolClient) error) error {
+func (r *Router) call(ctx context.Context, sc store.SubClusterInfo, call func(*ipc.Client) error) error {
 	rm, err := r.rmOf(ctx, sc)
 	if err != nil {
 		return err
@@ -292,6 +258,12 @@ func (r *Router) call(ctx context.Context, sc store.SubClusterInfo, call func(*y
 		return err
 	}
 	return call(rm)
+}
+
+// acp is the typed client of rm, for the calls the Router reads the
+// answers of.
+func acp(rm *ipc.Client) *yarnrpc.ApplicationClientProtocolClient {
+	return yarnrpc.NewApplicationClientProtocolClient(rm)
 }
 
 func (r *Router) intN(n int) int {
@@ -360,8 +332,8 @@ func (r *Router) onRandomActive(ctx context.Context, what, failed string, try fu
 }
 
 func (r *Router) newApplicationOn(ctx context.Context, sc store.SubClusterInfo, req *yarnpb.GetNewApplicationRequestProto) (resp *yarnpb.GetNewApplicationResponseProto, err error) {
-	err = r.call(ctx, sc, func(rm *yarnrpc.ApplicationClientProtocolClient) error {
-		resp, err = rm.GetNewApplication(ctx, req)
+	err = r.call(ctx, sc, func(rm *ipc.Client) error {
+		resp, err = acp(rm).GetNewApplication(ctx, req)
 		return err
 	})
 	return resp, err
@@ -456,8 +428,8 @@ func (r *Router) SubmitHome(ctx context.Context, sub Submission, submit func(ctx
 }
 
 func (r *Router) submitOn(ctx context.Context, home string, req *yarnpb.SubmitApplicationRequestProto) (resp *yarnpb.SubmitApplicationResponseProto, err error) {
-	err = r.callID(ctx, home, func(rm *yarnrpc.ApplicationClientProtocolClient) error {
-		resp, err = rm.SubmitApplication(ctx, req)
+	err = r.callID(ctx, home, func(rm *ipc.Client) error {
+		resp, err = acp(rm).SubmitApplication(ctx, req)
 		return err
 	})
 	return resp, err
@@ -493,33 +465,35 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// routed is a handler that sends the call to the home of the application
-// appOf names, and answers a call about an application without one, or
-// that its home fails, with the YarnException YARN's Router throws.
-func routed[Req, Resp proto.Message](r *Router, what string, appOf func(Req) *yarnpb.ApplicationIdProto,
-	call func(*yarnrpc.ApplicationClientProtocolClient) func(context.Context, Req) (Resp, error)) func(context.Context, Req) (Resp, error) {
-	return func(ctx context.Context, req Req) (Resp, error) {
-		var none Resp
+// routed is the handler of method that sends the call to the home of the
+// application appOf names, the request as the client encoded it and the
+// home's answer as the RM encoded it: the hop decodes the small request
+// (the engine does, refusing one it cannot read) and never the answer,
+// which the client decodes. A call about an application without one, or
+// that its home fails, is answered with the YarnException YARN's Router
+// throws.
+func routed[Req proto.Message](r *Router, method, what string, appOf func(Req) *yarnpb.ApplicationIdProto) ipc.Method {
+	return ipc.HandleRaw(method, func(ctx context.Context, req Req, encoded []byte) ([]byte, error) {
 		id := appOf(req)
 		if id == nil {
-			return none, yarnerr.YarnException.Errorf("Missing request to %s or applicationId information.", what)
+			return nil, yarnerr.YarnException.Errorf("Missing request to %s or applicationId information.", what)
 		}
 		appID, err := yarnid.ApplicationIDFromProto(id)
 		if err != nil {
-			return none, yarnerr.YarnException.Wrap(err)
+			return nil, yarnerr.YarnException.Wrap(err)
 		}
 		home, err := r.store.GetApplicationHomeSubCluster(ctx, appID.String())
 		if err != nil {
-			return none, wrapped(err, "Application %s does not exist in FederationStateStore.", appID)
+			return nil, wrapped(err, "Application %s does not exist in FederationStateStore.", appID)
 		}
-		var resp Resp
-		err = r.callID(ctx, home, func(rm *yarnrpc.ApplicationClientProtocolClient) error {
-			resp, err = call(rm)(ctx, req)
+		var resp []byte
+		err = r.callID(ctx, home, func(rm *ipc.Client) error {
+			resp, err = rm.CallRaw(ctx, method, encoded)
 			return err
 		})
 		if err != nil {
-			return none, wrapped(err, "Unable to %s for %s to SubCluster %s.", what, appID, home)
+			return nil, wrapped(err, "Unable to %s for %s to SubCluster %s.", what, appID, home)
 		}
 		return resp, nil
-	}
+	})
 }

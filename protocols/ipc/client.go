@@ -151,6 +151,28 @@ func (c *Client) Call(ctx context.Context, method string, req, resp proto.Messag
 	return nil
 }
 
+// CallRaw invokes method with a request encoded already and returns the
+// answer's encoding, undecoded: a proxy's forwarding of a call whose
+// bytes it need not read. Errors are as Call's.
+func (c *Client) CallRaw(ctx context.Context, method string, req []byte) ([]byte, error) {
+	cc, err := c.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req == nil {
+		req = []byte{}
+	}
+	id := c.nextID.Add(1) - 1
+	var resp []byte
+	if err := cc.callEncoded(ctx, id, method, nil, req, nil, &resp); err != nil {
+		if re, ok := err.(*RemoteError); ok && c.cfg.Errors != nil {
+			err = c.cfg.Errors(re)
+		}
+		return nil, fmt.Errorf("ipc: call %s: %w", method, err)
+	}
+	return resp, nil
+}
+
 // Close closes the connection; calls in flight fail with ErrClientClosed.
 func (c *Client) Close() error {
 	c.mu.Lock()
@@ -266,7 +288,9 @@ type clientConn struct {
 
 type pendingCall struct {
 	resp proto.Message
-	done chan error // buffered: the reader never blocks on it
+	// encoded, when not nil, receives the answer undecoded instead.
+	encoded *[]byte
+	done    chan error // buffered: the reader never blocks on it
 }
 
 func (cc *clientConn) touch() { cc.lastActive.Store(time.Now().UnixNano()) }
@@ -456,9 +480,15 @@ func remoteErrorFromHeader(hdr *commonpb.RpcResponseHeaderProto) *RemoteError {
 // server that stops reading cannot hold a caller forever; the handshake
 // passes zero and runs under the connection's set-up deadline.
 func (cc *clientConn) writeFrame(deadline time.Time, msgs ...proto.Message) error {
+	return cc.writeFrameEncoded(deadline, nil, msgs...)
+}
+
+// writeFrameEncoded is writeFrame with a last message encoded already
+// (appendFrameEncoded).
+func (cc *clientConn) writeFrameEncoded(deadline time.Time, encoded []byte, msgs ...proto.Message) error {
 	bp := cc.client.frames.get()
 	defer cc.client.frames.put(bp)
-	b, err := appendFrame((*bp)[:0], msgs...)
+	b, err := appendFrameEncoded((*bp)[:0], encoded, msgs...)
 	*bp = b[:0]
 	if err != nil {
 		return fmt.Errorf("marshal: %w", err)
@@ -477,7 +507,14 @@ func (cc *clientConn) writeFrame(deadline time.Time, msgs ...proto.Message) erro
 }
 
 func (cc *clientConn) call(ctx context.Context, id int32, method string, req, resp proto.Message) error {
-	p := &pendingCall{resp: resp, done: make(chan error, 1)}
+	return cc.callEncoded(ctx, id, method, req, nil, resp, nil)
+}
+
+// callEncoded makes a call whose request is req, or reqEncoded when that
+// is not nil, and whose answer goes into resp, or undecoded into
+// respEncoded when that is not nil.
+func (cc *clientConn) callEncoded(ctx context.Context, id int32, method string, req proto.Message, reqEncoded []byte, resp proto.Message, respEncoded *[]byte) error {
+	p := &pendingCall{resp: resp, encoded: respEncoded, done: make(chan error, 1)}
 	cc.mu.Lock()
 	if cc.err != nil {
 		err := cc.err
@@ -497,7 +534,7 @@ func (cc *clientConn) call(ctx context.Context, id int32, method string, req, re
 	// As with reading, a server that takes nothing for two ping intervals is
 	// gone. The caller's own deadline is not used here: a frame cut off
 	// mid-write breaks the connection for every call on it.
-	if err := cc.writeFrame(time.Now().Add(2*cfg.PingInterval), newRequestHeader(id, cfg.ClientID, 0), reqHeader, req); err != nil {
+	if err := cc.writeFrameEncoded(time.Now().Add(2*cfg.PingInterval), reqEncoded, newRequestHeader(id, cfg.ClientID, 0), reqHeader, req); err != nil {
 		cc.shutdown(fmt.Errorf("send call: %w", err))
 		return <-p.done
 	}
@@ -612,7 +649,16 @@ func (cc *clientConn) deliver(frame []byte) error {
 		p.done <- remoteErrorFromHeader(&hdr)
 		return nil
 	}
-	rest, err = unmarshalDelimited(rest, p.resp)
+	if p.encoded != nil {
+		var msg []byte
+		msg, rest, err = nextDelimited(rest)
+		if err == nil {
+			// The frame's buffer is the next frame's.
+			*p.encoded = append([]byte{}, msg...)
+		}
+	} else {
+		rest, err = unmarshalDelimited(rest, p.resp)
+	}
 	if err != nil {
 		err = fmt.Errorf("ipc: decode response: %w", err)
 		p.done <- err

@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -372,6 +373,14 @@ func (c *conn) processCall(hdr *commonpb.RpcRequestHeaderProto, rest []byte) *Re
 		return fatal(commonpb.RpcResponseHeaderProto_FATAL_DESERIALIZING_REQUEST,
 			ClassFatalRPCServer, "IPC server unable to read call parameters: %v", err)
 	}
+	var encoded []byte
+	if m.keepRequest {
+		// The frame's buffer is the next frame's once this returns.
+		encoded = bytes.Clone(payload)
+		if encoded == nil {
+			encoded = []byte{}
+		}
+	}
 
 	// A full connection, then a full server, stops reading here:
 	// back-pressure instead of a queue.
@@ -389,7 +398,7 @@ func (c *conn) processCall(hdr *commonpb.RpcRequestHeaderProto, rest []byte) *Re
 	}
 	c.calls.Add(1)
 	c.inflight.Add(1)
-	go c.runCall(reply, svc.name, m, req, received)
+	c.srv.dispatch(func() { c.runCall(reply, svc.name, m, req, encoded, received) })
 	return nil
 }
 
@@ -421,7 +430,7 @@ type callReply struct {
 	clientID []byte
 }
 
-func (c *conn) runCall(reply callReply, protocol string, m Method, req proto.Message, received time.Time) {
+func (c *conn) runCall(reply callReply, protocol string, m Method, req proto.Message, encoded []byte, received time.Time) {
 	started := time.Now()
 	defer func() {
 		<-c.srv.inFlight
@@ -433,7 +442,7 @@ func (c *conn) runCall(reply callReply, protocol string, m Method, req proto.Mes
 	caller.CallID, caller.RetryCount, caller.ClientID = reply.id, reply.retry, reply.clientID
 	ctx := context.WithValue(c.ctx, callerKey{}, &caller)
 
-	resp, err := c.invoke(ctx, protocol, m, req)
+	resp, err := c.invoke(ctx, protocol, m, req, encoded)
 	if o := c.srv.cfg.Observer; o != nil {
 		o.ObserveCall(protocol, m.name, started.Sub(received), time.Since(started), err)
 	}
@@ -448,7 +457,7 @@ func (c *conn) runCall(reply callReply, protocol string, m Method, req proto.Mes
 		ClientId:            nonNil(reply.clientID),
 		RetryCount:          proto.Int32(reply.retry),
 	}
-	if err := c.send(hdr, resp); err != nil {
+	if err := c.sendAnswer(hdr, resp); err != nil {
 		if errors.Is(err, errMarshal) {
 			c.sendError(reply, &RemoteError{ClassName: ClassRPCServer, Code: commonpb.RpcResponseHeaderProto_ERROR_SERIALIZING_RESPONSE,
 				Message: err.Error()})
@@ -458,7 +467,7 @@ func (c *conn) runCall(reply callReply, protocol string, m Method, req proto.Mes
 
 // invoke admits the call and runs its handler, turning a panic into an
 // error for that call alone.
-func (c *conn) invoke(ctx context.Context, protocol string, m Method, req proto.Message) (resp proto.Message, err error) {
+func (c *conn) invoke(ctx context.Context, protocol string, m Method, req proto.Message, encoded []byte) (resp answer, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error("ipc handler panic", "method", m.name, "panic", r, "stack", string(debug.Stack()))
@@ -468,10 +477,10 @@ func (c *conn) invoke(ctx context.Context, protocol string, m Method, req proto.
 	}()
 	if admit := c.srv.cfg.AdmitCall; admit != nil {
 		if err := admit(ctx, protocol, m.name); err != nil {
-			return nil, err
+			return answer{}, err
 		}
 	}
-	return m.call(ctx, req)
+	return m.call(ctx, req, encoded)
 }
 
 func (c *conn) sendError(reply callReply, re *RemoteError) {
@@ -516,9 +525,14 @@ func (fp *framePool) put(b *[]byte) { fp.p.Put(b) }
 // send writes one response frame. Writers batch: each appends under the lock
 // and only the last one waiting flushes, so concurrent answers share writes.
 func (c *conn) send(hdr *commonpb.RpcResponseHeaderProto, body proto.Message) error {
+	return c.sendAnswer(hdr, answer{msg: body})
+}
+
+// sendAnswer is send of an answer that may come encoded already.
+func (c *conn) sendAnswer(hdr *commonpb.RpcResponseHeaderProto, body answer) error {
 	bp := c.srv.frames.get()
 	defer c.srv.frames.put(bp)
-	b, err := appendFrame((*bp)[:0], hdr, body)
+	b, err := appendFrameEncoded((*bp)[:0], body.encoded, hdr, body.msg)
 	*bp = b[:0]
 	if err != nil {
 		return fmt.Errorf("%w: %w", errMarshal, err)

@@ -127,6 +127,13 @@ var sizeOpts = proto.MarshalOptions{UseCachedSize: true}
 // A nil message is skipped, which is how an error response carries only its
 // header.
 func appendFrame(dst []byte, msgs ...proto.Message) ([]byte, error) {
+	return appendFrameEncoded(dst, nil, msgs...)
+}
+
+// appendFrameEncoded is appendFrame with a last message given as its
+// encoding, which goes in as it is unless it is nil: a call or an answer
+// forwarded without decoding it.
+func appendFrameEncoded(dst, encoded []byte, msgs ...proto.Message) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	for _, m := range msgs {
@@ -139,6 +146,10 @@ func appendFrame(dst []byte, msgs ...proto.Message) ([]byte, error) {
 		if dst, err = sizeOpts.MarshalAppend(dst, m); err != nil {
 			return dst[:start], err
 		}
+	}
+	if encoded != nil {
+		dst = protowire.AppendVarint(dst, uint64(len(encoded)))
+		dst = append(dst, encoded...)
 	}
 	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
 	return dst, nil

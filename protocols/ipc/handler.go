@@ -63,11 +63,20 @@ func WithCaller(ctx context.Context, c Caller) context.Context {
 	return context.WithValue(ctx, callerKey{}, &c)
 }
 
-// Method is one typed RPC handler, made by Handle.
+// Method is one RPC handler, made by Handle or HandleRaw.
 type Method struct {
 	name       string
 	newRequest func() proto.Message
-	call       func(context.Context, proto.Message) (proto.Message, error)
+	// keepRequest hands the handler the request's encoding too.
+	keepRequest bool
+	call        func(ctx context.Context, req proto.Message, encoded []byte) (answer, error)
+}
+
+// answer is a handler's response: a message the engine encodes, or (when
+// encoded is not nil) a message encoded already.
+type answer struct {
+	msg     proto.Message
+	encoded []byte
 }
 
 // Name is the Hadoop method name the handler answers.
@@ -81,12 +90,39 @@ func Handle[Req, Resp proto.Message](name string, fn func(context.Context, Req) 
 	return Method{
 		name:       name,
 		newRequest: func() proto.Message { return typ.New().Interface() },
-		call: func(ctx context.Context, req proto.Message) (proto.Message, error) {
+		call: func(ctx context.Context, req proto.Message, _ []byte) (answer, error) {
 			resp, err := fn(ctx, req.(Req))
 			if err != nil {
-				return nil, err
+				return answer{}, err
 			}
-			return resp, nil
+			return answer{msg: resp}, nil
+		},
+	}
+}
+
+// HandleRaw makes the handler of a method that forwards its calls: fn gets
+// the request decoded (the engine decodes every request, so one it cannot
+// read is refused as any other method refuses it) and as the caller encoded
+// it, and answers the response's encoding, which the engine sends as it is.
+// A proxy forwards both encodings untouched and decodes only what routes
+// the call. The request's bytes are fn's own; a nil answer is the empty
+// message.
+func HandleRaw[Req proto.Message](name string, fn func(ctx context.Context, req Req, encoded []byte) ([]byte, error)) Method {
+	var zero Req
+	typ := zero.ProtoReflect().Type()
+	return Method{
+		name:        name,
+		newRequest:  func() proto.Message { return typ.New().Interface() },
+		keepRequest: true,
+		call: func(ctx context.Context, req proto.Message, encoded []byte) (answer, error) {
+			resp, err := fn(ctx, req.(Req), encoded)
+			if err != nil {
+				return answer{}, err
+			}
+			if resp == nil {
+				resp = []byte{}
+			}
+			return answer{encoded: resp}, nil
 		},
 	}
 }

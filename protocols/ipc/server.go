@@ -113,6 +113,11 @@ type Server struct {
 	done      chan struct{} // closed once closing is set
 	connsDone sync.WaitGroup
 
+	// work hands a call to an idle worker; workers counts the workers
+	// (workers.go).
+	work    chan func()
+	workers sync.WaitGroup
+
 	// acceptBackoff is the first and the largest pause after a temporary
 	// accept error; tests lengthen it.
 	acceptBackoff [2]time.Duration
@@ -161,6 +166,7 @@ func NewServer(cfg Config) (*Server, error) {
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
 		done:      make(chan struct{}),
+		work:      make(chan func()),
 		baseCtx:   ctx,
 		// As net/http: 5ms, doubling, at most 1s.
 		acceptBackoff: [2]time.Duration{5 * time.Millisecond, time.Second},
@@ -308,13 +314,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.connsDone.Wait()
 		close(done)
 	}()
+	// Once the connections are done, so are their calls: the workers
+	// are idle, and end as the server is closing.
 	select {
 	case <-done:
 		s.cancelBase()
+		s.workers.Wait()
 		return nil
 	case <-ctx.Done():
 		s.Close()
 		<-done
+		s.workers.Wait()
 		return ctx.Err()
 	}
 }

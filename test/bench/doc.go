@@ -46,6 +46,15 @@
 // KNIT_BENCH_RMCALLS=method[/conns],… runs only the cases named (to
 // profile one with -cpuprofile, which then sees the servers alone).
 //
+// federation_bench_test.go measures issue 23's goals against a real
+// ResourceManager (rmcalls_bench_test.go's scene and load generator):
+// BenchmarkFederationVersusDirectRM makes submissions and
+// getApplicationReport calls to the RM directly and through a Router
+// whose one sub-cluster it is, and an AM's allocate heartbeat directly and
+// through a node's AMRMProxy (the default pipeline), in alternating rounds
+// at 1 and 16 connections, and prints calls/s, p50, p99 and this
+// process's CPU per call of each side and the ratios hop/direct.
+//
 // queueindex_bench_test.go measures the RM's cost per application:
 // BenchmarkQueueInfoAndHeadroomFlatInApps calls getQueueInfo of root
 // (recursively, 16 leaves) and an AM's allocate that refreshes the cluster

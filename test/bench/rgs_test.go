@@ -798,11 +798,27 @@ func startAllocRM(b *testing.B, ns string, lister *nodes.Lister, sched rm.Schedu
 }
 
 // startUnmanagedAM submits an unmanaged AM named name to queue through yc
-// (as yc's user), reads its AMRMToken from the application's report as
-// its submitter may, and registers it over ApplicationMasterProtocol at
-// amAddr with that token (SASL DIGEST-MD5). It returns the registered
+// (submitUnmanagedAM) and registers it over ApplicationMasterProtocol at
+// amAddr with its token (SASL DIGEST-MD5). It returns the registered
 // AM's client, its token and the application's id.
 func startUnmanagedAM(b *testing.B, yc *ipc.Client, amAddr, name, queue string) (*ipc.Client, *commonpb.TokenProto, *yarnpb.ApplicationIdProto) {
+	b.Helper()
+	token, app := submitUnmanagedAM(b, yc, name, queue)
+	am, err := ipc.NewClient(amAddr, ipc.ClientConfig{Protocol: yarnrpc.ApplicationMasterProtocolName, Token: token, MaxIdleTime: benchIdle, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String(name), RpcPort: proto.Int32(-1), TrackingUrl: proto.String("")}
+	if err := am.Call(context.Background(), "registerApplicationMaster", req, &yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
+		b.Fatal(err)
+	}
+	return am, token, app
+}
+
+// submitUnmanagedAM submits an unmanaged AM named name to queue through yc
+// (as yc's user) and reads its AMRMToken from the application's report as
+// its submitter may. It returns the token and the application's id.
+func submitUnmanagedAM(b *testing.B, yc *ipc.Client, name, queue string) (*commonpb.TokenProto, *yarnpb.ApplicationIdProto) {
 	b.Helper()
 	ctx := context.Background()
 	var na yarnpb.GetNewApplicationResponseProto
@@ -831,15 +847,7 @@ func startUnmanagedAM(b *testing.B, yc *ipc.Client, amAddr, name, queue string) 
 	if err != nil {
 		b.Fatalf("AMRMToken of the unmanaged AM: %v", err)
 	}
-	am, err := ipc.NewClient(amAddr, ipc.ClientConfig{Protocol: yarnrpc.ApplicationMasterProtocolName, Token: token, MaxIdleTime: benchIdle, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	req := &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String(name), RpcPort: proto.Int32(-1), TrackingUrl: proto.String("")}
-	if err := am.Call(ctx, "registerApplicationMaster", req, &yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
-		b.Fatal(err)
-	}
-	return am, token, na.GetApplicationId()
+	return token, na.GetApplicationId()
 }
 
 // allocate makes one heartbeat with asks and returns its duration as the

@@ -72,6 +72,8 @@ type rcCall struct {
 	newReq  func() proto.Message
 	newResp func() proto.Message
 	check   func(proto.Message) error
+	// do makes the call with req on c; nil means one call of method.
+	do func(ctx context.Context, c *ipc.Client, req proto.Message) (proto.Message, error)
 }
 
 var rcCalls = []rcCall{
@@ -125,11 +127,12 @@ var rcCalls = []rcCall{
 }
 
 func rcCallOf(method string) (rcCall, bool) {
-	i := slices.IndexFunc(rcCalls, func(c rcCall) bool { return c.method == method })
+	all := slices.Concat(rcCalls, fedCalls)
+	i := slices.IndexFunc(all, func(c rcCall) bool { return c.method == method })
 	if i < 0 {
 		return rcCall{}, false
 	}
-	return rcCalls[i], true
+	return all[i], true
 }
 
 // rcServe serves what register adds with the engine's settings as knit-rm
@@ -388,6 +391,8 @@ type rcCmd struct {
 	Check    bool
 	Conns    int
 	For      time.Duration
+	// Lat asks run for every call's latency.
+	Lat bool
 }
 
 // rcReply is the load generator's answer: for run, the calls made and the
@@ -398,6 +403,8 @@ type rcReply struct {
 	Calls       int64
 	Wall        time.Duration
 	ResponseIDs []int32
+	// Lat is every call's latency, sorted, if the run asked for them.
+	Lat []time.Duration
 }
 
 // runRPCLoadIfRequested runs the load generator and exits when rcLoadEnv
@@ -449,6 +456,9 @@ func serveRPCLoad(in io.Reader, out io.Writer) error {
 			var l load
 			l, err = drive(&fixture{calls: s.calls[:cmd.Conns]}, 0, cmd.For, nil)
 			reply.Calls, reply.Wall = l.calls, l.elapsed
+			if cmd.Lat {
+				reply.Lat = l.lat
+			}
 		case "close":
 			if s != nil {
 				closeClients(s.clients)
@@ -515,6 +525,9 @@ func dialRCConns(cmd rcCmd) (_ *rcConns, err error) {
 			s.heartbeats = append(s.heartbeats, heartbeat)
 		}
 		do := func(ctx context.Context) (proto.Message, error) {
+			if call.do != nil {
+				return call.do(ctx, c, req)
+			}
 			resp := call.newResp()
 			if err := c.Call(ctx, cmd.Method, req, resp); err != nil {
 				return nil, err
@@ -555,6 +568,8 @@ func startRCLoad(b *testing.B) *rcLoad {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// A run's latencies, when asked for, make long lines.
+	out.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	return &rcLoad{in: in, out: out, stop: func() error {
 		_ = in.Close()
 		return cmd.Wait()
@@ -586,20 +601,29 @@ func (l *rcLoad) do(b *testing.B, cmd rcCmd) rcReply {
 // dial opens conns connections for call to target and returns their set.
 func (l *rcLoad) dial(b *testing.B, s *rcScene, target *rcTarget, call rcCall, conns int) int {
 	b.Helper()
-	l.sets++
-	cmd := rcCmd{Op: "dial", Set: l.sets, Addr: target.client, Method: call.method, Check: target == s.target}
+	addr, tokens := target.client, []*commonpb.TokenProto(nil)
 	if call.am {
-		cmd.Addr = target.am
+		// Connection i is the AM of the i-th running application.
+		addr, tokens = target.am, s.tokens
 	}
+	return l.dialSet(b, addr, call.method, target == s.target, func(i int) proto.Message { return s.request(b, call.method, i) }, tokens, conns)
+}
+
+// dialSet opens conns connections for method to addr, connection i
+// sending request(i) as user i or, with tokens, as the AM of tokens[i],
+// checking the first answers if check, and returns their set.
+func (l *rcLoad) dialSet(b *testing.B, addr, method string, check bool, request func(int) proto.Message, tokens []*commonpb.TokenProto, conns int) int {
+	b.Helper()
+	l.sets++
+	cmd := rcCmd{Op: "dial", Set: l.sets, Addr: addr, Method: method, Check: check}
 	for i := range conns {
-		raw, err := proto.Marshal(s.request(b, call.method, i))
+		raw, err := proto.Marshal(request(i))
 		if err != nil {
 			b.Fatal(err)
 		}
 		cmd.Requests = append(cmd.Requests, raw)
-		if call.am {
-			// Connection i is the AM of the i-th running application.
-			tok, err := proto.Marshal(s.tokens[i])
+		if tokens != nil {
+			tok, err := proto.Marshal(tokens[i])
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,0 +1,155 @@
+package ipc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/protocols/commonpb"
+	"github.com/knitdev/knit/protocols/yarnpb"
+)
+
+// rawRecorder is a HandleRaw method that keeps what it was given and
+// answers answer, or err.
+type rawRecorder struct {
+	mu      sync.Mutex
+	req     *yarnpb.GetApplicationReportRequestProto
+	encoded []byte
+	answer  []byte
+	err     error
+}
+
+func (r *rawRecorder) method() Method {
+	return HandleRaw("getApplicationReport", func(_ context.Context, req *yarnpb.GetApplicationReportRequestProto, encoded []byte) ([]byte, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.req, r.encoded = req, encoded
+		return r.answer, r.err
+	})
+}
+
+// withUnknownField is m's encoding with a field no YARN message has, which
+// a decode and re-encode would keep but move: its place shows the bytes
+// went through untouched.
+func withUnknownField(t *testing.T, m proto.Message) []byte {
+	t.Helper()
+	b := protowire.AppendTag(nil, 999, protowire.BytesType)
+	b = protowire.AppendBytes(b, []byte("forwarded as is"))
+	enc, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, enc...)
+}
+
+func TestRawCallsCarryRequestAndAnswerBytesAsTheyAre(t *testing.T) {
+	reqMsg := &yarnpb.GetApplicationReportRequestProto{ApplicationId: &yarnpb.ApplicationIdProto{Id: proto.Int32(7), ClusterTimestamp: proto.Int64(1)}}
+	reqBytes := withUnknownField(t, reqMsg)
+	answer := withUnknownField(t, &yarnpb.GetApplicationReportResponseProto{ApplicationReport: &yarnpb.ApplicationReportProto{
+		ApplicationId: reqMsg.GetApplicationId(), User: proto.String("alice"),
+	}})
+	rec := &rawRecorder{answer: answer}
+	ts := serveTest(t, newTestServer(t, Config{Simple: true}, rec.method()))
+	c := newTestClient(t, ts.addr, ClientConfig{User: "alice"})
+
+	got, err := c.CallRaw(t.Context(), "getApplicationReport", reqBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, answer) {
+		t.Errorf("answer %x, want the handler's %x", got, answer)
+	}
+	rec.mu.Lock()
+	if !bytes.Equal(rec.encoded, reqBytes) {
+		t.Errorf("handler got request %x, want the caller's %x", rec.encoded, reqBytes)
+	}
+	if rec.req.GetApplicationId().GetId() != 7 {
+		t.Errorf("handler got decoded request %v, want application 7", rec.req)
+	}
+	rec.mu.Unlock()
+
+	// A typed client reads the encoded answer as any other.
+	var typed yarnpb.GetApplicationReportResponseProto
+	if err := c.Call(t.Context(), "getApplicationReport", reqMsg, &typed); err != nil {
+		t.Fatal(err)
+	}
+	if typed.GetApplicationReport().GetUser() != "alice" {
+		t.Errorf("typed answer %v, want alice's report", &typed)
+	}
+}
+
+func TestRawHandlerAnsweringNothingAnswersTheEmptyMessage(t *testing.T) {
+	rec := &rawRecorder{}
+	ts := serveTest(t, newTestServer(t, Config{Simple: true}, rec.method()))
+	c := newTestClient(t, ts.addr, ClientConfig{User: "alice"})
+	got, err := c.CallRaw(t.Context(), "getApplicationReport", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Errorf("answer %x, want the empty message", got)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.encoded == nil || len(rec.encoded) != 0 {
+		t.Errorf("handler got request %#v, want the empty message's encoding", rec.encoded)
+	}
+}
+
+func TestRawHandlerErrorsReachTheCallerAsRemoteErrors(t *testing.T) {
+	rec := &rawRecorder{err: Errorf(classAppNotFound, "Application with id '7' doesn't exist in RM.")}
+	ts := serveTest(t, newTestServer(t, Config{Simple: true}, rec.method()))
+	var mapped *RemoteError
+	c := newTestClient(t, ts.addr, ClientConfig{User: "alice", Errors: func(re *RemoteError) error { mapped = re; return re }})
+	_, err := c.CallRaw(t.Context(), "getApplicationReport", nil)
+	var re *RemoteError
+	if !errors.As(err, &re) || re.ClassName != classAppNotFound || re.Code != commonpb.RpcResponseHeaderProto_ERROR_APPLICATION {
+		t.Fatalf("error %v, want the handler's %s", err, classAppNotFound)
+	}
+	if mapped == nil {
+		t.Error("the client's Errors mapping was not applied")
+	}
+}
+
+// A request a raw method cannot decode is refused by the engine as any
+// method's is (Hadoop's FATAL_DESERIALIZING_REQUEST), before the handler
+// sees it; the server goes on serving.
+func TestRawMethodRefusesARequestItCannotDecode(t *testing.T) {
+	rec := &rawRecorder{answer: []byte{}}
+	ts := serveTest(t, newTestServer(t, Config{Simple: true}, rec.method()))
+	for _, tt := range []struct {
+		name  string
+		bytes []byte
+	}{
+		{"truncated field", []byte{0x0a, 0x05, 0x08}},
+		{"bad wire type", []byte{0x0f}},
+		{"application id of the wrong type", []byte{0x0a, 0x02, 0x10, 0xff}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newTestClient(t, ts.addr, ClientConfig{User: "alice"})
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			_, err := c.CallRaw(ctx, "getApplicationReport", tt.bytes)
+			var re *RemoteError
+			if !errors.As(err, &re) || re.ClassName != ClassFatalRPCServer || re.Code != commonpb.RpcResponseHeaderProto_FATAL_DESERIALIZING_REQUEST ||
+				!strings.Contains(re.Message, "IPC server unable to read call parameters") {
+				t.Fatalf("error %v, want %s FATAL_DESERIALIZING_REQUEST", err, ClassFatalRPCServer)
+			}
+			if _, err := c.CallRaw(ctx, "getApplicationReport", nil); err != nil {
+				t.Errorf("the next call, on a new connection: %v", err)
+			}
+		})
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.req.GetApplicationId() != nil {
+		t.Errorf("the handler saw a request it could not decode: %v", rec.req)
+	}
+}
