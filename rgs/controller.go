@@ -269,12 +269,12 @@ func (c *Controller) podDeleted(obj any) {
 }
 
 // NewPodInformerFactory watches Knit's pods, every namespace, each kept as
-// StripPod leaves it: the RM keeps every pod in memory and reads a few
+// a PodStripper leaves it: the RM keeps every pod in memory and reads a few
 // fields of each.
 func NewPodInformerFactory(client kubernetes.Interface) informers.SharedInformerFactory {
 	return informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = launch.LabelApplication }),
-		informers.WithTransform(StripPod))
+		informers.WithTransform(NewPodStripper().Strip))
 }
 
 func podOf(obj any) (*corev1.Pod, bool) {

@@ -1,7 +1,9 @@
 package rgs
 
 import (
+	"slices"
 	"strings"
+	"sync"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,7 +48,61 @@ const StartedMark = "started"
 // UI (the pod's name). knit-node's services watch pods with informers of
 // their own and see whole pods. A non-pod passes unchanged; stripping a
 // stripped pod changes nothing.
-func StripPod(obj any) (any, error) {
+func StripPod(obj any) (any, error) { return stripPod(obj, nil) }
+
+// PodStripper is StripPod with one map of requests shared by every pod
+// that asks for the same quantities, as all the pods of one ask do: each
+// map of two quantities is some 600 bytes, as much again as the rest of
+// a container's share of its stripped pod. Safe for concurrent use.
+type PodStripper struct {
+	mu     sync.Mutex
+	shapes map[string]corev1.ResourceList
+}
+
+// maxRequestShapes bounds the maps a PodStripper keeps; requests of
+// shapes beyond it are kept per pod, as StripPod keeps them.
+const maxRequestShapes = 4096
+
+// NewPodStripper returns a PodStripper sharing no maps yet.
+func NewPodStripper() *PodStripper {
+	return &PodStripper{shapes: map[string]corev1.ResourceList{}}
+}
+
+// Strip is the pod informer's transform (cache.TransformFunc).
+func (s *PodStripper) Strip(obj any) (any, error) { return stripPod(obj, s) }
+
+// share returns the map kept for rl's quantities, keeping rl as that map
+// if there is none yet and room for it. Maps in the informer's cache are
+// only read, never written, so pods may share them.
+func (s *PodStripper) share(rl corev1.ResourceList) corev1.ResourceList {
+	if s == nil || len(rl) == 0 {
+		return rl
+	}
+	names := make([]string, 0, len(rl))
+	for name := range rl {
+		names = append(names, string(name))
+	}
+	slices.Sort(names)
+	var key strings.Builder
+	for _, name := range names {
+		q := rl[corev1.ResourceName(name)]
+		key.WriteString(name)
+		key.WriteByte('=')
+		key.WriteString(q.String())
+		key.WriteByte(',')
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if kept, ok := s.shapes[key.String()]; ok {
+		return kept
+	}
+	if len(s.shapes) < maxRequestShapes {
+		s.shapes[key.String()] = rl
+	}
+	return rl
+}
+
+func stripPod(obj any, shapes *PodStripper) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
@@ -83,7 +139,7 @@ func StripPod(obj any) (any, error) {
 	for i, c := range p.Spec.Containers {
 		out.Spec.Containers[i] = corev1.Container{
 			Name:            intern(c.Name),
-			Resources:       corev1.ResourceRequirements{Requests: c.Resources.Requests},
+			Resources:       corev1.ResourceRequirements{Requests: shapes.share(c.Resources.Requests)},
 			SecurityContext: runAsOfContainer(c.SecurityContext),
 		}
 	}

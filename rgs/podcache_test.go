@@ -239,3 +239,37 @@ func TestStrippedPodHoldsOneMapOfRequestsUnlessAResizeMakesTwo(t *testing.T) {
 		})
 	}
 }
+
+func TestPodStripperSharesOneMapOfRequestsAmongPodsAskingAlike(t *testing.T) {
+	s := NewPodStripper()
+	strip := func(cpu, memory string) corev1.ResourceList {
+		t.Helper()
+		whole := wholePod(t)
+		whole.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+		obj, err := s.Strip(whole)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*corev1.Pod).Spec.Containers[0].Resources.Requests
+	}
+	same := func(a, b corev1.ResourceList) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	a, b, c := strip("1", "1Gi"), strip("1000m", "1024Mi"), strip("2", "1Gi")
+	if !same(a, b) {
+		t.Error("two pods asking for the same quantities hold two maps")
+	}
+	if same(a, c) {
+		t.Error("pods asking for different quantities share a map")
+	}
+	if got := c[corev1.ResourceCPU]; got.Cmp(resource.MustParse("2")) != 0 {
+		t.Errorf("the third pod's CPU is %s, want 2", got.String())
+	}
+	// Past the bound, a new shape is kept per pod.
+	for i := len(s.shapes); i < maxRequestShapes; i++ {
+		s.share(corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(int64(i+1)<<30, resource.BinarySI)})
+	}
+	if d, e := strip("3", "3Gi"), strip("3", "3Gi"); same(d, e) || len(s.shapes) != maxRequestShapes {
+		t.Errorf("shapes past the bound are shared (%v) or kept (%d kept)", same(d, e), len(s.shapes))
+	}
+}
