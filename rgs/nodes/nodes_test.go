@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -82,7 +83,7 @@ func TestNodesReportCapabilityUseAndRack(t *testing.T) {
 		knitPod("unbound", "", corev1.PodPending, "8Gi", "1"),
 		other,
 	)
-	podFactory := rgs.NewPodInformerFactory(client)
+	podFactory := rgs.NewPodInformerFactory(client, "")
 	l, nodeFactory, err := New(client, podFactory, Config{NMPort: 8041, NMWebPort: 8042})
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +136,7 @@ func TestNodeReportsCarryTheUtilizationTheNodePublishes(t *testing.T) {
 	garbled.Annotations = map[string]string{launch.AnnotationUtilization: `{"node":{"pmemMB":-5}}`}
 	silent := node("c", corev1.ConditionTrue, false, "")
 	client := fake.NewClientset(a, garbled, silent)
-	podFactory := rgs.NewPodInformerFactory(client)
+	podFactory := rgs.NewPodInformerFactory(client, "")
 	l, nodeFactory, err := New(client, podFactory, Config{NMPort: 8041, NMWebPort: 8042})
 	if err != nil {
 		t.Fatal(err)
@@ -199,4 +200,55 @@ func TestNodeReportsCarryTheUtilizationTheNodePublishes(t *testing.T) {
 		c := report("a").GetContainersUtilization()
 		return c != nil && c.GetPmem() == 0 && c.GetCpu() == 0
 	})
+}
+
+func TestASelectorKeepsTheViewToTheRMsPool(t *testing.T) {
+	tests := []struct {
+		name     string
+		selector map[string]string
+		want     []string
+	}{
+		{name: "no selector sees every node", want: []string{"a", "b", "c"}},
+		{name: "a pool's label sees its nodes", selector: map[string]string{"pool": "sc1"}, want: []string{"a", "c"}},
+		{name: "every label must match", selector: map[string]string{"pool": "sc1", "zone": "z"}, want: []string{"c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b, c := node("a", corev1.ConditionTrue, false, ""), node("b", corev1.ConditionTrue, false, ""), node("c", corev1.ConditionTrue, false, "")
+			a.Labels["pool"], b.Labels["pool"], c.Labels["pool"] = "sc1", "sc2", "sc1"
+			c.Labels["zone"] = "z"
+			client := fake.NewClientset(a, b, c)
+			podFactory := rgs.NewPodInformerFactory(client, "")
+			l, nodeFactory, err := New(client, podFactory, Config{NMPort: 8041, NMWebPort: 8042, Selector: tt.selector})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			nodeFactory.Start(ctx.Done())
+			podFactory.Start(ctx.Done())
+			if err := l.WaitForSync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			list, err := l.Nodes(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, n := range list {
+				got = append(got, n.Name)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("nodes %v, want %v", got, tt.want)
+			}
+			census, err := l.Census(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := census.Nodes(yarnpb.NodeStateProto_NS_RUNNING); int(n) != len(tt.want) {
+				t.Errorf("census counts %d running nodes, want %d", n, len(tt.want))
+			}
+		})
+	}
 }
