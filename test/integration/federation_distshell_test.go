@@ -18,8 +18,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/knitdev/knit/client"
@@ -189,36 +190,46 @@ type boundPod struct {
 	namespace, name, node, app, container string
 }
 
-// watchBoundTaskPods watches Knit's task pods in namespaces until ctx ends
-// and returns what it has seen bound so far.
+// watchBoundTaskPods watches Knit's task pods in namespaces until the test
+// ends and returns what it has seen bound so far.
 func watchBoundTaskPods(ctx context.Context, t *testing.T, kube kubernetes.Interface, namespaces []string) func() []boundPod {
 	t.Helper()
 	var mu sync.Mutex
 	seen := map[string]boundPod{}
-	var wg sync.WaitGroup
-	ctx, cancel := context.WithCancel(ctx)
+	record := func(obj any) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok || p.Spec.NodeName == "" || p.Labels[launch.LabelContainer] == "" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		seen[p.Namespace+"/"+p.Name] = boundPod{namespace: p.Namespace, name: p.Name, node: p.Spec.NodeName,
+			app: p.Labels[launch.LabelApplication], container: p.Labels[launch.LabelContainer]}
+	}
+	stop := make(chan struct{})
+	var factories []informers.SharedInformerFactory
 	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
+		close(stop)
+		for _, f := range factories {
+			f.Shutdown()
+		}
 	})
 	for _, ns := range namespaces {
-		w, err := kube.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: launch.LabelRole + "=" + launch.RoleTask})
-		if err != nil {
+		f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = launch.LabelRole + "=" + launch.RoleTask }))
+		if _, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    record,
+			UpdateFunc: func(_, obj any) { record(obj) },
+		}); err != nil {
 			t.Fatal(err)
 		}
-		wg.Go(func() {
-			defer w.Stop()
-			for ev := range w.ResultChan() {
-				p, ok := ev.Object.(*corev1.Pod)
-				if !ok || ev.Type == watch.Error || p.Spec.NodeName == "" || p.Labels[launch.LabelContainer] == "" {
-					continue
-				}
-				mu.Lock()
-				seen[p.Namespace+"/"+p.Name] = boundPod{namespace: p.Namespace, name: p.Name, node: p.Spec.NodeName,
-					app: p.Labels[launch.LabelApplication], container: p.Labels[launch.LabelContainer]}
-				mu.Unlock()
+		factories = append(factories, f)
+		f.Start(stop)
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				t.Fatalf("pods of %s: %v not synced", ns, typ)
 			}
-		})
+		}
 	}
 	return func() []boundPod {
 		mu.Lock()
