@@ -3,8 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -21,18 +19,14 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/federation"
 	"github.com/knitdev/knit/federation/router"
-	fedstore "github.com/knitdev/knit/federation/store"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rks/launch"
-	"github.com/knitdev/knit/test/eventually"
-	"github.com/knitdev/knit/test/localcluster"
 )
 
 // TestADistributedShellThroughTheAMRMProxySpansBothSubClusters runs
@@ -53,14 +47,7 @@ func TestADistributedShellThroughTheAMRMProxySpansBothSubClusters(t *testing.T) 
 		t.Fatalf("knit local up --subclusters 2: %v\n%s", err, out)
 	}
 	dumpLogsOnFailure(t, dir)
-	var st localcluster.State
-	data, err := os.ReadFile(filepath.Join(dir, "local.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &st); err != nil || st.Federation == nil || len(st.Federation.SubClusters) != 2 {
-		t.Fatalf("local.json: %v\n%s", err, data)
-	}
+	st, kube, store := localFederation(t, dir)
 	// The sub-cluster of each node, and of each namespace.
 	poolOf, scOfNamespace := map[string]string{}, map[string]string{}
 	for _, sc := range st.Federation.SubClusters {
@@ -75,37 +62,17 @@ func TestADistributedShellThroughTheAMRMProxySpansBothSubClusters(t *testing.T) 
 
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cfg, err := clientcmd.BuildConfigFromFlags("", st.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube := kubernetes.NewForConfigOrDie(cfg)
-	store, err := fedstore.NewKube(fedstore.KubeConfig{Client: kube, Namespace: localcluster.FederationNamespace})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Both sub-clusters run, and knit-gpg gave the queue a policy whose
 	// AMRMProxy weights send asks to both.
-	eventually.WithinEvery(t, 2*time.Minute, 200*time.Millisecond, func(ctx context.Context) error {
-		active, err := store.GetSubClusters(ctx, true)
-		if err != nil || len(active) != 2 {
-			return fmt.Errorf("active sub-clusters %v, %v", active, err)
+	info, err := router.ParseWeightedPolicyInfo(waitLocalFederation(t, store).Params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range st.Federation.SubClusters {
+		if info.AMRMWeights[sc.ID] <= 0 {
+			t.Fatalf("AMRMProxy weights %v leave out %s", info.AMRMWeights, sc.ID)
 		}
-		p, err := store.GetPolicyConfiguration(ctx, "default")
-		if err != nil || p.Type != federation.WeightedLocalityPolicyManager {
-			return fmt.Errorf("policy of default: %+v, %v", p, err)
-		}
-		info, err := router.ParseWeightedPolicyInfo(p.Params)
-		if err != nil {
-			return err
-		}
-		for _, sc := range active {
-			if info.AMRMWeights[sc.ID] <= 0 {
-				return fmt.Errorf("AMRMProxy weights %v leave out %s", info.AMRMWeights, sc.ID)
-			}
-		}
-		return nil
-	})
+	}
 
 	// Every task pod seen bound, by namespace, pod and node: the pods go
 	// once their logs are safe, so they are watched while the job runs.
