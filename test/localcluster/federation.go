@@ -46,7 +46,7 @@ const FederationNamespace = "knit-federation"
 func SubClusterID(i int) string { return "sc" + strconv.Itoa(i+1) }
 
 // SubClusterNamespace is where the i-th sub-cluster's knit-rm keeps its
-// state: RMNamespace for the first, whose applications the nodes serve.
+// state: RMNamespace for the first, as a cluster of one RM has it.
 func SubClusterNamespace(i int) string {
 	if i == 0 {
 		return RMNamespace
@@ -202,8 +202,10 @@ func (c *Cluster) startFederation(ctx context.Context, dir string, command []str
 	}
 
 	// The clients' configuration: the Router as their RM, sc1's other
-	// ports for the AMs of the nodes' containers, and the settings
-	// knit-router and knit-gpg read from the same folder.
+	// ports for tools that ask an RM's admin or web port, and the
+	// settings knit-router and knit-gpg read from the same folder. AMs
+	// find their scheduler in their node's configuration instead
+	// (writeNodeConf): their node's AMRMProxy.
 	sc1 := fed.SubClusters[0].RM
 	clientSite := []hadoopconf.Property{
 		{Name: hadoopconf.KeyRouterClientRMAddress, Value: fed.Router},
