@@ -282,15 +282,15 @@ func (c *Controller) podDeleted(obj any) {
 // fields of each. A non-empty subCluster watches only the pods of that
 // federation sub-cluster (Config.SubCluster).
 func NewPodInformerFactory(client kubernetes.Interface, subCluster string) informers.SharedInformerFactory {
-	selector := PodSelector(subCluster)
+	selector := podSelector(subCluster)
 	return informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
 		informers.WithTransform(StripPod))
 }
 
-// PodSelector is the label selector of the pods of an RM: Knit's pods,
+// podSelector is the label selector of the pods of an RM: Knit's pods,
 // those of sub-cluster subCluster when it is not empty.
-func PodSelector(subCluster string) string {
+func podSelector(subCluster string) string {
 	if subCluster == "" {
 		return launch.LabelApplication
 	}
