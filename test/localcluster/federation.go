@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/google/renameio/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -237,9 +239,13 @@ func (c *Cluster) startFederation(ctx context.Context, dir string, command []str
 		return nil, fmt.Errorf("localcluster: waiting for knit-router: %w", err)
 	}
 	c.log.Info("federation up", "subClusters", n, "router", fed.Router)
+	machines, err := c.writeMachineList(dir, n)
+	if err != nil {
+		return nil, err
+	}
 	nodeConf := make([]string, n)
 	for i, sc := range fed.SubClusters {
-		if nodeConf[i], err = c.writeNodeConf(dir, fed, sc, user, clientSite); err != nil {
+		if nodeConf[i], err = c.writeNodeConf(dir, fed, sc, user, append(slices.Clip(clientSite), hadoopconf.Property{Name: hadoopconf.KeyFederationMachineList, Value: machines})); err != nil {
 			return nil, err
 		}
 	}
@@ -268,6 +274,28 @@ func (c *Cluster) writeNodeConf(dir string, fed *Federation, sc SubCluster, user
 	addrs := []RMAddresses{{Client: fed.Router, Scheduler: sc.RM.Scheduler, Admin: sc.RM.Admin, Web: sc.RM.Web}}
 	return writeConfIn(c.log, dir, SubClusterNodeConfDir(dir, sc.ID), addrs, c.ports, user, site)
 }
+
+// writeMachineList writes the federation's yarn.federation.machine-list,
+// by which the AMRMProxies' locality policy sends an ask for a node to
+// the node's sub-cluster: each node by its NodeId host (its address) and
+// its name, with the rack YARN gives a node the topology does not place.
+func (c *Cluster) writeMachineList(dir string, n int) (string, error) {
+	var b strings.Builder
+	for i, node := range c.Nodes {
+		for _, host := range []string{node.Address, node.Name} {
+			fmt.Fprintf(&b, "%s, %s, %s\n", host, SubClusterID(subClusterOfNode(i, n)), defaultRack)
+		}
+	}
+	path := filepath.Join(dir, "subclusters", "machine-list")
+	if err := renameio.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return "", fmt.Errorf("localcluster: machine list: %w", err)
+	}
+	return path, nil
+}
+
+// defaultRack is YARN's rack of a node the topology does not place, as
+// knit-rm reports the process nodes (they carry no zone label).
+const defaultRack = "/default-rack"
 
 // pickRouterAddresses takes the Router's ports a kept folder's
 // yarn-site.xml names, else YARN's defaults, else free ones.
