@@ -19,6 +19,7 @@ import (
 
 	"github.com/knitdev/knit/daemonsets/amrmproxy"
 	"github.com/knitdev/knit/federation"
+	fedstore "github.com/knitdev/knit/federation/store"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/rks/launch"
 )
@@ -221,6 +222,12 @@ func (c *Cluster) startFederation(ctx context.Context, dir string, command []str
 	if err != nil {
 		return nil, err
 	}
+	// knit-gpg weighs the sub-clusters active when it runs: started once
+	// they all are, its first run writes the queues' policies, rather than
+	// its next one, an interval later.
+	if err := c.waitSubClustersActive(ctx, n); err != nil {
+		return nil, err
+	}
 	for _, bin := range []string{"knit-router", "knit-gpg"} {
 		p, err := c.startProcess(bin, filepath.Join(dir, "logs", bin+".log"), true, func() *exec.Cmd {
 			cmd := exec.Command(filepath.Join(binDir, bin), "--kubeconfig", c.ControlPlane.Kubeconfig, "--namespace", FederationNamespace, "--conf-dir", confDir)
@@ -273,6 +280,30 @@ func (c *Cluster) writeNodeConf(dir string, fed *Federation, sc SubCluster, user
 	)
 	addrs := []RMAddresses{{Client: fed.Router, Scheduler: sc.RM.Scheduler, Admin: sc.RM.Admin, Web: sc.RM.Web}}
 	return writeConfIn(c.log, dir, SubClusterNodeConfDir(dir, sc.ID), addrs, c.ports, user, site)
+}
+
+// waitSubClustersActive waits until the federation's store holds n
+// active sub-clusters.
+func (c *Cluster) waitSubClustersActive(ctx context.Context, n int) error {
+	st, err := fedstore.NewKube(fedstore.KubeConfig{Client: c.Client, Namespace: FederationNamespace})
+	if err != nil {
+		return err
+	}
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(100*time.Millisecond), backoff.WithMaxInterval(time.Second), backoff.WithMaxElapsedTime(0))
+	err = backoff.Retry(func() error {
+		active, err := st.GetSubClusters(ctx, true)
+		if err != nil {
+			return err
+		}
+		if len(active) < n {
+			return fmt.Errorf("%d of %d sub-clusters active", len(active), n)
+		}
+		return nil
+	}, backoff.WithContext(b, ctx))
+	if err != nil {
+		return fmt.Errorf("localcluster: waiting for the sub-clusters to register: %w", err)
+	}
+	return nil
 }
 
 // writeMachineList writes the federation's yarn.federation.machine-list,
