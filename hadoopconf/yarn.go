@@ -9,6 +9,8 @@ const (
 	KeyRMAdminAddress                    = "yarn.resourcemanager.admin.address"
 	KeyRMWebappAddress                   = "yarn.resourcemanager.webapp.address"
 	KeyRMClusterID                       = "yarn.resourcemanager.cluster-id"
+	KeyRMEpoch                           = "yarn.resourcemanager.epoch"
+	KeyRMEpochRange                      = "yarn.resourcemanager.epoch.range"
 	KeyRMMaxCompletedApplications        = "yarn.resourcemanager.max-completed-applications"
 	KeyRMAMMaxAttempts                   = "yarn.resourcemanager.am.max-attempts"
 	KeyACLEnable                         = "yarn.acl.enable"

@@ -264,6 +264,8 @@ func (c *Controller) buildPod(b *book, w want) (*corev1.Pod, error) {
 		Mapping:        c.gatedMapping(s.Queue),
 		Launcher:       c.cfg.Launcher,
 		AskHash:        w.hash,
+		SubCluster:     c.cfg.SubCluster,
+		NodeSelector:   c.cfg.NodeSelector,
 	}
 	if req.Mapping.Delegate == "volcano" && c.cfg.Dynamic != nil {
 		req.PodGroup = PodGroupName(s.Attempt.App)

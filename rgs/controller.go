@@ -52,6 +52,15 @@ type Config struct {
 	Nodes     Nodes
 	Resources Resources
 	Launcher  Launcher
+	// SubCluster, when the RM is a member of a federation, is its
+	// sub-cluster id: every pod carries it (launch.LabelSubCluster), and
+	// PodFactory must watch only those pods (NewPodInformerFactory).
+	SubCluster string
+	// NodeSelector are the labels of the RM's own nodes (knit-rm's
+	// --node-selector): every pod's node selector holds them, so that RMs
+	// sharing one Kubernetes cluster each place pods on their own pool.
+	// Empty means every node.
+	NodeSelector map[string]string
 	// CreateQPS and CreateBurst rate-limit pod creation, so one AM asking
 	// for 10,000 containers cannot starve the API server. Zero means 200/400.
 	CreateQPS   float32
@@ -194,7 +203,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	factory := cfg.PodFactory
 	if factory == nil {
-		factory = NewPodInformerFactory(cfg.Client)
+		factory = NewPodInformerFactory(cfg.Client, cfg.SubCluster)
 	}
 	inf := factory.Core().V1().Pods()
 	c := &Controller{
@@ -270,11 +279,22 @@ func (c *Controller) podDeleted(obj any) {
 
 // NewPodInformerFactory watches Knit's pods, every namespace, each kept as
 // a PodStripper leaves it: the RM keeps every pod in memory and reads a few
-// fields of each.
-func NewPodInformerFactory(client kubernetes.Interface) informers.SharedInformerFactory {
+// fields of each. A non-empty subCluster watches only the pods of that
+// federation sub-cluster (Config.SubCluster).
+func NewPodInformerFactory(client kubernetes.Interface, subCluster string) informers.SharedInformerFactory {
+	selector := podSelector(subCluster)
 	return informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = launch.LabelApplication }),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
 		informers.WithTransform(NewPodStripper().Strip))
+}
+
+// podSelector is the label selector of the pods of an RM: Knit's pods,
+// those of sub-cluster subCluster when it is not empty.
+func podSelector(subCluster string) string {
+	if subCluster == "" {
+		return launch.LabelApplication
+	}
+	return launch.LabelApplication + "," + launch.LabelSubCluster + "=" + subCluster
 }
 
 func podOf(obj any) (*corev1.Pod, bool) {

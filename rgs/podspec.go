@@ -198,6 +198,12 @@ type PodRequest struct {
 	// PodGroup, with Mapping.Delegate volcano, is the Volcano PodGroup of
 	// the pod's application (VolcanoGroupAnnotation); empty for none.
 	PodGroup string
+	// SubCluster, if set, is the federation sub-cluster of the RM
+	// (launch.LabelSubCluster).
+	SubCluster string
+	// NodeSelector are the labels of the RM's nodes (Config.NodeSelector):
+	// they go into the pod's node selector over the template's.
+	NodeSelector map[string]string
 }
 
 // BuildPod builds the pending pod for one container ask. It does no I/O and
@@ -381,6 +387,9 @@ func newPod(r *PodRequest) (*corev1.Pod, error) {
 	setString(launch.LabelQueue, r.Queue)
 	setString(launch.LabelUser, r.User)
 	setString(launch.LabelAsk, r.AskHash)
+	if r.SubCluster != "" {
+		labels[launch.LabelSubCluster] = r.SubCluster
+	}
 	for _, t := range tags {
 		labels[t] = "true"
 	}
@@ -410,10 +419,17 @@ func newPod(r *PodRequest) (*corev1.Pod, error) {
 	}
 
 	nodeSelector := tmpl.Spec.NodeSelector
-	if partition != "" {
+	if partition != "" || len(r.NodeSelector) > 0 {
 		if nodeSelector == nil {
 			nodeSelector = map[string]string{}
 		}
+		// The RM's pool wins over the template: a pod off the RM's nodes
+		// would be a container no knit-node of its relays to.
+		for k, v := range r.NodeSelector {
+			nodeSelector[k] = v
+		}
+	}
+	if partition != "" {
 		nodeSelector[launch.NodeLabelPartition] = partition
 	}
 

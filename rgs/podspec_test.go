@@ -550,6 +550,22 @@ func TestBuildPod(t *testing.T) {
 			want:    func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"knit.io/node-label": "gpu"} },
 		},
 		{
+			name: "the RM's pool goes into the node selector, over the template's keys, beside the partition",
+			request: func(r *PodRequest) {
+				r.Ask.NodeLabelExpression = proto.String("gpu")
+				r.NodeSelector = map[string]string{"knit.io/pool": "sc2"}
+				r.Mapping.Template = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeSelector: map[string]string{"disk": "ssd", "knit.io/pool": "sc1"}}}
+			},
+			want: func(p *corev1.Pod) {
+				p.Spec.NodeSelector = map[string]string{"disk": "ssd", "knit.io/pool": "sc2", "knit.io/node-label": "gpu"}
+			},
+		},
+		{
+			name:    "a federation sub-cluster's pod carries the sub-cluster",
+			request: func(r *PodRequest) { r.SubCluster = "sc2" },
+			want:    func(p *corev1.Pod) { p.Labels[launch.LabelSubCluster] = "sc2" },
+		},
+		{
 			name: "a node partition target may repeat the node label expression",
 			request: func(r *PodRequest) {
 				r.Ask.NodeLabelExpression = proto.String("gpu")

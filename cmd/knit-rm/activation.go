@@ -13,6 +13,7 @@ import (
 	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rgs/nodes"
 	"github.com/knitdev/knit/rm"
+	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/rm/store"
 	"github.com/knitdev/knit/rm/tokens"
 	"github.com/knitdev/knit/scheduling"
@@ -24,6 +25,8 @@ import (
 // begins. It runs only once the replica leads (run builds the active app
 // only then), and Close undoes it, waiting for what it started.
 type activation struct {
+	// settings give the epoch of the container ids.
+	settings  conf.RMSettings
 	store     *store.Store
 	tokens    *tokens.Manager
 	informers nodeInformers
@@ -37,8 +40,8 @@ type activation struct {
 	stop chan struct{}
 }
 
-func newActivation(f flags, s *store.Store, tm *tokens.Manager, inf nodeInformers, l *nodes.Lister, sched *rgs.Controller, r *rm.ResourceManager, m *rmMetrics, log *slog.Logger) *activation {
-	a := &activation{store: s, tokens: tm, informers: inf, nodes: l, sched: sched, rm: r, sink: m.sink(r),
+func newActivation(f flags, settings conf.RMSettings, s *store.Store, tm *tokens.Manager, inf nodeInformers, l *nodes.Lister, sched *rgs.Controller, r *rm.ResourceManager, m *rmMetrics, log *slog.Logger) *activation {
+	a := &activation{settings: settings, store: s, tokens: tm, informers: inf, nodes: l, sched: sched, rm: r, sink: m.sink(r),
 		log: log.With("component", "activation"), stop: make(chan struct{})}
 	if f.queueAdmission {
 		a.policy = r
@@ -81,7 +84,7 @@ func (a *activation) Activate(ctx context.Context) error {
 	if err := a.rm.Recover(ctx); err != nil {
 		return fmt.Errorf("activation: %w", err)
 	}
-	running, err := a.sched.Start(ctx, rgs.StartConfig{Epoch: epoch, Sink: a.sink, Mapping: a.rm.QueueMapping, Policy: a.policy, Desired: a.rm})
+	running, err := a.sched.Start(ctx, rgs.StartConfig{Epoch: a.settings.ContainerEpoch(epoch), Sink: a.sink, Mapping: a.rm.QueueMapping, Policy: a.policy, Desired: a.rm})
 	if err != nil {
 		return fmt.Errorf("activation: %w", err)
 	}

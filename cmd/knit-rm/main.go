@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/cmd/internal/lifecycle"
+	"github.com/knitdev/knit/federation"
 	"github.com/knitdev/knit/hadoopconf"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/rgs"
@@ -56,6 +58,9 @@ type flags struct {
 	// where RKS serves the NM protocol that knit-node relays.
 	nodeRoot   string
 	rksAddress string
+	// nodeSelector are the labels of the RM's own nodes, "key=value,...";
+	// empty for every node of the cluster.
+	nodeSelector string
 	// The cluster owner's bounds on the RM's load on the API server.
 	kubeQPS, podCreateQPS         float64
 	kubeBurst, podCreateBurst     int
@@ -86,6 +91,7 @@ func main() {
 	flag.IntVar(&f.millicoresPerVcore, "millicores-per-vcore", 1000, "CPU millicores a pod gets per YARN vcore")
 	flag.StringVar(&f.nodeRoot, "node-root", "/var/lib/knit", "folder on every node that knit-node shares with pods (launch files, local and log dirs)")
 	flag.StringVar(&f.rksAddress, "rks-address", ":8048", "address RKS serves ContainerManagementProtocol on, for knit-node's relays")
+	flag.StringVar(&f.nodeSelector, "node-selector", "", "labels of the RM's own nodes, key=value[,key=value...]: its node reports and cluster metrics count only them and its pods are placed only on them, so that RMs (the sub-clusters of a federation) can share one Kubernetes cluster; empty means every node")
 	flag.Float64Var(&f.kubeQPS, "kube-api-qps", 200, "requests per second the RM sends the Kubernetes API server, all callers together")
 	flag.IntVar(&f.kubeBurst, "kube-api-burst", 400, "burst above --kube-api-qps")
 	flag.Float64Var(&f.podCreateQPS, "pod-create-qps", 200, "pods per second RGS creates for containers asked for, within --kube-api-qps")
@@ -117,7 +123,7 @@ const defaultGCPercent = 50
 func options(f flags, r *replica) fx.Option {
 	return fx.Options(
 		fx.Supply(f, r),
-		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, rm.NewLiveAttempts, rm.NewContainerReports, newTokens, newPodFactory, newNodes, newScheduler, newRKS, newRM, newMetrics, newTracer, newActivation),
+		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, rm.NewLiveAttempts, rm.NewContainerReports, newTokens, newPool, newPodFactory, newNodes, newScheduler, newRKS, newRM, newMetrics, newTracer, newActivation),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
 		// The constructors above read and write nothing: runActive's
 		// activation, invoked first, is where the active RM's I/O begins,
@@ -208,9 +214,36 @@ func newTokens(s *store.Store, settings conf.RMSettings, live *rm.LiveAttempts) 
 }
 
 // newPodFactory is the one informer of Knit's pods, shared by the node view
-// and RGS.
-func newPodFactory(client kubernetes.Interface) informers.SharedInformerFactory {
-	return rgs.NewPodInformerFactory(client)
+// and RGS: the RM's own, in a federation, whose sub-clusters may share the
+// cluster.
+func newPodFactory(client kubernetes.Interface, p pool) informers.SharedInformerFactory {
+	return rgs.NewPodInformerFactory(client, p.subCluster)
+}
+
+// pool is the part of the Kubernetes cluster that is the RM's: its nodes
+// (--node-selector) and, in a federation, its sub-cluster's pods.
+type pool struct {
+	nodes      map[string]string
+	subCluster string
+}
+
+func newPool(f flags, c *hadoopconf.Configuration) (pool, error) {
+	var p pool
+	if f.nodeSelector != "" {
+		set, err := labels.ConvertSelectorToLabelsMap(f.nodeSelector)
+		if err != nil {
+			return pool{}, fmt.Errorf("--node-selector %q: %w", f.nodeSelector, err)
+		}
+		p.nodes = set
+	}
+	fs, err := federation.LoadSettings(c)
+	if err != nil {
+		return pool{}, err
+	}
+	if fs.Enabled {
+		p.subCluster = fs.SubClusterID
+	}
+	return p, nil
 }
 
 // nodeView is the RM's view of nodes, with the informers it reads, which
@@ -226,8 +259,8 @@ type nodeInformers struct {
 	nodes, pods informers.SharedInformerFactory
 }
 
-func newNodes(client kubernetes.Interface, podFactory informers.SharedInformerFactory, f flags) (nodeView, error) {
-	l, nodeFactory, err := nodes.New(client, podFactory, nodes.Config{NMPort: int32(f.nmPort), NMWebPort: int32(f.nmWebPort)})
+func newNodes(client kubernetes.Interface, podFactory informers.SharedInformerFactory, f flags, p pool) (nodeView, error) {
+	l, nodeFactory, err := nodes.New(client, podFactory, nodes.Config{NMPort: int32(f.nmPort), NMWebPort: int32(f.nmWebPort), Selector: p.nodes})
 	if err != nil {
 		return nodeView{}, err
 	}

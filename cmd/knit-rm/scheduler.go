@@ -20,7 +20,7 @@ import (
 
 // newScheduler builds RGS; the activation gives it this term's epoch. Both
 // clients are the RM's fenced ones.
-func newScheduler(f flags, client kubernetes.Interface, dyn dynamic.Interface, podFactory informers.SharedInformerFactory, tm *tokens.Manager, l *nodes.Lister, m *rmMetrics, log *slog.Logger) (*rgs.Controller, error) {
+func newScheduler(f flags, p pool, client kubernetes.Interface, dyn dynamic.Interface, podFactory informers.SharedInformerFactory, tm *tokens.Manager, l *nodes.Lister, m *rmMetrics, log *slog.Logger) (*rgs.Controller, error) {
 	mount := "/knit"
 	return rgs.New(rgs.Config{
 		Client:            client,
@@ -34,6 +34,8 @@ func newScheduler(f flags, client kubernetes.Interface, dyn dynamic.Interface, p
 		CreateConcurrency: f.podCreateConcurrency,
 		Workers:           f.workers,
 		Observer:          m.rgs,
+		SubCluster:        p.subCluster,
+		NodeSelector:      p.nodes,
 		Launcher: rgs.Launcher{
 			Image:       f.launcherImage,
 			InitCommand: []string{"cp", f.launcherBinary, path.Join(mount, "knit-launcher")},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/knitdev/knit/test/localcluster"
@@ -29,7 +30,7 @@ func runLocal(args []string, out io.Writer) error {
 	dir := fs.String("dir", filepath.Join(home, ".knit", "local"), "folder for everything the local cluster keeps")
 	nodes := fs.Int("nodes", 2, "number of process nodes (up and run)")
 	rms := fs.Int("rms", 1, "number of knit-rm replicas; 2 or more run RM HA (one active through the Lease, the others standby) and hadoop-conf/ lists them all (up and run)")
-	subClusters := fs.Int("subclusters", 1, "number of knit-rm sub-clusters; 2 or more run a YARN Federation on the one control plane (each RM with its own namespace, knit-router in front, knit-gpg weighing them) and hadoop-conf/ points clients at the Router (up and run)")
+	subClusters := fs.Int("subclusters", 1, "number of knit-rm sub-clusters; 2 or more run a YARN Federation on the one control plane (each RM with its own namespace and its own pool of the nodes, at least one each, whose knit-nodes run the AMRMProxy with the FederationInterceptor; knit-router in front, knit-gpg weighing them) and hadoop-conf/ points clients at the Router (up and run)")
 	binDir := fs.String("bin-dir", "", "folder of the Kubernetes binaries (default: the `make tools` cache)")
 	rmBinary := fs.String("rm-binary", besideMe("knit-rm"), "knit-rm program to run against the cluster; empty runs none")
 	confDir := fs.String("conf-dir", "", "your Hadoop configuration folder (yarn-site.xml, capacity-scheduler.xml, mapred-site.xml, ...) for knit-rm, the nodes and clients (up and run)")
@@ -135,7 +136,7 @@ func printRM(out io.Writer, st *localcluster.State) {
 	if f := st.Federation; f != nil {
 		fmt.Fprintf(out, "federation: knit-router client %s, admin %s, web http://%s; knit-gpg\n", f.Router, f.RouterAdmin, f.RouterWeb)
 		for _, sc := range f.SubClusters {
-			fmt.Fprintf(out, "sub-cluster %s: knit-rm client %s, web http://%s, namespace %s\n", sc.ID, sc.RM.Client, sc.RM.Web, sc.Namespace)
+			fmt.Fprintf(out, "sub-cluster %s: knit-rm client %s, web http://%s, namespace %s, nodes %s\n", sc.ID, sc.RM.Client, sc.RM.Web, sc.Namespace, strings.Join(sc.Nodes, ","))
 		}
 		fmt.Fprintf(out, "export HADOOP_CONF_DIR=%s\n", st.HadoopConf)
 		return

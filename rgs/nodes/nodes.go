@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -33,6 +35,11 @@ type Config struct {
 	// UseHostname takes the node's Hostname address as its NodeId host
 	// instead of its InternalIP.
 	UseHostname bool
+	// Selector, if not empty, are the labels of the RM's own nodes
+	// (knit-rm's --node-selector): the view holds only the nodes that
+	// carry them all, so node reports, cluster metrics and the
+	// federation's capacity count the RM's pool alone.
+	Selector map[string]string
 }
 
 // Info is one node as YARN's NodeReport shows it: what the ResourceManager's
@@ -121,7 +128,12 @@ type Lister struct {
 // informers start with the factories' Start; call WaitForSync before
 // serving.
 func New(client kubernetes.Interface, podFactory informers.SharedInformerFactory, cfg Config) (*Lister, informers.SharedInformerFactory, error) {
-	nodeFactory := informers.NewSharedInformerFactory(client, 0)
+	var opts []informers.SharedInformerOption
+	if len(cfg.Selector) > 0 {
+		selector := labels.SelectorFromSet(cfg.Selector).String()
+		opts = append(opts, informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+	}
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, opts...)
 	nodeInformer := nodeFactory.Core().V1().Nodes()
 	l := &Lister{cfg: cfg, nodes: nodeInformer.Lister()}
 	l.view = newView(l.report)

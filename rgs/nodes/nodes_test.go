@@ -1,13 +1,14 @@
 package nodes
 
 import (
-	"context"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/knitdev/knit/rgs"
@@ -82,18 +83,8 @@ func TestNodesReportCapabilityUseAndRack(t *testing.T) {
 		knitPod("unbound", "", corev1.PodPending, "8Gi", "1"),
 		other,
 	)
-	podFactory := rgs.NewPodInformerFactory(client)
-	l, nodeFactory, err := New(client, podFactory, Config{NMPort: 8041, NMWebPort: 8042})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	nodeFactory.Start(ctx.Done())
-	podFactory.Start(ctx.Done())
-	if err := l.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx := t.Context()
+	l := syncedLister(t, client, Config{NMPort: 8041, NMWebPort: 8042})
 	got, err := l.Nodes(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -135,18 +126,8 @@ func TestNodeReportsCarryTheUtilizationTheNodePublishes(t *testing.T) {
 	garbled.Annotations = map[string]string{launch.AnnotationUtilization: `{"node":{"pmemMB":-5}}`}
 	silent := node("c", corev1.ConditionTrue, false, "")
 	client := fake.NewClientset(a, garbled, silent)
-	podFactory := rgs.NewPodInformerFactory(client)
-	l, nodeFactory, err := New(client, podFactory, Config{NMPort: 8041, NMWebPort: 8042})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	nodeFactory.Start(ctx.Done())
-	podFactory.Start(ctx.Done())
-	if err := l.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx := t.Context()
+	l := syncedLister(t, client, Config{NMPort: 8041, NMWebPort: 8042})
 	info := func(name string) Info {
 		t.Helper()
 		got, err := l.Nodes(ctx)
@@ -199,4 +180,66 @@ func TestNodeReportsCarryTheUtilizationTheNodePublishes(t *testing.T) {
 		c := report("a").GetContainersUtilization()
 		return c != nil && c.GetPmem() == 0 && c.GetCpu() == 0
 	})
+}
+
+func TestASelectorKeepsTheViewToTheRMsPool(t *testing.T) {
+	tests := []struct {
+		name     string
+		selector map[string]string
+		want     []string
+	}{
+		{name: "no selector sees every node", want: []string{"a", "b", "c"}},
+		{name: "a pool's label sees its nodes", selector: map[string]string{"pool": "sc1"}, want: []string{"a", "c"}},
+		{name: "every label must match", selector: map[string]string{"pool": "sc1", "zone": "z"}, want: []string{"c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b, c := node("a", corev1.ConditionTrue, false, ""), node("b", corev1.ConditionTrue, false, ""), node("c", corev1.ConditionTrue, false, "")
+			a.Labels["pool"], b.Labels["pool"], c.Labels["pool"] = "sc1", "sc2", "sc1"
+			c.Labels["zone"] = "z"
+			client := fake.NewClientset(a, b, c)
+			ctx := t.Context()
+			l := syncedLister(t, client, Config{NMPort: 8041, NMWebPort: 8042, Selector: tt.selector})
+			list, err := l.Nodes(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, n := range list {
+				got = append(got, n.Name)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("nodes %v, want %v", got, tt.want)
+			}
+			census, err := l.Census(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := census.Nodes(yarnpb.NodeStateProto_NS_RUNNING); int(n) != len(tt.want) {
+				t.Errorf("census counts %d running nodes, want %d", n, len(tt.want))
+			}
+		})
+	}
+}
+
+// syncedLister is a Lister of client's nodes and Knit's pods, its
+// informers started until the test ends and synced.
+func syncedLister(t *testing.T, client kubernetes.Interface, cfg Config) *Lister {
+	t.Helper()
+	podFactory := rgs.NewPodInformerFactory(client, "")
+	l, nodeFactory, err := New(client, podFactory, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeFactory.Start(t.Context().Done())
+	podFactory.Start(t.Context().Done())
+	t.Cleanup(func() {
+		nodeFactory.Shutdown()
+		podFactory.Shutdown()
+	})
+	if err := l.WaitForSync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

@@ -50,6 +50,12 @@ const (
 	LabelState = "knit.io/state"
 	// LabelSecret marks the Secret RKS writes for a started container.
 	LabelSecret = "knit.io/secret"
+	// LabelSubCluster holds the federation sub-cluster (its
+	// yarn.resourcemanager.cluster-id) whose RM made the pod, on the pods
+	// of an RM in a federation: sub-clusters sharing one Kubernetes
+	// cluster run the same application ids (an AM's home and its
+	// unmanaged AMs), and each RM must see only its own pods.
+	LabelSubCluster = "knit.io/sub-cluster"
 )
 
 // Roles, the values of LabelRole.

@@ -28,6 +28,13 @@ type RMSettings struct {
 	// ClusterID names the cluster in HA and in RM delegation tokens; empty
 	// when unset, as YARN has no default.
 	ClusterID string
+	// EpochSeed (yarn.resourcemanager.epoch) is added to the RM's epoch in
+	// the container ids it gives out, and EpochRange
+	// (yarn.resourcemanager.epoch.range, 0 for none) is where the epoch
+	// wraps above the seed: the sub-clusters of a federation, whose
+	// container ids of one application must never meet, get seeds far
+	// apart (YARN's Federation guide says 1000 apart).
+	EpochSeed, EpochRange int64
 	// MaxCompletedApplications is how many finished applications are kept.
 	MaxCompletedApplications int
 	// AMMaxAttempts is the cluster's cap on an application's attempts.
@@ -123,6 +130,10 @@ func LoadRMSettings(c *hadoopconf.Configuration) (RMSettings, error) {
 	str(&s.AdminAddress, hadoopconf.KeyRMAdminAddress)
 	str(&s.WebappAddress, hadoopconf.KeyRMWebappAddress)
 	str(&s.ClusterID, hadoopconf.KeyRMClusterID)
+	s.EpochSeed, err = d.GetInt64(hadoopconf.KeyRMEpoch, 0)
+	errs = append(errs, err)
+	s.EpochRange, err = d.GetInt64(hadoopconf.KeyRMEpochRange, 0)
+	errs = append(errs, err)
 	num(&s.MaxCompletedApplications, hadoopconf.KeyRMMaxCompletedApplications)
 	num(&s.AMMaxAttempts, hadoopconf.KeyRMAMMaxAttempts)
 	acl, err := d.GetBool(hadoopconf.KeyACLEnable, false)
@@ -160,6 +171,21 @@ func LoadRMSettings(c *hadoopconf.Configuration) (RMSettings, error) {
 	return s, nil
 }
 
+// maxContainerEpoch is the largest epoch a container id holds (the bits
+// above its 40-bit sequence, less the sign).
+const maxContainerEpoch = 1<<23 - 1
+
+// ContainerEpoch is the epoch of the container ids of the RM's term-th
+// leadership (rm/store.Store.NextEpoch): the seed plus the term, wrapped
+// within the range above the seed when there is one, as YARN's state
+// stores count it.
+func (s RMSettings) ContainerEpoch(term int64) int64 {
+	if s.EpochRange > 0 {
+		term %= s.EpochRange
+	}
+	return (s.EpochSeed + term) & maxContainerEpoch
+}
+
 // Validate checks the settings as Hadoop's ResourceManager, scheduler and
 // token secret managers do when they start, with their messages. The error
 // wraps ErrInvalidSettings.
@@ -167,6 +193,9 @@ func (s RMSettings) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidSettings}, args...)...))
+	}
+	if s.EpochSeed < 0 || s.EpochSeed > maxContainerEpoch || s.EpochRange < 0 {
+		bad("%s=%d and %s=%d must be from 0, the seed at most %d", hadoopconf.KeyRMEpoch, s.EpochSeed, hadoopconf.KeyRMEpochRange, s.EpochRange, maxContainerEpoch)
 	}
 	if s.AMMaxAttempts <= 0 {
 		bad("Invalid global max attempts configuration, %s=%d, it should be a positive integer.",

@@ -168,3 +168,41 @@ func TestRMSettingsReportUnparsableValues(t *testing.T) {
 		}
 	}
 }
+
+func TestTheContainerEpochStartsAtTheSeedAndWrapsWithinTheRange(t *testing.T) {
+	tests := []struct {
+		name        string
+		seed, rng   string
+		term, epoch int64
+	}{
+		{name: "without a seed the epoch is the term", term: 3, epoch: 3},
+		{name: "a sub-cluster's seed sets its epochs apart", seed: "1000", term: 3, epoch: 1003},
+		{name: "the range wraps the term above the seed", seed: "1000", rng: "10", term: 13, epoch: 1003},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := hadoopconf.New(hadoopconf.Options{LookupEnv: noEnv})
+			if tt.seed != "" {
+				c.Set(hadoopconf.KeyRMEpoch, tt.seed)
+			}
+			if tt.rng != "" {
+				c.Set(hadoopconf.KeyRMEpochRange, tt.rng)
+			}
+			s, err := LoadRMSettings(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.ContainerEpoch(tt.term); got != tt.epoch {
+				t.Errorf("ContainerEpoch(%d) = %d, want %d", tt.term, got, tt.epoch)
+			}
+		})
+	}
+}
+
+func TestANegativeEpochSeedIsRefused(t *testing.T) {
+	c := hadoopconf.New(hadoopconf.Options{LookupEnv: noEnv})
+	c.Set(hadoopconf.KeyRMEpoch, "-1")
+	if _, err := LoadRMSettings(c); !errors.Is(err, ErrInvalidSettings) {
+		t.Fatalf("a seed of -1: %v, want ErrInvalidSettings", err)
+	}
+}

@@ -240,7 +240,7 @@ func admissionLatency(b *testing.B, rounds int) (freed, created []time.Duration)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client := fake.NewClientset()
-	factory := rgs.NewPodInformerFactory(client)
+	factory := rgs.NewPodInformerFactory(client, "")
 	c, err := rgs.New(rgs.Config{Client: client, Signer: noNodes{}, Nodes: noNodes{}, PodFactory: factory,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

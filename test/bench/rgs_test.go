@@ -676,7 +676,7 @@ type nodeLister struct {
 func startNodeLister(b *testing.B, client kubernetes.Interface, podFactory informers.SharedInformerFactory) *nodeLister {
 	b.Helper()
 	if podFactory == nil {
-		podFactory = rgs.NewPodInformerFactory(client)
+		podFactory = rgs.NewPodInformerFactory(client, "")
 	}
 	l, nodeFactory, err := nodes.New(client, podFactory, nodes.Config{NMPort: 8041, NMWebPort: 8042})
 	if err != nil {
@@ -1086,7 +1086,7 @@ func BenchmarkRGSHeapPerPod(b *testing.B) {
 		informerPerPod = informerHeap(b, client) / heapPods
 		time.Sleep(200 * time.Millisecond) // the informer's goroutines end
 		h0 := heapInUse()
-		podFactory := rgs.NewPodInformerFactory(client)
+		podFactory := rgs.NewPodInformerFactory(client, "")
 		r := startRGS(b, rgs.Config{Client: client, Signer: noNodes{}, Nodes: noNodes{}, Launcher: benchLauncher, PodFactory: podFactory}, nullSink{}, ns)
 		time.Sleep(time.Second) // Run's workers handle the pods' events
 		h1 := heapInUse()

@@ -44,14 +44,7 @@ func TestKnitLocalUpWithTwoSubClustersServesThroughTheRouter(t *testing.T) {
 			}
 		}
 	})
-	var st localcluster.State
-	data, err := os.ReadFile(filepath.Join(dir, "local.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &st); err != nil || st.Federation == nil || len(st.Federation.SubClusters) != 2 {
-		t.Fatalf("local.json: %v\n%s", err, data)
-	}
+	st, _, store := localFederation(t, dir)
 
 	// The written configuration names the Router as the RM.
 	confDir := localcluster.HadoopConfDir(dir)
@@ -62,30 +55,8 @@ func TestKnitLocalUpWithTwoSubClustersServesThroughTheRouter(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cfg, err := clientcmd.BuildConfigFromFlags("", st.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := fedstore.NewKube(fedstore.KubeConfig{Client: kubernetes.NewForConfigOrDie(cfg), Namespace: localcluster.FederationNamespace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually.WithinEvery(t, 2*time.Minute, 200*time.Millisecond, func(ctx context.Context) error {
-		active, err := store.GetSubClusters(ctx, true)
-		if err != nil || len(active) != 2 {
-			return fmt.Errorf("active sub-clusters %v, %v", active, err)
-		}
-		return nil
-	})
-
-	// knit-gpg weighs them for the default queue.
-	eventually.WithinEvery(t, 2*time.Minute, time.Second, func(ctx context.Context) error {
-		p, err := store.GetPolicyConfiguration(ctx, "default")
-		if err != nil || p.Type != federation.WeightedLocalityPolicyManager {
-			return fmt.Errorf("policy of default: %+v, %v", p, err)
-		}
-		return nil
-	})
+	// Both run, and knit-gpg weighs them for the default queue.
+	waitLocalFederation(t, store)
 
 	c, err := client.NewRMClient(addr, client.RMConfig{User: "alice"})
 	if err != nil {
@@ -127,4 +98,47 @@ func TestKnitLocalUpWithTwoSubClustersServesThroughTheRouter(t *testing.T) {
 	if left := processesMentioning(dir); len(left) > 0 {
 		t.Errorf("processes left after down: %v", left)
 	}
+}
+
+// localFederation reads the local.json of the two-sub-cluster federation
+// `knit local up` started in dir, with a client of its control plane and
+// its federation store.
+func localFederation(t *testing.T, dir string) (localcluster.State, kubernetes.Interface, *fedstore.Kube) {
+	t.Helper()
+	var st localcluster.State
+	data, err := os.ReadFile(filepath.Join(dir, "local.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil || st.Federation == nil || len(st.Federation.SubClusters) != 2 {
+		t.Fatalf("local.json: %v\n%s", err, data)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", st.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	store, err := fedstore.NewKube(fedstore.KubeConfig{Client: kube, Namespace: localcluster.FederationNamespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, kube, store
+}
+
+// waitLocalFederation waits until both sub-clusters of a local federation
+// run and knit-gpg has written the default queue's policy, and returns it.
+func waitLocalFederation(t *testing.T, store *fedstore.Kube) fedstore.PolicyConfiguration {
+	t.Helper()
+	var p fedstore.PolicyConfiguration
+	eventually.WithinEvery(t, 2*time.Minute, 200*time.Millisecond, func(ctx context.Context) error {
+		active, err := store.GetSubClusters(ctx, true)
+		if err != nil || len(active) != 2 {
+			return fmt.Errorf("active sub-clusters %v, %v", active, err)
+		}
+		if p, err = store.GetPolicyConfiguration(ctx, "default"); err != nil || p.Type != federation.WeightedLocalityPolicyManager {
+			return fmt.Errorf("policy of default: %+v, %v", p, err)
+		}
+		return nil
+	})
+	return p
 }

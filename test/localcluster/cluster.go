@@ -56,7 +56,8 @@ type Options struct {
 	// Lease, the others standby), and hadoop-conf/ says so to clients.
 	RMs int
 	// SubClusters, when 2 or more, runs a local federation (federation.go)
-	// of that many knit-rm sub-clusters in place of one knit-rm, with
+	// of that many knit-rm sub-clusters in place of one knit-rm, each with
+	// its pool of the nodes (Nodes is raised to SubClusters if below), with
 	// knit-router and knit-gpg from beside RMCommand; RMs must then be at
 	// most one.
 	SubClusters int
@@ -132,6 +133,10 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.SubClusters >= 2 && opts.RMs > 1 {
 		return nil, errors.New("localcluster: a local federation runs one knit-rm per sub-cluster, not RM HA")
 	}
+	if opts.SubClusters >= 2 && opts.Nodes < opts.SubClusters {
+		// Each sub-cluster's pool holds a node at least.
+		opts.Nodes = opts.SubClusters
+	}
 	if opts.Dir == "" {
 		dir, err := os.MkdirTemp("", "knit-local-")
 		if err != nil {
@@ -174,6 +179,10 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	for i := range opts.Nodes {
 		info := Node{Name: NodeName(i), Address: NodeAddress(i)}
+		var labels map[string]string
+		if opts.SubClusters >= 2 {
+			labels = map[string]string{SubClusterNodeLabel: SubClusterID(subClusterOfNode(i, opts.SubClusters))}
+		}
 		serving, err := cp.KubeletServing(info.Name, net.ParseIP(info.Address))
 		if err != nil {
 			c.cancel()
@@ -188,6 +197,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			APIServerHost: host,
 			APIServerPort: port,
 			Capacity:      opts.NodeCapacity,
+			Labels:        labels,
 			Logger:        log,
 		})
 		if err != nil {

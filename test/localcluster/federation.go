@@ -7,26 +7,40 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/google/renameio/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/knitdev/knit/daemonsets/amrmproxy"
 	"github.com/knitdev/knit/federation"
+	fedstore "github.com/knitdev/knit/federation/store"
 	"github.com/knitdev/knit/hadoopconf"
+	"github.com/knitdev/knit/rks/launch"
 )
 
-// A local federation (Options.SubClusters of 2 or more) has the shape of
-// test/integration's federation test: one control plane, a knit-rm per
-// sub-cluster, each keeping its state in a namespace of its own (sc1 in
-// RMNamespace, scN in knit-scN), registered in a store in
-// FederationNamespace, with knit-router in front and knit-gpg weighing
-// them. It is not a federation of clusters: the sub-clusters share the
-// control plane and the nodes, whose knit-nodes serve sc1 (they relay the
-// NM port to sc1's RKS and read sc1's applications), so the containers of
-// applications homed in another sub-cluster do not start.
+// A local federation (Options.SubClusters of 2 or more) is two or more
+// RMs with separate node pools on one control plane, not a federation of
+// control planes: a knit-rm per sub-cluster, each keeping its state in a
+// namespace of its own (sc1 in RMNamespace, scN in knit-scN), registered
+// in a store in FederationNamespace, with knit-router in front and knit-gpg
+// weighing them. The process nodes are dealt out to the sub-clusters in
+// turn (node-1 to sc1, node-2 to sc2, …; at least one each), each labelled
+// with its sub-cluster (SubClusterNodeLabel): a knit-rm's --node-selector
+// keeps its node view and its pods to its pool, and its pods carry its
+// sub-cluster, by which it tells them from the others'. Each node's
+// knit-node serves its pool's sub-cluster: it relays the NM port to that
+// RKS, ends that namespace's applications, and runs the AMRMProxy with
+// the FederationInterceptor, whose home is that sub-cluster's RM; so an
+// AM's asks that the queue's policy sends to another sub-cluster become
+// an unmanaged AM there, whose containers run on that pool's nodes. The
+// sub-clusters' container ids never meet: each RM's epoch starts from its
+// own yarn.resourcemanager.epoch, 1000 apart.
 
 // FederationNamespace holds a local federation's store.
 const FederationNamespace = "knit-federation"
@@ -35,12 +49,31 @@ const FederationNamespace = "knit-federation"
 func SubClusterID(i int) string { return "sc" + strconv.Itoa(i+1) }
 
 // SubClusterNamespace is where the i-th sub-cluster's knit-rm keeps its
-// state: RMNamespace for the first, whose applications the nodes serve.
+// state: RMNamespace for the first, as a cluster of one RM has it.
 func SubClusterNamespace(i int) string {
 	if i == 0 {
 		return RMNamespace
 	}
 	return "knit-" + SubClusterID(i)
+}
+
+// SubClusterNodeLabel is the node label that puts a process node in a
+// sub-cluster's pool, the value its id; each knit-rm's --node-selector
+// names its own.
+const SubClusterNodeLabel = launch.LabelSubCluster
+
+// subClusterOfNode is the sub-cluster (from 0) whose pool holds the i-th
+// node of a federation of n sub-clusters.
+func subClusterOfNode(i, n int) int { return i % n }
+
+// epochSeedStep sets the sub-clusters' yarn.resourcemanager.epoch apart,
+// as YARN's Federation guide advises.
+const epochSeedStep = 1000
+
+// SubClusterNodeConfDir is the Hadoop configuration folder of the
+// knit-nodes of sub-cluster id's pool, which their containers get too.
+func SubClusterNodeConfDir(dir, id string) string {
+	return filepath.Join(dir, "subclusters", id, "node-conf")
 }
 
 // SubClusterConfDir is the configuration folder of sub-cluster id's
@@ -62,6 +95,10 @@ type SubCluster struct {
 	ID        string      `json:"id"`
 	Namespace string      `json:"namespace"`
 	RM        RMAddresses `json:"rm"`
+	// RKS is where its RKS serves the relays of its pool's knit-nodes.
+	RKS string `json:"rks"`
+	// Nodes are the names of the process nodes of its pool.
+	Nodes []string `json:"nodes"`
 }
 
 // The local federation's pace: heartbeats every few seconds rather than
@@ -80,8 +117,9 @@ const (
 	routerWebPort    = 8089
 )
 
-// startFederation starts n knit-rm sub-clusters, knit-router and knit-gpg
-// (found beside command[0]) and sc1's knit-nodes, and writes the client
+// startFederation starts n knit-rm sub-clusters, each on its pool of the
+// nodes, knit-router and knit-gpg (found beside command[0]) and every
+// node's knit-node for its pool's sub-cluster, and writes the client
 // configuration, pointing at the Router, in HadoopConfDir.
 func (c *Cluster) startFederation(ctx context.Context, dir string, command []string, n int) (*Federation, error) {
 	binDir := filepath.Dir(command[0])
@@ -106,6 +144,10 @@ func (c *Cluster) startFederation(ctx context.Context, dir string, command []str
 		}
 		fed.SubClusters = append(fed.SubClusters, SubCluster{ID: SubClusterID(i), Namespace: SubClusterNamespace(i), RM: a})
 		avoid = append(avoid, a.Client, a.Scheduler, a.Admin, a.Web)
+	}
+	for i, node := range c.Nodes {
+		sc := &fed.SubClusters[subClusterOfNode(i, n)]
+		sc.Nodes = append(sc.Nodes, node.Name)
 	}
 	if fed.Router, fed.RouterAdmin, fed.RouterWeb, err = pickRouterAddresses(dir); err != nil {
 		return nil, err
@@ -134,6 +176,7 @@ func (c *Cluster) startFederation(ctx context.Context, dir string, command []str
 			{Name: hadoopconf.KeyRMClusterID, Value: sc.ID},
 			{Name: hadoopconf.KeyFederationHeartbeatInterval, Value: localHeartbeatSecs},
 			{Name: hadoopconf.KeyFederationHeartbeatInitialDelay, Value: "1"},
+			{Name: hadoopconf.KeyRMEpoch, Value: strconv.Itoa(i * epochSeedStep)},
 		}
 		confDir, err := writeConfIn(c.log, dir, SubClusterConfDir(dir, sc.ID), []RMAddresses{sc.RM}, c.ports, user, site)
 		if err != nil {
@@ -141,15 +184,16 @@ func (c *Cluster) startFederation(ctx context.Context, dir string, command []str
 		}
 		args := append(command[1:len(command):len(command)],
 			"--kubeconfig", c.ControlPlane.Kubeconfig, "--namespace", sc.Namespace, "--conf-dir", confDir,
-			"--launcher-binary", launcher, "--federation-namespace", FederationNamespace)
+			"--launcher-binary", launcher, "--federation-namespace", FederationNamespace,
+			"--node-selector", SubClusterNodeLabel+"="+sc.ID)
 		args = append(args, c.rmNodeArgs(dir)...)
+		fed.SubClusters[i].RKS = c.ports.rks
 		if i > 0 {
-			// The nodes relay to sc1's RKS; the others' RKS listen apart.
-			rks, err := freeAddress()
-			if err != nil {
+			// Each sub-cluster's RKS listens apart, for its own pool.
+			if fed.SubClusters[i].RKS, err = freeAddress(); err != nil {
 				return nil, err
 			}
-			args = append(args, "--rks-address", rks)
+			args = append(args, "--rks-address", fed.SubClusters[i].RKS)
 		}
 		name := "knit-rm-" + sc.ID
 		if err := c.startOneRM(ctx, name, filepath.Join(dir, "logs", name+".log"), command[0], args, confDir, sc.RM); err != nil {
@@ -161,8 +205,10 @@ func (c *Cluster) startFederation(ctx context.Context, dir string, command []str
 	}
 
 	// The clients' configuration: the Router as their RM, sc1's other
-	// ports for the AMs of the nodes' containers, and the settings
-	// knit-router and knit-gpg read from the same folder.
+	// ports for tools that ask an RM's admin or web port, and the
+	// settings knit-router and knit-gpg read from the same folder. AMs
+	// find their scheduler in their node's configuration instead
+	// (writeNodeConf): their node's AMRMProxy.
 	sc1 := fed.SubClusters[0].RM
 	clientSite := []hadoopconf.Property{
 		{Name: hadoopconf.KeyRouterClientRMAddress, Value: fed.Router},
@@ -174,6 +220,12 @@ func (c *Cluster) startFederation(ctx context.Context, dir string, command []str
 	}
 	confDir, err := writeRMConf(c.log, dir, []RMAddresses{{Client: fed.Router, Scheduler: sc1.Scheduler, Admin: sc1.Admin, Web: sc1.Web}}, c.ports, user, clientSite)
 	if err != nil {
+		return nil, err
+	}
+	// knit-gpg weighs the sub-clusters active when it runs: started once
+	// they all are, its first run writes the queues' policies, rather than
+	// its next one, an interval later.
+	if err := c.waitSubClustersActive(ctx, n); err != nil {
 		return nil, err
 	}
 	for _, bin := range []string{"knit-router", "knit-gpg"} {
@@ -194,11 +246,87 @@ func (c *Cluster) startFederation(ctx context.Context, dir string, command []str
 		return nil, fmt.Errorf("localcluster: waiting for knit-router: %w", err)
 	}
 	c.log.Info("federation up", "subClusters", n, "router", fed.Router)
-	if err := c.startNodeServices(dir, command[0], ""); err != nil {
+	machines, err := c.writeMachineList(dir, n)
+	if err != nil {
+		return nil, err
+	}
+	nodeConf := make([]string, n)
+	for i, sc := range fed.SubClusters {
+		if nodeConf[i], err = c.writeNodeConf(dir, fed, sc, user, append(slices.Clip(clientSite), hadoopconf.Property{Name: hadoopconf.KeyFederationMachineList, Value: machines})); err != nil {
+			return nil, err
+		}
+	}
+	serving := func(i int) nodeServing {
+		sc := subClusterOfNode(i, n)
+		return nodeServing{rks: fed.SubClusters[sc].RKS, confDir: nodeConf[sc], appsNamespace: fed.SubClusters[sc].Namespace}
+	}
+	if err := c.startNodeServices(dir, command[0], "", serving); err != nil {
 		return nil, err
 	}
 	return fed, nil
 }
+
+// writeNodeConf writes the configuration of the knit-nodes of sc's pool,
+// as YARN's NodeManagers of a federation have it: the sub-cluster's RM
+// for the scheduler (the AMRMProxy's home), the Router for clients,
+// federation on, and the AMRMProxy on with the FederationInterceptor in
+// front of the default one.
+func (c *Cluster) writeNodeConf(dir string, fed *Federation, sc SubCluster, user userConf, clientSite []hadoopconf.Property) (string, error) {
+	site := append(slices.Clip(clientSite),
+		hadoopconf.Property{Name: hadoopconf.KeyFederationEnabled, Value: "true"},
+		hadoopconf.Property{Name: hadoopconf.KeyAMRMProxyEnabled, Value: "true"},
+		hadoopconf.Property{Name: hadoopconf.KeyAMRMProxyAddress, Value: "0.0.0.0:" + strconv.Itoa(c.ports.amrmProxy)},
+		hadoopconf.Property{Name: hadoopconf.KeyAMRMProxyPipeline, Value: amrmproxy.FederationInterceptorName + "," + amrmproxy.DefaultInterceptorName},
+	)
+	addrs := []RMAddresses{{Client: fed.Router, Scheduler: sc.RM.Scheduler, Admin: sc.RM.Admin, Web: sc.RM.Web}}
+	return writeConfIn(c.log, dir, SubClusterNodeConfDir(dir, sc.ID), addrs, c.ports, user, site)
+}
+
+// waitSubClustersActive waits until the federation's store holds n
+// active sub-clusters.
+func (c *Cluster) waitSubClustersActive(ctx context.Context, n int) error {
+	st, err := fedstore.NewKube(fedstore.KubeConfig{Client: c.Client, Namespace: FederationNamespace})
+	if err != nil {
+		return err
+	}
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(100*time.Millisecond), backoff.WithMaxInterval(time.Second), backoff.WithMaxElapsedTime(0))
+	err = backoff.Retry(func() error {
+		active, err := st.GetSubClusters(ctx, true)
+		if err != nil {
+			return err
+		}
+		if len(active) < n {
+			return fmt.Errorf("%d of %d sub-clusters active", len(active), n)
+		}
+		return nil
+	}, backoff.WithContext(b, ctx))
+	if err != nil {
+		return fmt.Errorf("localcluster: waiting for the sub-clusters to register: %w", err)
+	}
+	return nil
+}
+
+// writeMachineList writes the federation's yarn.federation.machine-list,
+// by which the AMRMProxies' locality policy sends an ask for a node to
+// the node's sub-cluster: each node by its NodeId host (its address) and
+// its name, with the rack YARN gives a node the topology does not place.
+func (c *Cluster) writeMachineList(dir string, n int) (string, error) {
+	var b strings.Builder
+	for i, node := range c.Nodes {
+		for _, host := range []string{node.Address, node.Name} {
+			fmt.Fprintf(&b, "%s, %s, %s\n", host, SubClusterID(subClusterOfNode(i, n)), defaultRack)
+		}
+	}
+	path := filepath.Join(dir, "subclusters", "machine-list")
+	if err := renameio.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return "", fmt.Errorf("localcluster: machine list: %w", err)
+	}
+	return path, nil
+}
+
+// defaultRack is YARN's rack of a node the topology does not place, as
+// knit-rm reports the process nodes (they carry no zone label).
+const defaultRack = "/default-rack"
 
 // pickRouterAddresses takes the Router's ports a kept folder's
 // yarn-site.xml names, else YARN's defaults, else free ones.

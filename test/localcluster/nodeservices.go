@@ -32,11 +32,17 @@ func NodeLocalDir(dir, name string) string { return filepath.Join(NodeRoot(dir),
 // addresses, and where knit-rm's RKS listens for the relays.
 type nodePorts struct {
 	nm, web, shuffle, sparkShuffle int
-	rks                            string
+	// amrmProxy is where a local federation's nodes serve the AMRMProxy.
+	amrmProxy int
+	rks       string
 }
 
+// amrmProxyPort is the AMRMProxy's port of yarn.nodemanager.amrmproxy.address.
+const amrmProxyPort = 8049
+
 // pickNodePorts prefers YARN's NM ports (8041, 8042), the MapReduce
-// shuffle's (13562) and Spark's external shuffle's (7337) where they are
+// shuffle's (13562), Spark's external shuffle's (7337) and the AMRMProxy's
+// (8049) where they are
 // free on every node's address, else ports free on all of them; the RKS
 // address is none of avoid.
 func pickNodePorts(addrs, avoid []string) (nodePorts, error) {
@@ -81,6 +87,9 @@ func pickNodePorts(addrs, avoid []string) (nodePorts, error) {
 	if ports.sparkShuffle, err = pick(sparkshuffle.DefaultPort, ports.nm, ports.web, ports.shuffle); err != nil {
 		return ports, fmt.Errorf("localcluster: spark shuffle port: %w", err)
 	}
+	if ports.amrmProxy, err = pick(amrmProxyPort, ports.nm, ports.web, ports.shuffle, ports.sparkShuffle); err != nil {
+		return ports, fmt.Errorf("localcluster: amrmproxy port: %w", err)
+	}
 	// The RKS port must not be one the RM replicas were given: their
 	// listeners are closed by now, and the kernel may hand the same port
 	// out again. Each refused pick stays held until one is found.
@@ -119,11 +128,26 @@ func (c *Cluster) rmNodeArgs(dir string) []string {
 		"--nm-port", strconv.Itoa(c.ports.nm), "--nm-web-port", strconv.Itoa(c.ports.web)}
 }
 
+// nodeServing is what a node's knit-node serves: the RKS it relays the NM
+// port to, the Hadoop configuration it reads and gives containers (the
+// RM's addresses, the AMRMProxy's settings), and the namespace of the
+// applications it ends on the node.
+type nodeServing struct {
+	rks, confDir, appsNamespace string
+}
+
+// servingAll is the one RM's: every node serves it.
+func (c *Cluster) servingAll(dir string) func(int) nodeServing {
+	return func(int) nodeServing {
+		return nodeServing{rks: c.ports.rks, confDir: HadoopConfDir(dir), appsNamespace: RMNamespace}
+	}
+}
+
 // startNodeServices starts knit-node (found beside knit-rm) for every
-// process node, on that node's address, as the DaemonSet does on a real
-// cluster; without the binary, it starts none. An empty kubeconfig means
-// the cluster's admin one.
-func (c *Cluster) startNodeServices(dir, rmBinary, kubeconfig string) error {
+// process node, on that node's address, serving what serving says of the
+// i-th node, as the DaemonSet does on a real cluster; without the binary,
+// it starts none. An empty kubeconfig means the cluster's admin one.
+func (c *Cluster) startNodeServices(dir, rmBinary, kubeconfig string, serving func(i int) nodeServing) error {
 	bin := filepath.Join(filepath.Dir(rmBinary), "knit-node")
 	if _, err := os.Stat(bin); err != nil {
 		c.log.Warn("no knit-node beside knit-rm: containers will not start", "path", bin)
@@ -132,7 +156,8 @@ func (c *Cluster) startNodeServices(dir, rmBinary, kubeconfig string) error {
 	if kubeconfig == "" {
 		kubeconfig = c.ControlPlane.Kubeconfig
 	}
-	for _, n := range c.Nodes {
+	for i, n := range c.Nodes {
+		s := serving(i)
 		logPath := filepath.Join(dir, "logs", "knit-node-"+n.Name+".log")
 		// Supervised from the start, as a DaemonSet's pod: a restart leaves
 		// the node's running containers running (they are the process
@@ -144,17 +169,18 @@ func (c *Cluster) startNodeServices(dir, rmBinary, kubeconfig string) error {
 				"--address", n.Address,
 				"--nm-port", strconv.Itoa(c.ports.nm),
 				"--nm-web-port", strconv.Itoa(c.ports.web),
-				"--rks-address", c.ports.rks,
+				"--rks-address", s.rks,
 				"--node-root", NodeRoot(dir),
 				// Kept across the supervisor's restarts of knit-node.
 				"--state-dir", filepath.Join(dir, "node-state"),
 				"--local-dirs", NodeLocalDir(dir, n.Name),
 				"--log-dirs", NodeLogDir(dir, n.Name),
-				"--hadoop-conf-dir", HadoopConfDir(dir),
+				"--hadoop-conf-dir", s.confDir,
 				"--shuffle-port", strconv.Itoa(c.ports.shuffle),
 				"--aux-services", launch.ShuffleService+","+launch.SparkShuffleService,
 				"--spark-shuffle-port", strconv.Itoa(c.ports.sparkShuffle),
-				"--applications-namespace", RMNamespace,
+				"--applications-namespace", s.appsNamespace,
+				"--federation-namespace", FederationNamespace,
 			)
 		})
 		if err != nil {
@@ -162,7 +188,7 @@ func (c *Cluster) startNodeServices(dir, rmBinary, kubeconfig string) error {
 		}
 		c.track(p, false)
 	}
-	c.log.Info("knit-node up", "nodes", len(c.Nodes), "nm-port", c.ports.nm, "rks", c.ports.rks)
+	c.log.Info("knit-node up", "nodes", len(c.Nodes), "nm-port", c.ports.nm)
 	return nil
 }
 

@@ -400,7 +400,7 @@ func (c *Cluster) startRMAs(ctx context.Context, dir string, ids Identities, com
 		return nil, err
 	}
 	c.log.Info("knit-rm up", "replicas", len(addrs), "client", addrs[0].Client, "web", addrs[0].Web)
-	if err := c.startNodeServices(dir, command[0], ids.NodeKubeconfig); err != nil {
+	if err := c.startNodeServices(dir, command[0], ids.NodeKubeconfig, c.servingAll(dir)); err != nil {
 		return nil, err
 	}
 	return addrs, nil
