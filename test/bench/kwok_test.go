@@ -194,32 +194,21 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 // saveHeapProfile writes the heap profile url serves to path.
 func saveHeapProfile(ctx context.Context, b *testing.B, url, path string) {
 	b.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b.Fatalf("heap profile: %s", resp.Status)
-	}
+	body := heapProfile(ctx, b, url)
+	defer body.Close()
 	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := io.Copy(f, resp.Body); err != nil {
+	if _, err := io.Copy(f, body); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("knit-rm's heap profile is in %s", path)
 }
 
-// memStatsOf reads the runtime.MemStats figures ("# Name = value" lines)
-// at the end of the debug=1 heap profile url serves.
-func memStatsOf(ctx context.Context, b *testing.B, url string) map[string]uint64 {
+// heapProfile is the answer of knit-rm's heap profile at url.
+func heapProfile(ctx context.Context, b *testing.B, url string) io.ReadCloser {
 	b.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -229,12 +218,21 @@ func memStatsOf(ctx context.Context, b *testing.B, url string) map[string]uint64
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
 		b.Fatalf("heap profile: %s", resp.Status)
 	}
+	return resp.Body
+}
+
+// memStatsOf reads the runtime.MemStats figures ("# Name = value" lines)
+// at the end of the debug=1 heap profile url serves.
+func memStatsOf(ctx context.Context, b *testing.B, url string) map[string]uint64 {
+	b.Helper()
+	body := heapProfile(ctx, b, url)
+	defer body.Close()
 	out := map[string]uint64{}
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(body)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		name, value, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "# "), " = ")
