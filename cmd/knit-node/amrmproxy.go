@@ -99,13 +99,16 @@ func newAMRMProxy(lc fx.Lifecycle, f flags, conf *hadoopconf.Configuration, kube
 	if err != nil {
 		return nil, err
 	}
-	// Before the port serves: the AMs of the node's last process go on
-	// with the tokens they hold.
-	if n, err := svc.Recover(context.Background()); err != nil {
-		return nil, err
-	} else if n > 0 {
-		log.Info("AMRMProxy pipelines recovered", "attempts", n)
-	}
+	// At start, before the port serves (runAMRMProxy's hooks come after
+	// this one): the AMs of the node's last process go on with the tokens
+	// they hold.
+	lc.Append(fx.StartHook(func(ctx context.Context) error {
+		n, err := svc.Recover(ctx)
+		if n > 0 {
+			log.Info("AMRMProxy pipelines recovered", "attempts", n)
+		}
+		return err
+	}))
 	lc.Append(fx.StopHook(svc.Close))
 	p := &amrmProxy{service: svc, secrets: secrets, address: net.JoinHostPort(f.address, strconv.Itoa(port)),
 		// Per node name: knit local's process nodes share one node root.

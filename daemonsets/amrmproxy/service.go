@@ -479,8 +479,8 @@ func (s *Service) resume(attempt yarnid.AttemptID, st AttemptState) error {
 		return err
 	}
 	if register != nil {
-		for i, st := range stages {
-			r, ok := st.(Resumer)
+		for i, stage := range stages {
+			r, ok := stage.(Resumer)
 			if !ok {
 				closeAll(stages)
 				return fmt.Errorf("interceptor %s cannot resume an attempt", s.cfg.Pipeline[i])
