@@ -103,7 +103,9 @@ func newAMState(attempt apps.AttemptID) *amState {
 type monitors struct {
 	mu          sync.Mutex
 	am          map[apps.AttemptID]amWatch
-	allocations map[apps.ContainerID]time.Time
+	// allocations are the containers allocated and not yet started, by
+	// when they must start (ContainerAllocationExpirer).
+	allocations *deadlines[apps.ContainerID]
 	// increases are increases handed to AMs and not yet brought to the
 	// node: rolled back at their deadline (ContainerAllocationExpirer).
 	increases map[apps.ContainerID]increaseWatch
@@ -162,7 +164,7 @@ func newAMService(rm *ResourceManager, s Scheduler) *amService {
 		scheduler:  s,
 		knownTypes: known,
 		attempts:   map[apps.AttemptID]*amState{},
-		mon: monitors{am: map[apps.AttemptID]amWatch{}, allocations: map[apps.ContainerID]time.Time{},
+		mon: monitors{am: map[apps.AttemptID]amWatch{}, allocations: newDeadlines[apps.ContainerID](),
 			increases: map[apps.ContainerID]increaseWatch{}},
 	}
 }
@@ -795,12 +797,12 @@ func (s *amService) execute(ctx context.Context, e *entry, eff apps.Effect) (app
 		return nil, nil
 	case apps.WatchAllocation:
 		s.mon.mu.Lock()
-		s.mon.allocations[x.Container] = s.rm.now().Add(s.rm.cfg.Settings.ContainerAllocationExpiry)
+		s.mon.allocations.set(x.Container, s.rm.now().Add(s.rm.cfg.Settings.ContainerAllocationExpiry))
 		s.mon.mu.Unlock()
 		return nil, nil
 	case apps.UnwatchAllocation:
 		s.mon.mu.Lock()
-		delete(s.mon.allocations, x.Container)
+		s.mon.allocations.remove(x.Container)
 		s.mon.mu.Unlock()
 		return nil, nil
 	case apps.ContainerCompleted:
@@ -869,7 +871,6 @@ func (s *amService) checkMonitors(ctx context.Context) {
 		expiry = 10 * time.Minute
 	}
 	var amDue []apps.AttemptID
-	var containersDue []apps.ContainerID
 	s.mon.mu.Lock()
 	for a, w := range s.mon.am {
 		if now.Sub(w.lastSeen) >= expiry {
@@ -877,12 +878,7 @@ func (s *amService) checkMonitors(ctx context.Context) {
 			delete(s.mon.am, a)
 		}
 	}
-	for c, at := range s.mon.allocations {
-		if !now.Before(at) {
-			containersDue = append(containersDue, c)
-			delete(s.mon.allocations, c)
-		}
-	}
+	containersDue := s.mon.allocations.due(now)
 	increasesDue := map[apps.ContainerID]increaseWatch{}
 	for c, w := range s.mon.increases {
 		if !now.Before(w.deadline) {

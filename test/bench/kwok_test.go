@@ -46,6 +46,10 @@ const (
 	// kwokHeapEnv, when set, names a file the benchmark writes knit-rm's
 	// heap profile to once every pod runs (knit-rm --pprof).
 	kwokHeapEnv = "KNIT_BENCH_KWOK_HEAP"
+	// kwokCPUEnv, when set, names a file the benchmark writes a 20 s CPU
+	// profile of knit-rm to, taken with no calls once every pod runs: what
+	// the RM does on its own at that size.
+	kwokCPUEnv = "KNIT_BENCH_KWOK_CPU"
 	// kwokLabel marks the nodes kwok simulates.
 	kwokLabel = "knit.io/bench-kwok"
 	// benchBinder is the schedulerName of the benchmark's queue: its pods
@@ -158,11 +162,27 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 	waitAllRunning(ctx, b, kube, pods+flatAMs*flatContainers)
 	running := time.Since(began)
 	stopBinding()
-	// Let knit-rm handle the running pods' events and collect garbage.
-	time.Sleep(30 * time.Second)
+	// Let knit-rm handle the running pods' events and collect garbage,
+	// noting its CPU in each of three 10 s windows: work that catches up
+	// fades, work that walks every pod does not.
+	for i := range 3 {
+		before, err := processCPUOf(rmPID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(10 * time.Second)
+		after, err := processCPUOf(rmPID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("knit-rm's CPU %d–%d s after every pod ran, no calls: %.1f ms a second", 10*i, 10*(i+1), float64((after-before).Milliseconds())/10)
+	}
+	if path := os.Getenv(kwokCPUEnv); path != "" {
+		saveProfile(ctx, b, "http://"+c.RM.Web+"/debug/pprof/profile?seconds=20", path)
+	}
 	rm, scheduler := mustResident(b, rmPID), mustResident(b, schedulerPID)
 	if path := os.Getenv(kwokHeapEnv); path != "" {
-		saveHeapProfile(ctx, b, "http://"+c.RM.Web+"/debug/pprof/heap", path)
+		saveProfile(ctx, b, "http://"+c.RM.Web+"/debug/pprof/heap", path)
 	}
 	// Where knit-rm's resident memory goes, as its runtime counts it.
 	ms := memStatsOf(ctx, b, "http://"+c.RM.Web+"/debug/pprof/heap?debug=1")
@@ -191,10 +211,10 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// saveHeapProfile writes the heap profile url serves to path.
-func saveHeapProfile(ctx context.Context, b *testing.B, url, path string) {
+// saveProfile writes the profile url serves to path.
+func saveProfile(ctx context.Context, b *testing.B, url, path string) {
 	b.Helper()
-	body := heapProfile(ctx, b, url)
+	body := profile(ctx, b, url)
 	defer body.Close()
 	f, err := os.Create(path)
 	if err != nil {
@@ -204,11 +224,11 @@ func saveHeapProfile(ctx context.Context, b *testing.B, url, path string) {
 	if _, err := io.Copy(f, body); err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("knit-rm's heap profile is in %s", path)
+	b.Logf("knit-rm's profile is in %s", path)
 }
 
-// heapProfile is the answer of knit-rm's heap profile at url.
-func heapProfile(ctx context.Context, b *testing.B, url string) io.ReadCloser {
+// profile is the answer of knit-rm's profile at url.
+func profile(ctx context.Context, b *testing.B, url string) io.ReadCloser {
 	b.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -220,7 +240,7 @@ func heapProfile(ctx context.Context, b *testing.B, url string) io.ReadCloser {
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
-		b.Fatalf("heap profile: %s", resp.Status)
+		b.Fatalf("profile %s: %s", url, resp.Status)
 	}
 	return resp.Body
 }
@@ -229,7 +249,7 @@ func heapProfile(ctx context.Context, b *testing.B, url string) io.ReadCloser {
 // at the end of the debug=1 heap profile url serves.
 func memStatsOf(ctx context.Context, b *testing.B, url string) map[string]uint64 {
 	b.Helper()
-	body := heapProfile(ctx, b, url)
+	body := profile(ctx, b, url)
 	defer body.Close()
 	out := map[string]uint64{}
 	sc := bufio.NewScanner(body)
