@@ -101,8 +101,8 @@ func newAMState(attempt apps.AttemptID) *amState {
 
 // monitors are the AM liveness and container allocation timers.
 type monitors struct {
-	mu          sync.Mutex
-	am          map[apps.AttemptID]amWatch
+	mu sync.Mutex
+	am map[apps.AttemptID]amWatch
 	// allocations are the containers allocated and not yet started, by
 	// when they must start (ContainerAllocationExpirer).
 	allocations *deadlines[apps.ContainerID]
