@@ -1,6 +1,7 @@
 package amrmproxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,10 +51,18 @@ type FederationSettings struct {
 	// at most a minute.
 	NewBackOff func() backoff.BackOff
 	// LaunchTimeout bounds registering an unmanaged AM in a secondary
-	// sub-cluster, a heartbeat's wait on it; zero means 30 s. A
-	// sub-cluster where it failed is left out for RetryAfter (zero: a
-	// minute), so that heartbeats do not wait on it each time.
+	// sub-cluster; zero means 30 s. A sub-cluster where it failed is left
+	// out for RetryAfter (zero: a minute).
 	LaunchTimeout, RetryAfter time.Duration
+	// HeartbeatMaxWait bounds an allocate's wait for the first
+	// sub-cluster's answer (yarn.federation.amrmproxy.hb.maximum.wait.ms);
+	// zero means 5 s.
+	HeartbeatMaxWait time.Duration
+	// SubClusterTimeout is how long a sub-cluster may go without
+	// answering before the policy leaves it out and its headroom is no
+	// longer counted (yarn.federation.amrmproxy.subcluster.timeout.ms);
+	// zero means a minute.
+	SubClusterTimeout time.Duration
 	// Now is the clock; time.Now if nil.
 	Now func() time.Time
 }
@@ -64,8 +73,16 @@ type FederationSettings struct {
 // sub-cluster's part goes to the next stage (the default interceptor, with
 // the real AMRMToken), each secondary's to an unmanaged AM the interceptor
 // registers there under the same application id, with that sub-cluster's
-// own AMRMToken; the answers are merged into one. Releases go to the
-// sub-cluster that allocated the container.
+// own AMRMToken. Releases go to the sub-cluster that allocated the
+// container.
+//
+// The parts are sent asynchronously, as YARN 3.4 sends them: each
+// sub-cluster, the home included, has a heartbeater whose goroutine sends
+// its parts in order; their answers gather in a sink, and an allocate
+// answers the AM with every answer that arrived since the last one, once
+// the first arrived (at most HeartbeatMaxWait) and the others had as long
+// again to follow. The AM-facing response ids are the Service's, which
+// checks and numbers them as YARN's interceptor does.
 type FederationInterceptor struct {
 	cfg  FederationSettings
 	app  App
@@ -74,14 +91,22 @@ type FederationInterceptor struct {
 
 	home     string
 	register *yarnpb.RegisterApplicationMasterRequestProto
-	policy   amrmPolicy
-	// uams are the unmanaged AMs in secondary sub-clusters, by id.
-	uams map[string]*uam
+	// registered is the home's answer, given again to a repeat register.
+	registered *yarnpb.RegisterApplicationMasterResponseProto
+	policy     amrmPolicy
+	sink       *sink
+	// homeHB heartbeats the home, from the register on.
+	homeHB *heartbeater
+	// secondaries are the unmanaged AMs in secondary sub-clusters, by id.
+	secondaries map[string]*secondary
 	// owner maps each container the AM was given to its sub-cluster.
 	owner map[string]string
 	// failed holds when an unmanaged AM last failed to launch, by
 	// sub-cluster.
 	failed map[string]time.Time
+	// finished is set by the AM's finish: later heartbeats get an empty
+	// answer, as YARN's.
+	finished bool
 }
 
 var (
@@ -92,9 +117,25 @@ var (
 // uam is the attempt's unmanaged AM in one secondary sub-cluster.
 type uam struct {
 	rm *client.AMRMClient
-	// clientRM is the sub-cluster's client address, where the unmanaged
-	// application is killed if the AM never finishes.
-	clientRM string
+}
+
+// secondary is a secondary sub-cluster the AM was sent asks for: its
+// heartbeater, whose goroutine launches the unmanaged AM before it sends.
+type secondary struct {
+	sc store.SubClusterInfo
+	hb *heartbeater
+
+	mu sync.Mutex
+	// uam is nil until registered.
+	uam *uam
+	// submitted is set once the unmanaged application may exist there.
+	submitted bool
+}
+
+func (s *secondary) launched() (*uam, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.uam, s.submitted
 }
 
 // FederationStage returns the stage of a FederationInterceptor.
@@ -113,6 +154,12 @@ func FederationStage(s FederationSettings) Stage {
 	if s.RetryAfter <= 0 {
 		s.RetryAfter = time.Minute
 	}
+	if s.HeartbeatMaxWait <= 0 {
+		s.HeartbeatMaxWait = 5 * time.Second
+	}
+	if s.SubClusterTimeout <= 0 {
+		s.SubClusterTimeout = time.Minute
+	}
 	if s.Now == nil {
 		s.Now = time.Now
 	}
@@ -123,14 +170,20 @@ func FederationStage(s FederationSettings) Stage {
 		if s.Store == nil {
 			return nil, errors.New("the federation interceptor has no federation store")
 		}
-		return &FederationInterceptor{cfg: s, app: app, next: next, log: app.Logger, uams: map[string]*uam{}, owner: map[string]string{}, failed: map[string]time.Time{}}, nil
+		return &FederationInterceptor{cfg: s, app: app, next: next, log: app.Logger, sink: newSink(s.Now),
+			secondaries: map[string]*secondary{}, owner: map[string]string{}, failed: map[string]time.Time{}}, nil
 	}
 }
 
-// RegisterApplicationMaster registers with the home RM and reads the
-// application's home and its queue's policy; unmanaged AMs register in
-// secondary sub-clusters when they are first sent asks.
+// RegisterApplicationMaster registers with the home RM, reads the
+// application's home and its queue's policy, and starts the home's
+// heartbeater; unmanaged AMs register in secondary sub-clusters when they
+// are first sent asks. A repeat register gets the first answer again, as
+// from YARN's interceptor, which stands for an RM that never fails over.
 func (f *FederationInterceptor) RegisterApplicationMaster(ctx context.Context, req *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
+	if f.registered != nil {
+		return f.registered, nil
+	}
 	home, err := f.cfg.Store.GetApplicationHomeSubCluster(ctx, f.app.Attempt.App.String())
 	if err != nil {
 		return nil, fmt.Errorf("amrmproxy: home sub-cluster of %s: %w", f.app.Attempt.App, err)
@@ -143,8 +196,9 @@ func (f *FederationInterceptor) RegisterApplicationMaster(ctx context.Context, r
 	if err != nil {
 		return nil, err
 	}
-	f.home, f.policy = home, policy
+	f.home, f.policy, f.registered = home, policy, resp
 	f.register = proto.Clone(req).(*yarnpb.RegisterApplicationMasterRequestProto)
+	f.homeHB = startHeartbeater(ctx, &heartbeater{id: home, sink: f.sink, log: f.log, send: f.next.Allocate})
 	f.log.Info("federated AM registered", "home", home, "queue", resp.GetQueue())
 	return resp, nil
 }
@@ -166,32 +220,41 @@ func (f *FederationInterceptor) policyOf(ctx context.Context, queue string) (amr
 	return newAMRMPolicy(manager, params, f.cfg.Resolver)
 }
 
-// Allocate splits the heartbeat, sends each part, and merges the answers.
+// Allocate splits the heartbeat, queues each part on its sub-cluster's
+// heartbeater, waits for answers as YARN's interceptor does, and answers
+// with the ones that arrived.
 func (f *FederationInterceptor) Allocate(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
 	if f.register == nil {
 		return f.next.Allocate(ctx, req)
+	}
+	if f.finished {
+		return &yarnpb.AllocateResponseProto{}, nil
 	}
 	active, err := f.cfg.Store.GetSubClusters(ctx, true)
 	if err != nil {
 		return nil, fmt.Errorf("amrmproxy: sub-clusters: %w", err)
 	}
+	f.retireFailedLaunches()
+	expired := f.sink.timedOut(f.cfg.SubClusterTimeout)
 	byID := map[string]store.SubClusterInfo{}
 	var ids []string
 	for _, sc := range active {
 		byID[sc.ID] = sc
-		ids = append(ids, sc.ID)
+		if sc.ID == f.home || !expired[sc.ID] {
+			ids = append(ids, sc.ID)
+		}
 	}
 	slices.Sort(ids)
 	parts := f.split(req, ids)
 	// Every secondary with an unmanaged AM heartbeats, asks or not, so its
 	// allocations and completions come back.
-	for id := range f.uams {
+	for id := range f.secondaries {
 		if _, ok := parts[id]; !ok {
 			parts[id] = &yarnpb.AllocateRequestProto{Progress: req.Progress}
 		}
 	}
 	for id := range parts {
-		if id == f.home || f.uams[id] != nil {
+		if id == f.home || f.secondaries[id] != nil {
 			continue
 		}
 		sc, ok := byID[id]
@@ -199,58 +262,129 @@ func (f *FederationInterceptor) Allocate(ctx context.Context, req *yarnpb.Alloca
 			delete(parts, id)
 			continue
 		}
-		u, err := f.launchUAM(ctx, sc)
-		if err != nil {
-			// As a secondary that fails a heartbeat: the AM goes on with
-			// the others, and asks sent there after RetryAfter try again.
-			f.log.Warn("no unmanaged AM in a secondary sub-cluster", "sub_cluster", id, "err", err)
-			f.failed[id] = f.cfg.Now()
-			delete(parts, id)
-			continue
-		}
 		delete(f.failed, id)
-		f.uams[id] = u
+		f.secondaries[id] = f.startSecondary(ctx, sc)
 	}
-	home := parts[f.home]
-	if home == nil {
-		home = &yarnpb.AllocateRequestProto{Progress: req.Progress}
-	}
-	home.ResponseId = req.ResponseId
-	resps := map[string]*yarnpb.AllocateResponseProto{}
-	errs := map[string]error{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+	changed := f.sink.changes()
+	marks := map[*heartbeater]uint64{}
 	for id, part := range parts {
-		if id == f.home {
+		hb := f.homeHB
+		if id != f.home {
+			hb = f.secondaries[id].hb
+		}
+		marks[hb] = hb.enqueue(part)
+	}
+	if err := f.await(ctx, changed, marks); err != nil {
+		return nil, fmt.Errorf("amrmproxy: allocate: %w", err)
+	}
+	return f.merge(), nil
+}
+
+// await waits as YARN's allocate does: for the first answer since the
+// parts were queued (changed closes at it), at most HeartbeatMaxWait,
+// then as long again so that the others can make it into this answer.
+// Unlike YARN's, which sleeps that time out, it ends once every
+// sub-cluster sent a part answered it.
+func (f *FederationInterceptor) await(ctx context.Context, changed <-chan struct{}, marks map[*heartbeater]uint64) error {
+	answered := func() bool {
+		for hb, mark := range marks {
+			if !hb.answered(mark) {
+				return false
+			}
+		}
+		return true
+	}
+	start := time.Now()
+	first := time.NewTimer(f.cfg.HeartbeatMaxWait)
+	defer first.Stop()
+	select {
+	case <-changed:
+	case <-first.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	extra := time.NewTimer(time.Since(start))
+	defer extra.Stop()
+	for {
+		changed = f.sink.changes()
+		if answered() {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-extra.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// merge is the answer to the AM: the base of the last answers' headroom,
+// with every answer in the sink merged in, the home's first, as YARN's
+// mergeAllocateResponses does.
+func (f *FederationInterceptor) merge() *yarnpb.AllocateResponseProto {
+	out, arrived := f.sink.take(f.cfg.SubClusterTimeout)
+	ids := slices.Sorted(maps.Keys(arrived))
+	slices.SortStableFunc(ids, func(a, b string) int { return cmp.Compare(boolInt(a != f.home), boolInt(b != f.home)) })
+	for _, id := range ids {
+		for _, resp := range arrived[id] {
+			f.own(id, resp)
+			mergeInto(out, resp, id == f.home)
+		}
+	}
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// startSecondary starts a secondary's heartbeater, whose first work is to
+// launch the unmanaged AM there. The sub-cluster counts as timed out until
+// it first answers, as in YARN, so that the policy sends it no more asks
+// until it is known to serve.
+func (f *FederationInterceptor) startSecondary(ctx context.Context, sc store.SubClusterInfo) *secondary {
+	s := &secondary{sc: sc}
+	f.sink.expectAt(sc.ID, f.cfg.Now().Add(-f.cfg.SubClusterTimeout))
+	s.hb = startHeartbeater(ctx, &heartbeater{id: sc.ID, sink: f.sink, log: f.log,
+		start: func(ctx context.Context) error {
+			u, err := f.launchUAM(ctx, s)
+			if err != nil {
+				f.log.Warn("no unmanaged AM in a secondary sub-cluster", "sub_cluster", sc.ID, "err", err)
+				return err
+			}
+			s.mu.Lock()
+			s.uam = u
+			s.mu.Unlock()
+			return nil
+		},
+		send: func(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
+			u, _ := s.launched()
+			return u.rm.Allocate(ctx, req)
+		},
+	})
+	return s
+}
+
+// retireFailedLaunches stops the heartbeaters of secondaries whose
+// unmanaged AM did not launch: as a secondary that fails a heartbeat, the
+// AM goes on with the others, and asks sent there after RetryAfter try
+// again.
+func (f *FederationInterceptor) retireFailedLaunches() {
+	for _, id := range slices.Sorted(maps.Keys(f.secondaries)) {
+		s := f.secondaries[id]
+		if s.hb.launchFailed() == nil {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resp, err := f.uams[id].rm.Allocate(ctx, part)
-			mu.Lock()
-			defer mu.Unlock()
-			resps[id], errs[id] = resp, err
-		}()
+		s.hb.stop()
+		delete(f.secondaries, id)
+		f.sink.forget(id)
+		f.failed[id] = f.cfg.Now()
 	}
-	homeResp, homeErr := f.next.Allocate(ctx, home)
-	wg.Wait()
-	if homeErr != nil {
-		return nil, homeErr
-	}
-	merged := proto.Clone(homeResp).(*yarnpb.AllocateResponseProto)
-	f.own(f.home, homeResp)
-	for _, id := range slices.Sorted(maps.Keys(resps)) {
-		if err := errs[id]; err != nil {
-			// A secondary that fails loses its part of this heartbeat, not
-			// the AM's home: YARN's interceptor goes on with the others.
-			f.log.Warn("secondary sub-cluster heartbeat failed", "sub_cluster", id, "err", err)
-			continue
-		}
-		f.own(id, resps[id])
-		mergeInto(merged, resps[id])
-	}
-	return merged, nil
 }
 
 // own records which sub-cluster gave each container and forgets the
@@ -275,22 +409,42 @@ func containerKey(id *yarnpb.ContainerIdProto) string {
 	return c.String()
 }
 
-// mergeInto adds a secondary's answer to the merged one: its containers,
-// completions, NMTokens, node updates and headroom. The AMRMToken of a
-// secondary stays with its unmanaged AM's client.
-func mergeInto(dst, src *yarnpb.AllocateResponseProto) {
+// mergeInto adds a sub-cluster's answer to the AM's, as YARN's
+// mergeAllocateResponse: its containers, completions, NMTokens, node and
+// container updates, and preemption; the AMRMToken, the AM command and the
+// collector are the home's alone (a secondary's token stays with its
+// unmanaged AM's client). Headroom and node count are the base's.
+func mergeInto(dst, src *yarnpb.AllocateResponseProto, home bool) {
 	dst.AllocatedContainers = append(dst.AllocatedContainers, src.GetAllocatedContainers()...)
 	dst.CompletedContainerStatuses = append(dst.CompletedContainerStatuses, src.GetCompletedContainerStatuses()...)
 	dst.NmTokens = append(dst.NmTokens, src.GetNmTokens()...)
 	dst.UpdatedNodes = append(dst.UpdatedNodes, src.GetUpdatedNodes()...)
-	if l := src.GetLimit(); l != nil {
-		if dst.Limit == nil {
-			dst.Limit = &yarnpb.ResourceProto{}
-		}
-		dst.Limit.Memory = proto.Int64(dst.Limit.GetMemory() + l.GetMemory())
-		dst.Limit.VirtualCores = proto.Int32(dst.Limit.GetVirtualCores() + l.GetVirtualCores())
+	dst.UpdatedContainers = append(dst.UpdatedContainers, src.GetUpdatedContainers()...)
+	dst.UpdateErrors = append(dst.UpdateErrors, src.GetUpdateErrors()...)
+	dst.ContainersFromPreviousAttempts = append(dst.ContainersFromPreviousAttempts, src.GetContainersFromPreviousAttempts()...)
+	dst.RejectedSchedulingRequests = append(dst.RejectedSchedulingRequests, src.GetRejectedSchedulingRequests()...)
+	if p := src.GetApplicationPriority(); p != nil {
+		dst.ApplicationPriority = p
 	}
-	dst.NumClusterNodes = proto.Int32(dst.GetNumClusterNodes() + src.GetNumClusterNodes())
+	if p := src.GetPreempt(); p != nil {
+		if dst.Preempt == nil {
+			dst.Preempt = &yarnpb.PreemptionMessageProto{}
+		}
+		// Merging appends the contracts' containers and requests.
+		proto.Merge(dst.Preempt, p)
+	}
+	if !home {
+		return
+	}
+	if t := src.GetAmRmToken(); t != nil {
+		dst.AmRmToken = t
+	}
+	if c := src.AMCommand; c != nil {
+		dst.AMCommand = c
+	}
+	if c := src.GetCollectorInfo(); c != nil {
+		dst.CollectorInfo = c
+	}
 }
 
 // split divides a heartbeat among sub-clusters: asks by the policy,
@@ -330,7 +484,8 @@ func (f *FederationInterceptor) split(req *yarnpb.AllocateRequestProto, active [
 // queue, as an unmanaged application of the same user, waits for the
 // sub-cluster's AMRMToken in the report, and registers with the AM's own
 // register request.
-func (f *FederationInterceptor) launchUAM(ctx context.Context, sc store.SubClusterInfo) (*uam, error) {
+func (f *FederationInterceptor) launchUAM(ctx context.Context, s *secondary) (*uam, error) {
+	sc := s.sc
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.LaunchTimeout)
 	defer cancel()
 	rmc, err := client.NewRMClient(sc.ClientRMServiceAddress, client.RMConfig{User: f.app.User, Logger: f.log})
@@ -345,6 +500,9 @@ func (f *FederationInterceptor) launchUAM(ctx context.Context, sc store.SubClust
 		KeepContainersAcrossApplicationAttempts: proto.Bool(true),
 		Resource:                                &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
 	}
+	s.mu.Lock()
+	s.submitted = true
+	s.mu.Unlock()
 	if err := rmc.SubmitApplication(ctx, asc); err != nil {
 		return nil, fmt.Errorf("amrmproxy: unmanaged AM in %s: %w", sc.ID, err)
 	}
@@ -374,19 +532,32 @@ func (f *FederationInterceptor) launchUAM(ctx context.Context, sc store.SubClust
 		return nil, fmt.Errorf("amrmproxy: register the unmanaged AM in %s: %w", sc.ID, err)
 	}
 	f.log.Info("unmanaged AM registered in a secondary sub-cluster", "sub_cluster", sc.ID)
-	return &uam{rm: rm, clientRM: sc.ClientRMServiceAddress}, nil
+	return &uam{rm: rm}, nil
 }
 
-// FinishApplicationMaster unregisters the unmanaged AMs, then the home.
+// FinishApplicationMaster sends what the heartbeaters hold still, stops
+// them, and unregisters the unmanaged AMs, then the home.
 func (f *FederationInterceptor) FinishApplicationMaster(ctx context.Context, req *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {
+	f.finished = true
+	for _, hb := range f.heartbeaters() {
+		if err := hb.drain(ctx); err != nil {
+			return nil, fmt.Errorf("amrmproxy: finish: the heartbeats to sub-cluster %s: %w", hb.id, err)
+		}
+	}
+	f.stopHeartbeats()
 	var errs []error
-	for _, id := range slices.Sorted(maps.Keys(f.uams)) {
-		if err := f.uams[id].rm.Finish(ctx, req.GetFinalApplicationStatus(), req.GetDiagnostics(), req.GetTrackingUrl()); err != nil {
+	for _, id := range slices.Sorted(maps.Keys(f.secondaries)) {
+		u, _ := f.secondaries[id].launched()
+		if u == nil {
+			delete(f.secondaries, id)
+			continue
+		}
+		if err := u.rm.Finish(ctx, req.GetFinalApplicationStatus(), req.GetDiagnostics(), req.GetTrackingUrl()); err != nil {
 			errs = append(errs, fmt.Errorf("sub-cluster %s: %w", id, err))
 			continue
 		}
-		f.uams[id].rm.Close()
-		delete(f.uams, id)
+		u.rm.Close()
+		delete(f.secondaries, id)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("amrmproxy: finish the unmanaged AMs: %w", err)
@@ -394,13 +565,37 @@ func (f *FederationInterceptor) FinishApplicationMaster(ctx context.Context, req
 	return f.next.FinishApplicationMaster(ctx, req)
 }
 
+// heartbeaters lists the running heartbeaters, the home's first.
+func (f *FederationInterceptor) heartbeaters() []*heartbeater {
+	var out []*heartbeater
+	if f.homeHB != nil {
+		out = append(out, f.homeHB)
+	}
+	for _, id := range slices.Sorted(maps.Keys(f.secondaries)) {
+		out = append(out, f.secondaries[id].hb)
+	}
+	return out
+}
+
+// stopHeartbeats stops every heartbeater and waits for its goroutine.
+func (f *FederationInterceptor) stopHeartbeats() {
+	for _, hb := range f.heartbeaters() {
+		hb.stop()
+	}
+}
+
 // End kills the unmanaged AMs' applications in the secondary
 // sub-clusters, as YARN's interceptor does when the AM's application ends
 // without it finishing; the home RM ended the home's already.
 func (f *FederationInterceptor) End(ctx context.Context) error {
+	f.stopHeartbeats()
 	var errs []error
-	for _, id := range slices.Sorted(maps.Keys(f.uams)) {
-		if err := f.killUAM(ctx, f.uams[id].clientRM); err != nil {
+	for _, id := range slices.Sorted(maps.Keys(f.secondaries)) {
+		s := f.secondaries[id]
+		if _, submitted := s.launched(); !submitted {
+			continue
+		}
+		if err := f.killUAM(ctx, s.sc.ClientRMServiceAddress); err != nil {
 			errs = append(errs, fmt.Errorf("sub-cluster %s: %w", id, err))
 		}
 	}
@@ -421,12 +616,16 @@ func (f *FederationInterceptor) killUAM(ctx context.Context, addr string) error 
 	return rmc.KillApplication(ctx, f.app.Attempt.App.Proto(), "the application ended in its home sub-cluster")
 }
 
-// Close closes the connections to the secondary sub-clusters.
+// Close stops the heartbeaters and closes the connections to the
+// secondary sub-clusters.
 func (f *FederationInterceptor) Close() error {
+	f.stopHeartbeats()
 	var errs []error
-	for id, u := range f.uams {
-		errs = append(errs, u.rm.Close())
-		delete(f.uams, id)
+	for id, s := range f.secondaries {
+		if u, _ := s.launched(); u != nil {
+			errs = append(errs, u.rm.Close())
+		}
+		delete(f.secondaries, id)
 	}
 	return errors.Join(errs...)
 }

@@ -28,6 +28,8 @@ type fakeSubCluster struct {
 	submitted []*yarnpb.ApplicationSubmissionContextProto
 	submitter []string
 	killed    []*yarnpb.ApplicationIdProto
+	// hold, if set, holds each submission until it is closed.
+	hold chan struct{}
 }
 
 func (f *fakeSubCluster) serve(t *testing.T, token string) string {
@@ -41,6 +43,16 @@ func (f *fakeSubCluster) serve(t *testing.T, token string) string {
 	}
 	err = yarnrpc.ApplicationClientProtocolFuncs{
 		SubmitApplication: func(ctx context.Context, req *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
+			f.smu.Lock()
+			hold := f.hold
+			f.smu.Unlock()
+			if hold != nil {
+				select {
+				case <-hold:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
 			f.smu.Lock()
 			defer f.smu.Unlock()
 			c, _ := ipc.CallerFrom(ctx)
@@ -67,8 +79,10 @@ func (f *fakeSubCluster) serve(t *testing.T, token string) string {
 	return ipctest.Run(t, srv)
 }
 
-func container(attempt yarnid.AttemptID, seq int64) *yarnpb.ContainerProto {
-	return &yarnpb.ContainerProto{Id: yarnid.ContainerID{Attempt: attempt, Sequence: seq}.Proto(),
+// container is a container of attempt whose wire id is protoID (epoch<<40
+// | sequence).
+func container(attempt yarnid.AttemptID, protoID int64) *yarnpb.ContainerProto {
+	return &yarnpb.ContainerProto{Id: yarnid.ContainerID{Attempt: attempt, Epoch: protoID >> 40, Sequence: protoID & (1<<40 - 1)}.Proto(),
 		Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, Resource: &yarnpb.ResourceProto{Memory: proto.Int64(128), VirtualCores: proto.Int32(1)}}
 }
 
@@ -140,12 +154,16 @@ func TestFederationInterceptor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := len(resp.GetAllocatedContainers()); got != tt.wantAllocated {
-				t.Fatalf("%d containers in the answer, want %d", got, tt.wantAllocated)
+			// The first answer waits for the first sub-cluster's, the home's
+			// here; a secondary's follow in later answers, as from YARN's.
+			if got := containerSeqs(resp); len(got) == 0 || got[0] != 2 {
+				t.Fatalf("first answer's containers %v, want the home's", got)
 			}
 			if resp.GetAmRmToken() != nil {
 				t.Fatal("a sub-cluster's AMRMToken reached the AM")
 			}
+			id := int32(1)
+			seen := heartbeatUntil(t, am, &id, func(seen map[int64]bool) bool { return len(seen) == tt.wantAllocated })
 			e.secondary.smu.Lock()
 			submitted := len(e.secondary.submitted)
 			e.secondary.smu.Unlock()
@@ -160,18 +178,14 @@ func TestFederationInterceptor(t *testing.T) {
 				if users := e.secondary.seenUsers(); len(users) == 0 || users[0] != "uam-sc-2" {
 					t.Fatalf("the secondary's scheduler saw %v, want the unmanaged AM's token", users)
 				}
-				// A release of the secondary's container goes there.
-				if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(1), Release: []*yarnpb.ContainerIdProto{resp.GetAllocatedContainers()[1].GetId()}}); err != nil {
-					t.Fatal(err)
+				if !seen[1<<40|2] {
+					t.Fatalf("containers %v, want the secondary's", seen)
 				}
-				e.secondary.mu.Lock()
-				released := len(e.secondary.releases)
-				e.secondary.mu.Unlock()
-				e.home.mu.Lock()
-				homeReleased := len(e.home.releases)
-				e.home.mu.Unlock()
-				if released != 1 || homeReleased != 0 {
-					t.Fatalf("released %d in the secondary and %d at home, want the secondary's container released there", released, homeReleased)
+				// A release of the secondary's container goes there; the
+				// finish below sends it before unregistering.
+				secondaryContainer := container(testAttempt, 1<<40|2).GetId()
+				if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Release: []*yarnpb.ContainerIdProto{secondaryContainer}}); err != nil {
+					t.Fatal(err)
 				}
 			}
 			if _, err := am.FinishApplicationMaster(ctx, &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}); err != nil {
@@ -179,7 +193,14 @@ func TestFederationInterceptor(t *testing.T) {
 			}
 			e.secondary.mu.Lock()
 			finished := e.secondary.finished
+			released := len(e.secondary.releases)
 			e.secondary.mu.Unlock()
+			e.home.mu.Lock()
+			homeReleased := len(e.home.releases)
+			e.home.mu.Unlock()
+			if tt.wantSecondary && (released != 1 || homeReleased != 0) {
+				t.Fatalf("released %d in the secondary and %d at home, want the secondary's container released there", released, homeReleased)
+			}
 			if finished != tt.wantSecondary || !e.home.finished {
 				t.Fatalf("finished: secondary %v, home %v; want the unmanaged AM finished too: %v", finished, e.home.finished, tt.wantSecondary)
 			}
@@ -226,21 +247,11 @@ func TestFederationInterceptorGoesOnWithoutASecondaryThatCannotBeReached(t *test
 		t.Fatal(err)
 	}
 	am := registeredAM(t, e.svc, e.proxy)
-	resp, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 2)}})
-	if err != nil {
+	if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 2)}}); err != nil {
 		t.Fatalf("allocate with a sub-cluster down: %v", err)
 	}
-	if got := len(resp.GetAllocatedContainers()); got != 2 {
-		t.Fatalf("%d containers, want those of the two live sub-clusters", got)
-	}
-	// The next heartbeat does not wait on the dead one again.
-	start := time.Now()
-	if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(1), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 3)}}); err != nil {
-		t.Fatal(err)
-	}
-	if took := time.Since(start); took >= time.Second {
-		t.Fatalf("the heartbeat after a failed launch took %s, the launch timeout", took)
-	}
+	id := int32(1)
+	heartbeatUntil(t, am, &id, func(seen map[int64]bool) bool { return seen[2] && seen[1<<40|2] })
 }
 
 func TestAnApplicationThatEndsUnfinishedHasItsUnmanagedAMsKilled(t *testing.T) {
@@ -250,6 +261,8 @@ func TestAnApplicationThatEndsUnfinishedHasItsUnmanagedAMsKilled(t *testing.T) {
 	if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 1)}}); err != nil {
 		t.Fatal(err)
 	}
+	id := int32(1)
+	heartbeatUntil(t, am, &id, func(seen map[int64]bool) bool { return seen[1<<40|2] })
 	e.svc.EndApplication(ctx, testAttempt.App)
 	e.secondary.smu.Lock()
 	defer e.secondary.smu.Unlock()
@@ -259,4 +272,37 @@ func TestAnApplicationThatEndsUnfinishedHasItsUnmanagedAMsKilled(t *testing.T) {
 	if got := e.svc.Attempts(); len(got) != 0 {
 		t.Fatalf("pipelines %v left", got)
 	}
+}
+
+// containerSeqs lists the sequence numbers of an answer's containers.
+func containerSeqs(resp *yarnpb.AllocateResponseProto) []int64 {
+	var out []int64
+	for _, c := range resp.GetAllocatedContainers() {
+		out = append(out, c.GetId().GetId())
+	}
+	return out
+}
+
+// heartbeatUntil sends empty heartbeats, numbered from *id on, until the
+// containers answered (by sequence number) satisfy done, or the test's
+// time is up; the sub-clusters' answers reach the AM as they arrive.
+func heartbeatUntil(t *testing.T, am *yarnrpc.ApplicationMasterProtocolClient, id *int32, done func(map[int64]bool) bool) map[int64]bool {
+	t.Helper()
+	ctx := testCtx(t)
+	seen := map[int64]bool{}
+	for ctx.Err() == nil {
+		resp, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(*id)})
+		if err != nil {
+			t.Fatalf("heartbeat %d: %v", *id, err)
+		}
+		*id = resp.GetResponseId()
+		for _, seq := range containerSeqs(resp) {
+			seen[seq] = true
+		}
+		if done(seen) {
+			return seen
+		}
+	}
+	t.Fatalf("containers %v after %d heartbeats", seen, *id)
+	return nil
 }

@@ -51,6 +51,8 @@ type fakeRM struct {
 	renew *token.Token
 	// allocated is put in each allocate answer.
 	allocated []*yarnpb.ContainerProto
+	// fail, if set, is the next allocate's error.
+	fail error
 }
 
 func (f *fakeRM) user(ctx context.Context) {
@@ -78,6 +80,10 @@ func (f *fakeRM) methods() []ipc.Method {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.user(ctx)
+			if err := f.fail; err != nil {
+				f.fail = nil
+				return nil, err
+			}
 			if req.GetResponseId() != f.lastID {
 				return nil, yarnerr.InvalidResponseID(testAttempt.String(), f.lastID, req.GetResponseId())
 			}

@@ -128,6 +128,11 @@ func (t *ThrottleInterceptor) Allocate(ctx context.Context, req *yarnpb.Allocate
 	return resp, nil
 }
 
+// askKeyOf is the key of an ask, less its resource name.
+func askKeyOf(a *yarnpb.ResourceRequestProto) askKey {
+	return askKey{priority: a.GetPriority().GetPriority(), capability: keyString(a.GetCapability()), executionType: a.GetExecutionTypeRequest().GetExecutionType(), allocationID: a.GetAllocationRequestId()}
+}
+
 // pendingAfter is the AM's outstanding "*" totals once req is taken in.
 func (t *ThrottleInterceptor) pendingAfter(req *yarnpb.AllocateRequestProto) map[askKey]int64 {
 	next := make(map[askKey]int64, len(t.asks))
@@ -138,7 +143,7 @@ func (t *ThrottleInterceptor) pendingAfter(req *yarnpb.AllocateRequestProto) map
 		if a.GetResourceName() != "*" {
 			continue
 		}
-		k := askKey{priority: a.GetPriority().GetPriority(), capability: keyString(a.GetCapability()), executionType: a.GetExecutionTypeRequest().GetExecutionType(), allocationID: a.GetAllocationRequestId()}
+		k := askKeyOf(a)
 		if n := int64(a.GetNumContainers()); n > 0 {
 			next[k] = n
 		} else {
