@@ -55,13 +55,11 @@ type FederationSettings struct {
 	// out for RetryAfter (zero: a minute).
 	LaunchTimeout, RetryAfter time.Duration
 	// HeartbeatMaxWait bounds an allocate's wait for the first
-	// sub-cluster's answer (yarn.federation.amrmproxy.hb.maximum.wait.ms);
-	// zero means 5 s.
+	// sub-cluster's answer (YARN's heartbeatMaxWaitTimeMs); zero means 5 s.
 	HeartbeatMaxWait time.Duration
 	// SubClusterTimeout is how long a sub-cluster may go without
 	// answering before the policy leaves it out and its headroom is no
-	// longer counted (yarn.federation.amrmproxy.subcluster.timeout.ms);
-	// zero means a minute.
+	// longer counted (YARN's subClusterTimeOut); zero means a minute.
 	SubClusterTimeout time.Duration
 	// Now is the clock; time.Now if nil.
 	Now func() time.Time

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/daemonsets/amrmproxy"
+	"github.com/knitdev/knit/federation"
 	"github.com/knitdev/knit/federation/router"
 	"github.com/knitdev/knit/federation/store"
 	"github.com/knitdev/knit/protocols/commonpb"
@@ -79,7 +81,11 @@ type fedScene struct {
 	// proxied are the AMRMProxy's local tokens of AMs registered through
 	// it, one per connection of the largest level.
 	proxied []*commonpb.TokenProto
-	stops   []func()
+	// fedProxy and fedProxied are the same of an AMRMProxy whose pipeline
+	// has the FederationInterceptor in front.
+	fedProxy   string
+	fedProxied []*commonpb.TokenProto
+	stops      []func()
 }
 
 func (f *fedScene) close() {
@@ -131,15 +137,39 @@ func startFedScene(b *testing.B) *fedScene {
 	f.router, stop = serveIPC(b, srv)
 	f.stops = append(f.stops, stop)
 
-	// The AMRMProxy with the default pipeline, and AMs of applications of
-	// their own registered through it, as many as the largest level
-	// needs, with task containers as the running applications have.
+	// Two AMRMProxies, one with the default pipeline, one with the
+	// FederationInterceptor in front of it, the Router's store telling it
+	// the RM is the home.
+	owner, err := ipc.Dial(ctx, f.rc.target.client, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: "owner0", MaxIdleTime: benchIdle, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer owner.Close()
+	f.proxy, f.proxied = f.startProxy(b, owner, s, "proxied", []string{amrmproxy.DefaultInterceptorName},
+		map[string]amrmproxy.Stage{amrmproxy.DefaultInterceptorName: amrmproxy.DefaultStage(f.rc.target.am, nil)})
+	f.fedProxy, f.fedProxied = f.startProxy(b, owner, s, "federated", []string{amrmproxy.FederationInterceptorName, amrmproxy.DefaultInterceptorName},
+		map[string]amrmproxy.Stage{
+			amrmproxy.DefaultInterceptorName: amrmproxy.DefaultStage(f.rc.target.am, nil),
+			amrmproxy.FederationInterceptorName: amrmproxy.FederationStage(amrmproxy.FederationSettings{
+				Store: store.NewCache(s, time.Hour, nil), DefaultPolicy: federation.UniformBroadcastPolicyManager,
+			}),
+		})
+	return f
+}
+
+// startProxy serves an AMRMProxy of the pipeline in front of the RM, and
+// registers AMs of applications of their own through it, as many as the
+// largest level needs, with task containers as the running applications
+// have, each homed in the RM's sub-cluster; it returns its address and
+// the AMs' local tokens.
+func (f *fedScene) startProxy(b *testing.B, owner *ipc.Client, s *store.Memory, name string, pipeline []string, stages map[string]amrmproxy.Stage) (string, []*commonpb.TokenProto) {
+	b.Helper()
+	ctx := context.Background()
 	secrets, err := amrmproxy.NewSecrets(amrmproxy.SecretsConfig{RollInterval: time.Hour, ActivationDelay: time.Minute, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
-	svc, err := amrmproxy.New(amrmproxy.Config{Secrets: secrets, Pipeline: []string{amrmproxy.DefaultInterceptorName},
-		Stages: map[string]amrmproxy.Stage{amrmproxy.DefaultInterceptorName: amrmproxy.DefaultStage(f.rc.target.am, nil)}, Logger: quiet})
+	svc, err := amrmproxy.New(amrmproxy.Config{Secrets: secrets, Pipeline: pipeline, Stages: stages, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -151,18 +181,16 @@ func startFedScene(b *testing.B) *fedScene {
 	if err := svc.Register(psrv); err != nil {
 		b.Fatal(err)
 	}
-	f.proxy, stop = serveIPC(b, psrv)
+	addr, stop := serveIPC(b, psrv)
 	f.stops = append(f.stops, stop)
-
-	owner, err := ipc.Dial(ctx, f.rc.target.client, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: "owner0", MaxIdleTime: benchIdle, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer owner.Close()
+	var tokens []*commonpb.TokenProto
 	for i := range fedConnLevels[len(fedConnLevels)-1] {
-		real, app := submitUnmanagedAM(b, owner, fmt.Sprintf("proxied app %d", i), "default")
+		real, app := submitUnmanagedAM(b, owner, fmt.Sprintf("%s app %d", name, i), "default")
 		id, err := yarnid.ApplicationIDFromProto(app)
 		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.AddApplicationHomeSubCluster(ctx, store.ApplicationHome{Application: id.String(), Home: "sc1"}); err != nil {
 			b.Fatal(err)
 		}
 		attempt := yarnid.AttemptID{App: id, ID: 1}
@@ -170,21 +198,21 @@ func startFedScene(b *testing.B) *fedScene {
 		if err != nil {
 			b.Fatal(err)
 		}
-		am, err := ipc.NewClient(f.proxy, ipc.ClientConfig{Protocol: yarnrpc.ApplicationMasterProtocolName, Token: local.Proto(), Logger: quiet})
+		am, err := ipc.NewClient(addr, ipc.ClientConfig{Protocol: yarnrpc.ApplicationMasterProtocolName, Token: local.Proto(), Logger: quiet})
 		if err != nil {
 			b.Fatal(err)
 		}
 		err = am.Call(ctx, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{
-			Host: proto.String("proxied"), RpcPort: proto.Int32(-1), TrackingUrl: proto.String(""),
+			Host: proto.String(name), RpcPort: proto.Int32(-1), TrackingUrl: proto.String(""),
 		}, &yarnpb.RegisterApplicationMasterResponseProto{})
 		_ = am.Close()
 		if err != nil {
 			b.Fatal(err)
 		}
 		giveTasks(b, f.rc.rm, attempt, rcTasks, fmt.Sprintf("kwok-node-%d", i%viewNodes))
-		f.proxied = append(f.proxied, local.Proto())
+		tokens = append(tokens, local.Proto())
 	}
-	return f
+	return addr, tokens
 }
 
 // fedCase is one comparison: a call made directly to the RM and through
@@ -193,6 +221,10 @@ type fedCase struct {
 	name, method string
 	direct, hop  string // addresses
 	am           bool
+	// metric names the case's metrics; the method if empty.
+	metric string
+	// hopTokens are the AMs' tokens at the hop.
+	hopTokens []*commonpb.TokenProto
 }
 
 // dial opens conns connections of c's call to addr; an AM's connections
@@ -241,7 +273,8 @@ func BenchmarkFederationVersusDirectRM(b *testing.B) {
 	cases := []fedCase{
 		{name: "submit via Router", method: "submit", direct: f.rc.target.client, hop: f.router},
 		{name: "getApplicationReport via Router", method: "getApplicationReport", direct: f.rc.target.client, hop: f.router},
-		{name: "allocate via AMRMProxy", method: "allocate", direct: f.rc.target.am, hop: f.proxy, am: true},
+		{name: "allocate via AMRMProxy", method: "allocate", direct: f.rc.target.am, hop: f.proxy, am: true, hopTokens: f.proxied},
+		{name: "allocate via AMRMProxy federated", method: "allocate", metric: "allocate-federated", direct: f.rc.target.am, hop: f.fedProxy, am: true, hopTokens: f.fedProxied},
 	}
 	maxConns := fedConnLevels[len(fedConnLevels)-1]
 	type row struct {
@@ -252,14 +285,17 @@ func BenchmarkFederationVersusDirectRM(b *testing.B) {
 	}
 	var rows []*row
 	b.ResetTimer()
+	// Each side's sets are dialled once: an AM's connection keeps its
+	// response id from round to round, and the direct AMs serve every
+	// case of their call.
+	direct := map[string]int{}
 	for range b.N {
 		for _, c := range cases {
-			// Each side's sets are dialled once: an AM's connection keeps
-			// its response id from round to round.
-			sets := [2]int{
-				f.dial(b, gen, c, c.direct, f.rc.tokens, maxConns),
-				f.dial(b, gen, c, c.hop, f.proxied, maxConns),
+			key := c.method + " " + c.direct
+			if _, ok := direct[key]; !ok {
+				direct[key] = f.dial(b, gen, c, c.direct, f.rc.tokens, maxConns)
 			}
+			sets := [2]int{direct[key], f.dial(b, gen, c, c.hop, c.hopTokens, maxConns)}
 			for _, conns := range fedConnLevels {
 				r := &row{c: c, conns: conns}
 				rows = append(rows, r)
@@ -274,10 +310,11 @@ func BenchmarkFederationVersusDirectRM(b *testing.B) {
 					r.sides[side] = r.sides[side].add(load{calls: rep.Calls, elapsed: rep.Wall, lat: rep.Lat})
 				}
 			}
-			for _, set := range sets {
-				gen.do(b, rcCmd{Op: "close", Set: set})
-			}
+			gen.do(b, rcCmd{Op: "close", Set: sets[1]})
 		}
+	}
+	for _, set := range direct {
+		gen.do(b, rcCmd{Op: "close", Set: set})
 	}
 	b.StopTimer()
 	var sb strings.Builder
@@ -291,8 +328,9 @@ func BenchmarkFederationVersusDirectRM(b *testing.B) {
 			micros(r.cpu[0])/float64(d.calls), micros(r.cpu[1])/float64(h.calls),
 			h.callsPerSec()/d.callsPerSec(), micros(h.quantile(0.5))/micros(d.quantile(0.5)), micros(h.quantile(0.99))/micros(d.quantile(0.99)))
 		if r.conns == 1 {
-			b.ReportMetric(h.callsPerSec()/d.callsPerSec(), r.c.method+"-calls/s-hop/direct")
-			b.ReportMetric(micros(h.quantile(0.99))/micros(d.quantile(0.99)), r.c.method+"-p99-hop/direct")
+			metric := cmp.Or(r.c.metric, r.c.method)
+			b.ReportMetric(h.callsPerSec()/d.callsPerSec(), metric+"-calls/s-hop/direct")
+			b.ReportMetric(micros(h.quantile(0.99))/micros(d.quantile(0.99)), metric+"-p99-hop/direct")
 		}
 	}
 	_ = tw.Flush()
