@@ -11,7 +11,8 @@
 // the ThrottleInterceptor (Knit's: slows and bounds an AM's asks) and the
 // FederationInterceptor (YARN Federation: splits asks across sub-clusters
 // by the queue's AMRMProxy policy, Broadcast, Home or LocalityMulticast, with an unmanaged AM
-// in each secondary sub-cluster). The Service owns the
+// in each secondary sub-cluster; a goroutine per sub-cluster heartbeats it
+// asynchronously, as YARN 3.4's AMHeartbeatRequestHandler does). The Service owns the
 // pipelines: StartApplicationMaster builds one when an AM container is
 // prepared and returns the local token for the container's token file;
 // a successful finishApplicationMaster, EndAttempt (the AM pod gone) or

@@ -51,7 +51,8 @@
 // BenchmarkFederationVersusDirectRM makes submissions and
 // getApplicationReport calls to the RM directly and through a Router
 // whose one sub-cluster it is, and an AM's allocate heartbeat directly and
-// through a node's AMRMProxy (the default pipeline), in alternating rounds
+// through a node's AMRMProxy (the default pipeline, and the
+// FederationInterceptor in front of it), in alternating rounds
 // at 1 and 16 connections, and prints calls/s, p50, p99 and this
 // process's CPU per call of each side and the ratios hop/direct.
 //

@@ -250,8 +250,10 @@ func (f *fedScene) dial(b *testing.B, l *rcLoad, c fedCase, addr string, tokens 
 // getApplicationReport of a running application, from the RM directly and
 // through a Router whose sub-cluster it is (its store read through a warm
 // cache); an AM's allocate heartbeat that changes nothing, to the RM
-// directly and through a node's AMRMProxy with the default pipeline,
-// each AM its own application. The load is rcLoad's Go client in a
+// directly and through a node's AMRMProxy with the default pipeline and
+// through one with the FederationInterceptor in front of it (homed in the
+// RM's sub-cluster, the broadcast policy), each AM its own application,
+// the same direct AMs against both. The load is rcLoad's Go client in a
 // process of its own; the RM, the Router and the AMRMProxy share this
 // one. At 1 connection (a lone caller's latency) and 16 (throughput),
 // one call outstanding on each, rounds of fedRound in fedOrder after a
