@@ -131,6 +131,16 @@ func newFederation(t *testing.T, manager string, params ...byte) *federationEnv 
 	return e
 }
 
+// holdSecondarySubmissions makes the secondary hold each unmanaged AM's
+// submission until the returned channel is closed.
+func (e *federationEnv) holdSecondarySubmissions() chan struct{} {
+	hold := make(chan struct{})
+	e.secondary.smu.Lock()
+	defer e.secondary.smu.Unlock()
+	e.secondary.hold = hold
+	return hold
+}
+
 func TestFederationInterceptor(t *testing.T) {
 	tests := []struct {
 		name    string

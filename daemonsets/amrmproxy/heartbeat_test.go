@@ -194,10 +194,7 @@ func TestTheHomesResponseIDOutOfSyncIsResyncedWithoutTheAM(t *testing.T) {
 func TestASecondaryStillLaunchingDoesNotHoldTheAMsHeartbeats(t *testing.T) {
 	ctx := testCtx(t)
 	e := newFederation(t, federation.UniformBroadcastPolicyManager)
-	hold := make(chan struct{})
-	e.secondary.smu.Lock()
-	e.secondary.hold = hold
-	e.secondary.smu.Unlock()
+	hold := e.holdSecondarySubmissions()
 	am := registeredAM(t, e.svc, e.proxy)
 	id := int32(0)
 	for range 3 {
@@ -217,10 +214,7 @@ func TestASecondaryStillLaunchingDoesNotHoldTheAMsHeartbeats(t *testing.T) {
 func TestFinishSendsWhatIsQueuedBeforeItUnregisters(t *testing.T) {
 	ctx := testCtx(t)
 	e := newFederation(t, federation.UniformBroadcastPolicyManager)
-	hold := make(chan struct{})
-	e.secondary.smu.Lock()
-	e.secondary.hold = hold
-	e.secondary.smu.Unlock()
+	hold := e.holdSecondarySubmissions()
 	am := registeredAM(t, e.svc, e.proxy)
 	if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 2)}}); err != nil {
 		t.Fatal(err)
