@@ -99,6 +99,13 @@ type federationEnv struct {
 
 func newFederation(t *testing.T, manager string, params ...byte) *federationEnv {
 	t.Helper()
+	return newFederationWith(t, func(*FederationSettings) {}, manager, params...)
+}
+
+// newFederationWith is newFederation with the interceptor's settings
+// changed by set.
+func newFederationWith(t *testing.T, set func(*FederationSettings), manager string, params ...byte) *federationEnv {
+	t.Helper()
 	ctx := testCtx(t)
 	e := &federationEnv{home: &fakeRM{allocated: []*yarnpb.ContainerProto{container(testAttempt, 2)}}, secondary: &fakeSubCluster{}}
 	// The secondary numbers its containers in its own epoch.
@@ -121,11 +128,13 @@ func newFederation(t *testing.T, manager string, params ...byte) *federationEnv 
 		t.Fatal(err)
 	}
 	stages := defaultStages(homeAddr)
-	stages[FederationInterceptorName] = FederationStage(FederationSettings{Store: fed, DefaultPolicy: federation.HomePolicyManager,
+	settings := FederationSettings{Store: fed, DefaultPolicy: federation.HomePolicyManager,
 		NewBackOff: func() backoff.BackOff {
 			return backoff.WithMaxRetries(backoff.NewConstantBackOff(10*time.Millisecond), 100)
 		},
-		LaunchTimeout: time.Second})
+		LaunchTimeout: time.Second}
+	set(&settings)
+	stages[FederationInterceptorName] = FederationStage(settings)
 	e.store = fed
 	e.svc, e.proxy = serveProxy(t, testSecrets(t), []string{FederationInterceptorName, DefaultInterceptorName}, stages)
 	return e

@@ -238,3 +238,57 @@ func TestFinishSendsWhatIsQueuedBeforeItUnregisters(t *testing.T) {
 		t.Fatalf("pipelines %v left after the finish", got)
 	}
 }
+
+// fakeClock is a clock the test moves.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func TestASecondarySilentPastTheTimeoutGetsNoNewAsks(t *testing.T) {
+	ctx := testCtx(t)
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	e := newFederationWith(t, func(s *FederationSettings) { s.Now, s.SubClusterTimeout = clock.Now, time.Minute }, federation.UniformBroadcastPolicyManager)
+	am := registeredAM(t, e.svc, e.proxy)
+	if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 2)}}); err != nil {
+		t.Fatal(err)
+	}
+	id := int32(1)
+	heartbeatUntil(t, am, &id, func(seen map[int64]bool) bool { return seen[1<<40|2] })
+	// Nothing heard of either sub-cluster for longer than the timeout: the
+	// next ask goes to the home alone, though the secondary still heartbeats.
+	clock.advance(2 * time.Minute)
+	if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Ask: []*yarnpb.ResourceRequestProto{askAt(2, 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := am.FinishApplicationMaster(ctx, &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}); err != nil {
+		t.Fatal(err)
+	}
+	asked := func(f *fakeRM, priority int32) bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, asks := range f.asks {
+			for _, a := range asks {
+				if a.GetPriority().GetPriority() == priority {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if !asked(e.home, 2) || asked(&e.secondary.fakeRM, 2) || !asked(&e.secondary.fakeRM, 1) {
+		t.Fatalf("the second ask reached home %v, secondary %v; want the home alone, the silent secondary left out", asked(e.home, 2), asked(&e.secondary.fakeRM, 2))
+	}
+}
