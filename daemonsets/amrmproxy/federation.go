@@ -1,7 +1,6 @@
 package amrmproxy
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -324,7 +323,9 @@ func (f *FederationInterceptor) await(ctx context.Context, changed <-chan struct
 func (f *FederationInterceptor) merge() *yarnpb.AllocateResponseProto {
 	out, arrived := f.sink.take(f.cfg.SubClusterTimeout)
 	ids := slices.Sorted(maps.Keys(arrived))
-	slices.SortStableFunc(ids, func(a, b string) int { return cmp.Compare(boolInt(a != f.home), boolInt(b != f.home)) })
+	if i := slices.Index(ids, f.home); i > 0 {
+		ids = append([]string{f.home}, slices.Delete(ids, i, i+1)...)
+	}
 	for _, id := range ids {
 		for _, resp := range arrived[id] {
 			f.own(id, resp)
@@ -332,13 +333,6 @@ func (f *FederationInterceptor) merge() *yarnpb.AllocateResponseProto {
 		}
 	}
 	return out
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // startSecondary starts a secondary's heartbeater, whose first work is to
