@@ -292,3 +292,34 @@ func TestASecondarySilentPastTheTimeoutGetsNoNewAsks(t *testing.T) {
 		t.Fatalf("the second ask reached home %v, secondary %v; want the home alone, the silent secondary left out", asked(e.home, 2), asked(&e.secondary.fakeRM, 2))
 	}
 }
+
+func TestMergeIntoTakesTheTokenAndCommandFromTheHomeAlone(t *testing.T) {
+	tok := rmToken("renewed").Proto()
+	resync := yarnpb.AMCommandProto_AM_RESYNC.Enum()
+	answer := func() *yarnpb.AllocateResponseProto {
+		return &yarnpb.AllocateResponseProto{AmRmToken: tok, AMCommand: resync,
+			AllocatedContainers: []*yarnpb.ContainerProto{container(testAttempt, 3)},
+			Preempt:             &yarnpb.PreemptionMessageProto{StrictContract: &yarnpb.StrictPreemptionContractProto{Container: []*yarnpb.PreemptionContainerProto{{Id: container(testAttempt, 3).GetId()}}}}}
+	}
+	tests := []struct {
+		name      string
+		home      bool
+		wantToken bool
+	}{
+		{"the home's token and command reach the AM", true, true},
+		{"a secondary's token and command stay behind", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := &yarnpb.AllocateResponseProto{}
+			mergeInto(out, answer(), tt.home)
+			mergeInto(out, answer(), false)
+			if (out.GetAmRmToken() != nil) != tt.wantToken || (out.AMCommand != nil) != tt.wantToken {
+				t.Fatalf("token %v, command %v; want them: %v", out.GetAmRmToken(), out.AMCommand, tt.wantToken)
+			}
+			if len(out.GetAllocatedContainers()) != 2 || len(out.GetPreempt().GetStrictContract().GetContainer()) != 2 {
+				t.Fatalf("merged %v, want both answers' containers and preemptions", out)
+			}
+		})
+	}
+}
