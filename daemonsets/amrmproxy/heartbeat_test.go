@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/knitdev/knit/federation"
 	"github.com/knitdev/knit/protocols/yarnerr"
@@ -239,27 +240,9 @@ func TestFinishSendsWhatIsQueuedBeforeItUnregisters(t *testing.T) {
 	}
 }
 
-// fakeClock is a clock the test moves.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 func TestASecondarySilentPastTheTimeoutGetsNoNewAsks(t *testing.T) {
 	ctx := testCtx(t)
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := testingclock.NewFakeClock(time.Unix(1000, 0))
 	e := newFederationWith(t, func(s *FederationSettings) { s.Now, s.SubClusterTimeout = clock.Now, time.Minute }, federation.UniformBroadcastPolicyManager)
 	am := registeredAM(t, e.svc, e.proxy)
 	if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 2)}}); err != nil {
@@ -269,7 +252,7 @@ func TestASecondarySilentPastTheTimeoutGetsNoNewAsks(t *testing.T) {
 	heartbeatUntil(t, am, &id, func(seen map[int64]bool) bool { return seen[1<<40|2] })
 	// Nothing heard of either sub-cluster for longer than the timeout: the
 	// next ask goes to the home alone, though the secondary still heartbeats.
-	clock.advance(2 * time.Minute)
+	clock.Step(2 * time.Minute)
 	if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Ask: []*yarnpb.ResourceRequestProto{askAt(2, 1)}}); err != nil {
 		t.Fatal(err)
 	}
