@@ -150,6 +150,10 @@ type Snapshot struct {
 	Partitions map[string]Resource
 	Queues     []Queue
 	Pods       []Pod
+	// MinimumAllocation is the scheduler's minimum allocation
+	// (yarn.scheduler.minimum-allocation-*): YARN reckons user limits in
+	// its steps. Zero reckons them unrounded.
+	MinimumAllocation Resource
 }
 
 // Admit returns the keys of the gated pods to admit now, in the order the
@@ -230,6 +234,7 @@ type state struct {
 	// partition is "" for the default partition.
 	partition     string
 	cluster, free Resource
+	minAlloc      Resource
 	root          *node
 	byPath        map[string]*node
 }
@@ -242,7 +247,7 @@ func newState(s Snapshot, partition string) *state {
 	if partition != "" {
 		cluster = s.Partitions[partition]
 	}
-	st := &state{partition: partition, cluster: cluster, free: cluster, byPath: map[string]*node{}}
+	st := &state{partition: partition, cluster: cluster, free: cluster, minAlloc: s.MinimumAllocation, byPath: map[string]*node{}}
 	qs := slices.Clone(s.Queues)
 	slices.SortFunc(qs, func(a, b Queue) int { return cmp.Compare(strings.Count(a.Path, "."), strings.Count(b.Path, ".")) })
 	for _, q := range qs {
@@ -433,9 +438,15 @@ func (st *state) pickPod(leaf *node) *Pod {
 		}
 		return byPriorityThenAge(x, y)
 	})
+	// The active users' use is what their limit divides
+	// (UsersManager's totalResUsageForActiveUsers).
+	var activeUsed Resource
+	for u := range activeUsers {
+		activeUsed = activeUsed.add(leaf.users[u])
+	}
 	for _, a := range apps {
 		p := a.pending[0]
-		if st.allows(leaf, a, p, len(activeUsers)) {
+		if st.allows(leaf, a, p, len(activeUsers), activeUsed) {
 			return p
 		}
 	}
@@ -464,7 +475,7 @@ func bySubmission(x, y *app) int {
 // allows checks one pod against the cluster, the queue and its parents'
 // maximum capacities, the maximum of parallel applications, the AM limit
 // and the user limit, as the CapacityScheduler checks an allocation.
-func (st *state) allows(leaf *node, a *app, p *Pod, activeUsers int) bool {
+func (st *state) allows(leaf *node, a *app, p *Pod, activeUsers int, activeUsed Resource) bool {
 	if !p.Resource.fitsIn(st.free) {
 		return false
 	}
@@ -489,23 +500,64 @@ func (st *state) allows(leaf *node, a *app, p *Pod, activeUsers int) bool {
 			return false
 		}
 	}
-	// LeafQueue.computeUserLimit and canAssignToUser: a user is refused
-	// once its use is over its limit (a ">" check: the last container may
-	// take it over).
-	guaranteed := st.guaranteed(leaf)
-	current := guaranteed
-	if !leaf.used.fitsIn(guaranteed) || leaf.used == guaranteed {
-		current = leaf.used.add(p.Resource)
+	// LeafQueue.canAssignToUser: a user is refused once its use is over
+	// its limit (a ">" check: the last container may take it over).
+	return !leaf.users[a.user].greaterThan(st.activeUserLimit(leaf, activeUsers, activeUsed))
+}
+
+// activeUserLimit is the limit of each of the leaf's active users (those
+// with pods waiting), as UsersManager.computeUserLimit reckons it for
+// them: the current capacity is the queue's guarantee while its use is
+// below it, else its use and one minimum allocation more; the limit is
+// the larger of the active users' use and one minimum allocation, shared
+// among them, and minimum-user-limit-percent of the current capacity; at
+// most user-limit-factor times the guarantee (the maximum capacity when
+// the factor is -1); rounded up to the minimum allocation. Dividing the
+// active users' use, not the capacity, lets the users first offered
+// grow past an even share before the last is offered one: with 3 users at
+// 33% of 16 GiB, the limit (5407 MB) rounds up to 6 GiB and each of the
+// first two takes 8 GiB.
+func (st *state) activeUserLimit(leaf *node, users int, activeUsed Resource) Resource {
+	step := st.minAlloc
+	capacity := maxOf(st.guaranteed(leaf), step)
+	current := capacity
+	if consumed := roundUp(leaf.used, step); !consumed.fitsIn(capacity) || consumed == capacity {
+		current = consumed.add(step)
 	}
-	users := int64(max(activeUsers, 1))
-	ceilDiv := func(x int64) int64 { return (x + users - 1) / users }
-	limit := maxOf(Resource{ceilDiv(current.MemoryMB), ceilDiv(current.Vcores)}, current.scale(leaf.MinimumUserLimitPercent/100))
-	userMax := st.maximum(leaf)
+	n := int64(max(users, 1))
+	shared := activeUsed.add(step)
+	percent := func(x int64) int64 { return ceilDiv(int64(math.Floor(float64(x)*leaf.MinimumUserLimitPercent)), 100) }
+	limit := maxOf(Resource{ceilDiv(shared.MemoryMB, n), ceilDiv(shared.Vcores, n)},
+		Resource{percent(current.MemoryMB), percent(current.Vcores)})
+	most := roundDown(st.maximum(leaf), step)
 	if leaf.UserLimitFactor >= 0 {
-		userMax = guaranteed.scale(leaf.UserLimitFactor)
+		most = capacity.scale(leaf.UserLimitFactor)
 	}
-	limit = minOf(limit, userMax)
-	return !leaf.users[a.user].greaterThan(limit)
+	return roundUp(minOf(limit, most), step)
+}
+
+func ceilDiv(x, y int64) int64 { return (x + y - 1) / y }
+
+// roundUp and roundDown are r in whole steps of step, each resource on
+// its own; a zero step leaves it.
+func roundUp(r, step Resource) Resource {
+	f := func(x, s int64) int64 {
+		if s <= 0 {
+			return x
+		}
+		return ceilDiv(x, s) * s
+	}
+	return Resource{f(r.MemoryMB, step.MemoryMB), f(r.Vcores, step.Vcores)}
+}
+
+func roundDown(r, step Resource) Resource {
+	f := func(x, s int64) int64 {
+		if s <= 0 {
+			return x
+		}
+		return x / s * s
+	}
+	return Resource{f(r.MemoryMB, step.MemoryMB), f(r.Vcores, step.Vcores)}
 }
 
 // admit counts p, its application's next pending pod, as used.
