@@ -198,9 +198,11 @@ type node struct {
 	children []*node
 	used     Resource
 	// leaf only
-	apps    map[yarnid.ApplicationID]*app
-	users   map[string]Resource
-	amUsed  Resource
+	apps   map[yarnid.ApplicationID]*app
+	users  map[string]Resource
+	amUsed Resource
+	// userAMs are the admitted AM pods' resources by user.
+	userAMs map[string]Resource
 	running int // applications with an admitted pod, in any partition
 	blocked bool
 	// runningElsewhere are the applications with an admitted pod in
@@ -487,22 +489,43 @@ func (st *state) allows(leaf *node, a *app, p *Pod, activeUsers int, activeUsed 
 	if !a.admitted && leaf.MaxParallelApps > 0 && leaf.running >= leaf.MaxParallelApps {
 		return false
 	}
-	if p.AM && leaf.amUsed != (Resource{}) {
-		// AbstractLeafQueue.calculateAndGetAMResourceLimitPerPartition: in
-		// the default partition a share of what the queue may use now,
-		// never less than its guarantee; in a labelled one a share of its
-		// guarantee there alone. One AM always runs in each.
-		usable := st.guaranteed(leaf)
-		if st.partition == "" {
-			usable = maxOf(usable, minOf(st.maximum(leaf), leaf.used.add(st.free)))
-		}
-		if !leaf.amUsed.add(p.Resource).fitsIn(usable.scale(leaf.MaxAMResourcePercent)) {
-			return false
-		}
+	if p.AM && leaf.amUsed != (Resource{}) && !st.amFits(leaf, a.user, p.Resource, activeUsers) {
+		return false
 	}
 	// LeafQueue.canAssignToUser: a user is refused once its use is over
 	// its limit (a ">" check: the last container may take it over).
 	return !leaf.users[a.user].greaterThan(st.activeUserLimit(leaf, activeUsers, activeUsed))
+}
+
+// amFits reports whether one more AM of user fits the leaf's AM limits,
+// as AbstractLeafQueue.activateApplications checks one: the queue's
+// (calculateAndGetAMResourceLimitPerPartition: in the default partition a
+// share of what the queue may use now, never less than its guarantee; in
+// a labelled one a share of its guarantee there alone) and the user's
+// (getUserAMResourceLimitPerPartition: the queue's AM share of its
+// guarantee times the larger of minimum-user-limit-percent and an even
+// share among the active users, times user-limit-factor, within the
+// queue's). Both are rounded up to the minimum allocation. The caller lets
+// the leaf's first AM through whatever the limits.
+func (st *state) amFits(leaf *node, user string, am Resource, activeUsers int) bool {
+	guaranteed := st.guaranteed(leaf)
+	usable := guaranteed
+	if st.partition == "" {
+		usable = maxOf(usable, minOf(st.maximum(leaf), leaf.used.add(st.free)))
+	}
+	limit := st.normalizeUp(usable, leaf.MaxAMResourcePercent)
+	userShare := leaf.MaxAMResourcePercent
+	if leaf.UserLimitFactor != -1 {
+		userShare *= max(leaf.MinimumUserLimitPercent/100, 1/float64(max(activeUsers, 1))) * leaf.UserLimitFactor
+	}
+	userLimit := minOf(st.normalizeUp(guaranteed, userShare), limit)
+	return leaf.amUsed.add(am).fitsIn(limit) && leaf.userAMs[user].add(am).fitsIn(userLimit)
+}
+
+// normalizeUp is r times f, rounded up to the minimum allocation
+// (Resources.multiplyAndNormalizeUp).
+func (st *state) normalizeUp(r Resource, f float64) Resource {
+	return roundUp(Resource{int64(math.Ceil(float64(r.MemoryMB) * f)), int64(math.Ceil(float64(r.Vcores) * f))}, st.minAlloc)
 }
 
 // activeUserLimit is the limit of each of the leaf's active users (those
@@ -583,6 +606,10 @@ func (st *state) use(leaf *node, a *app, p *Pod) {
 	if p.AM {
 		a.amUsed = a.amUsed.add(p.Resource)
 		leaf.amUsed = leaf.amUsed.add(p.Resource)
+		if leaf.userAMs == nil {
+			leaf.userAMs = map[string]Resource{}
+		}
+		leaf.userAMs[p.User] = leaf.userAMs[p.User].add(p.Resource)
 	}
 	for n := leaf; n != nil; n = n.parent {
 		n.used = n.used.add(p.Resource)

@@ -40,6 +40,18 @@ func demand(queue, user string, app int32, n int) []Pod {
 	return out
 }
 
+// amsOf is n applications of user in queue, their ids' sequences from
+// first on, each one gated AM pod.
+func amsOf(queue, user string, first int32, n int) []Pod {
+	var out []Pod
+	for i := range n {
+		p := demand(queue, user, first+int32(i), 1)
+		p[0].AM = true
+		out = append(out, p...)
+	}
+	return out
+}
+
 func admitted(pods ...Pod) []Pod {
 	for i := range pods {
 		pods[i].Admitted = true
@@ -135,6 +147,8 @@ func TestWithinALeafUsersApplicationsAndAMsAreLimitedAsYARNLimitsThem(t *testing
 	fair.Fair = true
 	amLimited := def
 	amLimited.MaxAMResourcePercent = 0.25
+	userAMLimited := leaf("root.default", 0.5, 1)
+	userAMLimited.MaxAMResourcePercent, userAMLimited.UserLimitFactor = 0.5, 1
 	oneAtATime := def
 	oneAtATime.MaxParallelApps = 1
 	withAMs := func(app int32, n int) []Pod {
@@ -171,6 +185,13 @@ func TestWithinALeafUsersApplicationsAndAMsAreLimitedAsYARNLimitsThem(t *testing
 		{"AMs stop at maximum-am-resource-percent (25% of 16 GiB: two 2 GiB AMs)", one(amLimited),
 			concat(withAMs(1, 1), withAMs(2, 1), withAMs(3, 1), withAMs(4, 1)),
 			map[string]int{"root.default/1": 1, "root.default/2": 1}},
+		// The leaf's AMs may use half of what it may use now, the empty
+		// cluster's 16 GiB: four 2 GiB AMs. Each user's, at
+		// user-limit-factor 1 and minimum-user-limit-percent 100, half
+		// its 8 GiB guarantee: two. alice's third waits, bob's two go.
+		{"each user's AMs stop at its share of the AM limit", root(userAMLimited, leaf("root.other", 0.5, 1)),
+			concat(amsOf("root.default", "alice", 1, 3), amsOf("root.default", "bob", 4, 3)),
+			map[string]int{"root.default/1": 1, "root.default/2": 1, "root.default/4": 1, "root.default/5": 1}},
 		{"the first AM always runs, even over the AM limit", one(func() Queue { q := amLimited; q.MaxAMResourcePercent = 0.01; return q }()),
 			concat(withAMs(1, 2), withAMs(2, 2)),
 			map[string]int{"root.default/1": 2}},

@@ -51,15 +51,7 @@ func TestPartitionsAreAdmittedApartAsTheCapacitySchedulerAllocatesThem(t *testin
 		}
 		return []Queue{r, a, b, c}
 	}
-	ams := func(queue string, first int32, n int) []Pod {
-		var out []Pod
-		for i := range n {
-			p := demand(queue, "u", first+int32(i), 1)
-			p[0].AM = true
-			out = append(out, p...)
-		}
-		return out
-	}
+	ams := func(queue string, first int32, n int) []Pod { return amsOf(queue, "u", first, n) }
 	tests := []struct {
 		name   string
 		queues []Queue
