@@ -21,6 +21,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/rks/launch"
+	"github.com/knitdev/knit/rm/conf"
 	"github.com/knitdev/knit/test/eventually"
 	"github.com/knitdev/knit/test/localcluster"
 )
@@ -33,19 +34,9 @@ import (
 // the rest wait behind Knit's scheduling gate. When root.b's application
 // ends, root.a grows into the room, up to all 8.
 func TestQueuesShareTheClusterAsTheCapacitySchedulerWould(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "local")
 	confDir := t.TempDir()
 	writeTwoLeaves(t, confDir)
-	upWithConf(t, dir, confDir)
-	settings, err := localcluster.RMSettings(localcluster.HadoopConfDir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	restCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube := kubernetes.NewForConfigOrDie(restCfg)
+	settings, kube := upOneNode(t, confDir)
 
 	amA := startUnmanagedAM(t, settings.Address, settings.SchedulerAddress, "alice", "a")
 	amB := startUnmanagedAM(t, settings.Address, settings.SchedulerAddress, "bob", "b")
@@ -285,6 +276,30 @@ func writeTwoLeaves(t *testing.T, confDir string) {
 		hadoopconf.Property{Name: "yarn.scheduler.capacity.root.b.maximum-capacity", Value: "75"})
 }
 
+// upOneNode starts a one-node knit local with the Hadoop configuration in
+// confDir, and returns its RM's settings and a client of its API server.
+func upOneNode(t *testing.T, confDir string) (conf.RMSettings, kubernetes.Interface) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "local")
+	upWithConf(t, dir, confDir)
+	return localRM(t, dir)
+}
+
+// localRM reads the settings of the RM of the knit local in dir, and makes
+// a client of its API server.
+func localRM(t *testing.T, dir string) (conf.RMSettings, kubernetes.Interface) {
+	t.Helper()
+	settings, err := localcluster.RMSettings(localcluster.HadoopConfDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return settings, kubernetes.NewForConfigOrDie(restCfg)
+}
+
 // upWithConf starts a one-node knit local in dir with the Hadoop
 // configuration in confDir, and shows knit-rm's log if the test fails.
 func upWithConf(t *testing.T, dir, confDir string) {
@@ -314,7 +329,6 @@ func upWithConf(t *testing.T, dir, confDir string) {
 // Each scenario's admitted pods then fill the cluster: the numbers seen are
 // final, not a moment of a pass.
 func TestWithinALeafUsersOrderingPriorityAndAMLimitAreYARNs(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "local")
 	confDir := t.TempDir()
 	leaves := []hadoopconf.Property{{Name: "yarn.scheduler.capacity.root.queues", Value: "users,fifo,fair,am"}}
 	for _, q := range []string{"users", "fifo", "fair", "am"} {
@@ -332,16 +346,7 @@ func TestWithinALeafUsersOrderingPriorityAndAMLimitAreYARNs(t *testing.T) {
 	// default.
 	writeConfFile(t, filepath.Join(confDir, "yarn-site.xml"),
 		hadoopconf.Property{Name: "yarn.cluster.max-application-priority", Value: "10"})
-	upWithConf(t, dir, confDir)
-	settings, err := localcluster.RMSettings(localcluster.HadoopConfDir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	restCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube := kubernetes.NewForConfigOrDie(restCfg)
+	settings, kube := upOneNode(t, confDir)
 
 	type app struct {
 		am *testAM
