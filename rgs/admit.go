@@ -31,6 +31,9 @@ type Policy interface {
 	// ClusterResource is what the usable nodes of the default partition
 	// (the nodes without a launch.NodeLabelPartition label) hold.
 	ClusterResource() admission.Resource
+	// MinimumAllocation is the scheduler's minimum allocation, the step
+	// user limits are reckoned in.
+	MinimumAllocation() admission.Resource
 	// AppPriority is the application's priority now.
 	AppPriority(app yarnid.ApplicationID) int32
 	// Preemption says whether and how containers are taken back from
@@ -145,7 +148,8 @@ func (c *Controller) admit(ctx context.Context) error {
 	// Sized once for every pod: a pass runs every few hundred
 	// milliseconds while pods wait, and growing them as they fill made
 	// most of RGS's garbage under a burst of asks.
-	snap := admission.Snapshot{Cluster: c.policy.ClusterResource(), Queues: c.policy.AdmissionQueues(), Pods: make([]admission.Pod, 0, len(pods))}
+	snap := admission.Snapshot{Cluster: c.policy.ClusterResource(), Queues: c.policy.AdmissionQueues(),
+		MinimumAllocation: c.policy.MinimumAllocation(), Pods: make([]admission.Pod, 0, len(pods))}
 	if pp, ok := c.policy.(PartitionPolicy); ok {
 		snap.Partitions = pp.PartitionResources()
 	}

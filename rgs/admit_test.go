@@ -42,6 +42,10 @@ func (policy) ClusterResource() admission.Resource {
 	return admission.Resource{MemoryMB: 16384, Vcores: 8}
 }
 
+func (policy) MinimumAllocation() admission.Resource {
+	return admission.Resource{MemoryMB: 1024, Vcores: 1}
+}
+
 func (p policy) AppPriority(app yarnid.ApplicationID) int32 { return p.priorities[app] }
 
 func (p policy) Preemption() Preemption { return p.preemption }

@@ -110,6 +110,12 @@ func (rm *ResourceManager) partitions() map[string]nodes.Capability {
 	return nodes.PartitionsOf(list)
 }
 
+// MinimumAllocation is yarn.scheduler.minimum-allocation-mb and -vcores.
+func (rm *ResourceManager) MinimumAllocation() admission.Resource {
+	s := rm.cfg.Settings
+	return admission.Resource{MemoryMB: int64(s.MinAllocationMB), Vcores: int64(s.MinAllocationVcores)}
+}
+
 // AppPriority is the application's priority now; 0 for one the RM does
 // not know.
 func (rm *ResourceManager) AppPriority(app yarnid.ApplicationID) int32 {
@@ -130,7 +136,7 @@ func (rm *ResourceManager) Preemption() rgs.Preemption {
 		Enabled: p.Enabled,
 		Policy: admission.Preemption{MaxIgnoredOverCapacity: p.MaxIgnoredOverCapacity,
 			NaturalTerminationFactor: p.NaturalTerminationFactor, TotalPreemptionPerRound: p.PerRound,
-			MinimumAllocation: admission.Resource{MemoryMB: int64(s.MinAllocationMB), Vcores: int64(s.MinAllocationVcores)},
+			MinimumAllocation: rm.MinimumAllocation(),
 			IntraQueue: admission.IntraQueuePreemption{Enabled: p.IntraQueue, MinimumThreshold: p.IntraQueueMinimumThreshold,
 				MaxAllowableLimit: p.IntraQueueMaxAllowableLimit, Order: admission.IntraQueueOrder(p.IntraQueueOrderPolicy)}},
 		Interval: p.Interval, MaxWaitBeforeKill: p.MaxWaitBeforeKill,

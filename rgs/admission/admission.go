@@ -150,6 +150,10 @@ type Snapshot struct {
 	Partitions map[string]Resource
 	Queues     []Queue
 	Pods       []Pod
+	// MinimumAllocation is the scheduler's minimum allocation
+	// (yarn.scheduler.minimum-allocation-*): YARN reckons user limits in
+	// its steps. Zero reckons them unrounded.
+	MinimumAllocation Resource
 }
 
 // Admit returns the keys of the gated pods to admit now, in the order the
@@ -194,9 +198,11 @@ type node struct {
 	children []*node
 	used     Resource
 	// leaf only
-	apps    map[yarnid.ApplicationID]*app
-	users   map[string]Resource
-	amUsed  Resource
+	apps   map[yarnid.ApplicationID]*app
+	users  map[string]Resource
+	amUsed Resource
+	// userAMs are the admitted AM pods' resources by user.
+	userAMs map[string]Resource
 	running int // applications with an admitted pod, in any partition
 	blocked bool
 	// runningElsewhere are the applications with an admitted pod in
@@ -230,6 +236,7 @@ type state struct {
 	// partition is "" for the default partition.
 	partition     string
 	cluster, free Resource
+	minAlloc      Resource
 	root          *node
 	byPath        map[string]*node
 }
@@ -242,7 +249,7 @@ func newState(s Snapshot, partition string) *state {
 	if partition != "" {
 		cluster = s.Partitions[partition]
 	}
-	st := &state{partition: partition, cluster: cluster, free: cluster, byPath: map[string]*node{}}
+	st := &state{partition: partition, cluster: cluster, free: cluster, minAlloc: s.MinimumAllocation, byPath: map[string]*node{}}
 	qs := slices.Clone(s.Queues)
 	slices.SortFunc(qs, func(a, b Queue) int { return cmp.Compare(strings.Count(a.Path, "."), strings.Count(b.Path, ".")) })
 	for _, q := range qs {
@@ -433,9 +440,15 @@ func (st *state) pickPod(leaf *node) *Pod {
 		}
 		return byPriorityThenAge(x, y)
 	})
+	// The active users' use is what their limit divides
+	// (UsersManager's totalResUsageForActiveUsers).
+	var activeUsed Resource
+	for u := range activeUsers {
+		activeUsed = activeUsed.add(leaf.users[u])
+	}
 	for _, a := range apps {
 		p := a.pending[0]
-		if st.allows(leaf, a, p, len(activeUsers)) {
+		if st.allows(leaf, a, p, len(activeUsers), activeUsed) {
 			return p
 		}
 	}
@@ -464,7 +477,7 @@ func bySubmission(x, y *app) int {
 // allows checks one pod against the cluster, the queue and its parents'
 // maximum capacities, the maximum of parallel applications, the AM limit
 // and the user limit, as the CapacityScheduler checks an allocation.
-func (st *state) allows(leaf *node, a *app, p *Pod, activeUsers int) bool {
+func (st *state) allows(leaf *node, a *app, p *Pod, activeUsers int, activeUsed Resource) bool {
 	if !p.Resource.fitsIn(st.free) {
 		return false
 	}
@@ -476,36 +489,98 @@ func (st *state) allows(leaf *node, a *app, p *Pod, activeUsers int) bool {
 	if !a.admitted && leaf.MaxParallelApps > 0 && leaf.running >= leaf.MaxParallelApps {
 		return false
 	}
-	if p.AM && leaf.amUsed != (Resource{}) {
-		// AbstractLeafQueue.calculateAndGetAMResourceLimitPerPartition: in
-		// the default partition a share of what the queue may use now,
-		// never less than its guarantee; in a labelled one a share of its
-		// guarantee there alone. One AM always runs in each.
-		usable := st.guaranteed(leaf)
-		if st.partition == "" {
-			usable = maxOf(usable, minOf(st.maximum(leaf), leaf.used.add(st.free)))
-		}
-		if !leaf.amUsed.add(p.Resource).fitsIn(usable.scale(leaf.MaxAMResourcePercent)) {
-			return false
-		}
+	if p.AM && leaf.amUsed != (Resource{}) && !st.amFits(leaf, a.user, p.Resource, activeUsers) {
+		return false
 	}
-	// LeafQueue.computeUserLimit and canAssignToUser: a user is refused
-	// once its use is over its limit (a ">" check: the last container may
-	// take it over).
+	// LeafQueue.canAssignToUser: a user is refused once its use is over
+	// its limit (a ">" check: the last container may take it over).
+	return !leaf.users[a.user].greaterThan(st.activeUserLimit(leaf, activeUsers, activeUsed))
+}
+
+// amFits reports whether one more AM of user fits the leaf's AM limits,
+// as AbstractLeafQueue.activateApplications checks one: the queue's
+// (calculateAndGetAMResourceLimitPerPartition: in the default partition a
+// share of what the queue may use now, never less than its guarantee; in
+// a labelled one a share of its guarantee there alone) and the user's
+// (getUserAMResourceLimitPerPartition: the queue's AM share of its
+// guarantee times the larger of minimum-user-limit-percent and an even
+// share among the active users, times user-limit-factor, within the
+// queue's). Both are rounded up to the minimum allocation. The caller lets
+// the leaf's first AM through whatever the limits.
+func (st *state) amFits(leaf *node, user string, am Resource, activeUsers int) bool {
 	guaranteed := st.guaranteed(leaf)
-	current := guaranteed
-	if !leaf.used.fitsIn(guaranteed) || leaf.used == guaranteed {
-		current = leaf.used.add(p.Resource)
+	usable := guaranteed
+	if st.partition == "" {
+		usable = maxOf(usable, minOf(st.maximum(leaf), leaf.used.add(st.free)))
 	}
-	users := int64(max(activeUsers, 1))
-	ceilDiv := func(x int64) int64 { return (x + users - 1) / users }
-	limit := maxOf(Resource{ceilDiv(current.MemoryMB), ceilDiv(current.Vcores)}, current.scale(leaf.MinimumUserLimitPercent/100))
-	userMax := st.maximum(leaf)
+	limit := st.normalizeUp(usable, leaf.MaxAMResourcePercent)
+	userShare := leaf.MaxAMResourcePercent
+	if leaf.UserLimitFactor != -1 {
+		userShare *= max(leaf.MinimumUserLimitPercent/100, 1/float64(max(activeUsers, 1))) * leaf.UserLimitFactor
+	}
+	userLimit := minOf(st.normalizeUp(guaranteed, userShare), limit)
+	return leaf.amUsed.add(am).fitsIn(limit) && leaf.userAMs[user].add(am).fitsIn(userLimit)
+}
+
+// normalizeUp is r times f, rounded up to the minimum allocation
+// (Resources.multiplyAndNormalizeUp).
+func (st *state) normalizeUp(r Resource, f float64) Resource {
+	return roundUp(Resource{int64(math.Ceil(float64(r.MemoryMB) * f)), int64(math.Ceil(float64(r.Vcores) * f))}, st.minAlloc)
+}
+
+// activeUserLimit is the limit of each of the leaf's active users (those
+// with pods waiting), as UsersManager.computeUserLimit reckons it for
+// them: the current capacity is the queue's guarantee while its use is
+// below it, else its use and one minimum allocation more; the limit is
+// the larger of the active users' use and one minimum allocation, shared
+// among them, and minimum-user-limit-percent of the current capacity; at
+// most user-limit-factor times the guarantee (the maximum capacity when
+// the factor is -1); rounded up to the minimum allocation. Dividing the
+// active users' use, not the capacity, lets the users first offered
+// grow past an even share before the last is offered one: with 3 users at
+// 33% of 16 GiB, the limit (5407 MB) rounds up to 6 GiB and each of the
+// first two takes 8 GiB.
+func (st *state) activeUserLimit(leaf *node, users int, activeUsed Resource) Resource {
+	step := st.minAlloc
+	capacity := maxOf(st.guaranteed(leaf), step)
+	current := capacity
+	if consumed := roundUp(leaf.used, step); !consumed.fitsIn(capacity) || consumed == capacity {
+		current = consumed.add(step)
+	}
+	n := int64(max(users, 1))
+	shared := activeUsed.add(step)
+	percent := func(x int64) int64 { return ceilDiv(int64(math.Floor(float64(x)*leaf.MinimumUserLimitPercent)), 100) }
+	limit := maxOf(Resource{ceilDiv(shared.MemoryMB, n), ceilDiv(shared.Vcores, n)},
+		Resource{percent(current.MemoryMB), percent(current.Vcores)})
+	most := roundDown(st.maximum(leaf), step)
 	if leaf.UserLimitFactor >= 0 {
-		userMax = guaranteed.scale(leaf.UserLimitFactor)
+		most = capacity.scale(leaf.UserLimitFactor)
 	}
-	limit = minOf(limit, userMax)
-	return !leaf.users[a.user].greaterThan(limit)
+	return roundUp(minOf(limit, most), step)
+}
+
+func ceilDiv(x, y int64) int64 { return (x + y - 1) / y }
+
+// roundUp and roundDown are r in whole steps of step, each resource on
+// its own; a zero step leaves it.
+func roundUp(r, step Resource) Resource {
+	f := func(x, s int64) int64 {
+		if s <= 0 {
+			return x
+		}
+		return ceilDiv(x, s) * s
+	}
+	return Resource{f(r.MemoryMB, step.MemoryMB), f(r.Vcores, step.Vcores)}
+}
+
+func roundDown(r, step Resource) Resource {
+	f := func(x, s int64) int64 {
+		if s <= 0 {
+			return x
+		}
+		return x / s * s
+	}
+	return Resource{f(r.MemoryMB, step.MemoryMB), f(r.Vcores, step.Vcores)}
 }
 
 // admit counts p, its application's next pending pod, as used.
@@ -531,6 +606,10 @@ func (st *state) use(leaf *node, a *app, p *Pod) {
 	if p.AM {
 		a.amUsed = a.amUsed.add(p.Resource)
 		leaf.amUsed = leaf.amUsed.add(p.Resource)
+		if leaf.userAMs == nil {
+			leaf.userAMs = map[string]Resource{}
+		}
+		leaf.userAMs[p.User] = leaf.userAMs[p.User].add(p.Resource)
 	}
 	for n := leaf; n != nil; n = n.parent {
 		n.used = n.used.add(p.Resource)

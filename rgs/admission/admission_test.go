@@ -40,6 +40,18 @@ func demand(queue, user string, app int32, n int) []Pod {
 	return out
 }
 
+// amsOf is n applications of user in queue, their ids' sequences from
+// first on, each one gated AM pod.
+func amsOf(queue, user string, first int32, n int) []Pod {
+	var out []Pod
+	for i := range n {
+		p := demand(queue, user, first+int32(i), 1)
+		p[0].AM = true
+		out = append(out, p...)
+	}
+	return out
+}
+
 func admitted(pods ...Pod) []Pod {
 	for i := range pods {
 		pods[i].Admitted = true
@@ -135,6 +147,8 @@ func TestWithinALeafUsersApplicationsAndAMsAreLimitedAsYARNLimitsThem(t *testing
 	fair.Fair = true
 	amLimited := def
 	amLimited.MaxAMResourcePercent = 0.25
+	userAMLimited := leaf("root.default", 0.5, 1)
+	userAMLimited.MaxAMResourcePercent, userAMLimited.UserLimitFactor = 0.5, 1
 	oneAtATime := def
 	oneAtATime.MaxParallelApps = 1
 	withAMs := func(app int32, n int) []Pod {
@@ -171,6 +185,13 @@ func TestWithinALeafUsersApplicationsAndAMsAreLimitedAsYARNLimitsThem(t *testing
 		{"AMs stop at maximum-am-resource-percent (25% of 16 GiB: two 2 GiB AMs)", one(amLimited),
 			concat(withAMs(1, 1), withAMs(2, 1), withAMs(3, 1), withAMs(4, 1)),
 			map[string]int{"root.default/1": 1, "root.default/2": 1}},
+		// The leaf's AMs may use half of what it may use now, the empty
+		// cluster's 16 GiB: four 2 GiB AMs. Each user's, at
+		// user-limit-factor 1 and minimum-user-limit-percent 100, half
+		// its 8 GiB guarantee: two. alice's third waits, bob's two go.
+		{"each user's AMs stop at its share of the AM limit", root(userAMLimited, leaf("root.other", 0.5, 1)),
+			concat(amsOf("root.default", "alice", 1, 3), amsOf("root.default", "bob", 4, 3)),
+			map[string]int{"root.default/1": 1, "root.default/2": 1, "root.default/4": 1, "root.default/5": 1}},
 		{"the first AM always runs, even over the AM limit", one(func() Queue { q := amLimited; q.MaxAMResourcePercent = 0.01; return q }()),
 			concat(withAMs(1, 2), withAMs(2, 2)),
 			map[string]int{"root.default/1": 2}},
@@ -181,6 +202,55 @@ func TestWithinALeafUsersApplicationsAndAMsAreLimitedAsYARNLimitsThem(t *testing
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := count(Admit(Snapshot{Cluster: cluster, Queues: tc.queues, Pods: tc.pods}), byApp)
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("admitted %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestUserLimitsDivideTheActiveUsersUseAsYARNDoes reckons user limits in
+// steps of YARN's default minimum allocation (1 GiB, 1 vcore), as
+// UsersManager.computeUserLimit does: the larger of the active users' use
+// and one step, shared among them, and minimum-user-limit-percent of the
+// current capacity (the guarantee, or once the leaf is at it its use and
+// one step), rounded up to a step; a user is refused once over it.
+func TestUserLimitsDivideTheActiveUsersUseAsYARNDoes(t *testing.T) {
+	step := Resource{MemoryMB: 1024, Vcores: 1}
+	withUsers := func(capacity, percent, factor float64) []Queue {
+		q := leaf("root.default", capacity, 1)
+		q.MinimumUserLimitPercent, q.UserLimitFactor = percent, factor
+		return root(q, leaf("root.other", 1-capacity, 1))
+	}
+	tests := []struct {
+		name   string
+		queues []Queue
+		pods   []Pod
+		want   map[string]int
+	}{
+		{
+			// 33% of 16 GiB is 5407 MB, rounded up to 6 GiB; the active
+			// users' use shared by three stays under it. alice is refused
+			// only at 8 GiB, then bob; carol is offered nothing.
+			name:   "three users at 33% of the leaf: the first two take 8 GiB each",
+			queues: withUsers(1, 33, 1),
+			pods:   concat(demand("root.default", "alice", 1, 20), demand("root.default", "bob", 2, 20), demand("root.default", "carol", 3, 20)),
+			want:   map[string]int{"root.default/1": 4, "root.default/2": 4},
+		},
+		{
+			// A 4 GiB guarantee, 50%, user-limit-factor 4. Leaf use 0 and
+			// 2 GiB: limit 2 GiB, alice. 4: (4+1)/2 rounds up to 3, alice
+			// is over it: bob. 6: 4, alice. 8: 5, bob. 10: 6, alice. 12:
+			// 7, bob. 14: 8, alice.
+			name:   "two users at 50% of a leaf growing past its guarantee: 5 and 3",
+			queues: withUsers(0.25, 50, 4),
+			pods:   concat(demand("root.default", "alice", 1, 20), demand("root.default", "bob", 2, 20)),
+			want:   map[string]int{"root.default/1": 5, "root.default/2": 3},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := count(Admit(Snapshot{Cluster: cluster, Queues: tc.queues, Pods: tc.pods, MinimumAllocation: step}), byApp)
 			if !maps.Equal(got, tc.want) {
 				t.Errorf("admitted %v, want %v", got, tc.want)
 			}

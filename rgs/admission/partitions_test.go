@@ -51,15 +51,7 @@ func TestPartitionsAreAdmittedApartAsTheCapacitySchedulerAllocatesThem(t *testin
 		}
 		return []Queue{r, a, b, c}
 	}
-	ams := func(queue string, first int32, n int) []Pod {
-		var out []Pod
-		for i := range n {
-			p := demand(queue, "u", first+int32(i), 1)
-			p[0].AM = true
-			out = append(out, p...)
-		}
-		return out
-	}
+	ams := func(queue string, first int32, n int) []Pod { return amsOf(queue, "u", first, n) }
 	tests := []struct {
 		name   string
 		queues []Queue
@@ -123,12 +115,15 @@ func TestPartitionsAreAdmittedApartAsTheCapacitySchedulerAllocatesThem(t *testin
 		},
 		{
 			// bob waits in the default partition, alice in gpu: two active
-			// users of b, so each limit is half the guarantee in its
-			// partition (3 of 6 slots, 6 of 12), one container over.
+			// users of b. Each partition's limit divides the active users'
+			// use there, which is the one user's own, by two, so it is
+			// minimum-user-limit-percent 25 of the guarantee in the
+			// partition (1.5 of 6 slots, 3 of 12), one container over.
+			// Were the other not active, each would take b's all.
 			name:   "a user asking in another partition is an active user of the leaf",
 			queues: queues(func(_, b *Queue) { b.UserLimitFactor, b.MinimumUserLimitPercent = -1, 25 }),
 			pods:   concat(demand("root.b", "bob", 2, 20), in("gpu", demand("root.b", "alice", 12, 20))),
-			want:   map[string]int{"root.b/2": 4, "root.b/12": 7},
+			want:   map[string]int{"root.b/2": 2, "root.b/12": 4},
 		},
 		{
 			// Application 1 runs in gpu: it is a's one running

@@ -214,6 +214,9 @@ func (admissionPolicy) AdmissionQueues() []admission.Queue {
 func (admissionPolicy) ClusterResource() admission.Resource {
 	return admission.Resource{MemoryMB: 8 * 2048, Vcores: 8}
 }
+func (admissionPolicy) MinimumAllocation() admission.Resource {
+	return admission.Resource{MemoryMB: 1024, Vcores: 1}
+}
 func (admissionPolicy) AppPriority(yarnid.ApplicationID) int32 { return 0 }
 func (admissionPolicy) Preemption() rgs.Preemption             { return rgs.Preemption{} }
 

@@ -20,8 +20,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnerr"
@@ -213,15 +211,7 @@ func TestAMGetsContainersAsPodsBind(t *testing.T) {
 		}
 	}
 	up()
-	settings, err := localcluster.RMSettings(localcluster.HadoopConfDir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	restCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube := kubernetes.NewForConfigOrDie(restCfg)
+	settings, kube := localRM(t, dir)
 
 	yarn, err := ipc.NewClient(settings.Address, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: "alice"})
 	if err != nil {
