@@ -3,6 +3,7 @@ package rm
 import (
 	"context"
 	"iter"
+	"math"
 	"maps"
 	"slices"
 	"strings"
@@ -28,6 +29,12 @@ type queueView struct {
 	// partition: the pods RGS created for asks and not yet bound into
 	// containers.
 	pending map[queuePartition]*pendingDemand
+	// activeUsers counts each leaf's users with pods waiting, in any
+	// partition: YARN's active users, among whom a user's limits divide.
+	activeUsers map[string]int
+	// minAllocationVcores is yarn.scheduler.minimum-allocation-vcores,
+	// which AM limits are rounded up to with minAllocationMB.
+	minAllocationVcores int64
 }
 
 // queuePartition is a queue's path and a node-label partition.
@@ -47,14 +54,21 @@ type pendingLister interface {
 }
 
 // pendingByQueue sums what waits per queue and partition, each into every
-// queue above its own too; empty without a pendingLister.
-func pendingByQueue(s Scheduler) map[queuePartition]*pendingDemand {
+// queue above its own too, and counts each leaf's users with pods
+// waiting; empty without a pendingLister.
+func pendingByQueue(s Scheduler) (_ map[queuePartition]*pendingDemand, activeUsers map[string]int) {
 	out := map[queuePartition]*pendingDemand{}
+	activeUsers = map[string]int{}
 	pl, ok := s.(pendingLister)
 	if !ok {
-		return out
+		return out, activeUsers
 	}
+	seen := map[[2]string]bool{}
 	for _, p := range pl.Pending() {
+		if k := [2]string{p.Queue, p.User}; !seen[k] {
+			seen[k] = true
+			activeUsers[p.Queue]++
+		}
 		for path := range selfAndParents(p.Queue) {
 			k := queuePartition{path: path, label: p.Partition}
 			d := out[k]
@@ -67,7 +81,7 @@ func pendingByQueue(s Scheduler) map[queuePartition]*pendingDemand {
 			d.vcores += p.VCores
 		}
 	}
-	return out
+	return out, activeUsers
 }
 
 // selfAndParents yields a queue's path, then each of its parents' up to
@@ -90,7 +104,8 @@ func selfAndParents(path string) iter.Seq[string] {
 // queueView reads the queues' use and the partitions' resources now.
 func (rm *ResourceManager) queueView(ctx context.Context) *queueView {
 	v := &queueView{figs: rm.usage.byQueue(), whole: map[string]queues.PartitionResource{},
-		minAllocationMB: int64(rm.cfg.Settings.MinAllocationMB), pending: pendingByQueue(rm.cfg.Scheduler)}
+		minAllocationMB: int64(rm.cfg.Settings.MinAllocationMB), minAllocationVcores: int64(rm.cfg.Settings.MinAllocationVcores)}
+	v.pending, v.activeUsers = pendingByQueue(rm.cfg.Scheduler)
 	census, err := rm.census(ctx)
 	if err != nil {
 		rm.log.WarnContext(ctx, "queue figures without the nodes' resources", "err", err)
@@ -178,9 +193,10 @@ type partitionFigure struct {
 	used, reserved, am         apps.Holding
 	pending                    pendingDemand
 	usedCapacity, absoluteUsed float32
-	// amLimit is the AM share of the queue's guarantee there; effectiveMin
-	// and effectiveMax its guarantee and maximum as resources.
-	amLimit, effectiveMin, effectiveMax queues.PartitionResource
+	// amLimit is the AM share of the queue's guarantee there, userAMLimit
+	// one user's part of it; effectiveMin and effectiveMax its guarantee
+	// and maximum as resources.
+	amLimit, userAMLimit, effectiveMin, effectiveMax queues.PartitionResource
 }
 
 // partitions are q's figures in each partition it reports
@@ -200,10 +216,37 @@ func (v *queueView) partitions(q *queues.Queue) []partitionFigure {
 		if p := v.pending[queuePartition{path: q.Path, label: label}]; p != nil {
 			pending = *p
 		}
+		amLimit := scaled(c.AbsoluteCapacity * c.MaxAMResourcePercent)
 		out = append(out, partitionFigure{label: label, capacity: c, whole: whole,
 			used: f.current, reserved: f.reserved, am: f.am, pending: pending, usedCapacity: share, absoluteUsed: abs,
-			amLimit: scaled(c.AbsoluteCapacity * c.MaxAMResourcePercent), effectiveMin: scaled(c.AbsoluteCapacity),
-			effectiveMax: scaled(c.AbsoluteMaximumCapacity)})
+			amLimit: amLimit, userAMLimit: v.userAMLimit(q, c, scaled(c.AbsoluteCapacity), amLimit),
+			effectiveMin: scaled(c.AbsoluteCapacity), effectiveMax: scaled(c.AbsoluteMaximumCapacity)})
 	}
 	return out
+}
+
+// userAMLimit is one user's share of q's AM limit in a partition whose
+// guarantee is guaranteed, as LeafQueue.getUserAMResourceLimitPerPartition
+// reckons it: the AM share of the guarantee times the larger of
+// minimum-user-limit-percent and an even share among the leaf's active
+// users, times user-limit-factor (-1: no user limit), rounded up to the
+// minimum allocation, never over the queue's AM limit. Admission
+// (rgs/admission) holds each user's AMs to this share of the guarantee.
+func (v *queueView) userAMLimit(q *queues.Queue, c queues.PartitionCapacity, guaranteed, queueLimit queues.PartitionResource) queues.PartitionResource {
+	share := float64(c.MaxAMResourcePercent)
+	if q.UserLimitFactor != -1 {
+		even := 1 / float64(max(v.activeUsers[q.Path], 1))
+		share *= max(float64(q.MinimumUserLimitPercent)/100, even) * float64(q.UserLimitFactor)
+	}
+	up := func(x float64, step int64) int64 {
+		n := int64(math.Ceil(x))
+		if step > 0 && n%step != 0 {
+			n += step - n%step
+		}
+		return n
+	}
+	return queues.PartitionResource{
+		MemoryMB: min(up(float64(guaranteed.MemoryMB)*share, v.minAllocationMB), queueLimit.MemoryMB),
+		VCores:   min(int32(up(float64(guaranteed.VCores)*share, v.minAllocationVcores)), queueLimit.VCores),
+	}
 }

@@ -563,7 +563,7 @@ func (s *schedJSON) resources(q *queues.Queue, leaf bool) rest.Object {
 			o = append(o,
 				field("amUsed", holdingResource(p.am)),
 				field("amLimit", restResource(p.amLimit)),
-				field("userAmLimit", restResource(p.amLimit)),
+				field("userAmLimit", restResource(p.userAMLimit)),
 			)
 		}
 		out = append(out, o)
@@ -583,6 +583,16 @@ func userResources() rest.Object {
 		field("amLimit", rest.Resource{}),
 		field("userAmLimit", rest.Resource{}),
 	}})}
+}
+
+// userAMLimit is a leaf's userAMResourceLimit: one user's part of its AM
+// limit in the default partition of the cluster cl.
+func (s *schedJSON) userAMLimit(q *queues.Queue, cl rest.Resource) rest.Resource {
+	c, _ := q.Partition("")
+	part := func(r rest.Resource) queues.PartitionResource {
+		return queues.PartitionResource{MemoryMB: r.MemoryMB, VCores: int32(r.VCores)}
+	}
+	return restResource(s.view.userAMLimit(q, c, part(scale(cl, q.AbsoluteCapacity)), part(scale(cl, q.AbsoluteCapacity*q.MaxAMResourcePercent))))
 }
 
 // queue writes a CapacitySchedulerQueueInfo, or its leaf subclass, in
@@ -702,7 +712,7 @@ func (s *schedJSON) queue(q *queues.Queue, info *yarnpb.QueueInfoProto) rest.Obj
 		field("configuredMaxAMResourceLimit", rest.JavaFloat(q.MaxAMResourcePercent)),
 		field("AMResourceLimit", scale(cl, q.AbsoluteCapacity*q.MaxAMResourcePercent)),
 		field("usedAMResource", holdingResource(s.view.inPartition(q, "").am)),
-		field("userAMResourceLimit", scale(cl, q.AbsoluteCapacity*q.MaxAMResourcePercent)),
+		field("userAMResourceLimit", s.userAMLimit(q, cl)),
 		field("preemptionDisabled", info.GetPreemptionDisabled()),
 		field("intraQueuePreemptionDisabled", info.GetIntraQueuePreemptionDisabled()),
 		field("defaultPriority", q.DefaultApplicationPriority),

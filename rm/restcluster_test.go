@@ -3,6 +3,7 @@ package rm
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -656,5 +657,56 @@ func TestPendingDemandShowsWhereYARNShowsIt(t *testing.T) {
 		if len(q.Partitions) != 1 || q.Partitions[0].PendingMB != 8192 || q.Partitions[0].PendingContainers != 2 {
 			t.Errorf("web UI b's partitions %+v, want gpu with 8192 MB in 2 containers pending", q.Partitions)
 		}
+	}
+}
+
+// TestUserAMLimitIsEachActiveUsersPartOfTheAMLimit: root.b holds 8 GiB and
+// 8 vcores of the 16 GiB node, half of it for AMs (4 GiB, 4 vcores), with
+// minimum-user-limit-percent 25. A user's part is the AM share of the
+// guarantee times the larger of 25% and an even share among the users with
+// pods waiting, rounded up to the 1 GiB, 1 vcore minimum allocation, as
+// LeafQueue.getUserAMResourceLimitPerPartition reckons it.
+func TestUserAMLimitIsEachActiveUsersPartOfTheAMLimit(t *testing.T) {
+	users := func(n int) []rgs.Pending {
+		var out []rgs.Pending
+		for i := range n {
+			out = append(out, rgs.Pending{Queue: "root.b", User: fmt.Sprintf("u%d", i), Pods: 1, MemoryMB: 1024, VCores: 1})
+		}
+		return out
+	}
+	tests := []struct {
+		name       string
+		active     int
+		factor     string
+		mb, vcores float64
+	}{
+		{"one user has the whole AM limit", 1, "1", 4096, 4},
+		{"two users have half each", 2, "1", 2048, 2},
+		{"three users' third is rounded up to the minimum allocation", 3, "1", 2048, 2},
+		{"eight users stop at minimum-user-limit-percent", 8, "1", 1024, 1},
+		{"no one waiting counts as one user", 0, "1", 4096, 4},
+		{"user-limit-factor -1 leaves the queue's AM limit", 4, "-1", 4096, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{
+				queues: baseQueues(map[string]string{
+					"yarn.scheduler.capacity.root.b.maximum-am-resource-percent": "0.5",
+					"yarn.scheduler.capacity.root.b.minimum-user-limit-percent":  "25",
+					"yarn.scheduler.capacity.root.b.user-limit-factor":           tt.factor,
+				}),
+				nodes:     fixedNodes{{Name: "n1", State: yarnpb.NodeStateProto_NS_RUNNING, CapabilityMB: 16384, CapabilityVcores: 16}},
+				scheduler: &waitingPods{pending: users(tt.active)},
+			})
+			q := queueObject(t, schedulerInfo(t, e), "b")
+			got := []map[string]any{q["userAMResourceLimit"].(map[string]any)}
+			row := byPartition(t, q, "resources", "resourceUsagesByPartition")[""]
+			got = append(got, row["userAmLimit"].(map[string]any))
+			for _, r := range got {
+				if r["memory"] != tt.mb || r["vCores"] != tt.vcores {
+					t.Errorf("user AM limit %v, want %v MB and %v vcores", r, tt.mb, tt.vcores)
+				}
+			}
+		})
 	}
 }
