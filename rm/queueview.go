@@ -3,8 +3,8 @@ package rm
 import (
 	"context"
 	"iter"
-	"math"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
