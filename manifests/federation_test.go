@@ -70,9 +70,7 @@ func calledVerbs(t *testing.T) map[string][]string {
 func granted(r *rendered, ns, resource, saNS, sa string) []string {
 	var out []string
 	for _, b := range all[*rbacv1.RoleBinding](r) {
-		if b.Namespace != ns || !slices.ContainsFunc(b.Subjects, func(s rbacv1.Subject) bool {
-			return s.Kind == rbacv1.ServiceAccountKind && s.Namespace == saNS && s.Name == sa
-		}) {
+		if b.Namespace != ns || !bindsServiceAccount(b.Subjects, saNS, sa) {
 			continue
 		}
 		var rules []rbacv1.PolicyRule
@@ -99,16 +97,33 @@ func apiGroup(resource string) string {
 	return ""
 }
 
-// fed is the federation part of a rendering.
+// federationOverlays are the kustomizations with a federation: one
+// sub-cluster, and two sharing the cluster.
+func federationOverlays() []string {
+	return []string{"overlays/federation", "overlays/federation-pools"}
+}
+
+// fed is the federation part of a rendering, with its sub-clusters' RMs.
 type fed struct {
-	k                   knit
+	ks                  []knit
 	router, gpg         *appsv1.Deployment
 	routerArgs, gpgArgs commandLine
 }
 
+// eachFederation renders every federation overlay and runs fn on it as a
+// subtest.
+func eachFederation(t *testing.T, fn func(t *testing.T, r *rendered, f fed)) {
+	for _, dir := range federationOverlays() {
+		t.Run(dir, func(t *testing.T) {
+			r := render(t, dir)
+			fn(t, r, loadFederation(t, r))
+		})
+	}
+}
+
 func loadFederation(t *testing.T, r *rendered) fed {
 	t.Helper()
-	f := fed{k: load(t, r)}
+	f := fed{ks: loadAll(t, r)}
 	f.router = one[*appsv1.Deployment](t, r, "knit-federation", "knit-router")
 	f.gpg = one[*appsv1.Deployment](t, r, "knit-federation", "knit-gpg")
 	f.routerArgs = args(t, container(t, f.router.Spec.Template.Spec.Containers, "knit-router"))
@@ -118,47 +133,61 @@ func loadFederation(t *testing.T, r *rendered) fed {
 
 func TestEveryFederationProcessMayMakeEveryStoreCall(t *testing.T) {
 	verbs := calledVerbs(t)
-	r := render(t, "overlays/federation")
-	f := loadFederation(t, r)
-	storeNS := f.k.rmArgs["federation-namespace"]
-	for _, p := range []struct {
-		name, ns, sa, storeNS string
-	}{
-		{"knit-rm", f.k.ns, f.k.rm.Spec.Template.Spec.ServiceAccountName, storeNS},
-		{"knit-router", f.router.Namespace, f.router.Spec.Template.Spec.ServiceAccountName, f.routerArgs["namespace"]},
-		{"knit-gpg", f.gpg.Namespace, f.gpg.Spec.Template.Spec.ServiceAccountName, f.gpgArgs["namespace"]},
-	} {
-		if p.storeNS != storeNS {
-			t.Errorf("%s's store is in %q, knit-rm's in %q", p.name, p.storeNS, storeNS)
+	eachFederation(t, func(t *testing.T, r *rendered, f fed) {
+		storeNS := f.routerArgs["namespace"]
+		type process struct{ name, ns, sa, storeNS string }
+		ps := []process{
+			{"knit-router", f.router.Namespace, f.router.Spec.Template.Spec.ServiceAccountName, storeNS},
+			{"knit-gpg", f.gpg.Namespace, f.gpg.Spec.Template.Spec.ServiceAccountName, f.gpgArgs["namespace"]},
 		}
-		for resource, want := range verbs {
-			have := granted(r, p.storeNS, resource, p.ns, p.sa)
-			for _, v := range want {
-				if !slices.Contains(have, v) && !slices.Contains(have, "*") {
-					t.Errorf("%s (%s/%s) may not %s %s in %s, which federation/store calls", p.name, p.ns, p.sa, v, resource, p.storeNS)
+		for _, k := range f.ks {
+			ps = append(ps, process{"knit-rm of " + k.ns, k.ns, k.rm.Spec.Template.Spec.ServiceAccountName, k.rmArgs["federation-namespace"]})
+		}
+		for _, p := range ps {
+			if p.storeNS != storeNS {
+				t.Errorf("%s's store is in %q, knit-router's in %q", p.name, p.storeNS, storeNS)
+			}
+			for resource, want := range verbs {
+				have := granted(r, p.storeNS, resource, p.ns, p.sa)
+				for _, v := range want {
+					if !slices.Contains(have, v) && !slices.Contains(have, "*") {
+						t.Errorf("%s (%s/%s) may not %s %s in %s, which federation/store calls", p.name, p.ns, p.sa, v, resource, p.storeNS)
+					}
 				}
 			}
 		}
-	}
+	})
 }
 
 func TestTheFederationOverlayMakesTheRMASubClusterBehindTheRouter(t *testing.T) {
-	r := render(t, "overlays/federation")
-	f := loadFederation(t, r)
-	s, err := federation.LoadSettings(f.k.rmConf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !s.Enabled || s.SubClusterID == "" {
-		t.Errorf("knit-rm's yarn-site.xml: federation enabled %v, cluster-id %q", s.Enabled, s.SubClusterID)
-	}
-	// The RM's base settings survive the merge.
-	if f.k.rmSettings.MaxAllocationMB != load(t, render(t, "base")).rmSettings.MaxAllocationMB {
-		t.Errorf("the overlay's yarn-site.xml lost the base's settings")
-	}
-	if _, ok := find[*corev1.Namespace](r, "", f.k.rmArgs["federation-namespace"]); !ok {
-		t.Errorf("the store's namespace %s is not rendered", f.k.rmArgs["federation-namespace"])
-	}
+	base := load(t, render(t, "base"))
+	eachFederation(t, func(t *testing.T, r *rendered, f fed) {
+		ids := map[string]bool{}
+		for _, k := range f.ks {
+			s, err := federation.LoadSettings(k.rmConf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !s.Enabled || s.SubClusterID == "" || ids[s.SubClusterID] {
+				t.Errorf("knit-rm of %s's yarn-site.xml: federation enabled %v, cluster-id %q (taken: %v)", k.ns, s.Enabled, s.SubClusterID, ids[s.SubClusterID])
+			}
+			ids[s.SubClusterID] = true
+			// The RM's base settings survive the merge.
+			if k.rmSettings.MaxAllocationMB != base.rmSettings.MaxAllocationMB {
+				t.Errorf("the yarn-site.xml of knit-rm of %s lost the base's settings", k.ns)
+			}
+			if _, ok := find[*corev1.Namespace](r, "", k.rmArgs["federation-namespace"]); !ok {
+				t.Errorf("the store's namespace %s is not rendered", k.rmArgs["federation-namespace"])
+			}
+		}
+		routerAndGPG(t, r, f)
+	})
+}
+
+// routerAndGPG checks that the Router serves on the ports its
+// configuration binds, and that one GPG generates policies.
+func routerAndGPG(t *testing.T, r *rendered, f fed) {
+	t.Helper()
 
 	rc := container(t, f.router.Spec.Template.Spec.Containers, "knit-router")
 	cm := mountedConfigMap(t, r, f.router.Namespace, f.router.Spec.Template.Spec, rc, f.routerArgs["conf-dir"])

@@ -35,7 +35,9 @@ import (
 )
 
 // kustomizations are the folders a cluster owner applies.
-func kustomizations() []string { return []string{"base", "overlays/example", "overlays/federation"} }
+func kustomizations() []string {
+	return []string{"base", "overlays/example", "overlays/federation", "overlays/federation-pools"}
+}
 
 // knitBinaries are the binaries a rendered container may run: each is its
 // container's name and the entrypoint of its image.
@@ -96,6 +98,16 @@ func each(t *testing.T, fn func(t *testing.T, r *rendered)) {
 	for _, dir := range kustomizations() {
 		t.Run(dir, func(t *testing.T) { fn(t, render(t, dir)) })
 	}
+}
+
+// eachRM runs fn as a subtest on every RM of every kustomization, with
+// its nodes.
+func eachRM(t *testing.T, fn func(t *testing.T, r *rendered, k knit)) {
+	each(t, func(t *testing.T, r *rendered) {
+		for _, k := range loadAll(t, r) {
+			t.Run(k.ns, func(t *testing.T) { fn(t, r, k) })
+		}
+	})
 }
 
 // all returns the rendered objects of type T.
@@ -430,6 +442,14 @@ func mountedConfigMap(t *testing.T, r *rendered, ns string, spec corev1.PodSpec,
 	return nil
 }
 
+// nodeConf is the ConfigMap of the Hadoop configuration k's knit-nodes
+// read and give their containers.
+func nodeConf(t *testing.T, r *rendered, k knit) *corev1.ConfigMap {
+	t.Helper()
+	spec := k.node.Spec.Template.Spec
+	return mountedConfigMap(t, r, k.ns, spec, container(t, spec.InitContainers, "hadoop-conf"), "/etc/knit/node-conf")
+}
+
 // loadConf reads a ConfigMap's Hadoop files in order, as knit-rm's
 // readConf reads its --conf-dir, with the same queue defaults.
 func loadConf(t *testing.T, cm *corev1.ConfigMap) *hadoopconf.Configuration {
@@ -486,24 +506,41 @@ type knit struct {
 	rmConf     *hadoopconf.Configuration
 }
 
+// load is loadAll of a rendering with one RM.
 func load(t *testing.T, r *rendered) knit {
 	t.Helper()
-	var k knit
-	var rms []*appsv1.Deployment
+	ks := loadAll(t, r)
+	if len(ks) != 1 {
+		t.Fatalf("want one Deployment knit-rm, have %d", len(ks))
+	}
+	return ks[0]
+}
+
+// loadAll returns every RM of a rendering with its nodes: one, or one per
+// sub-cluster when sub-clusters share the cluster, each in its namespace.
+func loadAll(t *testing.T, r *rendered) []knit {
+	t.Helper()
+	var ks []knit
 	for _, d := range all[*appsv1.Deployment](r) {
 		switch d.Name {
 		case "knit-rm":
-			rms = append(rms, d)
+			ks = append(ks, loadRM(t, r, d))
 		case "knit-router", "knit-gpg":
 		default:
 			t.Errorf("%s renders a Deployment %s/%s this test does not know", r.dir, d.Namespace, d.Name)
 		}
 	}
-	if len(rms) != 1 {
-		t.Fatalf("want one Deployment knit-rm, have %d", len(rms))
+	if len(ks) == 0 {
+		t.Fatalf("%s renders no Deployment knit-rm", r.dir)
 	}
-	k.rm = rms[0]
-	k.ns = k.rm.Namespace
+	return ks
+}
+
+// loadRM reads the RM of Deployment rm and the knit-node DaemonSet and
+// Service of its namespace.
+func loadRM(t *testing.T, r *rendered, rm *appsv1.Deployment) knit {
+	t.Helper()
+	k := knit{rm: rm, ns: rm.Namespace}
 	k.rmc = container(t, k.rm.Spec.Template.Spec.Containers, "knit-rm")
 	k.rmArgs = args(t, k.rmc)
 	k.node = one[*appsv1.DaemonSet](t, r, k.ns, "knit-node")
@@ -544,8 +581,7 @@ func servicePort(t *testing.T, svc *corev1.Service, c corev1.Container, name str
 }
 
 func TestRMAndNodesAgree(t *testing.T) {
-	each(t, func(t *testing.T, r *rendered) {
-		k := load(t, r)
+	eachRM(t, func(t *testing.T, r *rendered, k knit) {
 		rm, node := k.rmArgs, k.nodeArgs
 		if got := k.rm.Spec.Replicas; got == nil || *got < 2 {
 			t.Errorf("knit-rm has %v replicas; HA needs a standby", got)
@@ -622,6 +658,18 @@ func TestRMAndNodesAgree(t *testing.T) {
 			}
 		}
 
+		// knit-node ends the applications of its RM, whose YarnApplications
+		// are in the RM's namespace, and may read them there.
+		if node["applications-namespace"] != rm["namespace"] {
+			t.Errorf("knit-node --applications-namespace=%s, knit-rm --namespace=%s", node["applications-namespace"], rm["namespace"])
+		}
+		if !boundRole(r, rm["namespace"], "knit-node-applications", k.ns, k.node.Spec.Template.Spec.ServiceAccountName) {
+			t.Errorf("knit-node may not read the YarnApplications of %s (no RoleBinding to Role knit-node-applications)", rm["namespace"])
+		}
+		if !boundRole(r, rm["namespace"], "knit-rm", k.ns, k.rm.Spec.Template.Spec.ServiceAccountName) {
+			t.Errorf("knit-rm may not keep its state in %s (no RoleBinding to Role knit-rm)", rm["namespace"])
+		}
+
 		// knit-node dials RKS through the RM's Service.
 		host, p, err := net.SplitHostPort(node["rks-address"])
 		if err != nil {
@@ -658,9 +706,8 @@ func TestRMAndNodesAgree(t *testing.T) {
 }
 
 func TestContainersFindTheRMThroughItsService(t *testing.T) {
-	each(t, func(t *testing.T, r *rendered) {
-		k := load(t, r)
-		cm := mountedConfigMap(t, r, k.ns, k.node.Spec.Template.Spec, container(t, k.node.Spec.Template.Spec.InitContainers, "hadoop-conf"), "/etc/knit/node-conf")
+	eachRM(t, func(t *testing.T, r *rendered, k knit) {
+		cm := nodeConf(t, r, k)
 		s, err := conf.LoadRMSettings(loadConf(t, cm))
 		if err != nil {
 			t.Fatalf("the containers' yarn-site.xml: %v", err)
@@ -689,9 +736,8 @@ func TestContainersFindTheRMThroughItsService(t *testing.T) {
 // headless Service of the RM pods on the RM's web port, so the addresses
 // AmIpFilter resolves it to are those the RM's proxy connects from.
 func TestAMsFilterAcceptsTheProxy(t *testing.T) {
-	each(t, func(t *testing.T, r *rendered) {
-		k := load(t, r)
-		cm := mountedConfigMap(t, r, k.ns, k.node.Spec.Template.Spec, container(t, k.node.Spec.Template.Spec.InitContainers, "hadoop-conf"), "/etc/knit/node-conf")
+	eachRM(t, func(t *testing.T, r *rendered, k knit) {
+		cm := nodeConf(t, r, k)
 		addr, err := loadConf(t, cm).GetTrimmed("yarn.web-proxy.address", "")
 		if err != nil || addr == "" {
 			t.Fatalf("the containers' yarn-site.xml has no yarn.web-proxy.address (%v)", err)
@@ -726,22 +772,33 @@ func TestAMsFilterAcceptsTheProxy(t *testing.T) {
 // bound says whether a RoleBinding in ns grants ClusterRole role to the
 // service account sa of namespace saNS.
 func bound(r *rendered, ns, role, saNS, sa string) bool {
+	return bindsTo(r, ns, "ClusterRole", role, saNS, sa)
+}
+
+// boundRole is bound for the Role role of ns.
+func boundRole(r *rendered, ns, role, saNS, sa string) bool {
+	return bindsTo(r, ns, "Role", role, saNS, sa)
+}
+
+func bindsTo(r *rendered, ns, kind, role, saNS, sa string) bool {
 	for _, b := range all[*rbacv1.RoleBinding](r) {
-		if b.Namespace != ns || b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != role {
-			continue
-		}
-		for _, s := range b.Subjects {
-			if s.Kind == rbacv1.ServiceAccountKind && s.Namespace == saNS && s.Name == sa {
-				return true
-			}
+		if b.Namespace == ns && b.RoleRef.Kind == kind && b.RoleRef.Name == role && bindsServiceAccount(b.Subjects, saNS, sa) {
+			return true
 		}
 	}
 	return false
 }
 
+// bindsServiceAccount says whether subjects name the service account
+// saNS/sa.
+func bindsServiceAccount(subjects []rbacv1.Subject, saNS, sa string) bool {
+	return slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
+		return s.Kind == rbacv1.ServiceAccountKind && s.Namespace == saNS && s.Name == sa
+	})
+}
+
 func TestEveryQueueNamespaceHasTheQueueRoleBindings(t *testing.T) {
-	each(t, func(t *testing.T, r *rendered) {
-		k := load(t, r)
+	eachRM(t, func(t *testing.T, r *rendered, k knit) {
 		tree, err := queues.Build(k.rmConf, queues.Options{DefaultNamespace: k.rmArgs["namespace"]})
 		if err != nil {
 			t.Fatalf("knit-rm's queues: %v", err)
@@ -770,7 +827,7 @@ func TestEveryQueueNamespaceHasTheQueueRoleBindings(t *testing.T) {
 
 func TestRBACRefersToRenderedRolesAndServiceAccounts(t *testing.T) {
 	each(t, func(t *testing.T, r *rendered) {
-		load(t, r)
+		loadAll(t, r)
 		check := func(what string, ns string, ref rbacv1.RoleRef, subjects []rbacv1.Subject) {
 			switch ref.Kind {
 			case "ClusterRole":
