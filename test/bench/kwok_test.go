@@ -108,13 +108,15 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 	kwokCtx := startKwok(ctx, b, kwok, c.ControlPlane.Kubeconfig)
 	nodes := createKwokNodes(kwokCtx, b, kube, pods/podsPerKwokNode)
 
-	hour := strconv.Itoa(int(time.Hour.Milliseconds()))
+	// The small AMs heartbeat before the pods arrive and again after
+	// they all run, which on a busy machine has taken over an hour.
+	hours := strconv.Itoa(int((6 * time.Hour).Milliseconds()))
 	if _, err := c.StartRM(ctx, []string{filepath.Join(bin, "knit-rm"), "--pprof",
 		"--kube-api-qps", "2000", "--kube-api-burst", "4000", "--pod-create-qps", "1000", "--pod-create-burst", "2000"},
 		// Nothing starts these containers and the AMs stop heartbeating
 		// once served: neither may be taken back while they are measured.
-		hadoopconf.Property{Name: hadoopconf.KeyAMExpiryInterval, Value: hour},
-		hadoopconf.Property{Name: hadoopconf.KeyContainerAllocationExpiry, Value: hour},
+		hadoopconf.Property{Name: hadoopconf.KeyAMExpiryInterval, Value: hours},
+		hadoopconf.Property{Name: hadoopconf.KeyContainerAllocationExpiry, Value: hours},
 		hadoopconf.Property{Name: "knit.queue.root.default.scheduler-name", Value: benchBinder},
 		hadoopconf.Property{Name: "knit.queue.root.default.namespace", Value: kwokNamespace},
 	); err != nil {
