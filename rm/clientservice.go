@@ -639,7 +639,7 @@ func (rm *ResourceManager) GetClusterNodes(ctx context.Context, req *yarnpb.GetC
 	if enc, ok := rm.cfg.Nodes.(encodedNodeReports); ok {
 		resp := &yarnpb.GetClusterNodesResponseProto{}
 		field := resp.ProtoReflect().Descriptor().Fields().ByName("nodeReports").Number()
-		raw, err := enc.AppendReports(nil, field, inStates(req.GetNodeStates()))
+		raw, err := enc.EncodedReports(field, req.GetNodeStates())
 		if err != nil {
 			return nil, yarnerr.YarnException.Wrap(fmt.Errorf("listing nodes: %w", err))
 		}

@@ -87,7 +87,10 @@ type NodeLister interface {
 // encodedNodeReports is a NodeLister that keeps each node's report encoded
 // (nodes.Lister): getClusterNodes sends those encodings as they are.
 type encodedNodeReports interface {
-	AppendReports(dst []byte, field protowire.Number, keep func(yarnpb.NodeStateProto) bool) ([]byte, error)
+	// EncodedReports is the answer's reports of the nodes in states
+	// (every node when none), encoded as field's elements; shared, not to
+	// be modified.
+	EncodedReports(field protowire.Number, states []yarnpb.NodeStateProto) ([]byte, error)
 }
 
 // ContainerLauncher starts a container on its pod (RKS); the RM launches AM

@@ -166,13 +166,15 @@ func (l *Lister) Nodes(context.Context) ([]Info, error) {
 	return l.view.list(), nil
 }
 
-// AppendReports appends to dst the encoded report of every node whose
-// state keep accepts, each as one element of the repeated message field
-// numbered field (a response's list of NodeReports), in no order: the
-// answer to getClusterNodes without building or encoding again the reports
-// of nodes that have not changed.
-func (l *Lister) AppendReports(dst []byte, field protowire.Number, keep func(yarnpb.NodeStateProto) bool) ([]byte, error) {
-	return l.view.appendReports(dst, field, keep)
+// EncodedReports is the encoded report of every node in one of states
+// (every node when none), each as one element of the repeated message
+// field numbered field (a response's list of NodeReports), in no order:
+// the answer to getClusterNodes without building or encoding again the
+// reports of nodes that have not changed, and without walking the nodes
+// at all while nothing has. The answer is shared: callers must not modify
+// it.
+func (l *Lister) EncodedReports(field protowire.Number, states []yarnpb.NodeStateProto) ([]byte, error) {
+	return l.view.encodedReports(field, states)
 }
 
 // Census counts the nodes by state and sums the capability and use of the

@@ -127,6 +127,21 @@ type view struct {
 	census    Census
 	// partitions sum the running nodes of each labelled partition.
 	partitions partitionSums
+
+	// answersMu guards answers for readers, who hold mu's read lock;
+	// writers, holding mu, clear it on every change.
+	answersMu sync.Mutex
+	// answers are whole getClusterNodes answers, the reports of the nodes
+	// in a set of states, kept until anything in the view changes: while
+	// nothing moves, a thousand nodes' answer costs no walk and no copy.
+	answers map[answerKey][]byte
+}
+
+// answerKey names an answer: its field number and the states it keeps, a
+// bit for each NodeStateProto value (none: every state).
+type answerKey struct {
+	field  protowire.Number
+	states uint32
 }
 
 type nodeEntry struct {
@@ -146,6 +161,7 @@ func newView(report func(*corev1.Node) Info) *view {
 		use:        map[string]Use{},
 		byAddress:  map[string][]string{},
 		partitions: partitionSums{},
+		answers:    map[answerKey][]byte{},
 	}
 }
 
@@ -186,6 +202,7 @@ func (v *view) podChanged(old, now *corev1.Pod) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	clear(v.answers)
 	if wasOK {
 		v.addUse(wasNode, Use{}.minus(was))
 	}
@@ -240,6 +257,7 @@ func (v *view) nodeChanged(n *corev1.Node, gone bool) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	clear(v.answers)
 	if e := v.nodes[n.Name]; e != nil {
 		v.census.add(e.info, v.use[n.Name], -1)
 		v.partitions.add(e.info, -1)
@@ -297,12 +315,52 @@ type builtReport struct {
 	encoded []byte
 }
 
+// encodedReports is, for each node in one of states (every node when
+// none), its report's encoding as one element of the repeated message
+// field numbered field. Each node's encoding is kept until the node or its
+// use changes, and the whole answer until anything changes. The answer is
+// shared: callers must not modify it.
+func (v *view) encodedReports(field protowire.Number, states []yarnpb.NodeStateProto) ([]byte, error) {
+	key := answerKey{field: field}
+	for _, st := range states {
+		if st < 0 || st >= 32 {
+			// No bit for it: answered afresh, as no node is in it.
+			return v.appendReports(nil, field, func(s yarnpb.NodeStateProto) bool { return slices.Contains(states, s) })
+		}
+		key.states |= 1 << st
+	}
+	keep := func(s yarnpb.NodeStateProto) bool { return key.states == 0 || key.states&(1<<s) != 0 }
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	v.answersMu.Lock()
+	answer, ok := v.answers[key]
+	v.answersMu.Unlock()
+	if ok {
+		return answer, nil
+	}
+	answer, err := v.appendReportsLocked(nil, field, keep)
+	if err != nil {
+		return nil, err
+	}
+	// Still under the read lock: no change has come between the walk and
+	// this store, so the answer is the view's now.
+	v.answersMu.Lock()
+	v.answers[key] = answer
+	v.answersMu.Unlock()
+	return answer, nil
+}
+
 // appendReports appends to dst, for each node whose state keep accepts,
 // its report's encoding as one element of the repeated message field
 // numbered field. Each encoding is kept until the node or its use changes.
 func (v *view) appendReports(dst []byte, field protowire.Number, keep func(yarnpb.NodeStateProto) bool) ([]byte, error) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
+	return v.appendReportsLocked(dst, field, keep)
+}
+
+// appendReportsLocked is appendReports with v.mu held.
+func (v *view) appendReportsLocked(dst []byte, field protowire.Number, keep func(yarnpb.NodeStateProto) bool) ([]byte, error) {
 	// Every encoding first, to size dst once: growing it as it fills
 	// would allocate its size over again.
 	kept := make([]*builtReport, 0, len(v.nodes))

@@ -262,7 +262,7 @@ func checkEncodedReports(t *testing.T, l *Lister, want []Info, step int) {
 	byEncoding := func(a, b *yarnpb.NodeReportProto) int { return strings.Compare(encoding(a), encoding(b)) }
 	for _, states := range [][]yarnpb.NodeStateProto{nil, {yarnpb.NodeStateProto_NS_RUNNING}} {
 		keep := func(s yarnpb.NodeStateProto) bool { return len(states) == 0 || slices.Contains(states, s) }
-		raw, err := l.AppendReports(nil, field, keep)
+		raw, err := l.EncodedReports(field, states)
 		if err != nil {
 			t.Fatal(err)
 		}
