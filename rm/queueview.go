@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/knitdev/knit/rgs"
+	"github.com/knitdev/knit/rgs/admission"
 	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/rm/queues"
 )
@@ -229,15 +230,12 @@ func (v *queueView) partitions(q *queues.Queue) []partitionFigure {
 // guarantee is guaranteed, as LeafQueue.getUserAMResourceLimitPerPartition
 // reckons it: the AM share of the guarantee times the larger of
 // minimum-user-limit-percent and an even share among the leaf's active
-// users, times user-limit-factor (-1: no user limit), rounded up to the
-// minimum allocation, never over the queue's AM limit. Admission
-// (rgs/admission) holds each user's AMs to this share of the guarantee.
+// users, times user-limit-factor (-1: no user limit; admission.UserAMShare,
+// the share admission holds each user's AMs to), rounded up to the
+// minimum allocation, never over the queue's AM limit.
 func (v *queueView) userAMLimit(q *queues.Queue, c queues.PartitionCapacity, guaranteed, queueLimit queues.PartitionResource) queues.PartitionResource {
-	share := float64(c.MaxAMResourcePercent)
-	if q.UserLimitFactor != -1 {
-		even := 1 / float64(max(v.activeUsers[q.Path], 1))
-		share *= max(float64(q.MinimumUserLimitPercent)/100, even) * float64(q.UserLimitFactor)
-	}
+	share := admission.UserAMShare(float64(c.MaxAMResourcePercent), float64(q.MinimumUserLimitPercent),
+		float64(q.UserLimitFactor), v.activeUsers[q.Path])
 	up := func(x float64, step int64) int64 {
 		n := int64(math.Ceil(x))
 		if step > 0 && n%step != 0 {

@@ -514,12 +514,22 @@ func (st *state) amFits(leaf *node, user string, am Resource, activeUsers int) b
 		usable = maxOf(usable, minOf(st.maximum(leaf), leaf.used.add(st.free)))
 	}
 	limit := st.normalizeUp(usable, leaf.MaxAMResourcePercent)
-	userShare := leaf.MaxAMResourcePercent
-	if leaf.UserLimitFactor != -1 {
-		userShare *= max(leaf.MinimumUserLimitPercent/100, 1/float64(max(activeUsers, 1))) * leaf.UserLimitFactor
-	}
+	userShare := UserAMShare(leaf.MaxAMResourcePercent, leaf.MinimumUserLimitPercent, leaf.UserLimitFactor, activeUsers)
 	userLimit := minOf(st.normalizeUp(guaranteed, userShare), limit)
 	return leaf.amUsed.add(am).fitsIn(limit) && leaf.userAMs[user].add(am).fitsIn(userLimit)
+}
+
+// UserAMShare is the share of a queue's guarantee one user's AMs may use,
+// as LeafQueue.getUserAMResourceLimitPerPartition reckons it: the queue's
+// AM share (maxAM, 0..1) times the larger of minimum-user-limit-percent
+// (0..100) and an even share among the active users, times
+// user-limit-factor; -1 for that factor is no user limit, the queue's AM
+// share whole. No active user counts as one.
+func UserAMShare(maxAM, minUserLimitPercent, userLimitFactor float64, activeUsers int) float64 {
+	if userLimitFactor == -1 {
+		return maxAM
+	}
+	return maxAM * max(minUserLimitPercent/100, 1/float64(max(activeUsers, 1))) * userLimitFactor
 }
 
 // normalizeUp is r times f, rounded up to the minimum allocation
