@@ -44,9 +44,9 @@ type AMRMConfig struct {
 	Logger *slog.Logger
 }
 
-// askKey is what makes two resource requests the same ask: YARN keeps one
+// AskKey is what makes two resource requests the same ask: YARN keeps one
 // outstanding total per key.
-type askKey struct {
+type AskKey struct {
 	priority      int32
 	resourceName  string
 	capability    string // deterministic encoding of the ResourceProto
@@ -72,9 +72,9 @@ type AMRMClient struct {
 
 	// asks is the latest total stated for each key; dirty lists, in first
 	// change order, the keys the RM has not yet acknowledged.
-	asks    map[askKey]*yarnpb.ResourceRequestProto
-	dirty   []askKey
-	isDirty map[askKey]bool
+	asks    map[AskKey]*yarnpb.ResourceRequestProto
+	dirty   []AskKey
+	isDirty map[AskKey]bool
 	// release holds releases not yet sent; pendingRelease those sent and not
 	// yet reported complete, resent after a re-register.
 	release        map[string]*yarnpb.ContainerIdProto
@@ -116,8 +116,8 @@ func NewAMRMClient(addr string, cfg AMRMConfig) (*AMRMClient, error) {
 		log:             log.With("scheduler", addr),
 		nmTokens:        cfg.NMTokens,
 		token:           cfg.Token.Proto(),
-		asks:            map[askKey]*yarnpb.ResourceRequestProto{},
-		isDirty:         map[askKey]bool{},
+		asks:            map[AskKey]*yarnpb.ResourceRequestProto{},
+		isDirty:         map[AskKey]bool{},
 		release:         map[string]*yarnpb.ContainerIdProto{},
 		pendingRelease:  map[string]*yarnpb.ContainerIdProto{},
 		blacklist:       map[string]bool{},
@@ -244,7 +244,7 @@ func (c *AMRMClient) Allocate(ctx context.Context, req *yarnpb.AllocateRequestPr
 // merge records the asks, releases and blacklist changes of req.
 func (c *AMRMClient) merge(req *yarnpb.AllocateRequestProto) {
 	for _, ask := range req.GetAsk() {
-		k := keyOf(ask)
+		k := AskKeyOf(ask)
 		c.markDirty(k)
 		c.asks[k] = proto.Clone(ask).(*yarnpb.ResourceRequestProto)
 	}
@@ -265,7 +265,7 @@ func (c *AMRMClient) merge(req *yarnpb.AllocateRequestProto) {
 
 // markDirty queues k for the next allocate, in the order asks were first
 // changed, so a request lists them as the caller stated them.
-func (c *AMRMClient) markDirty(k askKey) {
+func (c *AMRMClient) markDirty(k AskKey) {
 	if !c.isDirty[k] {
 		c.isDirty[k] = true
 		c.dirty = append(c.dirty, k)
@@ -465,9 +465,10 @@ func (c *AMRMClient) conn() (caller, error) {
 	return rpc, nil
 }
 
-// keyOf is the key of an ask.
-func keyOf(r *yarnpb.ResourceRequestProto) askKey {
-	return askKey{
+// AskKeyOf is the key of an ask: two asks with one key are one total, the
+// later replacing the earlier, as the RM and AMRMClient take them.
+func AskKeyOf(r *yarnpb.ResourceRequestProto) AskKey {
+	return AskKey{
 		priority:      r.GetPriority().GetPriority(),
 		resourceName:  r.GetResourceName(),
 		capability:    idKey(r.GetCapability()),

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -251,12 +252,6 @@ func (s *sink) take(timeout time.Duration) (*yarnpb.AllocateResponseProto, map[s
 	return base, out
 }
 
-// foldKey is what makes two asks the same total: the RM's key.
-type foldKey struct {
-	askKey
-	resourceName string
-}
-
 // foldRequest folds src, queued after dst, into dst, as AMRMClientRelayer
 // folds a new request into the asks, releases and blacklist changes it has
 // not yet sent: an ask replaces the earlier one of its key, releases and
@@ -268,12 +263,12 @@ func foldRequest(dst, src *yarnpb.AllocateRequestProto) {
 	if src.TrackingUrl != nil {
 		dst.TrackingUrl = src.TrackingUrl
 	}
-	at := map[foldKey]int{}
+	at := map[client.AskKey]int{}
 	for i, a := range dst.Ask {
-		at[foldKeyOf(a)] = i
+		at[client.AskKeyOf(a)] = i
 	}
 	for _, a := range src.GetAsk() {
-		k := foldKeyOf(a)
+		k := client.AskKeyOf(a)
 		if i, ok := at[k]; ok {
 			dst.Ask[i] = a
 			continue
@@ -322,8 +317,4 @@ func foldRequest(dst, src *yarnpb.AllocateRequestProto) {
 			}
 		}
 	}
-}
-
-func foldKeyOf(a *yarnpb.ResourceRequestProto) foldKey {
-	return foldKey{askKey: askKeyOf(a), resourceName: a.GetResourceName()}
 }
