@@ -688,8 +688,8 @@ func rcSelected(method string, conns int) bool {
 // DIGEST-MD5, the active replica's admission check and RPC metrics on
 // both), against the same engine serving a no-op handler that answers the
 // smallest valid message of the call's response type, and against a
-// handler that answers the RM's own answer, made once (the engine's cost
-// of an answer of that size without the RM's work).
+// handler that sends the RM's own answer as bytes encoded once (the
+// engine's cost of an answer of that size without the RM's work).
 //
 // The RM (startRCScene) sees viewNodes nodes and rcPods pods through the
 // node view and holds rcRunning running applications (an unmanaged AM
