@@ -15,7 +15,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
-func TestFoldRequest(t *testing.T) {
+func TestRequestsQueuedTogetherFoldAsTheRelayerFoldsThem(t *testing.T) {
 	c1, c2 := container(testAttempt, 5).GetId(), container(testAttempt, 6).GetId()
 	tests := []struct {
 		name        string
