@@ -250,12 +250,22 @@ func TestASecondarySilentPastTheTimeoutGetsNoNewAsks(t *testing.T) {
 	}
 	id := int32(1)
 	heartbeatUntil(t, am, &id, func(seen map[int64]bool) bool { return seen[1<<40|2] })
-	// Nothing heard of either sub-cluster for longer than the timeout: the
-	// next ask goes to the home alone, though the secondary still heartbeats.
+	// The secondary falls silent: once it holds back an answer, none sent
+	// before can still arrive and count as heard after the clock moves.
+	held, release := e.secondary.holdAnswers(t)
+	resp, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id = resp.GetResponseId()
+	<-held
+	// Nothing heard of it for longer than the timeout: the next ask goes
+	// to the home alone, though the secondary still heartbeats.
 	clock.Step(2 * time.Minute)
 	if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Ask: []*yarnpb.ResourceRequestProto{askAt(2, 1)}}); err != nil {
 		t.Fatal(err)
 	}
+	release()
 	if _, err := am.FinishApplicationMaster(ctx, &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}); err != nil {
 		t.Fatal(err)
 	}

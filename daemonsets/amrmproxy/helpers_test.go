@@ -53,6 +53,30 @@ type fakeRM struct {
 	allocated []*yarnpb.ContainerProto
 	// fail, if set, is the next allocate's error.
 	fail error
+	// hold, if set, keeps every allocate answer back until it is closed;
+	// held is closed when the first such answer is held.
+	hold, held chan struct{}
+}
+
+// holdAnswers makes the RM keep its allocate answers back until release
+// (or the test's end), and returns a channel closed once one is held:
+// from then on no answer sent before can still be on its way.
+func (f *fakeRM) holdAnswers(t *testing.T) (held <-chan struct{}, release func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	hold := make(chan struct{})
+	f.hold, f.held = hold, make(chan struct{})
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			f.mu.Lock()
+			f.hold = nil
+			f.mu.Unlock()
+			close(hold)
+		})
+	}
+	t.Cleanup(release)
+	return f.held, release
 }
 
 func (f *fakeRM) user(ctx context.Context) {
@@ -77,25 +101,24 @@ func (f *fakeRM) methods() []ipc.Method {
 			return &yarnpb.RegisterApplicationMasterResponseProto{Queue: proto.String("root.default")}, nil
 		},
 		Allocate: func(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
+			resp, err := f.allocate(ctx, req)
 			f.mu.Lock()
-			defer f.mu.Unlock()
-			f.user(ctx)
-			if err := f.fail; err != nil {
-				f.fail = nil
-				return nil, err
+			hold, held := f.hold, f.held
+			if hold != nil {
+				f.held = nil
 			}
-			if req.GetResponseId() != f.lastID {
-				return nil, yarnerr.InvalidResponseID(testAttempt.String(), f.lastID, req.GetResponseId())
+			f.mu.Unlock()
+			if hold != nil {
+				if held != nil {
+					close(held)
+				}
+				select {
+				case <-hold:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
 			}
-			f.asks = append(f.asks, req.GetAsk())
-			f.releases = append(f.releases, req.GetRelease()...)
-			f.lastID++
-			resp := &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(f.lastID), AllocatedContainers: f.allocated}
-			if f.renew != nil {
-				resp.AmRmToken = f.renew.Proto()
-				f.renew = nil
-			}
-			return resp, nil
+			return resp, err
 		},
 		FinishApplicationMaster: func(ctx context.Context, _ *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {
 			f.mu.Lock()
@@ -105,6 +128,28 @@ func (f *fakeRM) methods() []ipc.Method {
 			return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(true)}, nil
 		},
 	}.Methods()
+}
+
+func (f *fakeRM) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.user(ctx)
+	if err := f.fail; err != nil {
+		f.fail = nil
+		return nil, err
+	}
+	if req.GetResponseId() != f.lastID {
+		return nil, yarnerr.InvalidResponseID(testAttempt.String(), f.lastID, req.GetResponseId())
+	}
+	f.asks = append(f.asks, req.GetAsk())
+	f.releases = append(f.releases, req.GetRelease()...)
+	f.lastID++
+	resp := &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(f.lastID), AllocatedContainers: f.allocated}
+	if f.renew != nil {
+		resp.AmRmToken = f.renew.Proto()
+		f.renew = nil
+	}
+	return resp, nil
 }
 
 func (f *fakeRM) seenUsers() []string {
