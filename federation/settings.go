@@ -77,6 +77,14 @@ type Settings struct {
 	// MachineList is yarn.federation.machine-list, the file that puts
 	// nodes and racks in sub-clusters for the locality policies (none).
 	MachineList string
+	// AMRMProxyHeartbeatMaxWait bounds the AMRMProxy's wait for the first
+	// sub-cluster's answer to an AM's heartbeat (5 s);
+	// AMRMProxySubClusterTimeout is how long a sub-cluster may go without
+	// answering before no new asks go to it (a minute; zero or less means
+	// that default, as FederationInterceptor reads it). Both are read in
+	// whole milliseconds, as YARN's getLong reads them.
+	AMRMProxyHeartbeatMaxWait  time.Duration
+	AMRMProxySubClusterTimeout time.Duration
 }
 
 // LoadSettings reads the federation settings of c, YARN's defaults under
@@ -126,6 +134,17 @@ func LoadSettings(c *hadoopconf.Configuration) (Settings, error) {
 	get(&s.SubClusterCleanerInterval, hadoopconf.KeyRouterSubClusterCleanerInterval, 60*time.Second, time.Millisecond)
 	s.MachineList, err = c.GetTrimmed(hadoopconf.KeyFederationMachineList, "")
 	errs = append(errs, err)
+	millis := func(dst *time.Duration, key string, def int64) {
+		var ms int64
+		ms, err = c.GetInt64(key, def)
+		errs = append(errs, err)
+		*dst = time.Duration(ms) * time.Millisecond
+	}
+	millis(&s.AMRMProxyHeartbeatMaxWait, hadoopconf.KeyFederationAMRMProxyHBMaxWait, 5000)
+	millis(&s.AMRMProxySubClusterTimeout, hadoopconf.KeyFederationAMRMProxySubClusterTimeout, 60000)
+	if s.AMRMProxySubClusterTimeout <= 0 {
+		s.AMRMProxySubClusterTimeout = time.Minute
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Settings{}, fmt.Errorf("federation settings: %w", err)
 	}

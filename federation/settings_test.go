@@ -25,6 +25,7 @@ func TestSettingsDefaultToYARNs(t *testing.T) {
 		PolicyManager: UniformBroadcastPolicyManager, RouterClientRMAddress: "0.0.0.0:8050", RouterRMAdminAddress: "0.0.0.0:8052", AdminACL: "*", RouterWebappAddress: "0.0.0.0:8089",
 		SubmitRetry: 3, SubmitInterval: 10 * time.Millisecond,
 		DeregisterSubClusters: true, SubClusterExpiration: 30 * time.Minute, SubClusterCleanerInterval: time.Minute,
+		AMRMProxyHeartbeatMaxWait: 5 * time.Second, AMRMProxySubClusterTimeout: time.Minute,
 	}
 	if s != want {
 		t.Errorf("defaults\n got %+v\nwant %+v", s, want)
@@ -33,20 +34,23 @@ func TestSettingsDefaultToYARNs(t *testing.T) {
 
 func TestSettingsReadTheSiteInYARNsUnits(t *testing.T) {
 	s, err := LoadSettings(conf(map[string]string{
-		hadoopconf.KeyFederationEnabled:                   "true",
-		hadoopconf.KeyRMClusterID:                         " sc1 ",
-		hadoopconf.KeyFederationHeartbeatInterval:         "5",
-		hadoopconf.KeyFederationHeartbeatInitialDelay:     "2s",
-		hadoopconf.KeyFederationCacheTTL:                  "0",
-		hadoopconf.KeyRouterSubClusterHeartbeatExpiration: "10s",
-		hadoopconf.KeyRouterSubmitRetry:                   "0",
-		hadoopconf.KeyFederationMachineList:               " machines.txt ",
+		hadoopconf.KeyFederationEnabled:                    "true",
+		hadoopconf.KeyRMClusterID:                          " sc1 ",
+		hadoopconf.KeyFederationHeartbeatInterval:          "5",
+		hadoopconf.KeyFederationHeartbeatInitialDelay:      "2s",
+		hadoopconf.KeyFederationCacheTTL:                   "0",
+		hadoopconf.KeyRouterSubClusterHeartbeatExpiration:  "10s",
+		hadoopconf.KeyRouterSubmitRetry:                    "0",
+		hadoopconf.KeyFederationMachineList:                " machines.txt ",
+		hadoopconf.KeyFederationAMRMProxyHBMaxWait:         "250",
+		hadoopconf.KeyFederationAMRMProxySubClusterTimeout: "0",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !s.Enabled || s.SubClusterID != "sc1" || s.HeartbeatInterval != 5*time.Second || s.HeartbeatInitialDelay != 2*time.Second ||
-		s.CacheTTL != 0 || s.SubClusterExpiration != 10*time.Second || s.SubmitRetry != 1 || s.MachineList != "machines.txt" {
+		s.CacheTTL != 0 || s.SubClusterExpiration != 10*time.Second || s.SubmitRetry != 1 || s.MachineList != "machines.txt" ||
+		s.AMRMProxyHeartbeatMaxWait != 250*time.Millisecond || s.AMRMProxySubClusterTimeout != time.Minute {
 		t.Errorf("settings %+v", s)
 	}
 	// A heartbeat interval of zero or less means the default, as YARN reads it.
@@ -56,6 +60,10 @@ func TestSettingsReadTheSiteInYARNsUnits(t *testing.T) {
 	}
 	if _, err := LoadSettings(conf(map[string]string{hadoopconf.KeyFederationCacheTTL: "soon"})); err == nil {
 		t.Error("a TTL of \"soon\" was accepted")
+	}
+	// YARN reads the AMRMProxy's two with getLong: a unit is refused.
+	if _, err := LoadSettings(conf(map[string]string{hadoopconf.KeyFederationAMRMProxyHBMaxWait: "5s"})); err == nil {
+		t.Error("a heartbeat wait of \"5s\" was accepted")
 	}
 }
 

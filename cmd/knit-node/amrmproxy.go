@@ -76,7 +76,8 @@ func newAMRMProxy(lc fx.Lifecycle, f flags, conf *hadoopconf.Configuration, kube
 		stages[amrmproxy.FederationInterceptorName] = amrmproxy.FederationStage(amrmproxy.FederationSettings{
 			Store:         fedstore.NewCache(kubeStore, fed.CacheTTL, nil),
 			DefaultPolicy: fed.PolicyManager, DefaultPolicyParams: []byte(fed.PolicyManagerParams),
-			Resolver: resolver,
+			Resolver:         resolver,
+			HeartbeatMaxWait: fed.AMRMProxyHeartbeatMaxWait, SubClusterTimeout: fed.AMRMProxySubClusterTimeout,
 		})
 	}
 	log = log.With("component", "amrmproxy")
