@@ -520,7 +520,19 @@ func (fp *framePool) get() *[]byte {
 	return &b
 }
 
-func (fp *framePool) put(b *[]byte) { fp.p.Put(b) }
+// put keeps b for reuse unless it grew past maxPooledFrame: a pool of
+// buffers each once grown to a rare large answer holds that memory for as
+// long as calls keep coming.
+func (fp *framePool) put(b *[]byte) {
+	if cap(*b) <= maxPooledFrame {
+		fp.p.Put(b)
+	}
+}
+
+// maxPooledFrame bounds the buffers the frame pool keeps; larger answers
+// given encoded (node reports) are written from their own bytes, not
+// copied (sendAnswer).
+const maxPooledFrame = 64 << 10
 
 // send writes one response frame. Writers batch: each appends under the lock
 // and only the last one waiting flushes, so concurrent answers share writes.
@@ -532,7 +544,11 @@ func (c *conn) send(hdr *commonpb.RpcResponseHeaderProto, body proto.Message) er
 func (c *conn) sendAnswer(hdr *commonpb.RpcResponseHeaderProto, body answer) error {
 	bp := c.srv.frames.get()
 	defer c.srv.frames.put(bp)
-	b, err := appendFrameEncoded((*bp)[:0], body.encoded, hdr, body.msg)
+	b, err := appendFrameHead((*bp)[:0], body.encoded, hdr, body.msg)
+	tail := body.encoded
+	if err == nil && len(tail) <= maxPooledFrame/2 {
+		b, tail = append(b, tail...), nil
+	}
 	*bp = b[:0]
 	if err != nil {
 		return fmt.Errorf("%w: %w", errMarshal, err)
@@ -552,6 +568,9 @@ func (c *conn) sendAnswer(hdr *commonpb.RpcResponseHeaderProto, body answer) err
 	// A peer that stops reading must not hold this call's goroutine forever.
 	_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
 	_, err = c.bw.Write(b)
+	if err == nil && tail != nil {
+		_, err = c.bw.Write(tail)
+	}
 	c.ended = hdr.GetStatus() == commonpb.RpcResponseHeaderProto_FATAL
 	if c.writers.Add(-1) == 0 && err == nil {
 		err = c.bw.Flush()

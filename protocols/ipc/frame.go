@@ -134,6 +134,17 @@ func appendFrame(dst []byte, msgs ...proto.Message) ([]byte, error) {
 // encoding, which goes in as it is unless it is nil: a call or an answer
 // forwarded without decoding it.
 func appendFrameEncoded(dst, encoded []byte, msgs ...proto.Message) ([]byte, error) {
+	dst, err := appendFrameHead(dst, encoded, msgs...)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, encoded...), nil
+}
+
+// appendFrameHead is appendFrameEncoded without encoded's own bytes: the
+// frame's length counts them and its last delimiter announces them, so
+// that the caller can write them after the head without copying them.
+func appendFrameHead(dst, encoded []byte, msgs ...proto.Message) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	for _, m := range msgs {
@@ -149,8 +160,7 @@ func appendFrameEncoded(dst, encoded []byte, msgs ...proto.Message) ([]byte, err
 	}
 	if encoded != nil {
 		dst = protowire.AppendVarint(dst, uint64(len(encoded)))
-		dst = append(dst, encoded...)
 	}
-	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4+len(encoded)))
 	return dst, nil
 }

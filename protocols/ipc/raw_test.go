@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -151,5 +153,56 @@ func TestRawMethodRefusesARequestItCannotDecode(t *testing.T) {
 	defer rec.mu.Unlock()
 	if rec.req.GetApplicationId() != nil {
 		t.Errorf("the handler saw a request it could not decode: %v", rec.req)
+	}
+}
+
+func TestRawAnswersOfEverySizeArriveWholeOnOneConnection(t *testing.T) {
+	// Answers past half a pooled frame are written from their own bytes
+	// after the frame's head; calls in flight together must still see
+	// their own frames whole.
+	for _, size := range []int{0, 100, maxPooledFrame/2 + 1, 3 * maxPooledFrame} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			answer := withUnknownField(t, &yarnpb.GetApplicationReportResponseProto{ApplicationReport: &yarnpb.ApplicationReportProto{
+				Diagnostics: proto.String(strings.Repeat("d", size)),
+			}})
+			rec := &rawRecorder{answer: answer}
+			ts := serveTest(t, newTestServer(t, Config{Simple: true}, rec.method()))
+			c := newTestClient(t, ts.addr, ClientConfig{User: "alice"})
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for range 8 {
+				wg.Go(func() {
+					got, err := c.CallRaw(t.Context(), "getApplicationReport", nil)
+					if err == nil && !bytes.Equal(got, answer) {
+						err = fmt.Errorf("answer of %d bytes, want the handler's %d", len(got), len(answer))
+					}
+					errs <- err
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
+
+func TestAFrameHeadAndItsEncodedTailAreTheWholeFrame(t *testing.T) {
+	hdr := &commonpb.RpcResponseHeaderProto{CallId: proto.Uint32(3), Status: commonpb.RpcResponseHeaderProto_SUCCESS.Enum()}
+	for _, tail := range [][]byte{nil, {}, bytes.Repeat([]byte{7}, 300)} {
+		whole, err := appendFrameEncoded([]byte("before"), tail, hdr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, err := appendFrameHead([]byte("before"), tail, hdr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := append(head, tail...); !bytes.Equal(got, whole) {
+			t.Errorf("tail of %d bytes: head+tail %x, want %x", len(tail), got, whole)
+		}
 	}
 }
