@@ -41,7 +41,32 @@ const (
 // Register adds ApplicationClientProtocol to srv: every method a Hadoop 3
 // client can call (clientprotocol.go has the features Knit leaves off).
 func (rm *ResourceManager) Register(srv *ipc.Server) error {
-	return yarnrpc.RegisterApplicationClientProtocolServer(srv, rm)
+	methods := yarnrpc.ApplicationClientProtocolMethods(rm)
+	if enc, ok := rm.cfg.Nodes.(encodedNodeReports); ok {
+		for i, m := range methods {
+			if m.Name() == getClusterNodesMethod {
+				methods[i] = ipc.HandleRaw(getClusterNodesMethod, func(_ context.Context, req *yarnpb.GetClusterNodesRequestProto, _ []byte) ([]byte, error) {
+					return encodedClusterNodes(enc, req)
+				})
+			}
+		}
+	}
+	return srv.Register(yarnrpc.ApplicationClientProtocolName, methods...)
+}
+
+const getClusterNodesMethod = "getClusterNodes"
+
+// encodedClusterNodes is getClusterNodes' answer as the bytes the lister
+// keeps: a GetClusterNodesResponseProto is its nodeReports field alone, so
+// that field's elements are the whole message, and the engine writes
+// them as they are, never copying a thousand nodes' reports into a frame.
+func encodedClusterNodes(enc encodedNodeReports, req *yarnpb.GetClusterNodesRequestProto) ([]byte, error) {
+	field := (&yarnpb.GetClusterNodesResponseProto{}).ProtoReflect().Descriptor().Fields().ByName("nodeReports").Number()
+	raw, err := enc.EncodedReports(field, req.GetNodeStates())
+	if err != nil {
+		return nil, yarnerr.YarnException.Wrap(fmt.Errorf("listing nodes: %w", err))
+	}
+	return raw, nil
 }
 
 // answerEmpty answers with an empty response, as YARN does for the node-label
@@ -637,16 +662,15 @@ func (rm *ResourceManager) GetClusterMetrics(ctx context.Context, _ *yarnpb.GetC
 // none).
 func (rm *ResourceManager) GetClusterNodes(ctx context.Context, req *yarnpb.GetClusterNodesRequestProto) (*yarnpb.GetClusterNodesResponseProto, error) {
 	if enc, ok := rm.cfg.Nodes.(encodedNodeReports); ok {
-		resp := &yarnpb.GetClusterNodesResponseProto{}
-		field := resp.ProtoReflect().Descriptor().Fields().ByName("nodeReports").Number()
-		raw, err := enc.EncodedReports(field, req.GetNodeStates())
+		raw, err := encodedClusterNodes(enc, req)
 		if err != nil {
-			return nil, yarnerr.YarnException.Wrap(fmt.Errorf("listing nodes: %w", err))
+			return nil, err
 		}
-		// The reports go out in the encodings the lister keeps: on the
-		// wire, fields the message holds as unknown are written as they
-		// are, so the answer is the one NodeReports would make, without
-		// decoding and encoding again a thousand unchanged reports.
+		// The reports in the encodings the lister keeps: on the wire,
+		// fields the message holds as unknown are written as they are, so
+		// the answer is the one NodeReports would make. (Served over RPC,
+		// Register's raw method sends raw itself.)
+		resp := &yarnpb.GetClusterNodesResponseProto{}
 		resp.ProtoReflect().SetUnknown(raw)
 		return resp, nil
 	}
