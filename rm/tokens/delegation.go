@@ -143,6 +143,10 @@ func (d DelegationTokens) Issue(ctx context.Context, owner, renewer, realUser, s
 	return tok, id, nil
 }
 
+// ShortName is the user name renewers are compared by for principal
+// (Config.ShortName): what a caller renews as.
+func (d DelegationTokens) ShortName(principal string) string { return d.m.cfg.ShortName(principal) }
+
 // Renew extends a token for renewer (the caller's short user name) and
 // returns its new expiry, checking what renewToken checks, in its order and
 // with its messages: maximum lifetime, renewer, key, password, known token.
