@@ -275,10 +275,8 @@ func New(cfg Config) (*Manager, error) {
 // once it leads, before it signs or checks a token.
 func (m *Manager) Activate(ctx context.Context, rmIdentifier int64) error {
 	m.rmIdentifier.Store(rmIdentifier)
-	if m.cfg.Store != nil {
-		if err := m.reload(ctx); err != nil {
-			return err
-		}
+	if err := m.reload(ctx); err != nil {
+		return err
 	}
 	return m.Roll(ctx, m.cfg.Clock.Now())
 }
@@ -366,11 +364,15 @@ func (m *Manager) reload(ctx context.Context) error {
 	return m.reloadLocked(ctx)
 }
 
-// reloadLocked loads the stored keys and publishes them, with opMu held.
+// reloadLocked loads the stored keys and publishes them, with opMu held;
+// without a store there are none.
 func (m *Manager) reloadLocked(ctx context.Context) error {
-	keys, err := m.cfg.Store.Load(ctx)
-	if err != nil {
-		return fmt.Errorf("tokens: load keys: %w", err)
+	var keys Keys
+	if m.cfg.Store != nil {
+		var err error
+		if keys, err = m.cfg.Store.Load(ctx); err != nil {
+			return fmt.Errorf("tokens: load keys: %w", err)
+		}
 	}
 	if keys.Version != 0 && keys.Version != KeysVersion {
 		return fmt.Errorf("tokens: stored keys have version %d, want %d", keys.Version, KeysVersion)
