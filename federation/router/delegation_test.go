@@ -52,6 +52,20 @@ func routerTokens(t *testing.T, s store.RouterKeys, clock tokens.Clock) *tokens.
 	return m
 }
 
+// tokenFederation is one sub-cluster behind a Router that issues and takes
+// delegation tokens, signed and checked at clock's time: the store, the
+// sub-cluster, the clock, the Router's address and a client of it calling
+// as alice.
+func tokenFederation(t *testing.T) (*store.Memory, *fakeRM, *fakeClock, string, *client.RMClient) {
+	t.Helper()
+	s := store.NewMemory(nil)
+	rm := startRM(t, "sc1", 1)
+	join(t, s, rm)
+	clock := &fakeClock{t: tokenEpoch}
+	addr, alice := serveRouter(t, s, routerOptions{tokens: routerTokens(t, s, clock)})
+	return s, rm, clock, addr, alice
+}
+
 // clientOf is a Knit client of the Router at addr: calling as user, or,
 // with a token, authenticated by it.
 func clientOf(t *testing.T, addr, user string, tok *commonpb.TokenProto) *client.RMClient {
@@ -75,10 +89,7 @@ func wantTokenRefusal(t *testing.T, err error, class yarnerr.Class, want string)
 }
 
 func TestTheRouterIssuesRenewsAndCancelsDelegationTokensAsAnRMDoes(t *testing.T) {
-	s := store.NewMemory(nil)
-	join(t, s, startRM(t, "sc1", 1))
-	clock := &fakeClock{t: tokenEpoch}
-	addr, alice := serveRouter(t, s, routerOptions{tokens: routerTokens(t, s, clock)})
+	_, _, clock, addr, alice := tokenFederation(t)
 	yarn, mallory := clientOf(t, addr, "yarn/router@EXAMPLE.COM", nil), clientOf(t, addr, "mallory", nil)
 	ctx := t.Context()
 
@@ -148,11 +159,7 @@ func TestTheRouterIssuesRenewsAndCancelsDelegationTokensAsAnRMDoes(t *testing.T)
 }
 
 func TestACallerAuthenticatedByARouterTokenIsItsOwnerAndMayNotAskForAnother(t *testing.T) {
-	s := store.NewMemory(nil)
-	rm := startRM(t, "sc1", 1)
-	join(t, s, rm)
-	clock := &fakeClock{t: tokenEpoch}
-	addr, alice := serveRouter(t, s, routerOptions{tokens: routerTokens(t, s, clock)})
+	_, rm, clock, addr, alice := tokenFederation(t)
 	ctx := t.Context()
 	newApp, err := alice.GetNewApplication(ctx)
 	if err != nil {
@@ -197,11 +204,7 @@ func TestACallerAuthenticatedByARouterTokenIsItsOwnerAndMayNotAskForAnother(t *t
 }
 
 func TestASecondRouterOverTheSameStoreHonoursAndRenewsTheFirstsTokens(t *testing.T) {
-	s := store.NewMemory(nil)
-	rm := startRM(t, "sc1", 1)
-	join(t, s, rm)
-	clock := &fakeClock{t: tokenEpoch}
-	_, alice := serveRouter(t, s, routerOptions{tokens: routerTokens(t, s, clock)})
+	s, _, clock, _, alice := tokenFederation(t)
 	second, _ := serveRouter(t, s, routerOptions{tokens: routerTokens(t, s, clock)})
 	ctx := t.Context()
 	tok, err := alice.GetDelegationToken(ctx, "yarn")
