@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
@@ -29,8 +30,13 @@ const DefaultPollInterval = 200 * time.Millisecond
 
 // RMConfig configures an RMClient.
 type RMConfig struct {
-	// User is the user the calls run as (SIMPLE authentication); required.
+	// User is the user the calls run as (SIMPLE authentication); required
+	// unless Token is set.
 	User string
+	// Token, if set, authenticates the calls with an RM delegation token
+	// (SASL TOKEN over DIGEST-MD5), as a YarnClient whose credentials hold
+	// one for the RM's address does; the calls then run as its owner.
+	Token *commonpb.TokenProto
 	// PollInterval paces SubmitApplication and KillApplication; zero means
 	// DefaultPollInterval.
 	PollInterval time.Duration
@@ -61,7 +67,7 @@ func NewRMClient(addr string, cfg RMConfig) (*RMClient, error) {
 		log = slog.Default()
 	}
 	dial := func(addr string, ha bool) (caller, error) {
-		cc := ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: cfg.User, Logger: log, Errors: yarnerr.FromRemote}
+		cc := ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: cfg.User, Token: cfg.Token, Logger: log, Errors: yarnerr.FromRemote}
 		if ha {
 			cc.NewBackOff = noConnectRetries
 		}
@@ -138,6 +144,34 @@ func (c *RMClient) SubmitApplication(ctx context.Context, asc *yarnpb.Applicatio
 			return fmt.Errorf("client: wait for submission of %s: %w", appID, err)
 		}
 	}
+}
+
+// GetDelegationToken asks the RM for a delegation token that renewer may
+// renew (YarnClient.getRMDelegationToken).
+func (c *RMClient) GetDelegationToken(ctx context.Context, renewer string) (*commonpb.TokenProto, error) {
+	resp, err := c.rpc.GetDelegationToken(ctx, &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String(renewer)})
+	if err != nil {
+		return nil, fmt.Errorf("client: get delegation token: %w", err)
+	}
+	return resp.GetToken(), nil
+}
+
+// RenewDelegationToken extends a delegation token the caller may renew
+// and returns its new expiry.
+func (c *RMClient) RenewDelegationToken(ctx context.Context, tok *commonpb.TokenProto) (time.Time, error) {
+	resp, err := c.rpc.RenewDelegationToken(ctx, &commonpb.RenewDelegationTokenRequestProto{Token: tok})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("client: renew delegation token: %w", err)
+	}
+	return time.UnixMilli(int64(resp.GetNewExpiryTime())), nil
+}
+
+// CancelDelegationToken asks the RM to forget a delegation token.
+func (c *RMClient) CancelDelegationToken(ctx context.Context, tok *commonpb.TokenProto) error {
+	if _, err := c.rpc.CancelDelegationToken(ctx, &commonpb.CancelDelegationTokenRequestProto{Token: tok}); err != nil {
+		return fmt.Errorf("client: cancel delegation token: %w", err)
+	}
+	return nil
 }
 
 // GetApplicationReport returns the RM's report of an application.

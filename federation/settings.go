@@ -85,6 +85,20 @@ type Settings struct {
 	// whole milliseconds, as YARN's getLong reads them.
 	AMRMProxyHeartbeatMaxWait  time.Duration
 	AMRMProxySubClusterTimeout time.Duration
+	// The Router's delegation token schedule, read from the RM's keys as
+	// YARN's Router reads them (RouterClientRMService): a new master key
+	// every DelegationKeyUpdateInterval
+	// (yarn.resourcemanager.delegation.key.update-interval, 1 day), a
+	// token good for DelegationTokenMaxLifetime however often renewed
+	// (...token.max-lifetime, 7 days), a renewal good for
+	// DelegationTokenRenewInterval (...token.renew-interval, 1 day), and
+	// expired tokens and keys dropped every
+	// DelegationTokenRemoveScanInterval (...token.remove-scan-interval,
+	// 1 hour), all in milliseconds; zero or less means the default.
+	DelegationKeyUpdateInterval       time.Duration
+	DelegationTokenMaxLifetime        time.Duration
+	DelegationTokenRenewInterval      time.Duration
+	DelegationTokenRemoveScanInterval time.Duration
 }
 
 // LoadSettings reads the federation settings of c, YARN's defaults under
@@ -144,6 +158,22 @@ func LoadSettings(c *hadoopconf.Configuration) (Settings, error) {
 	millis(&s.AMRMProxySubClusterTimeout, hadoopconf.KeyFederationAMRMProxySubClusterTimeout, 60000)
 	if s.AMRMProxySubClusterTimeout <= 0 {
 		s.AMRMProxySubClusterTimeout = time.Minute
+	}
+	for _, d := range []struct {
+		dst *time.Duration
+		key string
+		def time.Duration
+	}{
+		{&s.DelegationKeyUpdateInterval, hadoopconf.KeyDelegationKeyUpdateInterval, 24 * time.Hour},
+		{&s.DelegationTokenMaxLifetime, hadoopconf.KeyDelegationTokenMaxLifetime, 7 * 24 * time.Hour},
+		{&s.DelegationTokenRenewInterval, hadoopconf.KeyDelegationTokenRenewInterval, 24 * time.Hour},
+		{&s.DelegationTokenRemoveScanInterval, hadoopconf.KeyDelegationTokenRemoveScanInterval, time.Hour},
+	} {
+		// Zero or less would expire every token at once or stop the
+		// roll's ticker: it means the default.
+		if get(d.dst, d.key, d.def, time.Millisecond); *d.dst <= 0 {
+			*d.dst = d.def
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Settings{}, fmt.Errorf("federation settings: %w", err)

@@ -26,6 +26,8 @@ func TestSettingsDefaultToYARNs(t *testing.T) {
 		SubmitRetry: 3, SubmitInterval: 10 * time.Millisecond,
 		DeregisterSubClusters: true, SubClusterExpiration: 30 * time.Minute, SubClusterCleanerInterval: time.Minute,
 		AMRMProxyHeartbeatMaxWait: 5 * time.Second, AMRMProxySubClusterTimeout: time.Minute,
+		DelegationKeyUpdateInterval: 24 * time.Hour, DelegationTokenMaxLifetime: 7 * 24 * time.Hour,
+		DelegationTokenRenewInterval: 24 * time.Hour, DelegationTokenRemoveScanInterval: time.Hour,
 	}
 	if s != want {
 		t.Errorf("defaults\n got %+v\nwant %+v", s, want)
@@ -44,13 +46,19 @@ func TestSettingsReadTheSiteInYARNsUnits(t *testing.T) {
 		hadoopconf.KeyFederationMachineList:                " machines.txt ",
 		hadoopconf.KeyFederationAMRMProxyHBMaxWait:         "250",
 		hadoopconf.KeyFederationAMRMProxySubClusterTimeout: "0",
+		hadoopconf.KeyDelegationKeyUpdateInterval:          "60000",
+		hadoopconf.KeyDelegationTokenMaxLifetime:           "3600000",
+		hadoopconf.KeyDelegationTokenRenewInterval:         "2m",
+		hadoopconf.KeyDelegationTokenRemoveScanInterval:    "1000",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !s.Enabled || s.SubClusterID != "sc1" || s.HeartbeatInterval != 5*time.Second || s.HeartbeatInitialDelay != 2*time.Second ||
 		s.CacheTTL != 0 || s.SubClusterExpiration != 10*time.Second || s.SubmitRetry != 1 || s.MachineList != "machines.txt" ||
-		s.AMRMProxyHeartbeatMaxWait != 250*time.Millisecond || s.AMRMProxySubClusterTimeout != time.Minute {
+		s.AMRMProxyHeartbeatMaxWait != 250*time.Millisecond || s.AMRMProxySubClusterTimeout != time.Minute ||
+		s.DelegationKeyUpdateInterval != time.Minute || s.DelegationTokenMaxLifetime != time.Hour ||
+		s.DelegationTokenRenewInterval != 2*time.Minute || s.DelegationTokenRemoveScanInterval != time.Second {
 		t.Errorf("settings %+v", s)
 	}
 	// A heartbeat interval of zero or less means the default, as YARN reads it.

@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/knitdev/knit/federation"
+	fedstore "github.com/knitdev/knit/federation/store"
 )
 
 // storeSources are the files whose Kubernetes calls are the federation
@@ -154,6 +155,40 @@ func TestEveryFederationProcessMayMakeEveryStoreCall(t *testing.T) {
 						t.Errorf("%s (%s/%s) may not %s %s in %s, which federation/store calls", p.name, p.ns, p.sa, v, resource, p.storeNS)
 					}
 				}
+			}
+		}
+	})
+}
+
+// TestTheRouterMayKeepItsDelegationTokenStateInItsSecret checks that
+// knit-router may create the Secret of the Routers' delegation token state
+// and read and replace it, in the store's namespace.
+func TestTheRouterMayKeepItsDelegationTokenStateInItsSecret(t *testing.T) {
+	eachFederation(t, func(t *testing.T, r *rendered, f fed) {
+		ns, sa := f.routerArgs["namespace"], f.router.Spec.Template.Spec.ServiceAccountName
+		may := map[string]bool{}
+		for _, b := range all[*rbacv1.RoleBinding](r) {
+			if b.Namespace != ns || b.RoleRef.Kind != "Role" || !bindsServiceAccount(b.Subjects, f.router.Namespace, sa) {
+				continue
+			}
+			role, ok := find[*rbacv1.Role](r, ns, b.RoleRef.Name)
+			if !ok {
+				continue
+			}
+			for _, rule := range role.Rules {
+				if !slices.Contains(rule.Resources, "secrets") || !slices.Contains(rule.APIGroups, "") {
+					continue
+				}
+				for _, v := range rule.Verbs {
+					if len(rule.ResourceNames) == 0 || slices.Contains(rule.ResourceNames, fedstore.RouterKeysSecret) {
+						may[v] = true
+					}
+				}
+			}
+		}
+		for _, v := range []string{"get", "create", "update"} {
+			if !may[v] {
+				t.Errorf("knit-router may not %s the Secret %s in %s", v, fedstore.RouterKeysSecret, ns)
 			}
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/informers"
 
 	"github.com/knitdev/knit/cmd/internal/lifecycle"
+	"github.com/knitdev/knit/cmd/internal/tokenroll"
 	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rgs/nodes"
 	"github.com/knitdev/knit/rm"
@@ -110,7 +111,7 @@ func (a *activation) Close(ctx context.Context) error {
 // stop in the reverse.
 func runActive(run lifecycle.Runner, a *activation) {
 	run.Lifecycle.Append(fx.Hook{OnStart: a.Activate, OnStop: a.Close})
-	run.Background("token key rolling", rollKeys(run.Logger.With("loop", "token-keys"), a.tokens, time.Minute))
+	run.Background("token key rolling", tokenroll.Loop(run.Logger.With("loop", "token-keys"), a.tokens, time.Minute))
 	run.Background("RGS", a.sched.Run)
 	run.Background("application timeouts", a.rm.Run)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/knitdev/knit/rm"
@@ -54,23 +53,4 @@ func (k keyStore) Save(ctx context.Context, keys tokens.Keys) error {
 		return err
 	}
 	return k.blob.Save(ctx, data)
-}
-
-// rollKeys rolls the token master keys every interval until ctx ends; a
-// failed roll is logged and tried again at the next tick.
-func rollKeys(log *slog.Logger, m *tokens.Manager, interval time.Duration) func(context.Context) error {
-	return func(ctx context.Context) error {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case now := <-t.C:
-				if err := m.Roll(ctx, now); err != nil {
-					log.Error("rolling token keys", "err", err)
-				}
-			}
-		}
-	}
 }

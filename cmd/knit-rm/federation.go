@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"time"
 
 	"go.uber.org/fx"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/knitdev/knit/cmd/internal/fedcmd"
 	"github.com/knitdev/knit/cmd/internal/lifecycle"
 	"github.com/knitdev/knit/federation"
 	"github.com/knitdev/knit/federation/membership"
@@ -37,15 +37,7 @@ type federationFlags struct {
 func (f *federationFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.kubeconfig, "federation-kubeconfig", "", "kubeconfig of the cluster hosting the federation's state store; empty means --kubeconfig's cluster")
 	fs.StringVar(&f.namespace, "federation-namespace", "knit-federation", "namespace of the federation's state store (it must exist)")
-	fs.StringVar(&f.advertiseHost, "federation-advertise-host", advertiseHostFromEnv(), "host the RM registers in the federation for its addresses bound to a wildcard (default $POD_IP, else the host name)")
-}
-
-func advertiseHostFromEnv() string {
-	if ip := os.Getenv("POD_IP"); ip != "" {
-		return ip
-	}
-	h, _ := os.Hostname()
-	return h
+	fs.StringVar(&f.advertiseHost, "federation-advertise-host", fedcmd.AdvertiseHost(), "host the RM registers in the federation for its addresses bound to a wildcard (default $POD_IP, else the host name)")
 }
 
 // runFederation keeps the active RM's sub-cluster in its federation when

@@ -4,11 +4,14 @@
 // clients submit to and watch the federation as one cluster, serves the
 // federation's admin calls on yarn.router.rmadmin.address, serves the
 // federation's REST API and page on yarn.router.webapp.address, and marks
-// silent sub-clusters LOST. This file wires the pieces with fx; what they
+// silent sub-clusters LOST. It issues, renews and cancels RM delegation
+// tokens on keys every Router shares through the store, and its client
+// port accepts them for authentication. This file wires the pieces with fx; what they
 // do lives in federation/.
 package main
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -18,11 +21,14 @@ import (
 	"github.com/knitdev/knit/acl"
 	"github.com/knitdev/knit/cmd/internal/fedcmd"
 	"github.com/knitdev/knit/cmd/internal/lifecycle"
+	"github.com/knitdev/knit/cmd/internal/tokenroll"
 	"github.com/knitdev/knit/federation"
+	"github.com/knitdev/knit/federation/membership"
 	"github.com/knitdev/knit/federation/router"
 	"github.com/knitdev/knit/federation/routerweb"
 	fedstore "github.com/knitdev/knit/federation/store"
 	"github.com/knitdev/knit/protocols/ipc"
+	"github.com/knitdev/knit/rm/tokens"
 )
 
 // flags are knit-router's command line.
@@ -35,7 +41,7 @@ func main() { fedcmd.Main("knit-router", "yarn.router.* and yarn.federation.*", 
 func options(f flags) fx.Option {
 	return fx.Options(
 		fx.Supply(f),
-		fx.Provide(loadSettings, newStore, newCache, newRouter),
+		fx.Provide(loadSettings, newStore, newCache, newTokens, newRouter),
 		fx.Invoke(serveClientProtocol, serveAdminProtocol, serveWeb, runCleaner),
 	)
 }
@@ -57,13 +63,45 @@ func newCache(s *fedstore.Kube, settings federation.Settings) *fedstore.Cache {
 	return fedstore.NewCache(s, settings.CacheTTL, nil)
 }
 
-func newRouter(c *fedstore.Cache, settings federation.Settings, log *slog.Logger) (*router.Router, error) {
+// newTokens is the Router's delegation token secret manager, as YARN's
+// Router makes its RouterDelegationTokenSecretManager: on the RM's
+// delegation token schedule, its keys and tokens in the store, shared with
+// every other Router. It takes up the stored keys (making the first ones
+// if there are none) when the app starts, before the client port opens,
+// and rolls its key and drops expired tokens and keys every remove-scan
+// interval, or every key-update interval where that is shorter.
+func newTokens(run lifecycle.Runner, c *fedstore.Cache, settings federation.Settings) (*tokens.Manager, error) {
+	m, err := tokens.New(tokens.Config{
+		Store: router.NewKeyStore(c), Shared: true, DelegationOnly: true,
+		Delegation: tokens.DelegationPolicy{
+			KeyUpdateInterval: settings.DelegationKeyUpdateInterval,
+			MaxLifetime:       settings.DelegationTokenMaxLifetime,
+			RenewInterval:     settings.DelegationTokenRenewInterval,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The Router signs no container token: its identifier is never read.
+	run.Lifecycle.Append(fx.StartHook(func(ctx context.Context) error { return m.Activate(ctx, 0) }))
+	run.Background("delegation token key rolling", tokenroll.Loop(run.Logger.With("loop", "delegation-keys"), m,
+		min(settings.DelegationTokenRemoveScanInterval, settings.DelegationKeyUpdateInterval)))
+	return m, nil
+}
+
+func newRouter(c *fedstore.Cache, m *tokens.Manager, settings federation.Settings, log *slog.Logger) (*router.Router, error) {
 	machines, err := federation.LoadMachineList(settings.MachineList)
 	if err != nil {
 		return nil, err
 	}
+	service, err := membership.ConnectAddress(settings.RouterClientRMAddress, fedcmd.AdvertiseHost())
+	if err != nil {
+		return nil, err
+	}
 	return router.New(router.Config{
-		Store: c,
+		Store:        c,
+		Tokens:       m,
+		TokenService: service,
 		DefaultPolicy: fedstore.PolicyConfiguration{Queue: federation.DefaultPolicyQueue, Type: settings.PolicyManager,
 			Params: []byte(settings.PolicyManagerParams)},
 		SubmitRetry:    settings.SubmitRetry,
@@ -73,8 +111,11 @@ func newRouter(c *fedstore.Cache, settings federation.Settings, log *slog.Logger
 	})
 }
 
-func serveClientProtocol(run lifecycle.Runner, r *router.Router, settings federation.Settings) error {
-	srv, err := ipc.NewServer(ipc.Config{Simple: true, Logger: run.Logger.With("component", "client-rpc")})
+// serveClientProtocol serves ApplicationClientProtocol on
+// yarn.router.clientrm.address, to SIMPLE callers and to callers holding
+// a delegation token a Router of the federation issued.
+func serveClientProtocol(run lifecycle.Runner, r *router.Router, m *tokens.Manager, settings federation.Settings) error {
+	srv, err := ipc.NewServer(ipc.Config{Simple: true, Tokens: m.Delegation().SecretLookup(), Logger: run.Logger.With("component", "client-rpc")})
 	if err != nil {
 		return err
 	}

@@ -27,17 +27,31 @@
 //     submission to the home its queue's policy picks, recorded in the
 //     store, an update or a deletion to that home, a list to every active
 //     sub-cluster.
-//   - the delegation token calls are refused as YARN's Router refuses a
-//     caller it may not give tokens to (delegation.go).
+//   - the delegation token calls are answered by the Router itself, as
+//     YARN's Router answers them with its RouterDelegationTokenSecretManager
+//     (delegation.go): RM delegation tokens (RM_DELEGATION_TOKEN, an
+//     RMDelegationTokenIdentifier) signed by rm/tokens' Manager, whose keys,
+//     live tokens and sequence numbers are the federation store's
+//     RouterKeys record (KeyStore), shared by every Router of the
+//     federation, so that any Router renews, cancels and accepts a token
+//     another issued, and a restarted Router loses none. The rules and
+//     messages are the RM's; a caller that authenticated with a token may
+//     not ask for, renew or cancel one, and a Router without a secret
+//     manager refuses every caller, as YARN's Router refuses one it may not
+//     give tokens to. The token's service is the Router's client address.
+//     The client port takes these tokens for authentication (SASL
+//     DIGEST-MD5, TOKEN), and such a caller is the token's owner.
 //   - LocalityRouterPolicy places an AM asked on a node by the machine
 //     list (yarn.federation.machine-list, federation.MachineList).
 //
-// The calls to a sub-cluster run as the Router's caller (SIMPLE auth): one
-// connection per sub-cluster address and user. Cleaner marks silent
+// The calls to a sub-cluster run as the Router's caller (SIMPLE auth; a
+// caller authenticated by a token is its owner): one connection per
+// sub-cluster address and user. Cleaner marks silent
 // sub-clusters SC_LOST. Admin is the federation part of the Router's
 // admin protocol (YARN's FederationRMAdminInterceptor): queue policies,
 // sub-clusters, application homes.
 //
-// Imports: protocols (ipc, yarnpb, yarnrpc, yarnerr, yarnid), acl,
-// federation and federation/store.
+// Imports: protocols (ipc, yarnpb, yarnrpc, yarnerr, yarnid, token), acl,
+// federation, federation/store and rm/tokens (the delegation token secret
+// manager and identifier, which the Router shares with knit-rm).
 package router

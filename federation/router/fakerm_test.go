@@ -24,6 +24,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnrpc"
+	"github.com/knitdev/knit/rm/tokens"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -283,7 +284,13 @@ type routerOptions struct {
 	cache *store.Cache
 	// machines is the Router's machine list.
 	machines *federation.MachineList
+	// tokens, if set, is the Router's delegation token secret manager,
+	// whose tokens its port also takes for authentication.
+	tokens *tokens.Manager
 }
+
+// testTokenService is the service of the tokens test Routers issue.
+const testTokenService = "10.0.0.8:8050"
 
 // serveRouter serves a Router over s (through a cache that keeps nothing
 // unless the test gives its own, so that the tests' writes show at once)
@@ -297,13 +304,17 @@ func serveRouter(t testing.TB, s store.StateStore, o routerOptions) (string, *cl
 	if o.cache == nil {
 		o.cache = store.NewCache(s, 0, nil)
 	}
-	r, err := New(Config{Store: o.cache, DefaultPolicy: o.policy, SubmitRetry: 3, Rand: o.rand, Machines: o.machines,
+	r, err := New(Config{Store: o.cache, DefaultPolicy: o.policy, SubmitRetry: 3, Rand: o.rand, Machines: o.machines, Tokens: o.tokens, TokenService: testTokenService,
 		ConnectBackOff: func() backoff.BackOff { return &backoff.StopBackOff{} },
 		Logger:         slog.New(slog.NewTextHandler(t.Output(), nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ipctest.Serve(t, ipc.Config{Simple: true}, yarnrpc.ApplicationClientProtocolName, r.Methods()...)
+	cfg := ipc.Config{Simple: true}
+	if o.tokens != nil {
+		cfg.Tokens = o.tokens.Delegation().SecretLookup()
+	}
+	addr := ipctest.Serve(t, cfg, yarnrpc.ApplicationClientProtocolName, r.Methods()...)
 	c, err := client.NewRMClient(addr, client.RMConfig{User: "alice", PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	if err != nil {
 		t.Fatal(err)

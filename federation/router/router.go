@@ -21,6 +21,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnrpc"
+	"github.com/knitdev/knit/rm/tokens"
 )
 
 // defaultQueue is the queue of a submission that names none
@@ -61,6 +62,14 @@ type Config struct {
 	// LocalityRouterPolicy (yarn.federation.machine-list); nil knows none,
 	// so that policy places every submission by its weights.
 	Machines *federation.MachineList
+	// Tokens issues, renews and cancels RM delegation tokens and checks
+	// them on the client port: a tokens.Manager Shared over the store's
+	// RouterKeys (NewKeyStore), DelegationOnly. Nil refuses the delegation
+	// token calls.
+	Tokens *tokens.Manager
+	// TokenService is the service of the tokens the Router issues: its
+	// client address as "ip:port", where a client that holds one finds it.
+	TokenService string
 	// Rand is the policies' Randomness; nil means math/rand/v2's.
 	Rand   Randomness
 	Logger *slog.Logger
@@ -75,6 +84,8 @@ type Router struct {
 	interval      time.Duration
 	machines      *federation.MachineList
 	connectBO     func() backoff.BackOff
+	tokens        *tokens.Manager
+	tokenService  string
 	log           *slog.Logger
 
 	randMu sync.Mutex
@@ -102,7 +113,8 @@ func New(cfg Config) (*Router, error) {
 	}
 	r := &Router{
 		store: cfg.Store, defaultPolicy: cfg.DefaultPolicy, retries: max(cfg.SubmitRetry, 1), interval: cfg.SubmitInterval,
-		connectBO: cfg.ConnectBackOff, machines: cfg.Machines, rand: cfg.Rand, log: cfg.Logger, conns: map[connKey]*ipc.Client{},
+		connectBO: cfg.ConnectBackOff, machines: cfg.Machines, tokens: cfg.Tokens, tokenService: cfg.TokenService,
+		rand: cfg.Rand, log: cfg.Logger, conns: map[connKey]*ipc.Client{},
 	}
 	if r.connectBO == nil {
 		r.connectBO = func() backoff.BackOff {

@@ -219,6 +219,18 @@ func (c *Cache) DeleteReservationHomeSubCluster(ctx context.Context, reservation
 	return c.store.DeleteReservationHomeSubCluster(ctx, reservation)
 }
 
+// The Routers' delegation token state is never cached: a Router that
+// issued on keys a TTL old would write over another's tokens, so every
+// read goes to the store, and a write over a stale read is refused there.
+
+func (c *Cache) GetRouterKeys(ctx context.Context) ([]byte, string, error) {
+	return c.store.GetRouterKeys(ctx)
+}
+
+func (c *Cache) PutRouterKeys(ctx context.Context, data []byte, version string) (string, error) {
+	return c.store.PutRouterKeys(ctx, data, version)
+}
+
 func (c *Cache) putHome(application, home string) {
 	if c.ttl <= 0 {
 		return

@@ -110,6 +110,27 @@ func TestCacheWithNoTTLReadsThrough(t *testing.T) {
 	}
 }
 
+func TestCacheReadsRouterKeysFromTheStoreEveryTime(t *testing.T) {
+	clk := newClock()
+	backing := NewMemory(clk.now)
+	c := NewCache(backing, time.Hour, clk.now)
+	ctx := t.Context()
+	v, err := c.PutRouterKeys(ctx, []byte("mine"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.GetRouterKeys(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Another Router writes past this one's cache.
+	if _, err := backing.PutRouterKeys(ctx, []byte("theirs"), v); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := c.GetRouterKeys(ctx); err != nil || string(data) != "theirs" {
+		t.Errorf("keys through the cache within its TTL: %q, %v; want the other Router's", data, err)
+	}
+}
+
 // blockingStore holds its first sub-cluster read until released.
 type blockingStore struct {
 	StateStore

@@ -12,6 +12,10 @@
 // (heartbeats, deregistrations, home updates) use resourceVersion and retry
 // on a conflict. Each API call is tried again, for a few seconds, when it
 // fails for a passing reason (an unreachable or overloaded API server).
+// The Routers' delegation token state (RouterKeys) is one record with a
+// version, in a Secret rather than a ConfigMap since it holds master keys;
+// a write names the version it replaces and fails with ErrConflict when
+// another Router wrote first.
 // Memory is the same contract in a map, for tests of the store's users.
 //
 // Cache is the Router's view (YARN's FederationStateStoreFacade): reads of

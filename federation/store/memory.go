@@ -1,10 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -19,6 +21,10 @@ type Memory struct {
 	homes    map[string]ApplicationHome
 	reserved map[string]string
 	policies map[string]PolicyConfiguration
+	// keys is the Routers' delegation token state, keysVersion counts its
+	// writes.
+	keys        []byte
+	keysVersion int
 }
 
 var _ StateStore = (*Memory)(nil)
@@ -233,4 +239,32 @@ func (m *Memory) DeletePoliciesConfigurations(_ context.Context, queues []string
 		delete(m.policies, q)
 	}
 	return nil
+}
+
+func (m *Memory) GetRouterKeys(context.Context) ([]byte, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return bytes.Clone(m.keys), memoryVersion(m.keysVersion), nil
+}
+
+func (m *Memory) PutRouterKeys(_ context.Context, data []byte, version string) (string, error) {
+	if len(data) > MaxRouterKeys {
+		return "", fmt.Errorf("federation store: router keys of %d bytes, over %d", len(data), MaxRouterKeys)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if stored := memoryVersion(m.keysVersion); version != stored {
+		return "", fmt.Errorf("federation store: router keys of version %q, stored %q: %w", version, stored, ErrConflict)
+	}
+	m.keys = bytes.Clone(data)
+	m.keysVersion++
+	return memoryVersion(m.keysVersion), nil
+}
+
+// memoryVersion is the version of the n-th write; none is "".
+func memoryVersion(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }

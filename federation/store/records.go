@@ -13,6 +13,10 @@ import (
 // FederationStateStoreException for the same calls.
 var ErrNotFound = errors.New("not found")
 
+// ErrConflict is wrapped by the errors of writes over a version of a record
+// that is no longer the stored one: another writer came first.
+var ErrConflict = errors.New("conflict")
+
 // State is a sub-cluster's state (YARN's SubClusterState, numbered as
 // SubClusterStateProto).
 type State int
@@ -185,12 +189,32 @@ type Policies interface {
 	DeletePoliciesConfigurations(ctx context.Context, queues []string) error
 }
 
+// RouterKeys keeps the state of the Routers' delegation token secret
+// manager: what YARN's FederationStateStore keeps as RouterMasterKey and
+// RouterStoreToken records with its token sequence number and current key
+// id (storeNewMasterKey, removeStoredMasterKey, storeNewToken,
+// updateStoredToken, removeStoredToken, getTokenByRouterStoreToken,
+// incrementDelegationTokenSeqNum). Here it is one record, read and
+// replaced whole under its version (the bytes tokens.EncodeKeys writes),
+// so that every Router of the federation issues, renews and cancels on the
+// same keys and tokens and the sequence numbers never repeat.
+type RouterKeys interface {
+	// GetRouterKeys returns the stored state and its version; no bytes
+	// and an empty version when nothing is stored yet.
+	GetRouterKeys(ctx context.Context) (data []byte, version string, err error)
+	// PutRouterKeys replaces the state stored under version (empty: none
+	// stored yet) and returns the new version; ErrConflict, wrapped, when
+	// the stored version is another.
+	PutRouterKeys(ctx context.Context, data []byte, version string) (string, error)
+}
+
 // StateStore is the whole store.
 type StateStore interface {
 	Membership
 	ApplicationHomes
 	ReservationHomes
 	Policies
+	RouterKeys
 }
 
 // validateInfo checks what registerSubCluster requires

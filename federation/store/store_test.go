@@ -336,6 +336,40 @@ func TestPoliciesAreKeptPerQueue(t *testing.T) {
 	}
 }
 
+func TestRouterKeysAreReplacedOnlyUnderTheVersionRead(t *testing.T) {
+	for name, newStore := range implementations(t) {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t, newClock().now)
+			ctx := t.Context()
+			data, v0, err := s.GetRouterKeys(ctx)
+			if err != nil || len(data) != 0 || v0 != "" {
+				t.Fatalf("keys before any: %q, version %q, %v", data, v0, err)
+			}
+			v1, err := s.PutRouterKeys(ctx, []byte("first"), v0)
+			if err != nil || v1 == "" {
+				t.Fatalf("first write: version %q, %v", v1, err)
+			}
+			// A second Router that also read nothing stored comes second.
+			if _, err := s.PutRouterKeys(ctx, []byte("other first"), v0); !errors.Is(err, ErrConflict) {
+				t.Errorf("a create over stored keys: %v, want a conflict", err)
+			}
+			v2, err := s.PutRouterKeys(ctx, []byte("second"), v1)
+			if err != nil || v2 == v1 {
+				t.Fatalf("write over the version read: version %q, %v", v2, err)
+			}
+			if _, err := s.PutRouterKeys(ctx, []byte("stale"), v1); !errors.Is(err, ErrConflict) {
+				t.Errorf("a write over a replaced version: %v, want a conflict", err)
+			}
+			if data, v, err := s.GetRouterKeys(ctx); err != nil || string(data) != "second" || v != v2 {
+				t.Errorf("keys = %q, version %q, %v; want second, %q", data, v, err, v2)
+			}
+			if _, err := s.PutRouterKeys(ctx, make([]byte, MaxRouterKeys+1), v2); err == nil || errors.Is(err, ErrConflict) {
+				t.Errorf("keys over the bound: %v, want refused", err)
+			}
+		})
+	}
+}
+
 func ids(infos []SubClusterInfo) []string {
 	var out []string
 	for _, i := range infos {

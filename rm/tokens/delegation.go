@@ -143,6 +143,10 @@ func (d DelegationTokens) Issue(ctx context.Context, owner, renewer, realUser, s
 	return tok, id, nil
 }
 
+// ShortName is the user name renewers are compared by for principal
+// (Config.ShortName): what a caller renews as.
+func (d DelegationTokens) ShortName(principal string) string { return d.m.cfg.ShortName(principal) }
+
 // Renew extends a token for renewer (the caller's short user name) and
 // returns its new expiry, checking what renewToken checks, in its order and
 // with its messages: maximum lifetime, renewer, key, password, known token.
@@ -250,8 +254,16 @@ func (d DelegationTokens) Verify(tok token.Token) (DelegationTokenIdentifier, er
 // clients that authenticate with an RM delegation token. The caller's user
 // is the token's owner; the identity is its DelegationTokenIdentifier.
 func (d DelegationTokens) SecretLookup() ipc.SecretLookup {
-	return func(_ context.Context, identifier []byte) (ipc.Secret, error) {
+	return func(ctx context.Context, identifier []byte) (ipc.Secret, error) {
 		id, pw, err := d.RetrievePassword(identifier)
+		if err != nil && d.m.cfg.Shared {
+			// Another Manager of the store may have issued or renewed the
+			// token since this one last read it.
+			if lerr := d.m.reload(ctx); lerr != nil {
+				return ipc.Secret{}, lerr
+			}
+			id, pw, err = d.RetrievePassword(identifier)
+		}
 		if err != nil {
 			return ipc.Secret{}, err
 		}

@@ -53,6 +53,15 @@
 // never used to sign a token that a restarted RM could not verify. The RM's
 // KeyStore keeps Keys in a Kubernetes Secret.
 //
+// The Routers of a federation share one KeyStore (Config.Shared, over the
+// federation store), as YARN's Routers share the state of their
+// RouterDelegationTokenSecretManager: every change starts from the stored
+// keys and is redone when another Router saved first (the store refuses a
+// write over keys it has not read, ErrKeysChanged), and a token this
+// Manager does not know, or knows as expired, is looked for in the store
+// before it is refused. A Router keeps delegation keys alone
+// (Config.DelegationOnly).
+//
 // A Manager is safe for concurrent use. Checks read an immutable snapshot of
 // the keys; changes are serialized and swap in a new snapshot.
 //

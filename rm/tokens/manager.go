@@ -130,7 +130,32 @@ type Config struct {
 	ContainerTokenLifetime time.Duration
 	// Delegation is the RM delegation token schedule.
 	Delegation DelegationPolicy
+	// Shared says that other Managers write Store too: the Routers of a
+	// federation share one, as YARN's Routers share their
+	// RouterDelegationTokenSecretManager's state through the federation
+	// store. Each change then starts from the keys Store holds, a Save
+	// that fails with ErrKeysChanged is redone on the keys loaded again,
+	// and a delegation token check that fails on this Manager's keys is
+	// tried again on the stored ones (another Manager may have issued or
+	// renewed the token since), as the Router's getTokenInfo reads the
+	// store on a miss. Store must not be nil.
+	Shared bool
+	// DelegationOnly makes and rolls the RM delegation keys alone, for a
+	// process that issues no other token (the Router): Activate and Roll
+	// then keep no AMRM, NMToken, ContainerToken or ClientToAM secret.
+	DelegationOnly bool
 }
+
+// ErrKeysChanged is what a shared KeyStore's Save returns (wrapped) when
+// the keys it holds changed since this Manager last loaded or saved them:
+// another Manager wrote in between, and the change must be redone on its
+// keys. A KeyStore of a Shared Manager must refuse such a write.
+var ErrKeysChanged = errors.New("tokens: stored keys changed since they were read")
+
+// sharedTries bounds how often a change of a Shared Manager is redone after
+// ErrKeysChanged: each retry follows a write by another Manager, so running
+// out means the store is written far faster than Routers issue tokens.
+const sharedTries = 8
 
 func (c Config) withDefaults() Config {
 	if c.Clock == nil {
@@ -172,6 +197,9 @@ func (c Config) validate() error {
 		if err := p.p.validate(p.name); err != nil {
 			return err
 		}
+	}
+	if c.Shared && c.Store == nil {
+		return errors.New("tokens: a shared Manager needs a store")
 	}
 	d := c.Delegation
 	if c.ContainerTokenLifetime < 0 || d.KeyUpdateInterval < 0 || d.MaxLifetime < 0 || d.RenewInterval < 0 {
@@ -247,21 +275,9 @@ func New(cfg Config) (*Manager, error) {
 // once it leads, before it signs or checks a token.
 func (m *Manager) Activate(ctx context.Context, rmIdentifier int64) error {
 	m.rmIdentifier.Store(rmIdentifier)
-	var keys Keys
-	if m.cfg.Store != nil {
-		var err error
-		if keys, err = m.cfg.Store.Load(ctx); err != nil {
-			return fmt.Errorf("tokens: load keys: %w", err)
-		}
-	}
-	if keys.Version != 0 && keys.Version != KeysVersion {
-		return fmt.Errorf("tokens: stored keys have version %d, want %d", keys.Version, KeysVersion)
-	}
-	snap, err := newSnapshot(keys)
-	if err != nil {
+	if err := m.reload(ctx); err != nil {
 		return err
 	}
-	m.snap.Store(snap)
 	return m.Roll(ctx, m.cfg.Clock.Now())
 }
 
@@ -301,9 +317,26 @@ func (m *Manager) Keys() Keys {
 
 // update applies change to a copy of the keys and, if it changed anything,
 // saves them and publishes them. change's error leaves everything as it was.
+// A Shared Manager first takes up the stored keys, and redoes the change on
+// them again when another Manager saved in between.
 func (m *Manager) update(ctx context.Context, change func(k *Keys) (bool, error)) error {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
+	for try := 1; ; try++ {
+		if m.cfg.Shared {
+			if err := m.reloadLocked(ctx); err != nil {
+				return err
+			}
+		}
+		err := m.applyLocked(ctx, change)
+		if !m.cfg.Shared || !errors.Is(err, ErrKeysChanged) || try == sharedTries {
+			return err
+		}
+	}
+}
+
+// applyLocked is one try of update, with opMu held.
+func (m *Manager) applyLocked(ctx context.Context, change func(k *Keys) (bool, error)) error {
 	keys := m.snap.Load().keys.clone()
 	changed, err := change(&keys)
 	if err != nil || !changed {
@@ -323,6 +356,35 @@ func (m *Manager) update(ctx context.Context, change func(k *Keys) (bool, error)
 	return nil
 }
 
+// reload takes up the keys the store holds now, for a Shared Manager whose
+// snapshot failed a check.
+func (m *Manager) reload(ctx context.Context) error {
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+	return m.reloadLocked(ctx)
+}
+
+// reloadLocked loads the stored keys and publishes them, with opMu held;
+// without a store there are none.
+func (m *Manager) reloadLocked(ctx context.Context) error {
+	var keys Keys
+	if m.cfg.Store != nil {
+		var err error
+		if keys, err = m.cfg.Store.Load(ctx); err != nil {
+			return fmt.Errorf("tokens: load keys: %w", err)
+		}
+	}
+	if keys.Version != 0 && keys.Version != KeysVersion {
+		return fmt.Errorf("tokens: stored keys have version %d, want %d", keys.Version, KeysVersion)
+	}
+	snap, err := newSnapshot(keys)
+	if err != nil {
+		return err
+	}
+	m.snap.Store(snap)
+	return nil
+}
+
 // advance makes the key transitions due at now on k, dropping the pins of
 // the dead attempts.
 func (m *Manager) advance(k *Keys, now time.Time, dead map[attemptKey]bool) (bool, error) {
@@ -330,6 +392,9 @@ func (m *Manager) advance(k *Keys, now time.Time, dead map[attemptKey]bool) (boo
 	mark := func(c bool, err error) error {
 		changed = changed || c
 		return err
+	}
+	if m.cfg.DelegationOnly {
+		return m.rollDelegation(&k.Delegation, now)
 	}
 	if len(k.ClientToAMRoot) == 0 {
 		secret, err := m.newSecret()

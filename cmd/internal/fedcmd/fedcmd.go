@@ -59,6 +59,17 @@ func (f Flags) Store() (*fedstore.Kube, error) {
 	return fedstore.NewKube(fedstore.KubeConfig{Client: client, Namespace: f.Namespace})
 }
 
+// AdvertiseHost is the host a federation process names for its addresses
+// bound to a wildcard: $POD_IP, else the host name, as YARN's
+// NetUtils.getConnectAddress gives the local host.
+func AdvertiseHost() string {
+	if ip := os.Getenv("POD_IP"); ip != "" {
+		return ip
+	}
+	h, _ := os.Hostname()
+	return h
+}
+
 // Main parses the command line into Flags and runs the fx app options
 // makes of them until a signal ends it; an error starts with name.
 func Main(name, settings string, options func(Flags) fx.Option) {
