@@ -57,6 +57,9 @@ func New(cfg Config) *echo.Echo {
 	Route(e, Resources{
 		Info: s.info, Metrics: s.metrics, Scheduler: s.scheduler, Apps: s.apps, Submit: s.submit, NewApplication: s.newApplication,
 		App: s.app, GetState: s.getState, PutState: s.putState, Attempts: s.attempts, Nodes: s.nodes, Node: s.node,
+		GetPriority: s.getPriority, PutPriority: s.putPriority, GetQueue: s.getQueue, PutQueue: s.putQueue,
+		GetTimeouts: s.getTimeouts, GetTimeout: s.getTimeout, PutTimeout: s.putTimeout,
+		Attempt: s.attempt, Containers: s.containers, Container: s.container, AppStatistics: s.appStatistics,
 	})
 	return e
 }
@@ -68,11 +71,19 @@ type Resources struct {
 	Apps, Submit, NewApplication      echo.HandlerFunc
 	App, GetState, PutState, Attempts echo.HandlerFunc
 	Nodes, Node                       echo.HandlerFunc
+	// The application's priority, queue and timeouts.
+	GetPriority, PutPriority, GetQueue, PutQueue echo.HandlerFunc
+	GetTimeouts, GetTimeout, PutTimeout          echo.HandlerFunc
+	// One attempt, its containers and one of them.
+	Attempt, Containers, Container echo.HandlerFunc
+	AppStatistics                  echo.HandlerFunc
 }
 
 // Route serves r under /ws/v1/cluster on e and caps every body of e with
 // LimitBody (as e's middleware: a group's would turn 405s into 404s); the
-// application's id is the path parameter "appid", the node's "nodeid".
+// application's id is the path parameter "appid", the node's "nodeid",
+// an attempt's "appattemptid", a container's "containerid", a timeout
+// type's "type".
 func Route(e *echo.Echo, r Resources) {
 	e.Use(LimitBody)
 	g := e.Group("/ws/v1/cluster")
@@ -88,6 +99,17 @@ func Route(e *echo.Echo, r Resources) {
 	g.GET("/apps/:appid/state", r.GetState)
 	g.PUT("/apps/:appid/state", r.PutState)
 	g.GET("/apps/:appid/appattempts", r.Attempts)
+	g.GET("/apps/:appid/appattempts/:appattemptid", r.Attempt)
+	g.GET("/apps/:appid/appattempts/:appattemptid/containers", r.Containers)
+	g.GET("/apps/:appid/appattempts/:appattemptid/containers/:containerid", r.Container)
+	g.GET("/apps/:appid/priority", r.GetPriority)
+	g.PUT("/apps/:appid/priority", r.PutPriority)
+	g.GET("/apps/:appid/queue", r.GetQueue)
+	g.PUT("/apps/:appid/queue", r.PutQueue)
+	g.GET("/apps/:appid/timeouts", r.GetTimeouts)
+	g.GET("/apps/:appid/timeouts/:type", r.GetTimeout)
+	g.PUT("/apps/:appid/timeout", r.PutTimeout)
+	g.GET("/appstatistics", r.AppStatistics)
 	g.GET("/nodes", r.Nodes)
 	g.GET("/nodes/:nodeid", r.Node)
 }
