@@ -116,3 +116,30 @@ func (c *restCluster) CountApps(_ context.Context, q rest.StatsQuery) (map[yarnp
 	}
 	return out, nil
 }
+
+// NodeLabels answers as the client protocol's getClusterNodeLabels and
+// getLabelsToNodes do, whose answers it joins.
+func (c *restCluster) NodeLabels(ctx context.Context) ([]rest.NodeLabel, error) {
+	ctx = internal(ctx)
+	labels, err := c.rm.GetClusterNodeLabels(ctx, &yarnpb.GetClusterNodeLabelsRequestProto{})
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := c.rm.GetLabelsToNodes(ctx, &yarnpb.GetLabelsToNodesRequestProto{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rest.NodeLabel, 0, len(labels.GetNodeLabels()))
+	for _, l := range labels.GetNodeLabels() {
+		nl := rest.NodeLabel{Name: l.GetName(), Exclusive: l.GetIsExclusive()}
+		for _, m := range nodes.GetLabelsToNodes() {
+			if m.GetNodeLabels() == nl.Name {
+				for _, n := range m.GetNodeId() {
+					nl.Nodes = append(nl.Nodes, yarnid.NodeString(n))
+				}
+			}
+		}
+		out = append(out, nl)
+	}
+	return out, nil
+}

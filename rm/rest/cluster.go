@@ -68,6 +68,10 @@ type Cluster interface {
 	// query's states, of its type (lower case; AnyType for every type),
 	// whoever owns them.
 	CountApps(ctx context.Context, q StatsQuery) (map[yarnpb.YarnApplicationStateProto]int64, error)
+	// NodeLabels lists the cluster's node labels by name, each with its
+	// nodes (host:port) in order, as the client protocol's
+	// getClusterNodeLabels and getLabelsToNodes answer them.
+	NodeLabels(ctx context.Context) ([]NodeLabel, error)
 }
 
 // ClusterInfo is the RM's description of itself (Hadoop's ClusterInfo).

@@ -36,6 +36,8 @@ type fakeCluster struct {
 	apps      []App
 	attempts  map[string][]Attempt
 	nodes     []Node
+	// labels are the cluster's node labels.
+	labels []NodeLabel
 	// containers are the live containers' reports.
 	containers []*yarnpb.ContainerReportProto
 	owner      map[string]string // app id → user allowed to kill
@@ -184,6 +186,11 @@ func newFake(t testing.TB) *fakeCluster {
 			ContainerExitStatus: i32(-1000), ContainerState: yarnpb.ContainerStateProto_C_RUNNING.Enum(),
 			NodeHttpAddress: str("http://localhost:8142"),
 		})
+	}
+	f.labels = []NodeLabel{
+		{Name: "fpga", Exclusive: true},
+		{Name: "gpu", Exclusive: true, Nodes: []string{"g1:8041", "g2:8041"}},
+		{Name: "ssd", Exclusive: false, Nodes: []string{"g1:8041"}},
 	}
 	slices.SortFunc(f.containers, func(a, b *yarnpb.ContainerReportProto) int {
 		return int(a.GetContainerId().GetId() - b.GetContainerId().GetId())
@@ -447,3 +454,5 @@ func (f *fakeCluster) CountApps(_ context.Context, q StatsQuery) (map[yarnpb.Yar
 	}
 	return out, nil
 }
+
+func (f *fakeCluster) NodeLabels(context.Context) ([]NodeLabel, error) { return f.labels, nil }

@@ -60,6 +60,7 @@ func New(cfg Config) *echo.Echo {
 		GetPriority: s.getPriority, PutPriority: s.putPriority, GetQueue: s.getQueue, PutQueue: s.putQueue,
 		GetTimeouts: s.getTimeouts, GetTimeout: s.getTimeout, PutTimeout: s.putTimeout,
 		Attempt: s.attempt, Containers: s.containers, Container: s.container, AppStatistics: s.appStatistics,
+		NodeLabels: s.nodeLabels, NodeToLabels: s.nodeToLabels, LabelsToNodes: s.labelsToNodes, LabelsOnNode: s.labelsOnNode,
 	})
 	return e
 }
@@ -77,6 +78,9 @@ type Resources struct {
 	// One attempt, its containers and one of them.
 	Attempt, Containers, Container echo.HandlerFunc
 	AppStatistics                  echo.HandlerFunc
+	// The cluster's node labels, each node's, each label's nodes, and
+	// one node's labels.
+	NodeLabels, NodeToLabels, LabelsToNodes, LabelsOnNode echo.HandlerFunc
 }
 
 // Route serves r under /ws/v1/cluster on e and caps every body of e with
@@ -112,6 +116,10 @@ func Route(e *echo.Echo, r Resources) {
 	g.GET("/appstatistics", r.AppStatistics)
 	g.GET("/nodes", r.Nodes)
 	g.GET("/nodes/:nodeid", r.Node)
+	g.GET("/nodes/:nodeid/get-labels", r.LabelsOnNode)
+	g.GET("/get-node-labels", r.NodeLabels)
+	g.GET("/get-node-to-labels", r.NodeToLabels)
+	g.GET("/label-mappings", r.LabelsToNodes)
 }
 
 // LimitBody caps the request body at MaxBodyBytes; a handler reading more

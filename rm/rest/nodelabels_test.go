@@ -1,0 +1,44 @@
+package rest
+
+import (
+	"net/http"
+	"testing"
+)
+
+func TestNodeLabelResourcesAnswerAsRMWebServices(t *testing.T) {
+	const gpu = `{"name":"gpu","exclusivity":true}`
+	const ssd = `{"name":"ssd","exclusivity":false}`
+	runCases(t, []restCase{
+		{name: "cluster node labels", method: "GET", target: "/ws/v1/cluster/get-node-labels", status: 200,
+			body: `{"nodeLabelsInfo":{"nodeLabelInfo":[{"name":"fpga","exclusivity":true},` + gpu + `,` + ssd + `]}}`},
+		{name: "node to labels", method: "GET", target: "/ws/v1/cluster/get-node-to-labels", status: 200,
+			body: `{"nodeToLabelsInfo":{"nodeToLabels":{"entry":{"key":"g1:8041","value":{"nodeLabelInfo":[` + gpu + `,` + ssd + `]}},` +
+				`"entry":{"key":"g2:8041","value":{"nodeLabelInfo":[` + gpu + `]}}}}}`},
+		{name: "every label's nodes", method: "GET", target: "/ws/v1/cluster/label-mappings", status: 200,
+			body: `{"labelsToNodesInfo":{"labelsToNodes":{"entry":{"key":` + gpu + `,"value":{"nodes":["g1:8041","g2:8041"]}},` +
+				`"entry":{"key":` + ssd + `,"value":{"nodes":["g1:8041"]}}}}}`},
+		{name: "the nodes of labels asked", method: "GET", target: "/ws/v1/cluster/label-mappings?labels=ssd&labels=fpga", status: 200,
+			body: `{"labelsToNodesInfo":{"labelsToNodes":{"entry":{"key":` + ssd + `,"value":{"nodes":["g1:8041"]}}}}}`},
+		{name: "a node's labels", method: "GET", target: "/ws/v1/cluster/nodes/g2:8041/get-labels", status: 200,
+			body: `{"nodeLabelsInfo":{"nodeLabelInfo":[` + gpu + `]}}`},
+		{name: "a host's labels", method: "GET", target: "/ws/v1/cluster/nodes/g1/get-labels", status: 200,
+			body: `{"nodeLabelsInfo":{"nodeLabelInfo":[` + gpu + `,` + ssd + `]}}`},
+		{name: "a node without labels", method: "GET", target: "/ws/v1/cluster/nodes/localhost:8141/get-labels", status: 200, body: `{"nodeLabelsInfo":{}}`},
+		{name: "a node id with a bad port", method: "GET", target: "/ws/v1/cluster/nodes/g1:x/get-labels", status: http.StatusBadRequest,
+			exception: "NumberFormatException", message: `For input string: "x"`},
+	})
+}
+
+func TestNoNodeLabelsAreEmptyObjects(t *testing.T) {
+	f := newFake(t)
+	f.labels = nil
+	for target, want := range map[string]string{
+		"/ws/v1/cluster/get-node-labels":    `{"nodeLabelsInfo":{}}`,
+		"/ws/v1/cluster/get-node-to-labels": `{"nodeToLabelsInfo":{"nodeToLabels":{}}}`,
+		"/ws/v1/cluster/label-mappings":     `{"labelsToNodesInfo":{"labelsToNodes":{}}}`,
+	} {
+		if w := serve(t, newServer(t, f), "GET", target, ""); w.Code != 200 || w.Body.String() != want {
+			t.Errorf("%s: %d %s, want %s", target, w.Code, w.Body, want)
+		}
+	}
+}
