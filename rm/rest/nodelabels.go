@@ -2,6 +2,9 @@ package rest
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -170,4 +173,121 @@ func (s *server) labelsOnNode(c echo.Context) error {
 		}
 	}
 	return writeJSON(c, http.StatusOK, NodeLabelsBody(on))
+}
+
+// DecodeNodeLabels reads back an answer of the node-label resources
+// (NodeLabelsBody, NodeToLabelsBody or LabelsToNodesBody, or an RM's of
+// the same shape): the labels it names, each with the nodes it puts them
+// on, in the answer's order. The Router merges sub-clusters' answers with
+// it.
+func DecodeNodeLabels(b []byte) ([]NodeLabel, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		return nil, err
+	}
+	var out []NodeLabel
+	add := func(l nodeLabelInfo, nodes ...string) {
+		for i := range out {
+			if out[i].Name == l.Name && out[i].Exclusive == l.Exclusivity {
+				out[i].Nodes = append(out[i].Nodes, nodes...)
+				return
+			}
+		}
+		out = append(out, NodeLabel{Name: l.Name, Exclusive: l.Exclusivity, Nodes: nodes})
+	}
+	switch {
+	case top["nodeLabelsInfo"] != nil:
+		labels, err := decodeLabelsInfo(top["nodeLabelsInfo"])
+		for _, l := range labels {
+			add(l)
+		}
+		return out, err
+	case top["nodeToLabelsInfo"] != nil:
+		var inner struct{ NodeToLabels json.RawMessage }
+		if err := json.Unmarshal(top["nodeToLabelsInfo"], &inner); err != nil {
+			return nil, err
+		}
+		err := eachEntry(inner.NodeToLabels, func(key, value json.RawMessage) error {
+			var node string
+			if err := json.Unmarshal(key, &node); err != nil {
+				return err
+			}
+			labels, err := decodeLabelsInfo(value)
+			for _, l := range labels {
+				add(l, node)
+			}
+			return err
+		})
+		return out, err
+	case top["labelsToNodesInfo"] != nil:
+		var inner struct{ LabelsToNodes json.RawMessage }
+		if err := json.Unmarshal(top["labelsToNodesInfo"], &inner); err != nil {
+			return nil, err
+		}
+		err := eachEntry(inner.LabelsToNodes, func(key, value json.RawMessage) error {
+			var l nodeLabelInfo
+			var ids nodeIDsInfo
+			if err := json.Unmarshal(key, &l); err != nil {
+				return err
+			}
+			if err := json.Unmarshal(value, &ids); err != nil {
+				return err
+			}
+			add(l, ids.Nodes...)
+			return nil
+		})
+		return out, err
+	}
+	return nil, errors.New("not a node-label answer")
+}
+
+// decodeLabelsInfo reads a NodeLabelsInfo, whose nodeLabelInfo may also
+// come as one object.
+func decodeLabelsInfo(b json.RawMessage) ([]nodeLabelInfo, error) {
+	var info struct{ NodeLabelInfo json.RawMessage }
+	if err := json.Unmarshal(b, &info); err != nil || info.NodeLabelInfo == nil {
+		return nil, err
+	}
+	var list []nodeLabelInfo
+	if err := json.Unmarshal(info.NodeLabelInfo, &list); err == nil {
+		return list, nil
+	}
+	var one nodeLabelInfo
+	err := json.Unmarshal(info.NodeLabelInfo, &one)
+	return []nodeLabelInfo{one}, err
+}
+
+// eachEntry calls fn with the key and value of every "entry" of a map in
+// Jersey's natural notation (duplicate "entry" keys, or one "entry" array).
+func eachEntry(b json.RawMessage, fn func(key, value json.RawMessage) error) error {
+	if len(b) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return fmt.Errorf("not a map: %.40s", b)
+	}
+	for dec.More() {
+		if _, err := dec.Token(); err != nil {
+			return err
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		var list []struct{ Key, Value json.RawMessage }
+		if err := json.Unmarshal(raw, &list); err != nil {
+			var one struct{ Key, Value json.RawMessage }
+			if err := json.Unmarshal(raw, &one); err != nil {
+				return err
+			}
+			list = append(list, one)
+		}
+		for _, e := range list {
+			if err := fn(e.Key, e.Value); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"net/http"
+	"reflect"
 	"testing"
 )
 
@@ -40,5 +41,34 @@ func TestNoNodeLabelsAreEmptyObjects(t *testing.T) {
 		if w := serve(t, newServer(t, f), "GET", target, ""); w.Code != 200 || w.Body.String() != want {
 			t.Errorf("%s: %d %s, want %s", target, w.Code, w.Body, want)
 		}
+	}
+}
+
+func TestDecodeNodeLabelsReadsBackEveryShape(t *testing.T) {
+	labels := newFake(t).labels
+	withNodes := labels[1:] // fpga is on no node: only the cluster's list names it
+	for _, tt := range []struct {
+		name string
+		body any
+		want []NodeLabel
+	}{
+		{"cluster labels", NodeLabelsBody(labels), []NodeLabel{{Name: "fpga", Exclusive: true}, {Name: "gpu", Exclusive: true}, {Name: "ssd"}}},
+		{"node to labels", NodeToLabelsBody(labels), withNodes},
+		{"labels to nodes", LabelsToNodesBody(labels, nil), withNodes},
+		{"one label to one node", LabelsToNodesBody(labels, []string{"ssd"}), labels[2:]},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := marshal(tt.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := DecodeNodeLabels(b)
+			if err != nil {
+				t.Fatalf("%v: %s", err, b)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v\nwant %+v", got, tt.want)
+			}
+		})
 	}
 }
