@@ -44,8 +44,8 @@ func (rm *ResourceManager) Register(srv *ipc.Server) error {
 	return yarnrpc.RegisterApplicationClientProtocolServer(srv, rm)
 }
 
-// answerEmpty answers with an empty response, as YARN does for the node-label
-// and node-attribute queries when no labels or attributes are configured.
+// answerEmpty answers with an empty response, as YARN does for the admin
+// refreshes with nothing to refresh.
 func answerEmpty[Req proto.Message, Resp any, P interface {
 	*Resp
 	proto.Message
