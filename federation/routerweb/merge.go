@@ -256,22 +256,15 @@ func metricsOf(b []byte) (rest.ClusterMetrics, error) {
 	return *m.ClusterMetrics, nil
 }
 
-// statItems reads an appstatistics answer's items; one item may come as
-// an object.
+// statItems reads an appstatistics answer's items.
 func statItems(b []byte) ([]rest.StatItem, error) {
 	var body struct {
 		AppStatInfo struct{ StatItem json.RawMessage }
 	}
-	if err := json.Unmarshal(b, &body); err != nil || body.AppStatInfo.StatItem == nil {
+	if err := json.Unmarshal(b, &body); err != nil {
 		return nil, err
 	}
-	var items []rest.StatItem
-	if err := json.Unmarshal(body.AppStatInfo.StatItem, &items); err == nil {
-		return items, nil
-	}
-	var one rest.StatItem
-	err := json.Unmarshal(body.AppStatInfo.StatItem, &one)
-	return []rest.StatItem{one}, err
+	return rest.OneOrMany[rest.StatItem](body.AppStatInfo.StatItem)
 }
 
 // addStatItems adds more's counts to those of the same state and type in

@@ -22,33 +22,24 @@ type appQueue struct {
 // lifetime is the only ApplicationTimeoutType of YARN 3.4.1.
 const lifetime = "LIFETIME"
 
-func (s *server) getPriority(c echo.Context) error {
-	user, _ := s.user(c)
-	// YARN reads the priority of the RMApp whoever asks; every report
-	// carries it.
-	a, err := s.lookup(c, user, c.Param("appid"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(c, http.StatusOK, appPriority{Priority: a.Report.GetPriority().GetPriority()})
+func priorityOf(a App) any { return appPriority{Priority: a.Report.GetPriority().GetPriority()} }
+
+func queueOf(a App) any { return appQueue{Queue: a.Report.GetQueue()} }
+
+func timeoutsOf(a App) any {
+	return struct {
+		Timeouts *appTimeoutsOut `json:"timeouts"`
+	}{timeouts(a.Report.GetAppTimeouts())}
 }
 
 // putPriority is RMWebServices.updateApplicationPriority: a priority the
 // application has already is answered as it is; another goes through
 // updateApplicationPriority as the caller.
 func (s *server) putPriority(c echo.Context) error {
-	user, err := s.writer(c)
-	if err != nil {
-		return err
-	}
 	var target struct {
 		Priority *int32 `json:"priority"`
 	}
-	if err := decodeBody(c, &target); err != nil {
-		return err
-	}
-	appID := c.Param("appid")
-	a, err := s.lookup(c, user, appID)
+	user, appID, a, err := s.update(c, &target)
 	if err != nil {
 		return err
 	}
@@ -65,28 +56,11 @@ func (s *server) putPriority(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, appPriority{Priority: got})
 }
 
-func (s *server) getQueue(c echo.Context) error {
-	user, _ := s.user(c)
-	a, err := s.lookup(c, user, c.Param("appid"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(c, http.StatusOK, appQueue{Queue: a.Report.GetQueue()})
-}
-
 // putQueue is RMWebServices.updateAppQueue: a move to another queue goes
 // through moveApplicationAcrossQueues as the caller.
 func (s *server) putQueue(c echo.Context) error {
-	user, err := s.writer(c)
-	if err != nil {
-		return err
-	}
 	var target appQueue
-	if err := decodeBody(c, &target); err != nil {
-		return err
-	}
-	appID := c.Param("appid")
-	a, err := s.lookup(c, user, appID)
+	user, appID, a, err := s.update(c, &target)
 	if err != nil {
 		return err
 	}
@@ -116,17 +90,6 @@ func denial(err error, appID, forbiddenMsg string) error {
 		return forbidden(forbiddenMsg)
 	}
 	return re
-}
-
-func (s *server) getTimeouts(c echo.Context) error {
-	user, _ := s.user(c)
-	a, err := s.lookup(c, user, c.Param("appid"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(c, http.StatusOK, struct {
-		Timeouts *appTimeoutsOut `json:"timeouts"`
-	}{timeouts(a.Report.GetAppTimeouts())})
 }
 
 func (s *server) getTimeout(c echo.Context) error {
@@ -168,24 +131,17 @@ func parseTimeoutType(s string) (string, error) {
 // AppTimeoutInfo under its root "timeout"; the update goes through
 // updateApplicationTimeouts as the caller.
 func (s *server) putTimeout(c echo.Context) error {
-	user, err := s.writer(c)
-	if err != nil {
-		return err
-	}
 	var body struct {
 		Timeout *appTimeoutIn `json:"timeout"`
 		appTimeoutIn
 	}
-	if err := decodeBody(c, &body); err != nil {
+	user, appID, _, err := s.update(c, &body)
+	if err != nil {
 		return err
 	}
 	in := body.appTimeoutIn
 	if body.Timeout != nil {
 		in = *body.Timeout
-	}
-	appID := c.Param("appid")
-	if _, err := s.lookup(c, user, appID); err != nil {
-		return err
 	}
 	// JAXB reads an unknown enum constant as null.
 	if in.Type == nil || in.ExpiryTime == nil || strings.ToUpper(*in.Type) != lifetime {

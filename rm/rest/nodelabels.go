@@ -38,8 +38,8 @@ type nodeIDsInfo struct {
 	Nodes []string `json:"nodes,omitempty"`
 }
 
-// beanMap is a Java map of JAXB beans in Jersey's natural notation: one
-// "entry" key per pair, {} when empty.
+// beanMap is a Java map in Jersey's natural notation: one "entry" key per
+// pair, {} when empty; its keys and values are written as JSON values.
 type beanMap []struct{ Key, Value any }
 
 func (m beanMap) MarshalJSON() ([]byte, error) {
@@ -121,28 +121,19 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func (s *server) nodeLabels(c echo.Context) error {
-	labels, err := s.cfg.Cluster.NodeLabels(c.Request().Context())
-	if err != nil {
-		return err
+// labelsAs answers with the cluster's node labels in body's shape.
+func (s *server) labelsAs(body func([]NodeLabel) any) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		labels, err := s.cfg.Cluster.NodeLabels(c.Request().Context())
+		if err != nil {
+			return err
+		}
+		return writeJSON(c, http.StatusOK, body(labels))
 	}
-	return writeJSON(c, http.StatusOK, NodeLabelsBody(labels))
-}
-
-func (s *server) nodeToLabels(c echo.Context) error {
-	labels, err := s.cfg.Cluster.NodeLabels(c.Request().Context())
-	if err != nil {
-		return err
-	}
-	return writeJSON(c, http.StatusOK, NodeToLabelsBody(labels))
 }
 
 func (s *server) labelsToNodes(c echo.Context) error {
-	labels, err := s.cfg.Cluster.NodeLabels(c.Request().Context())
-	if err != nil {
-		return err
-	}
-	return writeJSON(c, http.StatusOK, LabelsToNodesBody(labels, c.QueryParams()["labels"]))
+	return s.labelsAs(func(l []NodeLabel) any { return LabelsToNodesBody(l, c.QueryParams()["labels"]) })(c)
 }
 
 // labelsOnNode is RMWebServices.getLabelsOnNode: the labels of the node,
@@ -241,20 +232,13 @@ func DecodeNodeLabels(b []byte) ([]NodeLabel, error) {
 	return nil, errors.New("not a node-label answer")
 }
 
-// decodeLabelsInfo reads a NodeLabelsInfo, whose nodeLabelInfo may also
-// come as one object.
+// decodeLabelsInfo reads a NodeLabelsInfo.
 func decodeLabelsInfo(b json.RawMessage) ([]nodeLabelInfo, error) {
 	var info struct{ NodeLabelInfo json.RawMessage }
-	if err := json.Unmarshal(b, &info); err != nil || info.NodeLabelInfo == nil {
+	if err := json.Unmarshal(b, &info); err != nil {
 		return nil, err
 	}
-	var list []nodeLabelInfo
-	if err := json.Unmarshal(info.NodeLabelInfo, &list); err == nil {
-		return list, nil
-	}
-	var one nodeLabelInfo
-	err := json.Unmarshal(info.NodeLabelInfo, &one)
-	return []nodeLabelInfo{one}, err
+	return OneOrMany[nodeLabelInfo](info.NodeLabelInfo)
 }
 
 // eachEntry calls fn with the key and value of every "entry" of a map in
@@ -275,13 +259,9 @@ func eachEntry(b json.RawMessage, fn func(key, value json.RawMessage) error) err
 		if err := dec.Decode(&raw); err != nil {
 			return err
 		}
-		var list []struct{ Key, Value json.RawMessage }
-		if err := json.Unmarshal(raw, &list); err != nil {
-			var one struct{ Key, Value json.RawMessage }
-			if err := json.Unmarshal(raw, &one); err != nil {
-				return err
-			}
-			list = append(list, one)
+		list, err := OneOrMany[struct{ Key, Value json.RawMessage }](raw)
+		if err != nil {
+			return err
 		}
 		for _, e := range list {
 			if err := fn(e.Key, e.Value); err != nil {

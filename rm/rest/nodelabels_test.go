@@ -72,3 +72,23 @@ func TestDecodeNodeLabelsReadsBackEveryShape(t *testing.T) {
 		})
 	}
 }
+
+func TestOneOrManyReadsAListOrOneValue(t *testing.T) {
+	for _, tt := range []struct {
+		raw  string
+		want []StatItem
+	}{
+		{``, nil},
+		{`null`, nil},
+		{`[{"state":"NEW","type":"*","count":1},{"state":"KILLED","type":"*","count":2}]`, []StatItem{{"NEW", "*", 1}, {"KILLED", "*", 2}}},
+		{`{"state":"RUNNING","type":"yarn","count":3}`, []StatItem{{"RUNNING", "yarn", 3}}},
+	} {
+		got, err := OneOrMany[StatItem]([]byte(tt.raw))
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: %v %v", tt.raw, got, err)
+		}
+	}
+	if _, err := OneOrMany[StatItem]([]byte(`"x"`)); err == nil {
+		t.Error("a string read as items")
+	}
+}

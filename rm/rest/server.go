@@ -56,11 +56,11 @@ func New(cfg Config) *echo.Echo {
 	e.HTTPErrorHandler = s.handleError
 	Route(e, Resources{
 		Info: s.info, Metrics: s.metrics, Scheduler: s.scheduler, Apps: s.apps, Submit: s.submit, NewApplication: s.newApplication,
-		App: s.app, GetState: s.getState, PutState: s.putState, Attempts: s.attempts, Nodes: s.nodes, Node: s.node,
-		GetPriority: s.getPriority, PutPriority: s.putPriority, GetQueue: s.getQueue, PutQueue: s.putQueue,
-		GetTimeouts: s.getTimeouts, GetTimeout: s.getTimeout, PutTimeout: s.putTimeout,
+		App: s.app, GetState: s.appView(stateOf), PutState: s.putState, Attempts: s.attempts, Nodes: s.nodes, Node: s.node,
+		GetPriority: s.appView(priorityOf), PutPriority: s.putPriority, GetQueue: s.appView(queueOf), PutQueue: s.putQueue,
+		GetTimeouts: s.appView(timeoutsOf), GetTimeout: s.getTimeout, PutTimeout: s.putTimeout,
 		Attempt: s.attempt, Containers: s.containers, Container: s.container, AppStatistics: s.appStatistics,
-		NodeLabels: s.nodeLabels, NodeToLabels: s.nodeToLabels, LabelsToNodes: s.labelsToNodes, LabelsOnNode: s.labelsOnNode,
+		NodeLabels: s.labelsAs(NodeLabelsBody), NodeToLabels: s.labelsAs(NodeToLabelsBody), LabelsToNodes: s.labelsToNodes, LabelsOnNode: s.labelsOnNode,
 	})
 	return e
 }
@@ -328,26 +328,40 @@ func CheckApplicationID(appID string) error {
 	return nil
 }
 
-func (s *server) getState(c echo.Context) error {
-	user, _ := s.user(c)
-	a, err := s.lookup(c, user, c.Param("appid"))
-	if err != nil {
-		return err
+// appView answers a GET about one application with view of its report,
+// whoever asks: YARN reads these of the RMApp without an ACL check, and
+// every report carries them.
+func (s *server) appView(view func(App) any) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		user, _ := s.user(c)
+		a, err := s.lookup(c, user, c.Param("appid"))
+		if err != nil {
+			return err
+		}
+		return writeJSON(c, http.StatusOK, view(a))
 	}
-	return writeJSON(c, http.StatusOK, appState{State: a.Report.GetYarnApplicationState().String()})
+}
+
+func stateOf(a App) any { return appState{State: a.Report.GetYarnApplicationState().String()} }
+
+// update reads the body of a write about one application into target,
+// after the caller's 401 and before the application's 404, as
+// RMWebServices does.
+func (s *server) update(c echo.Context, target any) (user, appID string, a App, err error) {
+	if user, err = s.writer(c); err != nil {
+		return
+	}
+	if err = decodeBody(c, target); err != nil {
+		return
+	}
+	appID = c.Param("appid")
+	a, err = s.lookup(c, user, appID)
+	return
 }
 
 func (s *server) putState(c echo.Context) error {
-	user, err := s.writer(c)
-	if err != nil {
-		return err
-	}
 	var target appState
-	if err := decodeBody(c, &target); err != nil {
-		return err
-	}
-	appID := c.Param("appid")
-	a, err := s.lookup(c, user, appID)
+	user, appID, a, err := s.update(c, &target)
 	if err != nil {
 		return err
 	}
