@@ -36,20 +36,16 @@ func timeoutsOf(a App) any {
 // application has already is answered as it is; another goes through
 // updateApplicationPriority as the caller.
 func (s *server) putPriority(c echo.Context) error {
-	var target struct {
-		Priority *int32 `json:"priority"`
-	}
+	// JAXB reads a body without a priority as priority 0.
+	var target appPriority
 	user, appID, a, err := s.update(c, &target)
 	if err != nil {
 		return err
 	}
-	if target.Priority == nil {
-		return badRequest("Target Priority cannot be null")
+	if a.Report.GetPriority().GetPriority() == target.Priority {
+		return writeJSON(c, http.StatusOK, target)
 	}
-	if a.Report.GetPriority().GetPriority() == *target.Priority {
-		return writeJSON(c, http.StatusOK, appPriority{Priority: *target.Priority})
-	}
-	got, err := s.cfg.Cluster.UpdatePriority(c.Request().Context(), user, appID, *target.Priority)
+	got, err := s.cfg.Cluster.UpdatePriority(c.Request().Context(), user, appID, target.Priority)
 	if err != nil {
 		return denial(err, appID, "Unauthorized attempt to change priority of appid "+appID+" by remote user "+user)
 	}

@@ -57,8 +57,9 @@ func TestPriorityQueueAndTimeoutsAnswerAsRMWebServices(t *testing.T) {
 			exception: "ForbiddenException", message: "java.lang.Exception: Unauthorized attempt to change priority of appid application_1795333013199_0003 by remote user mallory"},
 		{name: "put priority of unknown app", method: "PUT", target: unknown + "/priority?user.name=root", in: `{"priority":5}`, status: 404,
 			exception: "NotFoundException", message: "java.lang.Exception: app with id: application_1795333013199_9999 not found"},
-		{name: "put no priority", method: "PUT", target: app3 + "/priority?user.name=root", in: `{}`, status: 400,
-			exception: "BadRequestException", message: "java.lang.Exception: Target Priority cannot be null"},
+		{name: "put no priority", method: "PUT", target: app3 + "/priority?user.name=root", in: `{}`, status: 200, body: `{"priority":0}`},
+		{name: "put no body", method: "PUT", target: app3 + "/priority?user.name=root", status: 400, exception: "BadRequestException",
+			message: "java.lang.Exception: invalid JSON body: unexpected end of JSON input"},
 		{name: "get priority of unknown app", method: "GET", target: unknown + "/priority", status: 404,
 			exception: "NotFoundException", message: "java.lang.Exception: app with id: application_1795333013199_9999 not found"},
 
