@@ -152,6 +152,17 @@ func TestNodeLabelQueriesAnswerThePartitions(t *testing.T) {
 		t.Errorf("labels to nodes %v", m)
 	}
 
+	// A node's report names its partition as its label.
+	nodes := mustCall(t, c, "getClusterNodes", &yarnpb.GetClusterNodesRequestProto{}, &yarnpb.GetClusterNodesResponseProto{})
+	for _, n := range nodes.GetNodeReports() {
+		want := map[string]string{"n1": "", "g1": "gpu", "g2": "gpu", "s1": "ssd"}[n.GetNodeId().GetHost()]
+		if got := strings.Join(n.GetNodeLabels(), ","); got != want {
+			t.Errorf("node %s labels %q, want %q", n.GetNodeId().GetHost(), got, want)
+		}
+	}
+	if code, b := doREST(t, http.MethodGet, srv.URL+"/ws/v1/cluster/nodes/g1:8041", ""); code != http.StatusOK || !strings.Contains(string(b), `"nodeLabels":["gpu"]`) {
+		t.Errorf("REST node g1: %d %s", code, b)
+	}
 	for path, want := range map[string]string{
 		"/get-node-labels": `{"nodeLabelsInfo":{"nodeLabelInfo":[{"name":"fpga","exclusivity":true},{"name":"gpu","exclusivity":true},{"name":"ssd","exclusivity":true}]}}`,
 		"/get-node-to-labels": `{"nodeToLabelsInfo":{"nodeToLabels":{"entry":{"key":"g1:8041","value":{"nodeLabelInfo":[{"name":"gpu","exclusivity":true}]}},` +
