@@ -2,13 +2,17 @@ package rm
 
 import (
 	"context"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnrpc"
 )
 
 // The ResourceManager serves ApplicationClientProtocol whole: the methods in
-// clientservice.go, and here the answers of a YARN RM whose node labels,
+// clientservice.go, and here the node-label queries, which answer Knit's
+// node-label partitions (nodelabels.go), and the answers of a YARN RM whose
 // node attributes, resource profiles and reservation system are off, as they
 // always are in Knit (Kubernetes node labels and selectors take their place).
 var _ yarnrpc.ApplicationClientProtocolServer = (*ResourceManager)(nil)
@@ -18,33 +22,66 @@ func (rm *ResourceManager) GetResourceTypeInfo(ctx context.Context, req *yarnpb.
 	return ResourceTypeInfo{Types: rm.cfg.ResourceTypes}.GetResourceTypeInfo(ctx, req)
 }
 
-// GetNodeToLabels answers empty, as YARN does with no labels configured; so
-// do the other node-label and node-attribute queries.
-func (rm *ResourceManager) GetNodeToLabels(context.Context, *yarnpb.GetNodesToLabelsRequestProto) (*yarnpb.GetNodesToLabelsResponseProto, error) {
-	return &yarnpb.GetNodesToLabelsResponseProto{}, nil
+// GetNodeToLabels maps each node in a node-label partition to its label
+// (nodeLabelPartitions).
+func (rm *ResourceManager) GetNodeToLabels(ctx context.Context, _ *yarnpb.GetNodesToLabelsRequestProto) (*yarnpb.GetNodesToLabelsResponseProto, error) {
+	p, err := rm.nodeLabelPartitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp := &yarnpb.GetNodesToLabelsResponseProto{}
+	for _, l := range p {
+		for _, n := range l.nodes {
+			resp.NodeToLabels = append(resp.NodeToLabels, &yarnpb.NodeIdToLabelsProto{NodeId: n, NodeLabels: []string{l.name}})
+		}
+	}
+	return resp, nil
 }
 
-// GetLabelsToNodes answers empty (see GetNodeToLabels).
-func (rm *ResourceManager) GetLabelsToNodes(context.Context, *yarnpb.GetLabelsToNodesRequestProto) (*yarnpb.GetLabelsToNodesResponseProto, error) {
-	return &yarnpb.GetLabelsToNodesResponseProto{}, nil
+// GetLabelsToNodes maps each label asked (every label when none is) to
+// the nodes of its partition; a label no node carries is left out, as
+// YARN's label manager leaves it out.
+func (rm *ResourceManager) GetLabelsToNodes(ctx context.Context, req *yarnpb.GetLabelsToNodesRequestProto) (*yarnpb.GetLabelsToNodesResponseProto, error) {
+	p, err := rm.nodeLabelPartitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp := &yarnpb.GetLabelsToNodesResponseProto{}
+	for _, l := range p {
+		if len(l.nodes) == 0 || (len(req.GetNodeLabels()) > 0 && !slices.Contains(req.GetNodeLabels(), l.name)) {
+			continue
+		}
+		resp.LabelsToNodes = append(resp.LabelsToNodes, &yarnpb.LabelsToNodeIdsProto{NodeLabels: proto.String(l.name), NodeId: l.nodes})
+	}
+	return resp, nil
 }
 
-// GetClusterNodeLabels answers empty (see GetNodeToLabels).
-func (rm *ResourceManager) GetClusterNodeLabels(context.Context, *yarnpb.GetClusterNodeLabelsRequestProto) (*yarnpb.GetClusterNodeLabelsResponseProto, error) {
-	return &yarnpb.GetClusterNodeLabelsResponseProto{}, nil
+// GetClusterNodeLabels lists the cluster's node labels
+// (nodeLabelPartitions), each exclusive, YARN's default.
+func (rm *ResourceManager) GetClusterNodeLabels(ctx context.Context, _ *yarnpb.GetClusterNodeLabelsRequestProto) (*yarnpb.GetClusterNodeLabelsResponseProto, error) {
+	p, err := rm.nodeLabelPartitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp := &yarnpb.GetClusterNodeLabelsResponseProto{}
+	for _, l := range p {
+		resp.NodeLabels = append(resp.NodeLabels, &yarnpb.NodeLabelProto{Name: proto.String(l.name), IsExclusive: proto.Bool(true)})
+	}
+	return resp, nil
 }
 
-// GetClusterNodeAttributes answers empty (see GetNodeToLabels).
+// GetClusterNodeAttributes answers empty, as YARN does with no node
+// attributes configured; so do the other node-attribute queries.
 func (rm *ResourceManager) GetClusterNodeAttributes(context.Context, *yarnpb.GetClusterNodeAttributesRequestProto) (*yarnpb.GetClusterNodeAttributesResponseProto, error) {
 	return &yarnpb.GetClusterNodeAttributesResponseProto{}, nil
 }
 
-// GetAttributesToNodes answers empty (see GetNodeToLabels).
+// GetAttributesToNodes answers empty (see GetClusterNodeAttributes).
 func (rm *ResourceManager) GetAttributesToNodes(context.Context, *yarnpb.GetAttributesToNodesRequestProto) (*yarnpb.GetAttributesToNodesResponseProto, error) {
 	return &yarnpb.GetAttributesToNodesResponseProto{}, nil
 }
 
-// GetNodesToAttributes answers empty (see GetNodeToLabels).
+// GetNodesToAttributes answers empty (see GetClusterNodeAttributes).
 func (rm *ResourceManager) GetNodesToAttributes(context.Context, *yarnpb.GetNodesToAttributesRequestProto) (*yarnpb.GetNodesToAttributesResponseProto, error) {
 	return &yarnpb.GetNodesToAttributesResponseProto{}, nil
 }

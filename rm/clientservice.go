@@ -69,8 +69,8 @@ func encodedClusterNodes(enc encodedNodeReports, req *yarnpb.GetClusterNodesRequ
 	return raw, nil
 }
 
-// answerEmpty answers with an empty response, as YARN does for the node-label
-// and node-attribute queries when no labels or attributes are configured.
+// answerEmpty answers with an empty response, as YARN does for the admin
+// refreshes with nothing to refresh.
 func answerEmpty[Req proto.Message, Resp any, P interface {
 	*Resp
 	proto.Message

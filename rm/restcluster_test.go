@@ -178,6 +178,43 @@ func TestRESTRefusesWhatRPCRefusesWith403(t *testing.T) {
 			body:   func(string) string { return `{"state":"KILLED"}` },
 		},
 		{
+			name: "change another user's application's priority",
+			rpc: func(t *testing.T, e *env, appID *yarnpb.ApplicationIdProto) error {
+				_, err := call(t, e.client("mallory"), "updateApplicationPriority", &yarnpb.UpdateApplicationPriorityRequestProto{
+					ApplicationId: appID, ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(3)}}, &yarnpb.UpdateApplicationPriorityResponseProto{})
+				return err
+			},
+			method: func(string) string { return http.MethodPut },
+			path:   func(id string) string { return "/ws/v1/cluster/apps/" + id + "/priority" },
+			body:   func(string) string { return `{"priority":3}` },
+		},
+		{
+			name: "move another user's application",
+			rpc: func(t *testing.T, e *env, appID *yarnpb.ApplicationIdProto) error {
+				_, err := call(t, e.client("mallory"), "moveApplicationAcrossQueues", &yarnpb.MoveApplicationAcrossQueuesRequestProto{
+					ApplicationId: appID, TargetQueue: proto.String("b")}, &yarnpb.MoveApplicationAcrossQueuesResponseProto{})
+				return err
+			},
+			method: func(string) string { return http.MethodPut },
+			path:   func(id string) string { return "/ws/v1/cluster/apps/" + id + "/queue" },
+			body:   func(string) string { return `{"queue":"b"}` },
+		},
+		{
+			name: "change another user's application's timeout",
+			rpc: func(t *testing.T, e *env, appID *yarnpb.ApplicationIdProto) error {
+				_, err := call(t, e.client("mallory"), "updateApplicationTimeouts", &yarnpb.UpdateApplicationTimeoutsRequestProto{
+					ApplicationId: appID, ApplicationTimeouts: []*yarnpb.ApplicationUpdateTimeoutMapProto{{
+						ApplicationTimeoutType: yarnpb.ApplicationTimeoutTypeProto_APP_TIMEOUT_LIFETIME.Enum(), ExpireTime: proto.String("2030-01-01T00:00:00.000+0000")}}},
+					&yarnpb.UpdateApplicationTimeoutsResponseProto{})
+				return err
+			},
+			method: func(string) string { return http.MethodPut },
+			path:   func(id string) string { return "/ws/v1/cluster/apps/" + id + "/timeout" },
+			body: func(string) string {
+				return `{"timeout":{"type":"LIFETIME","expiryTime":"2030-01-01T00:00:00.000+0000"}}`
+			},
+		},
+		{
 			name: "submit to a queue the ACL closes",
 			rpc: func(t *testing.T, e *env, _ *yarnpb.ApplicationIdProto) error {
 				_, err := e.submit(e.client("mallory"), subOpts{queue: "b"})

@@ -151,3 +151,41 @@ func (w *Web) node(c echo.Context) error {
 	}
 	return rest.WriteJSON(c, http.StatusOK, map[string]object{"node": newest})
 }
+
+// appStatistics sums the sub-clusters' counts of each state and type, as
+// FederationInterceptorREST.getAppStatistics merges them
+// (mergeApplicationStatisticsInfo); the items keep the order the first
+// answer naming them gave.
+func (w *Web) appStatistics(c echo.Context) error {
+	var items []rest.StatItem
+	refused, err := w.gather(c, pathQuery(c), func(a answer) error {
+		got, err := statItems(a.body)
+		items = addStatItems(items, got)
+		return err
+	})
+	if refused || err != nil {
+		return err
+	}
+	return rest.WriteJSON(c, http.StatusOK, rest.AppStatistics(items))
+}
+
+// nodeLabels answers a node-label resource with the union of the
+// sub-clusters' answers, as FederationInterceptorREST merges
+// getClusterNodeLabels, getNodeToLabels, getLabelsToNodes and
+// getLabelsOnNode: a label once (by name and exclusivity), with the nodes
+// any sub-cluster puts it on; body writes the union in the resource's
+// shape.
+func (w *Web) nodeLabels(body func([]rest.NodeLabel) any) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var all []rest.NodeLabel
+		refused, err := w.gather(c, pathQuery(c), func(a answer) error {
+			labels, err := rest.DecodeNodeLabels(a.body)
+			all = mergeLabels(all, labels)
+			return err
+		})
+		if refused || err != nil {
+			return err
+		}
+		return rest.WriteJSON(c, http.StatusOK, body(all))
+	}
+}

@@ -5,7 +5,8 @@
 // It calls the sub-clusters' RM web services over HTTP, as YARN's Router
 // does: cluster-wide reads are fanned out to the active sub-clusters and
 // merged (applications by id, an AM's report with its UAMs'; nodes by id,
-// the newest report winning; metrics summed), while calls about one
+// the newest report winning; metrics and application statistics summed;
+// node labels joined), while calls about one
 // application (its report, state, attempts, an attempt and its
 // containers, its priority, queue and timeouts) go to its home in the
 // federation store. New applications

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -253,4 +254,52 @@ func metricsOf(b []byte) (rest.ClusterMetrics, error) {
 		return rest.ClusterMetrics{}, errors.New("no clusterMetrics")
 	}
 	return *m.ClusterMetrics, nil
+}
+
+// statItems reads an appstatistics answer's items.
+func statItems(b []byte) ([]rest.StatItem, error) {
+	var body struct {
+		AppStatInfo struct{ StatItem json.RawMessage }
+	}
+	if err := json.Unmarshal(b, &body); err != nil {
+		return nil, err
+	}
+	return rest.OneOrMany[rest.StatItem](body.AppStatInfo.StatItem)
+}
+
+// addStatItems adds more's counts to those of the same state and type in
+// sum, and appends the others.
+func addStatItems(sum, more []rest.StatItem) []rest.StatItem {
+next:
+	for _, m := range more {
+		for i := range sum {
+			if sum[i].State == m.State && sum[i].Type == m.Type {
+				sum[i].Count += m.Count
+				continue next
+			}
+		}
+		sum = append(sum, m)
+	}
+	return sum
+}
+
+// mergeLabels adds more's labels to all: a label already there (same name
+// and exclusivity) gains the nodes it lacked. The result is by name.
+func mergeLabels(all, more []rest.NodeLabel) []rest.NodeLabel {
+next:
+	for _, m := range more {
+		for i := range all {
+			if all[i].Name == m.Name && all[i].Exclusive == m.Exclusive {
+				for _, n := range m.Nodes {
+					if !slices.Contains(all[i].Nodes, n) {
+						all[i].Nodes = append(all[i].Nodes, n)
+					}
+				}
+				continue next
+			}
+		}
+		all = append(all, rest.NodeLabel{Name: m.Name, Exclusive: m.Exclusive, Nodes: slices.Clone(m.Nodes)})
+	}
+	slices.SortStableFunc(all, func(a, b rest.NodeLabel) int { return strings.Compare(a.Name, b.Name) })
+	return all
 }

@@ -95,29 +95,20 @@ func (w *Web) Handler() http.Handler {
 	e.HTTPErrorHandler = rest.ErrorHandler(w.log)
 	e.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusFound, "/cluster/federation") })
 	e.GET("/cluster/federation", w.federationPage)
+	// The resources about one application go to its home, as
+	// FederationInterceptorREST sends them; the cluster-wide ones go to
+	// every active sub-cluster, merged.
 	rest.Route(e, rest.Resources{
 		Info: w.info, Metrics: w.metrics, Scheduler: w.scheduler, Apps: w.apps, Submit: w.submit, NewApplication: w.newApplication,
 		App: w.routed, GetState: w.routed, PutState: w.routed, Attempts: w.routed, Nodes: w.nodes, Node: w.node,
+		GetPriority: w.routed, PutPriority: w.routed, GetQueue: w.routed, PutQueue: w.routed,
+		GetTimeouts: w.routed, GetTimeout: w.routed, PutTimeout: w.routed,
+		Attempt: w.routed, Containers: w.routed, Container: w.routed,
+		AppStatistics: w.appStatistics,
+		NodeLabels:    w.nodeLabels(rest.NodeLabelsBody), NodeToLabels: w.nodeLabels(rest.NodeToLabelsBody),
+		LabelsToNodes: w.nodeLabels(func(l []rest.NodeLabel) any { return rest.LabelsToNodesBody(l, nil) }),
+		LabelsOnNode:  w.nodeLabels(rest.NodeLabelsBody),
 	})
-	// The resources about one application beyond those rest.Route serves
-	// that FederationInterceptorREST sends to the application's home: an
-	// attempt, its containers, the application's priority, queue and
-	// timeouts. The client gets the home's answer, a knit-rm's 404 where
-	// it serves none of them.
-	for _, r := range []struct{ method, path string }{
-		{http.MethodGet, "/appattempts/:appattemptid"},
-		{http.MethodGet, "/appattempts/:appattemptid/containers"},
-		{http.MethodGet, "/appattempts/:appattemptid/containers/:containerid"},
-		{http.MethodGet, "/priority"},
-		{http.MethodPut, "/priority"},
-		{http.MethodGet, "/queue"},
-		{http.MethodPut, "/queue"},
-		{http.MethodGet, "/timeouts"},
-		{http.MethodGet, "/timeouts/:type"},
-		{http.MethodPut, "/timeout"},
-	} {
-		e.Add(r.method, "/ws/v1/cluster/apps/:appid"+r.path, w.routed)
-	}
 	return e
 }
 

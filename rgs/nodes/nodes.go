@@ -97,6 +97,10 @@ func (n Info) Report() *yarnpb.NodeReportProto {
 		LastHealthReportTime: proto.Int64(n.LastHealthUpdate.UnixMilli()),
 		NodeLabels:           n.Labels,
 	}
+	if len(n.Labels) == 0 && n.Partition != "" {
+		// The node's YARN node labels are its partition's.
+		r.NodeLabels = []string{n.Partition}
+	}
 	if n.LastHealthUpdate.IsZero() {
 		r.LastHealthReportTime = proto.Int64(0)
 	}

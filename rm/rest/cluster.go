@@ -46,6 +46,32 @@ type Cluster interface {
 	Nodes(ctx context.Context, states []string) ([]Node, error)
 	// Node returns one node by its id, host:port.
 	Node(ctx context.Context, id string) (Node, error)
+
+	// UpdatePriority sets an application's priority as
+	// updateApplicationPriority does, and returns the priority it then
+	// has (the cluster's maximum may lower it).
+	UpdatePriority(ctx context.Context, user, id string, priority int32) (int32, error)
+	// Move moves an application to another queue as
+	// moveApplicationAcrossQueues does.
+	Move(ctx context.Context, user, id, queue string) error
+	// UpdateTimeout sets when an application's timeout of the type
+	// (LIFETIME) expires, expiry in ISO 8601 as updateApplicationTimeouts
+	// reads it.
+	UpdateTimeout(ctx context.Context, user, id, timeoutType, expiry string) error
+	// Attempt reports one attempt, by id (getApplicationAttemptReport).
+	Attempt(ctx context.Context, user, attemptID string) (*yarnpb.ApplicationAttemptReportProto, error)
+	// Containers reports an attempt's containers (getContainers).
+	Containers(ctx context.Context, user, attemptID string) ([]*yarnpb.ContainerReportProto, error)
+	// Container reports one container, by id (getContainerReport).
+	Container(ctx context.Context, user, containerID string) (*yarnpb.ContainerReportProto, error)
+	// CountApps counts the applications the RM holds in each of the
+	// query's states, of its type (lower case; AnyType for every type),
+	// whoever owns them.
+	CountApps(ctx context.Context, q StatsQuery) (map[yarnpb.YarnApplicationStateProto]int64, error)
+	// NodeLabels lists the cluster's node labels by name, each with its
+	// nodes (host:port) in order, as the client protocol's
+	// getClusterNodeLabels and getLabelsToNodes answer them.
+	NodeLabels(ctx context.Context) ([]NodeLabel, error)
 }
 
 // ClusterInfo is the RM's description of itself (Hadoop's ClusterInfo).

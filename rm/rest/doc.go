@@ -12,6 +12,6 @@
 // dr.who) unless Config.RequireUser rejects writes with 401, as a Hadoop RM
 // with an authentication filter does.
 //
-// Imports: the standard library, echo, protocols/yarnerr, protocols/yarnpb and
-// rm/apps (for apps.Filter). No globals; every handler reads the Cluster.
+// Imports: the standard library, echo, protocols/yarnerr, protocols/yarnid,
+// protocols/yarnpb and rm/apps (for apps.Filter). No globals; every handler reads the Cluster.
 package rest

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/knitdev/knit/protocols/yarnerr"
+	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/apps"
 	"github.com/knitdev/knit/test/recordings"
@@ -34,10 +36,14 @@ type fakeCluster struct {
 	apps      []App
 	attempts  map[string][]Attempt
 	nodes     []Node
-	owner     map[string]string // app id → user allowed to kill
-	killNow   bool              // Kill completes at once
-	submitted []*yarnpb.ApplicationSubmissionContextProto
-	killed    []string
+	// labels are the cluster's node labels.
+	labels []NodeLabel
+	// containers are the live containers' reports.
+	containers []*yarnpb.ContainerReportProto
+	owner      map[string]string // app id → user allowed to kill
+	killNow    bool              // Kill completes at once
+	submitted  []*yarnpb.ApplicationSubmissionContextProto
+	killed     []string
 }
 
 func i64(v int64) *int64     { return &v }
@@ -169,6 +175,26 @@ func newFake(t testing.TB) *fakeCluster {
 	for _, a := range f.apps {
 		f.owner[appID(a.Report.GetApplicationId())] = "root"
 	}
+	// _0003's AM container and its shell container, both running.
+	for seq, mem := range map[int64]int64{1: 1024, 2: 1024} {
+		c := amContainer(3)
+		c.Id.Id = i64(seq)
+		f.containers = append(f.containers, &yarnpb.ContainerReportProto{
+			ContainerId: c.Id, Resource: res(mem, 1), NodeId: c.NodeId, Priority: &yarnpb.PriorityProto{Priority: i32(int32(seq - 1))},
+			CreationTime: i64(1795333081000 + seq), DiagnosticsInfo: str(""),
+			LogUrl:              str("http://localhost:8142/node/containerlogs/" + containerID(c.Id) + "/root"),
+			ContainerExitStatus: i32(-1000), ContainerState: yarnpb.ContainerStateProto_C_RUNNING.Enum(),
+			NodeHttpAddress: str("http://localhost:8142"),
+		})
+	}
+	f.labels = []NodeLabel{
+		{Name: "fpga", Exclusive: true},
+		{Name: "gpu", Exclusive: true, Nodes: []string{"g1:8041", "g2:8041"}},
+		{Name: "ssd", Exclusive: false, Nodes: []string{"g1:8041"}},
+	}
+	slices.SortFunc(f.containers, func(a, b *yarnpb.ContainerReportProto) int {
+		return int(a.GetContainerId().GetId() - b.GetContainerId().GetId())
+	})
 	return f
 }
 
@@ -286,3 +312,147 @@ func (f *fakeCluster) Node(_ context.Context, id string) (Node, error) {
 	}
 	return Node{}, ErrNodeNotFound
 }
+
+func (f *fakeCluster) find(id string) *App {
+	for i := range f.apps {
+		if appID(f.apps[i].Report.GetApplicationId()) == id {
+			return &f.apps[i]
+		}
+	}
+	return nil
+}
+
+// modify checks MODIFY_APP as ClientRMService does: the YarnException
+// wrapping the AccessControlException.
+func (f *fakeCluster) modify(user, id string) (*App, error) {
+	a := f.find(id)
+	if a == nil {
+		return nil, notFoundErr(id)
+	}
+	if f.owner[id] != user {
+		return nil, yarnerr.YarnException.Errorf("%s: User %s cannot perform operation MODIFY_APP on %s", yarnerr.AccessControl, user, id)
+	}
+	return a, nil
+}
+
+func (f *fakeCluster) UpdatePriority(_ context.Context, user, id string, p int32) (int32, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, err := f.modify(user, id)
+	if err != nil {
+		return 0, err
+	}
+	if a.Report.GetYarnApplicationState() == yarnpb.YarnApplicationStateProto_KILLED {
+		return a.Report.GetPriority().GetPriority(), nil
+	}
+	p = min(p, 10) // the cluster's maximum
+	a.Report.Priority = &yarnpb.PriorityProto{Priority: &p}
+	return p, nil
+}
+
+func (f *fakeCluster) Move(_ context.Context, user, id, queue string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, err := f.modify(user, id)
+	if err != nil {
+		return err
+	}
+	if st := a.Report.GetYarnApplicationState(); st != yarnpb.YarnApplicationStateProto_RUNNING {
+		return yarnerr.YarnException.Errorf("App in %s state cannot be moved.", st)
+	}
+	a.Report.Queue = str("root." + strings.TrimPrefix(queue, "root."))
+	return nil
+}
+
+func (f *fakeCluster) UpdateTimeout(_ context.Context, user, id, typ, expiry string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, err := f.modify(user, id)
+	if err != nil {
+		return err
+	}
+	at, err := time.Parse("2006-01-02T15:04:05.000-0700", expiry)
+	if err != nil {
+		return yarnerr.YarnException.Errorf("Expire time is not in ISO8601 format. ISO8601 supported format is yyyy-MM-dd'T'HH:mm:ss.SSSZ")
+	}
+	a.Report.AppTimeouts = []*yarnpb.AppTimeoutsMapProto{{
+		ApplicationTimeoutType: yarnpb.ApplicationTimeoutTypeProto_APP_TIMEOUT_LIFETIME.Enum(),
+		ApplicationTimeout: &yarnpb.ApplicationTimeoutProto{
+			ApplicationTimeoutType: yarnpb.ApplicationTimeoutTypeProto_APP_TIMEOUT_LIFETIME.Enum(),
+			ExpireTime:             str(expiry),
+			RemainingTime:          i64(int64(at.Sub(now) / time.Second)),
+		},
+	}}
+	return nil
+}
+
+// viewable is ClientRMService's VIEW_APP check of the attempt and
+// container reports.
+func (f *fakeCluster) viewable(user, id string) error {
+	if f.find(id) == nil {
+		return notFoundErr(id)
+	}
+	if f.owner[id] != user {
+		return yarnerr.YarnException.Errorf("User %s does not have privilage to see this application %s", user, id)
+	}
+	return nil
+}
+
+func (f *fakeCluster) Attempt(_ context.Context, user, attemptID string) (*yarnpb.ApplicationAttemptReportProto, error) {
+	aid, err := yarnid.ParseAttemptID(attemptID)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.viewable(user, aid.App.String()); err != nil {
+		return nil, err
+	}
+	for _, a := range f.attempts[aid.App.String()] {
+		if r := a.Report; r.GetApplicationAttemptId().GetAttemptId() == aid.ID {
+			return r, nil
+		}
+	}
+	return nil, yarnerr.ApplicationAttemptNotFound.Errorf("ApplicationAttempt with id '%s' doesn't exist in RM.", attemptID)
+}
+
+func (f *fakeCluster) Containers(ctx context.Context, user, attemptID string) ([]*yarnpb.ContainerReportProto, error) {
+	if _, err := f.Attempt(ctx, user, attemptID); err != nil {
+		return nil, err
+	}
+	var out []*yarnpb.ContainerReportProto
+	for _, c := range f.containers {
+		if id, _ := yarnid.ContainerIDFromProto(c.GetContainerId()); id.Attempt.String() == attemptID {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeCluster) Container(ctx context.Context, user, containerID string) (*yarnpb.ContainerReportProto, error) {
+	cid, err := yarnid.ParseContainerID(containerID)
+	if err != nil {
+		return nil, err
+	}
+	list, err := f.Containers(ctx, user, cid.Attempt.String())
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range list {
+		if id, _ := yarnid.ContainerIDFromProto(c.GetContainerId()); id == cid {
+			return c, nil
+		}
+	}
+	return nil, yarnerr.ContainerNotFound.Errorf("Container with id '%s' doesn't exist in RM.", containerID)
+}
+
+func (f *fakeCluster) CountApps(_ context.Context, q StatsQuery) (map[yarnpb.YarnApplicationStateProto]int64, error) {
+	out := map[yarnpb.YarnApplicationStateProto]int64{}
+	for _, a := range f.apps {
+		st := a.Report.GetYarnApplicationState()
+		if slices.Contains(q.States, st) && (q.Type == AnyType || strings.ToLower(a.Report.GetApplicationType()) == q.Type) {
+			out[st]++
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeCluster) NodeLabels(context.Context) ([]NodeLabel, error) { return f.labels, nil }

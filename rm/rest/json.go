@@ -119,21 +119,11 @@ type entry struct {
 }
 
 func (m entryMap) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, e := range m {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		v, err := marshal(e)
-		if err != nil {
-			return nil, err
-		}
-		b.WriteString(`"entry":`)
-		b.Write(v)
+	b := make(beanMap, 0, len(m))
+	for _, e := range m {
+		b = append(b, struct{ Key, Value any }{e.Key, e.Value})
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return b.MarshalJSON()
 }
 
 func longMap(m []*yarnpb.StringLongMapProto) entryMap {
@@ -189,4 +179,20 @@ func marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// OneOrMany reads a JSON list, or one value standing for a list of one,
+// as JSON notations other than Jersey's natural one write a one-element
+// list; null or nothing is no values.
+func OneOrMany[T any](raw json.RawMessage) ([]T, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var list []T
+	if err := json.Unmarshal(raw, &list); err == nil {
+		return list, nil
+	}
+	var one T
+	err := json.Unmarshal(raw, &one)
+	return []T{one}, err
 }

@@ -56,7 +56,11 @@ func New(cfg Config) *echo.Echo {
 	e.HTTPErrorHandler = s.handleError
 	Route(e, Resources{
 		Info: s.info, Metrics: s.metrics, Scheduler: s.scheduler, Apps: s.apps, Submit: s.submit, NewApplication: s.newApplication,
-		App: s.app, GetState: s.getState, PutState: s.putState, Attempts: s.attempts, Nodes: s.nodes, Node: s.node,
+		App: s.app, GetState: s.appView(stateOf), PutState: s.putState, Attempts: s.attempts, Nodes: s.nodes, Node: s.node,
+		GetPriority: s.appView(priorityOf), PutPriority: s.putPriority, GetQueue: s.appView(queueOf), PutQueue: s.putQueue,
+		GetTimeouts: s.appView(timeoutsOf), GetTimeout: s.getTimeout, PutTimeout: s.putTimeout,
+		Attempt: s.attempt, Containers: s.containers, Container: s.container, AppStatistics: s.appStatistics,
+		NodeLabels: s.labelsAs(NodeLabelsBody), NodeToLabels: s.labelsAs(NodeToLabelsBody), LabelsToNodes: s.labelsToNodes, LabelsOnNode: s.labelsOnNode,
 	})
 	return e
 }
@@ -68,11 +72,22 @@ type Resources struct {
 	Apps, Submit, NewApplication      echo.HandlerFunc
 	App, GetState, PutState, Attempts echo.HandlerFunc
 	Nodes, Node                       echo.HandlerFunc
+	// The application's priority, queue and timeouts.
+	GetPriority, PutPriority, GetQueue, PutQueue echo.HandlerFunc
+	GetTimeouts, GetTimeout, PutTimeout          echo.HandlerFunc
+	// One attempt, its containers and one of them.
+	Attempt, Containers, Container echo.HandlerFunc
+	AppStatistics                  echo.HandlerFunc
+	// The cluster's node labels, each node's, each label's nodes, and
+	// one node's labels.
+	NodeLabels, NodeToLabels, LabelsToNodes, LabelsOnNode echo.HandlerFunc
 }
 
 // Route serves r under /ws/v1/cluster on e and caps every body of e with
 // LimitBody (as e's middleware: a group's would turn 405s into 404s); the
-// application's id is the path parameter "appid", the node's "nodeid".
+// application's id is the path parameter "appid", the node's "nodeid",
+// an attempt's "appattemptid", a container's "containerid", a timeout
+// type's "type".
 func Route(e *echo.Echo, r Resources) {
 	e.Use(LimitBody)
 	g := e.Group("/ws/v1/cluster")
@@ -88,8 +103,23 @@ func Route(e *echo.Echo, r Resources) {
 	g.GET("/apps/:appid/state", r.GetState)
 	g.PUT("/apps/:appid/state", r.PutState)
 	g.GET("/apps/:appid/appattempts", r.Attempts)
+	g.GET("/apps/:appid/appattempts/:appattemptid", r.Attempt)
+	g.GET("/apps/:appid/appattempts/:appattemptid/containers", r.Containers)
+	g.GET("/apps/:appid/appattempts/:appattemptid/containers/:containerid", r.Container)
+	g.GET("/apps/:appid/priority", r.GetPriority)
+	g.PUT("/apps/:appid/priority", r.PutPriority)
+	g.GET("/apps/:appid/queue", r.GetQueue)
+	g.PUT("/apps/:appid/queue", r.PutQueue)
+	g.GET("/apps/:appid/timeouts", r.GetTimeouts)
+	g.GET("/apps/:appid/timeouts/:type", r.GetTimeout)
+	g.PUT("/apps/:appid/timeout", r.PutTimeout)
+	g.GET("/appstatistics", r.AppStatistics)
 	g.GET("/nodes", r.Nodes)
 	g.GET("/nodes/:nodeid", r.Node)
+	g.GET("/nodes/:nodeid/get-labels", r.LabelsOnNode)
+	g.GET("/get-node-labels", r.NodeLabels)
+	g.GET("/get-node-to-labels", r.NodeToLabels)
+	g.GET("/label-mappings", r.LabelsToNodes)
 }
 
 // LimitBody caps the request body at MaxBodyBytes; a handler reading more
@@ -298,26 +328,40 @@ func CheckApplicationID(appID string) error {
 	return nil
 }
 
-func (s *server) getState(c echo.Context) error {
-	user, _ := s.user(c)
-	a, err := s.lookup(c, user, c.Param("appid"))
-	if err != nil {
-		return err
+// appView answers a GET about one application with view of its report,
+// whoever asks: YARN reads these of the RMApp without an ACL check, and
+// every report carries them.
+func (s *server) appView(view func(App) any) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		user, _ := s.user(c)
+		a, err := s.lookup(c, user, c.Param("appid"))
+		if err != nil {
+			return err
+		}
+		return writeJSON(c, http.StatusOK, view(a))
 	}
-	return writeJSON(c, http.StatusOK, appState{State: a.Report.GetYarnApplicationState().String()})
+}
+
+func stateOf(a App) any { return appState{State: a.Report.GetYarnApplicationState().String()} }
+
+// update reads the body of a write about one application into target,
+// after the caller's 401 and before the application's 404, as
+// RMWebServices does.
+func (s *server) update(c echo.Context, target any) (user, appID string, a App, err error) {
+	if user, err = s.writer(c); err != nil {
+		return
+	}
+	if err = decodeBody(c, target); err != nil {
+		return
+	}
+	appID = c.Param("appid")
+	a, err = s.lookup(c, user, appID)
+	return
 }
 
 func (s *server) putState(c echo.Context) error {
-	user, err := s.writer(c)
-	if err != nil {
-		return err
-	}
 	var target appState
-	if err := decodeBody(c, &target); err != nil {
-		return err
-	}
-	appID := c.Param("appid")
-	a, err := s.lookup(c, user, appID)
+	user, appID, a, err := s.update(c, &target)
 	if err != nil {
 		return err
 	}

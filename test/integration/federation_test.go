@@ -313,6 +313,40 @@ func checkRouterWeb(ctx context.Context, t *testing.T, webAddr string, apps []*y
 			t.Errorf("REST report of %s through the Router: %d %s", id, status, b)
 		}
 	}
+	// A new priority goes to the application's home and is its answer; the
+	// statistics count every sub-cluster's applications.
+	first, _ := yarnid.ApplicationIDFromProto(apps[0])
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+webAddr+"/ws/v1/cluster/apps/"+first.String()+"/priority?user.name=alice",
+		bytes.NewReader([]byte(`{"priority":1}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if status, b := get("/ws/v1/cluster/apps/" + first.String() + "/priority"); resp.StatusCode != http.StatusOK || status != http.StatusOK || string(b) != string(put) {
+		t.Errorf("PUT priority through the Router: %d %s; GET: %d %s", resp.StatusCode, put, status, b)
+	}
+	status, b = get("/ws/v1/cluster/appstatistics")
+	var stats struct {
+		AppStatInfo struct {
+			StatItem []struct{ Count int } `json:"statItem"`
+		} `json:"appStatInfo"`
+	}
+	total := 0
+	if err := json.Unmarshal(b, &stats); status != http.StatusOK || err != nil {
+		t.Errorf("appstatistics through the Router: %d %v %s", status, err, b)
+	}
+	for _, it := range stats.AppStatInfo.StatItem {
+		total += it.Count
+	}
+	if total < len(apps) {
+		t.Errorf("appstatistics through the Router count %d applications, want at least %d: %s", total, len(apps), b)
+	}
 	status, b = get("/cluster/federation")
 	for _, want := range []string{">sc1</a>", ">sc2</a>", "SC_RUNNING"} {
 		if status != http.StatusOK || !bytes.Contains(b, []byte(want)) {

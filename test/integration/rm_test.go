@@ -133,6 +133,32 @@ func TestKnitRMAnswersClientsAndKeepsApplicationsAcrossARestart(t *testing.T) {
 		t.Errorf("report changed across the restart:\nbefore %v\nafter  %v", before, after)
 	}
 
+	// REST updates are the RPC's: a new priority over REST is the one
+	// the RPC report then gives; the statistics count the application.
+	rest := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+st.RM.Web+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	status, got := rest(http.MethodPut, "/ws/v1/cluster/apps/"+appID.String()+"/priority?user.name=alice", `{"priority":1}`)
+	if want := fmt.Sprintf(`{"priority":%d}`, report().GetPriority().GetPriority()); status != http.StatusOK || got != want {
+		t.Errorf("PUT priority: %d %s, want %s", status, got, want)
+	}
+	status, got = rest(http.MethodGet, "/ws/v1/cluster/appstatistics?states=accepted", "")
+	if want := `{"appStatInfo":{"statItem":[{"state":"ACCEPTED","type":"*","count":1}]}}`; status != http.StatusOK || got != want {
+		t.Errorf("GET appstatistics: %d %s, want %s", status, got, want)
+	}
+
 	var kill yarnpb.KillApplicationResponseProto
 	if err := call("forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: newApp.ApplicationId}, &kill); err != nil {
 		t.Fatal(err)
