@@ -53,6 +53,8 @@ type fakeRM struct {
 	allocated []*yarnpb.ContainerProto
 	// fail, if set, is the next allocate's error.
 	fail error
+	// refuse, if set, is every register's error.
+	refuse error
 	// hold, if set, keeps every allocate answer back until it is closed;
 	// held is closed when the first such answer is held.
 	hold, held chan struct{}
@@ -94,8 +96,11 @@ func (f *fakeRM) methods() []ipc.Method {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.user(ctx)
+			if f.refuse != nil {
+				return nil, f.refuse
+			}
 			if f.registered {
-				return nil, yarnerr.InvalidApplicationMasterRequest.New("Application Master is already registered")
+				return nil, yarnerr.AlreadyRegistered(testAttempt.App.String())
 			}
 			f.registered, f.lastID = true, 0
 			return &yarnpb.RegisterApplicationMasterResponseProto{Queue: proto.String("root.default")}, nil

@@ -1,0 +1,243 @@
+package amrmproxy
+
+import (
+	"slices"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/knitdev/knit/federation"
+	"github.com/knitdev/knit/protocols/commonpb"
+	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnerr"
+	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/protocols/yarnrpc"
+)
+
+// secondaryContainer is the container the fake secondary gives.
+var secondaryContainer = container(testAttempt, 1<<40|2).GetId()
+
+// federatedLife is a first life of the node for a federated AM: the
+// pipeline started, the AM registered and its ask broadcast until both
+// sub-clusters' containers reached it. It returns the AM's local token,
+// its client and the next response id.
+func federatedLife(t *testing.T, e *federationEnv, svc *Service, proxy string) (token.Token, *yarnrpc.ApplicationMasterProtocolClient, int32) {
+	t.Helper()
+	ctx := testCtx(t)
+	local, err := svc.StartApplicationMaster(ctx, testAttempt, "alice", rmToken("real-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	am := rawAM(t, proxy, local)
+	if _, err := am.RegisterApplicationMaster(ctx, &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("am-host")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 2)}}); err != nil {
+		t.Fatal(err)
+	}
+	id := int32(1)
+	heartbeatUntil(t, am, &id, func(seen map[int64]bool) bool { return seen[2] && seen[1<<40|2] })
+	return local, am, id
+}
+
+// keptEntries are the stages' entries the store holds for the attempt,
+// nil if it holds none.
+func keptEntries(t *testing.T, fs *FileStore) map[string][]byte {
+	t.Helper()
+	kept, err := fs.LoadAttempts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range kept {
+		if st.Attempt == testAttempt.String() {
+			return st.Entries
+		}
+	}
+	return nil
+}
+
+// keptTokenUser is the user of the secondary's kept token, "" if none.
+func keptTokenUser(t *testing.T, fs *FileStore, id string) string {
+	t.Helper()
+	b, ok := keptEntries(t, fs)[keptSecondary+id]
+	if !ok {
+		return ""
+	}
+	tok := &commonpb.TokenProto{}
+	if err := proto.Unmarshal(b, tok); err != nil {
+		t.Fatal(err)
+	}
+	return string(tok.GetIdentifier())
+}
+
+func (f *fakeRM) counts() (allocates int32, asks [][]*yarnpb.ResourceRequestProto, releases []*yarnpb.ContainerIdProto) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastID, slices.Clone(f.asks), slices.Clone(f.releases)
+}
+
+func TestARestartedNodeReattachesAFederatedAMsUnmanagedAMs(t *testing.T) {
+	ctx := testCtx(t)
+	e := newSubClusters(t, func(*FederationSettings) {}, federation.UniformBroadcastPolicyManager)
+	fs, err := NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, proxy, _ := nodeLife(t, fs, federationPipeline, e.stages)
+	local, am, id := federatedLife(t, e, first, proxy)
+	if _, ok := keptEntries(t, fs)[keptRegistration]; !ok {
+		t.Fatal("the home's registration is not kept")
+	}
+	if u := keptTokenUser(t, fs, "sc-2"); u != "uam-sc-2" {
+		t.Fatalf("kept token of the secondary's unmanaged AM is %q's, want uam-sc-2's", u)
+	}
+	// The secondary renews its token; the node keeps the new one.
+	renewed := rmToken("uam-sc-2-renewed")
+	e.secondary.mu.Lock()
+	e.secondary.renew = &renewed
+	e.secondary.mu.Unlock()
+	for keptTokenUser(t, fs, "sc-2") != "uam-sc-2-renewed" {
+		if ctx.Err() != nil {
+			t.Fatalf("the renewed token was never kept: %q", keptTokenUser(t, fs, "sc-2"))
+		}
+		heartbeatUntil(t, am, &id, func(map[int64]bool) bool { return true })
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	secondUsers := len(e.secondary.seenUsers())
+	_, secondaryAsks, _ := e.secondary.counts()
+	second, proxy2, n := nodeLife(t, fs, federationPipeline, e.stages)
+	if n != 1 {
+		t.Fatalf("recovered %d pipelines, want the federated AM's", n)
+	}
+	// The unmanaged AM registered again with the renewed token (the
+	// secondary's refusal, already registered, is as good).
+	if users := e.secondary.seenUsers()[secondUsers:]; len(users) == 0 || slices.ContainsFunc(users, func(u string) bool { return u != "uam-sc-2-renewed" }) {
+		t.Fatalf("the secondary saw %v during the recovery, want a register with the renewed token", users)
+	}
+
+	// The AM heartbeats on with the ids it counts, an ask in the first:
+	// the secondary counts as timed out until it answers, so the ask
+	// goes to the home alone.
+	am2 := rawAM(t, proxy2, local)
+	ask := []*yarnpb.ResourceRequestProto{askAt(2, 3)}
+	resp, err := am2.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Ask: ask, Release: []*yarnpb.ContainerIdProto{secondaryContainer}})
+	if err != nil {
+		t.Fatalf("heartbeat %d after the restart: %v", id, err)
+	}
+	if resp.GetResponseId() != id+1 {
+		t.Fatalf("heartbeat %d answered %d, want %d", id, resp.GetResponseId(), id+1)
+	}
+	id = resp.GetResponseId()
+	_, asks, _ := e.secondary.counts()
+	if slices.ContainsFunc(asks[len(secondaryAsks):], func(a []*yarnpb.ResourceRequestProto) bool { return len(a) > 0 }) {
+		t.Fatalf("the secondary was sent asks before it answered the recovered proxy: %v", asks[len(secondaryAsks):])
+	}
+	// Once it answered, the ask is split again and reaches it.
+	for {
+		_, asks, _ := e.secondary.counts()
+		if slices.ContainsFunc(asks[len(secondaryAsks):], func(a []*yarnpb.ResourceRequestProto) bool { return len(a) > 0 }) {
+			break
+		}
+		resp, err := am2.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Ask: ask})
+		if err != nil {
+			t.Fatalf("heartbeat %d after the restart: %v", id, err)
+		}
+		id = resp.GetResponseId()
+	}
+
+	if _, err := am2.FinishApplicationMaster(ctx, &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}); err != nil {
+		t.Fatal(err)
+	}
+	// The release of the secondary's container went there, by the map
+	// the recovery rebuilt, and the unmanaged AM finished.
+	_, _, released := e.secondary.counts()
+	_, _, homeReleased := e.home.counts()
+	if len(released) != 1 || !proto.Equal(released[0], secondaryContainer) || len(homeReleased) != 0 {
+		t.Errorf("released %v in the secondary and %v at home, want the secondary's container there", released, homeReleased)
+	}
+	if users := e.secondary.seenUsers()[secondUsers:]; slices.ContainsFunc(users, func(u string) bool { return u != "uam-sc-2-renewed" }) {
+		t.Errorf("the secondary saw the calls of %v after the restart, want the renewed token's alone", users)
+	}
+	e.secondary.mu.Lock()
+	finished := e.secondary.finished
+	e.secondary.mu.Unlock()
+	if !finished {
+		t.Error("the re-attached unmanaged AM did not finish")
+	}
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if kept, err := fs.LoadAttempts(); err != nil || len(kept) != 0 {
+		t.Errorf("state left once the AM finished: %v, %v", kept, err)
+	}
+}
+
+func TestARecoveredFederatedAMGoesOnWithTheHomeWhenASecondaryCannotBeReattached(t *testing.T) {
+	ctx := testCtx(t)
+	e := newSubClusters(t, func(*FederationSettings) {}, federation.UniformBroadcastPolicyManager)
+	fs, err := NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, proxy, _ := nodeLife(t, fs, federationPipeline, e.stages)
+	local, _, id := federatedLife(t, e, first, proxy)
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The secondary lost the unmanaged AM while the node was down.
+	e.secondary.mu.Lock()
+	e.secondary.refuse = yarnerr.ApplicationAttemptNotFound.New("Application attempt doesn't exist in ApplicationMasterService cache.")
+	e.secondary.mu.Unlock()
+	second, proxy2, n := nodeLife(t, fs, federationPipeline, e.stages)
+	if n != 1 {
+		t.Fatalf("recovered %d pipelines, want the AM's with its home", n)
+	}
+	if _, ok := keptEntries(t, fs)[keptSecondary+"sc-2"]; ok {
+		t.Error("the dropped secondary's token is still kept")
+	}
+
+	// The AM heartbeats on; the release of the dropped secondary's
+	// container is the home's to answer, as of any container the proxy
+	// does not know.
+	am2 := rawAM(t, proxy2, local)
+	for i := range 2 {
+		req := &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id)}
+		if i == 0 {
+			req.Release = []*yarnpb.ContainerIdProto{secondaryContainer}
+		}
+		resp, err := am2.Allocate(ctx, req)
+		if err != nil {
+			t.Fatalf("heartbeat %d after the restart: %v", id, err)
+		}
+		if resp.GetResponseId() != id+1 {
+			t.Fatalf("heartbeat %d answered %d, want %d", id, resp.GetResponseId(), id+1)
+		}
+		id = resp.GetResponseId()
+	}
+	if _, err := am2.FinishApplicationMaster(ctx, &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, homeReleased := e.home.counts()
+	if len(homeReleased) != 1 || !proto.Equal(homeReleased[0], secondaryContainer) {
+		t.Errorf("the home was sent releases %v, want the dropped secondary's container", homeReleased)
+	}
+	e.home.mu.Lock()
+	homeFinished := e.home.finished
+	e.home.mu.Unlock()
+	e.secondary.mu.Lock()
+	secondaryFinished := e.secondary.finished
+	e.secondary.mu.Unlock()
+	if !homeFinished || secondaryFinished {
+		t.Errorf("finished at home %v and in the dropped secondary %v, want at home alone", homeFinished, secondaryFinished)
+	}
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if kept, err := fs.LoadAttempts(); err != nil || len(kept) != 0 {
+		t.Errorf("state left once the AM finished: %v, %v", kept, err)
+	}
+}
