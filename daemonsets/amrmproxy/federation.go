@@ -81,6 +81,10 @@ type FederationSettings struct {
 // the first arrived (at most HeartbeatMaxWait) and the others had as long
 // again to follow. The AM-facing response ids are the Service's, which
 // checks and numbers them as YARN's interceptor does.
+//
+// What a restart of the node would lose, the home's registration answer
+// and the unmanaged AMs' tokens, is kept in the attempt's state as it
+// changes (App.Keep); Resume rebuilds the interceptor from it.
 type FederationInterceptor struct {
 	cfg  FederationSettings
 	app  App
