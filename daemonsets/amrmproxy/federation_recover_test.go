@@ -17,27 +17,36 @@ import (
 // secondaryContainer is the container the fake secondary gives.
 var secondaryContainer = container(testAttempt, 1<<40|2).GetId()
 
-// federatedLife is a first life of the node for a federated AM: the
-// pipeline started, the AM registered and its ask broadcast until both
-// sub-clusters' containers reached it. It returns the AM's local token,
-// its client and the next response id.
-func federatedLife(t *testing.T, e *federationEnv, svc *Service, proxy string) (token.Token, *yarnrpc.ApplicationMasterProtocolClient, int32) {
+// federatedLife is a first life of the node, over a new state folder,
+// for a federated AM under the broadcast policy: the pipeline started,
+// the AM registered and its ask broadcast until both sub-clusters'
+// containers reached it.
+type federatedLife struct {
+	e     *federationEnv
+	state *FileStore
+	svc   *Service
+	// local is the AM's token, am its client, id its next response id.
+	local token.Token
+	am    *yarnrpc.ApplicationMasterProtocolClient
+	id    int32
+}
+
+func newFederatedLife(t *testing.T) *federatedLife {
 	t.Helper()
-	ctx := testCtx(t)
-	local, err := svc.StartApplicationMaster(ctx, testAttempt, "alice", rmToken("real-1"))
-	if err != nil {
+	l := &federatedLife{e: newSubClusters(t, func(*FederationSettings) {}, federation.UniformBroadcastPolicyManager)}
+	var err error
+	if l.state, err = NewFileStore(t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	am := rawAM(t, proxy, local)
-	if _, err := am.RegisterApplicationMaster(ctx, &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("am-host")}); err != nil {
+	var proxy string
+	l.svc, proxy, _ = nodeLife(t, l.state, federationPipeline, l.e.stages)
+	l.local, l.am = registeredAMWithToken(t, l.svc, proxy)
+	if _, err := l.am.Allocate(testCtx(t), &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 2)}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := am.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{askAt(1, 2)}}); err != nil {
-		t.Fatal(err)
-	}
-	id := int32(1)
-	heartbeatUntil(t, am, &id, func(seen map[int64]bool) bool { return seen[2] && seen[1<<40|2] })
-	return local, am, id
+	l.id = 1
+	heartbeatUntil(t, l.am, &l.id, func(seen map[int64]bool) bool { return seen[2] && seen[1<<40|2] })
+	return l
 }
 
 // keptEntries are the stages' entries the store holds for the attempt,
@@ -70,21 +79,17 @@ func keptTokenUser(t *testing.T, fs *FileStore, id string) string {
 	return string(tok.GetIdentifier())
 }
 
-func (f *fakeRM) counts() (allocates int32, asks [][]*yarnpb.ResourceRequestProto, releases []*yarnpb.ContainerIdProto) {
+// sent is what the RM was sent: each allocate's asks, and the releases.
+func (f *fakeRM) sent() (asks [][]*yarnpb.ResourceRequestProto, releases []*yarnpb.ContainerIdProto) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.lastID, slices.Clone(f.asks), slices.Clone(f.releases)
+	return slices.Clone(f.asks), slices.Clone(f.releases)
 }
 
 func TestARestartedNodeReattachesAFederatedAMsUnmanagedAMs(t *testing.T) {
 	ctx := testCtx(t)
-	e := newSubClusters(t, func(*FederationSettings) {}, federation.UniformBroadcastPolicyManager)
-	fs, err := NewFileStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, proxy, _ := nodeLife(t, fs, federationPipeline, e.stages)
-	local, am, id := federatedLife(t, e, first, proxy)
+	l := newFederatedLife(t)
+	e, fs, first, local, am, id := l.e, l.state, l.svc, l.local, l.am, l.id
 	if _, ok := keptEntries(t, fs)[keptRegistration]; !ok {
 		t.Fatal("the home's registration is not kept")
 	}
@@ -107,7 +112,7 @@ func TestARestartedNodeReattachesAFederatedAMsUnmanagedAMs(t *testing.T) {
 	}
 
 	secondUsers := len(e.secondary.seenUsers())
-	_, secondaryAsks, _ := e.secondary.counts()
+	secondaryAsks, _ := e.secondary.sent()
 	second, proxy2, n := nodeLife(t, fs, federationPipeline, e.stages)
 	if n != 1 {
 		t.Fatalf("recovered %d pipelines, want the federated AM's", n)
@@ -131,13 +136,13 @@ func TestARestartedNodeReattachesAFederatedAMsUnmanagedAMs(t *testing.T) {
 		t.Fatalf("heartbeat %d answered %d, want %d", id, resp.GetResponseId(), id+1)
 	}
 	id = resp.GetResponseId()
-	_, asks, _ := e.secondary.counts()
+	asks, _ := e.secondary.sent()
 	if slices.ContainsFunc(asks[len(secondaryAsks):], func(a []*yarnpb.ResourceRequestProto) bool { return len(a) > 0 }) {
 		t.Fatalf("the secondary was sent asks before it answered the recovered proxy: %v", asks[len(secondaryAsks):])
 	}
 	// Once it answered, the ask is split again and reaches it.
 	for {
-		_, asks, _ := e.secondary.counts()
+		asks, _ := e.secondary.sent()
 		if slices.ContainsFunc(asks[len(secondaryAsks):], func(a []*yarnpb.ResourceRequestProto) bool { return len(a) > 0 }) {
 			break
 		}
@@ -153,8 +158,8 @@ func TestARestartedNodeReattachesAFederatedAMsUnmanagedAMs(t *testing.T) {
 	}
 	// The release of the secondary's container went there, by the map
 	// the recovery rebuilt, and the unmanaged AM finished.
-	_, _, released := e.secondary.counts()
-	_, _, homeReleased := e.home.counts()
+	_, released := e.secondary.sent()
+	_, homeReleased := e.home.sent()
 	if len(released) != 1 || !proto.Equal(released[0], secondaryContainer) || len(homeReleased) != 0 {
 		t.Errorf("released %v in the secondary and %v at home, want the secondary's container there", released, homeReleased)
 	}
@@ -177,13 +182,8 @@ func TestARestartedNodeReattachesAFederatedAMsUnmanagedAMs(t *testing.T) {
 
 func TestARecoveredFederatedAMGoesOnWithTheHomeWhenASecondaryCannotBeReattached(t *testing.T) {
 	ctx := testCtx(t)
-	e := newSubClusters(t, func(*FederationSettings) {}, federation.UniformBroadcastPolicyManager)
-	fs, err := NewFileStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, proxy, _ := nodeLife(t, fs, federationPipeline, e.stages)
-	local, _, id := federatedLife(t, e, first, proxy)
+	l := newFederatedLife(t)
+	e, fs, first, local, id := l.e, l.state, l.svc, l.local, l.id
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestARecoveredFederatedAMGoesOnWithTheHomeWhenASecondaryCannotBeReattached(
 	if _, err := am2.FinishApplicationMaster(ctx, &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}); err != nil {
 		t.Fatal(err)
 	}
-	_, _, homeReleased := e.home.counts()
+	_, homeReleased := e.home.sent()
 	if len(homeReleased) != 1 || !proto.Equal(homeReleased[0], secondaryContainer) {
 		t.Errorf("the home was sent releases %v, want the dropped secondary's container", homeReleased)
 	}

@@ -210,6 +210,13 @@ func serveProxyWith(t *testing.T, cfg Config, before func(*Service)) (*Service, 
 // and returns a raw AM client of the proxy, registered.
 func registeredAM(t *testing.T, svc *Service, proxy string) *yarnrpc.ApplicationMasterProtocolClient {
 	t.Helper()
+	_, am := registeredAMWithToken(t, svc, proxy)
+	return am
+}
+
+// registeredAMWithToken is registeredAM, with the AM's local token.
+func registeredAMWithToken(t *testing.T, svc *Service, proxy string) (token.Token, *yarnrpc.ApplicationMasterProtocolClient) {
+	t.Helper()
 	ctx := testCtx(t)
 	local, err := svc.StartApplicationMaster(ctx, testAttempt, "alice", rmToken("real-1"))
 	if err != nil {
@@ -219,7 +226,7 @@ func registeredAM(t *testing.T, svc *Service, proxy string) *yarnrpc.Application
 	if _, err := am.RegisterApplicationMaster(ctx, &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("am-host")}); err != nil {
 		t.Fatal(err)
 	}
-	return am
+	return local, am
 }
 
 // rawAM is an AM client that sends exactly the requests it is given.
