@@ -87,96 +87,112 @@ func (f *fakeRM) sent() (asks [][]*yarnpb.ResourceRequestProto, releases []*yarn
 }
 
 func TestARestartedNodeReattachesAFederatedAMsUnmanagedAMs(t *testing.T) {
-	ctx := testCtx(t)
-	l := newFederatedLife(t)
-	e, fs, first, local, am, id := l.e, l.state, l.svc, l.local, l.am, l.id
-	if _, ok := keptEntries(t, fs)[keptRegistration]; !ok {
-		t.Fatal("the home's registration is not kept")
+	tests := []struct {
+		name string
+		// reregister is whether the secondary takes the second register
+		// (Knit's RM, of an unmanaged AM keeping its containers) or
+		// refuses it as already registered, which is as good.
+		reregister bool
+	}{
+		{"the secondary refuses the register as already registered", false},
+		{"the secondary takes the register again", true},
 	}
-	if u := keptTokenUser(t, fs, "sc-2"); u != "uam-sc-2" {
-		t.Fatalf("kept token of the secondary's unmanaged AM is %q's, want uam-sc-2's", u)
-	}
-	// The secondary renews its token; the node keeps the new one.
-	renewed := rmToken("uam-sc-2-renewed")
-	e.secondary.mu.Lock()
-	e.secondary.renew = &renewed
-	e.secondary.mu.Unlock()
-	for keptTokenUser(t, fs, "sc-2") != "uam-sc-2-renewed" {
-		if ctx.Err() != nil {
-			t.Fatalf("the renewed token was never kept: %q", keptTokenUser(t, fs, "sc-2"))
-		}
-		heartbeatUntil(t, am, &id, func(map[int64]bool) bool { return true })
-	}
-	if err := first.Close(); err != nil {
-		t.Fatal(err)
-	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			l := newFederatedLife(t)
+			e, fs, first, local, am, id := l.e, l.state, l.svc, l.local, l.am, l.id
+			if _, ok := keptEntries(t, fs)[keptRegistration]; !ok {
+				t.Fatal("the home's registration is not kept")
+			}
+			if u := keptTokenUser(t, fs, "sc-2"); u != "uam-sc-2" {
+				t.Fatalf("kept token of the secondary's unmanaged AM is %q's, want uam-sc-2's", u)
+			}
+			// The secondary renews its token; the node keeps the new one.
+			renewed := rmToken("uam-sc-2-renewed")
+			e.secondary.mu.Lock()
+			e.secondary.renew = &renewed
+			e.secondary.mu.Unlock()
+			for keptTokenUser(t, fs, "sc-2") != "uam-sc-2-renewed" {
+				if ctx.Err() != nil {
+					t.Fatalf("the renewed token was never kept: %q", keptTokenUser(t, fs, "sc-2"))
+				}
+				heartbeatUntil(t, am, &id, func(map[int64]bool) bool { return true })
+			}
+			if err := first.Close(); err != nil {
+				t.Fatal(err)
+			}
+			e.secondary.mu.Lock()
+			e.secondary.reregister = tt.reregister
+			e.secondary.mu.Unlock()
 
-	secondUsers := len(e.secondary.seenUsers())
-	secondaryAsks, _ := e.secondary.sent()
-	second, proxy2, n := nodeLife(t, fs, federationPipeline, e.stages)
-	if n != 1 {
-		t.Fatalf("recovered %d pipelines, want the federated AM's", n)
-	}
-	// The unmanaged AM registered again with the renewed token (the
-	// secondary's refusal, already registered, is as good).
-	if users := e.secondary.seenUsers()[secondUsers:]; len(users) == 0 || slices.ContainsFunc(users, func(u string) bool { return u != "uam-sc-2-renewed" }) {
-		t.Fatalf("the secondary saw %v during the recovery, want a register with the renewed token", users)
-	}
+			secondUsers := len(e.secondary.seenUsers())
+			secondaryAsks, _ := e.secondary.sent()
+			second, proxy2, n := nodeLife(t, fs, federationPipeline, e.stages)
+			if n != 1 {
+				t.Fatalf("recovered %d pipelines, want the federated AM's", n)
+			}
+			// The unmanaged AM registered again with the renewed token.
+			if users := e.secondary.seenUsers()[secondUsers:]; len(users) == 0 || slices.ContainsFunc(users, func(u string) bool { return u != "uam-sc-2-renewed" }) {
+				t.Fatalf("the secondary saw %v during the recovery, want a register with the renewed token", users)
+			}
 
-	// The AM heartbeats on with the ids it counts, an ask in the first:
-	// the secondary counts as timed out until it answers, so the ask
-	// goes to the home alone.
-	am2 := rawAM(t, proxy2, local)
-	ask := []*yarnpb.ResourceRequestProto{askAt(2, 3)}
-	resp, err := am2.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Ask: ask, Release: []*yarnpb.ContainerIdProto{secondaryContainer}})
-	if err != nil {
-		t.Fatalf("heartbeat %d after the restart: %v", id, err)
-	}
-	if resp.GetResponseId() != id+1 {
-		t.Fatalf("heartbeat %d answered %d, want %d", id, resp.GetResponseId(), id+1)
-	}
-	id = resp.GetResponseId()
-	asks, _ := e.secondary.sent()
-	if slices.ContainsFunc(asks[len(secondaryAsks):], func(a []*yarnpb.ResourceRequestProto) bool { return len(a) > 0 }) {
-		t.Fatalf("the secondary was sent asks before it answered the recovered proxy: %v", asks[len(secondaryAsks):])
-	}
-	// Once it answered, the ask is split again and reaches it.
-	for {
-		asks, _ := e.secondary.sent()
-		if slices.ContainsFunc(asks[len(secondaryAsks):], func(a []*yarnpb.ResourceRequestProto) bool { return len(a) > 0 }) {
-			break
-		}
-		resp, err := am2.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Ask: ask})
-		if err != nil {
-			t.Fatalf("heartbeat %d after the restart: %v", id, err)
-		}
-		id = resp.GetResponseId()
-	}
+			// The AM heartbeats on with the ids it counts, an ask in the first:
+			// the secondary counts as timed out until it answers, so the ask
+			// goes to the home alone.
+			am2 := rawAM(t, proxy2, local)
+			ask := []*yarnpb.ResourceRequestProto{askAt(2, 3)}
+			resp, err := am2.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Ask: ask, Release: []*yarnpb.ContainerIdProto{secondaryContainer}})
+			if err != nil {
+				t.Fatalf("heartbeat %d after the restart: %v", id, err)
+			}
+			if resp.GetResponseId() != id+1 {
+				t.Fatalf("heartbeat %d answered %d, want %d", id, resp.GetResponseId(), id+1)
+			}
+			id = resp.GetResponseId()
+			asks, _ := e.secondary.sent()
+			if slices.ContainsFunc(asks[len(secondaryAsks):], func(a []*yarnpb.ResourceRequestProto) bool { return len(a) > 0 }) {
+				t.Fatalf("the secondary was sent asks before it answered the recovered proxy: %v", asks[len(secondaryAsks):])
+			}
+			// Once it answered, the ask is split again and reaches it.
+			for {
+				asks, _ := e.secondary.sent()
+				if slices.ContainsFunc(asks[len(secondaryAsks):], func(a []*yarnpb.ResourceRequestProto) bool { return len(a) > 0 }) {
+					break
+				}
+				resp, err := am2.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Ask: ask})
+				if err != nil {
+					t.Fatalf("heartbeat %d after the restart: %v", id, err)
+				}
+				id = resp.GetResponseId()
+			}
 
-	if _, err := am2.FinishApplicationMaster(ctx, &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}); err != nil {
-		t.Fatal(err)
-	}
-	// The release of the secondary's container went there, by the map
-	// the recovery rebuilt, and the unmanaged AM finished.
-	_, released := e.secondary.sent()
-	_, homeReleased := e.home.sent()
-	if len(released) != 1 || !proto.Equal(released[0], secondaryContainer) || len(homeReleased) != 0 {
-		t.Errorf("released %v in the secondary and %v at home, want the secondary's container there", released, homeReleased)
-	}
-	if users := e.secondary.seenUsers()[secondUsers:]; slices.ContainsFunc(users, func(u string) bool { return u != "uam-sc-2-renewed" }) {
-		t.Errorf("the secondary saw the calls of %v after the restart, want the renewed token's alone", users)
-	}
-	e.secondary.mu.Lock()
-	finished := e.secondary.finished
-	e.secondary.mu.Unlock()
-	if !finished {
-		t.Error("the re-attached unmanaged AM did not finish")
-	}
-	if err := second.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if kept, err := fs.LoadAttempts(); err != nil || len(kept) != 0 {
-		t.Errorf("state left once the AM finished: %v, %v", kept, err)
+			if _, err := am2.FinishApplicationMaster(ctx, &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}); err != nil {
+				t.Fatal(err)
+			}
+			// The release of the secondary's container went there, by the map
+			// the recovery rebuilt, and the unmanaged AM finished.
+			_, released := e.secondary.sent()
+			_, homeReleased := e.home.sent()
+			if len(released) != 1 || !proto.Equal(released[0], secondaryContainer) || len(homeReleased) != 0 {
+				t.Errorf("released %v in the secondary and %v at home, want the secondary's container there", released, homeReleased)
+			}
+			if users := e.secondary.seenUsers()[secondUsers:]; slices.ContainsFunc(users, func(u string) bool { return u != "uam-sc-2-renewed" }) {
+				t.Errorf("the secondary saw the calls of %v after the restart, want the renewed token's alone", users)
+			}
+			e.secondary.mu.Lock()
+			finished := e.secondary.finished
+			e.secondary.mu.Unlock()
+			if !finished {
+				t.Error("the re-attached unmanaged AM did not finish")
+			}
+			if err := second.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if kept, err := fs.LoadAttempts(); err != nil || len(kept) != 0 {
+				t.Errorf("state left once the AM finished: %v, %v", kept, err)
+			}
+		})
 	}
 }
 

@@ -55,6 +55,10 @@ type fakeRM struct {
 	fail error
 	// refuse, if set, is every register's error.
 	refuse error
+	// reregister makes a second register start the count again, as
+	// Knit's RM does for an unmanaged AM keeping its containers, rather
+	// than be refused as already registered.
+	reregister bool
 	// hold, if set, keeps every allocate answer back until it is closed;
 	// held is closed when the first such answer is held.
 	hold, held chan struct{}
@@ -99,7 +103,7 @@ func (f *fakeRM) methods() []ipc.Method {
 			if f.refuse != nil {
 				return nil, f.refuse
 			}
-			if f.registered {
+			if f.registered && !f.reregister {
 				return nil, yarnerr.AlreadyRegistered(testAttempt.App.String())
 			}
 			f.registered, f.lastID = true, 0
