@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -524,7 +525,7 @@ func (s *Service) resume(ctx context.Context, attempt yarnid.AttemptID, st Attem
 	if st.RMToken.Kind != client.KindAMRMToken {
 		return fmt.Errorf("token of kind %q, want %s", st.RMToken.Kind, client.KindAMRMToken)
 	}
-	app := App{Attempt: attempt, User: st.User, RMToken: st.RMToken, Logger: s.log.With("attempt", attempt.String()), Kept: st.Entries}
+	app := App{Attempt: attempt, User: st.User, RMToken: st.RMToken, Logger: s.log.With("attempt", attempt.String()), Kept: maps.Clone(st.Entries)}
 	p := s.newPipeline(app, st)
 	stages, err := build(p.app, s.cfg.Pipeline, s.cfg.Stages)
 	if err != nil {
