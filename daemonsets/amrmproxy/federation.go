@@ -140,11 +140,18 @@ type secondary struct {
 	sc store.SubClusterInfo
 	hb *heartbeater
 
+	// resumed marks an unmanaged AM that registered before the node
+	// restarted, which the heartbeater re-attaches rather than launches.
+	resumed bool
+
 	mu sync.Mutex
 	// uam is nil until registered.
 	uam *uam
 	// submitted is set once the unmanaged application may exist there.
 	submitted bool
+	// running are the containers a re-attach found there, until an
+	// allocate maps them to the sub-cluster.
+	running []*yarnpb.ContainerIdProto
 }
 
 func (s *secondary) launched() (*uam, bool) {
@@ -250,11 +257,15 @@ func (f *FederationInterceptor) Allocate(ctx context.Context, req *yarnpb.Alloca
 	if f.finished {
 		return &yarnpb.AllocateResponseProto{}, nil
 	}
+	if err := f.awaitReattach(ctx, req); err != nil {
+		return nil, fmt.Errorf("amrmproxy: allocate: %w", err)
+	}
 	active, err := f.cfg.Store.GetSubClusters(ctx, true)
 	if err != nil {
 		return nil, fmt.Errorf("amrmproxy: sub-clusters: %w", err)
 	}
 	f.retireFailedLaunches()
+	f.mapReattached()
 	expired := f.sink.timedOut(f.cfg.SubClusterTimeout)
 	byID := map[string]store.SubClusterInfo{}
 	var ids []string
@@ -416,9 +427,9 @@ func (f *FederationInterceptor) keepToken(id string, tok token.Token) {
 }
 
 // retireFailedLaunches stops the heartbeaters of secondaries whose
-// unmanaged AM did not launch: as a secondary that fails a heartbeat, the
-// AM goes on with the others, and asks sent there after RetryAfter try
-// again.
+// unmanaged AM did not launch, or not re-attach (whose kept token goes
+// too): as a secondary that fails a heartbeat, the AM goes on with the
+// others, and asks sent there after RetryAfter launch a new one.
 func (f *FederationInterceptor) retireFailedLaunches() {
 	for _, id := range slices.Sorted(maps.Keys(f.secondaries)) {
 		s := f.secondaries[id]
@@ -429,6 +440,9 @@ func (f *FederationInterceptor) retireFailedLaunches() {
 		delete(f.secondaries, id)
 		f.sink.forget(id)
 		f.failed[id] = f.cfg.Now()
+		if s.resumed {
+			f.app.keep(keptSecondary+id, nil)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package amrmproxy
 
 import (
 	"slices"
+	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -79,6 +80,36 @@ func keptTokenUser(t *testing.T, fs *FileStore, id string) string {
 	return string(tok.GetIdentifier())
 }
 
+// hasFinished reports whether the AM unregistered.
+func (f *fakeRM) hasFinished() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.finished
+}
+
+// wantSecondaryReleased checks that the secondary's container was released
+// there alone.
+func wantSecondaryReleased(t *testing.T, e *federationEnv) {
+	t.Helper()
+	_, released := e.secondary.sent()
+	_, homeReleased := e.home.sent()
+	if len(released) != 1 || !proto.Equal(released[0], secondaryContainer) || len(homeReleased) != 0 {
+		t.Errorf("released %v in the secondary and %v at home, want the secondary's container there", released, homeReleased)
+	}
+}
+
+// endLife stops a life of the node whose AM finished, and checks that
+// the attempt's state went with the AM.
+func endLife(t *testing.T, svc *Service, fs *FileStore) {
+	t.Helper()
+	if err := svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if kept, err := fs.LoadAttempts(); err != nil || len(kept) != 0 {
+		t.Errorf("state left once the AM finished: %v, %v", kept, err)
+	}
+}
+
 // sent is what the RM was sent: each allocate's asks, and the releases.
 func (f *fakeRM) sent() (asks [][]*yarnpb.ResourceRequestProto, releases []*yarnpb.ContainerIdProto) {
 	f.mu.Lock()
@@ -132,10 +163,6 @@ func TestARestartedNodeReattachesAFederatedAMsUnmanagedAMs(t *testing.T) {
 			if n != 1 {
 				t.Fatalf("recovered %d pipelines, want the federated AM's", n)
 			}
-			// The unmanaged AM registered again with the renewed token.
-			if users := e.secondary.seenUsers()[secondUsers:]; len(users) == 0 || slices.ContainsFunc(users, func(u string) bool { return u != "uam-sc-2-renewed" }) {
-				t.Fatalf("the secondary saw %v during the recovery, want a register with the renewed token", users)
-			}
 
 			// The AM heartbeats on with the ids it counts, an ask in the first:
 			// the secondary counts as timed out until it answers, so the ask
@@ -150,6 +177,11 @@ func TestARestartedNodeReattachesAFederatedAMsUnmanagedAMs(t *testing.T) {
 				t.Fatalf("heartbeat %d answered %d, want %d", id, resp.GetResponseId(), id+1)
 			}
 			id = resp.GetResponseId()
+			// The release waited for the unmanaged AM's re-attach, a
+			// register with the renewed token.
+			if users := e.secondary.seenUsers()[secondUsers:]; len(users) == 0 || slices.ContainsFunc(users, func(u string) bool { return u != "uam-sc-2-renewed" }) {
+				t.Fatalf("the secondary saw %v after the restart, want a register with the renewed token", users)
+			}
 			asks, _ := e.secondary.sent()
 			if slices.ContainsFunc(asks[len(secondaryAsks):], func(a []*yarnpb.ResourceRequestProto) bool { return len(a) > 0 }) {
 				t.Fatalf("the secondary was sent asks before it answered the recovered proxy: %v", asks[len(secondaryAsks):])
@@ -172,26 +204,14 @@ func TestARestartedNodeReattachesAFederatedAMsUnmanagedAMs(t *testing.T) {
 			}
 			// The release of the secondary's container went there, by the map
 			// the recovery rebuilt, and the unmanaged AM finished.
-			_, released := e.secondary.sent()
-			_, homeReleased := e.home.sent()
-			if len(released) != 1 || !proto.Equal(released[0], secondaryContainer) || len(homeReleased) != 0 {
-				t.Errorf("released %v in the secondary and %v at home, want the secondary's container there", released, homeReleased)
-			}
+			wantSecondaryReleased(t, e)
 			if users := e.secondary.seenUsers()[secondUsers:]; slices.ContainsFunc(users, func(u string) bool { return u != "uam-sc-2-renewed" }) {
 				t.Errorf("the secondary saw the calls of %v after the restart, want the renewed token's alone", users)
 			}
-			e.secondary.mu.Lock()
-			finished := e.secondary.finished
-			e.secondary.mu.Unlock()
-			if !finished {
+			if !e.secondary.hasFinished() {
 				t.Error("the re-attached unmanaged AM did not finish")
 			}
-			if err := second.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if kept, err := fs.LoadAttempts(); err != nil || len(kept) != 0 {
-				t.Errorf("state left once the AM finished: %v, %v", kept, err)
-			}
+			endLife(t, second, fs)
 		})
 	}
 }
@@ -212,9 +232,6 @@ func TestARecoveredFederatedAMGoesOnWithTheHomeWhenASecondaryCannotBeReattached(
 	if n != 1 {
 		t.Fatalf("recovered %d pipelines, want the AM's with its home", n)
 	}
-	if _, ok := keptEntries(t, fs)[keptSecondary+"sc-2"]; ok {
-		t.Error("the dropped secondary's token is still kept")
-	}
 
 	// The AM heartbeats on; the release of the dropped secondary's
 	// container is the home's to answer, as of any container the proxy
@@ -234,6 +251,10 @@ func TestARecoveredFederatedAMGoesOnWithTheHomeWhenASecondaryCannotBeReattached(
 		}
 		id = resp.GetResponseId()
 	}
+	// The release waited for the re-attach, which failed.
+	if _, ok := keptEntries(t, fs)[keptSecondary+"sc-2"]; ok {
+		t.Error("the dropped secondary's token is still kept")
+	}
 	if _, err := am2.FinishApplicationMaster(ctx, &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}); err != nil {
 		t.Fatal(err)
 	}
@@ -241,19 +262,50 @@ func TestARecoveredFederatedAMGoesOnWithTheHomeWhenASecondaryCannotBeReattached(
 	if len(homeReleased) != 1 || !proto.Equal(homeReleased[0], secondaryContainer) {
 		t.Errorf("the home was sent releases %v, want the dropped secondary's container", homeReleased)
 	}
-	e.home.mu.Lock()
-	homeFinished := e.home.finished
-	e.home.mu.Unlock()
-	e.secondary.mu.Lock()
-	secondaryFinished := e.secondary.finished
-	e.secondary.mu.Unlock()
-	if !homeFinished || secondaryFinished {
-		t.Errorf("finished at home %v and in the dropped secondary %v, want at home alone", homeFinished, secondaryFinished)
+	if home, secondary := e.home.hasFinished(), e.secondary.hasFinished(); !home || secondary {
+		t.Errorf("finished at home %v and in the dropped secondary %v, want at home alone", home, secondary)
 	}
-	if err := second.Close(); err != nil {
+	endLife(t, second, fs)
+}
+
+func TestASecondaryThatHoldsItsReattachHoldsNeitherTheRecoveryNorTheAMsHeartbeats(t *testing.T) {
+	ctx := testCtx(t)
+	l := newFederatedLife(t)
+	e, fs, local, id := l.e, l.state, l.local, l.id
+	if err := l.svc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if kept, err := fs.LoadAttempts(); err != nil || len(kept) != 0 {
-		t.Errorf("state left once the AM finished: %v, %v", kept, err)
+	hold := make(chan struct{})
+	e.secondary.mu.Lock()
+	e.secondary.holdRegister = hold
+	e.secondary.mu.Unlock()
+	var once sync.Once
+	release := func() { once.Do(func() { close(hold) }) }
+	t.Cleanup(release)
+
+	// The node recovers and the AM heartbeats on while the secondary
+	// holds the unmanaged AM's register.
+	second, proxy2, n := nodeLife(t, fs, federationPipeline, e.stages)
+	if n != 1 {
+		t.Fatalf("recovered %d pipelines, want the federated AM's", n)
 	}
+	am2 := rawAM(t, proxy2, local)
+	for range 2 {
+		resp, err := am2.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id)})
+		if err != nil {
+			t.Fatalf("heartbeat %d with the re-attach held: %v", id, err)
+		}
+		id = resp.GetResponseId()
+	}
+	// Once the secondary answers, the release of its container waits for
+	// the re-attach and goes there.
+	release()
+	if _, err := am2.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Release: []*yarnpb.ContainerIdProto{secondaryContainer}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := am2.FinishApplicationMaster(ctx, &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}); err != nil {
+		t.Fatal(err)
+	}
+	wantSecondaryReleased(t, e)
+	endLife(t, second, fs)
 }

@@ -46,12 +46,8 @@ func (f *fakeSubCluster) serve(t *testing.T, token string) string {
 			f.smu.Lock()
 			hold := f.hold
 			f.smu.Unlock()
-			if hold != nil {
-				select {
-				case <-hold:
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
+			if err := waitFor(ctx, hold); err != nil {
+				return nil, err
 			}
 			f.smu.Lock()
 			defer f.smu.Unlock()

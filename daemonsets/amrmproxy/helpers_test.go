@@ -59,6 +59,8 @@ type fakeRM struct {
 	// Knit's RM does for an unmanaged AM keeping its containers, rather
 	// than be refused as already registered.
 	reregister bool
+	// holdRegister, if set, holds every register until it is closed.
+	holdRegister chan struct{}
 	// hold, if set, keeps every allocate answer back until it is closed;
 	// held is closed when the first such answer is held.
 	hold, held chan struct{}
@@ -85,6 +87,19 @@ func (f *fakeRM) holdAnswers(t *testing.T) (held <-chan struct{}, release func()
 	return f.held, release
 }
 
+// waitFor waits until hold, if any, is closed, or ctx ends.
+func waitFor(ctx context.Context, hold <-chan struct{}) error {
+	if hold == nil {
+		return nil
+	}
+	select {
+	case <-hold:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 func (f *fakeRM) user(ctx context.Context) {
 	c, _ := ipc.CallerFrom(ctx)
 	f.users = append(f.users, c.User)
@@ -97,6 +112,12 @@ func (f *fakeRM) serve(t *testing.T) string {
 func (f *fakeRM) methods() []ipc.Method {
 	return yarnrpc.ApplicationMasterProtocolFuncs{
 		RegisterApplicationMaster: func(ctx context.Context, _ *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
+			f.mu.Lock()
+			hold := f.holdRegister
+			f.mu.Unlock()
+			if err := waitFor(ctx, hold); err != nil {
+				return nil, err
+			}
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.user(ctx)
@@ -121,10 +142,8 @@ func (f *fakeRM) methods() []ipc.Method {
 				if held != nil {
 					close(held)
 				}
-				select {
-				case <-hold:
-				case <-ctx.Done():
-					return nil, ctx.Err()
+				if err := waitFor(ctx, hold); err != nil {
+					return nil, err
 				}
 			}
 			return resp, err
