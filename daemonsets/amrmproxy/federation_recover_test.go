@@ -309,3 +309,35 @@ func TestASecondaryThatHoldsItsReattachHoldsNeitherTheRecoveryNorTheAMsHeartbeat
 	wantSecondaryReleased(t, e)
 	endLife(t, second, fs)
 }
+
+func TestAnAMFinishingWhileItsUnmanagedAMIsReattachedFinishesItToo(t *testing.T) {
+	ctx := testCtx(t)
+	l := newFederatedLife(t)
+	e, fs, local := l.e, l.state, l.local
+	if err := l.svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	e.secondary.mu.Lock()
+	e.secondary.holdRegister = hold
+	e.secondary.mu.Unlock()
+	var once sync.Once
+	release := func() { once.Do(func() { close(hold) }) }
+	t.Cleanup(release)
+	second, proxy2, _ := nodeLife(t, fs, federationPipeline, e.stages)
+
+	am2 := rawAM(t, proxy2, local)
+	finished := make(chan error, 1)
+	go func() {
+		_, err := am2.FinishApplicationMaster(ctx, &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()})
+		finished <- err
+	}()
+	release()
+	if err := <-finished; err != nil {
+		t.Fatal(err)
+	}
+	if home, secondary := e.home.hasFinished(), e.secondary.hasFinished(); !home || !secondary {
+		t.Errorf("finished at home %v and in the secondary %v, want both", home, secondary)
+	}
+	endLife(t, second, fs)
+}

@@ -138,8 +138,15 @@ func (h *heartbeater) run(ctx context.Context) {
 	}
 }
 
-// drain waits until every part queued was sent, or ctx ends.
+// drain waits until start returned and every part queued was sent, or
+// ctx ends: an unmanaged AM being launched or re-attached is then one to
+// finish, not one left behind.
 func (h *heartbeater) drain(ctx context.Context) error {
+	select {
+	case <-h.started:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	for {
 		changed := h.sink.changes()
 		if h.idle() {
