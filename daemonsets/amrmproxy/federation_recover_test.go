@@ -110,6 +110,19 @@ func endLife(t *testing.T, svc *Service, fs *FileStore) {
 	}
 }
 
+// holdRegisters makes the RM hold its registers until release (or the
+// test's end).
+func (f *fakeRM) holdRegisters(t *testing.T) (release func()) {
+	hold := make(chan struct{})
+	f.mu.Lock()
+	f.holdRegister = hold
+	f.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(hold) }) }
+	t.Cleanup(release)
+	return release
+}
+
 // sent is what the RM was sent: each allocate's asks, and the releases.
 func (f *fakeRM) sent() (asks [][]*yarnpb.ResourceRequestProto, releases []*yarnpb.ContainerIdProto) {
 	f.mu.Lock()
@@ -275,13 +288,7 @@ func TestASecondaryThatHoldsItsReattachHoldsNeitherTheRecoveryNorTheAMsHeartbeat
 	if err := l.svc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	hold := make(chan struct{})
-	e.secondary.mu.Lock()
-	e.secondary.holdRegister = hold
-	e.secondary.mu.Unlock()
-	var once sync.Once
-	release := func() { once.Do(func() { close(hold) }) }
-	t.Cleanup(release)
+	release := e.secondary.holdRegisters(t)
 
 	// The node recovers and the AM heartbeats on while the secondary
 	// holds the unmanaged AM's register.
@@ -317,13 +324,7 @@ func TestAnAMFinishingWhileItsUnmanagedAMIsReattachedFinishesItToo(t *testing.T)
 	if err := l.svc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	hold := make(chan struct{})
-	e.secondary.mu.Lock()
-	e.secondary.holdRegister = hold
-	e.secondary.mu.Unlock()
-	var once sync.Once
-	release := func() { once.Do(func() { close(hold) }) }
-	t.Cleanup(release)
+	release := e.secondary.holdRegisters(t)
 	second, proxy2, _ := nodeLife(t, fs, federationPipeline, e.stages)
 
 	am2 := rawAM(t, proxy2, local)
