@@ -26,7 +26,6 @@ import (
 // (protocols/yarnerr), which AMRMClient and the MapReduce and Spark AMs
 // branch on, are those of hadoop-wire-facts §9 item 13.
 const (
-	msgAlreadyRegistered              = "Application Master is already registered : "
 	msgNotInAMServiceFormat           = "Application attempt %s doesn't exist in ApplicationMasterService cache."
 	msgNotRegisteredFormat            = "AM is not registered for known application attempt: %s or RM had restarted after AM registered. AM should re-register."
 	msgUnregisterBeforeRegisterFormat = "Application Master is trying to unregister before registering for: %s"
@@ -223,7 +222,7 @@ func (rm *ResourceManager) RegisterApplicationMaster(ctx context.Context, req *y
 		rereg := e.app.Unmanaged() && e.app.KeepContainersAcrossAttempts()
 		e.mu.Unlock()
 		if !rereg {
-			return nil, yarnerr.InvalidApplicationMasterRequest.Errorf("%s%s", msgAlreadyRegistered, attempt.App)
+			return nil, yarnerr.AlreadyRegistered(attempt.App.String())
 		}
 	}
 	err = rm.handle(ctx, e, apps.AttemptRegistered{

@@ -63,7 +63,7 @@ func (d *DefaultInterceptor) FinishApplicationMaster(ctx context.Context, req *y
 
 // Resume takes the registration the AM made before the node restarted; the
 // client learns the RM's response id from its first heartbeat.
-func (d *DefaultInterceptor) Resume(register *yarnpb.RegisterApplicationMasterRequestProto) error {
+func (d *DefaultInterceptor) Resume(_ context.Context, register *yarnpb.RegisterApplicationMasterRequestProto) error {
 	d.rm.Resume(register)
 	return nil
 }

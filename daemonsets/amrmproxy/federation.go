@@ -16,6 +16,7 @@ import (
 	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/federation"
 	"github.com/knitdev/knit/federation/store"
+	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/token"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -80,6 +81,10 @@ type FederationSettings struct {
 // the first arrived (at most HeartbeatMaxWait) and the others had as long
 // again to follow. The AM-facing response ids are the Service's, which
 // checks and numbers them as YARN's interceptor does.
+//
+// What a restart of the node would lose, the home's registration answer
+// and the unmanaged AMs' tokens, is kept in the attempt's state as it
+// changes (App.Keep); Resume rebuilds the interceptor from it.
 type FederationInterceptor struct {
 	cfg  FederationSettings
 	app  App
@@ -109,11 +114,24 @@ type FederationInterceptor struct {
 var (
 	_ Interceptor = (*FederationInterceptor)(nil)
 	_ Ender       = (*FederationInterceptor)(nil)
+	_ Resumer     = (*FederationInterceptor)(nil)
+)
+
+// The keys of what the interceptor keeps in its attempt's state (App.Keep),
+// YARN's NMSS_REG_RESPONSE_KEY and NMSS_SECONDARY_SC_PREFIX: the home's
+// answer to the AM's register, and each secondary's unmanaged AM's
+// AMRMToken under the sub-cluster's id. The register itself is the
+// Service's.
+const (
+	keptRegistration = "FederationInterceptor/registerResponse"
+	keptSecondary    = "FederationInterceptor/secondarySC/"
 )
 
 // uam is the attempt's unmanaged AM in one secondary sub-cluster.
 type uam struct {
 	rm *client.AMRMClient
+	// token is the one it registered with.
+	token token.Token
 }
 
 // secondary is a secondary sub-cluster the AM was sent asks for: its
@@ -122,11 +140,18 @@ type secondary struct {
 	sc store.SubClusterInfo
 	hb *heartbeater
 
+	// resumed marks an unmanaged AM that registered before the node
+	// restarted, which the heartbeater re-attaches rather than launches.
+	resumed bool
+
 	mu sync.Mutex
 	// uam is nil until registered.
 	uam *uam
 	// submitted is set once the unmanaged application may exist there.
 	submitted bool
+	// running are the containers a re-attach found there, until an
+	// allocate maps them to the sub-cluster.
+	running []*yarnpb.ContainerIdProto
 }
 
 func (s *secondary) launched() (*uam, bool) {
@@ -195,6 +220,11 @@ func (f *FederationInterceptor) RegisterApplicationMaster(ctx context.Context, r
 	}
 	f.home, f.policy, f.registered = home, policy, resp
 	f.register = proto.Clone(req).(*yarnpb.RegisterApplicationMasterRequestProto)
+	if b, err := proto.Marshal(resp); err != nil {
+		f.log.Warn("keeping the home's registration", "err", err)
+	} else {
+		f.app.keep(keptRegistration, b)
+	}
 	f.homeHB = startHeartbeater(ctx, &heartbeater{id: home, sink: f.sink, log: f.log, send: f.next.Allocate})
 	f.log.Info("federated AM registered", "home", home, "queue", resp.GetQueue())
 	return resp, nil
@@ -227,11 +257,15 @@ func (f *FederationInterceptor) Allocate(ctx context.Context, req *yarnpb.Alloca
 	if f.finished {
 		return &yarnpb.AllocateResponseProto{}, nil
 	}
+	if err := f.awaitReattach(ctx, req); err != nil {
+		return nil, fmt.Errorf("amrmproxy: allocate: %w", err)
+	}
 	active, err := f.cfg.Store.GetSubClusters(ctx, true)
 	if err != nil {
 		return nil, fmt.Errorf("amrmproxy: sub-clusters: %w", err)
 	}
 	f.retireFailedLaunches()
+	f.mapReattached()
 	expired := f.sink.timedOut(f.cfg.SubClusterTimeout)
 	byID := map[string]store.SubClusterInfo{}
 	var ids []string
@@ -352,20 +386,50 @@ func (f *FederationInterceptor) startSecondary(ctx context.Context, sc store.Sub
 			s.mu.Lock()
 			s.uam = u
 			s.mu.Unlock()
+			f.keepToken(sc.ID, u.token)
 			return nil
 		},
-		send: func(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
-			u, _ := s.launched()
-			return u.rm.Allocate(ctx, req)
-		},
+		send: f.sendUAM(s),
 	})
 	return s
 }
 
+// sendUAM sends a secondary's parts with its unmanaged AM, keeping the
+// AMRMToken the sub-cluster renews for the node's next life, as YARN's
+// heartbeat callback stores it.
+func (f *FederationInterceptor) sendUAM(s *secondary) func(context.Context, *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
+	return func(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
+		u, _ := s.launched()
+		resp, err := u.rm.Allocate(ctx, req)
+		if t := resp.GetAmRmToken(); err == nil && t != nil {
+			f.keepToken(s.sc.ID, amrmToken(t))
+		}
+		return resp, err
+	}
+}
+
+// amrmToken is an AMRMToken as an RM hands it out, whose kind it may leave
+// unset.
+func amrmToken(t *commonpb.TokenProto) token.Token {
+	tok := token.FromProto(t)
+	tok.Kind = client.KindAMRMToken
+	return tok
+}
+
+// keepToken keeps a secondary's unmanaged AM's token in the attempt's state.
+func (f *FederationInterceptor) keepToken(id string, tok token.Token) {
+	b, err := proto.Marshal(tok.Proto())
+	if err != nil {
+		f.log.Warn("keeping an unmanaged AM's token", "sub_cluster", id, "err", err)
+		return
+	}
+	f.app.keep(keptSecondary+id, b)
+}
+
 // retireFailedLaunches stops the heartbeaters of secondaries whose
-// unmanaged AM did not launch: as a secondary that fails a heartbeat, the
-// AM goes on with the others, and asks sent there after RetryAfter try
-// again.
+// unmanaged AM did not launch, or not re-attach (whose kept token goes
+// too): as a secondary that fails a heartbeat, the AM goes on with the
+// others, and asks sent there after RetryAfter launch a new one.
 func (f *FederationInterceptor) retireFailedLaunches() {
 	for _, id := range slices.Sorted(maps.Keys(f.secondaries)) {
 		s := f.secondaries[id]
@@ -376,6 +440,9 @@ func (f *FederationInterceptor) retireFailedLaunches() {
 		delete(f.secondaries, id)
 		f.sink.forget(id)
 		f.failed[id] = f.cfg.Now()
+		if s.resumed {
+			f.app.keep(keptSecondary+id, nil)
+		}
 	}
 }
 
@@ -513,18 +580,26 @@ func (f *FederationInterceptor) launchUAM(ctx context.Context, s *secondary) (*u
 	if err != nil {
 		return nil, fmt.Errorf("amrmproxy: AMRMToken of the unmanaged AM in %s: %w", sc.ID, err)
 	}
-	tok := report.GetAmRmToken()
-	tok.Kind = proto.String(client.KindAMRMToken)
-	rm, err := client.NewAMRMClient(sc.AMRMServiceAddress, client.AMRMConfig{Token: token.FromProto(tok), NewBackOff: f.cfg.NewBackOff, Logger: f.log.With("sub_cluster", sc.ID)})
+	tok := amrmToken(report.GetAmRmToken())
+	rm, err := f.uamClient(sc, tok)
 	if err != nil {
-		return nil, fmt.Errorf("amrmproxy: unmanaged AM in %s: %w", sc.ID, err)
+		return nil, err
 	}
 	if _, err := rm.Register(ctx, f.register.GetHost(), f.register.GetRpcPort(), f.register.GetTrackingUrl()); err != nil {
 		rm.Close()
 		return nil, fmt.Errorf("amrmproxy: register the unmanaged AM in %s: %w", sc.ID, err)
 	}
 	f.log.Info("unmanaged AM registered in a secondary sub-cluster", "sub_cluster", sc.ID)
-	return &uam{rm: rm}, nil
+	return &uam{rm: rm, token: tok}, nil
+}
+
+// uamClient is the client of an unmanaged AM of tok in sc.
+func (f *FederationInterceptor) uamClient(sc store.SubClusterInfo, tok token.Token) (*client.AMRMClient, error) {
+	rm, err := client.NewAMRMClient(sc.AMRMServiceAddress, client.AMRMConfig{Token: tok, NewBackOff: f.cfg.NewBackOff, Logger: f.log.With("sub_cluster", sc.ID)})
+	if err != nil {
+		return nil, fmt.Errorf("amrmproxy: unmanaged AM in %s: %w", sc.ID, err)
+	}
+	return rm, nil
 }
 
 // FinishApplicationMaster sends what the heartbeaters hold still, stops

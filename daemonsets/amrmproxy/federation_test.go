@@ -2,7 +2,7 @@ package amrmproxy
 
 import (
 	"context"
-
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -46,12 +46,8 @@ func (f *fakeSubCluster) serve(t *testing.T, token string) string {
 			f.smu.Lock()
 			hold := f.hold
 			f.smu.Unlock()
-			if hold != nil {
-				select {
-				case <-hold:
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
+			if err := waitFor(ctx, hold); err != nil {
+				return nil, err
 			}
 			f.smu.Lock()
 			defer f.smu.Unlock()
@@ -69,8 +65,23 @@ func (f *fakeSubCluster) serve(t *testing.T, token string) string {
 		GetApplicationReport: func(_ context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
 			return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: &yarnpb.ApplicationReportProto{
 				ApplicationId: req.GetApplicationId(), YarnApplicationState: yarnpb.YarnApplicationStateProto_ACCEPTED.Enum(),
-				AmRmToken: rmToken(token).Proto(),
+				AmRmToken:                   rmToken(token).Proto(),
+				CurrentApplicationAttemptId: yarnid.AttemptID{App: testAttempt.App, ID: 1}.Proto(),
 			}}, nil
+		},
+		// The unmanaged AM's running containers: those it was given and
+		// did not release.
+		GetContainers: func(_ context.Context, req *yarnpb.GetContainersRequestProto) (*yarnpb.GetContainersResponseProto, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			resp := &yarnpb.GetContainersResponseProto{}
+			for _, c := range f.allocated {
+				released := slices.ContainsFunc(f.releases, func(id *yarnpb.ContainerIdProto) bool { return proto.Equal(id, c.GetId()) })
+				if !released && proto.Equal(c.GetId().GetAppAttemptId(), req.GetApplicationAttemptId()) {
+					resp.Containers = append(resp.Containers, &yarnpb.ContainerReportProto{ContainerId: c.GetId()})
+				}
+			}
+			return resp, nil
 		},
 	}.Register(srv)
 	if err != nil {
@@ -95,7 +106,13 @@ type federationEnv struct {
 	svc       *Service
 	proxy     string
 	store     *store.Memory
+	// stages are the proxy's, the federation interceptor's and the
+	// default one's.
+	stages map[string]Stage
 }
+
+// federationPipeline is the pipeline of the federation tests' proxies.
+var federationPipeline = []string{FederationInterceptorName, DefaultInterceptorName}
 
 func newFederation(t *testing.T, manager string, params ...byte) *federationEnv {
 	t.Helper()
@@ -105,6 +122,15 @@ func newFederation(t *testing.T, manager string, params ...byte) *federationEnv 
 // newFederationWith is newFederation with the interceptor's settings
 // changed by set.
 func newFederationWith(t *testing.T, set func(*FederationSettings), manager string, params ...byte) *federationEnv {
+	t.Helper()
+	e := newSubClusters(t, set, manager, params...)
+	e.svc, e.proxy = serveProxy(t, testSecrets(t), federationPipeline, e.stages)
+	return e
+}
+
+// newSubClusters is newFederationWith's sub-clusters, store and stages,
+// with no proxy yet.
+func newSubClusters(t *testing.T, set func(*FederationSettings), manager string, params ...byte) *federationEnv {
 	t.Helper()
 	ctx := testCtx(t)
 	e := &federationEnv{home: &fakeRM{allocated: []*yarnpb.ContainerProto{container(testAttempt, 2)}}, secondary: &fakeSubCluster{}}
@@ -135,8 +161,7 @@ func newFederationWith(t *testing.T, set func(*FederationSettings), manager stri
 		LaunchTimeout: time.Second}
 	set(&settings)
 	stages[FederationInterceptorName] = FederationStage(settings)
-	e.store = fed
-	e.svc, e.proxy = serveProxy(t, testSecrets(t), []string{FederationInterceptorName, DefaultInterceptorName}, stages)
+	e.store, e.stages = fed, stages
 	return e
 }
 

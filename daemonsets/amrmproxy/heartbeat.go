@@ -40,7 +40,9 @@ type heartbeater struct {
 	// failed is start's error.
 	failed error
 
-	wake    chan struct{}
+	wake chan struct{}
+	// started is closed once start returned.
+	started chan struct{}
 	cancel  context.CancelFunc
 	stopped chan struct{}
 }
@@ -50,6 +52,7 @@ type heartbeater struct {
 func startHeartbeater(ctx context.Context, h *heartbeater) *heartbeater {
 	ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	h.wake = make(chan struct{}, 1)
+	h.started = make(chan struct{})
 	h.stopped = make(chan struct{})
 	go h.run(ctx)
 	return h
@@ -104,6 +107,7 @@ func (h *heartbeater) run(ctx context.Context) {
 			h.mu.Unlock()
 		}
 	}
+	close(h.started)
 	for {
 		select {
 		case <-ctx.Done():
@@ -134,8 +138,15 @@ func (h *heartbeater) run(ctx context.Context) {
 	}
 }
 
-// drain waits until every part queued was sent, or ctx ends.
+// drain waits until start returned and every part queued was sent, or
+// ctx ends: an unmanaged AM being launched or re-attached is then one to
+// finish, not one left behind.
 func (h *heartbeater) drain(ctx context.Context) error {
+	select {
+	case <-h.started:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	for {
 		changed := h.sink.changes()
 		if h.idle() {

@@ -53,6 +53,14 @@ type fakeRM struct {
 	allocated []*yarnpb.ContainerProto
 	// fail, if set, is the next allocate's error.
 	fail error
+	// refuse, if set, is every register's error.
+	refuse error
+	// reregister makes a second register start the count again, as
+	// Knit's RM does for an unmanaged AM keeping its containers, rather
+	// than be refused as already registered.
+	reregister bool
+	// holdRegister, if set, holds every register until it is closed.
+	holdRegister chan struct{}
 	// hold, if set, keeps every allocate answer back until it is closed;
 	// held is closed when the first such answer is held.
 	hold, held chan struct{}
@@ -79,6 +87,19 @@ func (f *fakeRM) holdAnswers(t *testing.T) (held <-chan struct{}, release func()
 	return f.held, release
 }
 
+// waitFor waits until hold, if any, is closed, or ctx ends.
+func waitFor(ctx context.Context, hold <-chan struct{}) error {
+	if hold == nil {
+		return nil
+	}
+	select {
+	case <-hold:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 func (f *fakeRM) user(ctx context.Context) {
 	c, _ := ipc.CallerFrom(ctx)
 	f.users = append(f.users, c.User)
@@ -92,10 +113,19 @@ func (f *fakeRM) methods() []ipc.Method {
 	return yarnrpc.ApplicationMasterProtocolFuncs{
 		RegisterApplicationMaster: func(ctx context.Context, _ *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
 			f.mu.Lock()
+			hold := f.holdRegister
+			f.mu.Unlock()
+			if err := waitFor(ctx, hold); err != nil {
+				return nil, err
+			}
+			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.user(ctx)
-			if f.registered {
-				return nil, yarnerr.InvalidApplicationMasterRequest.New("Application Master is already registered")
+			if f.refuse != nil {
+				return nil, f.refuse
+			}
+			if f.registered && !f.reregister {
+				return nil, yarnerr.AlreadyRegistered(testAttempt.App.String())
 			}
 			f.registered, f.lastID = true, 0
 			return &yarnpb.RegisterApplicationMasterResponseProto{Queue: proto.String("root.default")}, nil
@@ -112,10 +142,8 @@ func (f *fakeRM) methods() []ipc.Method {
 				if held != nil {
 					close(held)
 				}
-				select {
-				case <-hold:
-				case <-ctx.Done():
-					return nil, ctx.Err()
+				if err := waitFor(ctx, hold); err != nil {
+					return nil, err
 				}
 			}
 			return resp, err
@@ -205,6 +233,13 @@ func serveProxyWith(t *testing.T, cfg Config, before func(*Service)) (*Service, 
 // and returns a raw AM client of the proxy, registered.
 func registeredAM(t *testing.T, svc *Service, proxy string) *yarnrpc.ApplicationMasterProtocolClient {
 	t.Helper()
+	_, am := registeredAMWithToken(t, svc, proxy)
+	return am
+}
+
+// registeredAMWithToken is registeredAM, with the AM's local token.
+func registeredAMWithToken(t *testing.T, svc *Service, proxy string) (token.Token, *yarnrpc.ApplicationMasterProtocolClient) {
+	t.Helper()
 	ctx := testCtx(t)
 	local, err := svc.StartApplicationMaster(ctx, testAttempt, "alice", rmToken("real-1"))
 	if err != nil {
@@ -214,7 +249,7 @@ func registeredAM(t *testing.T, svc *Service, proxy string) *yarnrpc.Application
 	if _, err := am.RegisterApplicationMaster(ctx, &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("am-host")}); err != nil {
 		t.Fatal(err)
 	}
-	return am
+	return local, am
 }
 
 // rawAM is an AM client that sends exactly the requests it is given.

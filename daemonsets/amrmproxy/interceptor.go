@@ -41,6 +41,23 @@ type App struct {
 	RMToken token.Token
 	// Logger is keyed by the attempt.
 	Logger *slog.Logger
+	// Kept is what the stages kept with Keep in the node's earlier life,
+	// by key: empty for a new pipeline, read by a Resumer.
+	Kept map[string][]byte
+	// Keep puts a stage's entry, under a key of its own, in the attempt's
+	// state, to be in Kept after a restart of the node; a nil value drops
+	// the entry. It is safe for concurrent use (a stage's goroutines keep
+	// what they learn), the entries go once the pipeline ends, and a
+	// failure is logged: only a restart would lose the entry. Nil keeps
+	// nothing.
+	Keep func(key string, value []byte)
+}
+
+// keep is Keep, when the pipeline has a state.
+func (a App) keep(key string, value []byte) {
+	if a.Keep != nil {
+		a.Keep(key, value)
+	}
 }
 
 // Stage builds one interceptor of a pipeline in front of next, which is

@@ -257,3 +257,25 @@ func TestFileStoreReadsWhatItCanAndNamesWhatItCannot(t *testing.T) {
 		t.Errorf("keys of a new store: %v, %v", ok, err)
 	}
 }
+
+func TestAnAttemptStartedAgainKeepsTheNewPipelinesState(t *testing.T) {
+	rm := &fakeRM{}
+	rmAddr := rm.serve(t)
+	store, err := NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, _, _ := nodeLife(t, store, []string{DefaultInterceptorName}, defaultStages(rmAddr))
+	for _, real := range []string{"real-1", "real-2"} {
+		if _, err := svc.StartApplicationMaster(testCtx(t), testAttempt, "alice", rmToken(real)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept, err := store.LoadAttempts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 1 || string(kept[0].RMToken.Identifier) != "real-2" {
+		t.Fatalf("kept %+v, want the second start's pipeline", kept)
+	}
+}

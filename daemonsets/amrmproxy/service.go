@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -47,10 +48,10 @@ type AttemptStore interface {
 
 // Resumer is a stage that can serve an attempt whose AM registered with
 // an earlier process of the node's: it takes the AM's registration instead
-// of sending it again. A pipeline is recovered only if each of its stages
-// is one.
+// of sending it again, and rebuilds itself from what it kept (App.Kept).
+// A pipeline is recovered only if each of its stages is one.
 type Resumer interface {
-	Resume(register *yarnpb.RegisterApplicationMasterRequestProto) error
+	Resume(ctx context.Context, register *yarnpb.RegisterApplicationMasterRequestProto) error
 }
 
 // Service is the proxy's ApplicationMasterProtocol: it authenticates the
@@ -84,6 +85,15 @@ type pipeline struct {
 	// its first heartbeat's id is taken as the AM's count.
 	resumed bool
 	ended   bool
+
+	// smu guards the state as last saved, apart from mu: the stages keep
+	// their entries (App.Keep) from their own goroutines while the AM's
+	// call holds mu.
+	smu  sync.Mutex
+	kept AttemptState
+	// forgotten is set once the state is removed, so that no late entry
+	// writes it again.
+	forgotten bool
 }
 
 // New returns a Service with no pipelines.
@@ -122,23 +132,49 @@ func (s *Service) StartApplicationMaster(_ context.Context, attempt yarnid.Attem
 		return token.Token{}, fmt.Errorf("amrmproxy: start %s: token of kind %q, want %s", attempt, rmToken.Kind, client.KindAMRMToken)
 	}
 	app := App{Attempt: attempt, User: user, RMToken: rmToken.Clone(), Logger: s.log.With("attempt", attempt.String())}
-	stages, err := build(app, s.cfg.Pipeline, s.cfg.Stages)
+	p := s.newPipeline(app, AttemptState{Attempt: attempt.String(), User: user})
+	stages, err := build(p.app, s.cfg.Pipeline, s.cfg.Stages)
 	if err != nil {
 		return token.Token{}, err
 	}
-	p := &pipeline{app: app, stages: stages, rmToken: app.RMToken}
-	s.save(p)
+	p.stages, p.rmToken = stages, app.RMToken
+	// Held until saved: the AM may call as soon as p is in place.
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	s.mu.Lock()
 	old := s.pipelines[attempt]
 	s.pipelines[attempt] = p
 	s.mu.Unlock()
 	if old != nil {
+		// Its state goes with it, before p's is saved.
 		if err := s.end(old); err != nil {
 			old.app.Logger.Warn("closing the AMRMProxy pipeline", "err", err)
 		}
 	}
+	s.save(p)
 	s.log.Info("AMRMProxy pipeline started", "attempt", attempt.String(), "user", user, "interceptors", len(stages))
 	return s.cfg.Secrets.Create(attempt), nil
+}
+
+// newPipeline is the pipeline of app, whose state starts as kept, with
+// app.Keep putting the stages' entries in it.
+func (s *Service) newPipeline(app App, kept AttemptState) *pipeline {
+	p := &pipeline{app: app, kept: kept}
+	if s.cfg.State != nil {
+		p.app.Keep = func(key string, value []byte) {
+			s.keep(p, func(st *AttemptState) {
+				if value == nil {
+					delete(st.Entries, key)
+					return
+				}
+				if st.Entries == nil {
+					st.Entries = map[string][]byte{}
+				}
+				st.Entries[key] = slices.Clone(value)
+			})
+		}
+	}
+	return p
 }
 
 // EndApplication ends the pipelines of an application's attempts, once
@@ -233,9 +269,12 @@ func (s *Service) closePipeline(p *pipeline, forget bool) error {
 	p.ended = true
 	s.cfg.Secrets.Forget(p.app.Attempt)
 	if forget && s.cfg.State != nil {
+		p.smu.Lock()
+		p.forgotten = true
 		if err := s.cfg.State.RemoveAttempt(p.app.Attempt); err != nil {
 			p.app.Logger.Warn("forgetting the AMRMProxy pipeline's state", "err", err)
 		}
+		p.smu.Unlock()
 	}
 	err := closeAll(p.stages)
 	s.log.Info("AMRMProxy pipeline ended", "attempt", p.app.Attempt.String())
@@ -402,22 +441,36 @@ func (s *Service) TakeAMRMToken(ctx context.Context, attempt yarnid.AttemptID, u
 	return true, nil
 }
 
-// save keeps p's attempt in the State, if any. A failure is logged: the
-// pipeline serves on, and only a restart of the node would lose it.
+// save keeps p's attempt in the State, if any, with p.mu held or before
+// p serves.
 func (s *Service) save(p *pipeline) {
 	if s.cfg.State == nil {
 		return
 	}
-	st := AttemptState{Attempt: p.app.Attempt.String(), User: p.app.User, RMToken: p.rmToken}
+	var register []byte
 	if p.register != nil {
 		b, err := proto.Marshal(p.register)
 		if err != nil {
 			p.app.Logger.Warn("saving the AMRMProxy pipeline's state", "err", err)
 			return
 		}
-		st.Registered, st.Register = true, b
+		register = b
 	}
-	if err := s.cfg.State.SaveAttempt(st); err != nil {
+	s.keep(p, func(st *AttemptState) {
+		st.RMToken, st.Registered, st.Register = p.rmToken, register != nil, register
+	})
+}
+
+// keep changes p's state and saves it whole. A failure is logged: the
+// pipeline serves on, and only a restart of the node would lose it.
+func (s *Service) keep(p *pipeline, change func(*AttemptState)) {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	if p.forgotten {
+		return
+	}
+	change(&p.kept)
+	if err := s.cfg.State.SaveAttempt(p.kept); err != nil {
 		p.app.Logger.Warn("saving the AMRMProxy pipeline's state", "err", err)
 	}
 }
@@ -425,11 +478,10 @@ func (s *Service) save(p *pipeline) {
 // Recover rebuilds the pipelines of the attempts the State kept, before
 // the Service serves, as YARN's AMRMProxyService.recover does after a
 // NodeManager restart: each with its newest real token, resumed with the
-// AM's registration, its local tokens valid again. An attempt that cannot
-// be rebuilt (a stage that is not a Resumer, such as the federation
-// interceptor, whose unmanaged AMs live in its memory) is forgotten and
-// logged; its AM fails as on a node without recovery. It reports how many
-// pipelines came back.
+// AM's registration and what its stages kept, its local tokens valid
+// again. An attempt that cannot be rebuilt (a stage that is not a
+// Resumer, or fails to resume) is forgotten and logged; its AM fails as on
+// a node without recovery. It reports how many pipelines came back.
 func (s *Service) Recover(ctx context.Context) (int, error) {
 	if s.cfg.State == nil {
 		return 0, nil
@@ -449,7 +501,7 @@ func (s *Service) Recover(ctx context.Context) (int, error) {
 			s.log.Warn("AMRMProxy state of no attempt", "attempt", st.Attempt, "err", err)
 			continue
 		}
-		if err := s.resume(attempt, st); err != nil {
+		if err := s.resume(ctx, attempt, st); err != nil {
 			s.log.Warn("AMRMProxy pipeline not recovered", "attempt", st.Attempt, "err", err)
 			if err := s.cfg.State.RemoveAttempt(attempt); err != nil {
 				s.log.Warn("forgetting the AMRMProxy pipeline's state", "attempt", st.Attempt, "err", err)
@@ -462,7 +514,7 @@ func (s *Service) Recover(ctx context.Context) (int, error) {
 }
 
 // resume rebuilds one kept attempt's pipeline.
-func (s *Service) resume(attempt yarnid.AttemptID, st AttemptState) error {
+func (s *Service) resume(ctx context.Context, attempt yarnid.AttemptID, st AttemptState) error {
 	var register *yarnpb.RegisterApplicationMasterRequestProto
 	if st.Registered {
 		register = &yarnpb.RegisterApplicationMasterRequestProto{}
@@ -473,8 +525,9 @@ func (s *Service) resume(attempt yarnid.AttemptID, st AttemptState) error {
 	if st.RMToken.Kind != client.KindAMRMToken {
 		return fmt.Errorf("token of kind %q, want %s", st.RMToken.Kind, client.KindAMRMToken)
 	}
-	app := App{Attempt: attempt, User: st.User, RMToken: st.RMToken, Logger: s.log.With("attempt", attempt.String())}
-	stages, err := build(app, s.cfg.Pipeline, s.cfg.Stages)
+	app := App{Attempt: attempt, User: st.User, RMToken: st.RMToken, Logger: s.log.With("attempt", attempt.String()), Kept: maps.Clone(st.Entries)}
+	p := s.newPipeline(app, st)
+	stages, err := build(p.app, s.cfg.Pipeline, s.cfg.Stages)
 	if err != nil {
 		return err
 	}
@@ -485,13 +538,13 @@ func (s *Service) resume(attempt yarnid.AttemptID, st AttemptState) error {
 				closeAll(stages)
 				return fmt.Errorf("interceptor %s cannot resume an attempt", s.cfg.Pipeline[i])
 			}
-			if err := r.Resume(register); err != nil {
+			if err := r.Resume(ctx, register); err != nil {
 				closeAll(stages)
 				return fmt.Errorf("interceptor %s: %w", s.cfg.Pipeline[i], err)
 			}
 		}
 	}
-	p := &pipeline{app: app, stages: stages, rmToken: st.RMToken, register: register, resumed: register != nil}
+	p.stages, p.rmToken, p.register, p.resumed = stages, st.RMToken, register, register != nil
 	s.mu.Lock()
 	s.pipelines[attempt] = p
 	s.mu.Unlock()

@@ -19,7 +19,9 @@ import (
 // What the AMRMProxy keeps across a restart of knit-node, as a NodeManager
 // with recovery on keeps it in its state store (NMStateStoreService's
 // AMRMProxy part): the node's master keys and, for each attempt with a
-// pipeline, its user, newest real AMRMToken and registration. The AM
+// pipeline, its user, newest real AMRMToken, registration and what its
+// stages keep of their own (the federation interceptor's unmanaged AMs,
+// as YARN's stores its entries with storeAMRMProxyAppContextEntry). The AM
 // pods outlive knit-node's restarts (a DaemonSet rollout), so their AMs
 // go on heartbeating with the local tokens they hold; without this state
 // every AM on the node would fail its attempt.
@@ -49,11 +51,15 @@ type AttemptState struct {
 	// RegisterApplicationMasterRequestProto encoded.
 	Registered bool   `json:"registered,omitempty"`
 	Register   []byte `json:"register,omitempty"`
+	// Entries are the stages' own (App.Keep), by key.
+	Entries map[string][]byte `json:"entries,omitempty"`
 }
 
-// maxStateFile bounds a state file read back: a key record or one
-// attempt's is well under a kilobyte.
-const maxStateFile = 64 << 10
+// maxStateFile bounds a state file read back: a key record is well under
+// a kilobyte, and so is an attempt's but for the home's registration
+// answer the federation interceptor keeps, which lists the containers
+// the attempt took over from earlier ones.
+const maxStateFile = 1 << 20
 
 // FileStore keeps the state in files of one folder on the node, readable
 // by knit-node's user alone: they hold real AMRMTokens and the keys that

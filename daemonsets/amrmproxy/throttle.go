@@ -171,7 +171,7 @@ func (t *ThrottleInterceptor) Close() error { return nil }
 
 // Resume keeps nothing across the node's restart: the totals it bounds
 // fill again as the AM states each ask anew, and the pace starts over.
-func (t *ThrottleInterceptor) Resume(*yarnpb.RegisterApplicationMasterRequestProto) error {
+func (t *ThrottleInterceptor) Resume(context.Context, *yarnpb.RegisterApplicationMasterRequestProto) error {
 	return nil
 }
 
