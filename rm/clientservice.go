@@ -1,6 +1,7 @@
 package rm
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -45,7 +46,7 @@ func (rm *ResourceManager) Register(srv *ipc.Server) error {
 	if enc, ok := rm.cfg.Nodes.(encodedNodeReports); ok {
 		for i, m := range methods {
 			if m.Name() == getClusterNodesMethod {
-				methods[i] = ipc.HandleRaw(getClusterNodesMethod, func(_ context.Context, req *yarnpb.GetClusterNodesRequestProto, _ []byte) ([]byte, error) {
+				methods[i] = ipc.HandleRawParts(getClusterNodesMethod, func(_ context.Context, req *yarnpb.GetClusterNodesRequestProto, _ []byte) ([][]byte, error) {
 					return encodedClusterNodes(enc, req)
 				})
 			}
@@ -59,8 +60,9 @@ const getClusterNodesMethod = "getClusterNodes"
 // encodedClusterNodes is getClusterNodes' answer as the bytes the lister
 // keeps: a GetClusterNodesResponseProto is its nodeReports field alone, so
 // that field's elements are the whole message, and the engine writes
-// them as they are, never copying a thousand nodes' reports into a frame.
-func encodedClusterNodes(enc encodedNodeReports, req *yarnpb.GetClusterNodesRequestProto) ([]byte, error) {
+// them as they are, never joining a thousand nodes' reports into one
+// buffer or copying them into a frame.
+func encodedClusterNodes(enc encodedNodeReports, req *yarnpb.GetClusterNodesRequestProto) ([][]byte, error) {
 	field := (&yarnpb.GetClusterNodesResponseProto{}).ProtoReflect().Descriptor().Fields().ByName("nodeReports").Number()
 	raw, err := enc.EncodedReports(field, req.GetNodeStates())
 	if err != nil {
@@ -671,7 +673,7 @@ func (rm *ResourceManager) GetClusterNodes(ctx context.Context, req *yarnpb.GetC
 		// the answer is the one NodeReports would make. (Served over RPC,
 		// Register's raw method sends raw itself.)
 		resp := &yarnpb.GetClusterNodesResponseProto{}
-		resp.ProtoReflect().SetUnknown(raw)
+		resp.ProtoReflect().SetUnknown(bytes.Join(raw, nil))
 		return resp, nil
 	}
 	nodes, err := rm.clusterNodes(ctx, req.GetNodeStates())

@@ -18,9 +18,9 @@ type encodedNodes struct {
 	asked *int
 }
 
-func (n encodedNodes) EncodedReports(field protowire.Number, states []yarnpb.NodeStateProto) ([]byte, error) {
+func (n encodedNodes) EncodedReports(field protowire.Number, states []yarnpb.NodeStateProto) ([][]byte, error) {
 	*n.asked++
-	var out []byte
+	var out [][]byte
 	for _, info := range n.fixedNodes {
 		if len(states) > 0 && !slices.Contains(states, info.State) {
 			continue
@@ -29,8 +29,8 @@ func (n encodedNodes) EncodedReports(field protowire.Number, states []yarnpb.Nod
 		if err != nil {
 			return nil, err
 		}
-		out = protowire.AppendTag(out, field, protowire.BytesType)
-		out = protowire.AppendBytes(out, b)
+		element := protowire.AppendTag(nil, field, protowire.BytesType)
+		out = append(out, protowire.AppendBytes(element, b))
 	}
 	return out, nil
 }

@@ -88,9 +88,9 @@ type NodeLister interface {
 // (nodes.Lister): getClusterNodes sends those encodings as they are.
 type encodedNodeReports interface {
 	// EncodedReports is the answer's reports of the nodes in states
-	// (every node when none), encoded as field's elements; shared, not to
-	// be modified.
-	EncodedReports(field protowire.Number, states []yarnpb.NodeStateProto) ([]byte, error)
+	// (every node when none), encoded as field's elements, in parts to be
+	// sent one after the other; shared, not to be modified.
+	EncodedReports(field protowire.Number, states []yarnpb.NodeStateProto) ([][]byte, error)
 }
 
 // ContainerLauncher starts a container on its pod (RKS); the RM launches AM

@@ -544,10 +544,17 @@ func (c *conn) send(hdr *commonpb.RpcResponseHeaderProto, body proto.Message) er
 func (c *conn) sendAnswer(hdr *commonpb.RpcResponseHeaderProto, body answer) error {
 	bp := c.srv.frames.get()
 	defer c.srv.frames.put(bp)
-	b, err := appendFrameHead((*bp)[:0], body.encoded, hdr, body.msg)
-	tail := body.encoded
-	if err == nil && len(tail) <= maxPooledFrame/2 {
-		b, tail = append(b, tail...), nil
+	tailLen := body.encodedLen()
+	b, err := appendFrameHead((*bp)[:0], tailLen, hdr, body.msg)
+	tail := body.parts
+	if body.encoded != nil {
+		tail = [][]byte{body.encoded}
+	}
+	if err == nil && tailLen <= maxPooledFrame/2 {
+		for _, p := range tail {
+			b = append(b, p...)
+		}
+		tail = nil
 	}
 	*bp = b[:0]
 	if err != nil {
@@ -568,8 +575,11 @@ func (c *conn) sendAnswer(hdr *commonpb.RpcResponseHeaderProto, body answer) err
 	// A peer that stops reading must not hold this call's goroutine forever.
 	_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
 	_, err = c.bw.Write(b)
-	if err == nil && tail != nil {
-		_, err = c.bw.Write(tail)
+	for _, p := range tail {
+		if err != nil {
+			break
+		}
+		_, err = c.bw.Write(p)
 	}
 	c.ended = hdr.GetStatus() == commonpb.RpcResponseHeaderProto_FATAL
 	if c.writers.Add(-1) == 0 && err == nil {

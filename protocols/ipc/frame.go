@@ -134,17 +134,22 @@ func appendFrame(dst []byte, msgs ...proto.Message) ([]byte, error) {
 // encoding, which goes in as it is unless it is nil: a call or an answer
 // forwarded without decoding it.
 func appendFrameEncoded(dst, encoded []byte, msgs ...proto.Message) ([]byte, error) {
-	dst, err := appendFrameHead(dst, encoded, msgs...)
+	tail := -1
+	if encoded != nil {
+		tail = len(encoded)
+	}
+	dst, err := appendFrameHead(dst, tail, msgs...)
 	if err != nil {
 		return dst, err
 	}
 	return append(dst, encoded...), nil
 }
 
-// appendFrameHead is appendFrameEncoded without encoded's own bytes: the
-// frame's length counts them and its last delimiter announces them, so
-// that the caller can write them after the head without copying them.
-func appendFrameHead(dst, encoded []byte, msgs ...proto.Message) ([]byte, error) {
+// appendFrameHead is appendFrameEncoded without the last message's own
+// bytes, of which it is given the length (tail; -1 for none): the frame's
+// length counts them and its last delimiter announces them, so that the
+// caller can write them after the head without copying them.
+func appendFrameHead(dst []byte, tail int, msgs ...proto.Message) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	for _, m := range msgs {
@@ -158,9 +163,9 @@ func appendFrameHead(dst, encoded []byte, msgs ...proto.Message) ([]byte, error)
 			return dst[:start], err
 		}
 	}
-	if encoded != nil {
-		dst = protowire.AppendVarint(dst, uint64(len(encoded)))
+	if tail >= 0 {
+		dst = protowire.AppendVarint(dst, uint64(tail))
 	}
-	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4+len(encoded)))
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4+max(tail, 0)))
 	return dst, nil
 }

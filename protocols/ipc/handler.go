@@ -77,6 +77,25 @@ type Method struct {
 type answer struct {
 	msg     proto.Message
 	encoded []byte
+	// parts, when encoded is nil, is an encoded answer in pieces, sent one
+	// after the other: one kept per element of a long repeated field.
+	parts [][]byte
+}
+
+// encodedLen is the length of the answer's encoding given as bytes (encoded
+// or parts), -1 when it has none.
+func (a answer) encodedLen() int {
+	switch {
+	case a.encoded != nil:
+		return len(a.encoded)
+	case a.parts != nil:
+		n := 0
+		for _, p := range a.parts {
+			n += len(p)
+		}
+		return n
+	}
+	return -1
 }
 
 // Name is the Hadoop method name the handler answers.
@@ -125,4 +144,23 @@ func HandleRaw[Req proto.Message](name string, fn func(ctx context.Context, req 
 			return answer{encoded: resp}, nil
 		},
 	}
+}
+
+// HandleRawParts is HandleRaw with the answer's encoding in parts, which
+// the engine sends one after the other as one message: an answer made of
+// kept encodings of its elements (a thousand nodes' reports) goes out
+// without joining them first. A nil answer is the empty message.
+func HandleRawParts[Req proto.Message](name string, fn func(ctx context.Context, req Req, encoded []byte) ([][]byte, error)) Method {
+	m := HandleRaw(name, func(context.Context, Req, []byte) ([]byte, error) { return nil, nil })
+	m.call = func(ctx context.Context, req proto.Message, encoded []byte) (answer, error) {
+		parts, err := fn(ctx, req.(Req), encoded)
+		if err != nil {
+			return answer{}, err
+		}
+		if parts == nil {
+			parts = [][]byte{}
+		}
+		return answer{parts: parts}, nil
+	}
+	return m
 }

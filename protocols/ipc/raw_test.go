@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -156,37 +155,60 @@ func TestRawMethodRefusesARequestItCannotDecode(t *testing.T) {
 	}
 }
 
+// inParts answers answer as HandleRawParts does, cut in n pieces.
+func inParts(answer []byte, n int) Method {
+	return HandleRawParts("getApplicationReport", func(context.Context, *yarnpb.GetApplicationReportRequestProto, []byte) ([][]byte, error) {
+		var parts [][]byte
+		for i := range n {
+			parts = append(parts, answer[i*len(answer)/n:(i+1)*len(answer)/n])
+		}
+		return parts, nil
+	})
+}
+
 func TestRawAnswersOfEverySizeArriveWholeOnOneConnection(t *testing.T) {
 	// Answers past half a pooled frame are written from their own bytes
 	// after the frame's head; calls in flight together must still see
-	// their own frames whole.
+	// their own frames whole, whether the answer is one piece or many.
 	for _, size := range []int{0, 100, maxPooledFrame/2 + 1, 3 * maxPooledFrame} {
-		t.Run(strconv.Itoa(size), func(t *testing.T) {
-			answer := withUnknownField(t, &yarnpb.GetApplicationReportResponseProto{ApplicationReport: &yarnpb.ApplicationReportProto{
-				Diagnostics: proto.String(strings.Repeat("d", size)),
-			}})
-			rec := &rawRecorder{answer: answer}
-			ts := serveTest(t, newTestServer(t, Config{Simple: true}, rec.method()))
-			c := newTestClient(t, ts.addr, ClientConfig{User: "alice"})
-			var wg sync.WaitGroup
-			errs := make(chan error, 8)
-			for range 8 {
-				wg.Go(func() {
-					got, err := c.CallRaw(t.Context(), "getApplicationReport", nil)
-					if err == nil && !bytes.Equal(got, answer) {
-						err = fmt.Errorf("answer of %d bytes, want the handler's %d", len(got), len(answer))
-					}
-					errs <- err
-				})
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Error(err)
+		for _, pieces := range []int{0, 1, 7} {
+			t.Run(fmt.Sprintf("%d bytes in %d parts", size, pieces), func(t *testing.T) {
+				answer := withUnknownField(t, &yarnpb.GetApplicationReportResponseProto{ApplicationReport: &yarnpb.ApplicationReportProto{
+					Diagnostics: proto.String(strings.Repeat("d", size)),
+				}})
+				m := (&rawRecorder{answer: answer}).method()
+				if pieces > 0 {
+					m = inParts(answer, pieces)
 				}
+				checkAnswersWhole(t, m, answer)
+			})
+		}
+	}
+}
+
+// checkAnswersWhole makes 8 calls at once to a server of m on one
+// connection and checks each gets answer.
+func checkAnswersWhole(t *testing.T, m Method, answer []byte) {
+	t.Helper()
+	ts := serveTest(t, newTestServer(t, Config{Simple: true}, m))
+	c := newTestClient(t, ts.addr, ClientConfig{User: "alice"})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			got, err := c.CallRaw(t.Context(), "getApplicationReport", nil)
+			if err == nil && !bytes.Equal(got, answer) {
+				err = fmt.Errorf("answer of %d bytes, want the handler's %d", len(got), len(answer))
 			}
+			errs <- err
 		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
 	}
 }
 
@@ -197,7 +219,11 @@ func TestAFrameHeadAndItsEncodedTailAreTheWholeFrame(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		head, err := appendFrameHead([]byte("before"), tail, hdr)
+		tailLen := -1
+		if tail != nil {
+			tailLen = len(tail)
+		}
+		head, err := appendFrameHead([]byte("before"), tailLen, hdr)
 		if err != nil {
 			t.Fatal(err)
 		}

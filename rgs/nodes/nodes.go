@@ -173,12 +173,12 @@ func (l *Lister) Nodes(context.Context) ([]Info, error) {
 // EncodedReports is the encoded report of every node in one of states
 // (every node when none), each as one element of the repeated message
 // field numbered field (a response's list of NodeReports), in no order:
-// the answer to getClusterNodes without building or encoding again the
-// reports of nodes that have not changed, and without walking the nodes
-// at all while nothing has. The answer is shared: callers must not modify
-// it.
-func (l *Lister) EncodedReports(field protowire.Number, states []yarnpb.NodeStateProto) ([]byte, error) {
-	return l.view.encodedReports(field, states)
+// the answer to getClusterNodes in parts to be sent one after the other,
+// without building or encoding again the reports of nodes that have not
+// changed, and without walking the nodes at all while nothing has. The
+// parts are shared: callers must not modify them.
+func (l *Lister) EncodedReports(field protowire.Number, states []yarnpb.NodeStateProto) ([][]byte, error) {
+	return l.view.encodedReportParts(field, states)
 }
 
 // Census counts the nodes by state and sums the capability and use of the

@@ -132,9 +132,10 @@ type view struct {
 	// writers, holding mu, clear it on every change.
 	answersMu sync.Mutex
 	// answers are whole getClusterNodes answers, the reports of the nodes
-	// in a set of states, kept until anything in the view changes: while
-	// nothing moves, a thousand nodes' answer costs no walk and no copy.
-	answers map[answerKey][]byte
+	// in a set of states as their kept elements, kept until anything in
+	// the view changes: while nothing moves, a thousand nodes' answer
+	// costs no walk and no copy.
+	answers map[answerKey][][]byte
 }
 
 // answerKey names an answer: its field number and the states it keeps, a
@@ -161,7 +162,7 @@ func newView(report func(*corev1.Node) Info) *view {
 		use:        map[string]Use{},
 		byAddress:  map[string][]string{},
 		partitions: partitionSums{},
-		answers:    map[answerKey][]byte{},
+		answers:    map[answerKey][][]byte{},
 	}
 }
 
@@ -309,23 +310,28 @@ func (v *view) list() []Info {
 type builtReport struct {
 	use    Use
 	report *yarnpb.NodeReportProto
-	// encoded is report's wire encoding, made the first time a listing
-	// asks for it (appendReports): encoding every node's report was most of
-	// a getClusterNodes call.
-	encoded []byte
+	// element is report's wire encoding as one element of the repeated
+	// field numbered field, made the first time a listing asks for it
+	// (reportParts): encoding every node's report was most of a
+	// getClusterNodes call.
+	element []byte
+	field   protowire.Number
 }
 
-// encodedReports is, for each node in one of states (every node when
+// encodedReportParts is, for each node in one of states (every node when
 // none), its report's encoding as one element of the repeated message
-// field numbered field. Each node's encoding is kept until the node or its
-// use changes, and the whole answer until anything changes. The answer is
-// shared: callers must not modify it.
-func (v *view) encodedReports(field protowire.Number, states []yarnpb.NodeStateProto) ([]byte, error) {
+// field numbered field: the parts of the answer, to be sent one after the
+// other. Each node's element is kept until the node or its use changes,
+// and the list until anything changes. Both are shared: callers must not
+// modify them.
+func (v *view) encodedReportParts(field protowire.Number, states []yarnpb.NodeStateProto) ([][]byte, error) {
 	key := answerKey{field: field}
 	for _, st := range states {
 		if st < 0 || st >= 32 {
 			// No bit for it: answered afresh, as no node is in it.
-			return v.appendReports(nil, field, func(s yarnpb.NodeStateProto) bool { return slices.Contains(states, s) })
+			v.mu.RLock()
+			defer v.mu.RUnlock()
+			return v.reportPartsLocked(field, func(s yarnpb.NodeStateProto) bool { return slices.Contains(states, s) })
 		}
 		key.states |= 1 << st
 	}
@@ -338,7 +344,7 @@ func (v *view) encodedReports(field protowire.Number, states []yarnpb.NodeStateP
 	if ok {
 		return answer, nil
 	}
-	answer, err := v.appendReportsLocked(nil, field, keep)
+	answer, err := v.reportPartsLocked(field, keep)
 	if err != nil {
 		return nil, err
 	}
@@ -350,52 +356,39 @@ func (v *view) encodedReports(field protowire.Number, states []yarnpb.NodeStateP
 	return answer, nil
 }
 
-// appendReports appends to dst, for each node whose state keep accepts,
-// its report's encoding as one element of the repeated message field
-// numbered field. Each encoding is kept until the node or its use changes.
-func (v *view) appendReports(dst []byte, field protowire.Number, keep func(yarnpb.NodeStateProto) bool) ([]byte, error) {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	return v.appendReportsLocked(dst, field, keep)
-}
-
-// appendReportsLocked is appendReports with v.mu held.
-func (v *view) appendReportsLocked(dst []byte, field protowire.Number, keep func(yarnpb.NodeStateProto) bool) ([]byte, error) {
-	// Every encoding first, to size dst once: growing it as it fills
-	// would allocate its size over again.
-	kept := make([]*builtReport, 0, len(v.nodes))
-	size := 0
+// reportPartsLocked is, for each node whose state keep accepts, its
+// report's element of the repeated message field numbered field; v.mu is
+// held. Rebuilding the list after a node's heartbeat allocates a slice
+// header a node, not the answer's bytes again.
+func (v *view) reportPartsLocked(field protowire.Number, keep func(yarnpb.NodeStateProto) bool) ([][]byte, error) {
+	parts := make([][]byte, 0, len(v.nodes))
 	for name, e := range v.nodes {
 		if !keep(e.info.State) {
 			continue
 		}
 		u := v.use[name]
 		b := e.report.Load()
-		if b == nil || b.use != u || b.encoded == nil {
-			built := &builtReport{use: u}
+		if b == nil || b.use != u || b.element == nil || b.field != field {
+			built := &builtReport{use: u, field: field}
 			if b != nil && b.use == u {
 				built.report = b.report
 			} else {
 				built.report = withUse(e.info, u).Report()
 			}
-			var err error
-			if built.encoded, err = proto.Marshal(built.report); err != nil {
-				return dst, fmt.Errorf("nodes: encoding the report of %s: %w", name, err)
+			encoded, err := proto.Marshal(built.report)
+			if err != nil {
+				return nil, fmt.Errorf("nodes: encoding the report of %s: %w", name, err)
 			}
+			built.element = protowire.AppendTag(make([]byte, 0, protowire.SizeTag(field)+protowire.SizeBytes(len(encoded))), field, protowire.BytesType)
+			built.element = protowire.AppendBytes(built.element, encoded)
 			// As in list: entries change under the write lock only, and
 			// racing listings store equal reports.
 			e.report.Store(built)
 			b = built
 		}
-		kept = append(kept, b)
-		size += protowire.SizeTag(field) + protowire.SizeBytes(len(b.encoded))
+		parts = append(parts, b.element)
 	}
-	dst = slices.Grow(dst, size)
-	for _, b := range kept {
-		dst = protowire.AppendTag(dst, field, protowire.BytesType)
-		dst = protowire.AppendBytes(dst, b.encoded)
-	}
-	return dst, nil
+	return parts, nil
 }
 
 func withUse(info Info, u Use) Info {

@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -262,12 +263,20 @@ func checkEncodedReports(t *testing.T, l *Lister, want []Info, step int) {
 	byEncoding := func(a, b *yarnpb.NodeReportProto) int { return strings.Compare(encoding(a), encoding(b)) }
 	for _, states := range [][]yarnpb.NodeStateProto{nil, {yarnpb.NodeStateProto_NS_RUNNING}} {
 		keep := func(s yarnpb.NodeStateProto) bool { return len(states) == 0 || slices.Contains(states, s) }
-		raw, err := l.EncodedReports(field, states)
+		parts, err := l.EncodedReports(field, states)
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Each part is one node's report, and the parts one after the
+		// other are the answer.
+		for _, p := range parts {
+			var one yarnpb.GetClusterNodesResponseProto
+			if err := proto.Unmarshal(p, &one); err != nil || len(one.GetNodeReports()) != 1 {
+				t.Fatalf("after step %d a part holds %d reports (%v), want one", step, len(one.GetNodeReports()), err)
+			}
+		}
 		var resp yarnpb.GetClusterNodesResponseProto
-		if err := proto.Unmarshal(raw, &resp); err != nil {
+		if err := proto.Unmarshal(bytes.Join(parts, nil), &resp); err != nil {
 			t.Fatalf("after step %d the encoded reports do not decode: %v", step, err)
 		}
 		got := resp.GetNodeReports()
