@@ -924,11 +924,10 @@ func (k schedulerSink) Allocated(ctx context.Context, a scheduling.Allocation) e
 		return fmt.Errorf("allocated %s: %w", id, errUnknownApp)
 	}
 	if a.Role == launch.RoleAM {
-		if err := rm.handle(ctx, e, apps.AMContainerAllocated{Attempt: id.Attempt, Container: a.Container, Partition: a.Partition}); err != nil {
-			return err
-		}
+		// Traced first: handling the allocation starts the AM's launch,
+		// whose event must come after the pod's in the AM container's span.
 		rm.traceAllocated(ctx, e, a)
-		return nil
+		return rm.handle(ctx, e, apps.AMContainerAllocated{Attempt: id.Attempt, Container: a.Container, Partition: a.Partition})
 	}
 	st := rm.am.state(id.Attempt)
 	if st == nil {
