@@ -31,6 +31,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnrpc"
+	rmstore "github.com/knitdev/knit/rm/store"
 	"github.com/knitdev/knit/test/eventually"
 )
 
@@ -407,6 +408,16 @@ func startSubCluster(t *testing.T, id, fedNS string) *subCluster {
 	})
 	sc.stop, sc.kill = startProcess(t, "knit-rm-"+id, "knit-rm", confDir, "--kubeconfig", cluster.ControlPlane.Kubeconfig, "--namespace", ns,
 		"--conf-dir", confDir, "--rks-address", freeAddr(t), "--node-root", t.TempDir(), "--federation-namespace", fedNS)
+	// The RM fixes its cluster timestamp, its application ids' first
+	// part, at its first start; the next sub-cluster starts after that.
+	// Two RMs that fix theirs in the same millisecond hand out the same
+	// ids, which no Router can tell apart (a YARN Router neither: there
+	// the timestamp is the RM's start time); sub-clusters started apart,
+	// as a federation's are, never do.
+	eventually.WithinEvery(t, time.Minute, 50*time.Millisecond, func(ctx context.Context) error {
+		_, err := cluster.Client.CoreV1().ConfigMaps(ns).Get(ctx, rmstore.ClusterConfigMap, metav1.GetOptions{})
+		return err
+	})
 	rm, err := client.NewRMClient(sc.client, client.RMConfig{User: "alice"})
 	if err != nil {
 		t.Fatal(err)
