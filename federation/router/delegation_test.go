@@ -3,11 +3,11 @@ package router
 import (
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/knitdev/knit/client"
 	"github.com/knitdev/knit/federation/store"
@@ -17,24 +17,6 @@ import (
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/tokens"
 )
-
-// fakeClock is the time the Routers' secret managers sign and check by.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
 
 var tokenEpoch = time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
 
@@ -56,12 +38,13 @@ func routerTokens(t *testing.T, s store.RouterKeys, clock tokens.Clock) *tokens.
 // delegation tokens, signed and checked at clock's time: the store, the
 // sub-cluster, the clock, the Router's address and a client of it calling
 // as alice.
-func tokenFederation(t *testing.T) (*store.Memory, *fakeRM, *fakeClock, string, *client.RMClient) {
+func tokenFederation(t *testing.T) (*store.Memory, *fakeRM, *testingclock.FakeClock, string, *client.RMClient) {
 	t.Helper()
 	s := store.NewMemory(nil)
 	rm := startRM(t, "sc1", 1)
 	join(t, s, rm)
-	clock := &fakeClock{t: tokenEpoch}
+	// The time the Routers' secret managers sign and check by.
+	clock := testingclock.NewFakeClock(tokenEpoch)
 	addr, alice := serveRouter(t, s, routerOptions{tokens: routerTokens(t, s, clock)})
 	return s, rm, clock, addr, alice
 }
@@ -107,7 +90,7 @@ func TestTheRouterIssuesRenewsAndCancelsDelegationTokensAsAnRMDoes(t *testing.T)
 	}
 
 	// Its renewer, by its short name, extends it a renew interval from now.
-	clock.set(tokenEpoch.Add(time.Hour))
+	clock.SetTime(tokenEpoch.Add(time.Hour))
 	exp, err := yarn.RenewDelegationToken(ctx, tok)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +136,7 @@ func TestTheRouterIssuesRenewsAndCancelsDelegationTokensAsAnRMDoes(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock.set(tokenEpoch.Add(8 * 24 * time.Hour))
+	clock.SetTime(tokenEpoch.Add(8 * 24 * time.Hour))
 	_, err = yarn.RenewDelegationToken(ctx, tok2)
 	wantTokenRefusal(t, err, yarnerr.InvalidToken, "yarn tried to renew an expired token (RM_DELEGATION_TOKEN owner=alice")
 }
@@ -197,7 +180,7 @@ func TestACallerAuthenticatedByARouterTokenIsItsOwnerAndMayNotAskForAnother(t *t
 	}
 
 	// A token past its renew date no longer opens a connection.
-	clock.set(tokenEpoch.Add(25 * time.Hour))
+	clock.SetTime(tokenEpoch.Add(25 * time.Hour))
 	if _, err := clientOf(t, addr, "", tok).GetApplicationReport(ctx, newApp.GetApplicationId()); err == nil || !strings.Contains(err.Error(), "has expired") {
 		t.Errorf("a connection with an expired token: %v", err)
 	}
@@ -212,7 +195,7 @@ func TestASecondRouterOverTheSameStoreHonoursAndRenewsTheFirstsTokens(t *testing
 		t.Fatal(err)
 	}
 
-	clock.set(tokenEpoch.Add(20 * time.Hour))
+	clock.SetTime(tokenEpoch.Add(20 * time.Hour))
 	exp, err := clientOf(t, second, "yarn", nil).RenewDelegationToken(ctx, tok)
 	if err != nil {
 		t.Fatalf("the second Router renewing the first's token: %v", err)
@@ -222,7 +205,7 @@ func TestASecondRouterOverTheSameStoreHonoursAndRenewsTheFirstsTokens(t *testing
 	}
 	// Past the first renew date, the renewal the second Router made keeps
 	// the token good on both.
-	clock.set(tokenEpoch.Add(30 * time.Hour))
+	clock.SetTime(tokenEpoch.Add(30 * time.Hour))
 	if _, err := clientOf(t, second, "", tok).GetResourceTypeInfo(ctx); err != nil {
 		t.Errorf("a token-authenticated call on the second Router: %v", err)
 	}
