@@ -127,6 +127,18 @@ func Handle[Req, Resp proto.Message](name string, fn func(context.Context, Req) 
 // the call. The request's bytes are fn's own; a nil answer is the empty
 // message.
 func HandleRaw[Req proto.Message](name string, fn func(ctx context.Context, req Req, encoded []byte) ([]byte, error)) Method {
+	return rawMethod(name, func(ctx context.Context, req Req, encoded []byte) (answer, error) {
+		resp, err := fn(ctx, req, encoded)
+		if resp == nil {
+			resp = []byte{}
+		}
+		return answer{encoded: resp}, err
+	})
+}
+
+// rawMethod is a method whose requests are decoded and also kept as the
+// caller encoded them, answered by call.
+func rawMethod[Req proto.Message](name string, call func(ctx context.Context, req Req, encoded []byte) (answer, error)) Method {
 	var zero Req
 	typ := zero.ProtoReflect().Type()
 	return Method{
@@ -134,14 +146,11 @@ func HandleRaw[Req proto.Message](name string, fn func(ctx context.Context, req 
 		newRequest:  func() proto.Message { return typ.New().Interface() },
 		keepRequest: true,
 		call: func(ctx context.Context, req proto.Message, encoded []byte) (answer, error) {
-			resp, err := fn(ctx, req.(Req), encoded)
+			a, err := call(ctx, req.(Req), encoded)
 			if err != nil {
 				return answer{}, err
 			}
-			if resp == nil {
-				resp = []byte{}
-			}
-			return answer{encoded: resp}, nil
+			return a, nil
 		},
 	}
 }
@@ -151,16 +160,11 @@ func HandleRaw[Req proto.Message](name string, fn func(ctx context.Context, req 
 // kept encodings of its elements (a thousand nodes' reports) goes out
 // without joining them first. A nil answer is the empty message.
 func HandleRawParts[Req proto.Message](name string, fn func(ctx context.Context, req Req, encoded []byte) ([][]byte, error)) Method {
-	m := HandleRaw(name, func(context.Context, Req, []byte) ([]byte, error) { return nil, nil })
-	m.call = func(ctx context.Context, req proto.Message, encoded []byte) (answer, error) {
-		parts, err := fn(ctx, req.(Req), encoded)
-		if err != nil {
-			return answer{}, err
-		}
+	return rawMethod(name, func(ctx context.Context, req Req, encoded []byte) (answer, error) {
+		parts, err := fn(ctx, req, encoded)
 		if parts == nil {
 			parts = [][]byte{}
 		}
-		return answer{parts: parts}, nil
-	}
-	return m
+		return answer{parts: parts}, err
+	})
 }
