@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -230,5 +233,41 @@ func TestAFrameHeadAndItsEncodedTailAreTheWholeFrame(t *testing.T) {
 		if got := append(head, tail...); !bytes.Equal(got, whole) {
 			t.Errorf("tail of %d bytes: head+tail %x, want %x", len(tail), got, whole)
 		}
+	}
+}
+
+func TestAnAnswerInPartsFollowsWhatTheWriteBufferHolds(t *testing.T) {
+	// Another call's answer may wait in the buffer when an answer in
+	// parts is written: it must go out first, and the parts after the
+	// head, in order; the pooled slice must come back without them.
+	for _, buffered := range []string{"", "an earlier answer"} {
+		t.Run(fmt.Sprintf("%d bytes buffered", len(buffered)), func(t *testing.T) {
+			srv := newTestServer(t, Config{Simple: true})
+			server, client := net.Pipe()
+			defer client.Close()
+			c := newConn(srv, server)
+			defer server.Close()
+			parts := [][]byte{[]byte("part one, "), []byte("part two, "), bytes.Repeat([]byte{'3'}, 3*connBufSize)}
+			want := buffered + "head: " + string(bytes.Join(parts, nil))
+			got := make(chan []byte, 1)
+			go func() {
+				b, _ := io.ReadAll(io.LimitReader(client, int64(len(want))))
+				got <- b
+			}()
+			c.bw.WriteString(buffered)
+			if err := c.writeVector([]byte("head: "), parts); err != nil {
+				t.Fatal(err)
+			}
+			if b := <-got; string(b) != want {
+				t.Errorf("the peer read %d bytes %.40q…, want %d %.40q…", len(b), b, len(want), want)
+			}
+			if string(parts[0]) != "part one, " {
+				t.Errorf("writing consumed the caller's parts: %q", parts[0])
+			}
+			v := srv.vectors.get()
+			if len(*v) != 0 || slices.ContainsFunc((*v)[:cap(*v)], func(b []byte) bool { return b != nil }) {
+				t.Errorf("the pooled slice came back holding %d parts", len(*v))
+			}
+		})
 	}
 }

@@ -19,6 +19,11 @@ import (
 type Secret struct {
 	Password []byte
 	User     string
+	// RealUser, if set, is the user behind User, a proxy user, that the
+	// token speaks for too (a delegation token's realUser): a token
+	// authenticates both, as Hadoop's token identifier's getUser gives a
+	// proxy user.
+	RealUser string
 	Identity any
 }
 
@@ -105,6 +110,8 @@ type Server struct {
 
 	inFlight chan struct{}
 	frames   framePool
+	calls    callPool
+	vectors  vectorPool
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -115,7 +122,7 @@ type Server struct {
 
 	// work hands a call to an idle worker; workers counts the workers
 	// (workers.go).
-	work    chan func()
+	work    chan *serverCall
 	workers sync.WaitGroup
 
 	// acceptBackoff is the first and the largest pause after a temporary
@@ -166,7 +173,7 @@ func NewServer(cfg Config) (*Server, error) {
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
 		done:      make(chan struct{}),
-		work:      make(chan func()),
+		work:      make(chan *serverCall),
 		baseCtx:   ctx,
 		// As net/http: 5ms, doubling, at most 1s.
 		acceptBackoff: [2]time.Duration{5 * time.Millisecond, time.Second},
@@ -201,10 +208,6 @@ func (s *Server) Register(protocol string, methods ...Method) error {
 	next[protocol] = svc
 	s.services.Store(&next)
 	return nil
-}
-
-func (s *Server) lookup(protocol string) *service {
-	return (*s.services.Load())[protocol]
 }
 
 // Serve accepts connections on l until Shutdown or Close, serving each on its
