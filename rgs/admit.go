@@ -50,6 +50,15 @@ type PartitionPolicy interface {
 	PartitionResources() map[string]admission.Resource
 }
 
+// UserPolicy is a Policy that limits each user's running applications.
+// Under a Policy without it, users run any number at once.
+type UserPolicy interface {
+	// MaxParallelAppsOfUser is the most applications of user that run at
+	// once in every queue together; 0 is no limit, and a negative one
+	// lets none run.
+	MaxParallelAppsOfUser(user string) int
+}
+
 // Preemption is how RGS takes containers back (admission.Preempt, between
 // queues and, with Policy.IntraQueue, within them): each round it marks
 // the containers to take with a DisruptionTarget condition
@@ -60,6 +69,9 @@ type Preemption struct {
 	Enabled                     bool
 	Policy                      admission.Preemption
 	Interval, MaxWaitBeforeKill time.Duration
+	// ObserveOnly rounds choose containers and log how many, but neither
+	// mark nor delete any (YARN's observe_only).
+	ObserveOnly bool
 }
 
 // ReasonPreemptionByKnit is the reason of the DisruptionTarget condition
@@ -128,11 +140,11 @@ func (c *Controller) processAdmission(ctx context.Context) bool {
 	err := c.admit(ctx)
 	end := time.Now()
 	c.nextAdmission.Store(end.Add(min(max(3*end.Sub(start), admitMinGap), admitMaxGap)).UnixNano())
-	if err != nil {
-		c.log.WarnContext(ctx, "admission", "err", err)
-		c.admitQueue.AddRateLimited(k)
-		return true
-	}
+	// The one retry policy: a failed pass is tried again after the key's
+	// backoff, which a pass that succeeds resets, and one refused for good
+	// waits for the next event. While pods wait, a pass is due within
+	// admitPeriod whatever the backoff.
+	finish(ctx, c.log, c.admitQueue, k, err, "admission")
 	if c.waiting.Load() {
 		c.admitQueue.AddAfter(k, admitPeriod)
 	}
@@ -152,6 +164,9 @@ func (c *Controller) admit(ctx context.Context) error {
 		MinimumAllocation: c.policy.MinimumAllocation(), Pods: make([]admission.Pod, 0, len(pods))}
 	if pp, ok := c.policy.(PartitionPolicy); ok {
 		snap.Partitions = pp.PartitionResources()
+	}
+	if up, ok := c.policy.(UserPolicy); ok {
+		snap.MaxParallelAppsOfUser = up.MaxParallelAppsOfUser
 	}
 	byKey := make(map[string]*corev1.Pod, len(pods))
 	priorities := map[yarnid.ApplicationID]int32{}
@@ -239,6 +254,12 @@ func (c *Controller) preempt(ctx context.Context, snap admission.Snapshot, byKey
 	chosen := map[string]bool{}
 	for _, k := range admission.Preempt(snap, settings.Policy) {
 		chosen[k] = true
+	}
+	if settings.ObserveOnly {
+		if len(chosen) > 0 {
+			c.log.InfoContext(ctx, "preemption observed only: containers chosen, none taken back", "containers", len(chosen))
+		}
+		return nil
 	}
 	for _, sp := range snap.Pods {
 		p := byKey[sp.Key]

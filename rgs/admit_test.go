@@ -3,6 +3,7 @@ package rgs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -10,8 +11,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -185,6 +188,64 @@ func TestAnAdmissionPassLiftsOnlyKnitsGateOfThePodsTheQueuesAdmit(t *testing.T) 
 	}
 }
 
+// oneAppPerUser is policy under a UserPolicy that runs one application
+// of each user at a time.
+type oneAppPerUser struct{ policy }
+
+func (oneAppPerUser) MaxParallelAppsOfUser(string) int { return 1 }
+
+func TestAnAdmissionPassHoldsEachUsersApplicationsToItsUserPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pol  Policy
+		want []string
+	}{
+		{"without a UserPolicy both of the user's applications run", policy{}, []string{"a1", "b1"}},
+		// root.a, first among the leaves at an even use, has the first.
+		{"under one application a user, the second waits", oneAppPerUser{}, []string{"a1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			patched, _ := passPolicy(t, tc.pol, gatedPod("a1", "root.a", 1, false), gatedPod("b1", "root.b", 2, false))
+			if got := slices.Sorted(maps.Keys(patched)); !slices.Equal(got, tc.want) {
+				t.Errorf("lifted %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A pass that fails is tried again after the queue's backoff, which a
+// pass that succeeds resets: failures over the RM's life do not add up to
+// a long wait after the next one.
+func TestAFailedAdmissionPassIsRetriedByTheQueueAndItsBackoffResetBySuccess(t *testing.T) {
+	c, client := admitController(t, policy{}, gatedPod("a1", "root.a", 1, false))
+	failures := 2
+	client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failures == 0 {
+			return false, nil, nil
+		}
+		failures--
+		return true, nil, apierrors.NewInternalError(errors.New("etcd timeout"))
+	})
+	c.queueAdmission()
+	for pass, want := range []int{1, 2, 0} {
+		if !c.processAdmission(t.Context()) {
+			t.Fatal("the admission queue was shut down")
+		}
+		if got := c.admitQueue.NumRequeues(admitKey); got != want {
+			t.Errorf("after pass %d: %d requeues, want %d", pass+1, got, want)
+		}
+	}
+	lifted := 0
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "patch" {
+			lifted++
+		}
+	}
+	if lifted != 3 {
+		t.Errorf("%d patches, want the two that failed and the one that lifted the gate", lifted)
+	}
+}
+
 func TestAdmissionRestsWhileNoPodWaits(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -274,6 +335,23 @@ func TestAPreemptionRoundMarksTheContainersItTakesAndDeletesThemAfterTheWait(t *
 	patched, deleted = passOnce(t, pol, pods[:8]...)
 	if c := patched["a88888888/status"]; len(deleted) != 0 || !strings.Contains(c, `"status":"False"`) {
 		t.Errorf("patched %v, deleted %v; want the mark let go", patched, deleted)
+	}
+}
+
+// With observe_only a round chooses containers but neither marks nor
+// deletes any, not even one marked past its wait.
+func TestAnObserveOnlyRoundTakesNothingBack(t *testing.T) {
+	p := admission.DefaultPreemption
+	p.TotalPreemptionPerRound = 0.15
+	pol := policy{preemption: Preemption{Enabled: true, Policy: p, MaxWaitBeforeKill: time.Minute, ObserveOnly: true}}
+	var pods []*corev1.Pod
+	for i, n := range []string{"a1", "a22", "a333", "a4444", "a55555", "a666666", "a7777777", "a88888888"} {
+		pods = append(pods, runningPod(n, "root.a", 1, i+1))
+	}
+	markedLongAgo(pods[7])
+	patched, deleted := passOnce(t, pol, append(pods, gatedPod("b1", "root.b", 2, false))...)
+	if len(patched) != 0 || len(deleted) != 0 {
+		t.Errorf("patched %v, deleted %v; want nothing", patched, deleted)
 	}
 }
 

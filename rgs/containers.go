@@ -89,6 +89,7 @@ func (c *Controller) syncPod(ctx context.Context, nn types.NamespacedName) error
 	}
 	created := c.expect.observe(nn, p != nil)
 	if p == nil {
+		c.noteAdmitted(nn, nil, false)
 		return nil
 	}
 	attempt, role, ok := attemptOf(p)
@@ -112,6 +113,7 @@ func (c *Controller) syncPod(ctx context.Context, nn types.NamespacedName) error
 		return nil
 	}
 	id, allocated := c.containerOfPod(p)
+	c.noteAdmitted(nn, p, allocated)
 	if !allocated {
 		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
 			return nil
@@ -193,6 +195,8 @@ func (c *Controller) allocate(ctx context.Context, p *corev1.Pod, attempt yarnid
 		c.removeQueue.Add(removal{pod: nn})
 		return nil
 	}
+	// The RM counts it as a container now.
+	c.noteAdmitted(nn, pod, true)
 	if !bound.IsZero() {
 		c.cfg.Observer.ContainerAllocated(pod.Labels[launch.LabelQueue], max(time.Since(bound), 0))
 	}

@@ -156,6 +156,9 @@ type Controller struct {
 	waiting atomic.Bool
 	admitMu sync.Mutex
 	ungated map[types.UID]bool
+	// admitted are the pods admission let go that are not yet containers
+	// (admitted.go).
+	admitted *admittedIndex
 	// lastPreemption is when the last preemption round ran; only the
 	// admission worker reads and writes it. nextAdmission is the earliest
 	// time (UnixNano) the next pass may start, read by the event handlers.
@@ -233,10 +236,11 @@ func New(cfg Config) (*Controller, error) {
 		admitQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "rgs-admission"}),
-		ungated: map[types.UID]bool{},
-		groups:  newPodGroups(),
-		expect:  newPodExpectations(time.Now),
-		orphans: newOrphans(time.Now),
+		ungated:  map[types.UID]bool{},
+		admitted: newAdmittedIndex(),
+		groups:   newPodGroups(),
+		expect:   newPodExpectations(time.Now),
+		orphans:  newOrphans(time.Now),
 	}
 	c.waiting.Store(true)
 	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -16,6 +16,8 @@
 // containers of bound pods and reports their ends; update.go resizes them
 // in place and moves their versions on; removal.go carries out the RM's
 // removals, and gc.go those the intents missed, against what the RM
-// holds (Desired); admit.go lifts gates as the queues admit; start.go
-// rebuilds the books and containers from the pods at Start.
+// holds (Desired); admit.go lifts gates as the queues admit, and
+// admitted.go adds up the pods it let go that are not yet containers, for
+// the RM's headroom; start.go rebuilds the books and containers from the
+// pods at Start.
 package rgs

@@ -98,10 +98,15 @@ type Mapping struct {
 	Delegate, DelegateQueue string
 }
 
-// What each batch scheduler reads as a pod's queue.
+// What each batch scheduler reads as a pod's queue (and application).
 const (
 	// YuniKornQueueAnnotation is YuniKorn's queue of a pod.
 	YuniKornQueueAnnotation = "yunikorn.apache.org/queue"
+	// YuniKornAppIDAnnotation is YuniKorn's application of a pod: without
+	// it YuniKorn puts every pod of a namespace in one application of its
+	// own making, queued where its first pod asked, so pods of two YARN
+	// queues sharing a namespace would share one YuniKorn queue.
+	YuniKornAppIDAnnotation = "yunikorn.apache.org/app-id"
 	// VolcanoQueueAnnotation is Volcano's queue of a pod.
 	VolcanoQueueAnnotation = "scheduling.volcano.sh/queue-name"
 	// VolcanoGroupAnnotation names the PodGroup a pod belongs to, the key
@@ -397,6 +402,7 @@ func newPod(r *PodRequest) (*corev1.Pod, error) {
 	switch r.Mapping.Delegate {
 	case "yunikorn":
 		annotations[YuniKornQueueAnnotation] = r.Mapping.DelegateQueue
+		annotations[YuniKornAppIDAnnotation] = r.App
 	case "volcano":
 		annotations[VolcanoQueueAnnotation] = r.Mapping.DelegateQueue
 		if r.PodGroup != "" {

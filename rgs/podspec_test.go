@@ -251,9 +251,12 @@ func TestBuildPod(t *testing.T) {
 			want: func(p *corev1.Pod) { p.Labels[KueueQueueLabel] = "team-a" },
 		},
 		{
-			name:    "a queue delegated to YuniKorn names its queue",
+			name:    "a queue delegated to YuniKorn names its queue and the YARN application as YuniKorn's",
 			request: func(r *PodRequest) { r.Mapping.Delegate, r.Mapping.DelegateQueue = "yunikorn", "root.a" },
-			want:    func(p *corev1.Pod) { p.Annotations[YuniKornQueueAnnotation] = "root.a" },
+			want: func(p *corev1.Pod) {
+				p.Annotations[YuniKornQueueAnnotation] = "root.a"
+				p.Annotations[YuniKornAppIDAnnotation] = p.Labels[launch.LabelApplication]
+			},
 		},
 		{
 			name:    "a queue delegated to Volcano names its queue",

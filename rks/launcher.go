@@ -152,6 +152,10 @@ func envValue(clc *yarnpb.ContainerLaunchContextProto, name string) string {
 	return ""
 }
 
+// fieldManager names RKS's writes (the launch context on a pod, the
+// container's Secret) in the objects' managed fields, apart from RGS's.
+const fieldManager = "knit-rks"
+
 func retryPolicy(ctx context.Context) backoff.BackOff {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = 50 * time.Millisecond
@@ -188,10 +192,10 @@ func (s *Service) writeSecret(ctx context.Context, p *corev1.Pod, name string, c
 	}
 	secrets := s.cfg.Client.CoreV1().Secrets(p.Namespace)
 	op := func() error {
-		_, err := secrets.Create(ctx, secret, metav1.CreateOptions{})
+		_, err := secrets.Create(ctx, secret, metav1.CreateOptions{FieldManager: fieldManager})
 		if apierrors.IsAlreadyExists(err) {
 			// An earlier try that failed after the write: make it ours.
-			_, err = secrets.Update(ctx, secret, metav1.UpdateOptions{})
+			_, err = secrets.Update(ctx, secret, metav1.UpdateOptions{FieldManager: fieldManager})
 		}
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 			return backoff.Permanent(err)
@@ -221,7 +225,7 @@ func (s *Service) patchPod(ctx context.Context, p *corev1.Pod, value, image stri
 	}
 	pods := s.cfg.Client.CoreV1().Pods(p.Namespace)
 	op := func() error {
-		_, err := pods.Patch(ctx, p.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
+		_, err := pods.Patch(ctx, p.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{FieldManager: fieldManager})
 		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
 			return backoff.Permanent(err)
 		}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/ipc"
@@ -204,6 +205,28 @@ func TestStartContainersPutsTheLaunchContextOnThePod(t *testing.T) {
 	}
 	if got := string(secret.Data[launch.ServiceDataSecretKey(launch.ShuffleService)]); got != "secret" {
 		t.Errorf("secret's mapreduce_shuffle service data %q, want the AM's bytes", got)
+	}
+	// Every write names RKS as its field manager.
+	writes := 0
+	for _, a := range client.Actions() {
+		var manager string
+		switch a := a.(type) {
+		case k8stesting.CreateActionImpl:
+			manager = a.GetCreateOptions().FieldManager
+		case k8stesting.UpdateActionImpl:
+			manager = a.GetUpdateOptions().FieldManager
+		case k8stesting.PatchActionImpl:
+			manager = a.GetPatchOptions().FieldManager
+		default:
+			continue
+		}
+		writes++
+		if manager != fieldManager {
+			t.Errorf("%s of %s by %q, want %q", a.GetVerb(), a.GetResource().Resource, manager, fieldManager)
+		}
+	}
+	if writes != 2 {
+		t.Errorf("%d writes, want the Secret's create and the pod's patch", writes)
 	}
 }
 

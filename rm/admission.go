@@ -36,22 +36,46 @@ func (rm *ResourceManager) AdmissionQueues() []admission.Queue {
 	return out
 }
 
+// parallelLimit is a max-parallel-apps as admission takes it: YARN's
+// default (no limit) is 0, and YARN's 0 or less, which lets no
+// application run, is -1.
+func parallelLimit(n int) int {
+	switch {
+	case n == math.MaxInt32:
+		return 0
+	case n <= 0:
+		return -1
+	}
+	return n
+}
+
 func admissionQueue(q *queues.Queue) admission.Queue {
-	parallel := q.MaxParallelApps
-	if parallel == math.MaxInt32 {
-		parallel = 0
+	parallel := parallelLimit(q.MaxParallelApps)
+	// A queue's priority orders it among its siblings only under a parent
+	// ordering them by priority-utilization.
+	priority := 0
+	if q.Parent != nil && q.Parent.PriorityOrdering() {
+		priority = q.Priority
 	}
 	return admission.Queue{
-		Path:                    q.Path,
-		AbsoluteCapacity:        float64(q.AbsoluteCapacity),
-		AbsoluteMaximumCapacity: float64(q.AbsoluteMaximumCapacity),
-		Priority:                q.Priority,
-		UserLimitFactor:         float64(q.UserLimitFactor),
-		MinimumUserLimitPercent: float64(q.MinimumUserLimitPercent),
-		MaxAMResourcePercent:    float64(q.MaxAMResourcePercent),
-		MaxParallelApps:         parallel,
-		Fair:                    q.FairOrdering,
+		Path:                         q.Path,
+		AbsoluteCapacity:             float64(q.AbsoluteCapacity),
+		AbsoluteMaximumCapacity:      float64(q.AbsoluteMaximumCapacity),
+		Priority:                     priority,
+		PreemptionDisabled:           q.PreemptionDisabled,
+		IntraQueuePreemptionDisabled: q.IntraQueuePreemptionDisabled,
+		UserLimitFactor:              float64(q.UserLimitFactor),
+		MinimumUserLimitPercent:      float64(q.MinimumUserLimitPercent),
+		MaxAMResourcePercent:         float64(q.MaxAMResourcePercent),
+		MaxParallelApps:              parallel,
+		Fair:                         q.FairOrdering(),
 	}
+}
+
+// MaxParallelAppsOfUser is the user's max-parallel-apps in the queue
+// tree in force (rgs.UserPolicy), as admission takes it.
+func (rm *ResourceManager) MaxParallelAppsOfUser(user string) int {
+	return parallelLimit(rm.queueTree().MaxParallelAppsOfUser(user))
 }
 
 // ClusterResource is what the RUNNING nodes of the default partition hold:
@@ -81,7 +105,10 @@ func (rm *ResourceManager) PartitionResources() map[string]admission.Resource {
 	return out
 }
 
-var _ rgs.PartitionPolicy = (*ResourceManager)(nil)
+var (
+	_ rgs.PartitionPolicy = (*ResourceManager)(nil)
+	_ rgs.UserPolicy      = (*ResourceManager)(nil)
+)
 
 // partitionCounter is a NodeLister that keeps its running nodes' sums per
 // labelled partition (nodes.Lister); others are summed from their list.
@@ -139,6 +166,6 @@ func (rm *ResourceManager) Preemption() rgs.Preemption {
 			MinimumAllocation: rm.MinimumAllocation(),
 			IntraQueue: admission.IntraQueuePreemption{Enabled: p.IntraQueue, MinimumThreshold: p.IntraQueueMinimumThreshold,
 				MaxAllowableLimit: p.IntraQueueMaxAllowableLimit, Order: admission.IntraQueueOrder(p.IntraQueueOrderPolicy)}},
-		Interval: p.Interval, MaxWaitBeforeKill: p.MaxWaitBeforeKill,
+		Interval: p.Interval, MaxWaitBeforeKill: p.MaxWaitBeforeKill, ObserveOnly: p.ObserveOnly,
 	}
 }

@@ -350,7 +350,8 @@ func (rm *ResourceManager) Allocate(ctx context.Context, req *yarnpb.AllocateReq
 	st.qmu.Unlock()
 	ans.nodes, ans.priority = view.nodes, priority
 	resp.NumClusterNodes = &ans.nodes
-	resp.Limit = rm.am.headroom(view, queue, user)
+	mem, vc := rm.am.headroom(view, queue, user)
+	resp.Limit = limitProto(st.last.GetLimit(), mem, vc)
 	ans.applicationPriority.Priority = &ans.priority
 	resp.ApplicationPriority = &ans.applicationPriority
 	st.last = resp
@@ -685,41 +686,6 @@ func nodeUpdate(n NodeInfo) *yarnpb.NodeReportProto {
 	r := n.Report()
 	r.NodeUpdateType = updateType(n.State).Enum()
 	return r
-}
-
-// headroom is the allocate answer's limit, as the CapacityScheduler
-// computes it: the least of what the cluster has free, what the queue may
-// still take up to its maximum capacity, and what the user may still take
-// up to the user limit. The user limit is the queue's capacity (or its use,
-// when more) shared between its active users, at least
-// minimum-user-limit-percent of it, times user-limit-factor, within the
-// queue's maximum. The queue's and the user's use are read from the queue
-// usage index: O(1) at any number of applications.
-func (s *amService) headroom(v clusterView, queue, user string) *yarnpb.ResourceProto {
-	q, err := s.rm.queueTree().Lookup(queue)
-	if err != nil {
-		return yarnpb.NewResource(max(v.freeMB, 0), max(v.freeVC, 0))
-	}
-	return headroomIn(v, q, s.rm.usage.room(q.Path, user))
-}
-
-// headroomIn is the headroom of a user in leaf q with r its use.
-func headroomIn(v clusterView, q *queues.Queue, r queueRoom) *yarnpb.ResourceProto {
-	mem, vc := v.freeMB, v.freeVC
-	active := r.users
-	room := func(total, used, userUsed float64) float64 {
-		maxCap := total * float64(q.AbsoluteMaximumCapacity)
-		capacity := max(total*float64(q.AbsoluteCapacity), used)
-		limit := maxCap // a factor of -1 lifts the user limit
-		if q.UserLimitFactor > 0 {
-			share := max(capacity/float64(active), capacity*float64(q.MinimumUserLimitPercent)/100)
-			limit = min(share*float64(q.UserLimitFactor), maxCap)
-		}
-		return min(maxCap-used, limit-userUsed)
-	}
-	mem = min(mem, int64(room(float64(v.totalMB), float64(r.used.MemoryMB), float64(r.user.MemoryMB))))
-	vc = min(vc, int32(room(float64(v.totalVCs), float64(r.used.VCores), float64(r.user.VCores))))
-	return yarnpb.NewResource(max(mem, 0), max(vc, 0))
 }
 
 // QueueMapping is the Kubernetes side of a queue, from its configuration

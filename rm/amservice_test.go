@@ -328,7 +328,7 @@ func TestHeadroomIsTheLeastOfClusterQueueAndUserRoom(t *testing.T) {
 					live: apps.Holding{Containers: 1, MemoryMB: u.mb, VCores: u.vc}}, 1)
 			}
 			v := clusterView{totalMB: 10000, totalVCs: 10, freeMB: tt.view.freeMB, freeVC: 10}
-			if got := e.rm.am.headroom(v, "root.b", tt.user).GetMemory(); got != tt.wantMB {
+			if got, _ := e.rm.am.headroom(v, "root.b", tt.user); got != tt.wantMB {
 				t.Errorf("headroom = %d MB, want %d", got, tt.wantMB)
 			}
 		})
@@ -507,4 +507,31 @@ func growOnNode(t *testing.T, e *env, sched *recordingScheduler, id yarnid.Conta
 	grown := proto.CloneOf(ctr)
 	grown.Version, grown.Resource = proto.Int32(1), yarnpb.NewResource(2048, 1)
 	e.rm.SchedulerSink().Updated(t.Context(), scheduling.UpdateResult{Container: id, Updated: grown})
+}
+
+func TestAnUnchangedHeadroomSharesTheLastAnswersLimit(t *testing.T) {
+	prev := yarnpb.NewResource(4096, 4)
+	tests := []struct {
+		name      string
+		prev      *yarnpb.ResourceProto
+		mem       int64
+		vc        int32
+		wantShare bool
+	}{
+		{"the same headroom", prev, 4096, 4, true},
+		{"more memory", prev, 8192, 4, false},
+		{"fewer vcores", prev, 4096, 3, false},
+		{"no last answer", nil, 4096, 4, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := limitProto(tt.prev, tt.mem, tt.vc)
+			if shared := got == tt.prev; shared != tt.wantShare {
+				t.Errorf("shared the last limit: %v, want %v", shared, tt.wantShare)
+			}
+			if !proto.Equal(got, yarnpb.NewResource(tt.mem, tt.vc)) {
+				t.Errorf("limit %v, want <memory:%d, vCores:%d>", got, tt.mem, tt.vc)
+			}
+		})
+	}
 }

@@ -186,6 +186,11 @@ type queueUsage struct {
 	mu     sync.Mutex
 	total  usageFigures
 	queues map[string]*leafFigures
+	// parents are what the unfinished applications below each parent
+	// queue hold (root's being every one's), by path: the headroom reads
+	// each of a leaf's parents' in O(1), as YARN's ParentQueue hands its
+	// children the room its other children leave.
+	parents map[string]apps.Holding
 }
 
 func (x *queueUsage) apply(u appUse, sign int64) {
@@ -218,6 +223,34 @@ func (x *queueUsage) apply(u appUse, sign int64) {
 	}
 	if len(q.users) == 0 && len(q.partitions) == 0 {
 		delete(x.queues, u.queue)
+	}
+	x.applyParents(u, sign)
+}
+
+// applyParents adds (sign 1) or takes away (-1) what u holds in each
+// parent of its leaf.
+func (x *queueUsage) applyParents(u appUse, sign int64) {
+	if u.live == (apps.Holding{}) {
+		return
+	}
+	if x.parents == nil {
+		x.parents = map[string]apps.Holding{}
+	}
+	for p := range selfAndParents(u.queue) {
+		if p == u.queue {
+			continue
+		}
+		h := x.parents[p]
+		if sign > 0 {
+			h = h.Add(u.live)
+		} else {
+			h = h.Sub(u.live)
+		}
+		if h == (apps.Holding{}) {
+			delete(x.parents, p)
+		} else {
+			x.parents[p] = h
+		}
 	}
 }
 
@@ -345,10 +378,18 @@ type queueRoom struct {
 	users      int
 }
 
-func (x *queueUsage) room(queue, user string) queueRoom {
+// room is what leaf's unfinished applications hold, in all and user's; it
+// calls parent with what those below each of leaf's parents hold, from
+// the leaf's parent up to root, under the same lock, so that the leaf's
+// and its parents' figures are of one moment. O(depth), whatever the
+// number of applications.
+func (x *queueUsage) room(leaf *queues.Queue, user string, parent func(p *queues.Queue, used apps.Holding)) queueRoom {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	q := x.queues[queue]
+	for p := leaf.Parent; p != nil; p = p.Parent {
+		parent(p, x.parents[p.Path])
+	}
+	q := x.queues[leaf.Path]
 	if q == nil {
 		return queueRoom{users: 1}
 	}

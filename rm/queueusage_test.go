@@ -196,6 +196,20 @@ func walkedRoom(rm *ResourceManager, queue, user string) queueRoom {
 	return r
 }
 
+// walkedParent is what the unfinished applications of the leaves below
+// parent hold, from a walk of every application.
+func walkedParent(rm *ResourceManager, parent string) apps.Holding {
+	var h apps.Holding
+	for _, e := range rm.snapshot() {
+		e.mu.Lock()
+		if strings.HasPrefix(e.app.Queue(), parent+".") && !e.app.State().Final() {
+			h = h.Add(recountUse(e.app).live)
+		}
+		e.mu.Unlock()
+	}
+	return h
+}
+
 // usageQueues are root.default, root.b (at most three applications, so
 // that some are refused) and root.p.x and root.p.y under parent root.p.
 func usageQueues() map[string]string {
@@ -427,9 +441,20 @@ func (d *usageDriver) check() error {
 		}
 	}
 	for _, path := range usagePaths {
+		leaf, err := rm.queueTree().Lookup(path)
+		if err != nil {
+			return err
+		}
 		for _, user := range append(usageUsers, "dave") {
-			if got, want := rm.usage.room(path, user), walkedRoom(rm, path, user); got != want {
+			parents := map[string]apps.Holding{}
+			got := rm.usage.room(leaf, user, func(p *queues.Queue, used apps.Holding) { parents[p.Path] = used })
+			if want := walkedRoom(rm, path, user); got != want {
 				return fmt.Errorf("the headroom of %s in %s counts %+v, walked %+v", user, path, got, want)
+			}
+			for p := leaf.Parent; p != nil; p = p.Parent {
+				if got, want := parents[p.Path], walkedParent(rm, p.Path); got != want {
+					return fmt.Errorf("the headroom of %s in %s counts %+v held below %s, walked %+v", user, path, got, p.Path, want)
+				}
 			}
 		}
 	}

@@ -258,6 +258,10 @@ func New(cfg Config) (*ResourceManager, error) {
 		return nil, fmt.Errorf("rm: %w", err)
 	}
 	rm.am = newAMService(rm, cfg.Scheduler)
+	// As refreshQueues logs them for a new hierarchy.
+	for _, w := range cfg.Queues.Warnings() {
+		rm.log.Warn("queue configuration", "warning", w)
+	}
 	return rm, nil
 }
 

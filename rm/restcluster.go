@@ -404,7 +404,7 @@ func (c *restCluster) Scheduler(ctx context.Context) (json.RawMessage, error) {
 		field("maximumAllocation", c.maxAllocation()),
 		field("queueAcls", queueACLs(root)),
 		field("queuePriority", root.Priority),
-		field("orderingPolicyInfo", "utilization"),
+		field("orderingPolicyInfo", root.OrderingPolicy),
 		field("mode", "percentage"),
 		field("queueType", "parent"),
 		field("creationMethod", "static"),
@@ -645,10 +645,6 @@ func (s *schedJSON) queue(q *queues.Queue, info *yarnpb.QueueInfoProto) rest.Obj
 	if labels == nil {
 		labels = []string{}
 	}
-	ordering := "utilization"
-	if leaf {
-		ordering = "fifo"
-	}
 	queueType := "parent"
 	if leaf {
 		queueType = "leaf"
@@ -667,7 +663,7 @@ func (s *schedJSON) queue(q *queues.Queue, info *yarnpb.QueueInfoProto) rest.Obj
 		field("maximumAllocation", s.c.maxAllocation()),
 		field("queueAcls", queueACLs(q)),
 		field("queuePriority", q.Priority),
-		field("orderingPolicyInfo", ordering),
+		field("orderingPolicyInfo", q.OrderingPolicy),
 		field("autoCreateChildQueueEnabled", false),
 		field("leafQueueTemplate", emptyObj),
 		field("mode", "percentage"),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -378,6 +379,44 @@ func TestRESTSchedulerHasHadoopsShape(t *testing.T) {
 	// Java floats keep their fraction.
 	if !bytes.Contains(b, []byte(`"capacity":50.0`)) {
 		t.Errorf("capacity not written as a Java float: %s", b[:min(len(b), 300)])
+	}
+}
+
+// The scheduler answer names each queue's ordering policy as YARN's
+// getConfigName does: a parent's of its children, a leaf's of its
+// applications.
+func TestRESTSchedulerReportsEachQueuesOrderingPolicy(t *testing.T) {
+	e := newEnv(t, envOptions{queues: baseQueues(map[string]string{
+		"yarn.scheduler.capacity.root.ordering-policy":   "priority-utilization",
+		"yarn.scheduler.capacity.root.b.ordering-policy": "fair",
+	})})
+	code, b := doREST(t, http.MethodGet, restServer(t, e).URL+"/ws/v1/cluster/scheduler", "")
+	if code != http.StatusOK {
+		t.Fatalf("GET scheduler: %d %s", code, b)
+	}
+	type queue struct {
+		QueueName      string `json:"queueName"`
+		OrderingPolicy string `json:"orderingPolicyInfo"`
+	}
+	var doc struct {
+		Scheduler struct {
+			Info struct {
+				queue
+				Queues struct {
+					Queue []queue `json:"queue"`
+				} `json:"queues"`
+			} `json:"schedulerInfo"`
+		} `json:"scheduler"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{doc.Scheduler.Info.QueueName: doc.Scheduler.Info.OrderingPolicy}
+	for _, q := range doc.Scheduler.Info.Queues.Queue {
+		got[q.QueueName] = q.OrderingPolicy
+	}
+	if want := map[string]string{"root": "priority-utilization", "default": "fifo", "b": "fair"}; !maps.Equal(got, want) {
+		t.Errorf("ordering policies %v, want %v", got, want)
 	}
 }
 

@@ -3,7 +3,8 @@
 // CapacityScheduler would allocate containers: each leaf queue's
 // guaranteed capacity first, elastic use up to its maximum capacity of
 // what others leave idle, user limits, the AM resource limit, the
-// maximum of parallel applications, application priorities and the
+// maximum of parallel applications (of the leaf, its parents and the
+// user), application priorities and the
 // leaf's ordering policy (FIFO or fair). Pods it admits are counted as
 // used whether the Kubernetes scheduler has bound them or not.
 //
@@ -92,16 +93,23 @@ type Queue struct {
 	AbsoluteCapacity, AbsoluteMaximumCapacity float64
 	// Priority orders the queue among its siblings.
 	Priority int
+	// MaxParallelApps caps the applications running in the queue, in its
+	// leaves together for a parent (max-parallel-apps); 0 is no limit, and
+	// a negative one lets none run (YARN's 0).
+	MaxParallelApps int
 	// The leaf's limits. UserLimitFactor -1 is no limit;
-	// MinimumUserLimitPercent is 0..100; MaxAMResourcePercent 0..1;
-	// MaxParallelApps 0 is no limit.
+	// MinimumUserLimitPercent is 0..100; MaxAMResourcePercent 0..1.
 	UserLimitFactor         float64
 	MinimumUserLimitPercent float64
 	MaxAMResourcePercent    float64
-	MaxParallelApps         int
 	// Fair orders the leaf's applications by their use (FairOrderingPolicy)
-	// instead of priority and submission (FIFO, fifo-with-priority).
+	// instead of priority and submission (fifo, fifo-with-partitions).
 	Fair bool
+	// PreemptionDisabled keeps Preempt from taking the leaf's containers
+	// for other queues (disable_preemption), and
+	// IntraQueuePreemptionDisabled from taking them for its own
+	// applications; the leaf may still take from others.
+	PreemptionDisabled, IntraQueuePreemptionDisabled bool
 	// The fields above are the queue's in the default partition;
 	// Partitions are its shares of the labelled partitions it may use, by
 	// partition name. A queue may use no labelled partition missing here.
@@ -154,6 +162,11 @@ type Snapshot struct {
 	// (yarn.scheduler.minimum-allocation-*): YARN reckons user limits in
 	// its steps. Zero reckons them unrounded.
 	MinimumAllocation Resource
+	// MaxParallelAppsOfUser, if set, caps each user's applications
+	// running at once in every queue together
+	// (yarn.scheduler.capacity.user.<user>.max-parallel-apps), as
+	// Queue.MaxParallelApps caps a queue's.
+	MaxParallelAppsOfUser func(user string) int
 }
 
 // Admit returns the keys of the gated pods to admit now, in the order the
@@ -203,7 +216,9 @@ type node struct {
 	amUsed Resource
 	// userAMs are the admitted AM pods' resources by user.
 	userAMs map[string]Resource
-	running int // applications with an admitted pod, in any partition
+	// running are the applications with an admitted pod, in any
+	// partition: a parent's in its leaves together.
+	running int
 	blocked bool
 	// runningElsewhere are the applications with an admitted pod in
 	// another partition; waitingElsewhere the users with a gated pod in
@@ -239,6 +254,10 @@ type state struct {
 	minAlloc      Resource
 	root          *node
 	byPath        map[string]*node
+	// userApps caps each user's running applications (nil: none), and
+	// userRunning counts them, in every leaf and partition.
+	userApps    func(user string) int
+	userRunning map[string]int
 }
 
 // newState reads the snapshot for one partition: its pods are counted or
@@ -249,7 +268,8 @@ func newState(s Snapshot, partition string) *state {
 	if partition != "" {
 		cluster = s.Partitions[partition]
 	}
-	st := &state{partition: partition, cluster: cluster, free: cluster, minAlloc: s.MinimumAllocation, byPath: map[string]*node{}}
+	st := &state{partition: partition, cluster: cluster, free: cluster, minAlloc: s.MinimumAllocation, byPath: map[string]*node{},
+		userApps: s.MaxParallelAppsOfUser, userRunning: map[string]int{}}
 	qs := slices.Clone(s.Queues)
 	slices.SortFunc(qs, func(a, b Queue) int { return cmp.Compare(strings.Count(a.Path, "."), strings.Count(b.Path, ".")) })
 	for _, q := range qs {
@@ -288,7 +308,7 @@ func newState(s Snapshot, partition string) *state {
 				leaf.runningElsewhere = map[yarnid.ApplicationID]bool{}
 			}
 			leaf.runningElsewhere[p.App] = true
-			leaf.running++
+			st.startRunning(leaf, p.User)
 		case !p.Admitted:
 			if leaf.waitingElsewhere == nil {
 				leaf.waitingElsewhere = map[string]bool{}
@@ -486,7 +506,7 @@ func (st *state) allows(leaf *node, a *app, p *Pod, activeUsers int, activeUsed 
 			return false
 		}
 	}
-	if !a.admitted && leaf.MaxParallelApps > 0 && leaf.running >= leaf.MaxParallelApps {
+	if !a.admitted && !st.mayRunAnother(leaf, a.user) {
 		return false
 	}
 	if p.AM && leaf.amUsed != (Resource{}) && !st.amFits(leaf, a.user, p.Resource, activeUsers) {
@@ -495,6 +515,34 @@ func (st *state) allows(leaf *node, a *app, p *Pod, activeUsers int, activeUsed 
 	// LeafQueue.canAssignToUser: a user is refused once its use is over
 	// its limit (a ">" check: the last container may take it over).
 	return !leaf.users[a.user].greaterThan(st.activeUserLimit(leaf, activeUsers, activeUsed))
+}
+
+// mayRunAnother reports whether one more application of user may run in
+// leaf, as CSMaxRunningAppsEnforcer.canAppBeRunnable checks it: the user's
+// max-parallel-apps, then the leaf's and every parent's.
+func (st *state) mayRunAnother(leaf *node, user string) bool {
+	if st.userApps != nil && atMost(st.userRunning[user], st.userApps(user)) {
+		return false
+	}
+	for n := leaf; n != nil; n = n.parent {
+		if atMost(n.running, n.MaxParallelApps) {
+			return false
+		}
+	}
+	return true
+}
+
+// atMost reports whether running applications reach the limit most (0 no
+// limit, negative none).
+func atMost(running, most int) bool { return most != 0 && running >= max(most, 0) }
+
+// startRunning counts an application of user as running in leaf, its
+// parents and the user's.
+func (st *state) startRunning(leaf *node, user string) {
+	for n := leaf; n != nil; n = n.parent {
+		n.running++
+	}
+	st.userRunning[user]++
 }
 
 // amFits reports whether one more AM of user fits the leaf's AM limits,
@@ -608,7 +656,7 @@ func (st *state) admit(p *Pod) {
 func (st *state) use(leaf *node, a *app, p *Pod) {
 	if !a.admitted {
 		a.admitted = true
-		leaf.running++
+		st.startRunning(leaf, a.user)
 	}
 	p.Admitted = true
 	a.used = a.used.add(p.Resource)

@@ -209,6 +209,72 @@ func TestWithinALeafUsersApplicationsAndAMsAreLimitedAsYARNLimitsThem(t *testing
 	}
 }
 
+// TestParentsAndUsersMaxParallelAppsHoldBackApplicationsAsYARNDoes: a
+// parent's max-parallel-apps counts its leaves' running applications
+// together, and a user's counts the user's in every queue and partition,
+// as CSMaxRunningAppsEnforcer counts them; an application held back asks
+// for nothing until one ends. Applications ask 2 containers each, so that
+// 4 run in the 8 slots.
+func TestParentsAndUsersMaxParallelAppsHoldBackApplicationsAsYARNDoes(t *testing.T) {
+	// root.p (parent, 50%) holds root.p.a and root.p.b, 25% each; root.c
+	// has the other 50%. Every leaf may take the whole cluster.
+	tree := func(parentApps int) []Queue {
+		p := Queue{Path: "root.p", AbsoluteCapacity: 0.5, AbsoluteMaximumCapacity: 1, MaxParallelApps: parentApps}
+		return root(p, leaf("root.p.a", 0.25, 1), leaf("root.p.b", 0.25, 1), leaf("root.c", 0.5, 1))
+	}
+	// alice has an application in each queue; bob one in root.c.
+	apps := concat(demand("root.p.a", "alice", 1, 2), demand("root.p.b", "alice", 2, 2),
+		demand("root.c", "alice", 3, 2), demand("root.c", "bob", 4, 2))
+	onlyAlice := func(n int) func(string) int {
+		return func(user string) int {
+			if user == "alice" {
+				return n
+			}
+			return 0
+		}
+	}
+	tests := []struct {
+		name   string
+		queues []Queue
+		pods   []Pod
+		users  func(string) int
+		want   map[string]int
+	}{
+		{name: "no limits: every application runs", queues: tree(0), pods: apps,
+			want: map[string]int{"root.p.a/1": 2, "root.p.b/2": 2, "root.c/3": 2, "root.c/4": 2}},
+		// root.p's leaves are below their guarantees and go first; a is
+		// offered first, so b's application waits for a's.
+		{name: "a parent's limit holds its leaves' applications together", queues: tree(1), pods: apps,
+			want: map[string]int{"root.p.a/1": 2, "root.c/3": 2, "root.c/4": 2}},
+		{name: "an application running in one leaf counts against its parent's limit in another", queues: tree(1),
+			pods: concat(admitted(demand("root.p.b", "alice", 2, 1)...), demand("root.p.a", "alice", 1, 2)),
+			want: map[string]int{}},
+		// Offered in turn: root.p.a's application, root.c's first
+		// (alice's), then root.p.b's, alice's third, which waits.
+		{name: "a user's limit counts its applications in every queue", queues: tree(0), pods: apps, users: onlyAlice(2),
+			want: map[string]int{"root.p.a/1": 2, "root.c/3": 2, "root.c/4": 2}},
+		{name: "a parent's negative limit (YARN's 0) lets none of its leaves' applications run", queues: tree(-1), pods: apps,
+			want: map[string]int{"root.c/3": 2, "root.c/4": 2}},
+		{name: "a user's negative limit lets none of its applications run", queues: tree(0), pods: apps, users: onlyAlice(-1),
+			want: map[string]int{"root.c/4": 2}},
+		{name: "a user's application running in another partition counts", queues: tree(0), users: onlyAlice(1),
+			pods: concat(func() []Pod {
+				p := admitted(demand("root.c", "alice", 3, 1)...)
+				p[0].Partition = "gpu"
+				return p
+			}(), demand("root.p.a", "alice", 1, 2)),
+			want: map[string]int{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := count(Admit(Snapshot{Cluster: cluster, Queues: tc.queues, Pods: tc.pods, MaxParallelAppsOfUser: tc.users}), byApp)
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("admitted %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestUserLimitsDivideTheActiveUsersUseAsYARNDoes reckons user limits in
 // steps of YARN's default minimum allocation (1 GiB, 1 vcore), as
 // UsersManager.computeUserLimit does: the larger of the active users' use
@@ -373,6 +439,37 @@ func TestPreemptionTakesBackWhatALeafHoldsOverItsIdealShare(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Preempt(Snapshot{Cluster: cluster, Queues: twoLeaves, Pods: tc.pods}, tc.p)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("preempt %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAQueueWhosePreemptionIsDisabledKeepsWhatItHolds: root.a
+// (disable_preemption) and root.b, 25% each, hold 8 GiB each of the 16;
+// root.c (50%) wants its 8. A round here takes a leaf's whole excess. The
+// policy's ideal for root.a is its use, guarantee and untouchable extra
+// (8 GiB); root.b keeps its guarantee (4 GiB), and root.c gets the rest:
+// root.b gives its 4 GiB excess, its two newest containers, and root.a
+// nothing. Without the setting, each gives two.
+func TestAQueueWhosePreemptionIsDisabledKeepsWhatItHolds(t *testing.T) {
+	whole := DefaultPreemption
+	whole.TotalPreemptionPerRound, whole.NaturalTerminationFactor = 1, 1
+	pods := concat(running("root.a", 1, 4), running("root.b", 2, 4), demand("root.c", "u", 3, 4))
+	for _, tc := range []struct {
+		name     string
+		disabled bool
+		want     []string
+	}{
+		{"a queue's containers are taken back by default", false, []string{"root.a/1/3", "root.a/1/2", "root.b/2/3", "root.b/2/2"}},
+		{"a queue whose preemption is disabled keeps them", true, []string{"root.b/2/3", "root.b/2/2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := leaf("root.a", 0.25, 1)
+			a.PreemptionDisabled = tc.disabled
+			qs := root(a, leaf("root.b", 0.25, 1), leaf("root.c", 0.5, 1))
+			got := Preempt(Snapshot{Cluster: cluster, Queues: qs, Pods: slices.Clone(pods)}, whole)
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("preempt %v, want %v", got, tc.want)
 			}

@@ -120,7 +120,9 @@ func (st *state) preemptWithinLeaves(leaves []*node, ideal map[*node]float64, un
 	}
 	var order []*node
 	for _, l := range leaves {
-		if underServed[l] {
+		// A leaf whose preemption is disabled, or only within it, is
+		// passed over (getIntraQueuePreemptionDisabled).
+		if underServed[l] && !l.IntraQueuePreemptionDisabled && !l.PreemptionDisabled {
 			order = append(order, l)
 		}
 	}

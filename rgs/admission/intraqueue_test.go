@@ -81,6 +81,18 @@ func TestIntraQueuePreemptionTakesFromALeafsOwnApplicationsAsYARNDoes(t *testing
 			want: []string{"root.default/1/7", "root.default/1/6"},
 		},
 		{
+			// intra-queue-preemption.disable_preemption on the leaf.
+			name:   "a leaf whose intra-queue preemption is disabled keeps its containers",
+			queues: root(func() Queue { q := whole; q.IntraQueuePreemptionDisabled = true; return q }()),
+			pods:   inversion, p: intraQueue(PriorityFirst, nil),
+		},
+		{
+			// disable_preemption keeps them from its own applications too.
+			name:   "a leaf whose preemption is disabled keeps its containers",
+			queues: root(func() Queue { q := whole; q.PreemptionDisabled = true; return q }()),
+			pods:   inversion, p: intraQueue(PriorityFirst, nil),
+		},
+		{
 			// Under userlimit_first a container goes only while its user
 			// stays over its limit. The user's limit: the leaf is at its
 			// capacity, so 8192 + 1024 (a minimum allocation) = 9216 for

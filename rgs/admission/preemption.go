@@ -156,9 +156,15 @@ func newPreemptionRound(st *state) *preemptionRound {
 // each gives back only its part of allowed (its excess times
 // allowed/needed) before the natural termination factor.
 func (r *preemptionRound) betweenQueues(allowed, budget float64, p Preemption) ([]*Pod, float64) {
+	// A leaf whose preemption is disabled keeps what it holds over its
+	// ideal share (its untouchable extra): the policy's ideal for it is its
+	// use, so it needs nothing taken and gives nothing
+	// (FifoCandidatesSelector skips it).
 	var needed float64
 	for _, l := range r.leaves {
-		needed += max(float64(l.used.MemoryMB)-r.ideal[l], 0)
+		if !l.PreemptionDisabled {
+			needed += max(float64(l.used.MemoryMB)-r.ideal[l], 0)
+		}
 	}
 	scale := 1.0
 	if needed > allowed {
@@ -166,8 +172,9 @@ func (r *preemptionRound) betweenQueues(allowed, budget float64, p Preemption) (
 	}
 	for _, l := range r.leaves {
 		used := float64(l.used.MemoryMB)
-		if used <= r.ideal[l]*(1+p.MaxIgnoredOverCapacity) {
-			// Back within its share: what earlier rounds chose is let go.
+		if l.PreemptionDisabled || used <= r.ideal[l]*(1+p.MaxIgnoredOverCapacity) {
+			// Back within its share, or kept whatever it holds: what
+			// earlier rounds chose is let go.
 			continue
 		}
 		excess := used - r.ideal[l]

@@ -19,6 +19,7 @@ const (
 	KeyPreemptionPerRound       = keyPreemptionPrefix + "total_preemption_per_round"
 	KeyPreemptionMaxIgnored     = keyPreemptionPrefix + "max_ignored_over_capacity"
 	KeyPreemptionNaturalFactor  = keyPreemptionPrefix + "natural_termination_factor"
+	KeyPreemptionObserveOnly    = keyPreemptionPrefix + "observe_only"
 
 	// The IntraQueueCandidatesSelector's keys.
 	keyIntraQueuePrefix            = keyPreemptionPrefix + "intra-queue-preemption."
@@ -43,6 +44,9 @@ type Preemption struct {
 	// default, as in YARN) with ProportionalCapacityPreemptionPolicy among
 	// the monitor's policies (its default).
 	Enabled bool
+	// ObserveOnly is observe_only (false): rounds choose containers but
+	// take none back.
+	ObserveOnly bool
 	// Interval is monitoring_interval (3 s); MaxWaitBeforeKill is
 	// max_wait_before_kill (15 s), the AM's time to give containers back.
 	Interval, MaxWaitBeforeKill time.Duration
@@ -100,6 +104,9 @@ func LoadPreemption(c *hadoopconf.Configuration) (Preemption, error) {
 		*f.dst = float64(v)
 	}
 	if p.IntraQueue, err = c.GetBool(KeyIntraQueuePreemption, false); err != nil {
+		return p, err
+	}
+	if p.ObserveOnly, err = c.GetBool(KeyPreemptionObserveOnly, false); err != nil {
 		return p, err
 	}
 	// ProportionalCapacityPreemptionPolicy reads the order as the name of an

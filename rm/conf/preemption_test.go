@@ -28,6 +28,8 @@ func TestPreemptionIsOffByDefaultAndReadAsYARNReadsIt(t *testing.T) {
 			defaults(func(p *Preemption) {
 				p.Enabled, p.Interval, p.MaxWaitBeforeKill = true, 500*time.Millisecond, 2*time.Second
 			})},
+		{"observe only", map[string]string{KeySchedulerMonitorEnable: "true", KeyPreemptionObserveOnly: "true"},
+			defaults(func(p *Preemption) { p.Enabled, p.ObserveOnly = true, true })},
 		{"off when the monitor runs another policy", map[string]string{KeySchedulerMonitorEnable: "true", KeySchedulerMonitorPolicies: "org.example.OtherPolicy"},
 			defaults(nil)},
 		{"intra-queue preemption with its limits and the order in any case", map[string]string{KeySchedulerMonitorEnable: "true",

@@ -23,6 +23,11 @@ const (
 	keyUserLimitFactor    = Prefix + "user-limit-factor"
 	keyUserLimit          = Prefix + "minimum-user-limit-percent"
 	keyMaxParallelApps    = Prefix + "max-parallel-apps"
+	// keyUserPrefix starts the per-user settings:
+	// yarn.scheduler.capacity.user.max-parallel-apps for every user,
+	// yarn.scheduler.capacity.user.<user>.max-parallel-apps for one.
+	keyUserPrefix   = Prefix + "user."
+	maxParallelApps = "max-parallel-apps"
 
 	defaultMaxSystemApps   = 10000
 	defaultMaxAMPercent    = float32(0.1)
@@ -66,6 +71,13 @@ type Options struct {
 	// AdminACL is yarn.admin.acl (YARN's default is "*"); admins may
 	// access every application.
 	AdminACL acl.ACL
+	// Preemption is whether the scheduler monitor takes containers back
+	// (yarn.resourcemanager.scheduler.monitor.enable with the
+	// ProportionalCapacityPreemptionPolicy), and IntraQueuePreemption
+	// whether it does within leaves
+	// (...preemption.intra-queue-preemption.enabled): without them every
+	// queue's preemption is disabled, as the CapacityScheduler reports it.
+	Preemption, IntraQueuePreemption bool
 }
 
 // builder carries one Build's state.
@@ -80,6 +92,9 @@ type builder struct {
 	userLimitFactor float32
 	userLimit       float32
 	maxParallelApps int
+	// userAppsDefault and userApps are the users' max-parallel-apps.
+	userAppsDefault int
+	userApps        map[string]int
 	// labelsByQueue are the partitions each queue's configuration names
 	// (configuredLabels).
 	labelsByQueue map[string][]string
@@ -110,13 +125,61 @@ func Build(c *hadoopconf.Configuration, opts Options) (*Tree, error) {
 	if b.maxParallelApps, err = c.GetInt(keyMaxParallelApps, defaultMaxParallelApps); err != nil {
 		return nil, configError(err)
 	}
+	if err := b.userLimits(); err != nil {
+		return nil, err
+	}
 	root, err := b.parse(nil, "root", 0)
 	if err != nil {
 		return nil, err
 	}
-	t := newTree(root, b.queues, opts, b.maxSystemApps)
-	t.warnings = unknownQueueWarnings(c, t)
+	t := newTree(root, b.queues, opts, b)
+	t.warnings = append(unknownQueueWarnings(c, t), unqueuedWarnings(b.queues)...)
 	return t, nil
+}
+
+// unqueuedWarnings lists the leaves delegated to Volcano whose pods go to
+// the default scheduler: Knit holds none of them back and the default
+// scheduler reads no Volcano queue, so nothing queues them. (YuniKorn's
+// admission controller sends the pods it queues to its scheduler; Kueue
+// holds them back with a gate of its own.)
+func unqueuedWarnings(qs []*Queue) []string {
+	var out []string
+	for _, q := range qs {
+		if q.IsLeaf() && q.Kube.Delegate == DelegateVolcano && q.Kube.SchedulerName == "" {
+			out = append(out, KnitPrefix+q.Path+"."+knitDelegate+"="+DelegateVolcano+" with no "+knitSchedulerName+
+				": its pods go to the default scheduler, which reads no Volcano queue, and Knit holds none back")
+		}
+	}
+	return out
+}
+
+// userLimits reads the users' max-parallel-apps, as
+// CapacitySchedulerConfiguration.getMaxParallelAppsForUser does: a user's
+// own, else the default for every user, else no limit.
+func (b *builder) userLimits() error {
+	var err error
+	if b.userAppsDefault, err = b.c.GetInt(keyUserPrefix+maxParallelApps, defaultMaxParallelApps); err != nil {
+		return configError(err)
+	}
+	for _, name := range b.c.Names() {
+		rest, ok := strings.CutPrefix(name, keyUserPrefix)
+		if !ok {
+			continue
+		}
+		user, ok := strings.CutSuffix(rest, "."+maxParallelApps)
+		if !ok || user == "" {
+			continue
+		}
+		n, err := b.c.GetInt(name, defaultMaxParallelApps)
+		if err != nil {
+			return configError(err)
+		}
+		if b.userApps == nil {
+			b.userApps = map[string]int{}
+		}
+		b.userApps[user] = n
+	}
+	return nil
 }
 
 func configError(err error) *ConfigError {
@@ -150,7 +213,7 @@ func (b *builder) parse(parent *Queue, name string, depth int) (*Queue, error) {
 		return nil, invalid("Queue configuration missing child queue names for %s", name)
 	}
 	for _, step := range []func(*Queue, bool) error{
-		b.capacities, b.state, b.acls, b.limits, b.labels, b.partitions, b.kube,
+		b.capacities, b.state, b.acls, b.limits, b.ordering, b.preemption, b.labels, b.partitions, b.kube,
 	} {
 		if err := step(q, len(children) == 0); err != nil {
 			return nil, err
@@ -370,11 +433,6 @@ func (b *builder) limits(q *Queue, leaf bool) error {
 	if err != nil {
 		return configError(err)
 	}
-	if v, ok, lerr := b.c.Lookup(b.key(q, "ordering-policy")); lerr != nil {
-		return configError(lerr)
-	} else if ok {
-		q.FairOrdering = strings.EqualFold(strings.TrimSpace(v), "fair")
-	}
 	if !leaf {
 		return nil
 	}
@@ -393,6 +451,95 @@ func (b *builder) limits(q *Queue, leaf bool) error {
 		perUser := javaInt(float32(float32(maxApps)*(q.MinimumUserLimitPercent/100)) * q.UserLimitFactor)
 		q.MaxApplicationsPerUser = min(maxApps, perUser)
 	}
+	return nil
+}
+
+// Ordering policies, as CapacitySchedulerConfiguration names them: a
+// leaf's of its applications (getAppOrderingPolicy: a name or a class),
+// a parent's of its children (getQueueOrderingPolicy: a name alone).
+const (
+	OrderingFIFO                = "fifo"
+	OrderingFair                = "fair"
+	OrderingUtilization         = "utilization"
+	OrderingPriorityUtilization = "priority-utilization"
+
+	policyPackage = "org.apache.hadoop.yarn.server.resourcemanager.scheduler.policy."
+)
+
+// appOrdering names an application ordering policy YARN ships, given by
+// name or by class; false for any other.
+func appOrdering(v string) (string, bool) {
+	switch v {
+	case OrderingFIFO, policyPackage + "FifoOrderingPolicy":
+		return OrderingFIFO, true
+	case OrderingFair, policyPackage + "FairOrderingPolicy":
+		return OrderingFair, true
+	case "fifo-with-partitions", policyPackage + "FifoOrderingPolicyWithExclusivePartitions":
+		return "fifo-with-partitions", true
+	case "fifo-for-pending-apps", policyPackage + "FifoOrderingPolicyForPendingApps":
+		return "fifo-for-pending-apps", true
+	}
+	return "", false
+}
+
+// ordering reads ordering-policy: for a leaf its applications' (fifo by
+// default, not inherited), for a parent its children's (inherited, else
+// utilization). A policy YARN cannot construct is refused with its
+// message.
+func (b *builder) ordering(q *Queue, leaf bool) error {
+	v, ok, err := b.c.Lookup(b.key(q, "ordering-policy"))
+	if err != nil {
+		return configError(err)
+	}
+	switch {
+	case leaf && !ok:
+		q.OrderingPolicy = OrderingFIFO
+	case leaf:
+		// Compared trimmed, as YARN compares the names (it loads a class
+		// as written; Knit takes a class trimmed too).
+		name, known := appOrdering(strings.TrimSpace(v))
+		if !known {
+			return invalid("Unable to construct ordering policy for: %s, %s", v, v)
+		}
+		q.OrderingPolicy = name
+	case !ok && q.Parent != nil:
+		q.OrderingPolicy = q.Parent.OrderingPolicy
+	case !ok:
+		q.OrderingPolicy = OrderingUtilization
+	default:
+		switch name := strings.TrimSpace(v); name {
+		case OrderingUtilization, OrderingPriorityUtilization:
+			q.OrderingPolicy = name
+		default:
+			return invalid("Unable to construct queue ordering policy=%s queue=%s", v, q.Path)
+		}
+	}
+	return nil
+}
+
+// preemption reads disable_preemption and
+// intra-queue-preemption.disable_preemption, each inherited from the
+// parent when unset (false at root), as AbstractCSQueue's
+// isQueueHierarchyPreemptionDisabled and
+// isIntraQueueHierarchyPreemptionDisabled do: with the scheduler monitor
+// off every queue's preemption is disabled, and with intra-queue
+// preemption off every queue's within it.
+func (b *builder) preemption(q *Queue, _ bool) error {
+	var parentDisabled, parentIntra bool
+	if q.Parent != nil {
+		parentDisabled, parentIntra = q.Parent.PreemptionDisabled, q.Parent.intraDisabledInHierarchy
+	}
+	disabled, err := b.c.GetBool(b.key(q, "disable_preemption"), parentDisabled)
+	if err != nil {
+		return configError(err)
+	}
+	intra, err := b.c.GetBool(b.key(q, "intra-queue-preemption.disable_preemption"), parentIntra)
+	if err != nil {
+		return configError(err)
+	}
+	q.PreemptionDisabled = !b.opts.Preemption || disabled
+	q.intraDisabledInHierarchy = !b.opts.IntraQueuePreemption || intra
+	q.IntraQueuePreemptionDisabled = q.intraDisabledInHierarchy || q.PreemptionDisabled
 	return nil
 }
 

@@ -467,14 +467,145 @@ func TestOrderingPolicyAndDelegationAreReadPerQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := mustLookup(t, tree, "root.a"), mustLookup(t, tree, "root.b")
-	if !a.FairOrdering || b.FairOrdering {
-		t.Errorf("fair ordering: a %v, b %v", a.FairOrdering, b.FairOrdering)
+	if !a.FairOrdering() || b.FairOrdering() {
+		t.Errorf("fair ordering: a %v, b %v", a.FairOrdering(), b.FairOrdering())
 	}
 	if a.Kube.Delegate != "" || b.Kube.Delegate != DelegateKueue || b.Kube.DelegateQueue != "team-b" {
 		t.Errorf("delegation: a %+v, b %+v", a.Kube, b.Kube)
 	}
 	if _, err := Build(csConf(cs("root.queues"), "a", cs("root.a.capacity"), "100", KnitPrefix+"root.a.delegate", "slurm"), Options{}); err == nil {
 		t.Error("an unknown delegate was accepted")
+	}
+}
+
+func TestOrderingPoliciesAreReadAsTheCapacitySchedulerReadsThem(t *testing.T) {
+	// root (parent) > p (parent) > a, b (leaves); c a leaf of root.
+	hierarchy := []string{
+		cs("root.queues"), "p,c", cs("root.p.queues"), "a,b",
+		cs("root.p.capacity"), "50", cs("root.c.capacity"), "50",
+		cs("root.p.a.capacity"), "50", cs("root.p.b.capacity"), "50",
+	}
+	tests := []struct {
+		name string
+		kv   []string
+		// want are root's, p's and a's.
+		want [3]string
+	}{
+		{name: "utilization and fifo by default", want: [3]string{"utilization", "utilization", "fifo"}},
+		{name: "priority-utilization at root reaches p, which sets none",
+			kv: []string{cs("root.ordering-policy"), "priority-utilization"}, want: [3]string{"priority-utilization", "priority-utilization", "fifo"}},
+		{name: "a parent's own policy overrides its parent's",
+			kv:   []string{cs("root.ordering-policy"), "priority-utilization", cs("root.p.ordering-policy"), " utilization "},
+			want: [3]string{"priority-utilization", "utilization", "fifo"}},
+		{name: "a leaf's fair by name", kv: []string{cs("root.p.a.ordering-policy"), " fair"}, want: [3]string{"utilization", "utilization", "fair"}},
+		{name: "a leaf's fair by class",
+			kv:   []string{cs("root.p.a.ordering-policy"), "org.apache.hadoop.yarn.server.resourcemanager.scheduler.policy.FairOrderingPolicy"},
+			want: [3]string{"utilization", "utilization", "fair"}},
+		{name: "a leaf's FIFO with exclusive partitions",
+			kv: []string{cs("root.p.a.ordering-policy"), "fifo-with-partitions"}, want: [3]string{"utilization", "utilization", "fifo-with-partitions"}},
+		{name: "a leaf does not inherit its parent's",
+			kv: []string{cs("root.p.ordering-policy"), "priority-utilization"}, want: [3]string{"utilization", "priority-utilization", "fifo"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tree, err := Build(csConf(append(slices.Clone(hierarchy), tt.kv...)...), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			root, p, a := mustLookup(t, tree, "root"), mustLookup(t, tree, "root.p"), mustLookup(t, tree, "root.p.a")
+			if got := [3]string{root.OrderingPolicy, p.OrderingPolicy, a.OrderingPolicy}; got != tt.want {
+				t.Errorf("ordering policies of root, p, a: %q, want %q", got, tt.want)
+			}
+			if got, want := p.PriorityOrdering(), tt.want[1] == "priority-utilization"; got != want {
+				t.Errorf("p orders its children by priority: %v, want %v", got, want)
+			}
+			if got, want := a.FairOrdering(), tt.want[2] == "fair"; got != want {
+				t.Errorf("a orders its applications fairly: %v, want %v", got, want)
+			}
+		})
+	}
+	refused := []struct{ name, key, value, message string }{
+		{"a leaf's unknown policy", "root.p.a.ordering-policy", "lifo", "Unable to construct ordering policy for: lifo, lifo"},
+		{"a leaf's policy in the wrong case", "root.p.a.ordering-policy", "FAIR", "Unable to construct ordering policy for: FAIR, FAIR"},
+		{"a parent's application policy", "root.p.ordering-policy", "fair", "Unable to construct queue ordering policy=fair queue=root.p"},
+	}
+	for _, tt := range refused {
+		t.Run("refused: "+tt.name, func(t *testing.T) {
+			wantConfigError(t, append(slices.Clone(hierarchy), cs(tt.key), tt.value), tt.message)
+		})
+	}
+}
+
+func TestPreemptionIsDisabledPerQueueAndInheritedAsTheCapacitySchedulerDoes(t *testing.T) {
+	hierarchy := []string{
+		cs("root.queues"), "p,c", cs("root.p.queues"), "a,b",
+		cs("root.p.capacity"), "50", cs("root.c.capacity"), "50",
+		cs("root.p.a.capacity"), "50", cs("root.p.b.capacity"), "50",
+	}
+	on := Options{Preemption: true, IntraQueuePreemption: true}
+	type flags struct{ disabled, intraDisabled bool }
+	tests := []struct {
+		name string
+		opts Options
+		kv   []string
+		// want are root.p.a's, root.p.b's and root.c's.
+		want [3]flags
+	}{
+		{name: "the monitor off disables every queue's",
+			kv:   []string{cs("root.p.disable_preemption"), "false"},
+			want: [3]flags{{true, true}, {true, true}, {true, true}}},
+		{name: "intra-queue preemption off disables it within every leaf",
+			opts: Options{Preemption: true},
+			want: [3]flags{{false, true}, {false, true}, {false, true}}},
+		{name: "nothing disabled by default", opts: on},
+		{name: "a parent's disable_preemption reaches its leaves, whose intra-queue preemption goes with it",
+			opts: on, kv: []string{cs("root.p.disable_preemption"), "true"},
+			want: [3]flags{{true, true}, {true, true}, {false, false}}},
+		{name: "a leaf's own setting overrides its parent's",
+			opts: on, kv: []string{cs("root.p.disable_preemption"), "true", cs("root.p.b.disable_preemption"), "false"},
+			want: [3]flags{{true, true}, {false, false}, {false, false}}},
+		{name: "intra-queue-preemption.disable_preemption is inherited apart",
+			opts: on, kv: []string{cs("root.p.intra-queue-preemption.disable_preemption"), "true"},
+			want: [3]flags{{false, true}, {false, true}, {false, false}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tree, err := Build(csConf(append(slices.Clone(hierarchy), tt.kv...)...), tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := tree.Warnings(); len(w) != 0 {
+				t.Errorf("warnings %q", w)
+			}
+			for i, path := range []string{"root.p.a", "root.p.b", "root.c"} {
+				q := mustLookup(t, tree, path)
+				if got := (flags{q.PreemptionDisabled, q.IntraQueuePreemptionDisabled}); got != tt.want[i] {
+					t.Errorf("%s: preemption disabled %v, within the queue %v; want %v", path, got.disabled, got.intraDisabled, tt.want[i])
+				}
+				info, err := tree.QueueInfo(path, false, false, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if info.GetPreemptionDisabled() != q.PreemptionDisabled || info.GetIntraQueuePreemptionDisabled() != q.IntraQueuePreemptionDisabled {
+					t.Errorf("%s: queue info reports %v, %v", path, info.GetPreemptionDisabled(), info.GetIntraQueuePreemptionDisabled())
+				}
+			}
+		})
+	}
+}
+
+func TestAVolcanoQueueWithoutItsSchedulerIsWarnedOf(t *testing.T) {
+	tree, err := Build(csConf(
+		cs("root.queues"), "a,b", cs("root.a.capacity"), "50", cs("root.b.capacity"), "50",
+		KnitPrefix+"root.a.delegate", "volcano",
+		KnitPrefix+"root.b.delegate", "volcano", KnitPrefix+"root.b.scheduler-name", "volcano",
+	), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"knit.queue.root.a.delegate=volcano with no scheduler-name: its pods go to the default scheduler, which reads no Volcano queue, and Knit holds none back"}
+	if got := tree.Warnings(); !slices.Equal(got, want) {
+		t.Errorf("Warnings() =\n%q\nwant\n%q", got, want)
 	}
 }
 
@@ -490,4 +621,38 @@ func wantConfigError(t *testing.T, kv []string, message string) {
 	if ce.Message != message {
 		t.Errorf("message\n%s\nwant\n%s", ce.Message, message)
 	}
+}
+
+func TestUsersMaxParallelAppsAreTheirOwnElseEveryUsers(t *testing.T) {
+	hierarchy := []string{cs("root.queues"), "a", cs("root.a.capacity"), "100"}
+	tests := []struct {
+		name string
+		kv   []string
+		want map[string]int
+	}{
+		{"no limit by default", nil, map[string]int{"alice": math.MaxInt32, "bob": math.MaxInt32}},
+		{"one user's own", []string{cs("user.alice.max-parallel-apps"), "2"}, map[string]int{"alice": 2, "bob": math.MaxInt32}},
+		{"every user's, and one user's own over it",
+			[]string{cs("user.max-parallel-apps"), "3", cs("user.alice.max-parallel-apps"), "5"}, map[string]int{"alice": 5, "bob": 3}},
+		{"a user name with dots", []string{cs("user.first.last.max-parallel-apps"), "1"}, map[string]int{"first.last": 1, "bob": math.MaxInt32}},
+		{"a user's 0 lets none of its applications run", []string{cs("user.alice.max-parallel-apps"), "0"}, map[string]int{"alice": 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tree, err := Build(csConf(append(slices.Clone(hierarchy), tt.kv...)...), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for user, want := range tt.want {
+				if got := tree.MaxParallelAppsOfUser(user); got != want {
+					t.Errorf("MaxParallelAppsOfUser(%s) = %d, want %d", user, got, want)
+				}
+			}
+			if w := tree.Warnings(); len(w) != 0 {
+				t.Errorf("warnings %q", w)
+			}
+		})
+	}
+	wantConfigError(t, append(slices.Clone(hierarchy), cs("user.alice.max-parallel-apps"), "two"),
+		`yarn.scheduler.capacity.user.alice.max-parallel-apps: invalid value: For input string: "two"`)
 }

@@ -51,7 +51,7 @@ type PartitionResource struct {
 // QueueInfo answers getQueueInfo as the CapacityScheduler does: capacities
 // as fractions, the leaf name and the full path, the state (DRAINING while a
 // stopped queue still has applications), statistics from stats (nil: all
-// zero), preemption reported disabled (Knit never preempts), and, when
+// zero), whether preemption takes containers of the queue back, and, when
 // includeChildren, the children (their own children too when recursive).
 // Applications are left for the caller, which filters them by VIEW_APP. An
 // unknown or ambiguous name fails as YARN does, with a YarnException
@@ -79,8 +79,8 @@ func queueInfo(q *Queue, includeChildren, recursive bool, stats func(*Queue) Sta
 		State:                        q.EffectiveState(int(st.AppsRunning + st.AppsPending)).Proto().Enum(),
 		CurrentCapacity:              proto.Float32(st.UsedCapacity),
 		QueueStatistics:              statistics(st),
-		PreemptionDisabled:           proto.Bool(true),
-		IntraQueuePreemptionDisabled: proto.Bool(true),
+		PreemptionDisabled:           proto.Bool(q.PreemptionDisabled),
+		IntraQueuePreemptionDisabled: proto.Bool(q.IntraQueuePreemptionDisabled),
 		QueueConfigurationsMap:       configurationsMap(q, st),
 		Weight:                       proto.Float32(-1), // percentage mode: no weight
 		MaxParallelApps:              proto.Int32(int32(q.MaxParallelApps)),

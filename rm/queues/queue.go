@@ -119,9 +119,28 @@ type Queue struct {
 	Priority int
 	// MaxParallelApps caps the queue's running applications.
 	MaxParallelApps int
-	// FairOrdering is a leaf's ordering-policy "fair" (FairOrderingPolicy);
-	// otherwise applications go by priority, then submission ("fifo").
-	FairOrdering bool
+	// OrderingPolicy is the queue's ordering-policy by YARN's name of it,
+	// as the REST scheduler reports it (getConfigName): a leaf's of its
+	// applications, "fifo" (the default: by priority, then submission),
+	// "fair", "fifo-with-partitions" or "fifo-for-pending-apps"; a
+	// parent's of its children, "utilization" (the default) or
+	// "priority-utilization", inherited from its parent when unset.
+	OrderingPolicy string
+	// PreemptionDisabled is disable_preemption, inherited from the parent
+	// when unset, or true while the scheduler monitor does not preempt
+	// (Options.Preemption): no container of the queue is taken back for
+	// another queue.
+	PreemptionDisabled bool
+	// IntraQueuePreemptionDisabled: no container of the leaf is taken back
+	// for its own applications; true with PreemptionDisabled, while
+	// intra-queue preemption is off (Options.IntraQueuePreemption), or
+	// when intra-queue-preemption.disable_preemption (inherited from the
+	// parent when unset) says so.
+	IntraQueuePreemptionDisabled bool
+	// intraDisabledInHierarchy is the queue's
+	// intra-queue-preemption.disable_preemption as its children inherit
+	// it: without PreemptionDisabled's part.
+	intraDisabledInHierarchy bool
 
 	// AccessibleNodeLabels are the node labels the queue may use; root's
 	// are always AnyNodeLabel, other queues inherit their parent's unless
@@ -141,6 +160,15 @@ type Queue struct {
 
 // IsLeaf reports whether the queue takes applications.
 func (q *Queue) IsLeaf() bool { return len(q.Children) == 0 }
+
+// FairOrdering reports whether the leaf orders its applications by their
+// use (FairOrderingPolicy) rather than by priority, then submission.
+func (q *Queue) FairOrdering() bool { return q.OrderingPolicy == OrderingFair }
+
+// PriorityOrdering reports whether the parent offers its children below
+// their guarantee by their priority first (priority-utilization); under
+// utilization their priorities are not read.
+func (q *Queue) PriorityOrdering() bool { return q.OrderingPolicy == OrderingPriorityUtilization }
 
 // ACL returns the queue's own ACL for an operation.
 func (q *Queue) ACL(a QueueACL) acl.ACL {

@@ -19,17 +19,23 @@ type Tree struct {
 	byShort       map[string][]*Queue
 	opts          Options
 	maxSystemApps int
-	warnings      []string
+	// userApps are the users' max-parallel-apps: userAppsDefault for
+	// every user without one of its own in userApps.
+	userAppsDefault int
+	userApps        map[string]int
+	warnings        []string
 }
 
-func newTree(root *Queue, queues []*Queue, opts Options, maxSystemApps int) *Tree {
+func newTree(root *Queue, queues []*Queue, opts Options, b *builder) *Tree {
 	t := &Tree{
-		root:          root,
-		queues:        queues,
-		byPath:        map[string]*Queue{},
-		byShort:       map[string][]*Queue{},
-		opts:          opts,
-		maxSystemApps: maxSystemApps,
+		root:            root,
+		queues:          queues,
+		byPath:          map[string]*Queue{},
+		byShort:         map[string][]*Queue{},
+		opts:            opts,
+		maxSystemApps:   b.maxSystemApps,
+		userAppsDefault: b.userAppsDefault,
+		userApps:        b.userApps,
 	}
 	for _, q := range queues {
 		t.byPath[q.Path] = q
@@ -52,6 +58,19 @@ func (t *Tree) Queues() []*Queue { return slices.Clone(t.queues) }
 // MaxSystemApplications is yarn.scheduler.capacity.maximum-applications:
 // the most unfinished applications the cluster takes.
 func (t *Tree) MaxSystemApplications() int { return t.maxSystemApps }
+
+// MaxParallelAppsOfUser is the most applications of user that run at
+// once, in every queue together: yarn.scheduler.capacity.user.<user>.max-parallel-apps,
+// else yarn.scheduler.capacity.user.max-parallel-apps, else
+// math.MaxInt32 (no limit), as a queue's MaxParallelApps. Over it, the
+// user's next application waits, accepted, as CSMaxRunningAppsEnforcer
+// keeps it from running.
+func (t *Tree) MaxParallelAppsOfUser(user string) int {
+	if n, ok := t.userApps[user]; ok {
+		return n
+	}
+	return t.userAppsDefault
+}
 
 // Warnings lists properties that name queues the hierarchy does not have
 // (often left behind by a removed queue, which the CapacityScheduler
@@ -191,6 +210,11 @@ func unknownQueueWarnings(c *hadoopconf.Configuration, t *Tree) []string {
 		if rest, ok := strings.CutPrefix(name, Prefix); ok && strings.HasPrefix(rest, "root.") {
 			i := strings.LastIndexByte(rest, '.')
 			path, suffix := rest[:i], rest[i+1:]
+			// intra-queue-preemption.disable_preemption is the one known
+			// property of two parts.
+			if suffix == "disable_preemption" {
+				path = strings.TrimSuffix(path, ".intra-queue-preemption")
+			}
 			if slices.Contains(knownSuffixes(), suffix) && t.byPath[path] == nil {
 				out = append(out, name+": no queue "+path+" in the hierarchy; ignored")
 			}

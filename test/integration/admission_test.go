@@ -197,7 +197,7 @@ func submitApp(t *testing.T, call func(method string, req, resp proto.Message), 
 // none larger than the round's budget), root.a holds all 8 containers
 // when root.b's application asks for 6. root.a's AM hears of the containers taken back in a
 // PreemptionMessage's contract, they complete PREEMPTED (-102), and root.b
-// gets its guarantee.
+// gets its guarantee; getQueueInfo says root.a's containers may be taken.
 func TestPreemptionTakesContainersBackForAQueueBelowItsGuarantee(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "local")
 	confDir := t.TempDir()
@@ -261,6 +261,13 @@ func TestPreemptionTakesContainersBackForAQueueBelowItsGuarantee(t *testing.T) {
 		t.Errorf("diagnostics %q", d)
 	}
 	amB.collect("root.b's guarantee", func(a []*yarnpb.ContainerProto, _ []*yarnpb.ContainerStatusProto) bool { return len(a) == 6 })
+	// With the monitor on, getQueueInfo reports root.a's preemption on
+	// and, intra-queue preemption being off, its preemption within it off.
+	var info yarnpb.GetQueueInfoResponseProto
+	clientCalls(t, settings.Address, "alice")("getQueueInfo", &yarnpb.GetQueueInfoRequestProto{QueueName: proto.String("a")}, &info)
+	if q := info.GetQueueInfo(); q.GetPreemptionDisabled() || !q.GetIntraQueuePreemptionDisabled() {
+		t.Errorf("root.a's preemption disabled %v, within it %v; want false, true", q.GetPreemptionDisabled(), q.GetIntraQueuePreemptionDisabled())
+	}
 }
 
 // writeTwoLeaves writes the capacity-scheduler.xml of these tests: root.a

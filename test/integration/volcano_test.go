@@ -56,8 +56,9 @@ func podGroupCRD() *apiextensionsv1.CustomResourceDefinition {
 // yarn-batch, on a cluster with the PodGroup CRD and no Volcano: the
 // queue sets no scheduler name, so the default scheduler places the pods.
 // The application's one PodGroup exists before its pods, with Volcano's
-// queue, minMember 1 and Knit's labels; every pod names it; it is deleted
-// when the application ends.
+// queue, minMember 1 and Knit's labels; every pod names it and Volcano's
+// queue, and none waits behind Knit's scheduling gate; the PodGroup is
+// deleted when the application ends.
 func TestAVolcanoQueuesApplicationRunsInOnePodGroupDeletedAtItsEnd(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "local")
 	confDir := t.TempDir()
@@ -208,6 +209,10 @@ func TestAVolcanoQueuesApplicationRunsInOnePodGroupDeletedAtItsEnd(t *testing.T)
 		}
 		if p.Spec.SchedulerName != corev1.DefaultSchedulerName {
 			t.Errorf("pod %s: schedulerName %q, want the default", name, p.Spec.SchedulerName)
+		}
+		// Volcano queues the pods: Knit's admission holds none back.
+		if hasKnitGate(p) {
+			t.Errorf("pod %s of a delegated queue was seen behind Knit's scheduling gate", name)
 		}
 	}
 
