@@ -33,6 +33,10 @@ type RMConfig struct {
 	// User is the user the calls run as (SIMPLE authentication); required
 	// unless Token is set.
 	User string
+	// RealUser, if set, is the user User is a proxy user of, as a
+	// YarnClient run by a proxy UGI names both; its calls, and a
+	// delegation token it asks for, are User's on RealUser's behalf.
+	RealUser string
 	// Token, if set, authenticates the calls with an RM delegation token
 	// (SASL TOKEN over DIGEST-MD5), as a YarnClient whose credentials hold
 	// one for the RM's address does; the calls then run as its owner.
@@ -67,7 +71,7 @@ func NewRMClient(addr string, cfg RMConfig) (*RMClient, error) {
 		log = slog.Default()
 	}
 	dial := func(addr string, ha bool) (caller, error) {
-		cc := ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: cfg.User, Token: cfg.Token, Logger: log, Errors: yarnerr.FromRemote}
+		cc := ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: cfg.User, RealUser: cfg.RealUser, Token: cfg.Token, Logger: log, Errors: yarnerr.FromRemote}
 		if ha {
 			cc.NewBackOff = noConnectRetries
 		}

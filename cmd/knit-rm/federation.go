@@ -40,32 +40,58 @@ func (f *federationFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.advertiseHost, "federation-advertise-host", fedcmd.AdvertiseHost(), "host the RM registers in the federation for its addresses bound to a wildcard (default $POD_IP, else the host name)")
 }
 
-// runFederation keeps the active RM's sub-cluster in its federation when
-// yarn.federation.enabled is set: registered once its ports are up (it is
-// invoked after them), heartbeating while it is active, deregistered on a
-// clean stop before its ports close. Its writes are fenced as every write
-// of the RM: a deposed leader registers and heartbeats nothing.
-func runFederation(run lifecycle.Runner, c *hadoopconf.Configuration, settings conf.RMSettings, f flags, r *rm.ResourceManager, kc *rest.Config, rep *replica) error {
+// federationStore is the RM's way into its federation's store, nil when
+// yarn.federation.enabled is not set: the store itself, and the claims of
+// the cluster timestamp, which the RM's own store holds before it hands
+// out any application id.
+type federationStore struct {
+	settings   federation.Settings
+	store      *fedstore.Kube
+	timestamps *membership.Timestamps
+}
+
+// newFederationStore opens the federation store when the RM is a member;
+// it does no I/O. Its writes are fenced as every write of the RM: a
+// deposed leader claims, registers and heartbeats nothing.
+func newFederationStore(c *hadoopconf.Configuration, f flags, kc *rest.Config, rep *replica) (*federationStore, error) {
 	fs, err := federation.LoadSettings(c)
 	if err != nil || !fs.Enabled {
-		return err
+		return nil, err
 	}
 	cfg := kc
 	if f.federation.kubeconfig != "" {
 		if cfg, err = clientcmd.BuildConfigFromFlags("", f.federation.kubeconfig); err != nil {
-			return fmt.Errorf("federation kubeconfig: %w", err)
+			return nil, fmt.Errorf("federation kubeconfig: %w", err)
 		}
 		cfg.Wrap(ha.FenceTransport(rep.elector.Fence))
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("federation kubernetes client: %w", err)
+		return nil, fmt.Errorf("federation kubernetes client: %w", err)
 	}
 	st, err := fedstore.NewKube(fedstore.KubeConfig{Client: client, Namespace: f.federation.namespace})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// The active RM starts now, as far as the federation is concerned.
+	claims, err := membership.NewTimestamps(st, fs.SubClusterID)
+	if err != nil {
+		return nil, err
+	}
+	return &federationStore{settings: fs, store: st, timestamps: claims}, nil
+}
+
+// runFederation keeps the active RM's sub-cluster in its federation when
+// it is a member: registered once its ports are up (it is invoked after
+// them), heartbeating while it is active, deregistered on a clean stop
+// before its ports close.
+func runFederation(run lifecycle.Runner, settings conf.RMSettings, f flags, r *rm.ResourceManager, fed *federationStore) error {
+	if fed == nil {
+		return nil
+	}
+	fs := fed.settings
+	// The registration's start time is the cluster timestamp the RM holds
+	// by then (activation holds it before the ports open); now stands in
+	// for it only if none is held.
 	info := fedstore.SubClusterInfo{ID: fs.SubClusterID, LastStartTime: time.Now()}
 	for _, a := range []struct {
 		dst  *string
@@ -76,13 +102,15 @@ func runFederation(run lifecycle.Runner, c *hadoopconf.Configuration, settings c
 		{&info.RMAdminServiceAddress, settings.AdminAddress},
 		{&info.RMWebServiceAddress, settings.WebappAddress},
 	} {
+		var err error
 		if *a.dst, err = membership.ConnectAddress(a.addr, f.federation.advertiseHost); err != nil {
 			return err
 		}
 	}
 	member, err := membership.New(membership.Config{
-		Store:        st,
+		Store:        fed.store,
 		SubCluster:   info,
+		Timestamps:   fed.timestamps,
 		Capability:   capability(r.REST()),
 		Holds:        holds(r),
 		Interval:     fs.HeartbeatInterval,

@@ -123,7 +123,7 @@ const defaultGCPercent = 50
 func options(f flags, r *replica) fx.Option {
 	return fx.Options(
 		fx.Supply(f, r),
-		fx.Provide(newLogger, loadConf, newKubernetes, newStore, newQueues, rm.NewLiveAttempts, rm.NewContainerReports, newTokens, newPool, newPodFactory, newNodes, newScheduler, newRKS, newRM, newMetrics, newTracer, newActivation),
+		fx.Provide(newLogger, loadConf, newKubernetes, newFederationStore, newStore, newQueues, rm.NewLiveAttempts, rm.NewContainerReports, newTokens, newPool, newPodFactory, newNodes, newScheduler, newRKS, newRM, newMetrics, newTracer, newActivation),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger { return &fxevent.SlogLogger{Logger: log.With("component", "fx")} }),
 		// The constructors above read and write nothing: runActive's
 		// activation, invoked first, is where the active RM's I/O begins,
@@ -197,12 +197,17 @@ func newKubernetes(f flags, r *replica) (kube, error) {
 	return kube{Config: cfg, Client: client, Dynamic: dyn}, nil
 }
 
-func newStore(f flags, client kubernetes.Interface, dyn dynamic.Interface, log *slog.Logger, r *replica) (*store.Store, error) {
-	return store.New(store.Config{Dynamic: dyn, Core: client, Namespace: f.namespace, Logger: log.With("component", "store"), Fence: r.elector.Fence})
+func newStore(f flags, client kubernetes.Interface, dyn dynamic.Interface, log *slog.Logger, r *replica, fed *federationStore) (*store.Store, error) {
+	cfg := store.Config{Dynamic: dyn, Core: client, Namespace: f.namespace, Logger: log.With("component", "store"), Fence: r.elector.Fence}
+	if fed != nil {
+		cfg.Timestamps = fed.timestamps
+	}
+	return store.New(cfg)
 }
 
 func newQueues(c *hadoopconf.Configuration, settings conf.RMSettings, f flags) (*queues.Tree, error) {
-	return queues.Build(c, queues.Options{DefaultNamespace: f.namespace, ACLsEnabled: settings.ACLEnable, AdminACL: acl.Parse(settings.AdminACL)})
+	return queues.Build(c, queues.Options{DefaultNamespace: f.namespace, ACLsEnabled: settings.ACLEnable, AdminACL: acl.Parse(settings.AdminACL),
+		Preemption: settings.Preemption.Enabled, IntraQueuePreemption: settings.Preemption.IntraQueue})
 }
 
 func newTokens(s *store.Store, settings conf.RMSettings, live *rm.LiveAttempts) (*tokens.Manager, error) {

@@ -38,6 +38,10 @@ type Config struct {
 	// clients and Routers reach its services at (see ConnectAddress), and
 	// its start time. State and LastHeartBeat are set by the Member.
 	SubCluster store.SubClusterInfo
+	// Timestamps, if set, holds the RM's cluster timestamp, which the
+	// registration then carries as its LastStartTime, as YARN's
+	// SubClusterInfo carries the RM's cluster timestamp there.
+	Timestamps *Timestamps
 	// Capability returns the sub-cluster's capability for a heartbeat.
 	Capability func(ctx context.Context) (string, error)
 	// Holds reports whether the RM still holds an application (by its
@@ -86,8 +90,7 @@ func New(cfg Config) (*Member, error) {
 // or ctx ends: an RM that cannot join its federation does not start, as
 // YARN's FederationStateStoreService fails the RM's start.
 func (m *Member) Register(ctx context.Context) error {
-	info := m.cfg.SubCluster
-	info.State = store.StateNew
+	info := m.registration()
 	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithInitialInterval(200*time.Millisecond), backoff.WithMaxElapsedTime(0)), ctx)
 	err := backoff.RetryNotify(func() error {
 		return m.cfg.Store.RegisterSubCluster(ctx, info)
@@ -177,8 +180,7 @@ func (m *Member) Heartbeat(ctx context.Context) error {
 	}
 	err = m.cfg.Store.SubClusterHeartbeat(ctx, m.cfg.SubCluster.ID, store.StateRunning, capability)
 	if errors.Is(err, store.ErrNotFound) {
-		info := m.cfg.SubCluster
-		info.State = store.StateNew
+		info := m.registration()
 		if err = m.cfg.Store.RegisterSubCluster(ctx, info); err == nil {
 			m.log.WarnContext(ctx, "the store had lost the sub-cluster; registered it again")
 			err = m.cfg.Store.SubClusterHeartbeat(ctx, m.cfg.SubCluster.ID, store.StateRunning, capability)
@@ -188,6 +190,19 @@ func (m *Member) Heartbeat(ctx context.Context) error {
 		return fmt.Errorf("membership: %w", err)
 	}
 	return nil
+}
+
+// registration is the record Register writes: SC_NEW, started at the
+// cluster timestamp held, if any.
+func (m *Member) registration() store.SubClusterInfo {
+	info := m.cfg.SubCluster
+	info.State = store.StateNew
+	if m.cfg.Timestamps != nil {
+		if ts := m.cfg.Timestamps.Held(); ts > 0 {
+			info.LastStartTime = time.UnixMilli(ts)
+		}
+	}
+	return info
 }
 
 // Deregister marks the sub-cluster SC_UNREGISTERED, on a clean stop.

@@ -1,7 +1,9 @@
 package router
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -23,7 +25,10 @@ import (
 // RouterKeys (KeyStore), so that every Router of the federation honours
 // the tokens any of them issued. The Router's client port accepts those
 // tokens for authentication (SecretLookup), and a call so authenticated
-// goes on to the sub-clusters as the token's owner.
+// goes on to the sub-clusters as the token's owner, on behalf of the
+// token's real user when it was issued to a proxy user: YARN's Router
+// calls the sub-clusters as the caller's UGI (RouterServerUtil.setupUser),
+// which for such a token is the owner proxied by the real user.
 //
 // Who may ask is RouterServerUtil.isAllowedDelegationTokenOp for Knit,
 // which has no Kerberos: anyone but a caller that itself authenticated
@@ -117,15 +122,31 @@ func (r *Router) CancelDelegationToken(ctx context.Context, req *commonpb.Cancel
 }
 
 // KeyStore is the Routers' shared tokens.KeyStore over the federation
-// store's RouterKeys: it remembers the version it last read or wrote and
-// saves over that version alone, so that a Router whose keys are stale
-// gets tokens.ErrKeysChanged and redoes its change on the stored ones.
-// Give it to a tokens.Manager with Config.Shared.
+// store's RouterKeys: the master keys, current key id and sequence number
+// in the keys record, each live token in a record of its own. It
+// remembers the versions it last read or wrote and saves over those
+// alone, so that a Router whose keys are stale gets tokens.ErrKeysChanged
+// and redoes its change on the stored ones. A Save writes what changed
+// since the Load before it: the keys record when the keys or the sequence
+// number moved (an issue, a roll), and the records of the tokens issued,
+// renewed, cancelled or dropped; the keys record first, so that a token's
+// sequence number is taken before its record is written. Give it to a
+// tokens.Manager with Config.Shared, which loads before every change.
 type KeyStore struct {
 	store store.RouterKeys
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// version and head are the keys record as last read or written: its
+	// version and its bytes without the tokens.
 	version string
+	head    []byte
+	// inline holds the tokens the keys record itself held, as a Router of
+	// before the tokens had records of their own wrote them: the next Save
+	// moves them to their records.
+	inline map[int32]bool
+	// tokens are the token records last read or written, by sequence
+	// number.
+	tokens map[int32]store.RouterToken
 }
 
 var _ tokens.KeyStore = (*KeyStore)(nil)
@@ -133,7 +154,8 @@ var _ tokens.KeyStore = (*KeyStore)(nil)
 // NewKeyStore returns the KeyStore over s.
 func NewKeyStore(s store.RouterKeys) *KeyStore { return &KeyStore{store: s} }
 
-// Load reads the stored keys; none stored is the zero Keys.
+// Load reads the keys record and every token record; none stored is the
+// zero Keys.
 func (k *KeyStore) Load(ctx context.Context) (tokens.Keys, error) {
 	data, version, err := k.store.GetRouterKeys(ctx)
 	if err != nil {
@@ -143,27 +165,133 @@ func (k *KeyStore) Load(ctx context.Context) (tokens.Keys, error) {
 	if err != nil {
 		return tokens.Keys{}, err
 	}
+	records, err := k.store.GetRouterTokens(ctx)
+	if err != nil {
+		return tokens.Keys{}, err
+	}
+	byRecord := make(map[int32]store.RouterToken, len(records))
+	all := make([]tokens.StoredDelegationToken, 0, len(records)+len(keys.Delegation.Tokens))
+	for _, r := range records {
+		var t tokens.StoredDelegationToken
+		if err := json.Unmarshal(r.Data, &t); err != nil {
+			return tokens.Keys{}, fmt.Errorf("router: token record %d: %w", r.SequenceNumber, err)
+		}
+		byRecord[r.SequenceNumber] = r
+		all = append(all, t)
+	}
+	inline := map[int32]bool{}
+	for _, t := range keys.Delegation.Tokens {
+		seq, err := sequenceNumber(t)
+		if err != nil {
+			return tokens.Keys{}, err
+		}
+		if _, ok := byRecord[seq]; !ok { // a record, once written, is the token
+			inline[seq] = true
+			all = append(all, t)
+		}
+	}
+	keys.Delegation.Tokens = all
+	head, err := encodeHead(keys)
+	if err != nil {
+		return tokens.Keys{}, err
+	}
 	k.mu.Lock()
-	k.version = version
+	k.version, k.head, k.inline, k.tokens = version, head, inline, byRecord
 	k.mu.Unlock()
 	return keys, nil
 }
 
-// Save replaces the keys last loaded or saved.
+// Save writes what changed since the keys last loaded or saved.
 func (k *KeyStore) Save(ctx context.Context, keys tokens.Keys) error {
-	data, err := tokens.EncodeKeys(keys)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.tokens == nil { // saved before any load: nothing is known stored
+		k.tokens = map[int32]store.RouterToken{}
+	}
+	want := make(map[int32][]byte, len(keys.Delegation.Tokens))
+	for _, t := range keys.Delegation.Tokens {
+		seq, err := sequenceNumber(t)
+		if err != nil {
+			return err
+		}
+		data, err := json.Marshal(t)
+		if err != nil {
+			return fmt.Errorf("router: encode token %d: %w", seq, err)
+		}
+		want[seq] = data
+	}
+	// Tokens the keys record held go to their records before the keys
+	// record is written without them.
+	for seq := range k.inline {
+		if data, ok := want[seq]; ok {
+			if err := k.putToken(ctx, seq, data); err != nil {
+				return err
+			}
+		}
+	}
+	head, err := encodeHead(keys)
 	if err != nil {
 		return err
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	version, err := k.store.PutRouterKeys(ctx, data, k.version)
+	if len(k.inline) > 0 || !bytes.Equal(head, k.head) {
+		version, err := k.store.PutRouterKeys(ctx, head, k.version)
+		if err != nil {
+			return changed(err)
+		}
+		k.version, k.head, k.inline = version, head, nil
+	}
+	for seq, data := range want {
+		if r, ok := k.tokens[seq]; !ok || !bytes.Equal(r.Data, data) {
+			if err := k.putToken(ctx, seq, data); err != nil {
+				return err
+			}
+		}
+	}
+	for seq, r := range k.tokens {
+		if _, ok := want[seq]; ok {
+			continue
+		}
+		if err := k.store.DeleteRouterToken(ctx, seq, r.Version); err != nil {
+			return changed(err)
+		}
+		delete(k.tokens, seq)
+	}
+	return nil
+}
+
+// putToken writes token seq's record over the version last read or
+// written, with k.mu held.
+func (k *KeyStore) putToken(ctx context.Context, seq int32, data []byte) error {
+	r := store.RouterToken{SequenceNumber: seq, Data: data, Version: k.tokens[seq].Version}
+	version, err := k.store.PutRouterToken(ctx, r)
+	if err != nil {
+		return changed(err)
+	}
+	r.Version = version
+	k.tokens[seq] = r
+	return nil
+}
+
+// changed is err, as tokens.ErrKeysChanged when another Router wrote
+// first.
+func changed(err error) error {
 	if errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("%w: %w", tokens.ErrKeysChanged, err)
 	}
+	return err
+}
+
+// encodeHead is the keys record of keys: everything but the tokens.
+func encodeHead(keys tokens.Keys) ([]byte, error) {
+	keys.Delegation.Tokens = nil
+	return tokens.EncodeKeys(keys)
+}
+
+// sequenceNumber is a stored token's, its record's key.
+func sequenceNumber(t tokens.StoredDelegationToken) (int32, error) {
+	id, err := tokens.ParseDelegationTokenIdentifier(t.Identifier)
 	if err != nil {
-		return err
+		return 0, fmt.Errorf("router: stored token: %w", err)
 	}
-	k.version = version
-	return nil
+	return id.SequenceNumber, nil
 }

@@ -186,6 +186,46 @@ func TestACallerAuthenticatedByARouterTokenIsItsOwnerAndMayNotAskForAnother(t *t
 	}
 }
 
+// A token issued to a proxy user keeps its real user, and a caller
+// authenticated by it goes on to the sub-cluster as its owner on behalf
+// of that real user, as YARN's Router calls as the caller's UGI, a proxy
+// user of the token's real user (RouterServerUtil.setupUser).
+func TestARouterTokenOfAProxyUserGoesOnToTheSubClusterAsTheOwnerViaTheRealUser(t *testing.T) {
+	_, rm, _, addr, _ := tokenFederation(t)
+	ctx := t.Context()
+	for _, tt := range []struct {
+		name, user, realUser string
+	}{
+		{"a proxy user's token", "bob", "oozie"},
+		{"a user's own token", "carol", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := client.NewRMClient(addr, client.RMConfig{User: tt.user, RealUser: tt.realUser, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			tok, err := c.GetDelegationToken(ctx, "yarn")
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, err := tokens.ParseDelegationTokenIdentifier(tok.GetIdentifier())
+			if err != nil || id.Owner != tt.user || id.RealUser != tt.realUser {
+				t.Fatalf("identifier %+v, %v; want owner %s, real user %q", id, err, tt.user, tt.realUser)
+			}
+			if _, err := clientOf(t, addr, "", tok).GetNewApplication(ctx); err != nil {
+				t.Fatalf("a call through a token-authenticated connection: %v", err)
+			}
+			rm.mu.Lock()
+			defer rm.mu.Unlock()
+			last := len(rm.users) - 1
+			if rm.users[last] != tt.user || rm.realUsers[last] != tt.realUser {
+				t.Errorf("the sub-cluster was called as %q via %q, want %q via %q", rm.users[last], rm.realUsers[last], tt.user, tt.realUser)
+			}
+		})
+	}
+}
+
 func TestASecondRouterOverTheSameStoreHonoursAndRenewsTheFirstsTokens(t *testing.T) {
 	s, _, clock, _, alice := tokenFederation(t)
 	second, _ := serveRouter(t, s, routerOptions{tokens: routerTokens(t, s, clock)})

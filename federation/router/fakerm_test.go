@@ -36,10 +36,12 @@ type fakeRM struct {
 	ts   int64
 	addr string
 
-	mu         sync.Mutex
-	next       int32
-	apps       map[string]*yarnpb.ApplicationReportProto
-	users      []string
+	mu    sync.Mutex
+	next  int32
+	apps  map[string]*yarnpb.ApplicationReportProto
+	users []string
+	// realUsers are the callers' real users, one for each of users.
+	realUsers  []string
 	failSubmit bool
 	// reservations are those submitted, by id, and updates the number of
 	// updates each had; noReservations refuses every reservation call, as
@@ -220,6 +222,7 @@ func zoneKey() *yarnpb.NodeAttributeKeyProto {
 func (rm *fakeRM) seen(ctx context.Context) string {
 	c, _ := ipc.CallerFrom(ctx)
 	rm.users = append(rm.users, c.User)
+	rm.realUsers = append(rm.realUsers, c.RealUser)
 	return c.User
 }
 

@@ -110,6 +110,13 @@ func (c *Cache) DeregisterSubCluster(ctx context.Context, id string, state State
 	return c.store.DeregisterSubCluster(ctx, id, state)
 }
 
+// Claims of cluster timestamps are never cached: each is made once, at an
+// RM's activation, and must see every other claim.
+
+func (c *Cache) ClaimClusterTimestamp(ctx context.Context, ts int64, id string) (string, error) {
+	return c.store.ClaimClusterTimestamp(ctx, ts, id)
+}
+
 // allClusters is every sub-cluster, from the cache while fresh.
 func (c *Cache) allClusters(ctx context.Context) ([]SubClusterInfo, error) {
 	return load(ctx, c, &c.clusters, func(ctx context.Context) ([]SubClusterInfo, error) {
@@ -229,6 +236,18 @@ func (c *Cache) GetRouterKeys(ctx context.Context) ([]byte, string, error) {
 
 func (c *Cache) PutRouterKeys(ctx context.Context, data []byte, version string) (string, error) {
 	return c.store.PutRouterKeys(ctx, data, version)
+}
+
+func (c *Cache) GetRouterTokens(ctx context.Context) ([]RouterToken, error) {
+	return c.store.GetRouterTokens(ctx)
+}
+
+func (c *Cache) PutRouterToken(ctx context.Context, t RouterToken) (string, error) {
+	return c.store.PutRouterToken(ctx, t)
+}
+
+func (c *Cache) DeleteRouterToken(ctx context.Context, seq int32, version string) error {
+	return c.store.DeleteRouterToken(ctx, seq, version)
 }
 
 func (c *Cache) putHome(application, home string) {

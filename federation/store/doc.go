@@ -12,10 +12,15 @@
 // (heartbeats, deregistrations, home updates) use resourceVersion and retry
 // on a conflict. Each API call is tried again, for a few seconds, when it
 // fails for a passing reason (an unreachable or overloaded API server).
-// The Routers' delegation token state (RouterKeys) is one record with a
-// version, in a Secret rather than a ConfigMap since it holds master keys;
-// a write names the version it replaces and fails with ErrConflict when
-// another Router wrote first.
+// A claimed cluster timestamp (ClusterTimestamps) is a ConfigMap named
+// after it, created once: of two claims the first created holds.
+// The Routers' delegation token state (RouterKeys) is a keys record (master
+// keys, current key id, sequence number) in a Secret rather than a
+// ConfigMap since it holds master keys, and a ConfigMap per live token
+// (its identifier and renew date; no secret), so that no one object's size
+// bounds the live tokens; a write names the version it replaces (a
+// deletion, as a precondition) and fails with ErrConflict when another
+// Router wrote first.
 // Memory is the same contract in a map, for tests of the store's users.
 //
 // Cache is the Router's view (YARN's FederationStateStoreFacade): reads of

@@ -62,6 +62,8 @@ const (
 	keyQueue         = "queue"
 	keyType          = "type"
 	keyParams        = "params"
+	// keySequenceNumber is a router token's.
+	keySequenceNumber = "sequenceNumber"
 )
 
 // KubeConfig configures a Kube store.

@@ -21,10 +21,16 @@ type Memory struct {
 	homes    map[string]ApplicationHome
 	reserved map[string]string
 	policies map[string]PolicyConfiguration
+	// timestamps holds each claimed cluster timestamp's sub-cluster.
+	timestamps map[int64]string
 	// keys is the Routers' delegation token state, keysVersion counts its
 	// writes.
 	keys        []byte
 	keysVersion int
+	// tokens are the Routers' token records; writes counts every write
+	// of one, so that a version is never given twice.
+	tokens map[int32]RouterToken
+	writes int
 }
 
 var _ StateStore = (*Memory)(nil)
@@ -35,7 +41,7 @@ func NewMemory(now func() time.Time) *Memory {
 	if now == nil {
 		now = time.Now
 	}
-	return &Memory{now: now, clusters: map[string]SubClusterInfo{}, homes: map[string]ApplicationHome{}, reserved: map[string]string{}, policies: map[string]PolicyConfiguration{}}
+	return &Memory{now: now, clusters: map[string]SubClusterInfo{}, homes: map[string]ApplicationHome{}, reserved: map[string]string{}, policies: map[string]PolicyConfiguration{}, timestamps: map[int64]string{}, tokens: map[int32]RouterToken{}}
 }
 
 func (m *Memory) RegisterSubCluster(_ context.Context, info SubClusterInfo) error {
@@ -100,6 +106,19 @@ func (m *Memory) GetSubClusters(_ context.Context, filterInactive bool) ([]SubCl
 	}
 	slices.SortFunc(out, func(a, b SubClusterInfo) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
+}
+
+func (m *Memory) ClaimClusterTimestamp(_ context.Context, ts int64, id string) (string, error) {
+	if err := validateClaim(ts, id); err != nil {
+		return "", err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if holder, ok := m.timestamps[ts]; ok {
+		return holder, nil
+	}
+	m.timestamps[ts] = id
+	return id, nil
 }
 
 func (m *Memory) AddApplicationHomeSubCluster(_ context.Context, h ApplicationHome) (string, error) {
@@ -223,13 +242,21 @@ func (m *Memory) SetPolicyConfiguration(_ context.Context, p PolicyConfiguration
 func (m *Memory) GetPoliciesConfigurations(context.Context) ([]PolicyConfiguration, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]PolicyConfiguration, 0, len(m.policies))
-	for _, p := range m.policies {
+	return sortedCopies(m.policies, func(p PolicyConfiguration) PolicyConfiguration {
 		p.Params = slices.Clone(p.Params)
-		out = append(out, p)
+		return p
+	}, func(a, b PolicyConfiguration) int { return cmp.Compare(a.Queue, b.Queue) }), nil
+}
+
+// sortedCopies returns copies (made by clone) of m's values, sorted by
+// compare, so that a caller's changes never reach the store.
+func sortedCopies[K comparable, V any](m map[K]V, clone func(V) V, compare func(a, b V) int) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, clone(v))
 	}
-	slices.SortFunc(out, func(a, b PolicyConfiguration) int { return cmp.Compare(a.Queue, b.Queue) })
-	return out, nil
+	slices.SortFunc(out, compare)
+	return out
 }
 
 func (m *Memory) DeletePoliciesConfigurations(_ context.Context, queues []string) error {
@@ -267,4 +294,39 @@ func memoryVersion(n int) string {
 		return ""
 	}
 	return strconv.Itoa(n)
+}
+
+func (m *Memory) GetRouterTokens(context.Context) ([]RouterToken, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return sortedCopies(m.tokens, func(t RouterToken) RouterToken {
+		t.Data = bytes.Clone(t.Data)
+		return t
+	}, func(a, b RouterToken) int { return cmp.Compare(a.SequenceNumber, b.SequenceNumber) }), nil
+}
+
+func (m *Memory) PutRouterToken(_ context.Context, t RouterToken) (string, error) {
+	if len(t.Data) > MaxRouterToken {
+		return "", fmt.Errorf("federation store: router token %d of %d bytes, over %d", t.SequenceNumber, len(t.Data), MaxRouterToken)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if stored := m.tokens[t.SequenceNumber].Version; stored != t.Version {
+		return "", fmt.Errorf("federation store: router token %d of version %q, stored %q: %w", t.SequenceNumber, t.Version, stored, ErrConflict)
+	}
+	m.writes++
+	t.Version, t.Data = "t"+strconv.Itoa(m.writes), bytes.Clone(t.Data)
+	m.tokens[t.SequenceNumber] = t
+	return t.Version, nil
+}
+
+func (m *Memory) DeleteRouterToken(_ context.Context, seq int32, version string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	stored, ok := m.tokens[seq]
+	if !ok || stored.Version != version {
+		return fmt.Errorf("federation store: delete router token %d of version %q, stored %q: %w", seq, version, stored.Version, ErrConflict)
+	}
+	delete(m.tokens, seq)
+	return nil
 }

@@ -194,23 +194,74 @@ type Policies interface {
 // RouterStoreToken records with its token sequence number and current key
 // id (storeNewMasterKey, removeStoredMasterKey, storeNewToken,
 // updateStoredToken, removeStoredToken, getTokenByRouterStoreToken,
-// incrementDelegationTokenSeqNum). Here it is one record, read and
-// replaced whole under its version (the bytes tokens.EncodeKeys writes),
-// so that every Router of the federation issues, renews and cancels on the
-// same keys and tokens and the sequence numbers never repeat.
+// incrementDelegationTokenSeqNum). The master keys, current key id and
+// sequence number are one record, read and replaced whole under its
+// version, so that every Router of the federation issues on the same keys
+// and the sequence numbers never repeat; each live token is a record of
+// its own, by sequence number, as YARN's ZooKeeper and SQL stores keep a
+// row per token, so that the number of live tokens is bounded by no one
+// object's size. Every write names the version it replaces and fails with
+// ErrConflict when another Router wrote first.
 type RouterKeys interface {
-	// GetRouterKeys returns the stored state and its version; no bytes
-	// and an empty version when nothing is stored yet.
+	// GetRouterKeys returns the stored keys record and its version; no
+	// bytes and an empty version when nothing is stored yet.
 	GetRouterKeys(ctx context.Context) (data []byte, version string, err error)
-	// PutRouterKeys replaces the state stored under version (empty: none
-	// stored yet) and returns the new version; ErrConflict, wrapped, when
-	// the stored version is another.
+	// PutRouterKeys replaces the keys record stored under version (empty:
+	// none stored yet) and returns the new version; ErrConflict, wrapped,
+	// when the stored version is another.
 	PutRouterKeys(ctx context.Context, data []byte, version string) (string, error)
+	// GetRouterTokens returns every stored token record, sorted by
+	// sequence number.
+	GetRouterTokens(ctx context.Context) ([]RouterToken, error)
+	// PutRouterToken replaces the record of token t.SequenceNumber stored
+	// under t.Version (empty: none stored yet) with t.Data and returns the
+	// new version; ErrConflict, wrapped, when the stored version is
+	// another or, for a replacement, none is stored.
+	PutRouterToken(ctx context.Context, t RouterToken) (string, error)
+	// DeleteRouterToken deletes the record of token seq stored under
+	// version; ErrConflict, wrapped, when another version or none is
+	// stored.
+	DeleteRouterToken(ctx context.Context, seq int32, version string) error
+}
+
+// RouterToken is the record of one live delegation token of the Routers.
+type RouterToken struct {
+	// SequenceNumber is the token's, its key in the store.
+	SequenceNumber int32
+	// Data is the token as the Routers keep it (its identifier and renew
+	// date), at most MaxRouterToken bytes.
+	Data []byte
+	// Version is the stored version the record was read at, or, given to
+	// PutRouterToken, the version it replaces.
+	Version string
+}
+
+// MaxRouterToken bounds a token record: a token's identifier and renew
+// date take a few hundred bytes.
+const MaxRouterToken = 16 << 10
+
+// ClusterTimestamps keeps which sub-cluster holds which cluster
+// timestamp. An application id is its RM's cluster timestamp and a
+// sequence number, and the Router finds an application's home by that id
+// alone: two sub-clusters under one timestamp would hand out the same ids.
+// YARN leaves it to chance (the timestamp is an RM's start time, in
+// milliseconds); a Knit RM claims its timestamp here before it hands out
+// any id, and a claim, once made, is never given to another sub-cluster:
+// the ids of a sub-cluster gone LOST or deregistered live on in the
+// homes, reports and logs of its applications.
+type ClusterTimestamps interface {
+	// ClaimClusterTimestamp records ts as sub-cluster id's cluster
+	// timestamp unless a sub-cluster holds it already, and returns the
+	// holder: id when the claim is id's (made now or before), another
+	// sub-cluster's id when ts is taken. Of claims of one ts made at once,
+	// exactly one holds.
+	ClaimClusterTimestamp(ctx context.Context, ts int64, id string) (holder string, err error)
 }
 
 // StateStore is the whole store.
 type StateStore interface {
 	Membership
+	ClusterTimestamps
 	ApplicationHomes
 	ReservationHomes
 	Policies
@@ -238,6 +289,14 @@ func validateInfo(info SubClusterInfo) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// validateClaim checks a claim of a cluster timestamp.
+func validateClaim(ts int64, id string) error {
+	if ts <= 0 || id == "" {
+		return fmt.Errorf("federation store: claim of cluster timestamp %d by %q: needs a positive timestamp and a sub-cluster id", ts, id)
+	}
+	return nil
 }
 
 // validateState checks a state given to a heartbeat or a deregistration.

@@ -1,8 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,11 +24,19 @@ const (
 // KindRouterKeys labels the Secret of the Routers' delegation token state.
 const KindRouterKeys = "routerkeys"
 
-// MaxRouterKeys bounds the state: a Secret holds 1 MiB in all. Each live
-// delegation token takes some 300 bytes of it, so this is a few thousand
-// tokens live at once; a write past it fails the issue, and the Router
-// answers the caller with the error.
+// MaxRouterKeys bounds the keys record: a Secret holds 1 MiB in all. The
+// record holds the master keys (a few a week) and, written by a Router of
+// before the tokens had records of their own, the live tokens, which the
+// next write moves to their records.
 const MaxRouterKeys = 1000 << 10
+
+// KindRouterToken labels the ConfigMap of one live delegation token: its
+// identifier and renew date, no secret (its password is the HMAC of its
+// key, which only the keys Secret holds).
+const KindRouterToken = "routertoken"
+
+// routerTokenDataKey holds a token record's data.
+const routerTokenDataKey = "token"
 
 // GetRouterKeys reads the Secret; its version is its resourceVersion.
 func (k *Kube) GetRouterKeys(ctx context.Context) ([]byte, string, error) {
@@ -72,4 +83,72 @@ func (k *Kube) PutRouterKeys(ctx context.Context, data []byte, version string) (
 		return "", fmt.Errorf("federation store: router keys: %w", err)
 	}
 	return out.ResourceVersion, nil
+}
+
+// routerTokenName is the ConfigMap of token seq.
+func routerTokenName(seq int32) string {
+	return objectName(KindRouterToken, strconv.FormatInt(int64(seq), 10))
+}
+
+// GetRouterTokens lists the token ConfigMaps; a version is a
+// resourceVersion.
+func (k *Kube) GetRouterTokens(ctx context.Context) ([]RouterToken, error) {
+	cms, err := k.list(ctx, KindRouterToken)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RouterToken, 0, len(cms))
+	for _, cm := range cms {
+		seq, err := strconv.ParseInt(cm.Data[keySequenceNumber], 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("federation store: ConfigMap %s: %s: %w", cm.Name, keySequenceNumber, err)
+		}
+		out = append(out, RouterToken{SequenceNumber: int32(seq), Data: cm.BinaryData[routerTokenDataKey], Version: cm.ResourceVersion})
+	}
+	slices.SortFunc(out, func(a, b RouterToken) int { return cmp.Compare(a.SequenceNumber, b.SequenceNumber) })
+	return out, nil
+}
+
+// PutRouterToken creates the token's ConfigMap (version empty) or updates
+// it under the resourceVersion given; the API server's AlreadyExists,
+// Conflict or NotFound is ErrConflict.
+func (k *Kube) PutRouterToken(ctx context.Context, t RouterToken) (string, error) {
+	if len(t.Data) > MaxRouterToken {
+		return "", fmt.Errorf("federation store: router token %d of %d bytes, over %d", t.SequenceNumber, len(t.Data), MaxRouterToken)
+	}
+	cm := newConfigMap(KindRouterToken, strconv.FormatInt(int64(t.SequenceNumber), 10))
+	cm.ResourceVersion = t.Version
+	cm.Data = map[string]string{keySequenceNumber: strconv.FormatInt(int64(t.SequenceNumber), 10)}
+	cm.BinaryData = map[string][]byte{routerTokenDataKey: t.Data}
+	var out *corev1.ConfigMap
+	var err error
+	if t.Version == "" {
+		out, err = k.configMaps().Create(ctx, cm, metav1.CreateOptions{FieldManager: fieldManager})
+	} else {
+		out, err = k.configMaps().Update(ctx, cm, metav1.UpdateOptions{FieldManager: fieldManager})
+	}
+	if err := tokenConflict(err); err != nil {
+		return "", fmt.Errorf("federation store: router token %d of version %q: %w", t.SequenceNumber, t.Version, err)
+	}
+	return out.ResourceVersion, nil
+}
+
+// DeleteRouterToken deletes the token's ConfigMap on the precondition of
+// its resourceVersion.
+func (k *Kube) DeleteRouterToken(ctx context.Context, seq int32, version string) error {
+	err := k.configMaps().Delete(ctx, routerTokenName(seq), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &version}})
+	if err := tokenConflict(err); err != nil {
+		return fmt.Errorf("federation store: delete router token %d of version %q: %w", seq, version, err)
+	}
+	return nil
+}
+
+// tokenConflict is err with the API server's answers to a write over a
+// version no longer stored (AlreadyExists, Conflict, NotFound) as
+// ErrConflict.
+func tokenConflict(err error) error {
+	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return fmt.Errorf("%w: %w", ErrConflict, err)
+	}
+	return err
 }

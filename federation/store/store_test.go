@@ -437,3 +437,121 @@ func TestParseCapabilityReadsTheHeartbeatsClusterMetrics(t *testing.T) {
 		})
 	}
 }
+
+func TestAClusterTimestampIsHeldByTheFirstSubClusterToClaimIt(t *testing.T) {
+	for name, newStore := range implementations(t) {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t, newClock().now)
+			ctx := t.Context()
+			const ts = 1_700_000_000_000
+			for _, c := range []struct {
+				ts         int64
+				id, holder string
+			}{
+				{ts, "sc1", "sc1"},
+				{ts, "sc1", "sc1"}, // claimed again by its holder: still its
+				{ts, "sc2", "sc1"}, // taken
+				{ts + 1, "sc2", "sc2"},
+				{ts + 1, "sc1", "sc2"},
+			} {
+				if holder, err := s.ClaimClusterTimestamp(ctx, c.ts, c.id); err != nil || holder != c.holder {
+					t.Errorf("%s claims %d: holder %q, %v; want %q", c.id, c.ts, holder, err, c.holder)
+				}
+			}
+			for _, bad := range []struct {
+				ts int64
+				id string
+			}{{0, "sc1"}, {ts, ""}} {
+				if _, err := s.ClaimClusterTimestamp(ctx, bad.ts, bad.id); err == nil {
+					t.Errorf("claim of %d by %q: no error", bad.ts, bad.id)
+				}
+			}
+		})
+	}
+}
+
+func TestConcurrentClaimsOfAClusterTimestampAgreeOnOneHolder(t *testing.T) {
+	for name, newStore := range implementations(t) {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t, newClock().now)
+			const n = 8
+			holders := make([]string, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					holders[i], errs[i] = s.ClaimClusterTimestamp(t.Context(), 1_700_000_000_000, fmt.Sprintf("sc%d", i))
+				})
+			}
+			wg.Wait()
+			for i := range n {
+				if errs[i] != nil || holders[i] != holders[0] {
+					t.Errorf("claim %d: holder %q, %v; claim 0's holder %q", i, holders[i], errs[i], holders[0])
+				}
+			}
+		})
+	}
+}
+
+func TestRouterTokensAreKeptOneRecordEachAndWrittenOnlyUnderTheVersionRead(t *testing.T) {
+	for name, newStore := range implementations(t) {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t, newClock().now)
+			ctx := t.Context()
+			if got, err := s.GetRouterTokens(ctx); err != nil || len(got) != 0 {
+				t.Fatalf("tokens before any: %v, %v", got, err)
+			}
+			v1, err := s.PutRouterToken(ctx, RouterToken{SequenceNumber: 1, Data: []byte("one")})
+			if err != nil || v1 == "" {
+				t.Fatalf("create token 1: version %q, %v", v1, err)
+			}
+			v2, err := s.PutRouterToken(ctx, RouterToken{SequenceNumber: 2, Data: []byte("two")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Another Router that also read no token 1 comes second.
+			if _, err := s.PutRouterToken(ctx, RouterToken{SequenceNumber: 1, Data: []byte("other one")}); !errors.Is(err, ErrConflict) {
+				t.Errorf("a create over a stored token: %v, want a conflict", err)
+			}
+			v1b, err := s.PutRouterToken(ctx, RouterToken{SequenceNumber: 1, Data: []byte("one renewed"), Version: v1})
+			if err != nil || v1b == v1 {
+				t.Fatalf("update of token 1 over the version read: %q, %v", v1b, err)
+			}
+			for _, stale := range []struct {
+				name string
+				call func() error
+			}{
+				{"an update over a replaced version", func() error {
+					_, err := s.PutRouterToken(ctx, RouterToken{SequenceNumber: 1, Data: []byte("stale"), Version: v1})
+					return err
+				}},
+				{"a deletion over a replaced version", func() error { return s.DeleteRouterToken(ctx, 1, v1) }},
+				{"an update of a token never stored", func() error {
+					_, err := s.PutRouterToken(ctx, RouterToken{SequenceNumber: 3, Data: []byte("three"), Version: v1})
+					return err
+				}},
+			} {
+				if err := stale.call(); !errors.Is(err, ErrConflict) {
+					t.Errorf("%s: %v, want a conflict", stale.name, err)
+				}
+			}
+			got, err := s.GetRouterTokens(ctx)
+			if err != nil || len(got) != 2 || got[0].SequenceNumber != 1 || string(got[0].Data) != "one renewed" || got[0].Version != v1b ||
+				got[1].SequenceNumber != 2 || string(got[1].Data) != "two" || got[1].Version != v2 {
+				t.Fatalf("tokens = %+v, %v", got, err)
+			}
+			if err := s.DeleteRouterToken(ctx, 1, v1b); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DeleteRouterToken(ctx, 1, v1b); !errors.Is(err, ErrConflict) {
+				t.Errorf("a deletion of a deleted token: %v, want a conflict", err)
+			}
+			if got, err := s.GetRouterTokens(ctx); err != nil || len(got) != 1 || got[0].SequenceNumber != 2 {
+				t.Errorf("tokens after deleting 1: %+v, %v", got, err)
+			}
+			if _, err := s.PutRouterToken(ctx, RouterToken{SequenceNumber: 4, Data: make([]byte, MaxRouterToken+1)}); err == nil || errors.Is(err, ErrConflict) {
+				t.Errorf("a token over the bound: %v, want refused", err)
+			}
+		})
+	}
+}

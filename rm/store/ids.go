@@ -44,8 +44,10 @@ type IDBlock struct {
 }
 
 // ClusterTimestamp returns the cluster timestamp in Unix milliseconds. The
-// first call on a new cluster fixes it at the Store's clock; every later
-// call, in any RM and after any restart, returns the same value.
+// first call on a new cluster fixes it at the Store's clock (a federation
+// member's at the first millisecond from then on that no other member
+// holds); every later call, in any RM and after any restart, returns the
+// same value. A federation member's fails when another member holds it.
 func (s *Store) ClusterTimestamp(ctx context.Context) (int64, error) {
 	var ts int64
 	err := s.retry(ctx, "read cluster identity", func(ctx context.Context) error {
@@ -53,10 +55,31 @@ func (s *Store) ClusterTimestamp(ctx context.Context) (int64, error) {
 		if err != nil {
 			return err
 		}
-		ts, _, err = parseCluster(cm)
-		return err
+		if ts, _, err = parseCluster(cm); err != nil {
+			return err
+		}
+		return s.holdTimestamp(ctx, ts)
 	})
 	return ts, err
+}
+
+// holdTimestamp has a federation member hold ts, once per Store and
+// timestamp; an RM of no federation holds nothing.
+func (s *Store) holdTimestamp(ctx context.Context, ts int64) error {
+	if s.timestamps == nil || s.held.Load() == ts {
+		return nil
+	}
+	ok, err := s.timestamps.Hold(ctx, ts)
+	if err != nil {
+		// The federation store out of reach delays the RM, as its own does.
+		return fmt.Errorf("%w: %w", errTryAgain, err)
+	}
+	if !ok {
+		return fmt.Errorf("cluster timestamp %d: %w", ts, ErrTimestampTaken)
+	}
+	s.held.Store(ts)
+	s.log.Info("holds its cluster timestamp in the federation", "clusterTimestamp", ts)
+	return nil
 }
 
 // NextApplicationIDs reserves the next n application sequence numbers and
@@ -80,6 +103,10 @@ func (s *Store) NextApplicationIDs(ctx context.Context, n int32) (IDBlock, error
 				return err
 			}
 			if err := s.checkEpoch(cm); err != nil {
+				return err
+			}
+			// No id goes out under a timestamp another member holds.
+			if err := s.holdTimestamp(ctx, ts); err != nil {
 				return err
 			}
 			if reserved > math.MaxInt32-int64(n) {
@@ -174,6 +201,12 @@ func (s *Store) clusterConfigMap(ctx context.Context) (*corev1.ConfigMap, error)
 		return cm, err
 	}
 	ts := s.now().UnixMilli()
+	if s.timestamps != nil {
+		if ts, err = s.timestamps.Pick(ctx, ts); err != nil {
+			return nil, fmt.Errorf("%w: %w", errTryAgain, err)
+		}
+		s.held.Store(ts)
+	}
 	cm, err = cms.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: ClusterConfigMap, Namespace: s.ns},
 		Data: map[string]string{

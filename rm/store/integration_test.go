@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knitdev/knit/federation/membership"
+	fedstore "github.com/knitdev/knit/federation/store"
 	"github.com/knitdev/knit/rks/launch"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -504,3 +507,46 @@ func putAll(t *testing.T, s *Store, ids []string) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// Two federated RMs that fix their cluster timestamps in the same
+// millisecond get different ones, claimed in the federation store before
+// any id is handed out; an RM whose fixed timestamp another sub-cluster
+// holds hands out none.
+func TestFederatedRMsFixingTheirTimestampsInOneMillisecondGiveDifferentIDs(t *testing.T) {
+	e1, e2, e3 := newEnv(t), newEnv(t), newEnv(t)
+	ctx := t.Context()
+	fed := fedstore.NewMemory(nil)
+	now := time.UnixMilli(1700000000000)
+	member := func(e *testEnv, id string) *IDs {
+		claims, err := membership.NewTimestamps(fed, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return NewIDs(e.store(t, storeOptions{now: func() time.Time { return now }, timestamps: claims}), 10)
+	}
+	ts1, _, err := member(e1, "sc1").Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts2, _, err := member(e2, "sc2").Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts1 != now.UnixMilli() || ts2 == ts1 {
+		t.Errorf("cluster timestamps %d and %d, fixed at %d; want the first there and the second another", ts1, ts2, now.UnixMilli())
+	}
+	for id, ts := range map[string]int64{"sc1": ts1, "sc2": ts2} {
+		if holder, err := fed.ClaimClusterTimestamp(ctx, ts, "other"); err != nil || holder != id {
+			t.Errorf("timestamp %d held by %q, %v; want %s", ts, holder, err, id)
+		}
+	}
+
+	// sc3's RM fixed sc1's timestamp before the federation guarded them.
+	plain := NewIDs(e3.store(t, storeOptions{now: func() time.Time { return now }}), 10)
+	if ts, _, err := plain.Next(ctx); err != nil || ts != ts1 {
+		t.Fatalf("unguarded RM: timestamp %d, %v", ts, err)
+	}
+	if _, _, err := member(e3, "sc3").Next(ctx); !errors.Is(err, ErrTimestampTaken) {
+		t.Errorf("an id under sc1's timestamp for sc3: %v, want ErrTimestampTaken", err)
+	}
+}

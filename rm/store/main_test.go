@@ -66,6 +66,8 @@ type storeOptions struct {
 	failures *atomic.Int64
 	now      func() time.Time
 	fence    func() error
+	// timestamps are a federation member's claims; nil for none.
+	timestamps TimestampClaims
 }
 
 // store returns a Store in the test's namespace with a fast backoff, as a
@@ -96,6 +98,7 @@ func (e *testEnv) store(t *testing.T, o storeOptions) *Store {
 		NewBackOff: fastBackOff(failures),
 		Now:        o.now,
 		Fence:      o.fence,
+		Timestamps: o.timestamps,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,7 +40,30 @@ type Config struct {
 	// unretried: the RM that may no longer write is the leader that lost
 	// its Lease.
 	Fence func() error
+	// Timestamps, if set, keeps the cluster timestamp apart from those of
+	// the other members of the RM's federation (see TimestampClaims); nil
+	// for an RM of no federation.
+	Timestamps TimestampClaims
 }
+
+// TimestampClaims keeps a federated RM's cluster timestamp apart from the
+// other sub-clusters' (federation/membership's Timestamps): application
+// ids are the timestamp and a sequence number, so two sub-clusters under
+// one timestamp would give the same ids, which the federation's Router
+// could not tell apart.
+type TimestampClaims interface {
+	// Pick claims, and returns, the first millisecond from from on that no
+	// other sub-cluster holds: the timestamp of a cluster fixing its own.
+	Pick(ctx context.Context, from int64) (int64, error)
+	// Hold claims ts, fixed before, again, and reports whether the
+	// sub-cluster holds it: false when another sub-cluster does.
+	Hold(ctx context.Context, ts int64) (bool, error)
+}
+
+// ErrTimestampTaken is wrapped by the error of a federation member's call
+// that found its cluster timestamp held by another sub-cluster: it hands
+// out no application id under it.
+var ErrTimestampTaken = errors.New("store: cluster timestamp held by another sub-cluster of the federation")
 
 // ErrFenced is the error of a call refused because this RM may no longer
 // write: its fence said so, or a newer RM epoch has taken over.
@@ -55,6 +79,10 @@ type Store struct {
 	newBackOff func() backoff.BackOff
 	now        func() time.Time
 	fence      func() error
+	timestamps TimestampClaims
+	// held is the cluster timestamp Timestamps last held, 0 before: it is
+	// held once per Store, before the first id under it.
+	held atomic.Int64
 	// epoch is the RM epoch NextEpoch took for this Store, 0 before: the
 	// cluster's identity is not written once a higher epoch is stored.
 	epoch atomic.Int64
@@ -84,6 +112,7 @@ func New(cfg Config) (*Store, error) {
 		newBackOff: cfg.NewBackOff,
 		now:        cfg.Now,
 		fence:      cfg.Fence,
+		timestamps: cfg.Timestamps,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -252,7 +252,9 @@ func (d DelegationTokens) Verify(tok token.Token) (DelegationTokenIdentifier, er
 
 // SecretLookup returns the check the client port's ipc.Server runs for
 // clients that authenticate with an RM delegation token. The caller's user
-// is the token's owner; the identity is its DelegationTokenIdentifier.
+// is the token's owner, and its real user the token's real user when that
+// is another (a token issued to a proxy user); the identity is its
+// DelegationTokenIdentifier.
 func (d DelegationTokens) SecretLookup() ipc.SecretLookup {
 	return func(ctx context.Context, identifier []byte) (ipc.Secret, error) {
 		id, pw, err := d.RetrievePassword(identifier)
@@ -267,8 +269,18 @@ func (d DelegationTokens) SecretLookup() ipc.SecretLookup {
 		if err != nil {
 			return ipc.Secret{}, err
 		}
-		return ipc.Secret{Password: pw, User: id.Owner, Identity: id}, nil
+		return ipc.Secret{Password: pw, User: id.Owner, RealUser: id.proxiedBy(), Identity: id}, nil
 	}
+}
+
+// proxiedBy is the real user behind the owner, as Hadoop's
+// AbstractDelegationTokenIdentifier.getUser makes a proxy user of the
+// owner only when the real user is set and another: empty otherwise.
+func (id DelegationTokenIdentifier) proxiedBy() string {
+	if id.RealUser == id.Owner {
+		return ""
+	}
+	return id.RealUser
 }
 
 // key returns the delegation key with id, or nil.

@@ -27,10 +27,15 @@ const (
 var quietLog = slog.New(slog.DiscardHandler)
 
 // whoAmI answers registerApplicationMaster with the user the server
-// authenticated, in the queue field.
+// authenticated, in the queue field: "user", or "user via real user" for
+// a proxy user.
 func whoAmI(ctx context.Context, _ *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
 	c, _ := ipc.CallerFrom(ctx)
-	return &yarnpb.RegisterApplicationMasterResponseProto{Queue: proto.String(c.User)}, nil
+	who := c.User
+	if c.RealUser != "" {
+		who += " via " + c.RealUser
+	}
+	return &yarnpb.RegisterApplicationMasterResponseProto{Queue: proto.String(who)}, nil
 }
 
 // serve starts a real ipc.Server that checks tokens with lookup, until the
@@ -162,6 +167,31 @@ func TestSecretLookupsAuthenticateRealSASLClients(t *testing.T) {
 			var re *ipc.RemoteError
 			if !errors.As(err, &re) || re.ClassName != string(s.want.class) || (s.want.msg != "" && re.Message != s.want.msg) {
 				t.Fatalf("err = %v, want %s: %q", err, s.want.class, s.want.msg)
+			}
+		})
+	}
+}
+
+// A delegation token issued to a proxy user authenticates its owner on
+// behalf of its real user, as Hadoop's token identifier's getUser makes a
+// proxy user of the owner when the real user is set and another.
+func TestADelegationTokenOfAProxyUserAuthenticatesTheOwnerViaTheRealUser(t *testing.T) {
+	m := newManager(t, testConfig(newClock(t0), nil))
+	clientPort := serve(t, ipc.Config{Tokens: m.Delegation().SecretLookup()}, yarnrpc.ApplicationClientProtocolName)
+	for _, tt := range []struct {
+		name, owner, realUser, want string
+	}{
+		{"a user's own token", "alice", "", "alice"},
+		{"a proxy user's token", "alice", "oozie", "alice via oozie"},
+		{"a token whose real user is its owner", "alice", "alice", "alice"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tok, _, err := m.Delegation().Issue(t.Context(), tt.owner, "yarn", tt.realUser, clientPort)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if who, err := callAs(t, clientPort, yarnrpc.ApplicationClientProtocolName, tok.Proto()); err != nil || who != tt.want {
+				t.Errorf("authenticated as %q, %v; want %q", who, err, tt.want)
 			}
 		})
 	}

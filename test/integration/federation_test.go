@@ -79,7 +79,8 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 	stopRouter := startRouter("knit-router")
 
 	// Both sub-clusters register and heartbeat SC_RUNNING with their
-	// cluster metrics.
+	// cluster metrics and, as their start time, their RMs' cluster
+	// timestamps: two different ones, though the RMs started together.
 	eventually.WithinEvery(t, 2*time.Minute, 200*time.Millisecond, func(ctx context.Context) error {
 		active, err := st.GetSubClusters(ctx, true)
 		if err != nil {
@@ -92,6 +93,16 @@ func TestAFederationOfTwoKnitRMsServesAClientThroughTheRouter(t *testing.T) {
 			if !bytes.Contains([]byte(sc.Capability), []byte(`"clusterMetrics"`)) || sc.ClientRMServiceAddress != rms[sc.ID].client {
 				return fmt.Errorf("sub-cluster %+v", sc)
 			}
+			cm, err := cluster.Client.CoreV1().ConfigMaps(rms[sc.ID].ns).Get(ctx, rmstore.ClusterConfigMap, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if ts := cm.Data["clusterTimestamp"]; ts != strconv.FormatInt(sc.LastStartTime.UnixMilli(), 10) {
+				return fmt.Errorf("sub-cluster %s started at %d, its RM's cluster timestamp is %s", sc.ID, sc.LastStartTime.UnixMilli(), ts)
+			}
+		}
+		if active[0].LastStartTime.Equal(active[1].LastStartTime) {
+			return fmt.Errorf("both sub-clusters under cluster timestamp %d", active[0].LastStartTime.UnixMilli())
 		}
 		return nil
 	})
@@ -386,7 +397,9 @@ func submitUnmanaged(ctx context.Context, t *testing.T, c *client.RMClient, name
 // subCluster is one knit-rm of the federation.
 type subCluster struct {
 	client string
-	rm     *client.RMClient
+	// ns is the namespace of the RM's state.
+	ns string
+	rm *client.RMClient
 	// stop ends the RM with SIGTERM, kill with SIGKILL.
 	stop, kill func(t *testing.T)
 }
@@ -394,7 +407,7 @@ type subCluster struct {
 func startSubCluster(t *testing.T, id, fedNS string) *subCluster {
 	t.Helper()
 	ns := newNamespace(t, "fed-"+id+"-")
-	sc := &subCluster{client: freeAddr(t)}
+	sc := &subCluster{client: freeAddr(t), ns: ns}
 	confDir := writeSite(t, []hadoopconf.Property{
 		{Name: "yarn.resourcemanager.hostname", Value: "127.0.0.1"},
 		{Name: hadoopconf.KeyRMAddress, Value: sc.client},
@@ -408,16 +421,6 @@ func startSubCluster(t *testing.T, id, fedNS string) *subCluster {
 	})
 	sc.stop, sc.kill = startProcess(t, "knit-rm-"+id, "knit-rm", confDir, "--kubeconfig", cluster.ControlPlane.Kubeconfig, "--namespace", ns,
 		"--conf-dir", confDir, "--rks-address", freeAddr(t), "--node-root", t.TempDir(), "--federation-namespace", fedNS)
-	// The RM fixes its cluster timestamp, its application ids' first
-	// part, at its first start; the next sub-cluster starts after that.
-	// Two RMs that fix theirs in the same millisecond hand out the same
-	// ids, which no Router can tell apart (a YARN Router neither: there
-	// the timestamp is the RM's start time); sub-clusters started apart,
-	// as a federation's are, never do.
-	eventually.WithinEvery(t, time.Minute, 50*time.Millisecond, func(ctx context.Context) error {
-		_, err := cluster.Client.CoreV1().ConfigMaps(ns).Get(ctx, rmstore.ClusterConfigMap, metav1.GetOptions{})
-		return err
-	})
 	rm, err := client.NewRMClient(sc.client, client.RMConfig{User: "alice"})
 	if err != nil {
 		t.Fatal(err)
