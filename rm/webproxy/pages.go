@@ -14,7 +14,7 @@ func (p *Proxy) rmHeaders(h http.Header) {
 	for k, v := range p.fixedHeaders {
 		h[k] = v
 	}
-	now := []string{p.date()}
+	now := p.date()
 	h["Expires"] = now
 	h["Date"] = now
 }
@@ -36,21 +36,22 @@ func fixedHeaders() http.Header {
 }
 
 // date is the Date and Expires of an answer made now, formatted once a
-// second.
-func (p *Proxy) date() string {
+// second. Answers share it: net/http only reads the values of a header,
+// and its capacity is its length, so an append copies.
+func (p *Proxy) date() []string {
 	now := p.cfg.Now().Unix()
 	if d := p.dateCache.Load(); d != nil && d.unix == now {
-		return d.text
+		return d.value
 	}
-	d := &formattedDate{unix: now, text: time.Unix(now, 0).UTC().Format(http.TimeFormat)}
+	d := &formattedDate{unix: now, value: []string{time.Unix(now, 0).UTC().Format(http.TimeFormat)}}
 	p.dateCache.Store(d)
-	return d.text
+	return d.value
 }
 
-// formattedDate is a second and its HTTP date.
+// formattedDate is a second and its HTTP date, as a header's value.
 type formattedDate struct {
-	unix int64
-	text string
+	unix  int64
+	value []string
 }
 
 // escape is Hamlet's escaping of text and attribute values.

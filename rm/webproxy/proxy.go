@@ -114,6 +114,10 @@ type Proxy struct {
 	// goes out in few writes.
 	bufs         sync.Pool
 	fixedHeaders http.Header
+	// noUserAgent (none unless the caller sent one) and via are values
+	// of every request to an AM, made once: the Transport only reads
+	// them, and their capacity is their length, so an append copies.
+	noUserAgent, via []string
 	// dateCache holds the last Date header made, for the second it
 	// names.
 	dateCache atomic.Pointer[formattedDate]
@@ -146,7 +150,10 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	p := &Proxy{cfg: cfg, log: cfg.Logger, fixedHeaders: fixedHeaders()}
+	p := &Proxy{
+		cfg: cfg, log: cfg.Logger, fixedHeaders: fixedHeaders(),
+		noUserAgent: []string{""}, via: []string{"1.1 " + viaToken},
+	}
 	p.bufs.New = func() any { b := make([]byte, copyBufferBytes); return &b }
 	if p.log == nil {
 		p.log = slog.Default()
@@ -158,13 +165,16 @@ func New(cfg Config) (*Proxy, error) {
 			d.LocalAddr = &net.TCPAddr{IP: cfg.LocalAddr}
 		}
 		p.tr = &http.Transport{
-			Proxy:                 nil, // the AM is reached directly, whatever HTTP_PROXY says
-			DialContext:           d.DialContext,
-			ResponseHeaderTimeout: cfg.Timeout,
-			TLSHandshakeTimeout:   cfg.Timeout,
-			DisableCompression:    true, // the browser's Accept-Encoding goes through; bodies are copied as sent
-			MaxIdleConnsPerHost:   64,   // a busy UI's page loads, kept open between requests
-			IdleConnTimeout:       90 * time.Second,
+			Proxy:               nil, // the AM is reached directly, whatever HTTP_PROXY says
+			DialContext:         d.DialContext,
+			TLSHandshakeTimeout: cfg.Timeout,
+			// No ResponseHeaderTimeout: forward's idle timer already
+			// cancels a request whose answer does not come within
+			// Timeout, and the Transport would start a timer of its own
+			// for every request.
+			DisableCompression:  true, // the browser's Accept-Encoding goes through; bodies are copied as sent
+			MaxIdleConnsPerHost: 64,   // a busy UI's page loads, kept open between requests
+			IdleConnTimeout:     90 * time.Second,
 			// An AM's answer comes in whole pages: read as much of it as
 			// has arrived in one call, and send it on in as few writes.
 			ReadBufferSize: copyBufferBytes,
@@ -225,7 +235,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.page(w, r, http.StatusLoopDetected, "The tracking URL leads back to the proxy")
 		return
 	}
-	query := r.URL.Query()
+	var query url.Values // nil answers every Get with ""
+	if r.URL.RawQuery != "" {
+		// Most page loads carry no query; parsing none would still make
+		// a map.
+		query = r.URL.Query()
+	}
 	req, msg := p.parse(r, query)
 	if msg != "" {
 		p.log.WarnContext(r.Context(), "invalid proxy path", "user", req.user, "path", r.URL.Path)
@@ -308,14 +323,13 @@ func (p *Proxy) parse(r *http.Request, query url.Values) (req request, msg strin
 	if after, ok := strings.CutPrefix(info, "/redirect"); ok {
 		info, req.redirect = after, true
 	}
-	parts := strings.SplitN(info, "/", 3)
-	if len(parts) < 2 {
+	_, info, ok = strings.Cut(info, "/")
+	if !ok {
 		return req, "Your path appears to be formatted incorrectly."
 	}
-	req.appID, _ = url.PathUnescape(parts[1])
-	if len(parts) == 3 {
-		req.rest = parts[2]
-	}
+	appID, rest, _ := strings.Cut(info, "/")
+	req.appID, _ = url.PathUnescape(appID)
+	req.rest = rest
 	id, err := yarnid.ParseApplicationID(req.appID)
 	if err != nil {
 		return req, req.appID + " appears to be formatted incorrectly."
@@ -428,7 +442,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req request, tar
 		body = bytes.NewReader(b)
 	}
 	out := outgoing(ctx, r.Method, target, body)
-	out.Header["User-Agent"] = []string{""} // none unless the caller sent one
+	out.Header["User-Agent"] = p.noUserAgent
 	for name, v := range r.Header {
 		// The server canonicalized the caller's header names.
 		if passesThrough(name) && len(v) > 0 {
@@ -438,7 +452,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req request, tar
 	if req.user != "" {
 		out.Header["Cookie"] = []string{ProxyUserCookie + "=" + url.QueryEscape(req.user)}
 	}
-	out.Header["Via"] = []string{"1.1 " + viaToken}
+	out.Header["Via"] = p.via
 	// The timeout bounds each pause, not the whole answer: a page that
 	// keeps streaming keeps its connection.
 	idle := time.AfterFunc(p.cfg.Timeout, cancel)
@@ -481,16 +495,13 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req request, tar
 	if cookie != nil {
 		h.Add("Set-Cookie", cookie.String())
 	}
-	w.WriteHeader(resp.StatusCode)
 	if r.Method == http.MethodHead {
+		w.WriteHeader(resp.StatusCode)
 		return
 	}
 	buf := p.bufs.Get().(*[]byte)
 	defer p.bufs.Put(buf)
-	n, err := io.CopyBuffer(w, &idleReader{r: io.LimitReader(resp.Body, p.cfg.MaxResponseBytes+1), t: idle, d: p.cfg.Timeout}, *buf)
-	if err == nil && n > p.cfg.MaxResponseBytes {
-		err = fmt.Errorf("answer longer than %d bytes", p.cfg.MaxResponseBytes)
-	}
+	n, err := p.copyAnswer(w, resp, &idleReader{r: io.LimitedReader{R: resp.Body, N: p.cfg.MaxResponseBytes + 1}, t: idle, d: p.cfg.Timeout}, *buf)
 	if p.log.Enabled(r.Context(), slog.LevelDebug) { // its arguments would cost every request
 		p.log.DebugContext(r.Context(), "proxied", "user", req.user, "application", req.appID, "url", target.String(),
 			"status", resp.StatusCode, "bytes", n, "elapsed", time.Since(start))
@@ -500,6 +511,35 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req request, tar
 		p.log.WarnContext(r.Context(), "proxy: answer cut", "application", req.appID, "bytes", n, "err", err)
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// copyAnswer sends the status line and the headers set on w, then the
+// AM's answer read from body, and reports the bytes of it sent. An answer
+// of declared length that fits buf is read whole before anything goes
+// out, so that the page leaves in writes back to back: copied as it comes,
+// its first 4 KiB (net/http's write buffer) would go out, then the proxy
+// would wait for the rest from the AM, and for the Transport to take the
+// AM's connection back, before sending the rest, and the browser would
+// wake for each part. A page of that size costs no more than that wait
+// for its first byte.
+func (p *Proxy) copyAnswer(w http.ResponseWriter, resp *http.Response, body io.Reader, buf []byte) (int64, error) {
+	if resp.ContentLength <= 0 || resp.ContentLength > int64(len(buf)) {
+		w.WriteHeader(resp.StatusCode)
+		n, err := io.CopyBuffer(w, body, buf)
+		if err == nil && n > p.cfg.MaxResponseBytes {
+			err = fmt.Errorf("answer longer than %d bytes", p.cfg.MaxResponseBytes)
+		}
+		return n, err
+	}
+	// An AM that ends its answer short has the part it sent passed on and
+	// cut, as when copying as it comes.
+	got, rerr := io.ReadFull(body, buf[:resp.ContentLength])
+	w.WriteHeader(resp.StatusCode)
+	n, err := w.Write(buf[:got])
+	if err == nil {
+		err = rerr
+	}
+	return int64(n), err
 }
 
 // outgoing is the request to the AM for target, as
@@ -529,9 +569,11 @@ func outgoing(ctx context.Context, method string, target *url.URL, body *bytes.R
 
 func isRedirect(code int) bool { return code >= 300 && code < 400 }
 
-// idleReader pushes the deadline of t out by d after every read.
+// idleReader reads up to r's limit and pushes the deadline of t out by d
+// after every read. It holds its LimitedReader, one allocation fewer a
+// page.
 type idleReader struct {
-	r io.Reader
+	r io.LimitedReader
 	t *time.Timer
 	d time.Duration
 }

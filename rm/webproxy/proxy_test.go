@@ -1,8 +1,10 @@
 package webproxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -246,6 +248,63 @@ func TestTimeoutAndAnswerLimit(t *testing.T) {
 	}
 	if resp, _ := do(t, http.MethodGet, proxy.URL+"/proxy/"+app+"/big", nil, nil); resp.StatusCode != http.StatusBadGateway {
 		t.Errorf("answer over the limit: %d", resp.StatusCode)
+	}
+}
+
+// TestAnswersArriveWholeOrCut checks the answer's body at the edges of
+// the copy buffer, read whole before it is sent or copied as it comes: an
+// AM's answer reaches the browser byte for byte, and one the AM ends short
+// of its declared length reaches it cut, with no byte the AM did not send.
+func TestAnswersArriveWholeOrCut(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		declared, sent int // declared -1: streamed, no length
+	}{
+		{"a declared page of the recorded MR job page's size", 7284, 7284},
+		{"a declared page that fills the copy buffer", copyBufferBytes, copyBufferBytes},
+		{"a declared page one byte over the copy buffer", copyBufferBytes + 1, copyBufferBytes + 1},
+		{"a streamed page", -1, 3 * copyBufferBytes},
+		{"an empty declared page", 0, 0},
+		{"a declared page that fits the buffer, ended short", 7284, 5000},
+		{"a declared page over the buffer, ended short", 2 * copyBufferBytes, copyBufferBytes + 5000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			page := make([]byte, tc.sent)
+			for i := range page {
+				page[i] = byte('a' + i%26)
+			}
+			am := newEchoAM(t, func(w http.ResponseWriter, _ *http.Request) {
+				if tc.declared < 0 {
+					_, _ = w.Write(page)
+					return
+				}
+				conn, bw, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer conn.Close()
+				_, _ = fmt.Fprintf(bw, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n", tc.declared)
+				_, _ = bw.Write(page)
+				_ = bw.Flush()
+			})
+			proxy := newProxy(t, running(am.srv.URL), nil)
+			resp, err := http.Get(proxy.URL + "/proxy/" + app + "/page")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			got, err := io.ReadAll(resp.Body)
+			short := tc.declared > tc.sent
+			if short != errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("reading the answer: %v; the AM ended short: %v", err, short)
+			}
+			// A cut answer may lose its tail still in the proxy's
+			// buffers when the connection is cut.
+			if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(page, got) || (!short && len(got) != len(page)) {
+				t.Errorf("got %d and %d bytes, want 200 and the AM's %d", resp.StatusCode, len(got), len(page))
+			}
+		})
 	}
 }
 
