@@ -48,7 +48,8 @@ const (
 	kwokHeapEnv = "KNIT_BENCH_KWOK_HEAP"
 	// kwokCPUEnv, when set, names a file the benchmark writes a 20 s CPU
 	// profile of knit-rm to, taken with no calls once every pod runs: what
-	// the RM does on its own at that size.
+	// the RM does on its own at that size; and, with the method's name
+	// added, one over each call's first rounds at that size.
 	kwokCPUEnv = "KNIT_BENCH_KWOK_CPU"
 	// kwokLabel marks the nodes kwok simulates.
 	kwokLabel = "knit.io/bench-kwok"
@@ -156,7 +157,7 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 	}()
 	small := allocateAll(ctx, b, c.RM, flatAMs, flatContainers)
 	waitAllRunning(ctx, b, kube, flatAMs*flatContainers)
-	costsSmall := measureCalls(b, load, rmPID, c.RM, small)
+	costsSmall := measureCalls(ctx, b, load, rmPID, c.RM, small, "")
 
 	began := time.Now()
 	allocateAll(ctx, b, c.RM, pods/containersPerApp, containersPerApp)
@@ -177,7 +178,7 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Logf("knit-rm's CPU %d–%d s after every pod ran, no calls: %.1f ms a second", 10*i, 10*(i+1), float64((after-before).Milliseconds())/10)
+		kwokLog(b, "knit-rm's CPU %d–%d s after every pod ran, no calls: %.1f ms a second", 10*i, 10*(i+1), float64((after-before).Milliseconds())/10)
 	}
 	if path := os.Getenv(kwokCPUEnv); path != "" {
 		saveProfile(ctx, b, "http://"+c.RM.Web+"/debug/pprof/profile?seconds=20", path)
@@ -188,21 +189,21 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 	}
 	// Where knit-rm's resident memory goes, as its runtime counts it.
 	ms := memStatsOf(ctx, b, "http://"+c.RM.Web+"/debug/pprof/heap?debug=1")
-	b.Logf("knit-rm's runtime: heap in use %d MiB (next GC at %d MiB), heap idle not returned %d MiB, stacks %d MiB, from the OS %d MiB",
+	kwokLog(b, "knit-rm's runtime: heap in use %d MiB (next GC at %d MiB), heap idle not returned %d MiB, stacks %d MiB, from the OS %d MiB",
 		ms["HeapInuse"]>>20, ms["NextGC"]>>20, (ms["HeapIdle"]-ms["HeapReleased"])>>20, ms["StackInuse"]>>20, ms["Sys"]>>20)
 	b.ReportMetric(float64(ms["HeapInuse"])/(1<<20), "rm-heap-inuse-MiB")
-	costsLarge := measureCalls(b, load, rmPID, c.RM, small)
+	costsLarge := measureCalls(ctx, b, load, rmPID, c.RM, small, os.Getenv(kwokCPUEnv))
 	for _, call := range rcCalls {
 		m := call.method
-		b.Logf("%s: %.1f µs a call at %d pods, %.1f at %d (%.2f×)", m, costsSmall.perCall[m], flatAMs*flatContainers,
+		kwokLog(b, "%s: %.1f µs a call at %d pods, %.1f at %d (%.2f×)", m, costsSmall.perCall[m], flatAMs*flatContainers,
 			costsLarge.perCall[m], pods+flatAMs*flatContainers, costsLarge.perCall[m]/costsSmall.perCall[m])
 		b.ReportMetric(costsLarge.perCall[m]/costsSmall.perCall[m], m+"-cpu-large/small")
 	}
-	b.Logf("knit-rm's CPU with no calls: %.1f ms a second at %d pods, %.1f at %d", costsSmall.idle, flatAMs*flatContainers,
+	kwokLog(b, "knit-rm's CPU with no calls: %.1f ms a second at %d pods, %.1f at %d", costsSmall.idle, flatAMs*flatContainers,
 		costsLarge.idle, pods+flatAMs*flatContainers)
 	b.ReportMetric(costsLarge.idle, "idle-cpu-ms/s-large")
-	b.Logf("%d pods on %d kwok nodes: all allocated after %s, all running after %s", pods, len(nodes), allocated.Round(time.Second), running.Round(time.Second))
-	b.Logf("knit-rm resident %d MiB (idle %d MiB); kube-scheduler %d MiB (idle %d MiB)", rm>>20, idleRM>>20, scheduler>>20, idleScheduler>>20)
+	kwokLog(b, "%d pods on %d kwok nodes: all allocated after %s, all running after %s", pods, len(nodes), allocated.Round(time.Second), running.Round(time.Second))
+	kwokLog(b, "knit-rm resident %d MiB (idle %d MiB); kube-scheduler %d MiB (idle %d MiB)", rm>>20, idleRM>>20, scheduler>>20, idleScheduler>>20)
 	b.ReportMetric(float64(pods), "pods")
 	b.ReportMetric(float64(rm)/(1<<20), "rm-MiB")
 	b.ReportMetric(float64(scheduler)/(1<<20), "scheduler-MiB")
@@ -213,38 +214,66 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// kwokLog logs to the benchmark and, since a benchmark's log keeps only
+// its first lines and shows only once it ends, to stderr as it goes.
+func kwokLog(b *testing.B, format string, args ...any) {
+	b.Helper()
+	b.Logf(format, args...)
+	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format(time.TimeOnly), fmt.Sprintf(format, args...))
+}
+
 // saveProfile writes the profile url serves to path.
 func saveProfile(ctx context.Context, b *testing.B, url, path string) {
 	b.Helper()
-	body := profile(ctx, b, url)
+	if err := writeProfile(ctx, url, path); err != nil {
+		b.Fatal(err)
+	}
+	kwokLog(b, "knit-rm's profile is in %s", path)
+}
+
+// writeProfile is saveProfile's work, for a goroutine of the benchmark's,
+// which may not end the benchmark itself.
+func writeProfile(ctx context.Context, url, path string) error {
+	body, err := getProfile(ctx, url)
+	if err != nil {
+		return err
+	}
 	defer body.Close()
 	f, err := os.Create(path)
 	if err != nil {
-		b.Fatal(err)
+		return err
 	}
 	defer f.Close()
 	if _, err := io.Copy(f, body); err != nil {
-		b.Fatal(err)
+		return fmt.Errorf("profile %s: %w", url, err)
 	}
-	b.Logf("knit-rm's profile is in %s", path)
+	return f.Close()
 }
 
 // profile is the answer of knit-rm's profile at url.
 func profile(ctx context.Context, b *testing.B, url string) io.ReadCloser {
 	b.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := getProfile(ctx, url)
 	if err != nil {
 		b.Fatal(err)
+	}
+	return body
+}
+
+func getProfile(ctx context.Context, url string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		b.Fatal(err)
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
-		b.Fatalf("profile %s: %s", url, resp.Status)
+		return nil, fmt.Errorf("profile %s: %s", url, resp.Status)
 	}
-	return resp.Body
+	return resp.Body, nil
 }
 
 // memStatsOf reads the runtime.MemStats figures ("# Name = value" lines)
@@ -494,6 +523,15 @@ const (
 	flatWarm       = 300 * time.Millisecond
 	flatRound      = time.Second
 	flatRounds     = 3
+	// flatGCCycles is how many of knit-rm's collections a call's rounds
+	// must span, up to flatMaxRounds: at 100,000 pods its heap's cycle is
+	// hundreds of MiB of allocation apart and costs the marking of the
+	// whole heap, so three rounds hold none or one of them, and a call's
+	// CPU is either without its share of collection or with several
+	// seconds' share at once. Over whole cycles it is the call's amortized
+	// cost at both sizes.
+	flatGCCycles  = 5
+	flatMaxRounds = 90
 )
 
 // benchAM is an unmanaged AM allocateAll served: its application, its
@@ -519,8 +557,12 @@ type callCosts struct {
 // an AM's application (each connection another user), an AM's heartbeat
 // that changes nothing. Before each call's rounds it reads knit-rm's CPU
 // over a round without calls, and takes that rate out of the rounds'.
+// Each call's rounds start after a collection (the heap profile's gc=1)
+// and go on until they span flatGCCycles more, so that they carry their
+// share of collection at any heap size. With profile set, a CPU profile
+// of knit-rm over each call's first rounds goes to profile.<method>.
 // ams's response ids advance with the heartbeats made.
-func measureCalls(b *testing.B, load *rcLoad, pid int, addrs *localcluster.RMAddresses, ams []benchAM) callCosts {
+func measureCalls(ctx context.Context, b *testing.B, load *rcLoad, pid int, addrs *localcluster.RMAddresses, ams []benchAM, profile string) callCosts {
 	b.Helper()
 	cpu := func() time.Duration {
 		d, err := processCPUOf(pid)
@@ -554,19 +596,39 @@ func measureCalls(b *testing.B, load *rcLoad, pid int, addrs *localcluster.RMAdd
 		set := cmd.Set
 		load.do(b, cmd)
 		load.do(b, rcCmd{Op: "run", Set: set, Conns: len(ams), For: flatWarm})
+		heap := "http://" + addrs.Web + "/debug/pprof/heap?debug=1"
+		memStatsOf(ctx, b, heap+"&gc=1")
 		before, start := cpu(), time.Now()
 		time.Sleep(flatRound)
 		idle, wall := cpu()-before, time.Since(start)
 		idleCPU, idleWall = idleCPU+idle, idleWall+wall
+		var profiled sync.WaitGroup
+		var profileErr error
+		if profile != "" {
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addrs.Web, 10*flatRound/time.Second)
+			profiled.Go(func() { profileErr = writeProfile(ctx, url, profile+"."+call.method) })
+		}
+		first := memStatsOf(ctx, b, heap)
 		var calls int64
 		var busy, busyWall time.Duration
-		for range flatRounds {
+		rounds, last := 0, first
+		for ; rounds < flatRounds || last["NumGC"]-first["NumGC"] < flatGCCycles && rounds < flatMaxRounds; rounds++ {
 			before := cpu()
 			r := load.do(b, rcCmd{Op: "run", Set: set, Conns: len(ams), For: flatRound})
 			busy += cpu() - before
 			busyWall += r.Wall
 			calls += r.Calls
+			last = memStatsOf(ctx, b, heap)
 		}
+		profiled.Wait()
+		if profileErr != nil {
+			b.Fatal(profileErr)
+		}
+		if profile != "" {
+			kwokLog(b, "knit-rm's profile is in %s", profile+"."+call.method)
+		}
+		kwokLog(b, "%s: %d calls in %d rounds, over %d of knit-rm's collections, %d B allocated a call (heap in use %d MiB)", call.method, calls, rounds,
+			last["NumGC"]-first["NumGC"], (last["TotalAlloc"]-first["TotalAlloc"])/uint64(max(calls, 1)), last["HeapInuse"]>>20)
 		// The CPU knit-rm would have spent over the rounds without them.
 		background := time.Duration(float64(idle) * busyWall.Seconds() / wall.Seconds())
 		out.perCall[call.method] = micros(max(busy-background, 0)) / float64(calls)
