@@ -43,19 +43,26 @@ const (
 // client can call (clientprotocol.go has the features Knit leaves off).
 func (rm *ResourceManager) Register(srv *ipc.Server) error {
 	methods := yarnrpc.ApplicationClientProtocolMethods(rm)
-	if enc, ok := rm.cfg.Nodes.(encodedNodeReports); ok {
-		for i, m := range methods {
-			if m.Name() == getClusterNodesMethod {
-				methods[i] = ipc.HandleRawParts(getClusterNodesMethod, func(_ context.Context, req *yarnpb.GetClusterNodesRequestProto, _ []byte) ([][]byte, error) {
-					return encodedClusterNodes(enc, req)
-				})
-			}
+	enc, encoded := rm.cfg.Nodes.(encodedNodeReports)
+	for i, m := range methods {
+		switch {
+		case m.Name() == getClusterMetricsMethod:
+			methods[i] = ipc.HandleRaw(getClusterMetricsMethod, func(ctx context.Context, _ *yarnpb.GetClusterMetricsRequestProto, _ []byte) ([]byte, error) {
+				return rm.encodedClusterMetrics(ctx)
+			})
+		case m.Name() == getClusterNodesMethod && encoded:
+			methods[i] = ipc.HandleRawParts(getClusterNodesMethod, func(_ context.Context, req *yarnpb.GetClusterNodesRequestProto, _ []byte) ([][]byte, error) {
+				return encodedClusterNodes(enc, req)
+			})
 		}
 	}
 	return srv.Register(yarnrpc.ApplicationClientProtocolName, methods...)
 }
 
-const getClusterNodesMethod = "getClusterNodes"
+const (
+	getClusterMetricsMethod = "getClusterMetrics"
+	getClusterNodesMethod   = "getClusterNodes"
+)
 
 // encodedClusterNodes is getClusterNodes' answer as the bytes the lister
 // keeps: a GetClusterNodesResponseProto is its nodeReports field alone, so
@@ -639,10 +646,20 @@ func (rm *ResourceManager) GetClusterMetrics(ctx context.Context, _ *yarnpb.GetC
 	if err != nil {
 		return nil, err
 	}
-	n := c.Nodes
 	// One array behind the eight optional fields: one allocation, not
-	// eight, on a call clients make in a loop.
-	v := [8]int32{
+	// eight.
+	v := clusterMetricsCounts(c)
+	return &yarnpb.GetClusterMetricsResponseProto{ClusterMetrics: &yarnpb.YarnClusterMetricsProto{
+		NumNodeManagers: &v[0], NumActiveNms: &v[1], NumDecommissionedNms: &v[2], NumLostNms: &v[3],
+		NumUnhealthyNms: &v[4], NumRebootedNms: &v[5], NumDecommissioningNms: &v[6], NumShutdownNms: &v[7],
+	}}, nil
+}
+
+// clusterMetricsCounts are YarnClusterMetricsProto's eight counts, in the
+// order of its fields, as YARN's ClientRMService fills them.
+func clusterMetricsCounts(c NodeCensus) [8]int32 {
+	n := c.Nodes
+	return [8]int32{
 		// getRMNodes holds the nodes that are not inactive.
 		n(yarnpb.NodeStateProto_NS_NEW) + n(yarnpb.NodeStateProto_NS_RUNNING) +
 			n(yarnpb.NodeStateProto_NS_UNHEALTHY) + n(yarnpb.NodeStateProto_NS_DECOMMISSIONING),
@@ -654,10 +671,38 @@ func (rm *ResourceManager) GetClusterMetrics(ctx context.Context, _ *yarnpb.GetC
 		n(yarnpb.NodeStateProto_NS_DECOMMISSIONING),
 		n(yarnpb.NodeStateProto_NS_SHUTDOWN),
 	}
-	return &yarnpb.GetClusterMetricsResponseProto{ClusterMetrics: &yarnpb.YarnClusterMetricsProto{
-		NumNodeManagers: &v[0], NumActiveNms: &v[1], NumDecommissionedNms: &v[2], NumLostNms: &v[3],
-		NumUnhealthyNms: &v[4], NumRebootedNms: &v[5], NumDecommissioningNms: &v[6], NumShutdownNms: &v[7],
-	}}, nil
+}
+
+// encodedClusterMetrics is getClusterMetrics' answer encoded, kept while
+// the counts stay as they are: clients call it in a loop, and the counts
+// change only when a node changes state, so a call allocates no answer.
+func (rm *ResourceManager) encodedClusterMetrics(ctx context.Context) ([]byte, error) {
+	c, err := rm.census(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v := clusterMetricsCounts(c)
+	if kept := rm.clusterMetrics.Load(); kept != nil && kept.counts == v {
+		return kept.encoded, nil
+	}
+	resp, err := rm.GetClusterMetrics(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	encoded, err := proto.Marshal(resp)
+	if err != nil {
+		return nil, yarnerr.YarnException.Wrap(fmt.Errorf("encoding the cluster metrics: %w", err))
+	}
+	// Two calls racing here encode the same counts alike; either is kept.
+	rm.clusterMetrics.Store(&keptClusterMetrics{counts: v, encoded: encoded})
+	return encoded, nil
+}
+
+// keptClusterMetrics is an encoded getClusterMetrics answer and the counts
+// it carries.
+type keptClusterMetrics struct {
+	counts  [8]int32
+	encoded []byte
 }
 
 // GetClusterNodes reports the nodes in the states asked for (all when

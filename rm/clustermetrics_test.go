@@ -63,3 +63,45 @@ func TestClusterMetricsAllocateOnlyTheAnswer(t *testing.T) {
 		t.Errorf("getClusterMetrics allocates %.0f objects a call, want at most 3", allocs)
 	}
 }
+
+func TestClusterMetricsOverRPCFollowTheNodesThoughTheAnswerIsKeptEncoded(t *testing.T) {
+	running := NodeInfo{Name: "a", State: yarnpb.NodeStateProto_NS_RUNNING}
+	lost := NodeInfo{Name: "b", State: yarnpb.NodeStateProto_NS_LOST}
+	nodes := &changingNodes{}
+	nodes.set(running)
+	e := newEnv(t, envOptions{nodes: nodes})
+	c := e.client("alice")
+	steps := []struct {
+		name              string
+		nodes             []NodeInfo
+		wantNMs, wantLost int32
+		wantActive        int32
+	}{
+		{"one running", []NodeInfo{running}, 1, 0, 1},
+		{"unchanged, from the kept answer", []NodeInfo{running}, 1, 0, 1},
+		{"a lost node added", []NodeInfo{running, lost}, 1, 1, 1},
+		{"the running node gone", []NodeInfo{lost}, 0, 1, 0},
+	}
+	for _, s := range steps {
+		nodes.set(s.nodes...)
+		m := mustCall(t, c, getClusterMetricsMethod, &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}).GetClusterMetrics()
+		if m.GetNumNodeManagers() != s.wantNMs || m.GetNumActiveNms() != s.wantActive || m.GetNumLostNms() != s.wantLost || m.NumShutdownNms == nil {
+			t.Errorf("%s: metrics = %v, want %d node managers, %d active, %d lost, every count present", s.name, m, s.wantNMs, s.wantActive, s.wantLost)
+		}
+	}
+}
+
+func TestClusterMetricsKeptAnswerAllocatesNothing(t *testing.T) {
+	e := newEnv(t, envOptions{nodes: fixedNodes{{Name: "n", State: yarnpb.NodeStateProto_NS_RUNNING}}})
+	ctx := context.Background()
+	if _, err := e.rm.encodedClusterMetrics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		if _, err := e.rm.encodedClusterMetrics(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs > 0 {
+		t.Errorf("an unchanged census's answer allocates %.0f objects a call, want none", allocs)
+	}
+}

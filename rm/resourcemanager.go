@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -163,6 +164,10 @@ type ResourceManager struct {
 	appsCfg apps.Config
 	log     *slog.Logger
 	now     func() time.Time
+
+	// clusterMetrics is the last getClusterMetrics answer encoded
+	// (encodedClusterMetrics).
+	clusterMetrics atomic.Pointer[keptClusterMetrics]
 
 	// admitMu serialises queue admission with the insertion of the new
 	// application, so two submissions cannot both take a queue's last slot.
