@@ -128,14 +128,59 @@ type view struct {
 	// partitions sum the running nodes of each labelled partition.
 	partitions partitionSums
 
+	// buckets are the names of the nodes in each of the answers' buckets
+	// (bucketOf).
+	buckets [answerBuckets][]string
+
 	// answersMu guards answers for readers, who hold mu's read lock;
-	// writers, holding mu, clear it on every change.
+	// writers, holding mu, mark what a change touches (changedBucket).
 	answersMu sync.Mutex
-	// answers are whole getClusterNodes answers, the reports of the nodes
-	// in a set of states as their kept elements, kept until anything in
-	// the view changes: while nothing moves, a thousand nodes' answer
-	// costs no walk and no copy.
-	answers map[answerKey][][]byte
+	// answers are whole getClusterNodes answers, per set of states: while
+	// nothing moves, a thousand nodes' answer costs no walk and no copy,
+	// and when one node moves, only its bucket is joined again.
+	answers map[answerKey]*keptAnswer
+}
+
+// answerBuckets is how many parts a kept answer is sent in. One part per
+// node made a thousand nodes' answer a thousand-piece writev, which cost
+// more than the same bytes whole; one part for all made every node's
+// heartbeat copy the whole answer again. A bucket of a thousand nodes'
+// answer holds some sixteen of them, 3 KB.
+const answerBuckets = 64
+
+// bucketOf is the bucket of a node's report in the kept answers.
+func bucketOf(name string) int {
+	// FNV-1a: stable for a name, so the bucket needs no record.
+	h := uint32(2166136261)
+	for i := 0; i < len(name); i++ {
+		h ^= uint32(name[i])
+		h *= 16777619
+	}
+	return int(h % answerBuckets)
+}
+
+// keptAnswer is a getClusterNodes answer of one set of states, as the
+// elements of its nodes' reports joined bucket by bucket.
+type keptAnswer struct {
+	// joined is each bucket's elements one after the other; nil when the
+	// bucket must be joined again, empty when it holds none of the nodes.
+	joined [answerBuckets][]byte
+	// parts are the non-empty buckets' joined elements, the answer as
+	// sent; nil when a bucket changed. Handed out and never modified:
+	// a change makes new ones.
+	parts [][]byte
+}
+
+// changedBucket marks the bucket of a node whose report or presence
+// changed for joining again in every kept answer. v.mu is held for
+// writing, so no reader holds a kept answer's fields being replaced; the
+// slices readers were handed stay as they were.
+func (v *view) changedBucket(name string) {
+	b := bucketOf(name)
+	for _, a := range v.answers {
+		a.joined[b] = nil
+		a.parts = nil
+	}
 }
 
 // answerKey names an answer: its field number and the states it keeps, a
@@ -162,7 +207,7 @@ func newView(report func(*corev1.Node) Info) *view {
 		use:        map[string]Use{},
 		byAddress:  map[string][]string{},
 		partitions: partitionSums{},
-		answers:    map[answerKey][][]byte{},
+		answers:    map[answerKey]*keptAnswer{},
 	}
 }
 
@@ -203,12 +248,13 @@ func (v *view) podChanged(old, now *corev1.Pod) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	clear(v.answers)
 	if wasOK {
 		v.addUse(wasNode, Use{}.minus(was))
+		v.changedBucket(wasNode)
 	}
 	if isOK {
 		v.addUse(isNode, is)
+		v.changedBucket(isNode)
 	}
 }
 
@@ -258,7 +304,7 @@ func (v *view) nodeChanged(n *corev1.Node, gone bool) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	clear(v.answers)
+	v.changedBucket(n.Name)
 	if e := v.nodes[n.Name]; e != nil {
 		v.census.add(e.info, v.use[n.Name], -1)
 		v.partitions.add(e.info, -1)
@@ -271,11 +317,15 @@ func (v *view) nodeChanged(n *corev1.Node, gone bool) {
 			}
 		}
 		delete(v.nodes, n.Name)
+		b := bucketOf(n.Name)
+		v.buckets[b] = slices.DeleteFunc(v.buckets[b], func(name string) bool { return name == n.Name })
 	}
 	if gone {
 		return
 	}
 	v.nodes[n.Name] = &nodeEntry{info: info, addresses: addresses}
+	b := bucketOf(n.Name)
+	v.buckets[b] = append(v.buckets[b], n.Name)
 	v.census.add(info, v.use[n.Name], 1)
 	v.partitions.add(info, 1)
 	for _, a := range addresses {
@@ -320,10 +370,10 @@ type builtReport struct {
 
 // encodedReportParts is, for each node in one of states (every node when
 // none), its report's encoding as one element of the repeated message
-// field numbered field: the parts of the answer, to be sent one after the
-// other. Each node's element is kept until the node or its use changes,
-// and the list until anything changes. Both are shared: callers must not
-// modify them.
+// field numbered field, the elements joined into a few parts to be sent
+// one after the other. Each node's element is kept until the node or its
+// use changes, and each part until one of its nodes changes. The parts are
+// shared: callers must not modify them.
 func (v *view) encodedReportParts(field protowire.Number, states []yarnpb.NodeStateProto) ([][]byte, error) {
 	key := answerKey{field: field}
 	for _, st := range states {
@@ -331,64 +381,84 @@ func (v *view) encodedReportParts(field protowire.Number, states []yarnpb.NodeSt
 			// No bit for it: answered afresh, as no node is in it.
 			v.mu.RLock()
 			defer v.mu.RUnlock()
-			return v.reportPartsLocked(field, func(s yarnpb.NodeStateProto) bool { return slices.Contains(states, s) })
+			return v.reportPartsLocked(field, &keptAnswer{}, func(s yarnpb.NodeStateProto) bool { return slices.Contains(states, s) })
 		}
 		key.states |= 1 << st
 	}
 	keep := func(s yarnpb.NodeStateProto) bool { return key.states == 0 || key.states&(1<<s) != 0 }
 	v.mu.RLock()
 	defer v.mu.RUnlock()
+	// Held while a changed answer is joined again: readers of the same
+	// answer would only join it alike.
 	v.answersMu.Lock()
-	answer, ok := v.answers[key]
-	v.answersMu.Unlock()
-	if ok {
-		return answer, nil
+	defer v.answersMu.Unlock()
+	a := v.answers[key]
+	if a == nil {
+		a = &keptAnswer{}
+		v.answers[key] = a
 	}
-	answer, err := v.reportPartsLocked(field, keep)
-	if err != nil {
-		return nil, err
+	if a.parts != nil {
+		return a.parts, nil
 	}
-	// Still under the read lock: no change has come between the walk and
-	// this store, so the answer is the view's now.
-	v.answersMu.Lock()
-	v.answers[key] = answer
-	v.answersMu.Unlock()
-	return answer, nil
+	return v.reportPartsLocked(field, a, keep)
 }
 
-// reportPartsLocked is, for each node whose state keep accepts, its
-// report's element of the repeated message field numbered field; v.mu is
-// held. Rebuilding the list after a node's heartbeat allocates a slice
-// header a node, not the answer's bytes again.
-func (v *view) reportPartsLocked(field protowire.Number, keep func(yarnpb.NodeStateProto) bool) ([][]byte, error) {
-	parts := make([][]byte, 0, len(v.nodes))
-	for name, e := range v.nodes {
-		if !keep(e.info.State) {
-			continue
-		}
-		u := v.use[name]
-		b := e.report.Load()
-		if b == nil || b.use != u || b.element == nil || b.field != field {
-			built := &builtReport{use: u, field: field}
-			if b != nil && b.use == u {
-				built.report = b.report
-			} else {
-				built.report = withUse(e.info, u).Report()
+// reportPartsLocked joins again the buckets of a that need it, of the
+// nodes whose state keep accepts, each node's report as one element of the
+// repeated message field numbered field, and gathers its parts; v.mu is
+// held. One node's change costs its bucket's elements copied and a slice
+// of the buckets, not the whole answer.
+func (v *view) reportPartsLocked(field protowire.Number, a *keptAnswer, keep func(yarnpb.NodeStateProto) bool) ([][]byte, error) {
+	parts := make([][]byte, 0, answerBuckets)
+	for i, names := range v.buckets {
+		if a.joined[i] == nil {
+			joined := []byte{}
+			for _, name := range names {
+				e := v.nodes[name]
+				if !keep(e.info.State) {
+					continue
+				}
+				element, err := v.elementLocked(name, e, field)
+				if err != nil {
+					return nil, err
+				}
+				joined = append(joined, element...)
 			}
-			encoded, err := proto.Marshal(built.report)
-			if err != nil {
-				return nil, fmt.Errorf("nodes: encoding the report of %s: %w", name, err)
-			}
-			built.element = protowire.AppendTag(make([]byte, 0, protowire.SizeTag(field)+protowire.SizeBytes(len(encoded))), field, protowire.BytesType)
-			built.element = protowire.AppendBytes(built.element, encoded)
-			// As in list: entries change under the write lock only, and
-			// racing listings store equal reports.
-			e.report.Store(built)
-			b = built
+			a.joined[i] = joined
 		}
-		parts = append(parts, b.element)
+		if len(a.joined[i]) > 0 {
+			parts = append(parts, a.joined[i])
+		}
 	}
+	a.parts = parts
 	return parts, nil
+}
+
+// elementLocked is the node's report encoded as one element of the
+// repeated message field numbered field, kept with the node's entry until
+// its use changes (a change of the node makes a new entry); v.mu is held.
+func (v *view) elementLocked(name string, e *nodeEntry, field protowire.Number) ([]byte, error) {
+	u := v.use[name]
+	b := e.report.Load()
+	if b != nil && b.use == u && b.element != nil && b.field == field {
+		return b.element, nil
+	}
+	built := &builtReport{use: u, field: field}
+	if b != nil && b.use == u {
+		built.report = b.report
+	} else {
+		built.report = withUse(e.info, u).Report()
+	}
+	encoded, err := proto.Marshal(built.report)
+	if err != nil {
+		return nil, fmt.Errorf("nodes: encoding the report of %s: %w", name, err)
+	}
+	built.element = protowire.AppendTag(make([]byte, 0, protowire.SizeTag(field)+protowire.SizeBytes(len(encoded))), field, protowire.BytesType)
+	built.element = protowire.AppendBytes(built.element, encoded)
+	// As in list: entries change under the write lock only, and racing
+	// listings store equal reports.
+	e.report.Store(built)
+	return built.element, nil
 }
 
 func withUse(info Info, u Use) Info {

@@ -267,12 +267,12 @@ func checkEncodedReports(t *testing.T, l *Lister, want []Info, step int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Each part is one node's report, and the parts one after the
-		// other are the answer.
+		// Each part is whole reports, at least one, and the parts one
+		// after the other are the answer.
 		for _, p := range parts {
-			var one yarnpb.GetClusterNodesResponseProto
-			if err := proto.Unmarshal(p, &one); err != nil || len(one.GetNodeReports()) != 1 {
-				t.Fatalf("after step %d a part holds %d reports (%v), want one", step, len(one.GetNodeReports()), err)
+			var some yarnpb.GetClusterNodesResponseProto
+			if err := proto.Unmarshal(p, &some); err != nil || len(some.GetNodeReports()) == 0 {
+				t.Fatalf("after step %d a part holds %d reports (%v), want whole reports", step, len(some.GetNodeReports()), err)
 			}
 		}
 		var resp yarnpb.GetClusterNodesResponseProto
@@ -373,5 +373,48 @@ func TestListsShareANodesReportUntilTheNodeOrItsUseChanges(t *testing.T) {
 	l.view.nodeHandler().OnUpdate(node, changed)
 	if r := report(); r == used || r.GetNodeState() != yarnpb.NodeStateProto_NS_DECOMMISSIONING {
 		t.Errorf("after the node was cordoned: report %p (was %p) in state %v", r, used, r.GetNodeState())
+	}
+}
+
+func TestANodesChangeJoinsOnlyItsBucketOfTheKeptAnswerAgain(t *testing.T) {
+	l := &Lister{cfg: Config{NMPort: 8041, NMWebPort: 8042}}
+	l.view = newView(l.report)
+	const nodes = 1000
+	for i := range nodes {
+		l.view.nodeHandler().OnAdd(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i)}, Status: corev1.NodeStatus{
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		}}, true)
+	}
+	field := new(yarnpb.GetClusterNodesResponseProto).ProtoReflect().Descriptor().Fields().ByName("nodeReports").Number()
+	answer := func() [][]byte {
+		parts, err := l.EncodedReports(field, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return parts
+	}
+	before := answer()
+	if len(before) > answerBuckets {
+		t.Fatalf("%d nodes' answer is %d parts, want at most %d", nodes, len(before), answerBuckets)
+	}
+	if again := answer(); &again[0] != &before[0] {
+		t.Error("an unchanged view's answer was gathered again")
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "knit", Labels: map[string]string{launch.LabelApplication: "application_1_0001"}},
+		Spec: corev1.PodSpec{NodeName: "node-7", Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourceCPU: resource.MustParse("1")}}}}}}
+	l.view.podHandler().OnAdd(pod, false)
+	after := answer()
+	if len(after) != len(before) {
+		t.Fatalf("a pod bound changed the answer's parts from %d to %d", len(before), len(after))
+	}
+	joined := 0
+	for i := range after {
+		if &after[i][0] != &before[i][0] {
+			joined++
+		}
+	}
+	if joined != 1 {
+		t.Errorf("one node's use changed and %d parts were joined again, want 1 (its bucket's)", joined)
 	}
 }
