@@ -259,7 +259,10 @@ func (c *Controller) preempt(ctx context.Context, snap admission.Snapshot, byKey
 		if len(chosen) > 0 {
 			c.log.InfoContext(ctx, "preemption observed only: containers chosen, none taken back", "containers", len(chosen))
 		}
-		return nil
+		// Nothing marked, nothing deleted; and what rounds marked before
+		// observe_only was turned on is let go, so no AM is told to give
+		// back what will never be taken.
+		clear(chosen)
 	}
 	for _, sp := range snap.Pods {
 		p := byKey[sp.Key]

@@ -339,7 +339,8 @@ func TestAPreemptionRoundMarksTheContainersItTakesAndDeletesThemAfterTheWait(t *
 }
 
 // With observe_only a round chooses containers but neither marks nor
-// deletes any, not even one marked past its wait.
+// deletes any, and one marked past its wait before observe_only was
+// turned on is let go rather than deleted.
 func TestAnObserveOnlyRoundTakesNothingBack(t *testing.T) {
 	p := admission.DefaultPreemption
 	p.TotalPreemptionPerRound = 0.15
@@ -348,10 +349,14 @@ func TestAnObserveOnlyRoundTakesNothingBack(t *testing.T) {
 	for i, n := range []string{"a1", "a22", "a333", "a4444", "a55555", "a666666", "a7777777", "a88888888"} {
 		pods = append(pods, runningPod(n, "root.a", 1, i+1))
 	}
-	markedLongAgo(pods[7])
 	patched, deleted := passOnce(t, pol, append(pods, gatedPod("b1", "root.b", 2, false))...)
 	if len(patched) != 0 || len(deleted) != 0 {
 		t.Errorf("patched %v, deleted %v; want nothing", patched, deleted)
+	}
+	markedLongAgo(pods[7])
+	patched, deleted = passOnce(t, pol, append(pods, gatedPod("b1", "root.b", 2, false))...)
+	if c := patched["a88888888/status"]; len(deleted) != 0 || len(patched) != 1 || !strings.Contains(c, `"status":"False"`) {
+		t.Errorf("patched %v, deleted %v; want only the earlier mark let go", patched, deleted)
 	}
 }
 

@@ -27,17 +27,21 @@ import (
 type admittedPod struct {
 	queue, user string
 	resource    admission.Resource
+	// placed is whether the Kubernetes scheduler has bound it to a node,
+	// whose use then counts it already.
+	placed bool
 }
 
 // admittedIndex is the admitted pods not yet containers, by pod, and
 // their resources added up per queue (each leaf's in it and in every queue
-// above it) and per (leaf, user). Its lock is taken under no other of
-// RGS's.
+// above it), per (leaf, user), and over those not yet on a node. Its lock
+// is taken under no other of RGS's.
 type admittedIndex struct {
-	mu     sync.Mutex
-	pods   map[types.NamespacedName]admittedPod
-	queues map[string]admission.Resource
-	users  map[[2]string]admission.Resource
+	mu       sync.Mutex
+	pods     map[types.NamespacedName]admittedPod
+	queues   map[string]admission.Resource
+	users    map[[2]string]admission.Resource
+	unplaced admission.Resource
 }
 
 func newAdmittedIndex() *admittedIndex {
@@ -66,6 +70,9 @@ func (x *admittedIndex) set(nn types.NamespacedName, a admittedPod, counts bool)
 // leaf's parents and its user; mu is held.
 func (x *admittedIndex) add(a admittedPod, sign int64) {
 	r := admission.Resource{MemoryMB: sign * a.resource.MemoryMB, Vcores: sign * a.resource.Vcores}
+	if !a.placed {
+		x.unplaced = admission.Resource{MemoryMB: x.unplaced.MemoryMB + r.MemoryMB, Vcores: x.unplaced.Vcores + r.Vcores}
+	}
 	addTo(x.users, [2]string{a.queue, a.user}, r)
 	for path := a.queue; ; {
 		addTo(x.queues, path, r)
@@ -93,6 +100,12 @@ func (x *admittedIndex) queue(path string) admission.Resource {
 	return x.queues[path]
 }
 
+func (x *admittedIndex) notPlaced() admission.Resource {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.unplaced
+}
+
 func (x *admittedIndex) user(leaf, user string) admission.Resource {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -105,6 +118,11 @@ func (x *admittedIndex) user(leaf, user string) admission.Resource {
 // CapacityScheduler counts the containers it allocated. Nothing without
 // admission, where a pod is allocated when bound.
 func (c *Controller) AdmittedUnbound(path string) admission.Resource { return c.admitted.queue(path) }
+
+// AdmittedUnplaced is what the pods of AdmittedUnbound that no node holds
+// yet ask for, in every queue: a node's use counts a pod once it is bound
+// there, container or not.
+func (c *Controller) AdmittedUnplaced() admission.Resource { return c.admitted.notPlaced() }
 
 // AdmittedUnboundOf is AdmittedUnbound of one user's pods in leaf.
 func (c *Controller) AdmittedUnboundOf(leaf, user string) admission.Resource {
@@ -127,7 +145,7 @@ func (c *Controller) noteAdmitted(nn types.NamespacedName, p *corev1.Pod, contai
 	if counts {
 		mem, vcores := yarnpb.MemoryAndVcores(resourceOf(p, c.cfg.Resources))
 		a = admittedPod{queue: annotationOrLabel(p, launch.LabelQueue), user: annotationOrLabel(p, launch.LabelUser),
-			resource: admission.Resource{MemoryMB: mem, Vcores: int64(vcores)}}
+			resource: admission.Resource{MemoryMB: mem, Vcores: int64(vcores)}, placed: p.Spec.NodeName != ""}
 	}
 	c.admitted.set(nn, a, counts)
 }

@@ -89,6 +89,39 @@ func TestAdmittedPodsCountUntilTheyAreContainers(t *testing.T) {
 			if got := c.AdmittedUnbound("root.b"); got != (admission.Resource{}) {
 				t.Errorf("root.b counts %+v admitted, want none", got)
 			}
+			// None of these states is bound and not yet a container.
+			if got := c.AdmittedUnplaced(); got != tt.want {
+				t.Errorf("%+v counts as on no node yet, want %+v", got, tt.want)
+			}
 		})
+	}
+}
+
+func TestAdmittedPodsBoundToANodeCountAsPlaced(t *testing.T) {
+	x := newAdmittedIndex()
+	pod := func(placed bool) admittedPod {
+		return admittedPod{queue: "root.a", user: "u", resource: admission.Resource{MemoryMB: 2048, Vcores: 1}, placed: placed}
+	}
+	steps := []struct {
+		name         string
+		a            admittedPod
+		counts       bool
+		wantUnplaced int64
+	}{
+		{"admitted, on no node", pod(false), true, 2048},
+		{"bound to a node", pod(true), true, 0},
+		{"a container, no longer admitted", admittedPod{}, false, 0},
+	}
+	nn := types.NamespacedName{Namespace: "ns", Name: "p"}
+	for _, s := range steps {
+		x.set(nn, s.a, s.counts)
+		if got := x.notPlaced().MemoryMB; got != s.wantUnplaced {
+			t.Errorf("%s: %d MB on no node, want %d", s.name, got, s.wantUnplaced)
+		}
+		if s.counts {
+			if got := x.queue("root").MemoryMB; got != 2048 {
+				t.Errorf("%s: root counts %d MB admitted, want 2048 whether placed or not", s.name, got)
+			}
+		}
 	}
 }

@@ -30,8 +30,9 @@ const StartedMark = "started"
 //
 //   - metadata: name, namespace, UID, resource version (RGS's delete
 //     precondition), generation (resizes), creation and deletion times,
-//     every label (the informer's selectors and the pod contract), and the
-//     pod contract's annotations (launch.AnnotationContext as StartedMark);
+//     every label (the informer's selectors and the pod contract), the
+//     pod contract's annotations (launch.AnnotationContext as StartedMark),
+//     and the batch schedulers' queue annotations (delegated);
 //   - spec: the node, the node selector (the partition a token names), the
 //     run-as user and groups of the pod and of each container, and each
 //     container's name and requests (capability, node use, resizes);
@@ -183,10 +184,17 @@ func readConditions(in []corev1.PodCondition) []corev1.PodCondition {
 	return out
 }
 
+// readAnnotation is whether the RM reads annotation k: the pod contract's,
+// and the batch schedulers' queues Knit writes on a delegated queue's pods
+// (delegated: such a pod never had Knit's gate).
+func readAnnotation(k string) bool {
+	return strings.HasPrefix(k, knitPrefix) || k == YuniKornQueueAnnotation || k == VolcanoQueueAnnotation
+}
+
 func knitAnnotations(in map[string]string) map[string]string {
 	n := 0
 	for k := range in {
-		if strings.HasPrefix(k, knitPrefix) {
+		if readAnnotation(k) {
 			n++
 		}
 	}
@@ -195,7 +203,7 @@ func knitAnnotations(in map[string]string) map[string]string {
 	}
 	out := make(map[string]string, n)
 	for k, v := range in {
-		if strings.HasPrefix(k, knitPrefix) && k != launch.AnnotationContext {
+		if readAnnotation(k) && k != launch.AnnotationContext {
 			out[intern(k)] = intern(v)
 		}
 	}

@@ -92,6 +92,7 @@ func readers(p *corev1.Pod) map[string]string {
 	out["resizeOutcome"] = fmt.Sprint(resizeOutcome(p))
 	out["disrupted"] = fmt.Sprint(disrupted(p), preemptedDiagnostics(p))
 	out["stoppedByAM"] = fmt.Sprint(stoppedByAM(p))
+	out["delegated"] = fmt.Sprint(delegated(p))
 	out["user"] = annotationOrLabel(p, launch.LabelUser)
 	out["partition"] = p.Spec.NodeSelector[launch.NodeLabelPartition]
 	out["labels"] = fmt.Sprint(p.Labels)
@@ -159,6 +160,9 @@ func TestStrippedPodAnswersEveryReaderAsTheWholePod(t *testing.T) {
 			p.Annotations[launch.AnnotationIncreaseFrom] = `{"cpu":"1","memory":"1Gi"}`
 			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonInfeasible})
 		}},
+		{"delegated to YuniKorn", func(p *corev1.Pod) { p.Annotations[YuniKornQueueAnnotation] = "root.default" }},
+		{"delegated to Volcano", func(p *corev1.Pod) { p.Annotations[VolcanoQueueAnnotation] = "default" }},
+		{"delegated to Kueue", func(p *corev1.Pod) { p.Labels[KueueQueueLabel] = "default" }},
 		{"an increase done", func(p *corev1.Pod) {
 			p.Annotations[launch.AnnotationIncreaseFrom] = `{"cpu":"1","memory":"1Gi"}`
 			p.Status.ContainerStatuses[0].Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{

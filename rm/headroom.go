@@ -49,14 +49,11 @@ func (s *amService) headroom(v clusterView, queue, user string) (memoryMB int64,
 	if ac != nil {
 		r.used = r.used.Add(holding(ac.AdmittedUnbound(q.Path)))
 		r.user = r.user.Add(holding(ac.AdmittedUnboundOf(q.Path, user)))
-		// The nodes' free room counts bound pods only.
-		root := q
-		for root.Parent != nil {
-			root = root.Parent
-		}
-		all := ac.AdmittedUnbound(root.Path)
-		v.freeMB -= all.MemoryMB
-		v.freeVC -= int32(all.Vcores)
+		// The nodes' free room counts the pods bound to them, containers
+		// or not yet.
+		unplaced := ac.AdmittedUnplaced()
+		v.freeMB -= unplaced.MemoryMB
+		v.freeVC -= int32(unplaced.Vcores)
 	}
 	return headroomIn(v, q, r, up)
 }
@@ -71,6 +68,8 @@ type admittedCounter interface {
 	// below it; AdmittedUnboundOf what one user's ask for in a leaf.
 	AdmittedUnbound(path string) admission.Resource
 	AdmittedUnboundOf(leaf, user string) admission.Resource
+	// AdmittedUnplaced is what those of them on no node yet ask for.
+	AdmittedUnplaced() admission.Resource
 }
 
 var _ admittedCounter = (*rgs.Controller)(nil)

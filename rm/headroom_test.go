@@ -134,9 +134,13 @@ type admittedScheduler struct {
 	recordingScheduler
 	queues map[string]admission.Resource
 	users  map[[2]string]admission.Resource
+	// unplaced is what those of them on no node yet ask for.
+	unplaced admission.Resource
 }
 
 func (s *admittedScheduler) AdmittedUnbound(path string) admission.Resource { return s.queues[path] }
+
+func (s *admittedScheduler) AdmittedUnplaced() admission.Resource { return s.unplaced }
 
 func (s *admittedScheduler) AdmittedUnboundOf(leaf, user string) admission.Resource {
 	return s.users[[2]string{leaf, user}]
@@ -159,38 +163,51 @@ func twoLevelQueues() map[string]string {
 // YARN counts containers it allocated and no AM has launched: in the
 // leaf's, its parents' and its user's use, and against the cluster's free
 // room, which the nodes report from bound pods only. Queues of
-// twoLevelQueues on a 20480 MB cluster, nothing bound, alice asking in
-// root.p.x (capacity 5120 MB, maximum 12288 MB).
+// twoLevelQueues on a 20480 MB cluster, alice asking in root.p.x
+// (capacity 5120 MB, maximum 12288 MB).
 func TestHeadroomCountsAdmittedPodsAsUsed(t *testing.T) {
 	r := func(mb int64) admission.Resource { return admission.Resource{MemoryMB: mb, Vcores: mb / 1024} }
 	tests := []struct {
 		name   string
 		queues map[string]admission.Resource
 		users  map[[2]string]admission.Resource
+		// bound is what of them is bound to nodes, whose free room
+		// counts it already.
+		bound  int64
 		wantMB int64
 	}{
-		{"none admitted: alice's user limit", nil, nil, 5120},
+		{"none admitted: alice's user limit", nil, nil, 0, 5120},
 		{"bob's admitted pods in the sibling are its use",
 			map[string]admission.Resource{"root.p.y": r(8192), "root.p": r(8192), "root": r(8192)},
 			map[[2]string]admission.Resource{{"root.p.y", "bob"}: r(8192)},
+			0,
 			// x.limit = min(12288 - 8192 + 0, 12288) = 4096.
 			4096},
 		{"alice's own admitted pods count against her user limit",
 			map[string]admission.Resource{"root.p.x": r(3072), "root.p": r(3072), "root": r(3072)},
 			map[[2]string]admission.Resource{{"root.p.x", "alice"}: r(3072)},
+			0,
 			// x.limit = 12288, less x's 3072 = 9216; the user limit 5120 less 3072.
 			2048},
 		{"admitted pods of another child of root take the cluster's room",
 			map[string]admission.Resource{"root.a": r(16384), "root": r(16384)},
 			map[[2]string]admission.Resource{{"root.a", "carol"}: r(16384)},
+			0,
 			// p.limit = min(20480 - 16384 + 0, 12288) = 4096; free 20480 - 16384.
+			4096},
+		{"admitted pods bound to nodes take the cluster's room once",
+			map[string]admission.Resource{"root.a": r(16384), "root": r(16384)},
+			map[[2]string]admission.Resource{{"root.a", "carol"}: r(16384)},
+			16384,
+			// As above: the nodes' free room is 4096 with them, and they
+			// are not taken from it again.
 			4096},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sched := &admittedScheduler{queues: tt.queues, users: tt.users}
+			sched := &admittedScheduler{queues: tt.queues, users: tt.users, unplaced: r(tt.queues["root"].MemoryMB - tt.bound)}
 			e := newEnv(t, envOptions{queues: twoLevelQueues(), scheduler: sched})
-			v := clusterView{totalMB: 20480, totalVCs: 20, freeMB: 20480, freeVC: 20}
+			v := clusterView{totalMB: 20480, totalVCs: 20, freeMB: 20480 - tt.bound, freeVC: 20 - int32(tt.bound/1024)}
 			mem, vc := e.rm.am.headroom(v, "root.p.x", "alice")
 			if mem != tt.wantMB || vc != int32(tt.wantMB/1024) {
 				t.Errorf("headroom = <memory:%d, vCores:%d>, want <memory:%d, vCores:%d>", mem, vc, tt.wantMB, tt.wantMB/1024)

@@ -476,3 +476,24 @@ func TestAQueueWhosePreemptionIsDisabledKeepsWhatItHolds(t *testing.T) {
 		})
 	}
 }
+
+// TestAQueueWhosePreemptionIsDisabledKeepsItsWholeUseInTheIdealShares: as
+// computeFixpointAllocation starts a leaf over its guarantee from its
+// guarantee plus its untouchable extra, root.a (25%, disable_preemption)
+// keeps all 10 GiB it holds of the 16 in the ideal shares, root.b (25%)
+// starts from its guarantee, 4 GiB of the 6 it holds, and root.c (50%),
+// which holds none and wants 4, is offered the 2 GiB left: root.b gives
+// back its 2 GiB over that, its newest container. Were root.a's extra
+// shared out, root.b would keep its 6 and root.c would wait for ever.
+func TestAQueueWhosePreemptionIsDisabledKeepsItsWholeUseInTheIdealShares(t *testing.T) {
+	whole := DefaultPreemption
+	whole.TotalPreemptionPerRound, whole.NaturalTerminationFactor = 1, 1
+	a := leaf("root.a", 0.25, 1)
+	a.PreemptionDisabled = true
+	qs := root(a, leaf("root.b", 0.25, 1), leaf("root.c", 0.5, 1))
+	pods := concat(running("root.a", 1, 5), running("root.b", 2, 3), demand("root.c", "u", 3, 2))
+	got := Preempt(Snapshot{Cluster: cluster, Queues: qs, Pods: pods}, whole)
+	if want := []string{"root.b/2/2"}; !slices.Equal(got, want) {
+		t.Errorf("preempt %v, want %v", got, want)
+	}
+}

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -132,7 +133,7 @@ func newPreemptionRound(st *state) *preemptionRound {
 		}
 	}
 	slices.SortFunc(r.leaves, func(a, b *node) int { return cmp.Compare(a.Path, b.Path) })
-	wanted := map[*node]float64{}
+	demand, wanted := map[*node]float64{}, map[*node]float64{}
 	for _, l := range r.leaves {
 		var pending float64
 		for _, a := range l.apps {
@@ -140,9 +141,10 @@ func newPreemptionRound(st *state) *preemptionRound {
 				pending += float64(pod.Resource.MemoryMB)
 			}
 		}
-		wanted[l] = min(float64(l.used.MemoryMB)+pending, float64(st.maximum(l).MemoryMB))
+		demand[l] = float64(l.used.MemoryMB) + pending
+		wanted[l] = min(demand[l], float64(st.maximum(l).MemoryMB))
 	}
-	r.ideal, r.underServed = idealShares(r.leaves, wanted, float64(st.cluster.MemoryMB))
+	r.ideal, r.underServed = idealShares(r.leaves, demand, wanted, float64(st.cluster.MemoryMB))
 	return r
 }
 
@@ -210,49 +212,103 @@ func (r *preemptionRound) betweenQueues(allowed, budget float64, p Preemption) (
 	return r.chosen, budget
 }
 
-// idealShares divides the cluster among the leaves in proportion to their
-// guarantees, none above what it wants, round by round as
-// computeFixpointAllocation does. underServed are the leaves the policy
-// leaves wanting: when the cluster is all given, those that took a share
-// in the last round (YARN keeps offering a leaf until it takes nothing
-// more, so one whose want the last round met is still among them); when
-// room is left over, none.
-func idealShares(leaves []*node, wanted map[*node]float64, cluster float64) (ideal map[*node]float64, underServed map[*node]bool) {
+// idealShares divides the cluster among the leaves as
+// computeFixpointAllocation does: each leaf starts from its use, or from
+// its guarantee when it uses more (and from its whole use when its
+// preemption is disabled: the untouchable extra stays its own); what is
+// left goes to the leaves that want more, the most underserved first
+// (the least given for their guarantee), none above what it wants, until
+// all is given. underServed are the leaves the policy leaves wanting: when
+// the cluster is all given, those offered a share last (YARN keeps
+// offering a leaf until it takes nothing more, so one whose want the last
+// offer met is still among them) and those still wanting that no offer
+// reached, a leaf whose demand (its use and pending asks) passes its
+// maximum among them until an offer finds it full; when room is left
+// over, none. wanted is each leaf's demand within its maximum.
+func idealShares(leaves []*node, demand, wanted map[*node]float64, cluster float64) (ideal map[*node]float64, underServed map[*node]bool) {
 	ideal = map[*node]float64{}
 	remaining := cluster
-	active := slices.Clone(leaves)
-	var took []*node
-	for remaining > 0.5 && len(active) > 0 {
-		var guaranteed float64
-		for _, l := range active {
-			guaranteed += l.AbsoluteCapacity
+	var wanting, inNeed []*node
+	for _, l := range leaves {
+		used, guaranteed := float64(l.used.MemoryMB), l.AbsoluteCapacity*cluster
+		start := used
+		if used > guaranteed && !l.PreemptionDisabled {
+			start = guaranteed
 		}
-		var given float64
-		var next, taking []*node
-		for _, l := range active {
-			share := remaining / float64(len(active))
-			if guaranteed > 0 {
-				share = remaining * l.AbsoluteCapacity / guaranteed
-			}
-			give := min(share, wanted[l]-ideal[l])
-			ideal[l] += give
-			given += give
-			if give > 0 {
-				taking = append(taking, l)
-			}
-			if ideal[l] < wanted[l]-0.5 {
-				next = append(next, l)
-			}
+		ideal[l] = start
+		remaining -= start
+		if start < demand[l]-0.5 {
+			inNeed = append(inNeed, l)
 		}
-		remaining -= given
-		if given < 0.5 {
+		if start < wanted[l]-0.5 {
+			wanting = append(wanting, l)
+		}
+	}
+	// Nothing left to offer: every leaf in need stays under-served, full
+	// or not, since no offer found it so.
+	offered := remaining > 0.5
+	var last []*node
+	for remaining > 0.5 && len(wanting) > 0 {
+		// As resetCapacity: the guarantees normalised over the leaves
+		// still wanting, shared equally when none has any.
+		weight := func(l *node) float64 { return l.AbsoluteCapacity }
+		var total float64
+		for _, l := range wanting {
+			total += l.AbsoluteCapacity
+		}
+		if total == 0 {
+			weight = func(*node) float64 { return 1 }
+		}
+		ratio := func(l *node) float64 {
+			if w := weight(l); w > 0 {
+				return ideal[l] / w
+			}
+			return math.Inf(1)
+		}
+		slices.SortStableFunc(wanting, func(x, y *node) int { return cmp.Compare(ratio(x), ratio(y)) })
+		low := ratio(wanting[0])
+		if math.IsInf(low, 1) {
 			break
 		}
-		active, took = next, taking
+		// The most underserved are raised together to the next leaf's
+		// level or to the first of their wants, whichever comes first.
+		n := 1
+		for n < len(wanting) && ratio(wanting[n]) <= low+1e-12 {
+			n++
+		}
+		group := wanting[:n]
+		level := math.Inf(1)
+		if n < len(wanting) {
+			level = ratio(wanting[n])
+		}
+		var need, groupWeight float64
+		for _, l := range group {
+			level = min(level, wanted[l]/weight(l))
+			groupWeight += weight(l)
+		}
+		for _, l := range group {
+			need += level*weight(l) - ideal[l]
+		}
+		if need <= remaining {
+			for _, l := range group {
+				ideal[l] = max(ideal[l], level*weight(l))
+			}
+			remaining -= need
+		} else {
+			for _, l := range group {
+				ideal[l] += remaining * weight(l) / groupWeight
+			}
+			remaining = 0
+		}
+		last = slices.Clone(group)
+		wanting = slices.DeleteFunc(wanting, func(l *node) bool { return ideal[l] >= wanted[l]-0.5 })
 	}
 	underServed = map[*node]bool{}
 	if remaining <= 0.5 {
-		for _, l := range took {
+		if !offered {
+			wanting = inNeed
+		}
+		for _, l := range slices.Concat(wanting, last) {
 			underServed[l] = true
 		}
 	}
