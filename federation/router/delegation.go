@@ -144,6 +144,11 @@ type KeyStore struct {
 	// before the tokens had records of their own wrote them: the next Save
 	// moves them to their records.
 	inline map[int32]bool
+	// keysHoldTokens is whether the keys record still holds tokens, even
+	// ones with records of their own (a move cut short after the records
+	// were written): the next Save writes it without them, or a token
+	// cancelled since would come back from it.
+	keysHoldTokens bool
 	// tokens are the token records last read or written, by sequence
 	// number.
 	tokens map[int32]store.RouterToken
@@ -154,9 +159,16 @@ var _ tokens.KeyStore = (*KeyStore)(nil)
 // NewKeyStore returns the KeyStore over s.
 func NewKeyStore(s store.RouterKeys) *KeyStore { return &KeyStore{store: s} }
 
-// Load reads the keys record and every token record; none stored is the
-// zero Keys.
+// Load reads every token record, then the keys record; none stored is the
+// zero Keys. In that order: a token's master key and sequence number are
+// stored before its record, so the keys read after the records cover every
+// token read, and a Router rolling from them never takes a token issued
+// meanwhile under a key it has not seen for one whose key expired.
 func (k *KeyStore) Load(ctx context.Context) (tokens.Keys, error) {
+	records, err := k.store.GetRouterTokens(ctx)
+	if err != nil {
+		return tokens.Keys{}, err
+	}
 	data, version, err := k.store.GetRouterKeys(ctx)
 	if err != nil {
 		return tokens.Keys{}, err
@@ -165,10 +177,7 @@ func (k *KeyStore) Load(ctx context.Context) (tokens.Keys, error) {
 	if err != nil {
 		return tokens.Keys{}, err
 	}
-	records, err := k.store.GetRouterTokens(ctx)
-	if err != nil {
-		return tokens.Keys{}, err
-	}
+	keysHoldTokens := len(keys.Delegation.Tokens) > 0
 	byRecord := make(map[int32]store.RouterToken, len(records))
 	all := make([]tokens.StoredDelegationToken, 0, len(records)+len(keys.Delegation.Tokens))
 	for _, r := range records {
@@ -196,7 +205,7 @@ func (k *KeyStore) Load(ctx context.Context) (tokens.Keys, error) {
 		return tokens.Keys{}, err
 	}
 	k.mu.Lock()
-	k.version, k.head, k.inline, k.tokens = version, head, inline, byRecord
+	k.version, k.head, k.inline, k.tokens, k.keysHoldTokens = version, head, inline, byRecord, keysHoldTokens
 	k.mu.Unlock()
 	return keys, nil
 }
@@ -233,12 +242,12 @@ func (k *KeyStore) Save(ctx context.Context, keys tokens.Keys) error {
 	if err != nil {
 		return err
 	}
-	if len(k.inline) > 0 || !bytes.Equal(head, k.head) {
+	if k.keysHoldTokens || !bytes.Equal(head, k.head) {
 		version, err := k.store.PutRouterKeys(ctx, head, k.version)
 		if err != nil {
 			return changed(err)
 		}
-		k.version, k.head, k.inline = version, head, nil
+		k.version, k.head, k.inline, k.keysHoldTokens = version, head, nil, false
 	}
 	for seq, data := range want {
 		if r, ok := k.tokens[seq]; !ok || !bytes.Equal(r.Data, data) {

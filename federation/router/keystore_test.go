@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -241,4 +242,57 @@ func (w wholeRecord) Save(ctx context.Context, keys tokens.Keys) error {
 	}
 	_, err = w.s.PutRouterKeys(ctx, data, version)
 	return err
+}
+
+// failingKeys refuses the next write of the keys record once told to, as
+// a conflict with an older Router or an outage would.
+type failingKeys struct {
+	store.RouterKeys
+	fail atomic.Bool
+}
+
+func (f *failingKeys) PutRouterKeys(ctx context.Context, data []byte, version string) (string, error) {
+	if f.fail.CompareAndSwap(true, false) {
+		return "", errors.New("the API server is away")
+	}
+	return f.RouterKeys.PutRouterKeys(ctx, data, version)
+}
+
+// A move to records cut short after a token's record was written leaves
+// the token in the keys record too; cancelled then, it must not come back
+// from there.
+func TestATokenCancelledAfterAMoveCutShortStaysCancelled(t *testing.T) {
+	ctx := t.Context()
+	s := store.NewMemory(nil)
+	clock := testingclock.NewFakeClock(tokenEpoch)
+	old, err := tokens.New(tokens.Config{Shared: true, DelegationOnly: true, Clock: clock, Store: wholeRecord{s}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Activate(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := old.Delegation().Issue(ctx, "alice", "yarn", "", testTokenService)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	f := &failingKeys{RouterKeys: s}
+	m := routerTokens(t, f, clock)
+	f.fail.Store(true)
+	if _, _, err := m.Delegation().Issue(ctx, "bob", "yarn", "", testTokenService); err == nil {
+		t.Fatal("an issue whose keys write failed succeeded")
+	}
+	if records, err := s.GetRouterTokens(ctx); err != nil || len(records) != 1 {
+		t.Fatalf("%d token records, %v; want alice's, written before the keys write failed", len(records), err)
+	}
+	if _, err := routerTokens(t, s, clock).Delegation().Cancel(ctx, tok, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := routerTokens(t, s, clock).Delegation().Verify(tok); err == nil {
+		t.Error("a cancelled token came back from the keys record")
+	}
+	if keys, _ := storedKeys(t, s); len(keys.Delegation.Tokens) != 0 {
+		t.Errorf("the keys record still holds %d tokens", len(keys.Delegation.Tokens))
+	}
 }

@@ -324,7 +324,10 @@ func (m *Memory) DeleteRouterToken(_ context.Context, seq int32, version string)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	stored, ok := m.tokens[seq]
-	if !ok || stored.Version != version {
+	if !ok {
+		return nil
+	}
+	if stored.Version != version {
 		return fmt.Errorf("federation store: delete router token %d of version %q, stored %q: %w", seq, version, stored.Version, ErrConflict)
 	}
 	delete(m.tokens, seq)

@@ -219,8 +219,9 @@ type RouterKeys interface {
 	// another or, for a replacement, none is stored.
 	PutRouterToken(ctx context.Context, t RouterToken) (string, error)
 	// DeleteRouterToken deletes the record of token seq stored under
-	// version; ErrConflict, wrapped, when another version or none is
-	// stored.
+	// version; ErrConflict, wrapped, when another version is stored. None
+	// stored is no error: the token is gone, as the delete wanted, and a
+	// retried delete whose first answer was lost finds it so.
 	DeleteRouterToken(ctx context.Context, seq int32, version string) error
 }
 

@@ -137,6 +137,9 @@ func (k *Kube) PutRouterToken(ctx context.Context, t RouterToken) (string, error
 // its resourceVersion.
 func (k *Kube) DeleteRouterToken(ctx context.Context, seq int32, version string) error {
 	err := k.configMaps().Delete(ctx, routerTokenName(seq), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &version}})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
 	if err := tokenConflict(err); err != nil {
 		return fmt.Errorf("federation store: delete router token %d of version %q: %w", seq, version, err)
 	}
