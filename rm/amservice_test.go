@@ -286,8 +286,11 @@ type usage struct {
 }
 
 // TestHeadroomIsTheLeastOfClusterQueueAndUserRoom checks the
-// CapacityScheduler's headroom with queue b at 50% capacity, 100% maximum,
-// of a 10,000 MB / 10 vcore cluster.
+// CapacityScheduler's headroom with queue b at 50% capacity (5000 MB),
+// 100% maximum, of a 10,000 MB / 10 vcore cluster, a minimum allocation
+// of 1024 MB: the user limit as UsersManager.computeUserLimit reckons it
+// (rounded up to the minimum allocation), its room and the queue's
+// rounded down to it, then the cluster's free room.
 func TestHeadroomIsTheLeastOfClusterQueueAndUserRoom(t *testing.T) {
 	queueB := func(extra map[string]string) map[string]string {
 		props := map[string]string{"yarn.scheduler.capacity.root.b.maximum-capacity": "100"}
@@ -307,18 +310,30 @@ func TestHeadroomIsTheLeastOfClusterQueueAndUserRoom(t *testing.T) {
 		user   string
 		wantMB int64
 	}{
-		{"an idle queue: the user limit is the queue's capacity", queueB(nil), view{10000, nil}, "alice", 5000},
+		// max((0 + 1024) / 1, 5000 * 100%) = 5000, up to 5120.
+		{"an idle queue: the user limit is the queue's capacity", queueB(nil), view{10000, nil}, "alice", 5120},
 		{"the cluster's free room is less", queueB(nil), view{2000, nil}, "alice", 2000},
-		{"what the user holds counts against it", queueB(nil), view{10000, map[string]usage{"alice": {3000, 3}}}, "alice", 2000},
-		{"minimum-user-limit-percent 100, the default, shares nothing", queueB(nil), view{10000, map[string]usage{"bob": {1000, 1}}}, "alice", 5000},
+		// 5120 less alice's 3000 is 2120, down to 2048.
+		{"what the user holds counts against it", queueB(nil), view{10000, map[string]usage{"alice": {3000, 3}}}, "alice", 2048},
+		// Two active users: max((1000 + 1024) / 2, 5000) = 5000, up to 5120.
+		{"minimum-user-limit-percent 100, the default, shares nothing", queueB(nil), view{10000, map[string]usage{"bob": {1000, 1}}}, "alice", 5120},
+		// max(1012, 5000 * 25% = 1250), up to 2048.
 		{"a second user shares the capacity", queueB(map[string]string{"yarn.scheduler.capacity.root.b.minimum-user-limit-percent": "25"}),
-			view{10000, map[string]usage{"bob": {1000, 1}}}, "alice", 2500},
-		{"the user limit factor multiplies it", queueB(map[string]string{"yarn.scheduler.capacity.root.b.user-limit-factor": "2"}),
-			view{10000, nil}, "alice", 10000},
+			view{10000, map[string]usage{"bob": {1000, 1}}}, "alice", 2048},
+		// The factor caps the limit at twice the capacity; an idle queue's
+		// limit is its capacity, 5000, up to 5120: it grows with the
+		// queue's use, not at once.
+		{"the user limit factor bounds it, it does not multiply it", queueB(map[string]string{"yarn.scheduler.capacity.root.b.user-limit-factor": "2"}),
+			view{10000, nil}, "alice", 5120},
+		// bob's 6000 put the queue over its capacity: the current capacity
+		// is 6144 + 1024 = 7168, the limit max(3512, 7168) within the
+		// maximum (9216); the queue's room, 4000, binds, down to 3072.
 		{"a factor of -1 leaves the queue's maximum", queueB(map[string]string{"yarn.scheduler.capacity.root.b.user-limit-factor": "-1"}),
-			view{10000, map[string]usage{"bob": {6000, 1}}}, "alice", 4000},
+			view{10000, map[string]usage{"bob": {6000, 1}}}, "alice", 3072},
+		// Three active users: max((2000 + 1024) / 3, 5000 * 50% = 2500), up
+		// to 3072.
 		{"minimum-user-limit-percent keeps a share", queueB(map[string]string{"yarn.scheduler.capacity.root.b.minimum-user-limit-percent": "50"}),
-			view{10000, map[string]usage{"bob": {1000, 1}, "carol": {1000, 1}}}, "alice", 2500},
+			view{10000, map[string]usage{"bob": {1000, 1}, "carol": {1000, 1}}}, "alice", 3072},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

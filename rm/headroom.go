@@ -26,9 +26,7 @@ import (
 // children took its room leaves the leaf none, whatever the leaf's own
 // maximum.
 //
-// The user limit is the queue's capacity (or its use, when more) shared
-// between its active users, at least minimum-user-limit-percent of it,
-// times user-limit-factor, within the queue's maximum. The leaf's, its
+// The user limit is UsersManager.computeUserLimit's (headroomIn). The leaf's, its
 // parents' and the user's use are read from the queue usage index, and
 // the pods admitted but not yet bound from the scheduler's admitted
 // index (admittedCounter): O(depth) at any number of applications and
@@ -55,7 +53,7 @@ func (s *amService) headroom(v clusterView, queue, user string) (memoryMB int64,
 		v.freeMB -= unplaced.MemoryMB
 		v.freeVC -= int32(unplaced.Vcores)
 	}
-	return headroomIn(v, q, r, up)
+	return headroomIn(v, q, r, up, s.rm.MinimumAllocation())
 }
 
 // admittedCounter is a Scheduler whose admission lets pods go to the
@@ -109,21 +107,29 @@ func limitProto(prev *yarnpb.ResourceProto, memoryMB int64, vcores int32) *yarnp
 }
 
 // headroomIn is the headroom of a user in leaf q with r its use and up
-// what q's parents leave it.
-func headroomIn(v clusterView, q *queues.Queue, r queueRoom, up queueLeft) (memoryMB int64, vcores int32) {
-	mem, vc := v.freeMB, v.freeVC
-	active := r.users
-	room := func(total, used, userUsed, parentsLeave float64) float64 {
-		maxCap := total * float64(q.AbsoluteMaximumCapacity)
-		capacity := max(total*float64(q.AbsoluteCapacity), used)
-		limit := maxCap // a factor of -1 lifts the user limit
-		if q.UserLimitFactor > 0 {
-			share := max(capacity/float64(active), capacity*float64(q.MinimumUserLimitPercent)/100)
-			limit = min(share*float64(q.UserLimitFactor), maxCap)
-		}
-		return min(maxCap-used, parentsLeave, limit-userUsed)
+// what q's parents leave it: the least of the user limit less the user's
+// use and the queue's current limit less its use, rounded down to the
+// minimum allocation, then the least of that and the cluster's free room,
+// as LeafQueue.getHeadroom makes it. The user limit is UsersManager's
+// (admission.UserLimit), the queue's unfinished applications' users its
+// active users.
+func headroomIn(v clusterView, q *queues.Queue, r queueRoom, up queueLeft, minAlloc admission.Resource) (memoryMB int64, vcores int32) {
+	of := func(f float32) admission.Resource {
+		return admission.Resource{MemoryMB: int64(float64(v.totalMB) * float64(f)), Vcores: int64(float64(v.totalVCs) * float64(f))}
 	}
-	mem = min(mem, int64(room(float64(v.totalMB), float64(r.used.MemoryMB), float64(r.user.MemoryMB), up.memoryMB)))
-	vc = min(vc, int32(room(float64(v.totalVCs), float64(r.used.VCores), float64(r.user.VCores), up.vcores)))
+	used := admission.Resource{MemoryMB: r.used.MemoryMB, Vcores: int64(r.used.VCores)}
+	limit := admission.UserLimit(admission.UserLimitOf{
+		Guaranteed: of(q.AbsoluteCapacity), Maximum: of(q.AbsoluteMaximumCapacity), Used: used, ActiveUsed: used, ActiveUsers: r.users,
+		MinimumUserLimitPercent: float64(q.MinimumUserLimitPercent), UserLimitFactor: float64(q.UserLimitFactor), MinimumAllocation: minAlloc,
+	})
+	room := func(total, used, userUsed, parentsLeave, userLimit float64, step int64) float64 {
+		left := min(total*float64(q.AbsoluteMaximumCapacity)-used, parentsLeave, userLimit-userUsed)
+		if step > 0 {
+			left = math.Floor(left/float64(step)) * float64(step)
+		}
+		return left
+	}
+	mem := min(v.freeMB, int64(room(float64(v.totalMB), float64(r.used.MemoryMB), float64(r.user.MemoryMB), up.memoryMB, float64(limit.MemoryMB), minAlloc.MemoryMB)))
+	vc := min(v.freeVC, int32(room(float64(v.totalVCs), float64(r.used.VCores), float64(r.user.VCores), up.vcores, float64(limit.Vcores), minAlloc.Vcores)))
 	return max(mem, 0), max(vc, 0)
 }

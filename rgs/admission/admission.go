@@ -587,32 +587,56 @@ func (st *state) normalizeUp(r Resource, f float64) Resource {
 }
 
 // activeUserLimit is the limit of each of the leaf's active users (those
-// with pods waiting), as UsersManager.computeUserLimit reckons it for
-// them: the current capacity is the queue's guarantee while its use is
-// below it, else its use and one minimum allocation more; the limit is
-// the larger of the active users' use and one minimum allocation, shared
-// among them, and minimum-user-limit-percent of the current capacity; at
-// most user-limit-factor times the guarantee (the maximum capacity when
-// the factor is -1); rounded up to the minimum allocation. Dividing the
-// active users' use, not the capacity, lets the users first offered
-// grow past an even share before the last is offered one: with 3 users at
-// 33% of 16 GiB, the limit (5407 MB) rounds up to 6 GiB and each of the
-// first two takes 8 GiB.
+// with pods waiting), UserLimit of the leaf as it stands in the pass.
 func (st *state) activeUserLimit(leaf *node, users int, activeUsed Resource) Resource {
-	step := st.minAlloc
-	capacity := maxOf(st.guaranteed(leaf), step)
+	return UserLimit(UserLimitOf{
+		Guaranteed: st.guaranteed(leaf), Maximum: st.maximum(leaf), Used: leaf.used, ActiveUsed: activeUsed, ActiveUsers: users,
+		MinimumUserLimitPercent: leaf.MinimumUserLimitPercent, UserLimitFactor: leaf.UserLimitFactor, MinimumAllocation: st.minAlloc,
+	})
+}
+
+// UserLimitOf is what a leaf's user limit is reckoned from.
+type UserLimitOf struct {
+	// Guaranteed and Maximum are the leaf's capacity and maximum
+	// capacity of its partition; Used what the leaf uses.
+	Guaranteed, Maximum, Used Resource
+	// ActiveUsed is what its active users use, ActiveUsers how many
+	// they are.
+	ActiveUsed  Resource
+	ActiveUsers int
+	// MinimumUserLimitPercent (0..100) and UserLimitFactor are the
+	// leaf's settings (a factor of -1: no limit but the maximum).
+	MinimumUserLimitPercent, UserLimitFactor float64
+	MinimumAllocation                        Resource
+}
+
+// UserLimit is the limit of each of a leaf's active users as
+// UsersManager.computeUserLimit reckons it for them: the current capacity
+// is the queue's guarantee while its use is below it, else its use and
+// one minimum allocation more; the limit is the larger of the active
+// users' use and one minimum allocation, shared among them, and
+// minimum-user-limit-percent of the current capacity; at most
+// user-limit-factor times the guarantee (the maximum capacity when the
+// factor is -1); rounded up to the minimum allocation. Dividing the active
+// users' use, not the capacity, lets the users first offered grow past an
+// even share before the last is offered one: with 3 users at 33% of 16
+// GiB, the limit (5407 MB) rounds up to 6 GiB and each of the first two
+// takes 8 GiB.
+func UserLimit(in UserLimitOf) Resource {
+	step := in.MinimumAllocation
+	capacity := maxOf(in.Guaranteed, step)
 	current := capacity
-	if consumed := roundUp(leaf.used, step); !consumed.fitsIn(capacity) || consumed == capacity {
+	if consumed := roundUp(in.Used, step); !consumed.fitsIn(capacity) || consumed == capacity {
 		current = consumed.add(step)
 	}
-	n := int64(max(users, 1))
-	shared := activeUsed.add(step)
-	percent := func(x int64) int64 { return ceilDiv(int64(math.Floor(float64(x)*leaf.MinimumUserLimitPercent)), 100) }
+	n := int64(max(in.ActiveUsers, 1))
+	shared := in.ActiveUsed.add(step)
+	percent := func(x int64) int64 { return ceilDiv(int64(math.Floor(float64(x)*in.MinimumUserLimitPercent)), 100) }
 	limit := maxOf(Resource{ceilDiv(shared.MemoryMB, n), ceilDiv(shared.Vcores, n)},
 		Resource{percent(current.MemoryMB), percent(current.Vcores)})
-	most := roundDown(st.maximum(leaf), step)
-	if leaf.UserLimitFactor >= 0 {
-		most = capacity.scale(leaf.UserLimitFactor)
+	most := roundDown(in.Maximum, step)
+	if in.UserLimitFactor >= 0 {
+		most = capacity.scale(in.UserLimitFactor)
 	}
 	return roundUp(minOf(limit, most), step)
 }
