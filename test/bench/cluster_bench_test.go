@@ -28,6 +28,8 @@ func TestMain(m *testing.M) {
 	runWebPartyIfRequested()
 	// BenchmarkRMCallsVersusNoOp's load generator is this test binary too.
 	runRPCLoadIfRequested()
+	// BenchmarkFederationVersusDirectRM's hops of their own too.
+	runFedHopsIfRequested()
 	os.Exit(m.Run())
 }
 

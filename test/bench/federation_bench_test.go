@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net"
 	"runtime"
 	"slices"
 	"strings"
@@ -72,20 +73,30 @@ func fedSubmission() *yarnpb.SubmitApplicationRequestProto {
 	}}
 }
 
-// fedScene is a real ResourceManager (startRCScene's), a Router whose one
-// sub-cluster it is, and a node's AMRMProxy in front of its scheduler.
+// fedScene is a real ResourceManager (startRCScene's) and the federation's
+// hops in front of it twice: in this process, and in a process of their
+// own as they are deployed (knit-router its own Deployment, the AMRMProxy
+// in the AM's node's knit-node).
 type fedScene struct {
-	rc     *rcScene
-	router string // the Router's client address
-	proxy  string // the AMRMProxy's scheduler address
-	// proxied are the AMRMProxy's local tokens of AMs registered through
-	// it, one per connection of the largest level.
-	proxied []*commonpb.TokenProto
-	// fedProxy and fedProxied are the same of an AMRMProxy whose pipeline
-	// has the FederationInterceptor in front.
-	fedProxy   string
-	fedProxied []*commonpb.TokenProto
-	stops      []func()
+	rc *rcScene
+	// local are the hops in this process, beside the RM; remote those in
+	// their own process.
+	local  fedHopSide
+	remote fedHopSide
+	child  *fedHopProcess
+	stops  []func()
+}
+
+// fedHopSide is one set of hops as the benchmark dials them: the Router's
+// client address, and each AMRMProxy's scheduler address with the local
+// tokens of the AMs registered through it, one per connection of the
+// largest level.
+type fedHopSide struct {
+	router string
+	// proxy has the default pipeline, fedProxy the FederationInterceptor
+	// in front of it.
+	proxy, fedProxy     string
+	proxied, fedProxied []*commonpb.TokenProto
 }
 
 func (f *fedScene) close() {
@@ -95,94 +106,212 @@ func (f *fedScene) close() {
 	f.rc.close()
 }
 
+// Pipelines of the benchmark's AMRMProxies.
+const (
+	fedPipelineDefault   = "default"
+	fedPipelineFederated = "federated"
+)
+
+// fedHops are a Router whose one sub-cluster is the RM (its store holding
+// the homes of the applications it was given, read through a warm cache
+// as in steady state) and two AMRMProxies in front of the RM's scheduler,
+// one with the default pipeline, one with the FederationInterceptor in
+// front of it, the store telling it the RM is the home.
+type fedHops struct {
+	store   *store.Memory
+	router  string
+	proxies map[string]*fedProxy
+	stops   []func()
+}
+
+type fedProxy struct {
+	svc  *amrmproxy.Service
+	addr string
+}
+
+func startFedHops(ctx context.Context, rmClient, rmAM string, homes []string) (_ *fedHops, err error) {
+	h := &fedHops{store: store.NewMemory(nil), proxies: map[string]*fedProxy{}}
+	defer func() {
+		if err != nil {
+			h.close()
+		}
+	}()
+	if err := h.store.RegisterSubCluster(ctx, store.SubClusterInfo{ID: "sc1", ClientRMServiceAddress: rmClient, AMRMServiceAddress: rmAM,
+		RMAdminServiceAddress: rmClient, RMWebServiceAddress: rmClient, State: store.StateNew, LastStartTime: time.UnixMilli(clusterTimestamp)}); err != nil {
+		return nil, err
+	}
+	if err := h.store.SubClusterHeartbeat(ctx, "sc1", store.StateRunning, "{}"); err != nil {
+		return nil, err
+	}
+	for _, app := range homes {
+		if _, err := h.store.AddApplicationHomeSubCluster(ctx, store.ApplicationHome{Application: app, Home: "sc1"}); err != nil {
+			return nil, err
+		}
+	}
+	r, err := router.New(router.Config{Store: store.NewCache(h.store, time.Hour, nil), SubmitRetry: 1,
+		ConnectBackOff: func() backoff.BackOff { return &backoff.StopBackOff{} }, Logger: quiet})
+	if err != nil {
+		return nil, err
+	}
+	h.stops = append(h.stops, func() { r.Close() })
+	srv, err := ipc.NewServer(ipc.Config{Simple: true, IdleTimeout: benchIdle, Logger: quiet})
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Register(srv); err != nil {
+		return nil, err
+	}
+	var stop func()
+	if h.router, stop, err = serveIPCListener(srv); err != nil {
+		return nil, err
+	}
+	h.stops = append(h.stops, stop)
+	pipelines := map[string]struct {
+		names  []string
+		stages map[string]amrmproxy.Stage
+	}{
+		fedPipelineDefault: {[]string{amrmproxy.DefaultInterceptorName},
+			map[string]amrmproxy.Stage{amrmproxy.DefaultInterceptorName: amrmproxy.DefaultStage(rmAM, nil)}},
+		fedPipelineFederated: {[]string{amrmproxy.FederationInterceptorName, amrmproxy.DefaultInterceptorName},
+			map[string]amrmproxy.Stage{
+				amrmproxy.DefaultInterceptorName: amrmproxy.DefaultStage(rmAM, nil),
+				amrmproxy.FederationInterceptorName: amrmproxy.FederationStage(amrmproxy.FederationSettings{
+					Store: store.NewCache(h.store, time.Hour, nil), DefaultPolicy: federation.UniformBroadcastPolicyManager,
+				}),
+			}},
+	}
+	for name, p := range pipelines {
+		secrets, err := amrmproxy.NewSecrets(amrmproxy.SecretsConfig{RollInterval: time.Hour, ActivationDelay: time.Minute, Logger: quiet})
+		if err != nil {
+			return nil, err
+		}
+		svc, err := amrmproxy.New(amrmproxy.Config{Secrets: secrets, Pipeline: p.names, Stages: p.stages, Logger: quiet})
+		if err != nil {
+			return nil, err
+		}
+		h.stops = append(h.stops, func() { svc.Close() })
+		psrv, err := ipc.NewServer(ipc.Config{Tokens: secrets.SecretLookup(), IdleTimeout: benchIdle, Logger: quiet})
+		if err != nil {
+			return nil, err
+		}
+		if err := svc.Register(psrv); err != nil {
+			return nil, err
+		}
+		addr, stop, err := serveIPCListener(psrv)
+		if err != nil {
+			return nil, err
+		}
+		h.stops = append(h.stops, stop)
+		h.proxies[name] = &fedProxy{svc: svc, addr: addr}
+	}
+	return h, nil
+}
+
+// startAM homes app in the RM's sub-cluster and starts its first attempt's
+// AM in the pipeline's AMRMProxy, as a node's knit-node does for an AM
+// container; it returns the AM's local AMRMToken.
+func (h *fedHops) startAM(ctx context.Context, pipeline, app, user string, rmToken token.Token) (token.Token, error) {
+	id, err := yarnid.ParseApplicationID(app)
+	if err != nil {
+		return token.Token{}, err
+	}
+	if _, err := h.store.AddApplicationHomeSubCluster(ctx, store.ApplicationHome{Application: app, Home: "sc1"}); err != nil {
+		return token.Token{}, err
+	}
+	p := h.proxies[pipeline]
+	if p == nil {
+		return token.Token{}, fmt.Errorf("no pipeline %q", pipeline)
+	}
+	return p.svc.StartApplicationMaster(ctx, yarnid.AttemptID{App: id, ID: 1}, user, rmToken)
+}
+
+func (h *fedHops) close() {
+	for _, s := range slices.Backward(h.stops) {
+		s()
+	}
+}
+
+// serveIPCListener serves srv on a loopback port.
+func serveIPCListener(srv *ipc.Server) (string, func(), error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	return l.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-served
+	}, nil
+}
+
 func startFedScene(b *testing.B) *fedScene {
 	b.Helper()
 	ctx := context.Background()
 	f := &fedScene{rc: startRCScene(b)}
-
-	// The Router, its store holding the RM as sub-cluster sc1 and the
-	// homes of the running applications, read through a warm cache as
-	// in steady state.
-	s := store.NewMemory(nil)
-	if err := s.RegisterSubCluster(ctx, store.SubClusterInfo{ID: "sc1", ClientRMServiceAddress: f.rc.target.client, AMRMServiceAddress: f.rc.target.am,
-		RMAdminServiceAddress: f.rc.target.client, RMWebServiceAddress: f.rc.target.client, State: store.StateNew, LastStartTime: time.UnixMilli(clusterTimestamp)}); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.SubClusterHeartbeat(ctx, "sc1", store.StateRunning, "{}"); err != nil {
-		b.Fatal(err)
-	}
+	var homes []string
 	for _, app := range f.rc.apps {
 		id, err := yarnid.ApplicationIDFromProto(app)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.AddApplicationHomeSubCluster(ctx, store.ApplicationHome{Application: id.String(), Home: "sc1"}); err != nil {
-			b.Fatal(err)
+		homes = append(homes, id.String())
+	}
+	local, err := startFedHops(ctx, f.rc.target.client, f.rc.target.am, homes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.stops = append(f.stops, local.close)
+	child, err := startFedHopProcess(fedHopCmd{Op: "start", RMClient: f.rc.target.client, RMAM: f.rc.target.am, Homes: homes})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.child = child
+	f.stops = append(f.stops, func() {
+		if err := child.stop(); err != nil {
+			b.Errorf("federation hops' process: %v", err)
 		}
-	}
-	r, err := router.New(router.Config{Store: store.NewCache(s, time.Hour, nil), SubmitRetry: 1,
-		ConnectBackOff: func() backoff.BackOff { return &backoff.StopBackOff{} }, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	f.stops = append(f.stops, func() { r.Close() })
-	srv, err := ipc.NewServer(ipc.Config{Simple: true, IdleTimeout: benchIdle, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := r.Register(srv); err != nil {
-		b.Fatal(err)
-	}
-	var stop func()
-	f.router, stop = serveIPC(b, srv)
-	f.stops = append(f.stops, stop)
+	})
 
-	// Two AMRMProxies, one with the default pipeline, one with the
-	// FederationInterceptor in front of it, the Router's store telling it
-	// the RM is the home.
 	owner, err := ipc.Dial(ctx, f.rc.target.client, ipc.ClientConfig{Protocol: yarnrpc.ApplicationClientProtocolName, User: "owner0", MaxIdleTime: benchIdle, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer owner.Close()
-	f.proxy, f.proxied = f.startProxy(b, owner, s, "proxied", []string{amrmproxy.DefaultInterceptorName},
-		map[string]amrmproxy.Stage{amrmproxy.DefaultInterceptorName: amrmproxy.DefaultStage(f.rc.target.am, nil)})
-	f.fedProxy, f.fedProxied = f.startProxy(b, owner, s, "federated", []string{amrmproxy.FederationInterceptorName, amrmproxy.DefaultInterceptorName},
-		map[string]amrmproxy.Stage{
-			amrmproxy.DefaultInterceptorName: amrmproxy.DefaultStage(f.rc.target.am, nil),
-			amrmproxy.FederationInterceptorName: amrmproxy.FederationStage(amrmproxy.FederationSettings{
-				Store: store.NewCache(s, time.Hour, nil), DefaultPolicy: federation.UniformBroadcastPolicyManager,
-			}),
+	f.local = fedHopSide{router: local.router, proxy: local.proxies[fedPipelineDefault].addr, fedProxy: local.proxies[fedPipelineFederated].addr}
+	f.remote = fedHopSide{router: child.addrs.Router, proxy: child.addrs.Proxy, fedProxy: child.addrs.FedProxy}
+	for _, side := range []struct {
+		name string
+		hops *fedHopSide
+		// start starts an AM in a pipeline of the side's.
+		start func(pipeline, app string, rmToken token.Token) (token.Token, error)
+	}{
+		{"local", &f.local, func(pipeline, app string, rmToken token.Token) (token.Token, error) {
+			return local.startAM(ctx, pipeline, app, "owner0", rmToken)
+		}},
+		{"remote", &f.remote, func(pipeline, app string, rmToken token.Token) (token.Token, error) {
+			return child.startAM(pipeline, app, "owner0", rmToken)
+		}},
+	} {
+		side.hops.proxied = f.registerAMs(b, owner, side.name+" proxied", side.hops.proxy, func(app string, rmToken token.Token) (token.Token, error) {
+			return side.start(fedPipelineDefault, app, rmToken)
 		})
+		side.hops.fedProxied = f.registerAMs(b, owner, side.name+" federated", side.hops.fedProxy, func(app string, rmToken token.Token) (token.Token, error) {
+			return side.start(fedPipelineFederated, app, rmToken)
+		})
+	}
 	return f
 }
 
-// startProxy serves an AMRMProxy of the pipeline in front of the RM, and
-// registers AMs of applications of their own through it, as many as the
-// largest level needs, with task containers as the running applications
-// have, each homed in the RM's sub-cluster; it returns its address and
-// the AMs' local tokens.
-func (f *fedScene) startProxy(b *testing.B, owner *ipc.Client, s *store.Memory, name string, pipeline []string, stages map[string]amrmproxy.Stage) (string, []*commonpb.TokenProto) {
+// registerAMs submits applications of their own, as many as the largest
+// level needs, starts their AMs in an AMRMProxy at addr with start and
+// registers them through it, with task containers as the running
+// applications have; it returns the AMs' local tokens.
+func (f *fedScene) registerAMs(b *testing.B, owner *ipc.Client, name, addr string, start func(app string, rmToken token.Token) (token.Token, error)) []*commonpb.TokenProto {
 	b.Helper()
 	ctx := context.Background()
-	secrets, err := amrmproxy.NewSecrets(amrmproxy.SecretsConfig{RollInterval: time.Hour, ActivationDelay: time.Minute, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	svc, err := amrmproxy.New(amrmproxy.Config{Secrets: secrets, Pipeline: pipeline, Stages: stages, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	f.stops = append(f.stops, func() { svc.Close() })
-	psrv, err := ipc.NewServer(ipc.Config{Tokens: secrets.SecretLookup(), IdleTimeout: benchIdle, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := svc.Register(psrv); err != nil {
-		b.Fatal(err)
-	}
-	addr, stop := serveIPC(b, psrv)
-	f.stops = append(f.stops, stop)
 	var tokens []*commonpb.TokenProto
 	for i := range fedConnLevels[len(fedConnLevels)-1] {
 		real, app := submitUnmanagedAM(b, owner, fmt.Sprintf("%s app %d", name, i), "default")
@@ -190,11 +319,7 @@ func (f *fedScene) startProxy(b *testing.B, owner *ipc.Client, s *store.Memory, 
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.AddApplicationHomeSubCluster(ctx, store.ApplicationHome{Application: id.String(), Home: "sc1"}); err != nil {
-			b.Fatal(err)
-		}
-		attempt := yarnid.AttemptID{App: id, ID: 1}
-		local, err := svc.StartApplicationMaster(ctx, attempt, "owner0", token.FromProto(real))
+		local, err := start(id.String(), token.FromProto(real))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -209,10 +334,10 @@ func (f *fedScene) startProxy(b *testing.B, owner *ipc.Client, s *store.Memory, 
 		if err != nil {
 			b.Fatal(err)
 		}
-		giveTasks(b, f.rc.rm, attempt, rcTasks, fmt.Sprintf("kwok-node-%d", i%viewNodes))
+		giveTasks(b, f.rc.rm, yarnid.AttemptID{App: id, ID: 1}, rcTasks, fmt.Sprintf("kwok-node-%d", i%viewNodes))
 		tokens = append(tokens, local.Proto())
 	}
-	return addr, tokens
+	return tokens
 }
 
 // fedCase is one comparison: a call made directly to the RM and through
@@ -225,6 +350,8 @@ type fedCase struct {
 	metric string
 	// hopTokens are the AMs' tokens at the hop.
 	hopTokens []*commonpb.TokenProto
+	// child is whether the hop runs in a process of its own.
+	child bool
 }
 
 // dial opens conns connections of c's call to addr; an AM's connections
@@ -254,12 +381,14 @@ func (f *fedScene) dial(b *testing.B, l *rcLoad, c fedCase, addr string, tokens 
 // through one with the FederationInterceptor in front of it (homed in the
 // RM's sub-cluster, the broadcast policy), each AM its own application,
 // the same direct AMs against both. The load is rcLoad's Go client in a
-// process of its own; the RM, the Router and the AMRMProxy share this
-// one. At 1 connection (a lone caller's latency) and 16 (throughput),
+// process of its own; the RM shares this one with one set of the hops,
+// and the same hops run again in a process of their own, as deployed
+// (rows ", own process"). At 1 connection (a lone caller's latency) and 16 (throughput),
 // one call outstanding on each, rounds of fedRound in fedOrder after a
 // warm-up of fedWarm each. It prints calls/s, p50 and p99 of each side,
-// this process's CPU per call (the RM's alone directly; the RM's and the
-// hop's through the hop, so the difference is the hop's) and
+// the CPU per call of the RM's process and of the hops' own (the RM's
+// alone directly; the RM's and the hop's through the hop, so the
+// difference is the hop's) and
 // the ratios hop/direct (the goals: submissions ≥ 0.8× the direct
 // throughput, getApplicationReport p99 ≤ 1.5×, allocate ≤ 1.2×), and
 // reports the ratios at 1 connection as metrics. ns/op means nothing here.
@@ -272,18 +401,46 @@ func BenchmarkFederationVersusDirectRM(b *testing.B) {
 			b.Errorf("load generator: %v", err)
 		}
 	}()
-	cases := []fedCase{
-		{name: "submit via Router", method: "submit", direct: f.rc.target.client, hop: f.router},
-		{name: "getApplicationReport via Router", method: "getApplicationReport", direct: f.rc.target.client, hop: f.router},
-		{name: "allocate via AMRMProxy", method: "allocate", direct: f.rc.target.am, hop: f.proxy, am: true, hopTokens: f.proxied},
-		{name: "allocate via AMRMProxy federated", method: "allocate", metric: "allocate-federated", direct: f.rc.target.am, hop: f.fedProxy, am: true, hopTokens: f.fedProxied},
+	var cases []fedCase
+	for _, side := range []struct {
+		hops   fedHopSide
+		suffix string
+		child  bool
+	}{{f.local, "", false}, {f.remote, ", own process", true}} {
+		metric := func(m string) string {
+			if side.child {
+				return m + "-own-process"
+			}
+			return m
+		}
+		h := side.hops
+		cases = append(cases,
+			fedCase{name: "submit via Router" + side.suffix, method: "submit", metric: metric("submit"), direct: f.rc.target.client, hop: h.router, child: side.child},
+			fedCase{name: "getApplicationReport via Router" + side.suffix, method: "getApplicationReport", metric: metric("getApplicationReport"), direct: f.rc.target.client, hop: h.router, child: side.child},
+			fedCase{name: "allocate via AMRMProxy" + side.suffix, method: "allocate", metric: metric("allocate"), direct: f.rc.target.am, hop: h.proxy, am: true, hopTokens: h.proxied, child: side.child},
+			fedCase{name: "allocate via AMRMProxy federated" + side.suffix, method: "allocate", metric: metric("allocate-federated"), direct: f.rc.target.am, hop: h.fedProxy, am: true, hopTokens: h.fedProxied, child: side.child},
+		)
+	}
+	// cpu is the CPU time of the processes a case's hop side runs in:
+	// this one's (the RM's, and the hops' when they are here) and the
+	// hops' process's when they are there.
+	cpu := func(c fedCase) time.Duration {
+		d := processCPU()
+		if c.child {
+			child, err := f.child.cpu()
+			if err != nil {
+				b.Fatal(err)
+			}
+			d += child
+		}
+		return d
 	}
 	maxConns := fedConnLevels[len(fedConnLevels)-1]
 	type row struct {
 		c     fedCase
 		conns int
 		sides [2]load
-		cpu   [2]time.Duration // this process's: the RM's, and the hop's
+		cpu   [2]time.Duration // the RM's, and the RM's and the hop's
 	}
 	var rows []*row
 	b.ResetTimer()
@@ -306,9 +463,9 @@ func BenchmarkFederationVersusDirectRM(b *testing.B) {
 				}
 				for _, side := range fedOrder {
 					runtime.GC()
-					cpu := processCPU()
+					before := cpu(c)
 					rep := gen.do(b, rcCmd{Op: "run", Set: sets[side], Conns: conns, For: fedRound, Lat: true})
-					r.cpu[side] += processCPU() - cpu
+					r.cpu[side] += cpu(c) - before
 					r.sides[side] = r.sides[side].add(load{calls: rep.Calls, elapsed: rep.Wall, lat: rep.Lat})
 				}
 			}

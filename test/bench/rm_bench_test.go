@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"runtime"
 	"slices"
 	"sort"
@@ -120,18 +119,11 @@ func startNoop(b *testing.B) (string, func()) {
 
 func serveIPC(b *testing.B, srv *ipc.Server) (string, func()) {
 	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, stop, err := serveIPCListener(srv)
 	if err != nil {
 		b.Fatal(err)
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	return l.Addr().String(), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-served
-	}
+	return addr, stop
 }
 
 // dialRM opens rmConns connections to addr as user bench.

@@ -414,12 +414,17 @@ type rcReply struct {
 
 // runRPCLoadIfRequested runs the load generator and exits when rcLoadEnv
 // is set.
-func runRPCLoadIfRequested() {
-	if os.Getenv(rcLoadEnv) == "" {
+func runRPCLoadIfRequested() { runChildIfRequested(rcLoadEnv, "rpc load", serveRPCLoad) }
+
+// runChildIfRequested serves as a benchmark's child process and exits
+// when env is set: serve reads its orders from standard input and writes
+// its answers to standard output.
+func runChildIfRequested(env, name string, serve func(in io.Reader, out io.Writer) error) {
+	if os.Getenv(env) == "" {
 		return
 	}
-	if err := serveRPCLoad(os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "rpc load:", err)
+	if err := serve(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(1)
 	}
 	os.Exit(0)
