@@ -3,6 +3,7 @@ package rest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -187,7 +188,8 @@ func (s *server) handleError(err error, c echo.Context) {
 }
 
 // WriteJSON answers v as the REST API writes JSON: Jersey's escaping and
-// the RM's cache headers.
+// the RM's cache headers; or, for a caller that prefers XML, the XML JAXB
+// writes for it (xml.go).
 func WriteJSON(c echo.Context, status int, v any) error { return writeJSON(c, status, v) }
 
 func writeJSON(c echo.Context, status int, v any) error {
@@ -199,6 +201,13 @@ func writeJSON(c echo.Context, status int, v any) error {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Pragma", "no-cache")
 	h.Set("X-Content-Type-Options", "nosniff")
+	if prefersXML(c.Request().Header.Get("Accept")) {
+		x, err := jsonToXML(b)
+		if err != nil {
+			return fmt.Errorf("rest: the answer as XML: %w", err)
+		}
+		return c.Blob(status, xmlContentType, x)
+	}
 	return c.Blob(status, "application/json;charset=utf-8", b)
 }
 
