@@ -3,6 +3,7 @@ package routerweb
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"net/http"
 	"reflect"
 	"strings"
@@ -425,5 +426,35 @@ func TestUnservedPathsAreTheRMsAnswers(t *testing.T) {
 				t.Errorf("got %d %s, want %d %s", status, b, tc.status, tc.exception)
 			}
 		})
+	}
+}
+
+// A merged view is answered as XML to a caller that prefers it, as a
+// single RM answers, the sub-clusters asked in JSON as always.
+func TestAMergedViewIsXMLToACallerThatPrefersIt(t *testing.T) {
+	sc1, sc2 := startRM(t, "SC-1", ts1), startRM(t, "SC-2", ts2)
+	f := federationOf(t, uniform(), sc1, sc2)
+	req, err := http.NewRequest(http.MethodGet, f.web.URL+"/ws/v1/cluster/apps", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/xml")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var apps struct {
+		XMLName xml.Name `xml:"apps"`
+		App     []struct {
+			ID string `xml:"id"`
+		} `xml:"app"`
+	}
+	if err := xml.NewDecoder(resp.Body).Decode(&apps); err != nil || resp.StatusCode != http.StatusOK ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/xml") {
+		t.Fatalf("status %d, %s: %v", resp.StatusCode, resp.Header.Get("Content-Type"), err)
+	}
+	if want := len(recordedApps(t, sc1)) + len(recordedApps(t, sc2)); len(apps.App) != want {
+		t.Errorf("%d applications as XML, want both sub-clusters' %d", len(apps.App), want)
 	}
 }
