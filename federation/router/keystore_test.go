@@ -185,18 +185,7 @@ func TestTokensKeptInTheKeysRecordMoveToRecordsOfTheirOwn(t *testing.T) {
 	ctx := t.Context()
 	s := store.NewMemory(nil)
 	clock := testingclock.NewFakeClock(tokenEpoch)
-	// The old layout: the whole state in the keys record.
-	old, err := tokens.New(tokens.Config{Shared: true, DelegationOnly: true, Clock: clock, Store: wholeRecord{s}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := old.Activate(ctx, 0); err != nil {
-		t.Fatal(err)
-	}
-	tok, _, err := old.Delegation().Issue(ctx, "alice", "yarn", "", testTokenService)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := issueInOldLayout(t, s, clock, "alice")
 	if keys, _ := storedKeys(t, s); len(keys.Delegation.Tokens) != 1 {
 		t.Fatalf("the old layout holds %d tokens in the keys record", len(keys.Delegation.Tokens))
 	}
@@ -217,6 +206,25 @@ func TestTokensKeptInTheKeysRecordMoveToRecordsOfTheirOwn(t *testing.T) {
 	if _, err := routerTokens(t, s, clock).Delegation().Verify(tok); err != nil {
 		t.Errorf("the old layout's token after it moved: %v", err)
 	}
+}
+
+// issueInOldLayout issues owner a token through a Router keeping the whole
+// state in the keys record, as the Routers did before their tokens had
+// records of their own.
+func issueInOldLayout(t *testing.T, s store.RouterKeys, clock tokens.Clock, owner string) token.Token {
+	t.Helper()
+	old, err := tokens.New(tokens.Config{Shared: true, DelegationOnly: true, Clock: clock, Store: wholeRecord{s}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Activate(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := old.Delegation().Issue(t.Context(), owner, "yarn", "", testTokenService)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }
 
 // wholeRecord keeps the whole state in the keys record, as the Routers
@@ -265,17 +273,7 @@ func TestATokenCancelledAfterAMoveCutShortStaysCancelled(t *testing.T) {
 	ctx := t.Context()
 	s := store.NewMemory(nil)
 	clock := testingclock.NewFakeClock(tokenEpoch)
-	old, err := tokens.New(tokens.Config{Shared: true, DelegationOnly: true, Clock: clock, Store: wholeRecord{s}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := old.Activate(ctx, 0); err != nil {
-		t.Fatal(err)
-	}
-	tok, _, err := old.Delegation().Issue(ctx, "alice", "yarn", "", testTokenService)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := issueInOldLayout(t, s, clock, "alice")
 
 	f := &failingKeys{RouterKeys: s}
 	m := routerTokens(t, f, clock)

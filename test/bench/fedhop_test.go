@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -56,14 +55,7 @@ func serveFedHops(in io.Reader, out io.Writer) error {
 			hops.close()
 		}
 	}()
-	dec, enc := json.NewDecoder(in), json.NewEncoder(out)
-	for {
-		var cmd fedHopCmd
-		if err := dec.Decode(&cmd); errors.Is(err, io.EOF) {
-			return nil
-		} else if err != nil {
-			return err
-		}
+	return serveOrders(in, out, func(cmd fedHopCmd) fedHopReply {
 		var reply fedHopReply
 		var err error
 		switch {
@@ -88,10 +80,8 @@ func serveFedHops(in io.Reader, out io.Writer) error {
 		if err != nil {
 			reply.Err = err.Error()
 		}
-		if err := enc.Encode(reply); err != nil {
-			return err
-		}
-	}
+		return reply
+	})
 }
 
 // fedHopProcess is the hops' process, seen from the benchmark.

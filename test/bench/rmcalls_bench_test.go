@@ -442,14 +442,7 @@ func serveRPCLoad(in io.Reader, out io.Writer) error {
 			closeClients(s.clients)
 		}
 	}()
-	dec, enc := json.NewDecoder(in), json.NewEncoder(out)
-	for {
-		var cmd rcCmd
-		if err := dec.Decode(&cmd); errors.Is(err, io.EOF) {
-			return nil
-		} else if err != nil {
-			return err
-		}
+	return serveOrders(in, out, func(cmd rcCmd) rcReply {
 		var reply rcReply
 		var err error
 		switch s := sets[cmd.Set]; cmd.Op {
@@ -483,7 +476,23 @@ func serveRPCLoad(in io.Reader, out io.Writer) error {
 		if err != nil {
 			reply.Err = err.Error()
 		}
-		if err := enc.Encode(reply); err != nil {
+		return reply
+	})
+}
+
+// serveOrders carries out the orders a benchmark's child process reads
+// from in, JSON values, with do, writing each one's reply to out as a JSON
+// line, until in ends.
+func serveOrders[Cmd, Reply any](in io.Reader, out io.Writer, do func(Cmd) Reply) error {
+	dec, enc := json.NewDecoder(in), json.NewEncoder(out)
+	for {
+		var cmd Cmd
+		if err := dec.Decode(&cmd); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if err := enc.Encode(do(cmd)); err != nil {
 			return err
 		}
 	}
