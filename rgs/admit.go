@@ -187,6 +187,11 @@ func (c *Controller) admit(ctx context.Context) error {
 		if !ok {
 			continue
 		}
+		if delegated(p) && p.Spec.NodeName == "" {
+			// Its batch scheduler's to admit, unseen: neither Knit's to
+			// lift nor used until bound, as the headroom counts it.
+			continue
+		}
 		gated := hasGate(p)
 		if lifting[p.UID] {
 			// Lifted and not yet seen lifted, it counts as used; seen

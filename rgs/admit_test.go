@@ -298,6 +298,36 @@ func TestLiftedPodsCountAsUsedWhetherBoundOrNot(t *testing.T) {
 	}
 }
 
+func TestADelegatedQueuesPodsCountAsUsedOnlyOnceBound(t *testing.T) {
+	delegatedPods := func(bound bool) []*corev1.Pod {
+		var pods []*corev1.Pod
+		for _, n := range []string{"b1", "b22", "b333", "b4444", "b55555", "b666666"} {
+			p := gatedPod(n, "root.b", 2, true)
+			p.Annotations = map[string]string{VolcanoQueueAnnotation: "b"}
+			if bound {
+				p.Spec.NodeName = "n1"
+			}
+			pods = append(pods, p)
+		}
+		return append(pods, gatedPod("a1", "root.a", 1, false), gatedPod("a22", "root.a", 1, false), gatedPod("a333", "root.a", 1, false))
+	}
+	// Waiting in Volcano's queue, root.b's pods hold nothing: root.a's
+	// three go, as with root.b idle.
+	idle := admitOnce(t, gatedPod("a1", "root.a", 1, false), gatedPod("a22", "root.a", 1, false), gatedPod("a333", "root.a", 1, false))
+	if got := admitOnce(t, delegatedPods(false)...); len(got) != len(idle) || len(got) == 0 {
+		t.Errorf("with root.b's delegated pods waiting, lifted %v; with root.b idle %v", got, idle)
+	}
+	for name, patch := range admitOnce(t, delegatedPods(false)...) {
+		if !strings.HasPrefix(name, "a") {
+			t.Errorf("patched the delegated pod %s: %s", name, patch)
+		}
+	}
+	// Bound, they are used as lifted pods are: only root.a's 2 go.
+	if got := admitOnce(t, delegatedPods(true)...); len(got) != 2 || got["a1"] == "" || got["a22"] == "" {
+		t.Errorf("with root.b's delegated pods bound, lifted %v, want a1 and a22", got)
+	}
+}
+
 // runningPod is gatedPod lifted, bound and allocated as a container.
 func runningPod(name, queue string, app int32, seq int) *corev1.Pod {
 	p := gatedPod(name, queue, app, true)
