@@ -75,7 +75,9 @@ const (
 // Once every AM holds all its containers and every pod runs, it reads the
 // resident memory of knit-rm and, as the baseline in the same run, of
 // kube-scheduler, which caches the same bound pods and nodes. It reports
-// both, their ratio, and knit-rm's growth per pod from its idle size.
+// both, their ratio, the ratios of their means and of their peaks over
+// 30 s of readings every half second, and knit-rm's growth per pod from
+// its idle size.
 func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 	pods := containersPerApp * 100
 	if v := os.Getenv(kwokPodsEnv); v != "" {
@@ -167,19 +169,32 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 	stopBinding()
 	// Let knit-rm handle the running pods' events and collect garbage,
 	// noting its CPU in each of three 10 s windows: work that catches up
-	// fades, work that walks every pod does not.
+	// fades, work that walks every pod does not. Both processes' resident
+	// memory is read every half second meanwhile: a Go process's swings
+	// with its collection cycle, so one reading lands anywhere in the
+	// swing, and the mean and the peak over the windows say more.
+	var rmRSS, schedulerRSS rssSamples
 	for i := range 3 {
 		before, err := processCPUOf(rmPID)
 		if err != nil {
 			b.Fatal(err)
 		}
-		time.Sleep(10 * time.Second)
+		for range 20 {
+			time.Sleep(500 * time.Millisecond)
+			rmRSS.add(mustResident(b, rmPID))
+			schedulerRSS.add(mustResident(b, schedulerPID))
+		}
 		after, err := processCPUOf(rmPID)
 		if err != nil {
 			b.Fatal(err)
 		}
 		kwokLog(b, "knit-rm's CPU %d–%d s after every pod ran, no calls: %.1f ms a second", 10*i, 10*(i+1), float64((after-before).Milliseconds())/10)
 	}
+	kwokLog(b, "resident over 30 s, every 0.5 s: knit-rm mean %d MiB (%d–%d), kube-scheduler mean %d MiB (%d–%d); mean ratio %.3f, peak ratio %.3f",
+		rmRSS.mean()>>20, rmRSS.low>>20, rmRSS.high>>20, schedulerRSS.mean()>>20, schedulerRSS.low>>20, schedulerRSS.high>>20,
+		float64(rmRSS.mean())/float64(schedulerRSS.mean()), float64(rmRSS.high)/float64(schedulerRSS.high))
+	b.ReportMetric(float64(rmRSS.mean())/float64(schedulerRSS.mean()), "rm/scheduler-mean")
+	b.ReportMetric(float64(rmRSS.high)/float64(schedulerRSS.high), "rm/scheduler-peak")
 	if path := os.Getenv(kwokCPUEnv); path != "" {
 		saveProfile(ctx, b, "http://"+c.RM.Web+"/debug/pprof/profile?seconds=20", path)
 	}
@@ -703,6 +718,22 @@ func residentBytes(pid int) (int64, error) {
 	}
 	return 0, errors.Join(fmt.Errorf("no VmRSS in /proc/%d/status", pid), s.Err())
 }
+
+// rssSamples are readings of a process's resident memory.
+type rssSamples struct {
+	n, sum, low, high int64
+}
+
+func (r *rssSamples) add(v int64) {
+	if r.n == 0 || v < r.low {
+		r.low = v
+	}
+	r.high = max(r.high, v)
+	r.n++
+	r.sum += v
+}
+
+func (r *rssSamples) mean() int64 { return r.sum / max(r.n, 1) }
 
 // mustResident is residentBytes for the benchmark's own goroutine.
 func mustResident(b *testing.B, pid int) int64 {
