@@ -646,13 +646,18 @@ func (rm *ResourceManager) GetClusterMetrics(ctx context.Context, _ *yarnpb.GetC
 	if err != nil {
 		return nil, err
 	}
+	return clusterMetricsAnswer(clusterMetricsCounts(c)), nil
+}
+
+// clusterMetricsAnswer is the answer carrying counts v.
+func clusterMetricsAnswer(v [8]int32) *yarnpb.GetClusterMetricsResponseProto {
 	// One array behind the eight optional fields: one allocation, not
 	// eight.
-	v := clusterMetricsCounts(c)
+	counts := &v
 	return &yarnpb.GetClusterMetricsResponseProto{ClusterMetrics: &yarnpb.YarnClusterMetricsProto{
-		NumNodeManagers: &v[0], NumActiveNms: &v[1], NumDecommissionedNms: &v[2], NumLostNms: &v[3],
-		NumUnhealthyNms: &v[4], NumRebootedNms: &v[5], NumDecommissioningNms: &v[6], NumShutdownNms: &v[7],
-	}}, nil
+		NumNodeManagers: &counts[0], NumActiveNms: &counts[1], NumDecommissionedNms: &counts[2], NumLostNms: &counts[3],
+		NumUnhealthyNms: &counts[4], NumRebootedNms: &counts[5], NumDecommissioningNms: &counts[6], NumShutdownNms: &counts[7],
+	}}
 }
 
 // clusterMetricsCounts are YarnClusterMetricsProto's eight counts, in the
@@ -685,11 +690,7 @@ func (rm *ResourceManager) encodedClusterMetrics(ctx context.Context) ([]byte, e
 	if kept := rm.clusterMetrics.Load(); kept != nil && kept.counts == v {
 		return kept.encoded, nil
 	}
-	resp, err := rm.GetClusterMetrics(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	encoded, err := proto.Marshal(resp)
+	encoded, err := proto.Marshal(clusterMetricsAnswer(v))
 	if err != nil {
 		return nil, yarnerr.YarnException.Wrap(fmt.Errorf("encoding the cluster metrics: %w", err))
 	}

@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -150,13 +151,10 @@ const answerBuckets = 64
 
 // bucketOf is the bucket of a node's report in the kept answers.
 func bucketOf(name string) int {
-	// FNV-1a: stable for a name, so the bucket needs no record.
-	h := uint32(2166136261)
-	for i := 0; i < len(name); i++ {
-		h ^= uint32(name[i])
-		h *= 16777619
-	}
-	return int(h % answerBuckets)
+	// Stable for a name, so the bucket needs no record.
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	return int(h.Sum32() % answerBuckets)
 }
 
 // keptAnswer is a getClusterNodes answer of one set of states, as the

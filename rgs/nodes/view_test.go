@@ -360,9 +360,7 @@ func TestListsShareANodesReportUntilTheNodeOrItsUseChanges(t *testing.T) {
 	if again := report(); again != first {
 		t.Error("an unchanged node's report was built again")
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "knit", Labels: map[string]string{launch.LabelApplication: "application_1_0001"}},
-		Spec: corev1.PodSpec{NodeName: "a", Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourceCPU: resource.MustParse("1")}}}}}}
+	pod := podOnNode("a")
 	l.view.podHandler().OnAdd(pod, false)
 	used := report()
 	if used == first || used.GetUsed().GetMemory() != 1024 {
@@ -400,9 +398,7 @@ func TestANodesChangeJoinsOnlyItsBucketOfTheKeptAnswerAgain(t *testing.T) {
 	if again := answer(); &again[0] != &before[0] {
 		t.Error("an unchanged view's answer was gathered again")
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "knit", Labels: map[string]string{launch.LabelApplication: "application_1_0001"}},
-		Spec: corev1.PodSpec{NodeName: "node-7", Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourceCPU: resource.MustParse("1")}}}}}}
+	pod := podOnNode("node-7")
 	l.view.podHandler().OnAdd(pod, false)
 	after := answer()
 	if len(after) != len(before) {
@@ -417,4 +413,11 @@ func TestANodesChangeJoinsOnlyItsBucketOfTheKeptAnswerAgain(t *testing.T) {
 	if joined != 1 {
 		t.Errorf("one node's use changed and %d parts were joined again, want 1 (its bucket's)", joined)
 	}
+}
+
+// podOnNode is a Knit pod of 1 GiB and 1 vcore bound to node.
+func podOnNode(node string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "knit", Labels: map[string]string{launch.LabelApplication: "application_1_0001"}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourceCPU: resource.MustParse("1")}}}}}}
 }

@@ -38,9 +38,9 @@ func prefersXML(accept string) bool {
 		return false
 	}
 	type mediaRange struct {
-		typ       string
-		q         float64
-		specifity int
+		typ         string
+		q           float64
+		specificity int
 	}
 	var best *mediaRange
 	for _, part := range strings.Split(accept, ",") {
@@ -58,9 +58,9 @@ func prefersXML(accept string) bool {
 		if q <= 0 || (!json && !xml) {
 			continue
 		}
-		r := &mediaRange{typ: typ, q: q, specifity: strings.Count(typ, "*")}
+		r := &mediaRange{typ: typ, q: q, specificity: strings.Count(typ, "*")}
 		// Fewer wildcards is more specific.
-		if best == nil || r.q > best.q || (r.q == best.q && r.specifity < best.specifity) {
+		if best == nil || r.q > best.q || (r.q == best.q && r.specificity < best.specificity) {
 			best = r
 		}
 	}
