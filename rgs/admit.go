@@ -17,6 +17,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rgs/admission"
+	"github.com/knitdev/knit/rgs/podrecord"
 	"github.com/knitdev/knit/rks/launch"
 )
 
@@ -80,13 +81,13 @@ type Preemption struct {
 const ReasonPreemptionByKnit = "PreemptionByKnit"
 
 // preemptedByKnit reports whether RGS marked the pod to be taken back.
-func preemptedByKnit(p *corev1.Pod) bool {
+func preemptedByKnit(p *podrecord.Pod) bool {
 	c := disruption(p)
 	return c != nil && c.Status == corev1.ConditionTrue && c.Reason == ReasonPreemptionByKnit
 }
 
 // disruption is the pod's DisruptionTarget condition, nil if none.
-func disruption(p *corev1.Pod) *corev1.PodCondition {
+func disruption(p *podrecord.Pod) *corev1.PodCondition {
 	for i := range p.Status.Conditions {
 		if p.Status.Conditions[i].Type == corev1.DisruptionTarget {
 			return &p.Status.Conditions[i]
@@ -168,7 +169,7 @@ func (c *Controller) admit(ctx context.Context) error {
 	if up, ok := c.policy.(UserPolicy); ok {
 		snap.MaxParallelAppsOfUser = up.MaxParallelAppsOfUser
 	}
-	byKey := make(map[string]*corev1.Pod, len(pods))
+	byKey := make(map[string]*podrecord.Pod, len(pods))
 	priorities := map[yarnid.ApplicationID]int32{}
 	// The expectations are read once and settled after the walk: the
 	// Policy is the RM's, called without RGS's locks.
@@ -249,7 +250,7 @@ func (c *Controller) admit(ctx context.Context) error {
 // preempt runs a preemption round when one is due: it marks the
 // containers admission.Preempt chooses, lets go of those it no longer
 // chooses, and deletes those chosen MaxWaitBeforeKill ago or more.
-func (c *Controller) preempt(ctx context.Context, snap admission.Snapshot, byKey map[string]*corev1.Pod) error {
+func (c *Controller) preempt(ctx context.Context, snap admission.Snapshot, byKey map[string]*podrecord.Pod) error {
 	settings := c.policy.Preemption()
 	now := time.Now()
 	if !settings.Enabled || now.Sub(c.lastPreemption) < settings.Interval {
@@ -290,7 +291,7 @@ func (c *Controller) preempt(ctx context.Context, snap admission.Snapshot, byKey
 
 // markPreempted sets the pod's DisruptionTarget condition with
 // ReasonPreemptionByKnit: True to take it back, False to let it go.
-func (c *Controller) markPreempted(ctx context.Context, p *corev1.Pod, status corev1.ConditionStatus, message string) error {
+func (c *Controller) markPreempted(ctx context.Context, p *podrecord.Pod, status corev1.ConditionStatus, message string) error {
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
 		Type: corev1.DisruptionTarget, Status: status, Reason: ReasonPreemptionByKnit, Message: message,
 		LastTransitionTime: metav1.Now(),
@@ -307,10 +308,10 @@ func (c *Controller) markPreempted(ctx context.Context, p *corev1.Pod, status co
 
 // waitingForAdmission reports whether admission passes are for p: it is
 // gated, or marked to be taken back.
-func waitingForAdmission(p *corev1.Pod) bool { return hasGate(p) || preemptedByKnit(p) }
+func waitingForAdmission(p *podrecord.Pod) bool { return hasGate(p) || preemptedByKnit(p) }
 
 // hasGate reports whether the pod still waits for Knit's admission.
-func hasGate(p *corev1.Pod) bool {
+func hasGate(p *podrecord.Pod) bool {
 	for _, g := range p.Spec.SchedulingGates {
 		if g.Name == launch.SchedulingGate {
 			return true
@@ -322,7 +323,7 @@ func hasGate(p *corev1.Pod) bool {
 // liftGate removes Knit's scheduling gate from the pod, and only it: a
 // JSON patch that tests the gate is where the cache saw it, so a pod
 // changed meanwhile is left for the next pass.
-func (c *Controller) liftGate(ctx context.Context, p *corev1.Pod) error {
+func (c *Controller) liftGate(ctx context.Context, p *podrecord.Pod) error {
 	i := -1
 	for j, g := range p.Spec.SchedulingGates {
 		if g.Name == launch.SchedulingGate {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rgs/admission"
+	"github.com/knitdev/knit/rgs/podrecord"
 	"github.com/knitdev/knit/rks/launch"
 )
 
@@ -135,7 +136,7 @@ func (c *Controller) AdmittedUnboundOf(leaf, user string) admission.Resource {
 // has become a container. A pod of a queue delegated to a batch scheduler
 // never had Knit's gate: that scheduler admits it, unseen, so it counts
 // only once bound, as a container.
-func (c *Controller) noteAdmitted(nn types.NamespacedName, p *corev1.Pod, container bool) {
+func (c *Controller) noteAdmitted(nn types.NamespacedName, p *podrecord.Pod, container bool) {
 	if c.policy == nil {
 		return
 	}
@@ -152,7 +153,7 @@ func (c *Controller) noteAdmitted(nn types.NamespacedName, p *corev1.Pod, contai
 
 // delegated reports whether the pod's queue is a batch scheduler's
 // (Mapping.Delegate): it carries that scheduler's queue.
-func delegated(p *corev1.Pod) bool {
+func delegated(p *podrecord.Pod) bool {
 	return p.Annotations[YuniKornQueueAnnotation] != "" || p.Annotations[VolcanoQueueAnnotation] != "" ||
 		p.Labels[KueueQueueLabel] != ""
 }

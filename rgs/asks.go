@@ -160,7 +160,7 @@ func (c *Controller) syncBook(ctx context.Context, k bookKey) error {
 	for _, p := range remove {
 		nn := types.NamespacedName{Namespace: p.namespace, Name: p.name}
 		var rv *string
-		cur, err := c.pods.Pods(p.namespace).Get(p.name)
+		cur, err := c.pods.Get(p.namespace, p.name)
 		switch {
 		case err == nil && cur.Spec.NodeName != "":
 			continue // bound meanwhile: the pod worker makes it a container
@@ -319,7 +319,7 @@ func (c *Controller) Pending() []Pending {
 	for _, b := range c.books {
 		for _, pp := range b.pending {
 			partition := ""
-			if pod, err := c.pods.Pods(pp.namespace).Get(pp.name); err == nil {
+			if pod, err := c.pods.Get(pp.namespace, pp.name); err == nil {
 				partition = pod.Spec.NodeSelector[launch.NodeLabelPartition]
 			}
 			k := [3]string{b.spec.Queue, b.spec.User, partition}

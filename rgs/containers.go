@@ -15,6 +15,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rgs/podrecord"
 	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/scheduling"
 )
@@ -25,10 +26,14 @@ import (
 
 // ContainerPod returns the pod of an allocated container from the informer's
 // cache (RKS reads container state from it: one watch for all of Knit's
-// pods). The pod is shared: callers must not change it.
+// pods), as the fields the RM keeps of it (package podrecord). The pod is
+// the caller's own.
 func (c *Controller) ContainerPod(id yarnid.ContainerID) (*corev1.Pod, bool) {
 	_, p, err := c.cachedPod(id)
-	return p, err == nil
+	if err != nil {
+		return nil, false
+	}
+	return p.AsPod(), true
 }
 
 // ContainerStatus is the NodeManager's view of an allocated container, read
@@ -36,8 +41,8 @@ func (c *Controller) ContainerPod(id yarnid.ContainerID) (*corev1.Pod, bool) {
 // pod has ended (the same as the AM's completed statuses), RUNNING before,
 // with the sub-state telling scheduled from running.
 func (c *Controller) ContainerStatus(id yarnid.ContainerID) (*yarnpb.ContainerStatusProto, bool) {
-	p, ok := c.ContainerPod(id)
-	if !ok {
+	_, p, err := c.cachedPod(id)
+	if err != nil {
 		return nil, false
 	}
 	st := &yarnpb.ContainerStatusProto{
@@ -76,7 +81,7 @@ func (c *Controller) processPod(ctx context.Context) bool {
 }
 
 func (c *Controller) syncPod(ctx context.Context, nn types.NamespacedName) error {
-	p, err := c.pods.Pods(nn.Namespace).Get(nn.Name)
+	p, err := c.pods.Get(nn.Namespace, nn.Name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
@@ -141,7 +146,7 @@ func (c *Controller) syncPod(ctx context.Context, nn types.NamespacedName) error
 
 // allocate makes a bound pod a container: the next sequence number of its
 // attempt (1 for the AM), the id on the pod, a signed token, the Sink told.
-func (c *Controller) allocate(ctx context.Context, p *corev1.Pod, attempt yarnid.AttemptID, role string) error {
+func (c *Controller) allocate(ctx context.Context, p *podrecord.Pod, attempt yarnid.AttemptID, role string) error {
 	c.mu.Lock()
 	b := c.books[bookKey{attempt, role}]
 	if b != nil {
@@ -207,7 +212,7 @@ func (c *Controller) allocate(ctx context.Context, p *corev1.Pod, attempt yarnid
 }
 
 // containerProto builds the YARN Container of an allocated pod.
-func (c *Controller) containerProto(p *corev1.Pod, id yarnid.ContainerID) (*yarnpb.ContainerProto, error) {
+func (c *Controller) containerProto(p *podrecord.Pod, id yarnid.ContainerID) (*yarnpb.ContainerProto, error) {
 	node, http, ok := c.cfg.Nodes.NodeID(p.Spec.NodeName)
 	if !ok {
 		return nil, fmt.Errorf("rgs: node %q of pod %s/%s unknown", p.Spec.NodeName, p.Namespace, p.Name)
@@ -243,7 +248,7 @@ func (c *Controller) containerProto(p *corev1.Pod, id yarnid.ContainerID) (*yarn
 
 // annotationOrLabel reads a string label, preferring the exact original kept
 // in the annotation of the same key when the label had to be sanitised.
-func annotationOrLabel(p *corev1.Pod, key string) string {
+func annotationOrLabel(p *podrecord.Pod, key string) string {
 	if v, ok := p.Annotations[key]; ok {
 		return v
 	}
@@ -252,7 +257,7 @@ func annotationOrLabel(p *corev1.Pod, key string) string {
 
 // resourceOf reads back the YARN capability of a pod from its main
 // container's requests.
-func resourceOf(p *corev1.Pod, r Resources) *yarnpb.ResourceProto {
+func resourceOf(p *podrecord.Pod, r Resources) *yarnpb.ResourceProto {
 	for _, ctr := range p.Spec.Containers {
 		if ctr.Name != launch.ContainerName {
 			continue
@@ -269,7 +274,7 @@ func resourceOf(p *corev1.Pod, r Resources) *yarnpb.ResourceProto {
 }
 
 // attemptOf reads a Knit pod's attempt and role from its labels.
-func attemptOf(p *corev1.Pod) (yarnid.AttemptID, string, bool) {
+func attemptOf(p *podrecord.Pod) (yarnid.AttemptID, string, bool) {
 	app, err := yarnid.ParseApplicationID(annotationOrLabel(p, launch.LabelApplication))
 	if err != nil {
 		return yarnid.AttemptID{}, "", false
@@ -285,18 +290,17 @@ func attemptOf(p *corev1.Pod) (yarnid.AttemptID, string, bool) {
 	return yarnid.AttemptID{App: app, ID: int32(n)}, role, true
 }
 
-func containerOf(p *corev1.Pod) (yarnid.ContainerID, bool) {
-	v, ok := p.Labels[launch.LabelContainer]
-	if !ok {
+func containerOf(p *podrecord.Pod) (yarnid.ContainerID, bool) {
+	if p.Container == "" {
 		return yarnid.ContainerID{}, false
 	}
-	id, err := yarnid.ParseContainerID(v)
+	id, err := yarnid.ParseContainerID(p.Container)
 	return id, err == nil
 }
 
 // ended reports whether a pod's container is over, with YARN's exit status
 // and diagnostics: the main container's exit code and termination message.
-func ended(p *corev1.Pod) (done bool, exit int32, diag string, preempted bool) {
+func ended(p *podrecord.Pod) (done bool, exit int32, diag string, preempted bool) {
 	if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 		return false, 0, "", false
 	}
@@ -324,7 +328,7 @@ func ended(p *corev1.Pod) (done bool, exit int32, diag string, preempted bool) {
 }
 
 // stoppedByAM reports whether the AM stopped the pod's container.
-func stoppedByAM(p *corev1.Pod) bool {
+func stoppedByAM(p *podrecord.Pod) bool {
 	_, ok := p.Annotations[launch.AnnotationStoppedBy]
 	return ok
 }
@@ -338,7 +342,7 @@ func killedByAMDiagnostics(code int32) string {
 
 // disrupted reports the DisruptionTarget condition Kubernetes sets on a pod
 // it is about to preempt or evict.
-func disrupted(p *corev1.Pod) bool {
+func disrupted(p *podrecord.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
 			return true
@@ -347,7 +351,7 @@ func disrupted(p *corev1.Pod) bool {
 	return false
 }
 
-func preemptedDiagnostics(p *corev1.Pod) string {
+func preemptedDiagnostics(p *podrecord.Pod) string {
 	if preemptedByKnit(p) {
 		return preemptedByScheduler
 	}
@@ -389,7 +393,7 @@ func (c *Controller) complete(ctx context.Context, done scheduling.Completion) {
 // podGone handles a deleted pod, from its last state: a pending one leaves
 // its book (the next reconcile makes another if still asked for), an
 // allocated one's end is reported, and what RGS kept of it is let go.
-func (c *Controller) podGone(ctx context.Context, p *corev1.Pod) {
+func (c *Controller) podGone(ctx context.Context, p *podrecord.Pod) {
 	attempt, role, ok := attemptOf(p)
 	if !ok {
 		return
@@ -437,7 +441,7 @@ func (c *Controller) podGone(ctx context.Context, p *corev1.Pod) {
 
 // containerOfPod is the container a pod holds: from its label, or, when
 // the cache does not show the label yet, from what RGS recorded.
-func (c *Controller) containerOfPod(p *corev1.Pod) (yarnid.ContainerID, bool) {
+func (c *Controller) containerOfPod(p *podrecord.Pod) (yarnid.ContainerID, bool) {
 	if id, ok := containerOf(p); ok {
 		return id, true
 	}

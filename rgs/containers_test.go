@@ -50,14 +50,14 @@ func TestEndedReadsYARNExitStatusFromThePod(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			done, exit, diag, preempted := ended(tt.pod)
+			done, exit, diag, preempted := ended(record(tt.pod))
 			if !done || exit != tt.exit || diag != tt.diag || preempted != tt.preempted {
 				t.Errorf("ended = %v, %d, %q, %v; want true, %d, %q, %v", done, exit, diag, preempted, tt.exit, tt.diag, tt.preempted)
 			}
 		})
 	}
 	running := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-	if done, _, _, _ := ended(running); done {
+	if done, _, _, _ := ended(record(running)); done {
 		t.Error("a running pod reads as ended")
 	}
 }
@@ -187,7 +187,7 @@ func btoi(b bool) int {
 
 func TestADeletedPodIsReportedByItsWorkerNotByTheInformersHandler(t *testing.T) {
 	pod := runningPod("p", "root.a", 7, 2)
-	id, _ := containerOf(pod)
+	id, _ := containerOf(record(pod))
 	tests := []struct {
 		name string
 		// deleted is what the informer hands the delete handler.

@@ -9,13 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
@@ -23,6 +21,7 @@ import (
 	"github.com/knitdev/knit/protocols/commonpb"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rgs/podrecord"
 	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/scheduling"
 )
@@ -118,7 +117,10 @@ type Controller struct {
 	// (gc.go).
 	desired Desired
 	log     *slog.Logger
-	pods    corelisters.PodLister
+	pods    *podrecord.Lister
+	// strip makes records of the pods the API server answers with, as the
+	// pod informer's transform does of the pods it watches.
+	strip   *podrecord.Stripper
 	synced  cache.InformerSynced
 	factory informers.SharedInformerFactory
 	stop    chan struct{} // closed when Run returns
@@ -130,7 +132,7 @@ type Controller struct {
 	// handler keeps for the pod's worker: the cache no longer has them, and
 	// a deleted container's end is read from its last state.
 	goneMu sync.Mutex
-	gone   map[types.NamespacedName]*corev1.Pod
+	gone   map[types.NamespacedName]*podrecord.Pod
 	// removeQueue carries the RM's removals of pods (removal.go).
 	removeQueue workqueue.TypedRateLimitingInterface[removal]
 
@@ -209,10 +211,12 @@ func New(cfg Config) (*Controller, error) {
 		factory = NewPodInformerFactory(cfg.Client, cfg.SubCluster)
 	}
 	inf := factory.Core().V1().Pods()
+	strip := newStripper()
 	c := &Controller{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		pods:    inf.Lister(),
+		pods:    podrecord.NewLister(inf.Informer().GetIndexer(), strip),
+		strip:   strip,
 		synced:  inf.Informer().HasSynced,
 		factory: factory,
 		stop:    make(chan struct{}),
@@ -226,7 +230,7 @@ func New(cfg Config) (*Controller, error) {
 		removeQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[removal](),
 			workqueue.TypedRateLimitingQueueConfig[removal]{Name: "rgs-removals"}),
-		gone:       map[types.NamespacedName]*corev1.Pod{},
+		gone:       map[types.NamespacedName]*podrecord.Pod{},
 		books:      map[bookKey]*book{},
 		seq:        map[yarnid.AttemptID]int64{},
 		containers: map[yarnid.ContainerID]types.NamespacedName{},
@@ -262,7 +266,7 @@ func New(cfg Config) (*Controller, error) {
 // when one could change something: the pod waits, or others did at the
 // last pass (the pod's end may make room for them).
 func (c *Controller) podChanged(obj any) {
-	if p, ok := podOf(obj); ok {
+	if p, ok := c.strip.Of(obj); ok {
 		c.podQueue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 		if c.waiting.Load() || waitingForAdmission(p) {
 			c.queueAdmission()
@@ -273,7 +277,7 @@ func (c *Controller) podChanged(obj any) {
 // podDeleted keeps a deleted pod's last state, a tombstone's included,
 // and queues its key.
 func (c *Controller) podDeleted(obj any) {
-	if p, ok := podOf(obj); ok {
+	if p, ok := c.strip.Of(obj); ok {
 		c.goneMu.Lock()
 		c.gone[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
 		c.goneMu.Unlock()
@@ -282,14 +286,14 @@ func (c *Controller) podDeleted(obj any) {
 }
 
 // NewPodInformerFactory watches Knit's pods, every namespace, each kept as
-// a PodStripper leaves it: the RM keeps every pod in memory and reads a few
-// fields of each. A non-empty subCluster watches only the pods of that
+// its record (package podrecord): the RM keeps every pod in memory and
+// reads a few fields of each. A non-empty subCluster watches only the pods of that
 // federation sub-cluster (Config.SubCluster).
 func NewPodInformerFactory(client kubernetes.Interface, subCluster string) informers.SharedInformerFactory {
 	selector := podSelector(subCluster)
 	return informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
-		informers.WithTransform(NewPodStripper().Strip))
+		informers.WithTransform(newStripper().Strip))
 }
 
 // podSelector is the label selector of the pods of an RM: Knit's pods,
@@ -301,12 +305,11 @@ func podSelector(subCluster string) string {
 	return launch.LabelApplication + "," + launch.LabelSubCluster + "=" + subCluster
 }
 
-func podOf(obj any) (*corev1.Pod, bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	p, ok := obj.(*corev1.Pod)
-	return p, ok
+// newStripper makes the RM's records of pods: the pod contract's
+// annotations, and the batch schedulers' queues Knit writes on a delegated
+// queue's pods (delegated: such a pod never had Knit's gate).
+func newStripper() *podrecord.Stripper {
+	return podrecord.NewStripper(YuniKornQueueAnnotation, VolcanoQueueAnnotation)
 }
 
 // Run processes pods and asks until ctx ends. Call Start first.

@@ -5,11 +5,11 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/knitdev/knit/protocols/yarnid"
+	"github.com/knitdev/knit/rgs/podrecord"
 )
 
 // Garbage collection: the RM's removals (removal.go) are intents, and an
@@ -84,7 +84,7 @@ func (o *orphans) clear(uid types.UID) {
 // the RM does not hold, or bound and not yet a container (allocate's to
 // settle) is left alone; an ended container's pod stays with its
 // application, as the RM's own removals leave it.
-func (c *Controller) collect(ctx context.Context, p *corev1.Pod) bool {
+func (c *Controller) collect(ctx context.Context, p *podrecord.Pod) bool {
 	if c.desired == nil || p.DeletionTimestamp != nil {
 		return false
 	}

@@ -36,7 +36,7 @@ func firstAttempt(n int32) yarnid.AttemptID { return yarnid.AttemptID{App: appID
 // containerOfPod is the container runningPod labels its pod with.
 func containerOfPod(t *testing.T, p *corev1.Pod) yarnid.ContainerID {
 	t.Helper()
-	id, ok := containerOf(p)
+	id, ok := containerOf(record(p))
 	if !ok {
 		t.Fatalf("pod %s has no container", p.Name)
 	}
@@ -180,17 +180,17 @@ func TestADoubtIsClearedWhenTheRMHoldsTheContainerAgain(t *testing.T) {
 	now := time.Unix(1_700_001_000, 0)
 	c.orphans.now = func() time.Time { return now }
 	// Labelled before the Sink heard of it: not held yet.
-	c.collect(t.Context(), pod)
+	c.collect(t.Context(), record(pod))
 	h.containers[containerOfPod(t, pod)] = true
 	now = now.Add(orphanGrace / 2)
-	c.collect(t.Context(), pod)
+	c.collect(t.Context(), record(pod))
 	delete(h.containers, containerOfPod(t, pod))
 	now = now.Add(orphanGrace / 2)
-	if c.collect(t.Context(), pod) {
+	if c.collect(t.Context(), record(pod)) {
 		t.Fatal("collected at the end of a grace that began again when the RM held it")
 	}
 	now = now.Add(orphanGrace)
-	if !c.collect(t.Context(), pod) {
+	if !c.collect(t.Context(), record(pod)) {
 		t.Fatal("not collected after a whole grace not held")
 	}
 	if a := client.Actions(); len(a) != 0 {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/knitdev/knit/rgs/podrecord"
 	"github.com/knitdev/knit/rks/launch"
 )
 
@@ -34,7 +35,7 @@ func TestThePodInformerOfAFederationMemberSeesOnlyItsSubClustersPods(t *testing.
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := NewPodInformerFactory(client, tt.subCluster)
-			lister := f.Core().V1().Pods().Lister()
+			lister := podrecord.NewLister(f.Core().V1().Pods().Informer().GetIndexer(), newStripper())
 			f.Start(t.Context().Done())
 			t.Cleanup(f.Shutdown)
 			for typ, ok := range f.WaitForCacheSync(t.Context().Done()) {

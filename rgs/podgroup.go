@@ -188,7 +188,7 @@ func (c *Controller) ensurePodGroups(ctx context.Context, pods []podToCreate) (f
 		nn := types.NamespacedName{Namespace: p.pod.Namespace, Name: name}
 		g := groups[nn]
 		if g == nil {
-			attempt, _, _ := attemptOf(p.pod)
+			attempt, _, _ := attemptOf(c.strip.Record(p.pod))
 			g = &group{app: attempt.App}
 			groups[nn] = g
 			order = append(order, nn)
@@ -202,7 +202,7 @@ func (c *Controller) ensurePodGroups(ctx context.Context, pods []podToCreate) (f
 			continue
 		}
 		first := g.pods[0]
-		queue := annotationOrLabel(first, launch.LabelQueue)
+		queue := annotationOrLabel(c.strip.Record(first), launch.LabelQueue)
 		gerr := c.createPodGroup(ctx, first, nn)
 		switch {
 		case gerr == nil:

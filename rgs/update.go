@@ -13,6 +13,7 @@ import (
 
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rgs/podrecord"
 	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/scheduling"
 )
@@ -28,14 +29,14 @@ const (
 )
 
 // cachedPod is an allocated container's pod, from the informer's cache.
-func (c *Controller) cachedPod(id yarnid.ContainerID) (types.NamespacedName, *corev1.Pod, error) {
+func (c *Controller) cachedPod(id yarnid.ContainerID) (types.NamespacedName, *podrecord.Pod, error) {
 	c.mu.Lock()
 	nn, ok := c.containers[id]
 	c.mu.Unlock()
 	if !ok {
 		return nn, nil, fmt.Errorf("%s: no such container", id)
 	}
-	p, err := c.pods.Pods(nn.Namespace).Get(nn.Name)
+	p, err := c.pods.Get(nn.Namespace, nn.Name)
 	if err != nil {
 		return nn, nil, fmt.Errorf("pod of %s: %w", id, err)
 	}
@@ -45,8 +46,8 @@ func (c *Controller) cachedPod(id yarnid.ContainerID) (types.NamespacedName, *co
 // CurrentContainer reads an allocated, unfinished container's version,
 // resources and execution type from its pod.
 func (c *Controller) CurrentContainer(id yarnid.ContainerID) (scheduling.Current, bool) {
-	p, ok := c.ContainerPod(id)
-	if !ok || p.DeletionTimestamp != nil {
+	_, p, err := c.cachedPod(id)
+	if err != nil || p.DeletionTimestamp != nil {
 		return scheduling.Current{}, false
 	}
 	if done, _, _, _ := ended(p); done {
@@ -130,7 +131,7 @@ func (c *Controller) ApplyNodeUpdate(ctx context.Context, id yarnid.ContainerID,
 // syncIncrease finishes an increase the node has decided on: the next
 // version and a new token when it took the new size, the old size back when
 // it never can. A deferred resize waits for room on the node.
-func (c *Controller) syncIncrease(ctx context.Context, p *corev1.Pod, id yarnid.ContainerID) error {
+func (c *Controller) syncIncrease(ctx context.Context, p *podrecord.Pod, id yarnid.ContainerID) error {
 	from, pending := p.Annotations[launch.AnnotationIncreaseFrom]
 	if !pending {
 		return nil
@@ -178,7 +179,7 @@ const (
 // container: done when the running container's resources are the spec's
 // with no resize pending or in progress, infeasible when the node can never
 // hold it, else still waiting (in progress, or deferred for room).
-func resizeOutcome(p *corev1.Pod) resizeState {
+func resizeOutcome(p *podrecord.Pod) resizeState {
 	// A status written before the resize says nothing of it; a node that
 	// does not track generations leaves the field at 0.
 	if g := p.Status.ObservedGeneration; g != 0 && g < p.Generation {
@@ -244,8 +245,8 @@ func (c *Controller) resizeNow(ctx context.Context, nn types.NamespacedName, r *
 
 // annotateNow is patchAnnotations on a request path, retried in place
 // (retryRequest): a merge patch of the same values is the same write.
-func (c *Controller) annotateNow(ctx context.Context, nn types.NamespacedName, set map[string]*string) (*corev1.Pod, error) {
-	var p *corev1.Pod
+func (c *Controller) annotateNow(ctx context.Context, nn types.NamespacedName, set map[string]*string) (*podrecord.Pod, error) {
+	var p *podrecord.Pod
 	err := c.retryRequest(ctx, "annotate "+nn.String(), func(ctx context.Context) error {
 		var err error
 		p, err = c.patchAnnotations(ctx, nn, set)
@@ -255,24 +256,28 @@ func (c *Controller) annotateNow(ctx context.Context, nn types.NamespacedName, s
 }
 
 // patchAnnotations sets (or, for nil, removes) annotations of a pod and
-// returns the pod as patched.
-func (c *Controller) patchAnnotations(ctx context.Context, nn types.NamespacedName, set map[string]*string) (*corev1.Pod, error) {
+// returns the record of the pod as patched.
+func (c *Controller) patchAnnotations(ctx context.Context, nn types.NamespacedName, set map[string]*string) (*podrecord.Pod, error) {
 	return c.patchMetadata(ctx, nn, "annotations", set)
 }
 
 // patchMetadata sets (or, for nil, removes) labels or annotations of a pod
-// with one merge patch and returns the pod as patched; a pod that is gone
-// gives NotFound.
-func (c *Controller) patchMetadata(ctx context.Context, nn types.NamespacedName, field string, set map[string]*string) (*corev1.Pod, error) {
+// with one merge patch and returns the record of the pod as patched; a pod
+// that is gone gives NotFound.
+func (c *Controller) patchMetadata(ctx context.Context, nn types.NamespacedName, field string, set map[string]*string) (*podrecord.Pod, error) {
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{field: set}})
 	if err != nil {
 		return nil, err
 	}
-	return c.cfg.Client.CoreV1().Pods(nn.Namespace).Patch(ctx, nn.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: fieldManager})
+	p, err := c.cfg.Client.CoreV1().Pods(nn.Namespace).Patch(ctx, nn.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: fieldManager})
+	if err != nil {
+		return nil, err
+	}
+	return c.strip.Record(p), nil
 }
 
 // mainRequests are the main container's requests in the pod's spec.
-func mainRequests(p *corev1.Pod) corev1.ResourceList {
+func mainRequests(p *podrecord.Pod) corev1.ResourceList {
 	for _, ctr := range p.Spec.Containers {
 		if ctr.Name == launch.ContainerName {
 			return ctr.Resources.Requests
@@ -287,7 +292,7 @@ func sameCPUAndMemory(a, b corev1.ResourceList) bool {
 
 // intAnnotation reads a count annotation (a version, thread dumps asked);
 // none is 0.
-func intAnnotation(p *corev1.Pod, key string) int32 {
+func intAnnotation(p *podrecord.Pod, key string) int32 {
 	v, err := strconv.ParseInt(p.Annotations[key], 10, 32)
 	if err != nil {
 		return 0
@@ -297,14 +302,14 @@ func intAnnotation(p *corev1.Pod, key string) int32 {
 
 // NodeVersion is the version of a container the NodeManager side holds.
 func (c *Controller) NodeVersion(id yarnid.ContainerID) int32 {
-	p, ok := c.ContainerPod(id)
-	if !ok {
+	_, p, err := c.cachedPod(id)
+	if err != nil {
 		return 0
 	}
 	return intAnnotation(p, launch.AnnotationNodeVersion)
 }
 
-func executionTypeOf(p *corev1.Pod) yarnpb.ExecutionTypeProto {
+func executionTypeOf(p *podrecord.Pod) yarnpb.ExecutionTypeProto {
 	if p.Annotations[launch.AnnotationExecutionType] == yarnpb.ExecutionTypeProto_OPPORTUNISTIC.String() {
 		return yarnpb.ExecutionTypeProto_OPPORTUNISTIC
 	}

@@ -52,7 +52,7 @@ func TestResizeOutcomeReadsTheNodesAnswer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := resizeOutcome(tt.pod); got != tt.want {
+			if got := resizeOutcome(record(tt.pod)); got != tt.want {
 				t.Errorf("resizeOutcome = %d, want %d", got, tt.want)
 			}
 		})

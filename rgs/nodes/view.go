@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/knitdev/knit/protocols/yarnpb"
+	"github.com/knitdev/knit/rgs/podrecord"
 	"github.com/knitdev/knit/rks/launch"
 )
 
@@ -36,7 +37,7 @@ func (u Use) minus(o Use) Use {
 // bound and has not ended counts its containers' requests (memory in MiB
 // and CPU in whole cores, rounded up, each container apart) and one
 // container; any other pod adds nothing (ok false).
-func UseOf(p *corev1.Pod) (node string, u Use, ok bool) {
+func UseOf(p *podrecord.Pod) (node string, u Use, ok bool) {
 	if _, knit := p.Labels[launch.LabelApplication]; !knit {
 		return "", Use{}, false
 	}
@@ -116,6 +117,8 @@ func CensusOf(nodes []Info) Census {
 type view struct {
 	// report turns a Node into its Info, use left out.
 	report func(*corev1.Node) Info
+	// strip makes records of pods that reach the view as pods.
+	strip *podrecord.Stripper
 
 	mu    sync.RWMutex
 	nodes map[string]*nodeEntry
@@ -200,6 +203,7 @@ type nodeEntry struct {
 
 func newView(report func(*corev1.Node) Info) *view {
 	return &view{
+		strip:      podrecord.NewStripper(),
 		report:     report,
 		nodes:      map[string]*nodeEntry{},
 		use:        map[string]Use{},
@@ -215,23 +219,23 @@ func newView(report func(*corev1.Node) Info) *view {
 // seen, and a resync is an update with old and new the same.
 func (v *view) podHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { v.podChanged(nil, podOf(obj)) },
-		UpdateFunc: func(old, obj any) { v.podChanged(podOf(old), podOf(obj)) },
-		DeleteFunc: func(obj any) { v.podChanged(podOf(obj), nil) },
+		AddFunc:    func(obj any) { v.podChanged(nil, v.podOf(obj)) },
+		UpdateFunc: func(old, obj any) { v.podChanged(v.podOf(old), v.podOf(obj)) },
+		DeleteFunc: func(obj any) { v.podChanged(v.podOf(obj), nil) },
 	}
 }
 
-func podOf(obj any) *corev1.Pod {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	p, _ := obj.(*corev1.Pod)
+// podOf is the record an event carries; the pod informer's transform
+// made it (rgs.NewPodInformerFactory), or this view makes it of a pod
+// put in the cache some other way.
+func (v *view) podOf(obj any) *podrecord.Pod {
+	p, _ := v.strip.Of(obj)
 	return p
 }
 
 // podChanged moves a pod's use from what it was (old, nil when new to the
 // view) to what it is (now, nil when gone).
-func (v *view) podChanged(old, now *corev1.Pod) {
+func (v *view) podChanged(old, now *podrecord.Pod) {
 	var was, is Use
 	var wasNode, isNode string
 	var wasOK, isOK bool

@@ -29,8 +29,8 @@
 // view (rgs/nodes over informers of a fake API server with 1,000 nodes)
 // holds no pods and 100,000 pods, and reports calls/s and process CPU per
 // call for each and their ratios (flat is 1). BenchmarkPodCacheBytesPerPod
-// reports the heap each of 100,000 started pods costs as rgs.StripPod keeps
-// it, against the whole decoded pod and the whole pod without managed
+// reports the heap each of 100,000 started pods costs as the RM's record
+// of it (package podrecord), against the whole decoded pod and the whole pod without managed
 // fields.
 //
 // rmcalls_bench_test.go measures the RM's cost per call against the

@@ -22,6 +22,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnrpc"
 	"github.com/knitdev/knit/rgs"
+	"github.com/knitdev/knit/rgs/podrecord"
 	"github.com/knitdev/knit/rks/launch"
 	"github.com/knitdev/knit/rm"
 	"github.com/knitdev/knit/rm/queues"
@@ -189,8 +190,8 @@ func viewManagedFields(p *corev1.Pod) []metav1.ManagedFieldsEntry {
 
 // decodedPods are n pods as an informer holds them after decoding the API
 // server's bytes: each its own allocations, nothing shared between pods.
-func decodedPods(b *testing.B, n int, keep func(*corev1.Pod) *corev1.Pod) []*corev1.Pod {
-	out := make([]*corev1.Pod, n)
+func decodedPods(b *testing.B, n int, keep func(*corev1.Pod) any) []any {
+	out := make([]any, n)
 	for i := range n {
 		raw, err := viewPod(b, i, fmt.Sprintf("kwok-node-%d", i%viewNodes)).Marshal()
 		if err != nil {
@@ -219,30 +220,26 @@ func heapWith(build func() any) (uint64, any) {
 }
 
 // BenchmarkPodCacheBytesPerPod measures what each of viewPods started,
-// running task pods costs the RM's pod cache: the pod as rgs.StripPod
-// keeps it, against the whole pod decoded from the API server's bytes and
+// running task pods costs the RM's pod cache: the pod's record as the pod
+// informer's transform keeps it (package podrecord, one Stripper for every
+// pod), against the whole pod decoded from the API server's bytes and
 // against the whole pod without managed fields (what the informer kept
-// before StripPod), all three in the same run. It reports bytes per pod
+// before it kept records), all three in the same run. It reports bytes per pod
 // and the ratios stripped/whole and stripped/whole-without-managed-fields.
 func BenchmarkPodCacheBytesPerPod(b *testing.B) {
 	var whole, unmanaged, stripped float64
 	for range b.N {
-		wb, w := heapWith(func() any { return decodedPods(b, viewPods, func(p *corev1.Pod) *corev1.Pod { return p }) })
+		wb, w := heapWith(func() any { return decodedPods(b, viewPods, func(p *corev1.Pod) any { return p }) })
 		runtime.KeepAlive(w)
 		w = nil
 		ub, u := heapWith(func() any {
-			return decodedPods(b, viewPods, func(p *corev1.Pod) *corev1.Pod { p.ManagedFields = nil; return p })
+			return decodedPods(b, viewPods, func(p *corev1.Pod) any { p.ManagedFields = nil; return p })
 		})
 		runtime.KeepAlive(u)
 		u = nil
 		sb, s := heapWith(func() any {
-			return decodedPods(b, viewPods, func(p *corev1.Pod) *corev1.Pod {
-				obj, err := rgs.StripPod(p)
-				if err != nil {
-					b.Fatal(err)
-				}
-				return obj.(*corev1.Pod)
-			})
+			strip := podrecord.NewStripper()
+			return decodedPods(b, viewPods, func(p *corev1.Pod) any { return strip.Record(p) })
 		})
 		runtime.KeepAlive(s)
 		whole += float64(wb) / viewPods
