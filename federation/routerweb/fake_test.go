@@ -50,6 +50,7 @@ type fakeRM struct {
 	statuses map[string]int
 	got      []string // method path?query
 	bodies   [][]byte
+	types    []string // the bodies' Content-Type
 }
 
 func startRM(t *testing.T, id, ts string) *fakeRM {
@@ -90,6 +91,7 @@ func (rm *fakeRM) serve(w http.ResponseWriter, r *http.Request) {
 	rm.mu.Lock()
 	rm.got = append(rm.got, r.Method+" "+key)
 	rm.bodies = append(rm.bodies, body)
+	rm.types = append(rm.types, r.Header.Get("Content-Type"))
 	answer, ok := rm.answers[key]
 	status := rm.statuses[key]
 	rm.mu.Unlock()
@@ -172,9 +174,19 @@ func uniform() store.PolicyConfiguration {
 	return store.PolicyConfiguration{Queue: federation.DefaultPolicyQueue, Type: federation.UniformBroadcastPolicyManager}
 }
 
-// do sends a request to the web API and returns the status, headers and
-// body.
+// do sends a request to the web API, its body as JSON, and returns the
+// status, headers and body.
 func do(t *testing.T, method, url, body string) (int, http.Header, []byte) {
+	t.Helper()
+	contentType := ""
+	if body != "" {
+		contentType = "application/json"
+	}
+	return doAs(t, method, url, contentType, body)
+}
+
+// doAs is do with the body sent as contentType.
+func doAs(t *testing.T, method, url, contentType, body string) (int, http.Header, []byte) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -184,8 +196,8 @@ func do(t *testing.T, method, url, body string) (int, http.Header, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)

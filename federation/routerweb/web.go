@@ -310,7 +310,7 @@ func (w *Web) submit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sub, err := submissionOf(body)
+	sub, err := submissionOf(c.Request().Header.Get(echo.HeaderContentType), body)
 	if err != nil {
 		return err
 	}

@@ -14,10 +14,14 @@ type appPriority struct {
 	Priority int32 `json:"priority"`
 }
 
+func (appPriority) xmlRoot() string { return appPriorityRoot }
+
 // appQueue is Hadoop's AppQueue, written unwrapped.
 type appQueue struct {
 	Queue string `json:"queue"`
 }
+
+func (appQueue) xmlRoot() string { return appQueueRoot }
 
 // lifetime is the only ApplicationTimeoutType of YARN 3.4.1.
 const lifetime = "LIFETIME"
@@ -38,7 +42,7 @@ func timeoutsOf(a App) any {
 func (s *server) putPriority(c echo.Context) error {
 	// JAXB reads a body without a priority as priority 0.
 	var target appPriority
-	user, appID, a, err := s.update(c, &target)
+	user, appID, a, err := s.update(c, appPriorityRoot, &target)
 	if err != nil {
 		return err
 	}
@@ -56,7 +60,7 @@ func (s *server) putPriority(c echo.Context) error {
 // through moveApplicationAcrossQueues as the caller.
 func (s *server) putQueue(c echo.Context) error {
 	var target appQueue
-	user, appID, a, err := s.update(c, &target)
+	user, appID, a, err := s.update(c, appQueueRoot, &target)
 	if err != nil {
 		return err
 	}
@@ -131,7 +135,7 @@ func (s *server) putTimeout(c echo.Context) error {
 		Timeout *appTimeoutIn `json:"timeout"`
 		appTimeoutIn
 	}
-	user, appID, _, err := s.update(c, &body)
+	user, appID, _, err := s.update(c, "timeout", &body)
 	if err != nil {
 		return err
 	}

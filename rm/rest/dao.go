@@ -404,10 +404,15 @@ type newApplication struct {
 	MaximumResourceCapability Resource `json:"maximum-resource-capability"`
 }
 
+func (newApplication) xmlRoot() string { return newApplicationRoot }
+
+// appState is Hadoop's AppState, written unwrapped.
 type appState struct {
 	State       string `json:"state"`
 	Diagnostics string `json:"diagnostics,omitempty"`
 }
+
+func (appState) xmlRoot() string { return appStateRoot }
 
 func appID(p *yarnpb.ApplicationIdProto) string {
 	id, _ := yarnid.ApplicationIDFromProto(p)

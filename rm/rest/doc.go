@@ -3,7 +3,10 @@
 // same order, Jersey's "natural" notation quirks included (empty strings and
 // empty maps written as {}, maps written as repeated "entry" keys, floats
 // always with a fraction), and Hadoop's RemoteException error bodies with
-// GenericExceptionHandler's status codes.
+// GenericExceptionHandler's status codes. Answers are JSON or, for a caller
+// whose Accept prefers it, the XML JAXB writes (xml.go); request bodies are
+// read as JSON or, sent as application/xml or text/xml, as the XML JAXB
+// reads (xmlbody.go).
 //
 // The package owns the Cluster interface, what it needs from the RM; New
 // turns a Cluster into an http.Handler (an *echo.Echo). The caller is the

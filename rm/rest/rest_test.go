@@ -371,7 +371,7 @@ func FuzzDecodeSubmission(f *testing.F) {
 	f.Add([]byte(`{"application-id":"application_1_0001","am-container-spec":{"local-resources":{"entry":{"key":"k","value":{"resource":"hdfs://h:1/p"}}}}}`))
 	f.Add([]byte(`{`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		sc, err := decodeSubmission(b)
+		sc, err := decodeSubmission("application/json", b)
 		if err != nil {
 			re, ok := err.(*remoteException)
 			if !ok || re.status != 400 {

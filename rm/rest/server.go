@@ -202,7 +202,7 @@ func writeJSON(c echo.Context, status int, v any) error {
 	h.Set("Pragma", "no-cache")
 	h.Set("X-Content-Type-Options", "nosniff")
 	if prefersXML(c.Request().Header.Get("Accept")) {
-		x, err := jsonToXML(b)
+		x, err := answerXML(v, b)
 		if err != nil {
 			return fmt.Errorf("rest: the answer as XML: %w", err)
 		}
@@ -354,13 +354,13 @@ func (s *server) appView(view func(App) any) echo.HandlerFunc {
 func stateOf(a App) any { return appState{State: a.Report.GetYarnApplicationState().String()} }
 
 // update reads the body of a write about one application into target,
-// after the caller's 401 and before the application's 404, as
-// RMWebServices does.
-func (s *server) update(c echo.Context, target any) (user, appID string, a App, err error) {
+// whose XML root element is root, after the caller's 401 and before the
+// application's 404, as RMWebServices does.
+func (s *server) update(c echo.Context, root string, target any) (user, appID string, a App, err error) {
 	if user, err = s.writer(c); err != nil {
 		return
 	}
-	if err = decodeBody(c, target); err != nil {
+	if err = decodeBody(c, root, target); err != nil {
 		return
 	}
 	appID = c.Param("appid")
@@ -370,7 +370,7 @@ func (s *server) update(c echo.Context, target any) (user, appID string, a App, 
 
 func (s *server) putState(c echo.Context) error {
 	var target appState
-	user, appID, a, err := s.update(c, &target)
+	user, appID, a, err := s.update(c, appStateRoot, &target)
 	if err != nil {
 		return err
 	}
@@ -446,7 +446,7 @@ func (s *server) submit(c echo.Context) error {
 	if err != nil {
 		return bodyError(err)
 	}
-	sc, err := decodeSubmission(body)
+	sc, err := decodeSubmission(c.Request().Header.Get(echo.HeaderContentType), body)
 	if err != nil {
 		return err
 	}
@@ -492,15 +492,13 @@ func (s *server) node(c echo.Context) error {
 	}{newNodeInfo(n)})
 }
 
-func decodeBody(c echo.Context, v any) error {
+// decodeBody reads the request's body into v with DecodeBody.
+func decodeBody(c echo.Context, root string, v any) error {
 	b, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		return bodyError(err)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return badRequest("invalid JSON body: " + err.Error())
-	}
-	return nil
+	return DecodeBody(c.Request().Header.Get(echo.HeaderContentType), root, b, v)
 }
 
 func bodyError(err error) error {

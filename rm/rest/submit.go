@@ -88,13 +88,12 @@ type localResource struct {
 	Pattern    string `json:"pattern"`
 }
 
-// decodeSubmission reads a submission body into the RPC form. Errors are
-// BadRequestException answers.
-func decodeSubmission(body []byte) (*yarnpb.ApplicationSubmissionContextProto, error) {
+// decodeSubmission reads a submission body, sent as contentType, into the
+// RPC form. Errors are BadRequestException answers.
+func decodeSubmission(contentType string, body []byte) (*yarnpb.ApplicationSubmissionContextProto, error) {
 	var in submissionContext
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&in); err != nil {
-		return nil, badRequest("invalid application submission context: " + err.Error())
+	if err := DecodeBody(contentType, SubmissionRoot, body, &in); err != nil {
+		return nil, err
 	}
 	if in.Credentials != nil && (len(in.Credentials.Tokens.Entry) > 0 || len(in.Credentials.Secrets.Entry) > 0) {
 		return nil, badRequest("credentials in a REST submission are not supported")

@@ -76,6 +76,34 @@ func matches(mediaRange, typ string) bool {
 	return mediaRange == major+"/*"
 }
 
+// unwrapped is an answer Jersey writes in JSON without its root (the
+// types Hadoop's JAXBContextResolver lists as root-unwrapped: AppState,
+// AppQueue, AppPriority, NewApplication), so its XML root element, its
+// class's @XmlRootElement, is no key of the JSON. The same name is the
+// root of such a body sent in XML.
+type unwrapped interface{ xmlRoot() string }
+
+const (
+	appStateRoot       = "appstate"
+	appQueueRoot       = "appqueue"
+	appPriorityRoot    = "applicationpriority"
+	newApplicationRoot = "NewApplication"
+)
+
+// answerXML is the XML of the JSON answer b of v.
+func answerXML(v any, b []byte) ([]byte, error) {
+	if u, ok := v.(unwrapped); ok {
+		doc := make([]byte, 0, len(b)+len(u.xmlRoot())+5)
+		doc = append(doc, `{"`...)
+		doc = append(doc, u.xmlRoot()...)
+		doc = append(doc, `":`...)
+		doc = append(doc, b...)
+		doc = append(doc, '}')
+		b = doc
+	}
+	return jsonToXML(b)
+}
+
 // maxXMLDepth bounds the nesting a JSON answer may have to be written as
 // XML; the REST API's deepest (the scheduler's queues) is far from it.
 const maxXMLDepth = 256

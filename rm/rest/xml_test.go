@@ -155,7 +155,12 @@ func TestRecordedAnswersAsXMLHoldTheirJSONsValuesInOrder(t *testing.T) {
 				t.Errorf("the answer does not start as JAXB's: %.80s", asXML.Body)
 			}
 			xroot, xleaves := xmlLeaves(t, asXML.Body.Bytes())
-			jroot, jkeysAndLeaves := objectRootAndScalars(t, asJSON.Body.Bytes())
+			doc := asJSON.Body.Bytes()
+			if strings.HasSuffix(path, "/state") {
+				// AppState's JSON is unwrapped: its fields are the XML root's.
+				doc = []byte(`{"` + appStateRoot + `":` + string(doc) + `}`)
+			}
+			jroot, jkeysAndLeaves := objectRootAndScalars(t, doc)
 			if xroot != jroot {
 				t.Errorf("root <%s>, JSON's %q", xroot, jroot)
 			}
@@ -260,4 +265,31 @@ func FuzzJSONToXML(f *testing.F) {
 		}
 		xmlLeaves(t, out) // well formed, or it fails
 	})
+}
+
+// Jersey writes AppState, AppQueue, AppPriority and NewApplication without
+// their root in JSON; their XML has their class's root element around the
+// same fields.
+func TestUnwrappedAnswersAsXMLHaveTheirClassesRoot(t *testing.T) {
+	tests := []struct {
+		method, path, body, want string
+	}{
+		{http.MethodGet, app3 + "/state", "", `<appstate><state>RUNNING</state></appstate>`},
+		{http.MethodGet, app3 + "/queue", "", `<appqueue><queue>root.default</queue></appqueue>`},
+		{http.MethodGet, app3 + "/priority", "", `<applicationpriority><priority>0</priority></applicationpriority>`},
+		{http.MethodPut, app3 + "/queue?user.name=root", `{"queue":"test"}`, `<appqueue><queue>root.test</queue></appqueue>`},
+		{http.MethodPost, "/ws/v1/cluster/apps/new-application?user.name=root", "",
+			`<NewApplication><application-id>application_1795333013199_0004</application-id><maximum-resource-capability><memory>`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
+			r.Header.Set("Accept", "application/xml")
+			w := httptest.NewRecorder()
+			newServer(t, newFake(t)).ServeHTTP(w, r)
+			if w.Code != http.StatusOK || !strings.HasPrefix(w.Body.String(), xmlHeader+tt.want) {
+				t.Errorf("status %d, answer\n%s\nwant it to start\n%s", w.Code, w.Body, xmlHeader+tt.want)
+			}
+		})
+	}
 }
