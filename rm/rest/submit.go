@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/writable"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
@@ -63,10 +65,6 @@ type submissionContext struct {
 	AttemptFailuresValidityInterval *int64  `json:"attempt-failures-validity-interval"`
 	AppNodeLabelExpression          *string `json:"app-node-label-expression"`
 	AMNodeLabelExpression           *string `json:"am-container-node-label-expression"`
-	Credentials                     *struct {
-		Tokens  entries[string] `json:"tokens"`
-		Secrets entries[string] `json:"secrets"`
-	} `json:"credentials"`
 }
 
 type containerSpec struct {
@@ -77,6 +75,13 @@ type containerSpec struct {
 	} `json:"commands"`
 	ServiceData     entries[string] `json:"service-data"`
 	ApplicationACLs entries[string] `json:"application-acls"`
+	// Credentials is Hadoop's CredentialsInfo: tokens as
+	// Token.encodeToUrlString writes them, secrets in base64, each under
+	// its alias.
+	Credentials *struct {
+		Tokens  entries[string] `json:"tokens"`
+		Secrets entries[string] `json:"secrets"`
+	} `json:"credentials"`
 }
 
 type localResource struct {
@@ -94,9 +99,6 @@ func decodeSubmission(contentType string, body []byte) (*yarnpb.ApplicationSubmi
 	var in submissionContext
 	if err := DecodeBody(contentType, SubmissionRoot, body, &in); err != nil {
 		return nil, err
-	}
-	if in.Credentials != nil && (len(in.Credentials.Tokens.Entry) > 0 || len(in.Credentials.Secrets.Entry) > 0) {
-		return nil, badRequest("credentials in a REST submission are not supported")
 	}
 	id, err := yarnid.ParseApplicationID(in.ApplicationID)
 	if err != nil {
@@ -145,11 +147,28 @@ func decodeSubmission(contentType string, body []byte) (*yarnpb.ApplicationSubmi
 			clc.Environment = append(clc.Environment, &yarnpb.StringStringMapProto{Key: ptr(e.Key), Value: ptr(e.Value)})
 		}
 		for _, e := range cs.ServiceData.Entry {
-			b, err := base64.StdEncoding.DecodeString(e.Value)
-			if err != nil {
-				return nil, badRequest("service-data " + e.Key + " is not base64")
+			// RMWebAppUtil leaves an empty value out.
+			if e.Value != "" {
+				clc.ServiceData = append(clc.ServiceData, &yarnpb.StringBytesMapProto{Key: ptr(e.Key), Value: decodeBase64(e.Value)})
 			}
-			clc.ServiceData = append(clc.ServiceData, &yarnpb.StringBytesMapProto{Key: ptr(e.Key), Value: b})
+		}
+		if c := cs.Credentials; c != nil && (len(c.Tokens.Entry) > 0 || len(c.Secrets.Entry) > 0) {
+			creds := &token.Credentials{}
+			for _, e := range c.Tokens.Entry {
+				t, err := token.ReadToken(writable.NewBytesReader(decodeBase64(e.Value), writable.Limits{}))
+				if err != nil {
+					return nil, badRequest("Could not parse credentials data; exception message = " + err.Error())
+				}
+				creds.AddToken(e.Key, t)
+			}
+			for _, e := range c.Secrets.Entry {
+				creds.AddSecret(e.Key, decodeBase64(e.Value))
+			}
+			b, err := creds.Marshal(token.FormatWritable)
+			if err != nil {
+				return nil, fmt.Errorf("rest: credentials of a submission: %w", err)
+			}
+			clc.Tokens = b
 		}
 		for _, e := range cs.ApplicationACLs.Entry {
 			v, ok := yarnpb.ApplicationAccessTypeProto_value["APPACCESS_"+strings.ToUpper(e.Key)]
@@ -202,4 +221,34 @@ func localResourceProto(in localResource) (*yarnpb.LocalResourceProto, error) {
 		lr.Visibility = yarnpb.LocalResourceVisibilityProto(v).Enum()
 	}
 	return lr, nil
+}
+
+// decodeBase64 reads base64 as commons-codec's Base64 decoder, which
+// RMWebAppUtil uses for service data, secrets and tokens, reads it: either
+// alphabet (standard or URL-safe), padding or none, anything outside the
+// alphabet skipped, the end at the first pad, a last lone character
+// dropped. It never fails, as that decoder never does.
+func decodeBase64(s string) []byte {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '=':
+			i = len(s)
+			continue
+		case c == '-':
+			c = '+'
+		case c == '_':
+			c = '/'
+		case !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/'):
+			continue
+		}
+		b = append(b, c)
+	}
+	if len(b)%4 == 1 {
+		b = b[:len(b)-1]
+	}
+	out := make([]byte, base64.RawStdEncoding.DecodedLen(len(b)))
+	n, _ := base64.RawStdEncoding.Decode(out, b)
+	return out[:n]
 }

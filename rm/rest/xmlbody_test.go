@@ -131,6 +131,11 @@ const docSubmissionJSON = `{
   "am-black-listing-requests": {"am-black-listing-enabled": true, "disable-failure-threshold": 0.01}
 }`
 
+// hdfsToken is a delegation token as Token.encodeToUrlString writes it:
+// identifier "alice-id", password "pw", kind HDFS_DELEGATION_TOKEN,
+// service ha-hdfs:nn.
+const hdfsToken = "CGFsaWNlLWlkAnB3FUhERlNfREVMRUdBVElPTl9UT0tFTgpoYS1oZGZzOm5u"
+
 // A body of each writable resource, as ResourceManagerRest.md writes it in
 // XML, and its JSON twin.
 var xmlTwins = []struct {
@@ -147,10 +152,16 @@ var xmlTwins = []struct {
 	{"submit a request the cluster refuses", "POST", "/ws/v1/cluster/apps?user.name=root", 400,
 		`{"application-id":"application_1795333013199_0004","resource":{"memory":99999,"vCores":1}}`,
 		`<application-submission-context><application-id>application_1795333013199_0004</application-id><resource><memory>99999</memory><vCores>1</vCores></resource></application-submission-context>`},
-	{"submit with credentials", "POST", "/ws/v1/cluster/apps?user.name=root", 400,
-		`{"application-id":"application_1795333013199_0004","credentials":{"tokens":{},"secrets":{"entry":{"key":"secret1","value":"c2VjcmV0MQ"}}}}`,
-		`<application-submission-context><application-id>application_1795333013199_0004</application-id><credentials><tokens/><secrets>` +
-			`<entry><key>secret1</key><value>c2VjcmV0MQ</value></entry></secrets></credentials></application-submission-context>`},
+	{"submit with credentials", "POST", "/ws/v1/cluster/apps?user.name=root", 202,
+		`{"application-id":"application_1795333013199_0004","am-container-spec":{"credentials":{"tokens":{"entry":{"key":"hdfs","value":"` + hdfsToken + `"}},` +
+			`"secrets":{"entry":{"key":"secret1","value":"c2VjcmV0MQ"}}}}}`,
+		`<application-submission-context><application-id>application_1795333013199_0004</application-id><am-container-spec><credentials>` +
+			`<tokens><entry><key>hdfs</key><value>` + hdfsToken + `</value></entry></tokens><secrets>` +
+			`<entry><key>secret1</key><value>c2VjcmV0MQ</value></entry></secrets></credentials></am-container-spec></application-submission-context>`},
+	{"submit with a token that is none", "POST", "/ws/v1/cluster/apps?user.name=root", 400,
+		`{"application-id":"application_1795333013199_0004","am-container-spec":{"credentials":{"tokens":{"entry":{"key":"hdfs","value":"AAAA"}}}}}`,
+		`<application-submission-context><application-id>application_1795333013199_0004</application-id><am-container-spec><credentials>` +
+			`<tokens><entry><key>hdfs</key><value>AAAA</value></entry></tokens></credentials></am-container-spec></application-submission-context>`},
 	{"kill", "PUT", app3 + "/state?user.name=root", 202, `{"state":"KILLED"}`,
 		`<?xml version="1.0" encoding="UTF-8" standalone="yes"?>` + "\n<appstate>\n  <state>KILLED</state>\n</appstate>"},
 	{"kill with diagnostics", "PUT", app3 + "/state?user.name=root", 202, `{"state":"KILLED","diagnostics":"no longer needed"}`,
