@@ -119,7 +119,8 @@ type Controller struct {
 	log     *slog.Logger
 	pods    *podrecord.Lister
 	// strip makes records of the pods the API server answers with, as the
-	// pod informer's transform does of the pods it watches.
+	// pod informer's transform (a Stripper of its own) does of the pods it
+	// watches.
 	strip   *podrecord.Stripper
 	synced  cache.InformerSynced
 	factory informers.SharedInformerFactory

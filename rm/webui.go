@@ -14,7 +14,8 @@ import (
 )
 
 // ContainerPods finds the pod that runs an allocated container (RGS's pod
-// informer cache). The pod is shared: callers must not change it.
+// informer cache): the fields the RM keeps of it, in a pod of the
+// caller's own.
 type ContainerPods interface {
 	ContainerPod(id yarnid.ContainerID) (*corev1.Pod, bool)
 }

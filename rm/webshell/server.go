@@ -80,8 +80,9 @@ type Apps interface {
 	ShellContainer(ctx context.Context, user string, id yarnid.ContainerID) (Container, error)
 }
 
-// Pods finds the pod of an allocated container (RGS's informer cache). The
-// pod is shared: the shell never changes it.
+// Pods finds the pod of an allocated container (RGS's informer cache): the
+// fields the RM keeps of it (its name, labels, node, containers and their
+// states), in a pod of the caller's own.
 type Pods interface {
 	ContainerPod(id yarnid.ContainerID) (*corev1.Pod, bool)
 }

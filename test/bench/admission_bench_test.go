@@ -16,6 +16,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/rgs"
 	"github.com/knitdev/knit/rgs/admission"
+	"github.com/knitdev/knit/rgs/podrecord"
 	"github.com/knitdev/knit/rks/launch"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -251,7 +252,7 @@ func admissionLatency(b *testing.B, rounds int) (freed, created []time.Duration)
 	}
 	seen := make(chan string, 16)
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { seen <- obj.(*corev1.Pod).Name },
+		AddFunc: func(obj any) { seen <- obj.(*podrecord.Pod).Name },
 	}); err != nil {
 		b.Fatal(err)
 	}
