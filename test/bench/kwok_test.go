@@ -114,7 +114,13 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 	// The small AMs heartbeat before the pods arrive and again after
 	// they all run, which on a busy machine has taken over an hour.
 	hours := strconv.Itoa(int((6 * time.Hour).Milliseconds()))
+	// The lease's default deadlines (a renewal within 3 s) are for
+	// failover in seconds; creating pods at 1,000 a second on these two
+	// cores has kept the API server from answering a renewal in time,
+	// and a knit-rm that lost its Lease and came back would be another
+	// process than the one measured.
 	if _, err := c.StartRM(ctx, []string{filepath.Join(bin, "knit-rm"), "--pprof",
+		"--lease-duration", "60s", "--lease-renew-deadline", "45s",
 		"--kube-api-qps", "2000", "--kube-api-burst", "4000", "--pod-create-qps", "1000", "--pod-create-burst", "2000"},
 		// Nothing starts these containers and the AMs stop heartbeating
 		// once served: neither may be taken back while they are measured.
@@ -167,6 +173,9 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 	waitAllRunning(ctx, b, kube, pods+flatAMs*flatContainers)
 	running := time.Since(began)
 	stopBinding()
+	if now, _ := c.RMPID(); now != rmPID {
+		b.Fatalf("knit-rm restarted during the run (pid %d, now %d): its memory would be another process's", rmPID, now)
+	}
 	// Let knit-rm handle the running pods' events and collect garbage,
 	// noting its CPU in each of three 10 s windows: work that catches up
 	// fades, work that walks every pod does not. Both processes' resident
