@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -147,7 +148,8 @@ func one[T runtime.Object](t *testing.T, r *rendered, ns, name string) T {
 // clusterScoped are the kinds rendered here that live outside namespaces.
 func clusterScoped(obj runtime.Object) bool {
 	switch obj.(type) {
-	case *corev1.Namespace, *apiextensionsv1.CustomResourceDefinition, *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
+	case *corev1.Namespace, *apiextensionsv1.CustomResourceDefinition, *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding,
+		*flowcontrolv1.FlowSchema:
 		return true
 	}
 	return false
@@ -701,6 +703,36 @@ func TestRMAndNodesAgree(t *testing.T) {
 			if got := servicePort(t, k.rmService, k.rmc, p.name); got != want {
 				t.Errorf("Service knit-rm's %s port %d, knit-rm binds %s", p.name, got, p.addr)
 			}
+		}
+	})
+}
+
+// The RM renews its Lease within seconds while it creates pods by the
+// thousand: its Lease requests must not queue behind its pods in the API
+// server's flow control (test/integration reads the FlowSchema the API
+// server chose from its answer).
+func TestEveryRMsLeaseRequestsGoToTheLeaderElectionPriorityLevel(t *testing.T) {
+	eachRM(t, func(t *testing.T, r *rendered, k knit) {
+		sa := k.rm.Spec.Template.Spec.ServiceAccountName
+		covered := false
+		for _, fs := range all[*flowcontrolv1.FlowSchema](r) {
+			if fs.Spec.PriorityLevelConfiguration.Name != "leader-election" {
+				continue
+			}
+			for _, rule := range fs.Spec.Rules {
+				subject := slices.ContainsFunc(rule.Subjects, func(s flowcontrolv1.Subject) bool {
+					return s.Kind == flowcontrolv1.SubjectKindServiceAccount && s.ServiceAccount != nil &&
+						s.ServiceAccount.Name == sa && s.ServiceAccount.Namespace == k.ns
+				})
+				leases := slices.ContainsFunc(rule.ResourceRules, func(rr flowcontrolv1.ResourcePolicyRule) bool {
+					return slices.Contains(rr.APIGroups, "coordination.k8s.io") && slices.Contains(rr.Resources, "leases") &&
+						slices.Contains(rr.Namespaces, k.rmArgs["namespace"]) && slices.Contains(rr.Verbs, "update") && slices.Contains(rr.Verbs, "get")
+				})
+				covered = covered || (subject && leases)
+			}
+		}
+		if !covered {
+			t.Errorf("no FlowSchema sends ServiceAccount %s/%s's Lease requests in %s to the leader-election priority level", k.ns, sa, k.rmArgs["namespace"])
 		}
 	})
 }

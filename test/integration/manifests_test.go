@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
@@ -88,7 +90,7 @@ func TestManifestsRBACIsEnoughForADistributedShellJob(t *testing.T) {
 	var rbac bytes.Buffer
 	for _, r := range base.Resources() {
 		switch r.GetKind() {
-		case "Namespace", "CustomResourceDefinition", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
+		case "Namespace", "CustomResourceDefinition", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "FlowSchema":
 			y, err := r.AsYAML()
 			if err != nil {
 				t.Fatal(err)
@@ -146,6 +148,7 @@ func TestManifestsRBACIsEnoughForADistributedShellJob(t *testing.T) {
 	if _, err := c.StartRMAs(ctx, ids, []string{filepath.Join(binDir, "knit-rm")}, site...); err != nil {
 		t.Fatal(err)
 	}
+	checkLeaseFlowSchema(ctx, t, c.Client, ids.RMKubeconfig)
 
 	distshell := exec.CommandContext(ctx, filepath.Join(binDir, "distshell"),
 		"-shell_command", "echo", "-shell_args", "hello-from-rbac",
@@ -244,6 +247,45 @@ func TestManifestsRBACIsEnoughForADistributedShellJob(t *testing.T) {
 		if review.Status.Allowed != tt.wantAllow {
 			t.Errorf("%s %s %s/%s %s in %q: allowed %v, want %v", tt.user, tt.verb, tt.resource, tt.sub, tt.name, tt.ns, review.Status.Allowed, tt.wantAllow)
 		}
+	}
+}
+
+// checkLeaseFlowSchema asks for the RM's Lease as the RM and checks that
+// the API server's flow control put the request under the base's
+// FlowSchema for it, at the leader-election priority level: it names both
+// in every answer's X-Kubernetes-PF-* headers.
+func checkLeaseFlowSchema(ctx context.Context, t *testing.T, admin kubernetes.Interface, rmKubeconfig string) {
+	t.Helper()
+	fs, err := admin.FlowcontrolV1().FlowSchemas().Get(ctx, "knit-rm-leader-election", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := admin.FlowcontrolV1().PriorityLevelConfigurations().Get(ctx, "leader-election", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", rmKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/apis/coordination.k8s.io/v1/namespaces/knit/leases/knit-rm", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID"); got != string(fs.UID) {
+		t.Errorf("the RM's Lease request went to FlowSchema %q, want knit-rm-leader-election (%s); status %d", got, fs.UID, resp.StatusCode)
+	}
+	if got := resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID"); got != string(pl.UID) {
+		t.Errorf("the RM's Lease request went to priority level %q, want leader-election (%s)", got, pl.UID)
 	}
 }
 
