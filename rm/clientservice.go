@@ -29,7 +29,6 @@ import (
 // are those of docs/hadoop-wire-facts.md §1.7.
 const (
 	msgResourceProfilesDisabled        = "Resource profile is not enabled, please enable resource profile feature before using its functions. (by setting yarn.resourcemanager.resource-profiles.enabled to true)"
-	msgReservationDisabled             = "Reservation is not enabled. Please enable & try again"
 	iso8601Layout                      = "2006-01-02T15:04:05.000-0700"
 	iso8601Java                        = "yyyy-MM-dd'T'HH:mm:ss.SSSZ"
 	appNotFoundFormat                  = "Application with id '%s' doesn't exist in RM. Please check that the job submission was successful."
@@ -102,9 +101,7 @@ func errResourceProfiles() error {
 
 // errReservation is checkReservationSystem's answer: Knit has no
 // reservation system.
-func errReservation() error {
-	return yarnerr.YarnException.Errorf("%s", msgReservationDisabled)
-}
+func errReservation() error { return yarnerr.ReservationDisabled() }
 
 // shortName is UGI.getShortUserName for the simple names SIMPLE auth
 // carries: the part before any '/' or '@'.

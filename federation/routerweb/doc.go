@@ -11,7 +11,10 @@
 // containers, its priority, queue and timeouts) go to its home in the
 // federation store. New applications
 // and submissions are placed by the RPC Router's own code (router.Router's
-// OnRandomActive and SubmitHome), so both doors route alike. Errors the
+// OnRandomActive and SubmitHome), so both doors route alike. The
+// reservation calls go to one active sub-cluster and its answer is passed
+// on: a knit-rm has no reservation system and every one answers them
+// alike, so the Router answers what a single RM does. Errors the
 // Router makes itself are written by rm/rest, in the RM's shapes; a
 // sub-cluster's own answer about a single application is passed on as it
 // is.

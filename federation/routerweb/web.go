@@ -108,6 +108,9 @@ func (w *Web) Handler() http.Handler {
 		NodeLabels:    w.nodeLabels(rest.NodeLabelsBody), NodeToLabels: w.nodeLabels(rest.NodeToLabelsBody),
 		LabelsToNodes: w.nodeLabels(func(l []rest.NodeLabel) any { return rest.LabelsToNodesBody(l, nil) }),
 		LabelsOnNode:  w.nodeLabels(rest.NodeLabelsBody),
+		// Every knit-rm answers a reservation call alike: one answers.
+		NewReservation: w.reservation, SubmitReservation: w.reservation, UpdateReservation: w.reservation,
+		DeleteReservation: w.reservation, ListReservations: w.reservation,
 	})
 	return e
 }
@@ -157,11 +160,10 @@ func (w *Web) call(ctx context.Context, sc store.SubClusterInfo, method, pathQue
 // fault, and is returned as the answer to give. The answers are in
 // sub-cluster id order.
 func (w *Web) fanOut(ctx context.Context, pathQuery string) (ok []answer, refused *answer, err error) {
-	active, err := w.store.GetSubClusters(ctx, true)
+	active, err := w.active(ctx)
 	if err != nil {
-		return nil, nil, yarnerr.YarnException.Wrap(fmt.Errorf("Unable to get the active SubClusters from the FederationStateStore: %w", err))
+		return nil, nil, err
 	}
-	active = slices.SortedFunc(slices.Values(active), func(a, b store.SubClusterInfo) int { return strings.Compare(a.ID, b.ID) })
 	answers := make([]answer, len(active))
 	errs := make([]error, len(active))
 	var wg sync.WaitGroup
@@ -188,6 +190,15 @@ func (w *Web) fanOut(ctx context.Context, pathQuery string) (ok []answer, refuse
 		}
 	}
 	return ok, refused, nil
+}
+
+// active returns the active sub-clusters in id order.
+func (w *Web) active(ctx context.Context) ([]store.SubClusterInfo, error) {
+	active, err := w.store.GetSubClusters(ctx, true)
+	if err != nil {
+		return nil, yarnerr.YarnException.Wrap(fmt.Errorf("Unable to get the active SubClusters from the FederationStateStore: %w", err))
+	}
+	return slices.SortedFunc(slices.Values(active), func(a, b store.SubClusterInfo) int { return strings.Compare(a.ID, b.ID) }), nil
 }
 
 // pass answers with a sub-cluster's answer as it is.

@@ -37,6 +37,13 @@ const (
 	YARNFeatureNotEnabled           Class = "org.apache.hadoop.yarn.exceptions.YARNFeatureNotEnabledException"
 )
 
+// YarnRuntime is YARN's unchecked exception, which shares the package of
+// YARN's exceptions but is no YarnException: a RuntimeException.
+const YarnRuntime Class = yarnExceptionsPackage + "YarnRuntimeException"
+
+// yarnExceptionsPackage is the package of YARN's exceptions.
+const yarnExceptionsPackage = "org.apache.hadoop.yarn.exceptions."
+
 // Hadoop common's exceptions. The RPC engine answers with some of these
 // itself; their names are the engine's.
 const (
@@ -70,6 +77,16 @@ const (
 	Forbidden          Class = webappPackage + "ForbiddenException"
 )
 
+// Java's and Jersey's unchecked exceptions that reach Hadoop's
+// GenericExceptionHandler from a resource that does not catch them.
+const (
+	NullPointer           Class = "java.lang.NullPointerException"
+	ArrayIndexOutOfBounds Class = "java.lang.ArrayIndexOutOfBoundsException"
+	// QueryParam is Jersey 1's refusal of a query parameter its type
+	// cannot be made of, before the resource method runs.
+	QueryParam Class = "com.sun.jersey.api.ParamException$QueryParamException"
+)
+
 // Error returns the class name, so a Class can stand as the target of
 // errors.Is.
 func (c Class) Error() string { return string(c) }
@@ -77,11 +94,20 @@ func (c Class) Error() string { return string(c) }
 // JavaClass returns the class name.
 func (c Class) JavaClass() string { return string(c) }
 
-// Simple returns the class name without its package, as Java's
-// getSimpleName (REST's "exception" field): "NotFoundException".
+// Simple returns the class name without its package, or a nested class's
+// without its enclosing class, as Java's getSimpleName (REST's "exception"
+// field): "NotFoundException", "QueryParamException".
 func (c Class) Simple() string {
 	s := string(c)
-	return s[strings.LastIndexByte(s, '.')+1:]
+	return s[strings.LastIndexAny(s, ".$")+1:]
+}
+
+// IsYarnException reports whether c is YarnException or another class of
+// its package, each of which but YarnRuntime extends it: the checked
+// exceptions YARN's services throw, which Java's doAs wraps in an
+// UndeclaredThrowableException.
+func (c Class) IsYarnException() bool {
+	return strings.HasPrefix(string(c), yarnExceptionsPackage) && c != YarnRuntime
 }
 
 // New returns an exception of class c with message msg.

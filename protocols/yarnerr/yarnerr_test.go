@@ -59,8 +59,38 @@ func TestMessagesReadAsJavaWritesThem(t *testing.T) {
 	if e := YarnException.Errorf("storing: %w", cause); !errors.Is(e, cause) || e.Message != "storing: cause" {
 		t.Errorf("Errorf with %%w: %v, cause kept %v", e, errors.Is(e, cause))
 	}
-	if got := NotFound.Simple(); got != "NotFoundException" {
-		t.Errorf("Simple() = %q", got)
+}
+
+func TestSimpleIsJavasGetSimpleName(t *testing.T) {
+	for _, tt := range []struct {
+		class Class
+		want  string
+	}{
+		{NotFound, "NotFoundException"},
+		{QueryParam, "QueryParamException"},
+		{"Unqualified", "Unqualified"},
+	} {
+		if got := tt.class.Simple(); got != tt.want {
+			t.Errorf("%s.Simple() = %q, want %q", tt.class, got, tt.want)
+		}
+	}
+}
+
+func TestIsYarnExceptionKnowsYARNsCheckedExceptions(t *testing.T) {
+	for _, tt := range []struct {
+		class Class
+		want  bool
+	}{
+		{YarnException, true},
+		{ApplicationNotFound, true},
+		{YARNFeatureNotEnabled, true},
+		{YarnRuntime, false},
+		{IOException, false},
+		{BadRequest, false},
+	} {
+		if got := tt.class.IsYarnException(); got != tt.want {
+			t.Errorf("%s.IsYarnException() = %v, want %v", tt.class, got, tt.want)
+		}
 	}
 }
 

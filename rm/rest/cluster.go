@@ -72,6 +72,20 @@ type Cluster interface {
 	// nodes (host:port) in order, as the client protocol's
 	// getClusterNodeLabels and getLabelsToNodes answer them.
 	NodeLabels(ctx context.Context) ([]NodeLabel, error)
+
+	// NewReservation, SubmitReservation, UpdateReservation,
+	// DeleteReservation and ListReservations are the client protocol's
+	// reservation calls (getNewReservation, submitReservation,
+	// updateReservation, deleteReservation, listReservations), which
+	// RMWebServices makes of ClientRMService. Knit's RM has no reservation
+	// system and refuses each with yarnerr.ReservationDisabled, so they
+	// return only that refusal: the REST API has no answer for a call an
+	// RM took, and answers a nil error with a 500.
+	NewReservation(ctx context.Context, user string) error
+	SubmitReservation(ctx context.Context, user string, req *yarnpb.ReservationSubmissionRequestProto) error
+	UpdateReservation(ctx context.Context, user string, req *yarnpb.ReservationUpdateRequestProto) error
+	DeleteReservation(ctx context.Context, user string, req *yarnpb.ReservationDeleteRequestProto) error
+	ListReservations(ctx context.Context, user string, req *yarnpb.ReservationListRequestProto) error
 }
 
 // ClusterInfo is the RM's description of itself (Hadoop's ClusterInfo).

@@ -12,8 +12,9 @@
 // turns a Cluster into an http.Handler (an *echo.Echo). The caller is the
 // user named by the user.name query parameter (Hadoop's pseudo
 // authentication); without it, Config.AnonymousUser (Hadoop's static user
-// dr.who) unless Config.RequireUser rejects writes with 401, as a Hadoop RM
-// with an authentication filter does.
+// dr.who) unless Config.RequireUser rejects writes, and the reservation
+// list RMWebServices checks as one, with 401, as a Hadoop RM with an
+// authentication filter does.
 //
 // Imports: the standard library, echo, protocols/yarnerr, protocols/yarnid,
 // protocols/yarnpb and rm/apps (for apps.Filter). No globals; every handler reads the Cluster.

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/knitdev/knit/protocols/yarnerr"
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
@@ -44,6 +46,16 @@ type fakeCluster struct {
 	killNow    bool              // Kill completes at once
 	submitted  []*yarnpb.ApplicationSubmissionContextProto
 	killed     []string
+	// reservationErr is every reservation call's answer, the RM's
+	// refusal unless a test changes it; reservationCalls the calls made.
+	reservationErr   error
+	reservationCalls []reservationCall
+}
+
+// reservationCall is one reservation call the fake got.
+type reservationCall struct {
+	name, user string
+	req        proto.Message
 }
 
 func i64(v int64) *int64     { return &v }
@@ -83,7 +95,7 @@ func report(id int32, state yarnpb.YarnApplicationStateProto, final yarnpb.Final
 }
 
 func newFake(t testing.TB) *fakeCluster {
-	f := &fakeCluster{attempts: map[string][]Attempt{}, owner: map[string]string{}}
+	f := &fakeCluster{attempts: map[string][]Attempt{}, owner: map[string]string{}, reservationErr: yarnerr.ReservationDisabled()}
 	var ci struct{ ClusterInfo ClusterInfo }
 	if err := json.Unmarshal(fixture(t, "cluster_info.json"), &ci); err != nil {
 		t.Fatal(err)
@@ -456,3 +468,30 @@ func (f *fakeCluster) CountApps(_ context.Context, q StatsQuery) (map[yarnpb.Yar
 }
 
 func (f *fakeCluster) NodeLabels(context.Context) ([]NodeLabel, error) { return f.labels, nil }
+
+func (f *fakeCluster) reservation(name, user string, req proto.Message) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reservationCalls = append(f.reservationCalls, reservationCall{name: name, user: user, req: req})
+	return f.reservationErr
+}
+
+func (f *fakeCluster) NewReservation(_ context.Context, user string) error {
+	return f.reservation("getNewReservation", user, nil)
+}
+
+func (f *fakeCluster) SubmitReservation(_ context.Context, user string, req *yarnpb.ReservationSubmissionRequestProto) error {
+	return f.reservation("submitReservation", user, req)
+}
+
+func (f *fakeCluster) UpdateReservation(_ context.Context, user string, req *yarnpb.ReservationUpdateRequestProto) error {
+	return f.reservation("updateReservation", user, req)
+}
+
+func (f *fakeCluster) DeleteReservation(_ context.Context, user string, req *yarnpb.ReservationDeleteRequestProto) error {
+	return f.reservation("deleteReservation", user, req)
+}
+
+func (f *fakeCluster) ListReservations(_ context.Context, user string, req *yarnpb.ReservationListRequestProto) error {
+	return f.reservation("listReservations", user, req)
+}

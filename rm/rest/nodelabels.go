@@ -107,7 +107,8 @@ func LabelsToNodesBody(labels []NodeLabel, asked []string) any {
 	return map[string]any{"labelsToNodesInfo": map[string]beanMap{"labelsToNodes": m}}
 }
 
-// numberFormat is Integer.parseInt's NumberFormatException.
+// numberFormat is Integer.parseInt's or Long.parseLong's
+// NumberFormatException.
 func numberFormat(s string) *yarnerr.Error {
 	return yarnerr.NumberFormat.New(`For input string: "` + s + `"`)
 }

@@ -28,8 +28,9 @@ type Config struct {
 	// AnonymousUser is the caller when a request has no user.name. If
 	// empty, "dr.who" (Hadoop's hadoop.http.staticuser.user) is used.
 	AnonymousUser string
-	// RequireUser rejects writes without user.name with 401
-	// AuthorizationException, as an RM behind an authentication filter does.
+	// RequireUser rejects writes, and the reservation list, without
+	// user.name with 401 AuthorizationException, as an RM behind an
+	// authentication filter does.
 	RequireUser bool
 	// Now is the clock for elapsed times. If nil, time.Now is used.
 	Now func() time.Time
@@ -62,6 +63,11 @@ func New(cfg Config) *echo.Echo {
 		GetTimeouts: s.appView(timeoutsOf), GetTimeout: s.getTimeout, PutTimeout: s.putTimeout,
 		Attempt: s.attempt, Containers: s.containers, Container: s.container, AppStatistics: s.appStatistics,
 		NodeLabels: s.labelsAs(NodeLabelsBody), NodeToLabels: s.labelsAs(NodeToLabelsBody), LabelsToNodes: s.labelsToNodes, LabelsOnNode: s.labelsOnNode,
+		NewReservation:    s.newReservation,
+		SubmitReservation: reservationWrite(s, reservationSubmissionRoot, (*reservationSubmission).request, Cluster.SubmitReservation),
+		UpdateReservation: reservationWrite(s, reservationUpdateRoot, (*reservationUpdate).request, Cluster.UpdateReservation),
+		DeleteReservation: reservationWrite(s, reservationDeleteRoot, (*reservationDeletion).request, Cluster.DeleteReservation),
+		ListReservations:  s.listReservations,
 	})
 	return e
 }
@@ -82,6 +88,9 @@ type Resources struct {
 	// The cluster's node labels, each node's, each label's nodes, and
 	// one node's labels.
 	NodeLabels, NodeToLabels, LabelsToNodes, LabelsOnNode echo.HandlerFunc
+	// A new reservation id, a reservation's submission, update and
+	// deletion, and the list of reservations.
+	NewReservation, SubmitReservation, UpdateReservation, DeleteReservation, ListReservations echo.HandlerFunc
 }
 
 // Route serves r under /ws/v1/cluster on e and caps every body of e with
@@ -121,6 +130,11 @@ func Route(e *echo.Echo, r Resources) {
 	g.GET("/get-node-labels", r.NodeLabels)
 	g.GET("/get-node-to-labels", r.NodeToLabels)
 	g.GET("/label-mappings", r.LabelsToNodes)
+	g.POST("/reservation/new-reservation", r.NewReservation)
+	g.POST("/reservation/submit", r.SubmitReservation)
+	g.POST("/reservation/update", r.UpdateReservation)
+	g.POST("/reservation/delete", r.DeleteReservation)
+	g.GET("/reservation/list", r.ListReservations)
 }
 
 // LimitBody caps the request body at MaxBodyBytes; a handler reading more

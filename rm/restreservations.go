@@ -1,0 +1,36 @@
+package rm
+
+import (
+	"context"
+
+	"github.com/knitdev/knit/protocols/yarnpb"
+)
+
+// The REST API's reservation calls are the client protocol's, made as the
+// REST caller, as RMWebServices makes them of ClientRMService: the RPC
+// methods alone decide that Knit has no reservation system.
+
+func (c *restCluster) NewReservation(ctx context.Context, user string) error {
+	_, err := c.rm.GetNewReservation(as(ctx, user), &yarnpb.GetNewReservationRequestProto{})
+	return err
+}
+
+func (c *restCluster) SubmitReservation(ctx context.Context, user string, req *yarnpb.ReservationSubmissionRequestProto) error {
+	_, err := c.rm.SubmitReservation(as(ctx, user), req)
+	return err
+}
+
+func (c *restCluster) UpdateReservation(ctx context.Context, user string, req *yarnpb.ReservationUpdateRequestProto) error {
+	_, err := c.rm.UpdateReservation(as(ctx, user), req)
+	return err
+}
+
+func (c *restCluster) DeleteReservation(ctx context.Context, user string, req *yarnpb.ReservationDeleteRequestProto) error {
+	_, err := c.rm.DeleteReservation(as(ctx, user), req)
+	return err
+}
+
+func (c *restCluster) ListReservations(ctx context.Context, user string, req *yarnpb.ReservationListRequestProto) error {
+	_, err := c.rm.ListReservations(as(ctx, user), req)
+	return err
+}
