@@ -6,9 +6,12 @@ import (
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
-// The REST API's reservation calls are the client protocol's, made as the
-// REST caller, as RMWebServices makes them of ClientRMService: the RPC
-// methods alone decide that Knit has no reservation system.
+// The REST API's reservation calls are the client protocol's, as
+// RMWebServices makes them of ClientRMService: the RPC methods alone decide
+// that Knit has no reservation system. RMWebServices makes them as the REST
+// caller but for getNewReservation, which it makes as the RM; the RM
+// refuses it before it reads a caller, so NewReservation makes it as the
+// REST caller too.
 
 func (c *restCluster) NewReservation(ctx context.Context, user string) error {
 	_, err := c.rm.GetNewReservation(as(ctx, user), &yarnpb.GetNewReservationRequestProto{})

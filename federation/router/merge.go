@@ -343,7 +343,7 @@ func (r *Router) GetResourceProfile(ctx context.Context, req *yarnpb.GetResource
 		return nil, err
 	}
 	if len(resps) == 0 {
-		return nil, yarnerr.YarnException.New(noActiveSubCluster)
+		return nil, yarnerr.YarnException.New(NoActiveSubCluster)
 	}
 	return resps[0], nil
 }

@@ -14,8 +14,9 @@ import (
 	"github.com/knitdev/knit/protocols/yarnerr"
 )
 
-// noActiveSubCluster is FederationPolicyUtils.NO_ACTIVE_SUBCLUSTER_AVAILABLE.
-const noActiveSubCluster = "No active SubCluster available to submit the request."
+// NoActiveSubCluster is FederationPolicyUtils.NO_ACTIVE_SUBCLUSTER_AVAILABLE,
+// the message of a call no active sub-cluster can take.
+const NoActiveSubCluster = "No active SubCluster available to submit the request."
 
 // MaxPolicyParams bounds a policy's serialized parameters: a weight per
 // sub-cluster is a few dozen bytes.
@@ -70,7 +71,7 @@ func candidates(active []store.SubClusterInfo, blacklist map[string]bool) ([]str
 		}
 	}
 	if len(out) == 0 {
-		return nil, yarnerr.FederationPolicy.New(noActiveSubCluster)
+		return nil, yarnerr.FederationPolicy.New(NoActiveSubCluster)
 	}
 	return out, nil
 }

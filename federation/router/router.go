@@ -329,7 +329,7 @@ func (r *Router) onRandomActive(ctx context.Context, what, failed string, try fu
 	active = slices.Clone(active)
 	for i := 0; i < r.retries; i++ {
 		if len(active) == 0 {
-			return yarnerr.YarnException.New(noActiveSubCluster)
+			return yarnerr.YarnException.New(NoActiveSubCluster)
 		}
 		j := r.intN(len(active))
 		sc := active[j]

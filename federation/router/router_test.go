@@ -224,8 +224,8 @@ func TestWithNoActiveSubClusterTheRouterRefusesNewApplications(t *testing.T) {
 	}
 	_, c := serveRouter(t, s, routerOptions{})
 	_, err := c.GetNewApplication(t.Context())
-	if !errors.Is(err, yarnerr.YarnException) || !strings.Contains(err.Error(), noActiveSubCluster) {
-		t.Errorf("err %v, want YarnException: %s", err, noActiveSubCluster)
+	if !errors.Is(err, yarnerr.YarnException) || !strings.Contains(err.Error(), NoActiveSubCluster) {
+		t.Errorf("err %v, want YarnException: %s", err, NoActiveSubCluster)
 	}
 	id := yarnid.ApplicationID{ClusterTimestamp: 1, ID: 1}
 	err = c.SubmitApplication(t.Context(), submission(id.Proto(), "default"))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/knitdev/knit/federation/router"
 	"github.com/knitdev/knit/protocols/yarnerr"
 )
 
@@ -37,5 +38,5 @@ func (w *Web) reservation(c echo.Context) error {
 		}
 		w.log.WarnContext(ctx, "sub-cluster unreachable for a reservation call; asking the next", "subCluster", sc.ID, "path", c.Request().URL.Path, "err", err)
 	}
-	return yarnerr.YarnException.New("No active SubCluster available to submit the request.")
+	return yarnerr.YarnException.New(router.NoActiveSubCluster)
 }

@@ -86,6 +86,31 @@ func (c *Credentials) AddToken(alias string, t Token) {
 	c.tokens = put(c.tokens, alias, t.Clone())
 }
 
+// Aliased is a value under its alias, for the bulk adds.
+type Aliased[V any] struct {
+	Alias string
+	Value V
+}
+
+// AddTokens adds tokens as AddToken would each in turn, in time linear in
+// their number: AddToken looks for its alias among all there are, which
+// for the tens of thousands a request can name is quadratic.
+func (c *Credentials) AddTokens(tokens []Aliased[Token]) {
+	for _, t := range tokens {
+		c.tokens = append(c.tokens, entry[Token]{t.Alias, t.Value.Clone()})
+	}
+	c.tokens = dedupe(c.tokens)
+}
+
+// AddSecrets adds secrets as AddSecret would each in turn, in linear time
+// (AddTokens).
+func (c *Credentials) AddSecrets(secrets []Aliased[[]byte]) {
+	for _, s := range secrets {
+		c.secrets = append(c.secrets, entry[[]byte]{s.Alias, cloneNonNil(s.Value)})
+	}
+	c.secrets = dedupe(c.secrets)
+}
+
 // Token returns a copy of the token under alias.
 func (c *Credentials) Token(alias string) (Token, bool) {
 	if i := c.tokenIndex(alias); i >= 0 {

@@ -671,3 +671,33 @@ func dump(c *Credentials) string {
 	}
 	return sb.String()
 }
+
+// The bulk adds give what adding each in turn gives: a repeated alias keeps
+// its first place and its last value, existing aliases included.
+func TestBulkAddsAreAddingEachInTurn(t *testing.T) {
+	tok := func(id string) Token { return Token{Identifier: []byte(id), Kind: "K", Service: "s"} }
+	start := func() *Credentials {
+		c := &Credentials{}
+		c.AddToken("b", tok("old-b"))
+		c.AddSecret("y", []byte("old-y"))
+		return c
+	}
+	tokens := []Aliased[Token]{{"a", tok("1")}, {"b", tok("2")}, {"c", tok("3")}, {"a", tok("4")}}
+	secrets := []Aliased[[]byte]{{"x", []byte("1")}, {"y", []byte("2")}, {"x", []byte("3")}}
+	each, bulk := start(), start()
+	for _, e := range tokens {
+		each.AddToken(e.Alias, e.Value)
+	}
+	for _, e := range secrets {
+		each.AddSecret(e.Alias, e.Value)
+	}
+	bulk.AddTokens(tokens)
+	bulk.AddSecrets(secrets)
+	if !bulk.Equal(each) {
+		t.Errorf("bulk %v, each in turn %v", bulk, each)
+	}
+	tokens[0].Value.Identifier[0] = 'x'
+	if got, _ := bulk.Token("a"); string(got.Identifier) != "4" {
+		t.Errorf("token a is %q after its input changed", got.Identifier)
+	}
+}

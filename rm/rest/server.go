@@ -371,10 +371,10 @@ func stateOf(a App) any { return appState{State: a.Report.GetYarnApplicationStat
 // whose XML root element is root, after the caller's 401 and before the
 // application's 404, as RMWebServices does.
 func (s *server) update(c echo.Context, root string, target any) (user, appID string, a App, err error) {
-	if user, err = s.writer(c); err != nil {
+	if err = decodeBody(c, root, target); err != nil {
 		return
 	}
-	if err = decodeBody(c, root, target); err != nil {
+	if user, err = s.writer(c); err != nil {
 		return
 	}
 	appID = c.Param("appid")
@@ -452,15 +452,21 @@ func (s *server) newApplication(c echo.Context) error {
 }
 
 func (s *server) submit(c echo.Context) error {
-	user, err := s.writer(c)
-	if err != nil {
-		return err
-	}
+	// Jersey reads the entity before the resource method runs: a body it
+	// cannot read is refused before the caller is asked for.
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		return bodyError(err)
 	}
-	sc, err := decodeSubmission(c.Request().Header.Get(echo.HeaderContentType), body)
+	var in submissionContext
+	if err := DecodeBody(c.Request().Header.Get(echo.HeaderContentType), SubmissionRoot, body, &in); err != nil {
+		return err
+	}
+	user, err := s.writer(c)
+	if err != nil {
+		return err
+	}
+	sc, err := submissionProto(in)
 	if err != nil {
 		return err
 	}

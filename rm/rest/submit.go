@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strconv"
 	"strings"
@@ -100,6 +102,12 @@ func decodeSubmission(contentType string, body []byte) (*yarnpb.ApplicationSubmi
 	if err := DecodeBody(contentType, SubmissionRoot, body, &in); err != nil {
 		return nil, err
 	}
+	return submissionProto(in)
+}
+
+// submissionProto is a submission read from its body in the RPC form, as
+// RMWebAppUtil.createAppSubmissionContext makes it.
+func submissionProto(in submissionContext) (*yarnpb.ApplicationSubmissionContextProto, error) {
 	id, err := yarnid.ParseApplicationID(in.ApplicationID)
 	if err != nil {
 		return nil, illegalArgument(fmt.Sprintf("Invalid ApplicationId: %s", in.ApplicationID))
@@ -153,17 +161,21 @@ func decodeSubmission(contentType string, body []byte) (*yarnpb.ApplicationSubmi
 			}
 		}
 		if c := cs.Credentials; c != nil && (len(c.Tokens.Entry) > 0 || len(c.Secrets.Entry) > 0) {
-			creds := &token.Credentials{}
+			tokens := make([]token.Aliased[token.Token], 0, len(c.Tokens.Entry))
 			for _, e := range c.Tokens.Entry {
 				t, err := token.ReadToken(writable.NewBytesReader(decodeBase64(e.Value), writable.Limits{}))
 				if err != nil {
-					return nil, badRequest("Could not parse credentials data; exception message = " + err.Error())
+					return nil, badRequest("Could not parse credentials data; exception message = " + javaMessage(err))
 				}
-				creds.AddToken(e.Key, t)
+				tokens = append(tokens, token.Aliased[token.Token]{Alias: e.Key, Value: t})
 			}
+			secrets := make([]token.Aliased[[]byte], 0, len(c.Secrets.Entry))
 			for _, e := range c.Secrets.Entry {
-				creds.AddSecret(e.Key, decodeBase64(e.Value))
+				secrets = append(secrets, token.Aliased[[]byte]{Alias: e.Key, Value: decodeBase64(e.Value)})
 			}
+			creds := &token.Credentials{}
+			creds.AddTokens(tokens)
+			creds.AddSecrets(secrets)
 			b, err := creds.Marshal(token.FormatWritable)
 			if err != nil {
 				return nil, fmt.Errorf("rest: credentials of a submission: %w", err)
@@ -251,4 +263,14 @@ func decodeBase64(s string) []byte {
 	out := make([]byte, base64.RawStdEncoding.DecodedLen(len(b)))
 	n, _ := base64.RawStdEncoding.Decode(out, b)
 	return out[:n]
+}
+
+// javaMessage is the message of the exception Token.readFields throws for
+// err: an EOFException, which has none (Java prints null), for a token cut
+// short.
+func javaMessage(err error) string {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "null"
+	}
+	return err.Error()
 }

@@ -2,6 +2,8 @@ package rest
 
 import (
 	"bytes"
+	"errors"
+	"net/http"
 	"testing"
 
 	"github.com/knitdev/knit/protocols/token"
@@ -55,6 +57,39 @@ func TestBase64IsReadAsCommonsCodecReadsIt(t *testing.T) {
 	} {
 		if got := decodeBase64(tc.in); !bytes.Equal(got, []byte(tc.want)) {
 			t.Errorf("decodeBase64(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// Token.readFields of a token cut short throws an EOFException, whose
+// message Java prints as null.
+func TestATokenCutShortIsRefusedWithJavasMessage(t *testing.T) {
+	body := `{"application-id":"application_1795333013199_0004","am-container-spec":{"credentials":{"tokens":{"entry":{"key":"hdfs","value":"AAAA"}}}}}`
+	_, err := decodeSubmission("application/json", []byte(body))
+	var re *remoteException
+	if !errors.As(err, &re) || re.Message != "java.lang.Exception: Could not parse credentials data; exception message = null" {
+		t.Errorf("error %v, want Hadoop's BadRequestException", err)
+	}
+}
+
+// Jersey reads a write's entity before its resource method asks for the
+// caller: a body it cannot read is a 400 even without a user.
+func TestAnUnreadableBodyIsRefusedBeforeTheCaller(t *testing.T) {
+	h := newServer(t, newFake(t), func(c *Config) { c.RequireUser = true })
+	for _, tc := range []struct{ method, target string }{
+		{"POST", "/ws/v1/cluster/apps"},
+		{"PUT", app3 + "/state"},
+		{"PUT", app3 + "/queue"},
+		{"PUT", app3 + "/priority"},
+		{"PUT", app3 + "/timeout"},
+	} {
+		for _, body := range []struct{ contentType, text string }{{"application/json", "{"}, {"application/xml", "<x"}} {
+			if w := serveAs(t, h, tc.method, tc.target, body.contentType, "", body.text); w.Code != http.StatusBadRequest {
+				t.Errorf("%s %s %s without a user: %d %s, want 400", tc.method, tc.target, body.contentType, w.Code, w.Body)
+			}
+		}
+		if w := serveAs(t, h, tc.method, tc.target, "application/json", "", "{}"); w.Code != http.StatusUnauthorized {
+			t.Errorf("%s %s with a body and no user: %d %s, want 401", tc.method, tc.target, w.Code, w.Body)
 		}
 	}
 }

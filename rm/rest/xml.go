@@ -76,10 +76,11 @@ func matches(mediaRange, typ string) bool {
 	return mediaRange == major+"/*"
 }
 
-// unwrapped is an answer Jersey writes in JSON without its root (the
-// types Hadoop's JAXBContextResolver lists as root-unwrapped: AppState,
-// AppQueue, AppPriority, NewApplication), so its XML root element, its
-// class's @XmlRootElement, is no key of the JSON. The same name is the
+// unwrapped is an answer Jersey writes in JSON without its root
+// (NewApplication and AppQueue, which Hadoop's JAXBContextResolver lists
+// as root-unwrapped, and AppState and AppPriority, which it does not list
+// and so get Jersey's default context, unwrapped too), so its XML root
+// element, its class's @XmlRootElement, is no key of the JSON. The same name is the
 // root of such a body sent in XML.
 type unwrapped interface{ xmlRoot() string }
 

@@ -61,8 +61,10 @@ func DecodeBody(contentType, root string, body []byte, v any) error {
 	return nil
 }
 
-// isXMLMediaType reports whether a Content-Type is one Jersey's JAXB
-// readers take.
+// isXMLMediaType reports whether a Content-Type is read as XML:
+// application/xml, which RMWebServices consumes, and text/xml, which Jersey
+// would refuse with 415 and Knit reads as the XML it is, as it reads any
+// other type as JSON rather than refuse it.
 func isXMLMediaType(contentType string) bool {
 	typ, _, _ := strings.Cut(contentType, ";")
 	switch strings.ToLower(strings.TrimSpace(typ)) {
