@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/knitdev/knit/protocols/yarnpb"
 )
 
@@ -156,6 +158,19 @@ var ErrKeysChanged = errors.New("tokens: stored keys changed since they were rea
 // ErrKeysChanged: each retry follows a write by another Manager, so running
 // out means the store is written far faster than Routers issue tokens.
 const sharedTries = 8
+
+// sharedBackOff spaces a Shared Manager's tries after ErrKeysChanged,
+// jittered: Managers that retried at once at once would write over each
+// other again, and one of them could lose every try (three Routers issuing
+// together did, under the race detector).
+func sharedBackOff() backoff.BackOff {
+	return backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(time.Millisecond),
+		backoff.WithRandomizationFactor(1),
+		backoff.WithMaxInterval(50*time.Millisecond),
+		backoff.WithMaxElapsedTime(0),
+	)
+}
 
 func (c Config) withDefaults() Config {
 	if c.Clock == nil {
@@ -322,6 +337,7 @@ func (m *Manager) Keys() Keys {
 func (m *Manager) update(ctx context.Context, change func(k *Keys) (bool, error)) error {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
+	var wait backoff.BackOff
 	for try := 1; ; try++ {
 		if m.cfg.Shared {
 			if err := m.reloadLocked(ctx); err != nil {
@@ -331,6 +347,16 @@ func (m *Manager) update(ctx context.Context, change func(k *Keys) (bool, error)
 		err := m.applyLocked(ctx, change)
 		if !m.cfg.Shared || !errors.Is(err, ErrKeysChanged) || try == sharedTries {
 			return err
+		}
+		if wait == nil {
+			wait = sharedBackOff()
+		}
+		t := time.NewTimer(wait.NextBackOff())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (%w)", err, ctx.Err())
+		case <-t.C:
 		}
 	}
 }
