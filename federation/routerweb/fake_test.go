@@ -188,6 +188,12 @@ func do(t *testing.T, method, url, body string) (int, http.Header, []byte) {
 // doAs is do with the body sent as contentType.
 func doAs(t *testing.T, method, url, contentType, body string) (int, http.Header, []byte) {
 	t.Helper()
+	return ask(t, method, url, contentType, "", body)
+}
+
+// ask is doAs with the answer asked for as accept (none when empty).
+func ask(t *testing.T, method, url, contentType, accept, body string) (int, http.Header, []byte) {
+	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -198,6 +204,9 @@ func doAs(t *testing.T, method, url, contentType, body string) (int, http.Header
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
 	}
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)

@@ -239,11 +239,11 @@ func writeField(b *strings.Builder, f string) {
 	b.WriteString(f)
 }
 
-// share returns the map kept under key, keeping make()'s when there is
+// share returns the map kept under key, keeping build()'s when there is
 // none. A nil Stripper shares nothing.
-func (s *Stripper) share(k kind, key string, make func() any) any {
+func (s *Stripper) share(k kind, key string, build func() any) any {
 	if s == nil {
-		return make()
+		return build()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -253,7 +253,7 @@ func (s *Stripper) share(k kind, key string, make func() any) any {
 	if len(s.shared[k]) >= maxShared {
 		clear(s.shared[k])
 	}
-	m := make()
+	m := build()
 	s.shared[k][key] = m
 	return m
 }

@@ -95,16 +95,6 @@ type localResource struct {
 	Pattern    string `json:"pattern"`
 }
 
-// decodeSubmission reads a submission body, sent as contentType, into the
-// RPC form. Errors are BadRequestException answers.
-func decodeSubmission(contentType string, body []byte) (*yarnpb.ApplicationSubmissionContextProto, error) {
-	var in submissionContext
-	if err := DecodeBody(contentType, SubmissionRoot, body, &in); err != nil {
-		return nil, err
-	}
-	return submissionProto(in)
-}
-
 // submissionProto is a submission read from its body in the RPC form, as
 // RMWebAppUtil.createAppSubmissionContext makes it.
 func submissionProto(in submissionContext) (*yarnpb.ApplicationSubmissionContextProto, error) {

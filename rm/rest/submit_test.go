@@ -7,7 +7,18 @@ import (
 	"testing"
 
 	"github.com/knitdev/knit/protocols/token"
+	"github.com/knitdev/knit/protocols/yarnpb"
 )
+
+// decodeSubmission reads a submission body as the submit handler does,
+// the caller aside.
+func decodeSubmission(contentType string, body []byte) (*yarnpb.ApplicationSubmissionContextProto, error) {
+	var in submissionContext
+	if err := DecodeBody(contentType, SubmissionRoot, body, &in); err != nil {
+		return nil, err
+	}
+	return submissionProto(in)
+}
 
 // A submission's credentials reach the AM's launch context as
 // RMWebAppUtil.createCredentials makes them: each token decoded from its
