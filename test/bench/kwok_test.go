@@ -49,7 +49,8 @@ const (
 	// kwokCPUEnv, when set, names a file the benchmark writes a 20 s CPU
 	// profile of knit-rm to, taken with no calls once every pod runs: what
 	// the RM does on its own at that size; and, with the method's name
-	// added, one over each call's first rounds at that size.
+	// added, one over each call's first rounds at that size (and with
+	// ".small" before the method, at the small size, to compare with).
 	kwokCPUEnv = "KNIT_BENCH_KWOK_CPU"
 	// kwokLabel marks the nodes kwok simulates.
 	kwokLabel = "knit.io/bench-kwok"
@@ -165,7 +166,7 @@ func BenchmarkRMMemoryWithKwokPods(b *testing.B) {
 	}()
 	small := allocateAll(ctx, b, c.RM, flatAMs, flatContainers)
 	waitAllRunning(ctx, b, kube, flatAMs*flatContainers)
-	costsSmall := measureCalls(ctx, b, load, rmPID, c.RM, small, "")
+	costsSmall := measureCalls(ctx, b, load, rmPID, c.RM, small, smallProfile(os.Getenv(kwokCPUEnv)))
 
 	began := time.Now()
 	allocateAll(ctx, b, c.RM, pods/containersPerApp, containersPerApp)
@@ -665,6 +666,15 @@ func measureCalls(ctx context.Context, b *testing.B, load *rcLoad, pid int, addr
 	}
 	out.idle = float64(idleCPU.Milliseconds()) / idleWall.Seconds()
 	return out
+}
+
+// smallProfile is where the small cluster's call profiles go when the
+// large one's go to path: beside them, so the two sizes read side by side.
+func smallProfile(path string) string {
+	if path == "" {
+		return ""
+	}
+	return path + ".small"
 }
 
 // waitAllRunning waits until n Knit pods run: no Knit pod is left in any
