@@ -4,7 +4,8 @@
 // clients submit to and watch the federation as one cluster, serves the
 // federation's admin calls on yarn.router.rmadmin.address, serves the
 // federation's REST API and page on yarn.router.webapp.address, and marks
-// silent sub-clusters LOST. It issues, renews and cancels RM delegation
+// silent sub-clusters LOST. It names new applications itself, under a
+// cluster timestamp it claims in the store. It issues, renews and cancels RM delegation
 // tokens on keys every Router shares through the store, and its client
 // port accepts them for authentication. This file wires the pieces with fx; what they
 // do lives in federation/.
@@ -12,6 +13,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"net/http"
 	"time"
@@ -98,8 +100,16 @@ func newRouter(c *fedstore.Cache, m *tokens.Manager, settings federation.Setting
 	if err != nil {
 		return nil, err
 	}
+	// Each Router process claims timestamps as a claimant of its own: a
+	// name two processes never share, so that a restarted Router or a
+	// second one never holds another's timestamp.
+	ids, err := membership.NewTimestamps(c, "router-"+rand.Text())
+	if err != nil {
+		return nil, err
+	}
 	return router.New(router.Config{
 		Store:        c,
+		IDs:          ids,
 		Tokens:       m,
 		TokenService: service,
 		DefaultPolicy: fedstore.PolicyConfiguration{Queue: federation.DefaultPolicyQueue, Type: settings.PolicyManager,

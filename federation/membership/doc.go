@@ -11,7 +11,8 @@
 // through them when it first fixes one (the first millisecond from its
 // clock on that no other sub-cluster holds, claimed in the store) and
 // holds it again on each activation, failing when another sub-cluster
-// holds it, before it hands out any id. The registration carries it as the
+// holds it, before it hands out any id. knit-router picks its own through
+// them too, under a claimant id of its own. The registration carries it as the
 // sub-cluster's LastStartTime, as YARN's SubClusterInfo carries the RM's
 // cluster timestamp.
 //

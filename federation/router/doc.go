@@ -5,7 +5,13 @@
 //
 //   - getNewApplication asks a random active sub-cluster, trying others
 //     on failure (yarn.router.submit.retry): ids never collide, as each
-//     RM names applications by its own cluster timestamp.
+//     RM names applications by its own cluster timestamp. knit-router
+//     answers it itself once it knows that sub-cluster's maximum
+//     capability (asked again after a minute), naming the application
+//     under a cluster timestamp it claims in the store as the RMs claim
+//     theirs (ids.go): a submission then costs one round trip to a
+//     sub-cluster instead of two. The RMs take any id, as YARN's RMs take
+//     the ids their Router got from another sub-cluster.
 //   - submitApplication picks the home by the queue's router policy (the
 //     queue's in the store, else "*"'s, else yarn.federation.policy-manager;
 //     the policies of policy.go and policy_managers.go),

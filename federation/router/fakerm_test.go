@@ -290,6 +290,11 @@ type routerOptions struct {
 	// tokens, if set, is the Router's delegation token secret manager,
 	// whose tokens its port also takes for authentication.
 	tokens *tokens.Manager
+	// ids, if set, lets the Router name applications itself, its
+	// capabilities kept capabilityTTL by now.
+	ids           TimestampPicker
+	capabilityTTL time.Duration
+	now           func() time.Time
 }
 
 // testTokenService is the service of the tokens test Routers issue.
@@ -308,6 +313,7 @@ func serveRouter(t testing.TB, s store.StateStore, o routerOptions) (string, *cl
 		o.cache = store.NewCache(s, 0, nil)
 	}
 	r, err := New(Config{Store: o.cache, DefaultPolicy: o.policy, SubmitRetry: 3, Rand: o.rand, Machines: o.machines, Tokens: o.tokens, TokenService: testTokenService,
+		IDs: o.ids, CapabilityTTL: o.capabilityTTL, Now: o.now,
 		ConnectBackOff: func() backoff.BackOff { return &backoff.StopBackOff{} },
 		Logger:         slog.New(slog.NewTextHandler(t.Output(), nil))})
 	if err != nil {

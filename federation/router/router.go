@@ -70,8 +70,20 @@ type Config struct {
 	// TokenService is the service of the tokens the Router issues: its
 	// client address as "ip:port", where a client that holds one finds it.
 	TokenService string
+	// IDs, when set, lets the Router answer getNewApplication itself
+	// with ids under a cluster timestamp it claims, once it knows the
+	// chosen sub-cluster's maximum capability: a submission then makes
+	// one round trip to a sub-cluster, not two. Nil asks the sub-cluster
+	// every time, as YARN's Router does.
+	IDs TimestampPicker
+	// CapabilityTTL is how long a sub-cluster's maximum capability is
+	// answered before the Router asks its RM again (with IDs only); zero
+	// means a minute.
+	CapabilityTTL time.Duration
 	// Rand is the policies' Randomness; nil means math/rand/v2's.
-	Rand   Randomness
+	Rand Randomness
+	// Now is the capabilities' clock; nil means time.Now.
+	Now    func() time.Time
 	Logger *slog.Logger
 }
 
@@ -87,6 +99,9 @@ type Router struct {
 	tokens        *tokens.Manager
 	tokenService  string
 	log           *slog.Logger
+	// ids and limits are nil unless the Router hands out ids itself.
+	ids    *applicationIDs
+	limits *capabilities
 
 	randMu sync.Mutex
 	rand   Randomness
@@ -126,6 +141,14 @@ func New(cfg Config) (*Router, error) {
 	}
 	if r.log == nil {
 		r.log = slog.Default()
+	}
+	if cfg.IDs != nil {
+		now := cfg.Now
+		if now == nil {
+			now = time.Now
+		}
+		r.ids = &applicationIDs{picker: cfg.IDs, now: now}
+		r.limits = &capabilities{ttl: cmp.Or(cfg.CapabilityTTL, defaultCapabilityTTL), now: now, kept: map[string]keptCapability{}}
 	}
 	return r, nil
 }
@@ -302,7 +325,9 @@ func wrapped(cause error, format string, args ...any) error {
 }
 
 // GetNewApplication asks a random active sub-cluster for a new
-// application, another one if it fails, up to the retries.
+// application, another one if it fails, up to the retries. A Router with
+// its own ids answers for that sub-cluster itself while it knows the
+// sub-cluster's maximum capability.
 func (r *Router) GetNewApplication(ctx context.Context, req *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
 	var resp *yarnpb.GetNewApplicationResponseProto
 	err := r.OnRandomActive(ctx, func(ctx context.Context, sc store.SubClusterInfo) (err error) {
@@ -344,10 +369,23 @@ func (r *Router) onRandomActive(ctx context.Context, what, failed string, try fu
 }
 
 func (r *Router) newApplicationOn(ctx context.Context, sc store.SubClusterInfo, req *yarnpb.GetNewApplicationRequestProto) (resp *yarnpb.GetNewApplicationResponseProto, err error) {
+	if r.ids != nil {
+		if limit, ok := r.limits.fresh(sc.ID); ok {
+			id, err := r.ids.next(ctx)
+			if err == nil {
+				return &yarnpb.GetNewApplicationResponseProto{ApplicationId: id.Proto(), MaximumCapability: limit}, nil
+			}
+			// The sub-cluster can still name the application.
+			r.log.WarnContext(ctx, "asking the sub-cluster for an application id", "subCluster", sc.ID, "err", err)
+		}
+	}
 	err = r.call(ctx, sc, func(rm *ipc.Client) error {
 		resp, err = acp(rm).GetNewApplication(ctx, req)
 		return err
 	})
+	if err == nil && r.limits != nil {
+		r.limits.keep(sc.ID, resp.GetMaximumCapability())
+	}
 	return resp, err
 }
 

@@ -247,7 +247,9 @@ const MaxRouterToken = 16 << 10
 // alone: two sub-clusters under one timestamp would hand out the same ids.
 // YARN leaves it to chance (the timestamp is an RM's start time, in
 // milliseconds); a Knit RM claims its timestamp here before it hands out
-// any id, and a claim, once made, is never given to another sub-cluster:
+// any id (and so does a knit-router, under a claimant id of its own, for
+// the ids it hands out itself), and a claim, once made, is never given to
+// another sub-cluster:
 // the ids of a sub-cluster gone LOST or deregistered live on in the
 // homes, reports and logs of its applications.
 type ClusterTimestamps interface {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/knitdev/knit/daemonsets/amrmproxy"
 	"github.com/knitdev/knit/federation"
+	"github.com/knitdev/knit/federation/membership"
 	"github.com/knitdev/knit/federation/router"
 	"github.com/knitdev/knit/federation/store"
 	"github.com/knitdev/knit/protocols/commonpb"
@@ -148,7 +149,12 @@ func startFedHops(ctx context.Context, rmClient, rmAM string, homes []string) (_
 			return nil, err
 		}
 	}
-	r, err := router.New(router.Config{Store: store.NewCache(h.store, time.Hour, nil), SubmitRetry: 1,
+	// The Router names applications itself, as knit-router does.
+	ids, err := membership.NewTimestamps(h.store, "router-bench")
+	if err != nil {
+		return nil, err
+	}
+	r, err := router.New(router.Config{Store: store.NewCache(h.store, time.Hour, nil), SubmitRetry: 1, IDs: ids,
 		ConnectBackOff: func() backoff.BackOff { return &backoff.StopBackOff{} }, Logger: quiet})
 	if err != nil {
 		return nil, err
