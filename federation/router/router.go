@@ -159,13 +159,12 @@ func (r *Router) Register(srv *ipc.Server) error {
 }
 
 // Methods are the Router's ApplicationClientProtocol methods. The calls
-// about one application go to its home with their request and answer as
-// the client and the RM encoded them: the Router decodes the request
-// alone, to route it.
+// about one application, and submissions, go to its home with their
+// request and answer as the client and the RM encoded them: the Router
+// decodes the request alone, to route it.
 func (r *Router) Methods() []ipc.Method {
 	return append(yarnrpc.ApplicationClientProtocolFuncs{
 		GetNewApplication:        r.GetNewApplication,
-		SubmitApplication:        r.SubmitApplication,
 		GetApplications:          r.GetApplications,
 		GetClusterMetrics:        r.GetClusterMetrics,
 		GetClusterNodes:          r.GetClusterNodes,
@@ -189,6 +188,7 @@ func (r *Router) Methods() []ipc.Method {
 		RenewDelegationToken:     r.RenewDelegationToken,
 		CancelDelegationToken:    r.CancelDelegationToken,
 	}.Methods(),
+		ipc.HandleRaw("submitApplication", r.submitApplication),
 		routed(r, "getApplicationReport", "get the application report", (*yarnpb.GetApplicationReportRequestProto).GetApplicationId),
 		routed(r, "forceKillApplication", "kill the application", (*yarnpb.KillApplicationRequestProto).GetApplicationId),
 		routed(r, "getApplicationAttempts", "get the application attempts", (*yarnpb.GetApplicationAttemptsRequestProto).GetApplicationId),
@@ -389,10 +389,11 @@ func (r *Router) newApplicationOn(ctx context.Context, sc store.SubClusterInfo, 
 	return resp, err
 }
 
-// SubmitApplication submits to the home the queue's policy picks,
+// submitApplication submits to the home the queue's policy picks,
 // recorded first; on a failure the sub-cluster is blacklisted and the
-// next try moves the application's home.
-func (r *Router) SubmitApplication(ctx context.Context, req *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
+// next try moves the application's home. The request goes on as the
+// client encoded it, and the answer as the RM encoded it.
+func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplicationRequestProto, encoded []byte) ([]byte, error) {
 	asc := req.GetApplicationSubmissionContext()
 	if asc == nil || asc.GetApplicationId() == nil {
 		return nil, yarnerr.YarnException.New("Missing submitApplication request or applicationSubmissionContext information.")
@@ -401,15 +402,17 @@ func (r *Router) SubmitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 	if err != nil {
 		return nil, yarnerr.YarnException.Wrap(err)
 	}
-	var resp *yarnpb.SubmitApplicationResponseProto
+	var resp []byte
 	sub := Submission{Application: appID.String(), Name: asc.GetApplicationName(), Queue: asc.GetQueue()}
 	for _, rr := range asc.GetAmContainerResourceRequest() {
 		sub.AMResourceNames = append(sub.AMResourceNames, rr.GetResourceName())
 	}
 	err = r.SubmitHome(ctx, sub,
 		func(ctx context.Context, home string) (err error) {
-			resp, err = r.submitOn(ctx, home, req)
-			return err
+			return r.callID(ctx, home, func(rm *ipc.Client) error {
+				resp, err = rm.CallRaw(ctx, "submitApplication", encoded)
+				return err
+			})
 		})
 	return resp, err
 }
@@ -475,14 +478,6 @@ func (r *Router) SubmitHome(ctx context.Context, sub Submission, submit func(ctx
 		blacklist[home] = true
 	}
 	return yarnerr.YarnException.Errorf("Application %s with appId %s failed to be submitted.", sub.Name, app)
-}
-
-func (r *Router) submitOn(ctx context.Context, home string, req *yarnpb.SubmitApplicationRequestProto) (resp *yarnpb.SubmitApplicationResponseProto, err error) {
-	err = r.callID(ctx, home, func(rm *ipc.Client) error {
-		resp, err = acp(rm).SubmitApplication(ctx, req)
-		return err
-	})
-	return resp, err
 }
 
 // policyFor is the router policy of queue: the queue's own in the store,
