@@ -71,10 +71,13 @@ const (
 	// UnrecognizedOption is commons-cli's, which the yarn commands print.
 	UnrecognizedOption Class = "org.apache.commons.cli.UnrecognizedOptionException"
 	WebApplication     Class = "javax.ws.rs.WebApplicationException"
-	webappPackage            = "org.apache.hadoop.yarn.webapp."
-	BadRequest         Class = webappPackage + "BadRequestException"
-	NotFound           Class = webappPackage + "NotFoundException"
-	Forbidden          Class = webappPackage + "ForbiddenException"
+	// Unmarshal is JAXB's: Jersey wraps it in a WebApplication (400)
+	// when a request's body cannot be read.
+	Unmarshal     Class = "javax.xml.bind.UnmarshalException"
+	webappPackage       = "org.apache.hadoop.yarn.webapp."
+	BadRequest    Class = webappPackage + "BadRequestException"
+	NotFound      Class = webappPackage + "NotFoundException"
+	Forbidden     Class = webappPackage + "ForbiddenException"
 )
 
 // Java's and Jersey's unchecked exceptions that reach Hadoop's

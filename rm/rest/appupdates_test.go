@@ -58,8 +58,8 @@ func TestPriorityQueueAndTimeoutsAnswerAsRMWebServices(t *testing.T) {
 		{name: "put priority of unknown app", method: "PUT", target: unknown + "/priority?user.name=root", in: `{"priority":5}`, status: 404,
 			exception: "NotFoundException", message: "java.lang.Exception: app with id: application_1795333013199_9999 not found"},
 		{name: "put no priority", method: "PUT", target: app3 + "/priority?user.name=root", in: `{}`, status: 200, body: `{"priority":0}`},
-		{name: "put no body", method: "PUT", target: app3 + "/priority?user.name=root", status: 400, exception: "BadRequestException",
-			message: "java.lang.Exception: invalid JSON body: unexpected end of JSON input"},
+		{name: "put no body", method: "PUT", target: app3 + "/priority?user.name=root", status: 400, exception: "WebApplicationException",
+			message: unreadableMessage("invalid JSON body: unexpected end of JSON input")},
 		{name: "get priority of unknown app", method: "GET", target: unknown + "/priority", status: 404,
 			exception: "NotFoundException", message: "java.lang.Exception: app with id: application_1795333013199_9999 not found"},
 

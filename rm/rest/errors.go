@@ -46,6 +46,15 @@ func forbidden(msg string) *remoteException {
 	return webAppError(http.StatusForbidden, yarnerr.Forbidden, msg)
 }
 
+// unreadableBody is Jersey's answer to a body its JAXB provider cannot
+// read: a WebApplicationException (400) around JAXB's
+// UnmarshalException, whose message is that exception as Java prints one
+// with its linked exception. The linked exception's text is Knit's own
+// reading of the fault, as no Java parser read the body.
+func unreadableBody(detail string) *remoteException {
+	return exception(http.StatusBadRequest, yarnerr.WebApplication.New(string(yarnerr.Unmarshal)+"\n - with linked exception:\n["+detail+"]"))
+}
+
 // illegalArgument is a java.lang.IllegalArgumentException (400), e.g. an
 // unknown enum constant.
 func illegalArgument(msg string) *remoteException {

@@ -65,6 +65,7 @@ const (
 	unauthenticatedMessage = "Unable to obtain user name, user not authenticated"
 	yarnRuntimeClass       = "org.apache.hadoop.yarn.exceptions.YarnRuntimeException"
 	badRequestClass        = "org.apache.hadoop.yarn.webapp.BadRequestException"
+	webApplicationClass    = "javax.ws.rs.WebApplicationException"
 	authorizationClass     = "org.apache.hadoop.security.authorize.AuthorizationException"
 )
 
@@ -143,7 +144,7 @@ func TestReservationResourcesAnswerAsRMWebServicesWithoutAReservationSystem(t *t
 	}
 	unreadable := func(name, target, contentType, body, message string) remoteCase {
 		return remoteCase{name: name, method: http.MethodPost, target: target, contentType: contentType, body: body, requireUser: true,
-			status: http.StatusBadRequest, exception: "BadRequestException", message: "java.lang.Exception: " + message, javaClass: badRequestClass}
+			status: http.StatusBadRequest, exception: "WebApplicationException", message: unreadableMessage(message), javaClass: webApplicationClass}
 	}
 	newReservationFailed := func(name, target string, requireUser bool) remoteCase {
 		return remoteCase{name: name, method: http.MethodPost, target: target, requireUser: requireUser, status: http.StatusInternalServerError,

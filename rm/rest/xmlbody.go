@@ -43,11 +43,12 @@ const xsiNamespace = "http://www.w3.org/2001/XMLSchema-instance"
 // Content-Type (parameters allowed), JSON for any other or none, which the
 // RM has always taken although Jersey answers it 415. An XML body's root
 // element must be root, as JAXB refuses one it has no class for; an empty
-// root takes any. Errors are BadRequestException answers.
+// root takes any. Errors are the WebApplicationException answers (400)
+// Jersey gives a body JAXB cannot read.
 func DecodeBody(contentType, root string, body []byte, v any) error {
 	if !isXMLMediaType(contentType) {
 		if err := json.Unmarshal(body, v); err != nil {
-			return badRequest("invalid JSON body: " + err.Error())
+			return unreadableBody("invalid JSON body: " + err.Error())
 		}
 		return nil
 	}
@@ -56,7 +57,7 @@ func DecodeBody(contentType, root string, body []byte, v any) error {
 		err = json.Unmarshal(doc, v)
 	}
 	if err != nil {
-		return badRequest("invalid XML body: " + err.Error())
+		return unreadableBody("invalid XML body: " + err.Error())
 	}
 	return nil
 }

@@ -242,6 +242,12 @@ func TestTheDocumentationsSubmissionArrivesWhole(t *testing.T) {
 	}
 }
 
+// unreadableMessage is the message of Jersey's answer to a body it cannot
+// read, whose linked exception reads detail.
+func unreadableMessage(detail string) string {
+	return "javax.xml.bind.UnmarshalException\n - with linked exception:\n[" + detail + "]"
+}
+
 func TestBadXMLBodiesAreBadRequests(t *testing.T) {
 	const state = app3 + "/state?user.name=root"
 	const priority = app3 + "/priority?user.name=root"
@@ -249,7 +255,7 @@ func TestBadXMLBodiesAreBadRequests(t *testing.T) {
 	deep := "<appstate>" + strings.Repeat("<x>", maxBodyDepth) + strings.Repeat("</x>", maxBodyDepth) + "</appstate>"
 	tests := []struct {
 		name, target, body string
-		message            string // the message, after "java.lang.Exception: invalid XML body: "
+		message            string // the linked exception's text, after "invalid XML body: "
 	}{
 		{"not well formed", state, `<appstate><state>KILLED</appstate>`, "XML syntax error on line 1: element <state> closed by </appstate>"},
 		{"cut short", state, `<appstate><state>KILLED</state>`, "XML syntax error on line 1: unexpected EOF"},
@@ -287,8 +293,8 @@ func TestBadXMLBodiesAreBadRequests(t *testing.T) {
 				method = http.MethodPost
 			}
 			w := serveAs(t, newServer(t, newFake(t)), method, tt.target, "application/xml", "", tt.body)
-			want := `{"RemoteException":{"exception":"BadRequestException","message":` + string(quote("java.lang.Exception: invalid XML body: "+tt.message)) +
-				`,"javaClassName":"org.apache.hadoop.yarn.webapp.BadRequestException"}}`
+			want := `{"RemoteException":{"exception":"WebApplicationException","message":` + string(quote(unreadableMessage("invalid XML body: "+tt.message))) +
+				`,"javaClassName":"javax.ws.rs.WebApplicationException"}}`
 			if w.Code != http.StatusBadRequest || w.Body.String() != want {
 				t.Errorf("%d %s\nwant 400 %s", w.Code, w.Body, want)
 			}
@@ -299,9 +305,9 @@ func TestBadXMLBodiesAreBadRequests(t *testing.T) {
 func TestBadXMLBodyIsAnsweredInXMLWhenAskedFor(t *testing.T) {
 	w := serveAs(t, newServer(t, newFake(t)), "PUT", app3+"/priority?user.name=root", "application/xml", "application/xml",
 		`<applicationpriority><priority>high</priority></applicationpriority>`)
-	want := xmlHeader + `<RemoteException><exception>BadRequestException</exception>` +
-		`<message>java.lang.Exception: invalid XML body: applicationpriority/priority: &#34;high&#34; is not a valid int</message>` +
-		`<javaClassName>org.apache.hadoop.yarn.webapp.BadRequestException</javaClassName></RemoteException>`
+	want := xmlHeader + `<RemoteException><exception>WebApplicationException</exception>` +
+		`<message>javax.xml.bind.UnmarshalException&#xA; - with linked exception:&#xA;[invalid XML body: applicationpriority/priority: &#34;high&#34; is not a valid int]</message>` +
+		`<javaClassName>javax.ws.rs.WebApplicationException</javaClassName></RemoteException>`
 	if w.Code != http.StatusBadRequest || w.Header().Get("Content-Type") != xmlContentType || w.Body.String() != want {
 		t.Errorf("%d %s %s", w.Code, w.Header().Get("Content-Type"), w.Body)
 	}
