@@ -305,24 +305,32 @@ func getProfile(ctx context.Context, url string) (io.ReadCloser, error) {
 // at the end of the debug=1 heap profile url serves.
 func memStatsOf(ctx context.Context, b *testing.B, url string) map[string]uint64 {
 	b.Helper()
-	body := profile(ctx, b, url)
-	defer body.Close()
 	out := map[string]uint64{}
-	sc := bufio.NewScanner(body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "# "), " = ")
-		if !ok || !strings.HasPrefix(sc.Text(), "# ") {
-			continue
+	eachLine(ctx, b, url, func(line string) {
+		name, value, ok := strings.Cut(strings.TrimPrefix(line, "# "), " = ")
+		if !ok || !strings.HasPrefix(line, "# ") {
+			return
 		}
 		if n, err := strconv.ParseUint(value, 10, 64); err == nil {
 			out[name] = n
 		}
+	})
+	return out
+}
+
+// eachLine calls f with each line of the answer at url, in order.
+func eachLine(ctx context.Context, b *testing.B, url string, f func(line string)) {
+	b.Helper()
+	body := profile(ctx, b, url)
+	defer body.Close()
+	sc := bufio.NewScanner(body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		f(sc.Text())
 	}
 	if err := sc.Err(); err != nil {
 		b.Fatal(err)
 	}
-	return out
 }
 
 // promRuntimeStats are the Go collector's figures runtimeStatsOf reads,
@@ -342,26 +350,19 @@ var promRuntimeStats = map[string]string{
 // that the rounds' few getClusterNodes calls were then charged with.
 func runtimeStatsOf(ctx context.Context, b *testing.B, url string) map[string]uint64 {
 	b.Helper()
-	body := profile(ctx, b, url)
-	defer body.Close()
 	out := map[string]uint64{}
-	sc := bufio.NewScanner(body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
+	eachLine(ctx, b, url, func(line string) {
+		name, value, ok := strings.Cut(line, " ")
 		key, known := promRuntimeStats[name]
 		if !ok || !known {
-			continue
+			return
 		}
 		f, err := strconv.ParseFloat(value, 64)
 		if err != nil {
-			b.Fatalf("%s: %s: %v", url, sc.Text(), err)
+			b.Fatalf("%s: %s: %v", url, line, err)
 		}
 		out[key] = uint64(f)
-	}
-	if err := sc.Err(); err != nil {
-		b.Fatal(err)
-	}
+	})
 	if len(out) != len(promRuntimeStats) {
 		b.Fatalf("%s: found %v of the Go collector's %v", url, out, promRuntimeStats)
 	}
