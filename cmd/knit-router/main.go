@@ -5,10 +5,10 @@
 // federation's admin calls on yarn.router.rmadmin.address, serves the
 // federation's REST API and page on yarn.router.webapp.address, and marks
 // silent sub-clusters LOST. It names new applications itself, under a
-// cluster timestamp it claims in the store. It issues, renews and cancels RM delegation
-// tokens on keys every Router shares through the store, and its client
-// port accepts them for authentication. This file wires the pieces with fx; what they
-// do lives in federation/.
+// cluster timestamp it claims in the store. It issues, renews and cancels
+// RM delegation tokens on keys every Router shares through the store, and
+// its client port accepts them for authentication. This file wires the
+// pieces with fx; what they do lives in federation/.
 package main
 
 import (

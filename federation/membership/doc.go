@@ -12,9 +12,9 @@
 // clock on that no other sub-cluster holds, claimed in the store) and
 // holds it again on each activation, failing when another sub-cluster
 // holds it, before it hands out any id. knit-router picks its own through
-// them too, under a claimant id of its own. The registration carries it as the
-// sub-cluster's LastStartTime, as YARN's SubClusterInfo carries the RM's
-// cluster timestamp.
+// them too, under a claimant id of its own. The registration carries it as
+// the sub-cluster's LastStartTime, as YARN's SubClusterInfo carries the
+// RM's cluster timestamp.
 //
 // The member also forgets the homes of the sub-cluster's applications the
 // RM no longer holds (its completed applications past

@@ -136,7 +136,7 @@ func TestARouterWhoseSequenceRunsOutClaimsANewTimestamp(t *testing.T) {
 	}
 }
 
-// failingPicker is a store that cannot take a claim.
+// failingPicker picks as a store that takes no claim would.
 type failingPicker struct{}
 
 func (failingPicker) Pick(context.Context, int64) (int64, error) {

@@ -82,7 +82,8 @@ type Config struct {
 	CapabilityTTL time.Duration
 	// Rand is the policies' Randomness; nil means math/rand/v2's.
 	Rand Randomness
-	// Now is the capabilities' clock; nil means time.Now.
+	// Now is the clock of the capabilities' TTL and of the first
+	// timestamp the Router claims; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
 }

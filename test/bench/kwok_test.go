@@ -633,8 +633,9 @@ type callCosts struct {
 // and go on until they span flatGCCycles more, so that they carry their
 // share of collection at any heap size; the collections between rounds
 // are counted from /metrics (runtimeStatsOf), whose scrape allocates
-// little, so that the counting starts few of its own. With profile set, a CPU profile
-// of knit-rm over each call's first rounds goes to profile.<method>.
+// little, so that the counting starts few of its own. With profile set,
+// a CPU profile of knit-rm over each call's first rounds goes to
+// profile.<method>.
 // ams's response ids advance with the heartbeats made.
 func measureCalls(ctx context.Context, b *testing.B, load *rcLoad, pid int, addrs *localcluster.RMAddresses, ams []benchAM, profile string) callCosts {
 	b.Helper()
