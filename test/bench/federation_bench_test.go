@@ -98,6 +98,11 @@ type fedHopSide struct {
 	// in front of it.
 	proxy, fedProxy     string
 	proxied, fedProxied []*commonpb.TokenProto
+	// relayClient and relayAM are tcpRelays to the RM's client and
+	// scheduler ports, the floor of any hop; relayed are the RM's own
+	// tokens of the AMs registered through relayAM.
+	relayClient, relayAM string
+	relayed              []*commonpb.TokenProto
 }
 
 func (f *fedScene) close() {
@@ -115,14 +120,16 @@ const (
 
 // fedHops are a Router whose one sub-cluster is the RM (its store holding
 // the homes of the applications it was given, read through a warm cache
-// as in steady state) and two AMRMProxies in front of the RM's scheduler,
+// as in steady state), two AMRMProxies in front of the RM's scheduler,
 // one with the default pipeline, one with the FederationInterceptor in
-// front of it, the store telling it the RM is the home.
+// front of it, the store telling it the RM is the home, and a tcpRelay to
+// each of the RM's two ports.
 type fedHops struct {
-	store   *store.Memory
-	router  string
-	proxies map[string]*fedProxy
-	stops   []func()
+	store                *store.Memory
+	router               string
+	proxies              map[string]*fedProxy
+	relayClient, relayAM string
+	stops                []func()
 }
 
 type fedProxy struct {
@@ -172,6 +179,17 @@ func startFedHops(ctx context.Context, rmClient, rmAM string, homes []string) (_
 		return nil, err
 	}
 	h.stops = append(h.stops, stop)
+	for _, relay := range []struct {
+		to   string
+		addr *string
+	}{{rmClient, &h.relayClient}, {rmAM, &h.relayAM}} {
+		r, err := startTCPRelay(relay.to)
+		if err != nil {
+			return nil, err
+		}
+		h.stops = append(h.stops, func() { _ = r.close() })
+		*relay.addr = r.addr()
+	}
 	pipelines := map[string]struct {
 		names  []string
 		stages map[string]amrmproxy.Stage
@@ -286,8 +304,10 @@ func startFedScene(b *testing.B) *fedScene {
 		b.Fatal(err)
 	}
 	defer owner.Close()
-	f.local = fedHopSide{router: local.router, proxy: local.proxies[fedPipelineDefault].addr, fedProxy: local.proxies[fedPipelineFederated].addr}
-	f.remote = fedHopSide{router: child.addrs.Router, proxy: child.addrs.Proxy, fedProxy: child.addrs.FedProxy}
+	f.local = fedHopSide{router: local.router, proxy: local.proxies[fedPipelineDefault].addr, fedProxy: local.proxies[fedPipelineFederated].addr,
+		relayClient: local.relayClient, relayAM: local.relayAM}
+	f.remote = fedHopSide{router: child.addrs.Router, proxy: child.addrs.Proxy, fedProxy: child.addrs.FedProxy,
+		relayClient: child.addrs.RelayClient, relayAM: child.addrs.RelayAM}
 	for _, side := range []struct {
 		name string
 		hops *fedHopSide
@@ -307,14 +327,20 @@ func startFedScene(b *testing.B) *fedScene {
 		side.hops.fedProxied = f.registerAMs(b, owner, side.name+" federated", side.hops.fedProxy, func(app string, rmToken token.Token) (token.Token, error) {
 			return side.start(fedPipelineFederated, app, rmToken)
 		})
+		// Through a relay an AM talks to the RM itself, with the RM's
+		// token.
+		side.hops.relayed = f.registerAMs(b, owner, side.name+" relayed", side.hops.relayAM, func(_ string, rmToken token.Token) (token.Token, error) {
+			return rmToken, nil
+		})
 	}
 	return f
 }
 
 // registerAMs submits applications of their own, as many as the largest
-// level needs, starts their AMs in an AMRMProxy at addr with start and
-// registers them through it, with task containers as the running
-// applications have; it returns the AMs' local tokens.
+// level needs, starts their AMs with start (in an AMRMProxy, whose local
+// token it returns, or nowhere, returning the RM's) and registers them
+// through addr, with task containers as the running applications have; it
+// returns the tokens the AMs call addr with.
 func (f *fedScene) registerAMs(b *testing.B, owner *ipc.Client, name, addr string, start func(app string, rmToken token.Token) (token.Token, error)) []*commonpb.TokenProto {
 	b.Helper()
 	ctx := context.Background()
@@ -389,7 +415,9 @@ func (f *fedScene) dial(b *testing.B, l *rcLoad, c fedCase, addr string, tokens 
 // the same direct AMs against both. The load is rcLoad's Go client in a
 // process of its own; the RM shares this one with one set of the hops,
 // and the same hops run again in a process of their own, as deployed
-// (rows ", own process"). At 1 connection (a lone caller's latency) and 16 (throughput),
+// (rows ", own process"). Each hop's calls are also made through a
+// tcpRelay in the hop's process (rows "via TCP relay"): the floor of any
+// hop on this machine. At 1 connection (a lone caller's latency) and 16 (throughput),
 // one call outstanding on each, rounds of fedRound in fedOrder after a
 // warm-up of fedWarm each. It prints calls/s, p50 and p99 of each side,
 // the CPU per call of the RM's process and of the hops' own (the RM's
@@ -425,6 +453,9 @@ func BenchmarkFederationVersusDirectRM(b *testing.B) {
 			fedCase{name: "getApplicationReport via Router" + side.suffix, method: "getApplicationReport", metric: metric("getApplicationReport"), direct: f.rc.target.client, hop: h.router, child: side.child},
 			fedCase{name: "allocate via AMRMProxy" + side.suffix, method: "allocate", metric: metric("allocate"), direct: f.rc.target.am, hop: h.proxy, am: true, hopTokens: h.proxied, child: side.child},
 			fedCase{name: "allocate via AMRMProxy federated" + side.suffix, method: "allocate", metric: metric("allocate-federated"), direct: f.rc.target.am, hop: h.fedProxy, am: true, hopTokens: h.fedProxied, child: side.child},
+			fedCase{name: "submit via TCP relay" + side.suffix, method: "submit", metric: metric("submit-tcp-relay"), direct: f.rc.target.client, hop: h.relayClient, child: side.child},
+			fedCase{name: "getApplicationReport via TCP relay" + side.suffix, method: "getApplicationReport", metric: metric("getApplicationReport-tcp-relay"), direct: f.rc.target.client, hop: h.relayClient, child: side.child},
+			fedCase{name: "allocate via TCP relay" + side.suffix, method: "allocate", metric: metric("allocate-tcp-relay"), direct: f.rc.target.am, hop: h.relayAM, am: true, hopTokens: h.relayed, child: side.child},
 		)
 	}
 	// cpu is the CPU time of the processes a case's hop side runs in:

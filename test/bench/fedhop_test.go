@@ -37,6 +37,7 @@ type fedHopCmd struct {
 type fedHopReply struct {
 	Err                     string
 	Router, Proxy, FedProxy string
+	RelayClient, RelayAM    string
 	Token                   []byte
 	CPU                     time.Duration
 }
@@ -62,6 +63,7 @@ func serveFedHops(in io.Reader, out io.Writer) error {
 		case cmd.Op == "start" && hops == nil:
 			if hops, err = startFedHops(ctx, cmd.RMClient, cmd.RMAM, cmd.Homes); err == nil {
 				reply.Router, reply.Proxy, reply.FedProxy = hops.router, hops.proxies[fedPipelineDefault].addr, hops.proxies[fedPipelineFederated].addr
+				reply.RelayClient, reply.RelayAM = hops.relayClient, hops.relayAM
 			}
 		case cmd.Op == "am" && hops != nil:
 			var real commonpb.TokenProto

@@ -153,8 +153,10 @@ func amPage(size int, declared bool, conns *atomic.Int64) *httptest.Server {
 // clients and the AM held to one core and the proxy in a process of its own
 // on the other, as the RM's proxy runs on its own host; the separate ratio
 // is the goal (0.8), since on shared cores every proxied page also
-// pays the proxy's CPU out of the clients' and the AM's budget (see below).
-// Then proxyAlone pages of one client alone on each path. It does so for two pages: the size of the recorded
+// pays the proxy's CPU out of the clients' and the AM's budget (see below);
+// the separate rounds also run the standard library's reverse proxy and a
+// tcpRelay at the proxy's place, the floors of a net/http proxy and of any
+// hop. Then proxyAlone pages of one client alone on each path. It does so for two pages: the size of the recorded
 // MapReduce AM's job page with its length declared, and 64 KiB streamed in
 // 8 KiB chunks. Every connection is kept alive: client to AM, client to
 // proxy, proxy to AM. It reports pages/s, the ratio proxy/direct (the
@@ -189,7 +191,7 @@ func BenchmarkWebProxyVersusDirect(b *testing.B) {
 		var direct, proxied fetched
 		var directAlone, proxiedAlone []time.Duration
 		var directConns, proxiedConns int64
-		var sepDirect, sepProxied, sepStdlib separate
+		var sepDirect, sepProxied, sepStdlib, sepRelay separate
 		// Connections the AM accepts during a round: a round's clients
 		// dial proxyClients of their own, the proxy keeps its own open
 		// across rounds; more would mean connections not kept alive.
@@ -210,10 +212,11 @@ func BenchmarkWebProxyVersusDirect(b *testing.B) {
 					proxiedConns += n
 				}
 			}
-			d, p, std := separateRounds(b, page.size, page.declared, round)
+			d, p, std, relay := separateRounds(b, page.size, page.declared, round)
 			sepDirect.add(d)
 			sepProxied.add(p)
 			sepStdlib.add(std)
+			sepRelay.add(relay)
 			directAlone = append(directAlone, pageTimes(b, am.URL+"/page", proxyAlone)...)
 			proxiedAlone = append(proxiedAlone, pageTimes(b, rm.URL+"/proxy/application_1_0001/page", proxyAlone)...)
 		}
@@ -244,6 +247,13 @@ func BenchmarkWebProxyVersusDirect(b *testing.B) {
 			b.ReportMetric(sepStdlib.perSec(), page.name+"-separate-stdlib-proxy-pages/s")
 			b.ReportMetric(sepStdlib.perSec()/sepDirect.perSec(), page.name+"-separate-stdlib-proxy/direct")
 			b.ReportMetric(sepProxied.perSec()/sepStdlib.perSec(), page.name+"-separate-proxy/stdlib-proxy")
+			// A TCP relay on the same core and path: what the hop
+			// costs before any proxy does any work, the clients' and
+			// the AM's share of it included.
+			b.ReportMetric(sepRelay.perSec(), page.name+"-separate-tcp-relay-pages/s")
+			b.ReportMetric(sepRelay.perSec()/sepDirect.perSec(), page.name+"-separate-tcp-relay/direct")
+			b.ReportMetric(sepRelay.peersCPUPerPage(), page.name+"-separate-tcp-relay-peers-cpu-µs/page")
+			b.ReportMetric(sepRelay.proxyCPUPerPage(), page.name+"-separate-tcp-relay-cpu-µs/page")
 			b.ReportMetric(sepDirect.peersCPUPerPage(), page.name+"-separate-direct-peers-cpu-µs/page")
 			b.ReportMetric(sepProxied.peersCPUPerPage(), page.name+"-separate-proxied-peers-cpu-µs/page")
 			b.ReportMetric(sepProxied.proxyCPUPerPage(), page.name+"-separate-proxy-cpu-µs/page")
@@ -257,7 +267,8 @@ func BenchmarkWebProxyVersusDirect(b *testing.B) {
 // benchProcessEnv, set in this test binary's environment, makes it one
 // party of the web proxy's separate-process rounds instead of running
 // tests (see TestMain): "am <size> <declared>" serves amPage, "proxy <url>"
-// the RM's web proxy to the AM at url.
+// the RM's web proxy to the AM at url, "stdlib-proxy <url>" the standard
+// library's reverse proxy to it, "tcp-relay <url>" a tcpRelay to it.
 const benchProcessEnv = "KNIT_BENCH_WEB_PARTY"
 
 // proxyProfileEnv names a file the proxy process writes its CPU profile to,
@@ -292,6 +303,7 @@ func runWebPartyIfRequested() {
 // and returns when in ends.
 func serveWebParty(role []string, in io.Reader, out io.Writer) error {
 	var h http.Handler
+	var relay *tcpRelay
 	cpu := peerCPU
 	switch {
 	case len(role) == 3 && role[0] == "am":
@@ -312,6 +324,18 @@ func serveWebParty(role []string, in io.Reader, out io.Writer) error {
 		rp := httputil.NewSingleHostReverseProxy(target)
 		rp.Transport = &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}
 		h = http.StripPrefix("/proxy/application_1_0001", rp)
+	case len(role) == 2 && role[0] == "tcp-relay":
+		cpu = proxyCPU
+		target, err := url.Parse(role[1])
+		if err != nil {
+			return err
+		}
+		// The AM answers any path, so the relayed request's
+		// /proxy/... path needs no rewriting.
+		if relay, err = startTCPRelay(target.Host); err != nil {
+			return err
+		}
+		defer relay.close()
 	case len(role) == 2 && role[0] == "proxy":
 		cpu = proxyCPU
 		p, err := webproxy.New(webproxy.Config{Apps: benchApps{url: role[1]}, RMWebURL: "http://rm:8088", Logger: quiet})
@@ -340,9 +364,15 @@ func serveWebParty(role []string, in io.Reader, out io.Writer) error {
 		return err
 	}
 	runtime.GOMAXPROCS(1)
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	if _, err := fmt.Fprintln(out, srv.URL); err != nil {
+	serving := ""
+	if relay != nil {
+		serving = "http://" + relay.addr()
+	} else {
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		serving = srv.URL
+	}
+	if _, err := fmt.Fprintln(out, serving); err != nil {
 		return err
 	}
 	sc := bufio.NewScanner(in)
@@ -445,13 +475,14 @@ func (s separate) proxyCPUPerPage() float64 {
 }
 
 // separateRounds runs rounds of direct and proxied fetches (direct, RM's
-// proxy, standard library's reverse proxy, and back) with separate
-// processes, as browsers, the RM and an AM are on separate hosts: this one
-// (the clients) and the AM's on peerCPU, each proxy's on proxyCPU. The
-// standard library's httputil.ReverseProxy, which does none of YARN's
-// work, is the floor of what a net/http proxy costs. It restores this
+// proxy, standard library's reverse proxy, TCP relay, and back) with
+// separate processes, as browsers, the RM and an AM are on separate hosts:
+// this one (the clients) and the AM's on peerCPU, each proxy's on
+// proxyCPU. The standard library's httputil.ReverseProxy, which does none
+// of YARN's work, is the floor of what a net/http proxy costs; the TCP
+// relay, which does no work at all, the floor of any hop. It restores this
 // process's CPUs before it returns.
-func separateRounds(b *testing.B, size int, declared bool, round time.Duration) (direct, proxied, stdlib separate) {
+func separateRounds(b *testing.B, size int, declared bool, round time.Duration) (direct, proxied, stdlib, relay separate) {
 	b.Helper()
 	cpus, err := allowedCPUs()
 	if err != nil || len(cpus) < 2 {
@@ -485,6 +516,15 @@ func separateRounds(b *testing.B, size int, declared bool, round time.Duration) 
 			b.Error(err)
 		}
 	}()
+	tcpRelay, err := startWebParty("tcp-relay", am.url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := tcpRelay.stop(); err != nil {
+			b.Error(err)
+		}
+	}()
 	if err := pinProcess(peerCPU); err != nil {
 		b.Fatal(err)
 	}
@@ -503,9 +543,10 @@ func separateRounds(b *testing.B, size int, declared bool, round time.Duration) 
 		return d
 	}
 	// 0 direct, 1 through the RM's proxy, 2 through the standard
-	// library's, each path's rounds spread over the run alike.
-	for _, k := range []int{0, 1, 2, 2, 1, 0} {
-		via := [...]*webParty{nil, proxy, stdProxy}[k]
+	// library's, 3 through the relay, each path's rounds spread over the
+	// run alike.
+	for _, k := range []int{0, 1, 2, 3, 3, 2, 1, 0} {
+		via := [...]*webParty{nil, proxy, stdProxy, tcpRelay}[k]
 		var s separate
 		amBefore := cpuOf(am)
 		var viaBefore time.Duration
@@ -519,7 +560,7 @@ func separateRounds(b *testing.B, size int, declared bool, round time.Duration) 
 			s.proxyCPU = cpuOf(via) - viaBefore
 		}
 		s.amCPU = cpuOf(am) - amBefore
-		[...]*separate{&direct, &proxied, &stdlib}[k].add(s)
+		[...]*separate{&direct, &proxied, &stdlib, &relay}[k].add(s)
 	}
-	return direct, proxied, stdlib
+	return direct, proxied, stdlib, relay
 }
