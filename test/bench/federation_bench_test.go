@@ -99,8 +99,9 @@ type fedHopSide struct {
 	proxy, fedProxy     string
 	proxied, fedProxied []*commonpb.TokenProto
 	// relayClient and relayAM are tcpRelays to the RM's client and
-	// scheduler ports, the floor of any hop; relayed are the RM's own
-	// tokens of the AMs registered through relayAM.
+	// scheduler ports, the floor of a hop that forwards every call;
+	// relayed are the RM's own tokens of the AMs registered through
+	// relayAM.
 	relayClient, relayAM string
 	relayed              []*commonpb.TokenProto
 }
@@ -416,8 +417,9 @@ func (f *fedScene) dial(b *testing.B, l *rcLoad, c fedCase, addr string, tokens 
 // process of its own; the RM shares this one with one set of the hops,
 // and the same hops run again in a process of their own, as deployed
 // (rows ", own process"). Each hop's calls are also made through a
-// tcpRelay in the hop's process (rows "via TCP relay"): the floor of any
-// hop on this machine. At 1 connection (a lone caller's latency) and 16 (throughput),
+// tcpRelay in the hop's process (rows "via TCP relay"): the floor on this
+// machine of a hop that forwards each call (the Router answers
+// getNewApplication itself, so for submissions it is none). At 1 connection (a lone caller's latency) and 16 (throughput),
 // one call outstanding on each, rounds of fedRound in fedOrder after a
 // warm-up of fedWarm each. It prints calls/s, p50 and p99 of each side,
 // the CPU per call of the RM's process and of the hops' own (the RM's
