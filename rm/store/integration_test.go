@@ -18,6 +18,7 @@ import (
 	"github.com/knitdev/knit/federation/membership"
 	fedstore "github.com/knitdev/knit/federation/store"
 	"github.com/knitdev/knit/rks/launch"
+	"github.com/knitdev/knit/test/tcpproxy"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -350,9 +351,15 @@ func TestWritesDuringAnAPIServerOutageCompleteAfterIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := startProxy(t, server.Host)
+	// A TCP proxy in front of the API server, taken down and brought
+	// back, plays an outage without stopping the shared control plane.
+	proxy, err := tcpproxy.Start(server.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
 	cfg := e.cp.RESTConfig()
-	cfg.Host = "https://" + proxy.addr
+	cfg.Host = "https://" + proxy.Addr()
 	var failures atomic.Int64
 	s := e.store(t, storeOptions{rest: cfg, failures: &failures})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -364,7 +371,7 @@ func TestWritesDuringAnAPIServerOutageCompleteAfterIt(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	proxy.down()
+	proxy.Down()
 	type result struct {
 		what string
 		err  error
@@ -397,7 +404,9 @@ func TestWritesDuringAnAPIServerOutageCompleteAfterIt(t *testing.T) {
 	default:
 	}
 
-	proxy.up(t)
+	if err := proxy.Up(); err != nil {
+		t.Fatal(err)
+	}
 	for range 4 {
 		select {
 		case r := <-results:

@@ -26,6 +26,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/protocols/yarnrpc"
+	"github.com/knitdev/knit/test/tcpproxy"
 )
 
 // Rounds of BenchmarkFederationVersusDirectRM.
@@ -98,10 +99,10 @@ type fedHopSide struct {
 	// in front of it.
 	proxy, fedProxy     string
 	proxied, fedProxied []*commonpb.TokenProto
-	// relayClient and relayAM are tcpRelays to the RM's client and
-	// scheduler ports, the floor of a hop that forwards every call;
-	// relayed are the RM's own tokens of the AMs registered through
-	// relayAM.
+	// relayClient and relayAM are plain TCP relays (package tcpproxy) to
+	// the RM's client and scheduler ports, the floor of a hop that
+	// forwards every call; relayed are the RM's own tokens of the AMs
+	// registered through relayAM.
 	relayClient, relayAM string
 	relayed              []*commonpb.TokenProto
 }
@@ -123,8 +124,8 @@ const (
 // the homes of the applications it was given, read through a warm cache
 // as in steady state), two AMRMProxies in front of the RM's scheduler,
 // one with the default pipeline, one with the FederationInterceptor in
-// front of it, the store telling it the RM is the home, and a tcpRelay to
-// each of the RM's two ports.
+// front of it, the store telling it the RM is the home, and a plain TCP
+// relay (package tcpproxy) to each of the RM's two ports.
 type fedHops struct {
 	store                *store.Memory
 	router               string
@@ -184,12 +185,12 @@ func startFedHops(ctx context.Context, rmClient, rmAM string, homes []string) (_
 		to   string
 		addr *string
 	}{{rmClient, &h.relayClient}, {rmAM, &h.relayAM}} {
-		r, err := startTCPRelay(relay.to)
+		r, err := tcpproxy.Start(relay.to)
 		if err != nil {
 			return nil, err
 		}
-		h.stops = append(h.stops, func() { _ = r.close() })
-		*relay.addr = r.addr()
+		h.stops = append(h.stops, r.Close)
+		*relay.addr = r.Addr()
 	}
 	pipelines := map[string]struct {
 		names  []string
@@ -417,7 +418,7 @@ func (f *fedScene) dial(b *testing.B, l *rcLoad, c fedCase, addr string, tokens 
 // process of its own; the RM shares this one with one set of the hops,
 // and the same hops run again in a process of their own, as deployed
 // (rows ", own process"). Each hop's calls are also made through a
-// tcpRelay in the hop's process (rows "via TCP relay"): the floor on this
+// plain TCP relay in the hop's process (rows "via TCP relay"): the floor on this
 // machine of a hop that forwards each call (the Router answers
 // getNewApplication itself, so for submissions it is none). At 1 connection (a lone caller's latency) and 16 (throughput),
 // one call outstanding on each, rounds of fedRound in fedOrder after a

@@ -27,6 +27,7 @@ import (
 	"github.com/knitdev/knit/protocols/yarnid"
 	"github.com/knitdev/knit/protocols/yarnpb"
 	"github.com/knitdev/knit/rm/webproxy"
+	"github.com/knitdev/knit/test/tcpproxy"
 )
 
 // benchApps is the proxy's Apps with one running application whose AM
@@ -155,7 +156,7 @@ func amPage(size int, declared bool, conns *atomic.Int64) *httptest.Server {
 // is the goal (0.8), since on shared cores every proxied page also
 // pays the proxy's CPU out of the clients' and the AM's budget (see below);
 // the separate rounds also run the standard library's reverse proxy and a
-// tcpRelay at the proxy's place, the floors of a net/http proxy and of any
+// plain TCP relay (package tcpproxy) at the proxy's place, the floors of a net/http proxy and of any
 // hop. Then proxyAlone pages of one client alone on each path. It does so for two pages: the size of the recorded
 // MapReduce AM's job page with its length declared, and 64 KiB streamed in
 // 8 KiB chunks. Every connection is kept alive: client to AM, client to
@@ -268,7 +269,7 @@ func BenchmarkWebProxyVersusDirect(b *testing.B) {
 // party of the web proxy's separate-process rounds instead of running
 // tests (see TestMain): "am <size> <declared>" serves amPage, "proxy <url>"
 // the RM's web proxy to the AM at url, "stdlib-proxy <url>" the standard
-// library's reverse proxy to it, "tcp-relay <url>" a tcpRelay to it.
+// library's reverse proxy to it, "tcp-relay <url>" a plain TCP relay to it.
 const benchProcessEnv = "KNIT_BENCH_WEB_PARTY"
 
 // proxyProfileEnv names a file the proxy process writes its CPU profile to,
@@ -303,7 +304,7 @@ func runWebPartyIfRequested() {
 // and returns when in ends.
 func serveWebParty(role []string, in io.Reader, out io.Writer) error {
 	var h http.Handler
-	var relay *tcpRelay
+	var relay *tcpproxy.Proxy
 	cpu := peerCPU
 	switch {
 	case len(role) == 3 && role[0] == "am":
@@ -332,10 +333,10 @@ func serveWebParty(role []string, in io.Reader, out io.Writer) error {
 		}
 		// The AM answers any path, so the relayed request's
 		// /proxy/... path needs no rewriting.
-		if relay, err = startTCPRelay(target.Host); err != nil {
+		if relay, err = tcpproxy.Start(target.Host); err != nil {
 			return err
 		}
-		defer relay.close()
+		defer relay.Close()
 	case len(role) == 2 && role[0] == "proxy":
 		cpu = proxyCPU
 		p, err := webproxy.New(webproxy.Config{Apps: benchApps{url: role[1]}, RMWebURL: "http://rm:8088", Logger: quiet})
@@ -366,7 +367,7 @@ func serveWebParty(role []string, in io.Reader, out io.Writer) error {
 	runtime.GOMAXPROCS(1)
 	serving := ""
 	if relay != nil {
-		serving = "http://" + relay.addr()
+		serving = "http://" + relay.Addr()
 	} else {
 		srv := httptest.NewServer(h)
 		defer srv.Close()

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -45,6 +43,7 @@ import (
 	"github.com/knitdev/knit/test/eventually"
 	"github.com/knitdev/knit/test/localcluster"
 	"github.com/knitdev/knit/test/supervise"
+	"github.com/knitdev/knit/test/tcpproxy"
 )
 
 // The reliability proofs of RM high availability (issue 20), each on a
@@ -746,113 +745,17 @@ func runningTasks(events []watch.Event) int {
 	return n
 }
 
-// apiProxy forwards TCP connections to the API server until cut: then it
-// drops every connection it carries and holds new ones unanswered, as a
-// network partition does, until healed. Nothing sent before the cut is
-// delivered after it.
-type apiProxy struct {
-	l      net.Listener
-	target string
-	wg     sync.WaitGroup
-
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]bool
-	held  []net.Conn
-}
-
-func startAPIProxy(t *testing.T, target string) *apiProxy {
+// startAPIProxy starts a TCP proxy to the API server at target, for a
+// test to cut as a network partition does, and closes it when the test
+// ends.
+func startAPIProxy(t *testing.T, target string) *tcpproxy.Proxy {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := tcpproxy.Start(target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &apiProxy{l: l, target: target, conns: map[net.Conn]bool{}}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.close)
+	t.Cleanup(p.Close)
 	return p
-}
-
-func (p *apiProxy) addr() string { return p.l.Addr().String() }
-
-func (p *apiProxy) accept() {
-	defer p.wg.Done()
-	for {
-		in, err := p.l.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.cut {
-			p.held = append(p.held, in)
-			p.mu.Unlock()
-			continue
-		}
-		p.conns[in] = true
-		p.mu.Unlock()
-		p.wg.Add(1)
-		go p.forward(in)
-	}
-}
-
-func (p *apiProxy) forward(in net.Conn) {
-	defer p.wg.Done()
-	defer p.drop(in)
-	out, err := net.Dial("tcp", p.target)
-	if err != nil {
-		return
-	}
-	p.mu.Lock()
-	if p.cut {
-		p.mu.Unlock()
-		out.Close()
-		return
-	}
-	p.conns[out] = true
-	p.mu.Unlock()
-	defer p.drop(out)
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(out, in); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(in, out); done <- struct{}{} }()
-	<-done
-	// Closing both ends (the deferred drops) ends the other copy.
-	in.Close()
-	out.Close()
-	<-done
-}
-
-func (p *apiProxy) drop(c net.Conn) {
-	c.Close()
-	p.mu.Lock()
-	delete(p.conns, c)
-	p.mu.Unlock()
-}
-
-// setCut cuts the API server off (true) or heals the cut (false).
-func (p *apiProxy) setCut(cut bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = cut
-	if cut {
-		for c := range p.conns {
-			c.Close()
-		}
-		return
-	}
-	// Held connections never reached the API server; their clients dial
-	// again.
-	for _, c := range p.held {
-		c.Close()
-	}
-	p.held = nil
-}
-
-func (p *apiProxy) close() {
-	p.l.Close()
-	p.setCut(true)
-	p.setCut(false)
-	p.wg.Wait()
 }
 
 // proxiedKubeconfig writes a copy of the cluster's kubeconfig whose server
@@ -891,7 +794,7 @@ func TestAnAPIServerOutageLosesNoSubmission(t *testing.T) {
 	const outage = 30 * time.Second
 	c := reliabilityCluster(t, 2)
 	proxy := startAPIProxy(t, strings.TrimPrefix(c.ControlPlane.Server, "https://"))
-	startHARMs(t, c, localcluster.Identities{RMKubeconfig: proxiedKubeconfig(t, c, proxy.addr(), "rms")})
+	startHARMs(t, c, localcluster.Identities{RMKubeconfig: proxiedKubeconfig(t, c, proxy.Addr(), "rms")})
 	appsRec, clusterRec := storeRecorders(t, c)
 	pods := podRecorder(t, c)
 	leader := activeRM(t, c)
@@ -901,7 +804,7 @@ func TestAnAPIServerOutageLosesNoSubmission(t *testing.T) {
 
 	atCut := subs.count()
 	t.Logf("cutting rm%d, the leader, and rm%d off the API server; %d submissions accepted", leader+1, 2-leader, atCut)
-	proxy.setCut(true)
+	proxy.SetCut(true)
 	end := time.Now().Add(outage)
 	var last []string
 	for time.Now().Before(end) {
@@ -923,7 +826,7 @@ func TestAnAPIServerOutageLosesNoSubmission(t *testing.T) {
 		}
 	}
 	duringCut := subs.count()
-	proxy.setCut(false)
+	proxy.SetCut(false)
 	t.Logf("healed; %d submissions accepted during the outage", duringCut-atCut)
 
 	leader = activeRM(t, c)
@@ -998,9 +901,9 @@ func TestALeaderCutOffAloneIsReplacedAndWritesNothingMore(t *testing.T) {
 	const cut = 20 * time.Second
 	c := reliabilityCluster(t, 2)
 	target := strings.TrimPrefix(c.ControlPlane.Server, "https://")
-	proxies := []*apiProxy{startAPIProxy(t, target), startAPIProxy(t, target)}
+	proxies := []*tcpproxy.Proxy{startAPIProxy(t, target), startAPIProxy(t, target)}
 	startHARMs(t, c, localcluster.Identities{RMKubeconfigs: []string{
-		proxiedKubeconfig(t, c, proxies[0].addr(), "rm1"), proxiedKubeconfig(t, c, proxies[1].addr(), "rm2"),
+		proxiedKubeconfig(t, c, proxies[0].Addr(), "rm1"), proxiedKubeconfig(t, c, proxies[1].Addr(), "rm2"),
 	}})
 	appsRec, clusterRec := storeRecorders(t, c)
 	pods := podRecorder(t, c)
@@ -1011,7 +914,7 @@ func TestALeaderCutOffAloneIsReplacedAndWritesNothingMore(t *testing.T) {
 
 	t.Logf("cutting rm%d, the leader, off the API server; %d submissions accepted", deposed+1, subs.count())
 	healAt := time.Now().Add(cut)
-	proxies[deposed].setCut(true)
+	proxies[deposed].SetCut(true)
 	// The deposed leader answers as active until its renew deadline, as
 	// long as its fence lets it write; the other takes the Lease only
 	// after the longer lease duration.
@@ -1035,7 +938,7 @@ func TestALeaderCutOffAloneIsReplacedAndWritesNothingMore(t *testing.T) {
 	if st := serviceState(t.Context(), c.RMs[deposed].Admin); st != "STANDBY" {
 		t.Errorf("rm%d, cut off: %s, want STANDBY", deposed+1, st)
 	}
-	proxies[deposed].setCut(false)
+	proxies[deposed].SetCut(false)
 	standbyUp(t, c, deposed)
 	if now := activeRM(t, c); now != leader {
 		t.Errorf("rm%d active after the cut healed, want rm%d still", now+1, leader+1)
