@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -490,42 +491,27 @@ func separateRounds(b *testing.B, size int, declared bool, round time.Duration) 
 		b.Logf("separate-process rounds skipped: need 2 CPUs to pin to (have %v, %v)", cpus, err)
 		return
 	}
-	am, err := startWebParty("am", strconv.Itoa(size), strconv.FormatBool(declared))
-	if err != nil {
-		b.Fatal(err)
-	}
+	// The parties stop in the reverse of their start, the AM last.
+	var parties []*webParty
 	defer func() {
-		if err := am.stop(); err != nil {
-			b.Error(err)
+		for _, wp := range slices.Backward(parties) {
+			if err := wp.stop(); err != nil {
+				b.Error(err)
+			}
 		}
 	}()
-	proxy, err := startWebParty("proxy", am.url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		if err := proxy.stop(); err != nil {
-			b.Error(err)
+	party := func(role ...string) *webParty {
+		wp, err := startWebParty(role...)
+		if err != nil {
+			b.Fatal(err)
 		}
-	}()
-	stdProxy, err := startWebParty("stdlib-proxy", am.url)
-	if err != nil {
-		b.Fatal(err)
+		parties = append(parties, wp)
+		return wp
 	}
-	defer func() {
-		if err := stdProxy.stop(); err != nil {
-			b.Error(err)
-		}
-	}()
-	tcpRelay, err := startWebParty("tcp-relay", am.url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		if err := tcpRelay.stop(); err != nil {
-			b.Error(err)
-		}
-	}()
+	am := party("am", strconv.Itoa(size), strconv.FormatBool(declared))
+	proxy := party("proxy", am.url)
+	stdProxy := party("stdlib-proxy", am.url)
+	tcpRelay := party("tcp-relay", am.url)
 	if err := pinProcess(peerCPU); err != nil {
 		b.Fatal(err)
 	}
