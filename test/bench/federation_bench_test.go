@@ -181,16 +181,19 @@ func startFedHops(ctx context.Context, rmClient, rmAM string, homes []string) (_
 		return nil, err
 	}
 	h.stops = append(h.stops, stop)
-	for _, relay := range []struct {
-		to   string
-		addr *string
-	}{{rmClient, &h.relayClient}, {rmAM, &h.relayAM}} {
-		r, err := tcpproxy.Start(relay.to)
+	relay := func(to string) (string, error) {
+		r, err := tcpproxy.Start(to)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		h.stops = append(h.stops, r.Close)
-		*relay.addr = r.Addr()
+		return r.Addr(), nil
+	}
+	if h.relayClient, err = relay(rmClient); err != nil {
+		return nil, err
+	}
+	if h.relayAM, err = relay(rmAM); err != nil {
+		return nil, err
 	}
 	pipelines := map[string]struct {
 		names  []string

@@ -259,7 +259,7 @@ func saveProfile(ctx context.Context, b *testing.B, url, path string) {
 // writeProfile is saveProfile's work, for a goroutine of the benchmark's,
 // which may not end the benchmark itself.
 func writeProfile(ctx context.Context, url, path string) error {
-	body, err := getProfile(ctx, url)
+	body, err := getRMPage(ctx, url)
 	if err != nil {
 		return err
 	}
@@ -275,23 +275,25 @@ func writeProfile(ctx context.Context, url, path string) error {
 	return f.Close()
 }
 
-// profile is the answer of knit-rm's profile at url.
-func profile(ctx context.Context, b *testing.B, url string) io.ReadCloser {
+// rmPage is the answer of knit-rm's web port at url: a profile, or its
+// /metrics.
+func rmPage(ctx context.Context, b *testing.B, url string) io.ReadCloser {
 	b.Helper()
-	body, err := getProfile(ctx, url)
+	body, err := getRMPage(ctx, url)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return body
 }
 
-func getProfile(ctx context.Context, url string) (io.ReadCloser, error) {
+// getRMPage is rmPage for a caller that may not end the benchmark.
+func getRMPage(ctx context.Context, url string) (io.ReadCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	// Unasked, Go's client asks for gzip, and the compressor promhttp
-	// then makes costs knit-rm hundreds of KB of allocation a scrape.
+	// Go's client asks for gzip unless told otherwise, and promhttp's
+	// compressor would cost knit-rm hundreds of KB of allocation a scrape.
 	req.Header.Set("Accept-Encoding", "identity")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -299,7 +301,7 @@ func getProfile(ctx context.Context, url string) (io.ReadCloser, error) {
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
-		return nil, fmt.Errorf("profile %s: %s", url, resp.Status)
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return resp.Body, nil
 }
@@ -324,7 +326,7 @@ func memStatsOf(ctx context.Context, b *testing.B, url string) map[string]uint64
 // eachLine calls f with each line of the answer at url, in order.
 func eachLine(ctx context.Context, b *testing.B, url string, f func(line string)) {
 	b.Helper()
-	body := profile(ctx, b, url)
+	body := rmPage(ctx, b, url)
 	defer body.Close()
 	sc := bufio.NewScanner(body)
 	sc.Buffer(nil, 1<<20)

@@ -157,8 +157,9 @@ func amPage(size int, declared bool, conns *atomic.Int64) *httptest.Server {
 // is the goal (0.8), since on shared cores every proxied page also
 // pays the proxy's CPU out of the clients' and the AM's budget (see below);
 // the separate rounds also run the standard library's reverse proxy and a
-// plain TCP relay (package tcpproxy) at the proxy's place, the floors of a net/http proxy and of any
-// hop. Then proxyAlone pages of one client alone on each path. It does so for two pages: the size of the recorded
+// plain TCP relay (package tcpproxy) at the proxy's place, the floors of a
+// net/http proxy and of any hop. Then proxyAlone pages of one client alone
+// on each path. It does so for two pages: the size of the recorded
 // MapReduce AM's job page with its length declared, and 64 KiB streamed in
 // 8 KiB chunks. Every connection is kept alive: client to AM, client to
 // proxy, proxy to AM. It reports pages/s, the ratio proxy/direct (the

@@ -37,7 +37,7 @@ func Start(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tcpproxy: %w", err)
 	}
-	p := &Proxy{addr: ln.Addr().String(), target: target, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}}
 	p.serve(ln)
 	return p, nil
 }
@@ -45,10 +45,8 @@ func Start(target string) (*Proxy, error) {
 // Addr is the proxy's host:port, the same across outages.
 func (p *Proxy) Addr() string { return p.addr }
 
+// serve accepts on ln, the proxy's listener, until it is closed.
 func (p *Proxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -136,6 +134,10 @@ func (p *Proxy) cutLocked() {
 func (p *Proxy) Down() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.downLocked()
+}
+
+func (p *Proxy) downLocked() {
 	if p.ln != nil {
 		_ = p.ln.Close()
 		p.ln = nil
@@ -146,18 +148,18 @@ func (p *Proxy) Down() {
 // Up listens again on the proxy's address after Down.
 func (p *Proxy) Up() error {
 	p.mu.Lock()
-	up, closed := p.ln != nil, p.closed
-	p.mu.Unlock()
+	defer p.mu.Unlock()
 	switch {
-	case closed:
+	case p.closed:
 		return errors.New("tcpproxy: up after close")
-	case up:
+	case p.ln != nil:
 		return nil
 	}
 	ln, err := net.Listen("tcp", p.addr)
 	if err != nil {
 		return fmt.Errorf("tcpproxy: back on %s: %w", p.addr, err)
 	}
+	p.ln = ln
 	p.serve(ln)
 	return nil
 }
@@ -196,9 +198,7 @@ func (p *Proxy) releaseHeldLocked() {
 func (p *Proxy) Close() {
 	p.mu.Lock()
 	p.closed = true
-	p.mu.Unlock()
-	p.Down()
-	p.mu.Lock()
+	p.downLocked()
 	p.releaseHeldLocked()
 	p.mu.Unlock()
 	p.wg.Wait()
